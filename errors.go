@@ -1,0 +1,57 @@
+package intake
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. The HTTP layer maps each to a status in one place.
+const (
+	ECONFLICT     = "conflict"
+	EINTERNAL     = "internal"
+	EINVALID      = "invalid"
+	ENOTFOUND     = "not_found"
+	EUNAUTHORIZED = "unauthorized"
+	EFORBIDDEN    = "forbidden"
+	ETOOLARGE     = "too_large"
+	EUNAVAILABLE  = "unavailable"
+	// ESTALE means a worker's attempt is no longer current: its lease was taken
+	// over, or the row already settled. The worker drops its result.
+	ESTALE = "stale"
+)
+
+// Error is an error with a code for programs and a message for people.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// Errorf returns an *Error with the given code and formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err, EINTERNAL for an error without one, and
+// "" for nil.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the user-facing message of err; internal errors get a
+// generic one so details never leak to API callers.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}

@@ -1,0 +1,108 @@
+package intake
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// EventState is where an event stands in routing.
+type EventState string
+
+// Event states, exactly as the design names them.
+const (
+	EventPending    EventState = "pending"
+	EventDelivered  EventState = "delivered"
+	EventRetrying   EventState = "retrying"
+	EventDead       EventState = "dead"
+	EventNoConsumer EventState = "no_consumer"
+)
+
+// EventStates lists every event state.
+var EventStates = []EventState{EventPending, EventDelivered, EventRetrying, EventDead, EventNoConsumer}
+
+// eventTransitions is the one table every event state write goes through.
+// dead|no_consumer → pending is the operator's re-route.
+var eventTransitions = map[EventState][]EventState{
+	EventPending:    {EventDelivered, EventRetrying, EventNoConsumer},
+	EventRetrying:   {EventRetrying, EventDelivered, EventDead, EventNoConsumer},
+	EventDead:       {EventPending},
+	EventNoConsumer: {EventPending},
+}
+
+// Valid reports whether s is a declared event state.
+func (s EventState) Valid() bool {
+	for _, v := range EventStates {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckEventTransition returns an EINVALID error unless from → to is in the
+// event transition table.
+func CheckEventTransition(from, to EventState) error {
+	for _, t := range eventTransitions[from] {
+		if t == to {
+			return nil
+		}
+	}
+	return Errorf(EINVALID, "event cannot go from %s to %s", from, to)
+}
+
+// EventKind says what sort of fact an event is.
+type EventKind string
+
+// Event kinds.
+const (
+	KindEvent        EventKind = "event"
+	KindChangeNotice EventKind = "change_notice"
+	KindLinkUnfurl   EventKind = "link_unfurl"
+)
+
+// MaxEventData is the most JSON an event carries; adapters trim larger
+// payloads and set DataTruncated.
+const MaxEventData = 64 << 10
+
+// Subject names the record an event is about and the app that initiated it.
+type Subject struct {
+	App      string `json:"app"`
+	RecordID string `json:"record_id"`
+}
+
+// Event is a verified, typed fact interpreted from a message; consumers
+// deduplicate on its ID.
+type Event struct {
+	ID              string
+	OrgID           string
+	ConnectionID    string
+	MessageID       string
+	Provider        string
+	Type            string
+	Kind            EventKind
+	ProviderEventID string
+	OccurredAt      time.Time
+	ReceivedAt      time.Time
+	Subject         *Subject
+	Data            json.RawMessage
+	DataTruncated   bool
+	ObjectIDs       []string
+	State           EventState
+	Attempt         int
+	MaxAttempts     int
+	NextAttemptAt   time.Time
+	Replay          bool
+	ReplayOf        string
+	CreatedAt       time.Time
+}
+
+// EventStatesInto lists the states from which the table allows a move to to.
+func EventStatesInto(to EventState) []EventState {
+	var out []EventState
+	for _, from := range EventStates {
+		if CheckEventTransition(from, to) == nil {
+			out = append(out, from)
+		}
+	}
+	return out
+}

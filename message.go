@@ -1,0 +1,119 @@
+package intake
+
+import (
+	"net/http"
+	"time"
+)
+
+// MessageState is where a received message stands in its lifecycle.
+type MessageState string
+
+// Message states, exactly as the design names them.
+const (
+	MessageQueued     MessageState = "queued"
+	MessageProcessing MessageState = "processing"
+	MessageProcessed  MessageState = "processed"
+	MessageIgnored    MessageState = "ignored"
+	MessageFailed     MessageState = "failed"
+	MessageDead       MessageState = "dead"
+)
+
+// MessageStates lists every message state.
+var MessageStates = []MessageState{MessageQueued, MessageProcessing, MessageProcessed, MessageIgnored, MessageFailed, MessageDead}
+
+// messageTransitions is the one table every message state write goes through.
+var messageTransitions = map[MessageState][]MessageState{
+	MessageQueued:     {MessageProcessing},
+	MessageProcessing: {MessageProcessed, MessageIgnored, MessageFailed, MessageDead},
+	MessageFailed:     {MessageProcessing},
+}
+
+// Valid reports whether s is a declared message state.
+func (s MessageState) Valid() bool {
+	for _, v := range MessageStates {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckMessageTransition returns an EINVALID error unless from → to is in the
+// message transition table.
+func CheckMessageTransition(from, to MessageState) error {
+	for _, t := range messageTransitions[from] {
+		if t == to {
+			return nil
+		}
+	}
+	return Errorf(EINVALID, "message cannot go from %s to %s", from, to)
+}
+
+// Outcomes recorded on a settled message.
+const (
+	OutcomeEvents    = "events"    // processed into one or more events
+	OutcomeNoEvents  = "no_events" // verified, but the provider sent nothing to act on
+	OutcomeChallenge = "challenge" // an inline handshake, answered at ingress
+	OutcomeSignature = "signature" // ignored: the signature did not verify
+	OutcomeDuplicate = "duplicate" // ignored: the same identity was processed before
+	OutcomeConflict  = "conflict"  // ignored: same provider event id, different content
+)
+
+// Error codes recorded on failed and dead messages.
+const (
+	ErrCodeTransient    = "transient"
+	ErrCodePermanent    = "permanent"
+	ErrCodeLeaseExpired = "lease_expired"
+	ErrCodeBodyExpired  = "body_expired"
+)
+
+// DefaultMaxAttempts is how many processing or routing attempts run before a
+// message or event is dead.
+const DefaultMaxAttempts = 6
+
+// Message is one HTTP request received at an endpoint, and the work item that
+// processes it.
+type Message struct {
+	ID              string
+	OrgID           string
+	ConnectionID    string
+	EndpointID      string
+	Method          string
+	Query           string
+	Header          http.Header
+	Body            []byte
+	Digest          string // hex SHA-256 of Body
+	ReceivedAt      time.Time
+	State           MessageState
+	Attempt         int
+	MaxAttempts     int
+	NextAttemptAt   time.Time
+	LeaseUntil      time.Time
+	ProviderEventID string
+	Outcome         string
+	ErrorCode       string
+	ErrorMessage    string
+	ReplayOf        string
+	EventIDs        []string
+	BodyExpired     bool
+}
+
+// Claim is a numbered processing attempt of a message held under a lease.
+// Only the holder of the current attempt can settle it.
+type Claim struct {
+	Message    Message
+	Attempt    int
+	LeaseUntil time.Time
+}
+
+// MessageStatesInto lists the states from which the table allows a move to
+// to, so claim queries are built from the table rather than beside it.
+func MessageStatesInto(to MessageState) []MessageState {
+	var out []MessageState
+	for _, from := range MessageStates {
+		if CheckMessageTransition(from, to) == nil {
+			out = append(out, from)
+		}
+	}
+	return out
+}

@@ -1,0 +1,168 @@
+package intake
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Store is everything intake keeps. Each backend (store/sqlite,
+// store/postgres) implements it and passes the one conformance suite in
+// store/storetest. Methods that read org-owned rows take a Scope so an org's
+// API key can never reach another org's rows.
+type Store interface {
+	CreateOrg(ctx context.Context, o Org, apiKeyHash []byte) error
+	OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (Org, error)
+	ListOrgs(ctx context.Context, sc Scope) ([]Org, error)
+
+	CreateConnection(ctx context.Context, c Connection) error
+	Connection(ctx context.Context, sc Scope, id string) (Connection, error)
+	ListConnections(ctx context.Context, sc Scope) ([]Connection, error)
+
+	CreateEndpoint(ctx context.Context, e Endpoint) error
+	Endpoint(ctx context.Context, sc Scope, id string) (Endpoint, error)
+	// EndpointByTokenHash finds an endpoint for ingress, enabled or not.
+	EndpointByTokenHash(ctx context.Context, tokenHash []byte) (Endpoint, error)
+	UpdateEndpoint(ctx context.Context, sc Scope, e Endpoint) error
+	ListEndpoints(ctx context.Context, sc Scope) ([]Endpoint, error)
+
+	// Ingest durably commits a received message in state queued, sharing
+	// the commit with concurrent callers; it returns only once the commit
+	// holding m is on disk, and wakes the workers.
+	Ingest(ctx context.Context, m *Message) error
+
+	// ClaimMessages takes up to limit due messages (queued or failed and due,
+	// or processing with an expired lease) as their next numbered attempt,
+	// leased until now+lease.
+	ClaimMessages(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Claim, error)
+	// SettleMessage applies a processing result in one transaction (see
+	// ApplySettlement). It fails with ESTALE if the attempt is not current.
+	SettleMessage(ctx context.Context, now time.Time, s Settlement) (Settled, error)
+	// ReleaseMessage ends a held lease at once so another worker can take
+	// the message as its next attempt.
+	ReleaseMessage(ctx context.Context, now time.Time, id string, attempt int) error
+
+	Message(ctx context.Context, sc Scope, id string) (Message, error)
+	// MessageBody returns the stored request; ENOTFOUND once the body expired.
+	MessageBody(ctx context.Context, sc Scope, id string) ([]byte, http.Header, error)
+	ListMessages(ctx context.Context, sc Scope, f MessageFilter) (Page[Message], error)
+
+	Event(ctx context.Context, sc Scope, id string) (Event, error)
+	ListEvents(ctx context.Context, sc Scope, f EventFilter) (Page[Event], error)
+
+	// Listen returns a channel that receives (coalesced) when work of the
+	// topic commits, and a function that stops listening.
+	Listen(topic string) (<-chan struct{}, func())
+
+	// Ping reports whether the store can serve.
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Wake-up topics.
+const (
+	TopicMessages = "messages"
+	TopicEvents   = "events"
+)
+
+// Page is one page of a keyset-paginated list.
+type Page[T any] struct {
+	Items      []T
+	NextCursor string
+}
+
+// MessageFilter selects messages for listing.
+type MessageFilter struct {
+	EndpointID string
+	State      MessageState
+	Limit      int
+	Cursor     string // the last id of the previous page
+}
+
+// EventFilter selects events for listing.
+type EventFilter struct {
+	State  EventState
+	Type   string
+	Limit  int
+	Cursor string
+}
+
+// Settlement is the result of one processing attempt of a message.
+type Settlement struct {
+	MessageID       string
+	Attempt         int
+	To              MessageState
+	Outcome         string
+	ErrorCode       string
+	ErrorMessage    string
+	NextAttemptAt   time.Time // for failed
+	ProviderEventID string
+	Identity        *Identity // nil: not deduplicated (change notice, replay)
+	Events          []Event
+}
+
+// Settled is what a settlement actually did once deduplication was judged
+// inside its transaction.
+type Settled struct {
+	State    MessageState
+	Outcome  string
+	EventIDs []string
+}
+
+// SettleTx is the view of one open store transaction that ApplySettlement
+// needs. Each store implements it with its own SQL.
+type SettleTx interface {
+	// LockMessage returns the message's state and attempt, locking the row
+	// until the transaction ends.
+	LockMessage(ctx context.Context, id string) (MessageState, int, error)
+	// Identity returns the identity recorded under (connection, key) that has
+	// not expired at now, or nil.
+	Identity(ctx context.Context, connectionID, key string, now time.Time) (*Identity, error)
+	PutIdentity(ctx context.Context, connectionID string, id Identity) error
+	// InsertEvent inserts e unless a non-replay event of the same
+	// (connection, provider event id) exists; inserted reports which.
+	InsertEvent(ctx context.Context, e Event) (inserted bool, err error)
+	UpdateMessage(ctx context.Context, s Settlement, now time.Time) error
+}
+
+// ApplySettlement is the one place a processing result becomes state: it
+// refuses a stale attempt, judges deduplication, inserts the events, and
+// moves the message through the transition table, all inside tx, so no
+// subset of a message's events ever commits alone.
+func ApplySettlement(ctx context.Context, tx SettleTx, connectionID string, now time.Time, s Settlement) (Settled, error) {
+	state, attempt, err := tx.LockMessage(ctx, s.MessageID)
+	if err != nil {
+		return Settled{}, err
+	}
+	if state != MessageProcessing || attempt != s.Attempt {
+		return Settled{}, Errorf(ESTALE, "attempt %d of message %s is not current", s.Attempt, s.MessageID)
+	}
+	if s.To == MessageProcessed && s.Identity != nil {
+		prior, err := tx.Identity(ctx, connectionID, s.Identity.Key, now)
+		if err != nil {
+			return Settled{}, err
+		}
+		if verdict := Judge(prior, *s.Identity); verdict != "" {
+			s.To, s.Outcome, s.Events = MessageIgnored, verdict, nil
+		} else if err := tx.PutIdentity(ctx, connectionID, *s.Identity); err != nil {
+			return Settled{}, err
+		}
+	}
+	if err := CheckMessageTransition(state, s.To); err != nil {
+		return Settled{}, err
+	}
+	out := Settled{State: s.To, Outcome: s.Outcome}
+	for _, e := range s.Events {
+		inserted, err := tx.InsertEvent(ctx, e)
+		if err != nil {
+			return Settled{}, err
+		}
+		if inserted {
+			out.EventIDs = append(out.EventIDs, e.ID)
+		}
+	}
+	if err := tx.UpdateMessage(ctx, s, now); err != nil {
+		return Settled{}, err
+	}
+	return out, nil
+}

@@ -1,0 +1,210 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/intakehq/intake"
+)
+
+// CreateOrg inserts an org with the hash of its API key.
+func (s *Store) CreateOrg(ctx context.Context, o intake.Org, apiKeyHash []byte) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO orgs (id, name, api_key_hash, created_at) VALUES (?, ?, ?, ?)`,
+			o.ID, o.Name, apiKeyHash, ts(o.CreatedAt))
+		return err
+	})
+}
+
+// OrgByKeyHash finds the org an API key belongs to.
+func (s *Store) OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (intake.Org, error) {
+	var o intake.Org
+	var created sql.NullInt64
+	err := s.read.QueryRowContext(ctx, `SELECT id, name, created_at FROM orgs WHERE api_key_hash = ?`, apiKeyHash).
+		Scan(&o.ID, &o.Name, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return o, intake.Errorf(intake.ENOTFOUND, "no org has this key")
+	}
+	o.CreatedAt = fromTS(created)
+	return o, err
+}
+
+// ListOrgs lists the orgs visible in sc.
+func (s *Store) ListOrgs(ctx context.Context, sc intake.Scope) ([]intake.Org, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT id, name, created_at FROM orgs WHERE (?1 = '' OR id = ?1) ORDER BY id`, sc.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []intake.Org
+	for rows.Next() {
+		var o intake.Org
+		var created sql.NullInt64
+		if err := rows.Scan(&o.ID, &o.Name, &created); err != nil {
+			return nil, err
+		}
+		o.CreatedAt = fromTS(created)
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// CreateConnection inserts a connection; its org must exist.
+func (s *Store) CreateConnection(ctx context.Context, c intake.Connection) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := orgExists(ctx, tx, c.OrgID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO connections (id, org_id, provider, name, sealed_secrets, config, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.OrgID, c.Provider, c.Name, c.SealedSecrets, nullJSON(c.Config), ts(c.CreatedAt))
+		return err
+	})
+}
+
+func orgExists(ctx context.Context, tx *sql.Tx, id string) error {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM orgs WHERE id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("org", id)
+	}
+	return err
+}
+
+const connectionColumns = `id, org_id, provider, name, sealed_secrets, config, created_at`
+
+func scanConnection(row interface{ Scan(...any) error }) (intake.Connection, error) {
+	var c intake.Connection
+	var config sql.NullString
+	var created sql.NullInt64
+	err := row.Scan(&c.ID, &c.OrgID, &c.Provider, &c.Name, &c.SealedSecrets, &config, &created)
+	if config.Valid {
+		c.Config = []byte(config.String)
+	}
+	c.CreatedAt = fromTS(created)
+	return c, err
+}
+
+// Connection returns one connection visible in sc.
+func (s *Store) Connection(ctx context.Context, sc intake.Scope, id string) (intake.Connection, error) {
+	c, err := scanConnection(s.read.QueryRowContext(ctx,
+		`SELECT `+connectionColumns+` FROM connections WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, notFound("connection", id)
+	}
+	return c, err
+}
+
+// ListConnections lists the connections visible in sc.
+func (s *Store) ListConnections(ctx context.Context, sc intake.Scope) ([]intake.Connection, error) {
+	rows, err := s.read.QueryContext(ctx,
+		`SELECT `+connectionColumns+` FROM connections WHERE (?1 = '' OR org_id = ?1) ORDER BY id`, sc.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []intake.Connection
+	for rows.Next() {
+		c, err := scanConnection(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// CreateEndpoint inserts an endpoint of an existing connection; its org is
+// the connection's.
+func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		var org string
+		err := tx.QueryRowContext(ctx, `SELECT org_id FROM connections WHERE id = ?`, e.ConnectionID).Scan(&org)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && e.OrgID != "" && org != e.OrgID) {
+			return notFound("connection", e.ConnectionID)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO endpoints (id, org_id, connection_id, token_hash, enabled, max_body_bytes, rate_per_sec, burst, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, org, e.ConnectionID, e.TokenHash, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, ts(e.CreatedAt))
+		return err
+	})
+}
+
+const endpointColumns = `e.id, e.org_id, e.connection_id, c.provider, e.token_hash, e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at`
+
+func scanEndpoint(row interface{ Scan(...any) error }) (intake.Endpoint, error) {
+	var e intake.Endpoint
+	var created sql.NullInt64
+	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Provider, &e.TokenHash, &e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &e.Burst, &created)
+	e.CreatedAt = fromTS(created)
+	return e, err
+}
+
+// Endpoint returns one endpoint visible in sc.
+func (s *Store) Endpoint(ctx context.Context, sc intake.Scope, id string) (intake.Endpoint, error) {
+	e, err := scanEndpoint(s.read.QueryRowContext(ctx,
+		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id
+		 WHERE e.id = ?1 AND (?2 = '' OR e.org_id = ?2)`, id, sc.OrgID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, notFound("endpoint", id)
+	}
+	return e, err
+}
+
+// EndpointByTokenHash finds the endpoint ingress was addressed to.
+func (s *Store) EndpointByTokenHash(ctx context.Context, tokenHash []byte) (intake.Endpoint, error) {
+	e, err := scanEndpoint(s.read.QueryRowContext(ctx,
+		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id WHERE e.token_hash = ?`, tokenHash))
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, intake.Errorf(intake.ENOTFOUND, "no endpoint has this token")
+	}
+	return e, err
+}
+
+// UpdateEndpoint saves an endpoint's enabled flag and limits.
+func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.Endpoint) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE endpoints SET enabled = ?, max_body_bytes = ?, rate_per_sec = ?, burst = ?
+			WHERE id = ? AND (? = '' OR org_id = ?)`,
+			e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, sc.OrgID, sc.OrgID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("endpoint", e.ID)
+		}
+		return nil
+	})
+}
+
+// ListEndpoints lists the endpoints visible in sc.
+func (s *Store) ListEndpoints(ctx context.Context, sc intake.Scope) ([]intake.Endpoint, error) {
+	rows, err := s.read.QueryContext(ctx,
+		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id
+		 WHERE (?1 = '' OR e.org_id = ?1) ORDER BY e.id`, sc.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []intake.Endpoint
+	for rows.Next() {
+		e, err := scanEndpoint(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func nullJSON(b []byte) any {
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return nil
+	}
+	return string(b)
+}

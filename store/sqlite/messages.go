@@ -1,0 +1,298 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// claimable is the SQL list of states the transition table lets a claim
+// move to processing from.
+var claimable = func() string {
+	var q []string
+	for _, s := range intake.MessageStatesInto(intake.MessageProcessing) {
+		q = append(q, "'"+string(s)+"'")
+	}
+	return strings.Join(q, ", ")
+}()
+
+// ClaimMessages takes due messages, and processing ones whose lease expired,
+// as their next numbered attempt.
+func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.Claim, error) {
+	var claims []intake.Claim
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE messages
+			SET state = 'processing', attempt = attempt + 1, lease_until = ?1
+			WHERE id IN (
+				SELECT id FROM (
+					SELECT id, next_attempt_at AS due FROM messages
+					 WHERE state IN (`+claimable+`) AND next_attempt_at <= ?2
+					UNION ALL
+					SELECT id, lease_until AS due FROM messages
+					 WHERE state = 'processing' AND lease_until <= ?2
+				) ORDER BY due LIMIT ?3)
+			RETURNING `+messageColumns, ts(now.Add(lease)), ts(now), limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			m, err := scanMessage(rows)
+			if err != nil {
+				return err
+			}
+			claims = append(claims, intake.Claim{Message: m, Attempt: m.Attempt, LeaseUntil: m.LeaseUntil})
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		for i := range claims {
+			m := &claims[i].Message
+			if err := loadBody(ctx, tx, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return claims, err
+}
+
+func loadBody(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, m *intake.Message) error {
+	var header string
+	err := q.QueryRowContext(ctx, `SELECT header, body FROM message_bodies WHERE message_id = ?`, m.ID).Scan(&header, &m.Body)
+	if errors.Is(err, sql.ErrNoRows) {
+		m.BodyExpired = true
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal([]byte(header), &m.Header)
+}
+
+// SettleMessage applies a processing result in one transaction.
+func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Settlement) (intake.Settled, error) {
+	var out intake.Settled
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var conn string
+		err := tx.QueryRowContext(ctx, `SELECT connection_id FROM messages WHERE id = ?`, st.MessageID).Scan(&conn)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("message", st.MessageID)
+		}
+		if err != nil {
+			return err
+		}
+		out, err = intake.ApplySettlement(ctx, settleTx{tx}, conn, now, st)
+		return err
+	})
+	if err == nil && len(out.EventIDs) > 0 {
+		s.hub.Notify(intake.TopicEvents)
+	}
+	return out, err
+}
+
+// settleTx is ApplySettlement's view of a SQLite write transaction. The
+// transaction is IMMEDIATE, so it already holds the database's write lock.
+type settleTx struct{ tx *sql.Tx }
+
+func (t settleTx) LockMessage(ctx context.Context, id string) (intake.MessageState, int, error) {
+	var state intake.MessageState
+	var attempt int
+	err := t.tx.QueryRowContext(ctx, `SELECT state, attempt FROM messages WHERE id = ?`, id).Scan(&state, &attempt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, notFound("message", id)
+	}
+	return state, attempt, err
+}
+
+func (t settleTx) Identity(ctx context.Context, connectionID, key string, now time.Time) (*intake.Identity, error) {
+	id := intake.Identity{Key: key}
+	var expires sql.NullInt64
+	err := t.tx.QueryRowContext(ctx, `SELECT digest, event_type, message_id, expires_at FROM message_identities
+		WHERE connection_id = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`, connectionID, key, ts(now)).
+		Scan(&id.Digest, &id.EventType, &id.MessageID, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	id.ExpiresAt = fromTS(expires)
+	return &id, err
+}
+
+func (t settleTx) PutIdentity(ctx context.Context, connectionID string, id intake.Identity) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO message_identities (connection_id, key, digest, event_type, message_id, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (connection_id, key) DO UPDATE SET digest = excluded.digest, event_type = excluded.event_type,
+			message_id = excluded.message_id, expires_at = excluded.expires_at`,
+		connectionID, id.Key, id.Digest, id.EventType, id.MessageID, ts(id.ExpiresAt))
+	return err
+}
+
+func (t settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error) {
+	objectIDs, err := json.Marshal(e.ObjectIDs)
+	if err != nil {
+		return false, err
+	}
+	var app, record string
+	if e.Subject != nil {
+		app, record = e.Subject.App, e.Subject.RecordID
+	}
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO events
+		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
+		 subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
+		 next_attempt_at, replay, replay_of, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`,
+		e.ID, e.OrgID, e.ConnectionID, e.MessageID, e.Provider, e.Type, e.Kind, e.ProviderEventID, ts(e.OccurredAt),
+		ts(e.ReceivedAt), app, record, string(e.Data), e.DataTruncated, string(objectIDs), e.State, e.Attempt,
+		e.MaxAttempts, ts(e.NextAttemptAt), e.Replay, e.ReplayOf, ts(e.CreatedAt))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+func (t settleTx) UpdateMessage(ctx context.Context, st intake.Settlement, now time.Time) error {
+	var settled any
+	if st.To != intake.MessageFailed {
+		settled = ts(now)
+	}
+	_, err := t.tx.ExecContext(ctx, `UPDATE messages SET state = ?, outcome = ?, error_code = ?, error_message = ?,
+		next_attempt_at = ?, lease_until = NULL, provider_event_id = ?, settled_at = ?
+		WHERE id = ? AND attempt = ?`,
+		st.To, st.Outcome, st.ErrorCode, st.ErrorMessage, ts(st.NextAttemptAt), st.ProviderEventID, settled,
+		st.MessageID, st.Attempt)
+	return err
+}
+
+// ReleaseMessage ends a lease at once; the message is claimable as its next
+// attempt by any worker.
+func (s *Store) ReleaseMessage(ctx context.Context, now time.Time, id string, attempt int) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE messages SET lease_until = ? WHERE id = ? AND attempt = ? AND state = 'processing'`,
+			ts(now), id, attempt)
+		return err
+	})
+	if err == nil {
+		s.hub.Notify(intake.TopicMessages)
+	}
+	return err
+}
+
+const messageColumns = `id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt,
+	max_attempts, next_attempt_at, lease_until, provider_event_id, outcome, error_code, error_message, replay_of`
+
+func scanMessage(row interface{ Scan(...any) error }) (intake.Message, error) {
+	var m intake.Message
+	var received, next, lease sql.NullInt64
+	err := row.Scan(&m.ID, &m.OrgID, &m.ConnectionID, &m.EndpointID, &m.Method, &m.Query, &m.Digest, &received,
+		&m.State, &m.Attempt, &m.MaxAttempts, &next, &lease, &m.ProviderEventID, &m.Outcome, &m.ErrorCode,
+		&m.ErrorMessage, &m.ReplayOf)
+	m.ReceivedAt, m.NextAttemptAt, m.LeaseUntil = fromTS(received), fromTS(next), fromTS(lease)
+	return m, err
+}
+
+// Message returns one message visible in sc, with its headers and event ids
+// (not its body).
+func (s *Store) Message(ctx context.Context, sc intake.Scope, id string) (intake.Message, error) {
+	m, err := scanMessage(s.read.QueryRowContext(ctx,
+		`SELECT `+messageColumns+` FROM messages WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, notFound("message", id)
+	}
+	if err != nil {
+		return m, err
+	}
+	var header sql.NullString
+	err = s.read.QueryRowContext(ctx, `SELECT header FROM message_bodies WHERE message_id = ?`, id).Scan(&header)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		m.BodyExpired = true
+	case err != nil:
+		return m, err
+	default:
+		if err := json.Unmarshal([]byte(header.String), &m.Header); err != nil {
+			return m, err
+		}
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT id FROM events WHERE message_id = ? ORDER BY id`, id)
+	if err != nil {
+		return m, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var eid string
+		if err := rows.Scan(&eid); err != nil {
+			return m, err
+		}
+		m.EventIDs = append(m.EventIDs, eid)
+	}
+	return m, rows.Err()
+}
+
+// MessageBody returns the stored request of a message visible in sc.
+func (s *Store) MessageBody(ctx context.Context, sc intake.Scope, id string) ([]byte, http.Header, error) {
+	var header string
+	var body []byte
+	err := s.read.QueryRowContext(ctx, `SELECT b.header, b.body FROM message_bodies b JOIN messages m ON m.id = b.message_id
+		WHERE b.message_id = ?1 AND (?2 = '' OR m.org_id = ?2)`, id, sc.OrgID).Scan(&header, &body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, notFound("message body", id)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var h http.Header
+	if err := json.Unmarshal([]byte(header), &h); err != nil {
+		return nil, nil, err
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	return body, h, nil
+}
+
+// ListMessages lists messages newest first, a page at a time.
+func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (intake.Page[intake.Message], error) {
+	limit := pageLimit(f.Limit)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE (?1 = '' OR org_id = ?1) AND (?2 = '' OR endpoint_id = ?2) AND (?3 = '' OR state = ?3)
+		  AND (?4 = '' OR id < ?4)
+		ORDER BY id DESC LIMIT ?5`, sc.OrgID, f.EndpointID, string(f.State), f.Cursor, limit+1)
+	if err != nil {
+		return intake.Page[intake.Message]{}, err
+	}
+	defer rows.Close()
+	var page intake.Page[intake.Message]
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return page, err
+		}
+		page.Items = append(page.Items, m)
+	}
+	if len(page.Items) > limit {
+		page.Items = page.Items[:limit]
+		page.NextCursor = page.Items[limit-1].ID
+	}
+	return page, rows.Err()
+}
+
+func pageLimit(n int) int {
+	switch {
+	case n <= 0:
+		return 50
+	case n > 500:
+		return 500
+	}
+	return n
+}

@@ -1,0 +1,182 @@
+// Package sqlite is intake's embedded store: one SQLite file under the data
+// directory, in WAL mode with a full fsync on every commit. All writes go
+// through one connection; concurrent ingests share its commits.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/notify"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options configure the store.
+type Options struct {
+	// Path of the database file; its directory is created.
+	Path string
+	// MaxBatch bounds how many ingests share one commit (default 256).
+	MaxBatch int
+	// Readers is the size of the read pool (default 4).
+	Readers int
+}
+
+// Store is the SQLite implementation of intake.Store.
+type Store struct {
+	write  *sql.DB // exactly one connection: SQLite has one writer
+	read   *sql.DB
+	hub    notify.Hub
+	ingest chan ingestRequest
+	batch  int
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+var _ intake.Store = (*Store)(nil)
+
+// Open opens (creating if needed) and migrates the database at opts.Path.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Path == "" {
+		return nil, errors.New("sqlite: no path")
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.Readers <= 0 {
+		opts.Readers = 4
+	}
+	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
+		return nil, err
+	}
+	pragmas := url.Values{}
+	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(ON)"} {
+		pragmas.Add("_pragma", p)
+	}
+	pragmas.Set("_txlock", "immediate")
+	dsn := "file:" + opts.Path + "?" + pragmas.Encode()
+	write, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	if err := migrate(ctx, write); err != nil {
+		write.Close()
+		return nil, err
+	}
+	rp := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "query_only(1)"} {
+		rp.Add("_pragma", p)
+	}
+	read, err := sql.Open("sqlite", "file:"+opts.Path+"?"+rp.Encode())
+	if err != nil {
+		write.Close()
+		return nil, err
+	}
+	read.SetMaxOpenConns(opts.Readers)
+	read.SetMaxIdleConns(opts.Readers)
+	s := &Store{
+		write:  write,
+		read:   read,
+		ingest: make(chan ingestRequest, 4*opts.MaxBatch),
+		batch:  opts.MaxBatch,
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	go s.commitLoop()
+	return s, nil
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	dir, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, dir)
+	if err != nil {
+		return fmt.Errorf("sqlite: migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	return nil
+}
+
+// Close stops the committer (failing ingests still queued) and closes the
+// database.
+func (s *Store) Close() error {
+	close(s.stop)
+	<-s.done
+	return errors.Join(s.read.Close(), s.write.Close())
+}
+
+// Ping reports whether the writer can serve.
+func (s *Store) Ping(ctx context.Context) error { return s.write.PingContext(ctx) }
+
+// Listen wakes on commits of topic's work.
+func (s *Store) Listen(topic string) (<-chan struct{}, func()) { return s.hub.Listen(topic) }
+
+// tx runs fn in an immediate write transaction.
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return unavailable(err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// unavailable marks a storage failure so callers answer 503 and retry.
+func unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ie *intake.Error
+	if errors.As(err, &ie) {
+		return err
+	}
+	return &storageError{err}
+}
+
+type storageError struct{ err error }
+
+func (e *storageError) Error() string { return "sqlite: " + e.err.Error() }
+func (e *storageError) Unwrap() error { return e.err }
+
+// Times are stored as Unix microseconds, UTC.
+func ts(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+func fromTS(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.UnixMicro(v.Int64).UTC()
+}
+
+func notFound(what, id string) error { return intake.Errorf(intake.ENOTFOUND, "%s %s not found", what, id) }

@@ -1,0 +1,532 @@
+// Package storetest is the conformance suite every intake.Store must pass.
+// Each store's tests call Run with a function that opens a fresh, empty
+// store.
+package storetest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// Opener opens a fresh, empty store for one test.
+type Opener func(t *testing.T) intake.Store
+
+// Run runs the whole suite.
+func Run(t *testing.T, open Opener) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, intake.Store)
+	}{
+		{"IngestKeepsRequestAsReceived", testIngestKeepsRequest},
+		{"ConcurrentIngestsAllCommit", testConcurrentIngests},
+		{"ClaimTakesDueMessagesAsNumberedAttempts", testClaimNumbersAttempts},
+		{"ExpiredLeaseIsTakenOverAndStaleAttemptCannotSettle", testLeaseTakeover},
+		{"RacingClaimersClaimEachMessageOnce", testRacingClaimers},
+		{"SettleCommitsEventsWithProcessedState", testSettleCommitsEvents},
+		{"RepeatedIdentityIsDuplicateAndChangedContentIsConflict", testDedupe},
+		{"DigestIdentityExpiresAfterADay", testDigestExpiry},
+		{"BatchItemBecomesOneEventAcrossMessages", testBatchItemUnique},
+		{"FailedMessageWaitsUntilDue", testFailedWaits},
+		{"InvalidTransitionIsRefusedAndChangesNothing", testInvalidTransition},
+		{"ReleasedLeaseIsClaimableAtOnce", testRelease},
+		{"OrgScopeHidesOtherOrgsRows", testScope},
+		{"ListsPaginateNewestFirst", testPagination},
+		{"EndpointUpdatesAndTokenLookup", testEndpoints},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
+	}
+}
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// fixture is one org with a connection and an endpoint.
+type fixture struct {
+	org  intake.Org
+	conn intake.Connection
+	ep   intake.Endpoint
+}
+
+func newFixture(t *testing.T, s intake.Store, name string) fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := fixture{org: intake.Org{ID: intake.NewID(), Name: name, CreatedAt: t0}}
+	if err := s.CreateOrg(ctx, f.org, []byte("key-"+f.org.ID)); err != nil {
+		t.Fatal(err)
+	}
+	f.conn = intake.Connection{ID: intake.NewID(), OrgID: f.org.ID, Provider: "stripe", Name: name, SealedSecrets: []byte{1, 2, 3}, CreatedAt: t0}
+	if err := s.CreateConnection(ctx, f.conn); err != nil {
+		t.Fatal(err)
+	}
+	f.ep = intake.Endpoint{ID: intake.NewID(), OrgID: f.org.ID, ConnectionID: f.conn.ID, TokenHash: []byte("hash-" + f.org.ID),
+		Enabled: true, MaxBodyBytes: 1 << 20, RatePerSec: 500, Burst: 1000, CreatedAt: t0}
+	if err := s.CreateEndpoint(ctx, f.ep); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f fixture) message(body string, at time.Time) *intake.Message {
+	sum := sha256.Sum256([]byte(body))
+	return &intake.Message{
+		ID: intake.NewID(), OrgID: f.org.ID, ConnectionID: f.conn.ID, EndpointID: f.ep.ID,
+		Method: "POST", Query: "a=1", Header: http.Header{"Content-Type": {"application/json"}},
+		Body: []byte(body), Digest: hex.EncodeToString(sum[:]), ReceivedAt: at,
+		State: intake.MessageQueued, MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: at,
+	}
+}
+
+func (f fixture) ingest(t *testing.T, s intake.Store, body string, at time.Time) *intake.Message {
+	t.Helper()
+	m := f.message(body, at)
+	if err := s.Ingest(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (f fixture) event(m *intake.Message, providerEventID string) intake.Event {
+	return intake.Event{
+		ID: intake.NewID(), OrgID: f.org.ID, ConnectionID: f.conn.ID, MessageID: m.ID, Provider: "stripe",
+		Type: "stripe.invoice.paid", Kind: intake.KindEvent, ProviderEventID: providerEventID,
+		OccurredAt: m.ReceivedAt, ReceivedAt: m.ReceivedAt, Data: json.RawMessage(`{"id":"` + providerEventID + `"}`),
+		ObjectIDs: []string{"in_1"}, State: intake.EventPending, MaxAttempts: intake.DefaultMaxAttempts,
+		NextAttemptAt: m.ReceivedAt, CreatedAt: m.ReceivedAt,
+	}
+}
+
+func claimAll(t *testing.T, s intake.Store, now time.Time) []intake.Claim {
+	t.Helper()
+	c, err := s.ClaimMessages(context.Background(), now, time.Minute, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func claimOne(t *testing.T, s intake.Store, now time.Time) intake.Claim {
+	t.Helper()
+	c := claimAll(t, s, now)
+	if len(c) != 1 {
+		t.Fatalf("claimed %d messages, want 1", len(c))
+	}
+	return c[0]
+}
+
+func processed(c intake.Claim, id *intake.Identity, events ...intake.Event) intake.Settlement {
+	return intake.Settlement{MessageID: c.Message.ID, Attempt: c.Attempt, To: intake.MessageProcessed,
+		Outcome: intake.OutcomeEvents, Identity: id, Events: events}
+}
+
+func identity(m *intake.Message, eventID string) *intake.Identity {
+	id, _ := intake.IdentityFor(m, eventID, "stripe.invoice.paid", intake.KindEvent)
+	return &id
+}
+
+func wantCode(t *testing.T, err error, code string) {
+	t.Helper()
+	if intake.ErrorCode(err) != code {
+		t.Fatalf("error = %v, want code %s", err, code)
+	}
+}
+
+func testIngestKeepsRequest(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	m := f.ingest(t, s, `{"id":"evt_1"}`, t0)
+	got, err := s.Message(ctx, intake.Scope{}, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != intake.MessageQueued || got.Attempt != 0 || got.MaxAttempts != 6 || !got.ReceivedAt.Equal(t0) ||
+		got.Digest != m.Digest || got.Method != "POST" || got.Query != "a=1" || got.EndpointID != f.ep.ID {
+		t.Fatalf("stored message differs: %+v", got)
+	}
+	body, h, err := s.MessageBody(ctx, intake.Scope{OrgID: f.org.ID}, m.ID)
+	if err != nil || string(body) != `{"id":"evt_1"}` || h.Get("Content-Type") != "application/json" {
+		t.Fatalf("body = %q %v %v", body, h, err)
+	}
+	_, err = s.Message(ctx, intake.Scope{}, intake.NewID())
+	wantCode(t, err, intake.ENOTFOUND)
+}
+
+func testConcurrentIngests(t *testing.T, s intake.Store) {
+	f := newFixture(t, s, "acme")
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- s.Ingest(context.Background(), f.message(fmt.Sprintf(`{"n":%d}`, i), t0))
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := s.ListMessages(context.Background(), intake.Scope{}, intake.MessageFilter{Limit: 500})
+	if err != nil || len(page.Items) != n {
+		t.Fatalf("listed %d messages, want %d (%v)", len(page.Items), n, err)
+	}
+}
+
+func testClaimNumbersAttempts(t *testing.T, s intake.Store) {
+	f := newFixture(t, s, "acme")
+	m := f.ingest(t, s, `{}`, t0)
+	f.ingest(t, s, `{"later":true}`, t0.Add(time.Hour)) // not yet due
+	c := claimOne(t, s, t0)
+	if c.Message.ID != m.ID || c.Attempt != 1 || string(c.Message.Body) != `{}` || c.Message.Header.Get("Content-Type") == "" {
+		t.Fatalf("claim = %+v", c)
+	}
+	if !c.LeaseUntil.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("lease until %v", c.LeaseUntil)
+	}
+	if again := claimAll(t, s, t0.Add(30*time.Second)); len(again) != 0 {
+		t.Fatalf("leased message claimed again: %d", len(again))
+	}
+}
+
+func testLeaseTakeover(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	m := f.ingest(t, s, `{}`, t0)
+	first := claimOne(t, s, t0)
+	second := claimOne(t, s, t0.Add(2*time.Minute)) // the first lease expired
+	if second.Message.ID != m.ID || second.Attempt != 2 {
+		t.Fatalf("takeover = %+v", second)
+	}
+	_, err := s.SettleMessage(ctx, t0, processed(first, identity(m, "evt_1"), f.event(m, "evt_1")))
+	wantCode(t, err, intake.ESTALE)
+	got, _ := s.Message(ctx, intake.Scope{}, m.ID)
+	if got.State != intake.MessageProcessing || len(got.EventIDs) != 0 {
+		t.Fatalf("stale settle changed the message: %+v", got)
+	}
+	if _, err := s.SettleMessage(ctx, t0, processed(second, identity(m, "evt_1"), f.event(m, "evt_1"))); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.SettleMessage(ctx, t0, processed(second, identity(m, "evt_1"), f.event(m, "evt_1")))
+	wantCode(t, err, intake.ESTALE)
+}
+
+func testRacingClaimers(t *testing.T, s intake.Store) {
+	f := newFixture(t, s, "acme")
+	const n = 50
+	for i := range n {
+		f.ingest(t, s, fmt.Sprintf(`{"n":%d}`, i), t0)
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c, err := s.ClaimMessages(context.Background(), t0, time.Minute, 7)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(c) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, x := range c {
+					seen[x.Message.ID]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("claimed %d distinct messages, want %d", len(seen), n)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Fatalf("message %s claimed %d times", id, k)
+		}
+	}
+}
+
+func testSettleCommitsEvents(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	m := f.ingest(t, s, `{"id":"evt_1"}`, t0)
+	c := claimOne(t, s, t0)
+	e := f.event(m, "evt_1")
+	wake, stop := s.Listen(intake.TopicEvents)
+	defer stop()
+	st := processed(c, identity(m, "evt_1"), e)
+	st.ProviderEventID = "evt_1"
+	out, err := s.SettleMessage(ctx, t0, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.State != intake.MessageProcessed || len(out.EventIDs) != 1 || out.EventIDs[0] != e.ID {
+		t.Fatalf("settled = %+v", out)
+	}
+	select {
+	case <-wake:
+	default:
+		t.Fatal("settling events did not wake the event listeners")
+	}
+	got, _ := s.Message(ctx, intake.Scope{}, m.ID)
+	if got.State != intake.MessageProcessed || got.ProviderEventID != "evt_1" || got.Outcome != intake.OutcomeEvents ||
+		len(got.EventIDs) != 1 || !got.LeaseUntil.IsZero() {
+		t.Fatalf("message = %+v", got)
+	}
+	ev, err := s.Event(ctx, intake.Scope{OrgID: f.org.ID}, e.ID)
+	if err != nil || ev.State != intake.EventPending || ev.Type != "stripe.invoice.paid" || string(ev.Data) != `{"id":"evt_1"}` ||
+		len(ev.ObjectIDs) != 1 || ev.MessageID != m.ID {
+		t.Fatalf("event = %+v %v", ev, err)
+	}
+}
+
+func testDedupe(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	settle := func(body, eventID string) intake.Settled {
+		t.Helper()
+		m := f.ingest(t, s, body, t0)
+		c := claimOne(t, s, t0)
+		out, err := s.SettleMessage(ctx, t0, processed(c, identity(m, eventID), f.event(m, eventID)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if out := settle(`{"id":"evt_1"}`, "evt_1"); out.State != intake.MessageProcessed {
+		t.Fatalf("first = %+v", out)
+	}
+	if out := settle(`{"id":"evt_1"}`, "evt_1"); out.State != intake.MessageIgnored || out.Outcome != intake.OutcomeDuplicate || len(out.EventIDs) != 0 {
+		t.Fatalf("repeat = %+v", out)
+	}
+	if out := settle(`{"id":"evt_1","changed":true}`, "evt_1"); out.State != intake.MessageIgnored || out.Outcome != intake.OutcomeConflict {
+		t.Fatalf("changed content = %+v", out)
+	}
+	if out := settle(`{"id":"evt_1"}`, "evt_2"); out.State != intake.MessageProcessed || len(out.EventIDs) != 1 {
+		t.Fatalf("same body, new id = %+v", out)
+	}
+	page, _ := s.ListEvents(ctx, intake.Scope{}, intake.EventFilter{})
+	if len(page.Items) != 2 {
+		t.Fatalf("%d events, want 2", len(page.Items))
+	}
+}
+
+func testDigestExpiry(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	settle := func(at time.Time) intake.Settled {
+		t.Helper()
+		m := f.ingest(t, s, `ping`, at)
+		c := claimOne(t, s, at)
+		id, ok := intake.IdentityFor(m, "", "none.message", intake.KindEvent)
+		if !ok {
+			t.Fatal("no digest identity")
+		}
+		out, err := s.SettleMessage(ctx, at, processed(c, &id, f.event(m, "")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if out := settle(t0); out.State != intake.MessageProcessed {
+		t.Fatalf("first = %+v", out)
+	}
+	if out := settle(t0.Add(23 * time.Hour)); out.Outcome != intake.OutcomeDuplicate {
+		t.Fatalf("within a day = %+v", out)
+	}
+	if out := settle(t0.Add(25 * time.Hour)); out.State != intake.MessageProcessed {
+		t.Fatalf("after a day = %+v", out)
+	}
+}
+
+func testBatchItemUnique(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	m1 := f.ingest(t, s, `[1,2]`, t0)
+	c1 := claimOne(t, s, t0)
+	out1, err := s.SettleMessage(ctx, t0, processed(c1, identity(m1, "batch-1"), f.event(m1, "item-1"), f.event(m1, "item-2")))
+	if err != nil || len(out1.EventIDs) != 2 {
+		t.Fatalf("first batch = %+v %v", out1, err)
+	}
+	m2 := f.ingest(t, s, `[2,3]`, t0)
+	c2 := claimOne(t, s, t0)
+	out2, err := s.SettleMessage(ctx, t0, processed(c2, identity(m2, "batch-2"), f.event(m2, "item-2"), f.event(m2, "item-3")))
+	if err != nil || out2.State != intake.MessageProcessed || len(out2.EventIDs) != 1 {
+		t.Fatalf("second batch = %+v %v", out2, err)
+	}
+	ev, err := s.Event(ctx, intake.Scope{}, out2.EventIDs[0])
+	if err != nil || ev.ProviderEventID != "item-3" {
+		t.Fatalf("second batch made %+v", ev)
+	}
+}
+
+func testFailedWaits(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	m := f.ingest(t, s, `{}`, t0)
+	c := claimOne(t, s, t0)
+	_, err := s.SettleMessage(ctx, t0, intake.Settlement{MessageID: m.ID, Attempt: c.Attempt, To: intake.MessageFailed,
+		ErrorCode: intake.ErrCodeTransient, ErrorMessage: "secret store down", NextAttemptAt: t0.Add(10 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Message(ctx, intake.Scope{}, m.ID)
+	if got.State != intake.MessageFailed || got.ErrorCode != intake.ErrCodeTransient || got.ErrorMessage != "secret store down" {
+		t.Fatalf("message = %+v", got)
+	}
+	if c := claimAll(t, s, t0.Add(9*time.Second)); len(c) != 0 {
+		t.Fatal("failed message claimed before it was due")
+	}
+	if c := claimOne(t, s, t0.Add(10*time.Second)); c.Attempt != 2 {
+		t.Fatalf("retry attempt = %d", c.Attempt)
+	}
+}
+
+func testInvalidTransition(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	m := f.ingest(t, s, `{}`, t0)
+	c := claimOne(t, s, t0)
+	for _, to := range []intake.MessageState{intake.MessageQueued, intake.MessageProcessing, "bogus"} {
+		_, err := s.SettleMessage(ctx, t0, intake.Settlement{MessageID: m.ID, Attempt: c.Attempt, To: to})
+		wantCode(t, err, intake.EINVALID)
+	}
+	if _, err := s.SettleMessage(ctx, t0, intake.Settlement{MessageID: m.ID, Attempt: c.Attempt, To: intake.MessageDead,
+		ErrorCode: intake.ErrCodePermanent}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Message(ctx, intake.Scope{}, m.ID)
+	if got.State != intake.MessageDead {
+		t.Fatalf("state = %s", got.State)
+	}
+	if c := claimAll(t, s, t0.Add(time.Hour)); len(c) != 0 {
+		t.Fatal("dead message claimed")
+	}
+}
+
+func testRelease(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	f.ingest(t, s, `{}`, t0)
+	c := claimOne(t, s, t0)
+	if err := s.ReleaseMessage(ctx, t0, c.Message.ID, c.Attempt); err != nil {
+		t.Fatal(err)
+	}
+	if again := claimOne(t, s, t0); again.Attempt != 2 {
+		t.Fatalf("after release attempt = %d", again.Attempt)
+	}
+}
+
+func testScope(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	a := newFixture(t, s, "a")
+	b := newFixture(t, s, "b")
+	m := a.ingest(t, s, `{}`, t0)
+	sb := intake.Scope{OrgID: b.org.ID}
+	_, err := s.Message(ctx, sb, m.ID)
+	wantCode(t, err, intake.ENOTFOUND)
+	_, _, err = s.MessageBody(ctx, sb, m.ID)
+	wantCode(t, err, intake.ENOTFOUND)
+	_, err = s.Connection(ctx, sb, a.conn.ID)
+	wantCode(t, err, intake.ENOTFOUND)
+	_, err = s.Endpoint(ctx, sb, a.ep.ID)
+	wantCode(t, err, intake.ENOTFOUND)
+	disabled := a.ep
+	disabled.Enabled = false
+	wantCode(t, s.UpdateEndpoint(ctx, sb, disabled), intake.ENOTFOUND)
+	if page, _ := s.ListMessages(ctx, sb, intake.MessageFilter{}); len(page.Items) != 0 {
+		t.Fatal("org b lists org a's messages")
+	}
+	if l, _ := s.ListConnections(ctx, sb); len(l) != 1 || l[0].ID != b.conn.ID {
+		t.Fatalf("org b lists connections %+v", l)
+	}
+	if l, _ := s.ListEndpoints(ctx, sb); len(l) != 1 || l[0].ID != b.ep.ID {
+		t.Fatalf("org b lists endpoints %+v", l)
+	}
+	if l, _ := s.ListOrgs(ctx, sb); len(l) != 1 || l[0].ID != b.org.ID {
+		t.Fatalf("org b lists orgs %+v", l)
+	}
+	if l, _ := s.ListOrgs(ctx, intake.Scope{}); len(l) != 2 {
+		t.Fatalf("staff lists %d orgs", len(l))
+	}
+	o, err := s.OrgByKeyHash(ctx, []byte("key-"+a.org.ID))
+	if err != nil || o.ID != a.org.ID {
+		t.Fatalf("org by key = %+v %v", o, err)
+	}
+	// An endpoint cannot be attached to another org's connection.
+	err = s.CreateEndpoint(ctx, intake.Endpoint{ID: intake.NewID(), OrgID: b.org.ID, ConnectionID: a.conn.ID,
+		TokenHash: []byte("x"), Enabled: true, MaxBodyBytes: 1, Burst: 1, CreatedAt: t0})
+	wantCode(t, err, intake.ENOTFOUND)
+}
+
+func testPagination(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, f.ingest(t, s, fmt.Sprintf(`%d`, i), t0).ID)
+	}
+	var got []string
+	cursor := ""
+	for {
+		page, err := s.ListMessages(ctx, intake.Scope{}, intake.MessageFilter{Limit: 2, Cursor: cursor, EndpointID: f.ep.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page.Items {
+			got = append(got, m.ID)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		cursor = page.NextCursor
+	}
+	if len(got) != 5 {
+		t.Fatalf("paged %d, want 5", len(got))
+	}
+	for i := range got {
+		if got[i] != ids[4-i] {
+			t.Fatalf("order %v, want newest first %v", got, ids)
+		}
+	}
+	page, _ := s.ListMessages(ctx, intake.Scope{}, intake.MessageFilter{State: intake.MessageProcessed})
+	if len(page.Items) != 0 {
+		t.Fatal("state filter ignored")
+	}
+}
+
+func testEndpoints(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	ep, err := s.EndpointByTokenHash(ctx, f.ep.TokenHash)
+	if err != nil || ep.ID != f.ep.ID || ep.Provider != "stripe" || !ep.Enabled {
+		t.Fatalf("by token = %+v %v", ep, err)
+	}
+	ep.Enabled, ep.RatePerSec, ep.MaxBodyBytes = false, 0, 2048
+	if err := s.UpdateEndpoint(ctx, intake.Scope{OrgID: f.org.ID}, ep); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Endpoint(ctx, intake.Scope{}, ep.ID)
+	if got.Enabled || got.RatePerSec != 0 || got.MaxBodyBytes != 2048 {
+		t.Fatalf("updated = %+v", got)
+	}
+	_, err = s.EndpointByTokenHash(ctx, []byte("nope"))
+	wantCode(t, err, intake.ENOTFOUND)
+}

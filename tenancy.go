@@ -1,0 +1,72 @@
+package intake
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Org is a tenant. Every other row belongs to exactly one.
+type Org struct {
+	ID        string
+	Name      string
+	CreatedAt time.Time
+}
+
+// Connection is an org's link to one provider account: which adapter
+// verifies its webhooks, and with which secrets.
+type Connection struct {
+	ID            string
+	OrgID         string
+	Provider      string
+	Name          string
+	SealedSecrets []byte          // AES-256-GCM under the master key; never leaves the server
+	Config        json.RawMessage // provider settings (tolerance, hmac scheme, …)
+	CreatedAt     time.Time
+}
+
+// Endpoint defaults.
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultRatePerSec   = 500
+	DefaultBurst        = 1000
+)
+
+// Endpoint is an ingress address of a connection. Only the SHA-256 of its
+// token is stored, so a database leak does not hand out working URLs.
+type Endpoint struct {
+	ID           string
+	OrgID        string
+	ConnectionID string
+	Provider     string // the connection's provider, for ingress-time challenges
+	TokenHash    []byte
+	Enabled      bool
+	MaxBodyBytes int64
+	RatePerSec   float64 // 0 = no limit
+	Burst        int
+	CreatedAt    time.Time
+}
+
+// Validate checks the endpoint's limits.
+func (e *Endpoint) Validate() error {
+	if e.MaxBodyBytes <= 0 || e.MaxBodyBytes > 64<<20 {
+		return Errorf(EINVALID, "max_body_bytes must be between 1 and %d", 64<<20)
+	}
+	if e.RatePerSec < 0 {
+		return Errorf(EINVALID, "rate_per_sec must not be negative")
+	}
+	if e.RatePerSec > 0 && e.Burst < 1 {
+		return Errorf(EINVALID, "burst must be at least 1 when a rate is set")
+	}
+	return nil
+}
+
+// Scope limits a query to one org; the zero Scope (staff) sees every org.
+type Scope struct {
+	OrgID string
+}
+
+// Staff reports whether the scope crosses orgs.
+func (s Scope) Staff() bool { return s.OrgID == "" }
+
+// Allows reports whether a row of org orgID is visible in this scope.
+func (s Scope) Allows(orgID string) bool { return s.OrgID == "" || s.OrgID == orgID }
