@@ -1,0 +1,191 @@
+// Package ingress receives webhooks at /webhooks/{token}: it finds the
+// endpoint, enforces its limits, commits the request durably through the
+// store, and only then answers.
+package ingress
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/metrics"
+	"github.com/intakehq/intake/internal/token"
+	"github.com/intakehq/intake/provider"
+)
+
+// Config wires a Handler.
+type Config struct {
+	Store   intake.Store
+	Clock   intake.Clock
+	Permits Permits
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+}
+
+// Handler serves /webhooks/{token} for any method.
+type Handler struct {
+	cfg      Config
+	draining atomic.Bool
+}
+
+// New returns an ingress handler.
+func New(cfg Config) *Handler {
+	if cfg.Clock == nil {
+		cfg.Clock = intake.SystemClock{}
+	}
+	if cfg.Permits == nil {
+		cfg.Permits = &LocalPermits{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	return &Handler{cfg: cfg}
+}
+
+// Drain makes every new request answer 503, so a provider retries against
+// another process while this one finishes its commits.
+func (h *Handler) Drain() { h.draining.Store(true) }
+
+// hopByHop headers describe one connection, not the request; they are not
+// kept.
+var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Te", "Trailer",
+	"Transfer-Encoding", "Upgrade"}
+
+// Answers carry no ids, errors, secrets or paths.
+var (
+	bodyReceived    = []byte(`{"ok":true}` + "\n")
+	bodyNotFound    = []byte(`{"error":"not found"}` + "\n")
+	bodyTooLarge    = []byte(`{"error":"payload too large"}` + "\n")
+	bodyRateLimited = []byte(`{"error":"rate limited"}` + "\n")
+	bodyUnavailable = []byte(`{"error":"temporarily unavailable"}` + "\n")
+)
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	result := h.serve(w, r)
+	h.cfg.Metrics.IngressRequests.WithLabelValues(result).Inc()
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
+	if h.draining.Load() {
+		w.Header().Set("Retry-After", "1")
+		answer(w, http.StatusServiceUnavailable, bodyUnavailable)
+		return "unavailable"
+	}
+	ep, err := h.cfg.Store.EndpointByTokenHash(r.Context(), token.Hash(r.PathValue("token")))
+	if err != nil && intake.ErrorCode(err) != intake.ENOTFOUND {
+		h.cfg.Logger.Error("ingress: endpoint lookup failed", "err", err)
+		answer(w, http.StatusServiceUnavailable, bodyUnavailable)
+		return "unavailable"
+	}
+	if err != nil || !ep.Enabled {
+		answer(w, http.StatusNotFound, bodyNotFound)
+		return "not_found"
+	}
+	if r.ContentLength > ep.MaxBodyBytes {
+		answer(w, http.StatusRequestEntityTooLarge, bodyTooLarge)
+		return "too_large"
+	}
+	now := h.cfg.Clock.Now()
+	ok, retryAfter, err := h.cfg.Permits.Allow(ep, now)
+	if err != nil {
+		h.cfg.Logger.Warn("ingress: rate permit failed; admitting", "endpoint_id", ep.ID, "err", err)
+		ok = true
+	}
+	if !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(retryAfter, time.Second).Seconds()))))
+		answer(w, http.StatusTooManyRequests, bodyRateLimited)
+		return "rate_limited"
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, ep.MaxBodyBytes+1))
+	if err != nil {
+		// The client went away or timed out mid-body: nothing to keep.
+		answer(w, http.StatusBadRequest, []byte(`{"error":"incomplete body"}`+"\n"))
+		return "bad_request"
+	}
+	if int64(len(body)) > ep.MaxBodyBytes {
+		answer(w, http.StatusRequestEntityTooLarge, bodyTooLarge)
+		return "too_large"
+	}
+	m := newMessage(ep, r, body, now)
+	challenge, isChallenge := h.challenge(ep, m)
+	start := time.Now()
+	if err := h.cfg.Store.Ingest(context.WithoutCancel(r.Context()), m); err != nil {
+		h.cfg.Logger.Error("ingress: commit failed; not acknowledged", "endpoint_id", ep.ID, "err", err)
+		answer(w, http.StatusServiceUnavailable, bodyUnavailable)
+		return "unavailable"
+	}
+	h.cfg.Metrics.IngestSeconds.Observe(time.Since(start).Seconds())
+	if isChallenge {
+		if challenge.ContentType != "" {
+			w.Header().Set("Content-Type", challenge.ContentType)
+		}
+		w.WriteHeader(challenge.Status)
+		w.Write(challenge.Body)
+		return "challenge"
+	}
+	answer(w, http.StatusOK, bodyReceived)
+	return "accepted"
+}
+
+func newMessage(ep intake.Endpoint, r *http.Request, body []byte, now time.Time) *intake.Message {
+	header := r.Header.Clone()
+	for _, k := range hopByHop {
+		header.Del(k)
+	}
+	if r.Host != "" {
+		header.Set("Host", r.Host)
+	}
+	sum := sha256.Sum256(body)
+	return &intake.Message{
+		ID:            intake.NewID(),
+		OrgID:         ep.OrgID,
+		ConnectionID:  ep.ConnectionID,
+		EndpointID:    ep.ID,
+		Method:        r.Method,
+		Query:         r.URL.RawQuery,
+		Header:        header,
+		Body:          body,
+		Digest:        hex.EncodeToString(sum[:]),
+		ReceivedAt:    now,
+		State:         intake.MessageQueued,
+		MaxAttempts:   intake.DefaultMaxAttempts,
+		NextAttemptAt: now,
+	}
+}
+
+// challenge asks the endpoint's adapter whether the request is a handshake
+// to answer inline. Challenge answers are declared by the adapter; they
+// never depend on anything but the request itself.
+func (h *Handler) challenge(ep intake.Endpoint, m *intake.Message) (provider.Challenge, bool) {
+	a, ok := provider.Lookup(ep.Provider)
+	if !ok {
+		return provider.Challenge{}, false
+	}
+	c, ok := a.(provider.Challenger)
+	if !ok {
+		return provider.Challenge{}, false
+	}
+	req := provider.Request{Method: m.Method, Header: m.Header, Body: bytes.Clone(m.Body), ReceivedAt: m.ReceivedAt}
+	req.Query, _ = url.ParseQuery(m.Query)
+	return c.Challenge(&req, provider.Config{})
+}
+
+func answer(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(body)
+}

@@ -1,0 +1,263 @@
+package ingress_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/token"
+	"github.com/intakehq/intake/store/sqlite"
+)
+
+type fixedClock struct{ t time.Time }
+
+func (c *fixedClock) Now() time.Time { return c.t }
+
+type env struct {
+	store intake.Store
+	clock *fixedClock
+	h     *ingress.Handler
+	mux   *http.ServeMux
+	ep    intake.Endpoint
+	token string
+}
+
+func setup(t *testing.T, cfg ingress.Config, edit func(*intake.Endpoint)) *env {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "intake.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	e := &env{store: s, clock: &fixedClock{time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}}
+	org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: e.clock.t}
+	conn := intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "none", Name: "test", CreatedAt: e.clock.t}
+	e.token = token.New("")
+	e.ep = intake.Endpoint{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, TokenHash: token.Hash(e.token),
+		Enabled: true, MaxBodyBytes: 1024, RatePerSec: 500, Burst: 1000, CreatedAt: e.clock.t}
+	if edit != nil {
+		edit(&e.ep)
+	}
+	if err := s.CreateOrg(ctx, org, []byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateConnection(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateEndpoint(ctx, e.ep); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Store == nil {
+		cfg.Store = s
+	}
+	cfg.Clock = e.clock
+	e.h = ingress.New(cfg)
+	e.mux = http.NewServeMux()
+	e.mux.Handle("/webhooks/{token}", e.h)
+	return e
+}
+
+func (e *env) post(path string, body io.Reader, header http.Header) *httptest.ResponseRecorder {
+	r := httptest.NewRequest("POST", path, body)
+	for k, v := range header {
+		r.Header[k] = v
+	}
+	w := httptest.NewRecorder()
+	e.mux.ServeHTTP(w, r)
+	return w
+}
+
+func (e *env) stored(t *testing.T) []intake.Message {
+	t.Helper()
+	page, err := e.store.ListMessages(context.Background(), intake.Scope{}, intake.MessageFilter{Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page.Items
+}
+
+func assertAnswerRevealsNothing(t *testing.T, w *httptest.ResponseRecorder, e *env) {
+	t.Helper()
+	b := w.Body.String()
+	for _, secret := range []string{e.token, e.ep.ID, e.ep.OrgID, e.ep.ConnectionID, "/webhooks", "sqlite"} {
+		if strings.Contains(b, secret) {
+			t.Fatalf("answer %q reveals %q", b, secret)
+		}
+	}
+}
+
+func sha256hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func TestIngressStoresRequestThenAcknowledges(t *testing.T) {
+	e := setup(t, ingress.Config{}, nil)
+	w := e.post("/webhooks/"+e.token+"?x=1", strings.NewReader(`{"hello":"world"}`), http.Header{
+		"Content-Type": {"application/json"}, "Authorization": {"Basic abc"}, "Connection": {"keep-alive"},
+		"Upgrade": {"h2c"},
+	})
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d", w.Code)
+	}
+	assertAnswerRevealsNothing(t, w, e)
+	msgs := e.stored(t)
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages stored", len(msgs))
+	}
+	m := msgs[0]
+	if m.State != intake.MessageQueued || m.Query != "x=1" || m.Method != "POST" || !m.ReceivedAt.Equal(e.clock.t) ||
+		m.Digest != sha256hex(`{"hello":"world"}`) {
+		t.Fatalf("message = %+v", m)
+	}
+	body, h, err := e.store.MessageBody(context.Background(), intake.Scope{}, m.ID)
+	if err != nil || string(body) != `{"hello":"world"}` {
+		t.Fatalf("body %q %v", body, err)
+	}
+	if h.Get("Authorization") != "Basic abc" || h.Get("Content-Type") != "application/json" {
+		t.Fatalf("kept headers %v", h)
+	}
+	if h.Get("Connection") != "" || h.Get("Upgrade") != "" {
+		t.Fatalf("hop-by-hop headers kept: %v", h)
+	}
+}
+
+func TestIngressRejectsUnknownAndDisabledEndpointsAndRecordsNothing(t *testing.T) {
+	e := setup(t, ingress.Config{}, nil)
+	if w := e.post("/webhooks/"+token.New(""), strings.NewReader("{}"), nil); w.Code != http.StatusNotFound {
+		t.Fatalf("unknown token: %d", w.Code)
+	}
+	e.ep.Enabled = false
+	if err := e.store.UpdateEndpoint(context.Background(), intake.Scope{}, e.ep); err != nil {
+		t.Fatal(err)
+	}
+	w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil)
+	if w.Code != http.StatusNotFound {
+		t.Fatalf("disabled: %d", w.Code)
+	}
+	assertAnswerRevealsNothing(t, w, e)
+	if n := len(e.stored(t)); n != 0 {
+		t.Fatalf("%d messages recorded", n)
+	}
+}
+
+// countingReader counts what ingress reads of a body.
+type countingReader struct {
+	n int64
+	r io.Reader
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n += int64(k)
+	return k, err
+}
+
+func TestIngressRefusesOversizedBodyReadingAtMostLimitPlusOne(t *testing.T) {
+	e := setup(t, ingress.Config{}, nil)
+	// Declared too large: refused before reading.
+	w := e.post("/webhooks/"+e.token, strings.NewReader(strings.Repeat("x", 2000)), nil)
+	if w.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("declared length: %d", w.Code)
+	}
+	// Undeclared length (chunked): read stops at limit+1.
+	body := &countingReader{r: strings.NewReader(strings.Repeat("x", 1<<20))}
+	r := httptest.NewRequest("POST", "/webhooks/"+e.token, body)
+	r.ContentLength = -1
+	rec := httptest.NewRecorder()
+	e.mux.ServeHTTP(rec, r)
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("chunked: %d", rec.Code)
+	}
+	if body.n > e.ep.MaxBodyBytes+1+4096 {
+		t.Fatalf("read %d bytes of an oversized body, limit %d", body.n, e.ep.MaxBodyBytes)
+	}
+	if n := len(e.stored(t)); n != 0 {
+		t.Fatalf("%d messages recorded", n)
+	}
+	// Exactly the limit is fine.
+	if w := e.post("/webhooks/"+e.token, strings.NewReader(strings.Repeat("x", 1024)), nil); w.Code != http.StatusOK {
+		t.Fatalf("at limit: %d", w.Code)
+	}
+}
+
+func TestIngressRateLimitsWithRetryAfter(t *testing.T) {
+	e := setup(t, ingress.Config{}, func(ep *intake.Endpoint) { ep.RatePerSec, ep.Burst = 1, 2 })
+	for i := range 2 {
+		if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusOK {
+			t.Fatalf("request %d: %d", i, w.Code)
+		}
+	}
+	w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil)
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" {
+		t.Fatalf("third: %d Retry-After %q", w.Code, w.Header().Get("Retry-After"))
+	}
+	if n := len(e.stored(t)); n != 2 {
+		t.Fatalf("%d messages recorded, want 2", n)
+	}
+	e.clock.t = e.clock.t.Add(time.Second) // the bucket refills with the injected clock
+	if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusOK {
+		t.Fatalf("after refill: %d", w.Code)
+	}
+}
+
+type brokenPermits struct{}
+
+func (brokenPermits) Allow(intake.Endpoint, time.Time) (bool, time.Duration, error) {
+	return false, 0, errors.New("permit store down")
+}
+
+func TestIngressAdmitsWhenThePermitStoreFails(t *testing.T) {
+	e := setup(t, ingress.Config{Permits: brokenPermits{}}, nil)
+	if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusOK {
+		t.Fatalf("status %d", w.Code)
+	}
+	if n := len(e.stored(t)); n != 1 {
+		t.Fatalf("%d messages recorded", n)
+	}
+}
+
+// failingStore refuses every commit, as a full or broken disk would.
+type failingStore struct{ intake.Store }
+
+func (failingStore) Ingest(context.Context, *intake.Message) error {
+	return errors.New("disk I/O error")
+}
+
+func TestIngressAnswers503AndAcknowledgesNothingWhenStorageFails(t *testing.T) {
+	var e *env
+	e = setup(t, ingress.Config{Store: nil}, nil)
+	broken := ingress.New(ingress.Config{Store: failingStore{e.store}, Clock: e.clock})
+	mux := http.NewServeMux()
+	mux.Handle("/webhooks/{token}", broken)
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, httptest.NewRequest("POST", "/webhooks/"+e.token, strings.NewReader("{}")))
+	if w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d", w.Code)
+	}
+	if strings.Contains(w.Body.String(), "disk") {
+		t.Fatalf("answer leaks the error: %q", w.Body.String())
+	}
+}
+
+func TestIngressDrainingAnswers503(t *testing.T) {
+	e := setup(t, ingress.Config{}, nil)
+	e.h.Drain()
+	if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d", w.Code)
+	}
+	if n := len(e.stored(t)); n != 0 {
+		t.Fatalf("%d recorded while draining", n)
+	}
+}

@@ -1,0 +1,70 @@
+// Package metrics declares intake's Prometheus metrics in one place, on a
+// registry of their own so tests and several servers in one process do not
+// collide.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics are the gauges, counters and histograms every room reports to.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	IngressRequests *prometheus.CounterVec   // by result: accepted, challenge, not_found, too_large, rate_limited, unavailable
+	IngestSeconds   prometheus.Histogram     // durable commit wait as ingress sees it
+	Messages        *prometheus.CounterVec   // settled messages by state and outcome
+	ProcessSeconds  prometheus.Histogram     // one processing attempt
+	EventsCreated   prometheus.Counter       // events committed by processing
+	Conflicts       prometheus.Counter       // same provider event id, different content
+	WorkerClaims    *prometheus.CounterVec   // claim calls by result: work, empty, error
+	Deliveries      *prometheus.CounterVec   // delivery attempts by outcome
+	EventStates     *prometheus.CounterVec   // event settlements by state
+	DeliverySeconds *prometheus.HistogramVec // consumer call latency by outcome
+}
+
+// New registers intake's metrics and the Go runtime's on a new registry.
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := &Metrics{
+		Registry: r,
+		IngressRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "intake_ingress_requests_total", Help: "Webhook requests answered by ingress, by result.",
+		}, []string{"result"}),
+		IngestSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "intake_ingest_commit_seconds", Help: "Time from a complete request to its durable commit.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		Messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "intake_messages_settled_total", Help: "Processing attempts settled, by resulting state and outcome.",
+		}, []string{"state", "outcome"}),
+		ProcessSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "intake_process_seconds", Help: "Time to verify, interpret and settle one message attempt.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		EventsCreated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "intake_events_created_total", Help: "Events committed by message processing.",
+		}),
+		Conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "intake_message_conflicts_total", Help: "Messages whose provider event id was seen with other content.",
+		}),
+		WorkerClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "intake_worker_claims_total", Help: "Worker claim rounds, by result.",
+		}, []string{"result"}),
+		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "intake_deliveries_total", Help: "Consumer delivery attempts, by outcome.",
+		}, []string{"outcome"}),
+		EventStates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "intake_events_settled_total", Help: "Routing attempts settled, by resulting event state.",
+		}, []string{"state"}),
+		DeliverySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "intake_delivery_seconds", Help: "Consumer call latency, by outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+		}, []string{"outcome"}),
+	}
+	r.MustRegister(m.IngressRequests, m.IngestSeconds, m.Messages, m.ProcessSeconds, m.EventsCreated, m.Conflicts,
+		m.WorkerClaims, m.Deliveries, m.EventStates, m.DeliverySeconds)
+	return m
+}
