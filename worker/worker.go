@@ -1,0 +1,280 @@
+// Package worker processes received messages: it claims due messages as
+// numbered attempts, verifies and interprets each with its provider's
+// adapter, and settles the result (events and state) in one transaction.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/metrics"
+	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/provider"
+)
+
+// Config wires a Worker.
+type Config struct {
+	Store       intake.Store
+	Sealer      *seal.Sealer
+	Clock       intake.Clock
+	Backoff     intake.Backoff
+	Lease       time.Duration // how long an attempt may run before another worker takes it over (default 1m)
+	Poll        time.Duration // fallback poll when no wake-up arrives (default 1s)
+	Batch       int           // messages claimed per round (default 64)
+	Concurrency int           // messages processed at once (default 8)
+	Metrics     *metrics.Metrics
+	Logger      *slog.Logger
+}
+
+// Worker claims and processes messages until its context ends.
+type Worker struct {
+	cfg Config
+}
+
+// New returns a worker with defaults filled in.
+func New(cfg Config) *Worker {
+	if cfg.Clock == nil {
+		cfg.Clock = intake.SystemClock{}
+	}
+	if cfg.Backoff.Base == 0 {
+		cfg.Backoff = intake.DefaultBackoff
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = time.Minute
+	}
+	if cfg.Poll == 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = 64
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 8
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{cfg: cfg}
+}
+
+// Run processes messages as they commit (woken by the store) and on a poll
+// as the fallback, until ctx ends. Work claimed but not started when ctx
+// ends is released so another process takes it at once.
+func (w *Worker) Run(ctx context.Context) error {
+	wake, stop := w.cfg.Store.Listen(intake.TopicMessages)
+	defer stop()
+	poll := time.NewTimer(w.cfg.Poll)
+	defer poll.Stop()
+	for {
+		n, err := w.RunOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			w.cfg.Logger.Error("worker: claim failed", "err", err)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if n == w.cfg.Batch {
+			continue // there may be more due right now
+		}
+		poll.Reset(w.cfg.Poll)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// RunOnce claims one batch of due messages and processes it, returning how
+// many it claimed.
+func (w *Worker) RunOnce(ctx context.Context) (int, error) {
+	claims, err := w.cfg.Store.ClaimMessages(ctx, w.cfg.Clock.Now(), w.cfg.Lease, w.cfg.Batch)
+	if err != nil {
+		w.cfg.Metrics.WorkerClaims.WithLabelValues("error").Inc()
+		return 0, err
+	}
+	if len(claims) == 0 {
+		w.cfg.Metrics.WorkerClaims.WithLabelValues("empty").Inc()
+		return 0, nil
+	}
+	w.cfg.Metrics.WorkerClaims.WithLabelValues("work").Inc()
+	sem := make(chan struct{}, w.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for _, c := range claims {
+		if ctx.Err() != nil {
+			// Draining: hand the rest back rather than let the leases run out.
+			if err := w.cfg.Store.ReleaseMessage(context.WithoutCancel(ctx), w.cfg.Clock.Now(), c.Message.ID, c.Attempt); err != nil {
+				w.cfg.Logger.Warn("worker: release failed", "message_id", c.Message.ID, "err", err)
+			}
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			w.Process(context.WithoutCancel(ctx), c)
+		}()
+	}
+	wg.Wait()
+	return len(claims), nil
+}
+
+// Process runs one claimed attempt to its settlement.
+func (w *Worker) Process(ctx context.Context, c intake.Claim) {
+	start := time.Now()
+	st := w.attempt(ctx, c)
+	out, err := w.cfg.Store.SettleMessage(ctx, w.cfg.Clock.Now(), st)
+	switch {
+	case intake.ErrorCode(err) == intake.ESTALE:
+		w.cfg.Logger.Info("worker: attempt lost its lease; result dropped", "message_id", c.Message.ID, "attempt", c.Attempt)
+		return
+	case err != nil:
+		// The lease will expire and another attempt will run.
+		w.cfg.Logger.Error("worker: settle failed", "message_id", c.Message.ID, "attempt", c.Attempt, "err", err)
+		return
+	}
+	w.cfg.Metrics.ProcessSeconds.Observe(time.Since(start).Seconds())
+	w.cfg.Metrics.Messages.WithLabelValues(string(out.State), out.Outcome).Inc()
+	w.cfg.Metrics.EventsCreated.Add(float64(len(out.EventIDs)))
+	if out.Outcome == intake.OutcomeConflict {
+		w.cfg.Metrics.Conflicts.Inc()
+		w.cfg.Logger.Warn("worker: provider event id seen with other content", "message_id", c.Message.ID,
+			"provider_event_id", st.ProviderEventID)
+	}
+	if out.State == intake.MessageDead {
+		w.cfg.Logger.Warn("worker: message dead", "message_id", c.Message.ID, "error_code", st.ErrorCode, "error", st.ErrorMessage)
+	}
+}
+
+// attempt verifies and interprets the message and says how it should settle.
+func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement {
+	m := c.Message
+	st := intake.Settlement{MessageID: m.ID, Attempt: c.Attempt}
+	if c.Attempt > m.MaxAttempts {
+		// The last attempt's lease ran out without a result.
+		return dead(st, intake.ErrCodeLeaseExpired, "the last attempt did not finish before its lease expired")
+	}
+	if m.BodyExpired {
+		return dead(st, intake.ErrCodeBodyExpired, "the stored body has expired")
+	}
+	conn, err := w.cfg.Store.Connection(ctx, intake.Scope{}, m.ConnectionID)
+	if err != nil {
+		return w.transient(st, m, fmt.Errorf("load connection: %w", err))
+	}
+	adapter, ok := provider.Lookup(conn.Provider)
+	if !ok {
+		return dead(st, intake.ErrCodePermanent, fmt.Sprintf("no adapter for provider %q", conn.Provider))
+	}
+	cfg, err := provider.ParseConfig(conn.Config)
+	if err != nil {
+		return dead(st, intake.ErrCodePermanent, err.Error())
+	}
+	secrets, err := w.leaseSecrets(conn)
+	if err != nil {
+		return w.transient(st, m, err)
+	}
+	req := &provider.Request{Method: m.Method, Header: m.Header, Body: m.Body, ReceivedAt: m.ReceivedAt}
+	if req.Query, err = url.ParseQuery(m.Query); err != nil {
+		req.Query = url.Values{}
+	}
+	if err := adapter.Verify(req, secrets, cfg); err != nil {
+		st.To, st.Outcome = intake.MessageIgnored, intake.OutcomeSignature
+		st.ErrorMessage = "signature: " + verifyReason(err)
+		return st
+	}
+	in, err := adapter.Interpret(req, cfg)
+	var perm *provider.PermanentError
+	switch {
+	case errors.As(err, &perm):
+		return dead(st, intake.ErrCodePermanent, err.Error())
+	case err != nil:
+		return w.transient(st, m, err)
+	}
+	st.To, st.ProviderEventID = intake.MessageProcessed, in.ProviderEventID
+	if in.Challenge {
+		st.Outcome = intake.OutcomeChallenge
+		return st
+	}
+	if m.ReplayOf == "" {
+		if id, ok := intake.IdentityFor(&m, in.ProviderEventID, in.EventType, in.Kind); ok {
+			st.Identity = &id
+		}
+	}
+	st.Events = w.events(conn, m, in)
+	st.Outcome = intake.OutcomeEvents
+	if len(st.Events) == 0 {
+		st.Outcome = intake.OutcomeNoEvents
+	}
+	return st
+}
+
+// leaseSecrets opens the connection's sealed secrets for this attempt only;
+// they are never kept beyond it.
+func (w *Worker) leaseSecrets(conn intake.Connection) ([][]byte, error) {
+	if len(conn.SealedSecrets) == 0 {
+		return nil, nil
+	}
+	secrets, err := w.cfg.Sealer.OpenSecrets(conn.SealedSecrets, []byte(conn.ID))
+	if err != nil {
+		return nil, fmt.Errorf("open connection secrets: %w", err)
+	}
+	return secrets, nil
+}
+
+func (w *Worker) events(conn intake.Connection, m intake.Message, in provider.Interpretation) []intake.Event {
+	now := w.cfg.Clock.Now()
+	out := make([]intake.Event, 0, len(in.Events))
+	for _, spec := range in.Events {
+		occurred := spec.OccurredAt
+		if occurred.IsZero() {
+			occurred = m.ReceivedAt
+		}
+		kind := spec.Kind
+		if kind == "" {
+			kind = intake.KindEvent
+		}
+		out = append(out, intake.Event{
+			ID: intake.NewID(), OrgID: m.OrgID, ConnectionID: m.ConnectionID, MessageID: m.ID,
+			Provider: conn.Provider, Type: spec.Type, Kind: kind, ProviderEventID: spec.ProviderEventID,
+			OccurredAt: occurred.UTC(), ReceivedAt: m.ReceivedAt, Data: spec.Data, DataTruncated: spec.DataTruncated,
+			ObjectIDs: spec.ObjectIDs, State: intake.EventPending, MaxAttempts: intake.DefaultMaxAttempts,
+			NextAttemptAt: now, Replay: m.ReplayOf != "", CreatedAt: now,
+		})
+	}
+	return out
+}
+
+// transient schedules the next attempt, or ends the message dead when the
+// attempts are spent.
+func (w *Worker) transient(st intake.Settlement, m intake.Message, err error) intake.Settlement {
+	if st.Attempt >= m.MaxAttempts {
+		return dead(st, intake.ErrCodeTransient, err.Error())
+	}
+	st.To, st.ErrorCode, st.ErrorMessage = intake.MessageFailed, intake.ErrCodeTransient, err.Error()
+	st.NextAttemptAt = w.cfg.Clock.Now().Add(w.cfg.Backoff.Delay(st.Attempt))
+	return st
+}
+
+func dead(st intake.Settlement, code, msg string) intake.Settlement {
+	st.To, st.ErrorCode, st.ErrorMessage = intake.MessageDead, code, msg
+	return st
+}
+
+// verifyReason keeps the adapter's reason (missing header, stale timestamp,
+// no secret matched) without ever carrying a signature value.
+func verifyReason(err error) string {
+	if errors.Is(err, provider.ErrSignature) {
+		return err.Error()
+	}
+	return "verification failed"
+}

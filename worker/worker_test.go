@@ -1,0 +1,339 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/provider"
+	"github.com/intakehq/intake/store/sqlite"
+	"github.com/intakehq/intake/worker"
+)
+
+// testAdapter is a provider whose behaviour the body controls: the
+// X-Test-Secret header must equal one of the secrets; the JSON body names
+// the event id and type, and can ask for a transient or permanent failure.
+type testAdapter struct {
+	mu        sync.Mutex
+	transient int // fail transiently this many more times
+}
+
+func (*testAdapter) Name() string                         { return "worker-test" }
+func (*testAdapter) ValidateConfig(provider.Config) error { return nil }
+
+func (*testAdapter) Verify(r *provider.Request, secrets [][]byte, _ provider.Config) error {
+	for _, s := range secrets {
+		if bytes.Equal([]byte(r.Header.Get("X-Test-Secret")), s) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: no secret matched", provider.ErrSignature)
+}
+
+func (a *testAdapter) Interpret(r *provider.Request, _ provider.Config) (provider.Interpretation, error) {
+	var body struct{ ID, Type, Fail string }
+	if err := json.Unmarshal(r.Body, &body); err != nil {
+		return provider.Interpretation{}, provider.Permanent("body is not JSON")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if body.Fail == "transient" && a.transient != 0 {
+		a.transient--
+		return provider.Interpretation{}, fmt.Errorf("upstream lookup timed out")
+	}
+	typ := "worker-test." + body.Type
+	return provider.Interpretation{ProviderEventID: body.ID, EventType: typ, Kind: intake.KindEvent,
+		Events: []provider.EventSpec{{ProviderEventID: body.ID, Type: typ, Data: r.Body}}}, nil
+}
+
+var adapter = &testAdapter{}
+
+func init() { provider.Register(adapter) }
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+type env struct {
+	store *sqlite.Store
+	clock *clock
+	w     *worker.Worker
+	conn  intake.Connection
+	ep    intake.Endpoint
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "intake.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	sealer, _ := seal.New(bytes.Repeat([]byte{7}, 32))
+	e := &env{store: s, clock: &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}}
+	org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: e.clock.t}
+	e.conn = intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "worker-test", Name: "t", CreatedAt: e.clock.t}
+	// Two active secrets, as during a rotation.
+	e.conn.SealedSecrets, _ = sealer.SealSecrets([]string{"old-secret", "new-secret"}, []byte(e.conn.ID))
+	e.ep = intake.Endpoint{ID: intake.NewID(), OrgID: org.ID, ConnectionID: e.conn.ID, TokenHash: []byte(e.conn.ID),
+		Enabled: true, MaxBodyBytes: 1 << 20, CreatedAt: e.clock.t}
+	for _, err := range []error{s.CreateOrg(ctx, org, []byte(org.ID)), s.CreateConnection(ctx, e.conn), s.CreateEndpoint(ctx, e.ep)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.w = worker.New(worker.Config{Store: s, Sealer: sealer, Clock: e.clock,
+		Backoff: intake.Backoff{Base: 10 * time.Second}})
+	return e
+}
+
+func (e *env) receive(t *testing.T, secret, body string) string {
+	t.Helper()
+	sum := sha256.Sum256([]byte(body))
+	m := &intake.Message{ID: intake.NewID(), OrgID: e.ep.OrgID, ConnectionID: e.conn.ID, EndpointID: e.ep.ID,
+		Method: "POST", Header: http.Header{"X-Test-Secret": {secret}}, Body: []byte(body),
+		Digest: hex.EncodeToString(sum[:]), ReceivedAt: e.clock.Now(), State: intake.MessageQueued,
+		MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: e.clock.Now()}
+	if err := e.store.Ingest(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	return m.ID
+}
+
+func (e *env) run(t *testing.T) int {
+	t.Helper()
+	n, err := e.w.RunOnce(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (e *env) message(t *testing.T, id string) intake.Message {
+	t.Helper()
+	m, err := e.store.Message(context.Background(), intake.Scope{}, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestBadSignatureIsIgnoredWithNoEvent(t *testing.T) {
+	e := setup(t)
+	id := e.receive(t, "wrong", `{"id":"evt_1","type":"paid"}`)
+	e.run(t)
+	m := e.message(t, id)
+	if m.State != intake.MessageIgnored || m.Outcome != intake.OutcomeSignature || len(m.EventIDs) != 0 {
+		t.Fatalf("message = %+v", m)
+	}
+}
+
+func TestEitherRotatedSecretVerifiesAndMakesAnEvent(t *testing.T) {
+	e := setup(t)
+	a := e.receive(t, "old-secret", `{"id":"evt_1","type":"paid"}`)
+	b := e.receive(t, "new-secret", `{"id":"evt_2","type":"paid"}`)
+	e.run(t)
+	for _, id := range []string{a, b} {
+		m := e.message(t, id)
+		if m.State != intake.MessageProcessed || len(m.EventIDs) != 1 {
+			t.Fatalf("message = %+v", m)
+		}
+		ev, err := e.store.Event(context.Background(), intake.Scope{}, m.EventIDs[0])
+		if err != nil || ev.Type != "worker-test.paid" || ev.State != intake.EventPending || ev.MessageID != id {
+			t.Fatalf("event = %+v %v", ev, err)
+		}
+	}
+}
+
+func TestDeduplicationByProviderIDAndConflict(t *testing.T) {
+	e := setup(t)
+	first := e.receive(t, "new-secret", `{"id":"evt_1","type":"paid"}`)
+	e.run(t)
+	repeat := e.receive(t, "new-secret", `{"id":"evt_1","type":"paid"}`)
+	changed := e.receive(t, "new-secret", `{"id":"evt_1","type":"paid","amount":2}`)
+	e.run(t)
+	newID := e.receive(t, "new-secret", `{"id":"evt_9","type":"paid"}`)
+	e.run(t)
+	for id, want := range map[string][2]string{
+		first:   {"processed", "events"},
+		repeat:  {"ignored", "duplicate"},
+		changed: {"ignored", "conflict"},
+		newID:   {"processed", "events"},
+	} {
+		m := e.message(t, id)
+		if string(m.State) != want[0] || m.Outcome != want[1] {
+			t.Errorf("message %s: %s/%s, want %s/%s", id, m.State, m.Outcome, want[0], want[1])
+		}
+	}
+}
+
+func TestSameBodyWithoutProviderIDIsDuplicateWithinADay(t *testing.T) {
+	e := setup(t)
+	a := e.receive(t, "new-secret", `{"type":"ping"}`)
+	e.run(t)
+	e.clock.Advance(23 * time.Hour)
+	b := e.receive(t, "new-secret", `{"type":"ping"}`)
+	e.run(t)
+	e.clock.Advance(2 * time.Hour)
+	c := e.receive(t, "new-secret", `{"type":"ping"}`)
+	e.run(t)
+	if m := e.message(t, a); m.State != intake.MessageProcessed {
+		t.Fatalf("first = %s", m.State)
+	}
+	if m := e.message(t, b); m.Outcome != intake.OutcomeDuplicate {
+		t.Fatalf("within a day = %s/%s", m.State, m.Outcome)
+	}
+	if m := e.message(t, c); m.State != intake.MessageProcessed {
+		t.Fatalf("after a day = %s/%s", m.State, m.Outcome)
+	}
+}
+
+func TestTransientFailureRetriesOnScheduleAndTheSixthIsDead(t *testing.T) {
+	e := setup(t)
+	adapter.mu.Lock()
+	adapter.transient = -1 // always
+	adapter.mu.Unlock()
+	defer func() { adapter.mu.Lock(); adapter.transient = 0; adapter.mu.Unlock() }()
+	id := e.receive(t, "new-secret", `{"id":"evt_1","type":"paid","fail":"transient"}`)
+	for attempt := 1; attempt <= 5; attempt++ {
+		if n := e.run(t); n != 1 {
+			t.Fatalf("attempt %d: claimed %d", attempt, n)
+		}
+		m := e.message(t, id)
+		if m.State != intake.MessageFailed || m.Attempt != attempt || m.ErrorCode != intake.ErrCodeTransient {
+			t.Fatalf("after attempt %d: %+v", attempt, m)
+		}
+		want := 10 * time.Second
+		for range attempt - 1 {
+			want *= 4
+		}
+		if got := m.NextAttemptAt.Sub(e.clock.Now()); got != want {
+			t.Fatalf("attempt %d: next in %v, want %v", attempt, got, want)
+		}
+		e.clock.Advance(want - time.Millisecond)
+		if n := e.run(t); n != 0 {
+			t.Fatalf("attempt %d retried early", attempt)
+		}
+		e.clock.Advance(time.Millisecond)
+	}
+	e.run(t)
+	m := e.message(t, id)
+	if m.State != intake.MessageDead || m.Attempt != 6 || m.ErrorMessage != "upstream lookup timed out" {
+		t.Fatalf("after the sixth attempt: %+v", m)
+	}
+}
+
+func TestTransientFailureThatRecoversIsProcessed(t *testing.T) {
+	e := setup(t)
+	adapter.mu.Lock()
+	adapter.transient = 2
+	adapter.mu.Unlock()
+	id := e.receive(t, "new-secret", `{"id":"evt_1","type":"paid","fail":"transient"}`)
+	for range 3 {
+		e.run(t)
+		e.clock.Advance(time.Hour)
+	}
+	if m := e.message(t, id); m.State != intake.MessageProcessed || m.Attempt != 3 || len(m.EventIDs) != 1 {
+		t.Fatalf("message = %+v", m)
+	}
+}
+
+func TestPermanentFailureIsDeadAtOnce(t *testing.T) {
+	e := setup(t)
+	id := e.receive(t, "new-secret", `not json`)
+	e.run(t)
+	m := e.message(t, id)
+	if m.State != intake.MessageDead || m.Attempt != 1 || m.ErrorCode != intake.ErrCodePermanent {
+		t.Fatalf("message = %+v", m)
+	}
+}
+
+func TestExpiredLeaseOnTheLastAttemptEndsDead(t *testing.T) {
+	e := setup(t)
+	id := e.receive(t, "new-secret", `{"id":"evt_1","type":"paid"}`)
+	// Six attempts claimed and abandoned (their process died).
+	for range 6 {
+		if _, err := e.store.ClaimMessages(context.Background(), e.clock.Now(), time.Minute, 10); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(2 * time.Minute)
+	}
+	e.run(t)
+	if m := e.message(t, id); m.State != intake.MessageDead || m.ErrorCode != intake.ErrCodeLeaseExpired {
+		t.Fatalf("message = %+v", m)
+	}
+}
+
+func TestTwoWorkersRacingSettleEachMessageOnce(t *testing.T) {
+	e := setup(t)
+	var ids []string
+	for i := range 40 {
+		ids = append(ids, e.receive(t, "new-secret", fmt.Sprintf(`{"id":"evt_%d","type":"paid"}`, i)))
+	}
+	other := worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Batch: 5})
+	var wg sync.WaitGroup
+	for _, w := range []*worker.Worker{e.w, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n, err := w.RunOnce(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if n == 0 {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	page, _ := e.store.ListEvents(context.Background(), intake.Scope{}, intake.EventFilter{Limit: 500})
+	if len(page.Items) != len(ids) {
+		t.Fatalf("%d events for %d messages", len(page.Items), len(ids))
+	}
+	for _, id := range ids {
+		if m := e.message(t, id); m.State != intake.MessageProcessed || m.Attempt != 1 || len(m.EventIDs) != 1 {
+			t.Fatalf("message = %+v", m)
+		}
+	}
+}
+
+func mustSealer() *seal.Sealer {
+	s, _ := seal.New(bytes.Repeat([]byte{7}, 32))
+	return s
+}
+
+func TestRunWakesOnIngestWithoutWaitingForThePoll(t *testing.T) {
+	e := setup(t)
+	w := worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Poll: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	settled, stop := e.store.Listen(intake.TopicEvents)
+	defer stop()
+	e.receive(t, "new-secret", `{"id":"evt_1","type":"paid"}`)
+	select {
+	case <-settled:
+	case <-time.After(10 * time.Second): // a hang guard, not a timing assertion
+		t.Fatal("worker did not wake on ingest (poll is an hour)")
+	}
+	cancel()
+	<-done
+}
