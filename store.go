@@ -18,6 +18,9 @@ type Store interface {
 	CreateConnection(ctx context.Context, c Connection) error
 	Connection(ctx context.Context, sc Scope, id string) (Connection, error)
 	ListConnections(ctx context.Context, sc Scope) ([]Connection, error)
+	// ReplaceConnectionSecrets stores a connection's new sealed secret list
+	// (the old and new secrets together during a rotation).
+	ReplaceConnectionSecrets(ctx context.Context, sc Scope, id string, sealed []byte) error
 
 	CreateEndpoint(ctx context.Context, e Endpoint) error
 	Endpoint(ctx context.Context, sc Scope, id string) (Endpoint, error)

@@ -1,7 +1,199 @@
 package main
 
-// ServeCmd runs the gateway.
-type ServeCmd struct{}
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
 
-// Run starts the server.
-func (c *ServeCmd) Run() error { return nil }
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/metrics"
+	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/token"
+	"github.com/intakehq/intake/store/sqlite"
+	"github.com/intakehq/intake/worker"
+)
+
+// ServeCmd runs the gateway: ingress, workers and the admin API in one
+// process.
+type ServeCmd struct {
+	Addr          string        `default:":8080" env:"INTAKE_ADDR" help:"Address to listen on."`
+	Data          string        `default:"./data" env:"INTAKE_DATA" help:"Data directory (database, generated keys)."`
+	DB            string        `name:"db" env:"INTAKE_DB" help:"Database URL; empty: the embedded store under --data."`
+	PublicURL     string        `name:"public-url" env:"INTAKE_PUBLIC_URL" help:"The URL providers reach this server at (default: http://localhost<addr>)."`
+	RetryBase     time.Duration `default:"10s" env:"INTAKE_RETRY_BASE" help:"Base of the retry backoff (attempt n+1 waits about base·4^(n-1))."`
+	Workers       int           `default:"8" env:"INTAKE_WORKERS" help:"Messages processed at once."`
+	Lease         time.Duration `default:"30s" env:"INTAKE_LEASE" help:"How long a processing attempt may run before another worker takes it over."`
+	LogFormat     string        `default:"text" enum:"text,json" env:"INTAKE_LOG_FORMAT" help:"Log format: text or json."`
+	LogLevel      string        `default:"info" enum:"debug,info,warn,error" env:"INTAKE_LOG_LEVEL" help:"Log level."`
+	ShutdownGrace time.Duration `default:"30s" env:"INTAKE_SHUTDOWN_GRACE" help:"How long SIGTERM waits for in-flight requests."`
+}
+
+// Run serves until SIGTERM or SIGINT, then drains and exits.
+func (c *ServeCmd) Run() error {
+	log := c.logger()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	if err := os.MkdirAll(c.Data, 0o700); err != nil {
+		return err
+	}
+	key, created, err := seal.LoadOrCreateKey(os.Getenv("INTAKE_MASTER_KEY"), filepath.Join(c.Data, "master.key"))
+	if err != nil {
+		return fmt.Errorf("master key: %w", err)
+	}
+	if created {
+		log.Warn("generated a master key; back it up: sealed secrets cannot be opened without it", "path", filepath.Join(c.Data, "master.key"))
+	}
+	sealer, err := seal.New(key)
+	if err != nil {
+		return err
+	}
+	staff, err := c.staffToken(log)
+	if err != nil {
+		return err
+	}
+	if c.DB != "" {
+		return errors.New("--db: only the embedded store is available in this build")
+	}
+	store, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(c.Data, "intake.db")})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	m := metrics.New()
+	clock := intake.SystemClock{}
+	in := ingress.New(ingress.Config{Store: store, Clock: clock, Metrics: m, Logger: log})
+	admin := api.New(api.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
+		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
+	w := worker.New(worker.Config{Store: store, Sealer: sealer, Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
+		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Metrics: m, Logger: log})
+
+	var draining atomic.Bool
+	mux := http.NewServeMux()
+	mux.Handle("/webhooks/{token}", in)
+	mux.Handle("/api/", admin.Handler())
+	mux.Handle("/body/", admin.Handler())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if draining.Load() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := store.Ping(pctx); err != nil {
+			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return err
+	}
+	log.Info("intake serving", "addr", ln.Addr().String(), "data", c.Data, "public_url", c.publicURL())
+
+	workCtx, stopWork := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { w.Run(workCtx) })
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	select {
+	case err := <-serveErr:
+		stopWork()
+		wg.Wait()
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("draining: refusing new webhooks, finishing in-flight commits")
+	draining.Store(true)
+	in.Drain()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), c.ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("shutdown: requests still open at the deadline", "err", err)
+	}
+	stopWork()
+	wg.Wait()
+	log.Info("stopped")
+	return nil
+}
+
+func (c *ServeCmd) logger() *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// staffToken returns INTAKE_ADMIN_TOKEN, or the one in <data>/admin-token,
+// generating it on first start. The token itself is never logged.
+func (c *ServeCmd) staffToken(log *slog.Logger) (string, error) {
+	if t := os.Getenv("INTAKE_ADMIN_TOKEN"); t != "" {
+		return t, nil
+	}
+	path := filepath.Join(c.Data, "admin-token")
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	t := token.New("ist_")
+	if err := seal.WriteSecretFile(path, t+"\n"); err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	log.Info("generated the staff token", "path", path)
+	return t, nil
+}
+
+func (c *ServeCmd) publicURL() string {
+	if c.PublicURL != "" {
+		return strings.TrimRight(c.PublicURL, "/")
+	}
+	addr := c.Addr
+	if strings.HasPrefix(addr, ":") {
+		addr = "localhost" + addr
+	}
+	return "http://" + addr
+}
+
+// derive makes a purpose-bound key from the master key, so the body-URL
+// signer never holds the key that seals secrets.
+func derive(master []byte, purpose string) []byte {
+	h := hmac.New(sha256.New, master)
+	h.Write([]byte("intake:" + purpose))
+	return h.Sum(nil)
+}

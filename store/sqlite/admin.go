@@ -116,6 +116,21 @@ func (s *Store) ListConnections(ctx context.Context, sc intake.Scope) ([]intake.
 	return out, rows.Err()
 }
 
+// ReplaceConnectionSecrets swaps a connection's sealed secret list.
+func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, id string, sealed []byte) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE connections SET sealed_secrets = ? WHERE id = ? AND (? = '' OR org_id = ?)`,
+			sealed, id, sc.OrgID, sc.OrgID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("connection", id)
+		}
+		return nil
+	})
+}
+
 // CreateEndpoint inserts an endpoint of an existing connection; its org is
 // the connection's.
 func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint) error {

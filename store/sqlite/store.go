@@ -62,6 +62,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
 		return nil, err
 	}
+	// Bodies and sealed secrets live here: private to the owner. SQLite
+	// gives its -wal and -shm files the database file's mode.
+	f, err := os.OpenFile(opts.Path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
 	pragmas := url.Values{}
 	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(ON)"} {
 		pragmas.Add("_pragma", p)

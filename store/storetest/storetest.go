@@ -451,6 +451,13 @@ func testScope(t *testing.T, s intake.Store) {
 	disabled := a.ep
 	disabled.Enabled = false
 	wantCode(t, s.UpdateEndpoint(ctx, sb, disabled), intake.ENOTFOUND)
+	wantCode(t, s.ReplaceConnectionSecrets(ctx, sb, a.conn.ID, []byte("x")), intake.ENOTFOUND)
+	if err := s.ReplaceConnectionSecrets(ctx, intake.Scope{OrgID: a.org.ID}, a.conn.ID, []byte("rotated")); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.Connection(ctx, intake.Scope{}, a.conn.ID); string(c.SealedSecrets) != "rotated" {
+		t.Fatalf("secrets after rotation = %q", c.SealedSecrets)
+	}
 	if page, _ := s.ListMessages(ctx, sb, intake.MessageFilter{}); len(page.Items) != 0 {
 		t.Fatal("org b lists org a's messages")
 	}

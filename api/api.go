@@ -1,0 +1,336 @@
+// Package api serves the admin API: JSON under /api/v1 for operators and
+// the CLI, authorised by the staff token (every org) or an org's API key
+// (that org alone), plus the signed raw-body addresses under /body/.
+package api
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/token"
+)
+
+// maxRequestBody bounds every JSON request body.
+const maxRequestBody = 1 << 20
+
+// Config is what the admin API needs. Store, Sealer and PublicURL are
+// required; the rest have working zero values.
+type Config struct {
+	Store      intake.Store
+	Sealer     *seal.Sealer
+	StaffToken string // empty: no staff access
+	PublicURL  string // e.g. "http://localhost:8080"
+	Clock      intake.Clock
+	// BodyURLKey signs raw-body addresses. Empty: a random key, so the
+	// addresses only work on this process.
+	BodyURLKey []byte
+	Logger     *slog.Logger
+}
+
+// Server is the admin API.
+type Server struct {
+	store      intake.Store
+	sealer     *seal.Sealer
+	staffHash  []byte
+	publicURL  string
+	clock      intake.Clock
+	bodyURLKey []byte
+	log        *slog.Logger
+	mux        *http.ServeMux
+}
+
+// New returns the admin API for cfg.
+func New(cfg Config) *Server {
+	s := &Server{
+		store:      cfg.Store,
+		sealer:     cfg.Sealer,
+		publicURL:  strings.TrimRight(cfg.PublicURL, "/"),
+		clock:      cfg.Clock,
+		bodyURLKey: cfg.BodyURLKey,
+		log:        cfg.Logger,
+		mux:        http.NewServeMux(),
+	}
+	if cfg.StaffToken != "" {
+		s.staffHash = token.Hash(cfg.StaffToken)
+	}
+	if s.clock == nil {
+		s.clock = intake.SystemClock{}
+	}
+	if len(s.bodyURLKey) == 0 {
+		s.bodyURLKey = make([]byte, 32)
+		if _, err := rand.Read(s.bodyURLKey); err != nil {
+			panic(err) // crypto/rand never fails on supported platforms
+		}
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.routes()
+	return s
+}
+
+// Handler serves /api/v1/… and GET /body/{signed}.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func (s *Server) routes() {
+	s.handle("POST /api/v1/orgs", s.createOrg)
+	s.handle("GET /api/v1/orgs", s.listOrgs)
+
+	s.handle("POST /api/v1/connections", s.createConnection)
+	s.handle("GET /api/v1/connections", s.listConnections)
+	s.handle("GET /api/v1/connections/{id}", s.getConnection)
+	s.handle("PUT /api/v1/connections/{id}/secrets", s.replaceSecrets)
+
+	s.handle("POST /api/v1/endpoints", s.createEndpoint)
+	s.handle("GET /api/v1/endpoints", s.listEndpoints)
+	s.handle("GET /api/v1/endpoints/{id}", s.getEndpoint)
+	s.handle("PATCH /api/v1/endpoints/{id}", s.updateEndpoint)
+
+	s.handle("GET /api/v1/messages", s.listMessages)
+	s.handle("GET /api/v1/messages/{id}", s.getMessage)
+	s.handle("GET /api/v1/messages/{id}/body", s.getMessageBody)
+	s.handle("POST /api/v1/messages/{id}/body-url", s.createBodyURL)
+
+	s.handle("GET /api/v1/events", s.listEvents)
+	s.handle("GET /api/v1/events/{id}", s.getEvent)
+
+	s.mux.HandleFunc("GET /body/{signed}", s.serveSignedBody)
+}
+
+// apiFunc is an admin API handler: it runs with the caller's scope and
+// returns its error for writeError to answer.
+type apiFunc func(w http.ResponseWriter, r *http.Request, sc intake.Scope) error
+
+func (s *Server) handle(pattern string, h apiFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		// Answers carry API keys, tokens and request data: never cache them.
+		w.Header().Set("Cache-Control", "no-store")
+		sc, err := s.authenticate(r)
+		if err == nil {
+			err = h(w, r, sc)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// authenticate turns the bearer token into a scope: the staff token sees
+// every org, an org's API key its own.
+func (s *Server) authenticate(r *http.Request) (intake.Scope, error) {
+	auth := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(auth, " ")
+	if auth == "" {
+		return intake.Scope{}, intake.Errorf(intake.EUNAUTHORIZED, "missing bearer token")
+	}
+	tok = strings.TrimSpace(tok)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return intake.Scope{}, intake.Errorf(intake.EUNAUTHORIZED, "authorization must be a bearer token")
+	}
+	hash := token.Hash(tok)
+	// Comparing hashes keeps the comparison constant-time whatever the lengths.
+	if s.staffHash != nil && subtle.ConstantTimeCompare(hash, s.staffHash) == 1 {
+		return intake.Scope{}, nil
+	}
+	org, err := s.store.OrgByKeyHash(r.Context(), hash)
+	if intake.ErrorCode(err) == intake.ENOTFOUND {
+		return intake.Scope{}, intake.Errorf(intake.EUNAUTHORIZED, "invalid token")
+	}
+	if err != nil {
+		return intake.Scope{}, err
+	}
+	return intake.Scope{OrgID: org.ID}, nil
+}
+
+// staffOnly refuses org API keys.
+func staffOnly(sc intake.Scope) error {
+	if !sc.Staff() {
+		return intake.Errorf(intake.EFORBIDDEN, "only the staff token may do this")
+	}
+	return nil
+}
+
+// statusOf is the one map from error codes to HTTP statuses.
+func statusOf(code string) int {
+	switch code {
+	case intake.EINVALID:
+		return http.StatusBadRequest
+	case intake.ENOTFOUND:
+		return http.StatusNotFound
+	case intake.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case intake.EFORBIDDEN:
+		return http.StatusForbidden
+	case intake.ECONFLICT:
+		return http.StatusConflict
+	case intake.ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
+	case intake.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := intake.ErrorCode(err)
+	status := statusOf(code)
+	msg := intake.ErrorMessage(err)
+	if status == http.StatusInternalServerError {
+		s.log.Error("admin api", "method", r.Method, "path", r.URL.Path, "err", err)
+		code, msg = intake.EINTERNAL, "internal error"
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="intake"`)
+	}
+	writeJSON(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the client went away; nothing left to tell it
+}
+
+// decode reads one JSON object of at most maxRequestBody bytes into v,
+// refusing unknown fields so a misspelt option is not silently dropped.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return intake.Errorf(intake.EINVALID, "request body must hold one JSON object")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var (
+		tooLarge *http.MaxBytesError
+		syntax   *json.SyntaxError
+		typ      *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &tooLarge):
+		return intake.Errorf(intake.ETOOLARGE, "request body exceeds %d bytes", tooLarge.Limit)
+	case errors.Is(err, io.EOF):
+		return intake.Errorf(intake.EINVALID, "request body must be a JSON object")
+	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
+		return intake.Errorf(intake.EINVALID, "malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return intake.Errorf(intake.EINVALID, "request body must be a JSON object")
+		}
+		return intake.Errorf(intake.EINVALID, "%s must be %s", typ.Field, jsonKind(typ.Type.Kind().String()))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return intake.Errorf(intake.EINVALID, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return intake.Errorf(intake.EINVALID, "malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// jsonKind names a Go kind the way a JSON author thinks of it.
+func jsonKind(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	case "int", "int64", "int32":
+		return "an integer"
+	case "float64", "float32":
+		return "a number"
+	}
+	return "of another type"
+}
+
+// pathID returns the {id} path value, refusing a malformed one before it
+// reaches a query.
+func pathID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if !intake.ValidID(id) {
+		return "", intake.Errorf(intake.EINVALID, "malformed id %q: want a UUID", truncate(id, 64))
+	}
+	return id, nil
+}
+
+// checkID refuses a malformed id given in a body or query field.
+func checkID(field, id string) error {
+	if !intake.ValidID(id) {
+		return intake.Errorf(intake.EINVALID, "%s %q is not a valid id", field, truncate(id, 64))
+	}
+	return nil
+}
+
+// checkName refuses empty and overlong names.
+func checkName(field, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return intake.Errorf(intake.EINVALID, "%s is required", field)
+	}
+	if len(v) > 200 {
+		return intake.Errorf(intake.EINVALID, "%s must be at most 200 bytes", field)
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// Listing defaults.
+const (
+	defaultLimit = 50
+	maxLimit     = 500
+)
+
+// pageParams reads limit and cursor from the query string.
+func pageParams(r *http.Request) (limit int, cursor string, err error) {
+	q := r.URL.Query()
+	limit = defaultLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLimit {
+			return 0, "", intake.Errorf(intake.EINVALID, "limit must be an integer between 1 and %d", maxLimit)
+		}
+		limit = n
+	}
+	cursor = q.Get("cursor")
+	if cursor != "" && !intake.ValidID(cursor) {
+		return 0, "", intake.Errorf(intake.EINVALID, "malformed cursor")
+	}
+	return limit, cursor, nil
+}
+
+// orgFor decides which org a create request acts in: an org key acts in its
+// own (org_id may be omitted); staff must name one (the store refuses one
+// that does not exist).
+func orgFor(sc intake.Scope, orgID string) (string, error) {
+	if !sc.Staff() {
+		if orgID != "" && orgID != sc.OrgID {
+			return "", intake.Errorf(intake.EFORBIDDEN, "an org's API key acts in its own org only")
+		}
+		return sc.OrgID, nil
+	}
+	if orgID == "" {
+		return "", intake.Errorf(intake.EINVALID, "org_id is required with the staff token")
+	}
+	return orgID, checkID("org_id", orgID)
+}

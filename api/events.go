@@ -1,0 +1,71 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/intakehq/intake"
+)
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+	q := r.URL.Query()
+	f := intake.EventFilter{State: intake.EventState(q.Get("state")), Type: q.Get("type")}
+	if f.State != "" && !f.State.Valid() {
+		return intake.Errorf(intake.EINVALID, "state must be one of %s", joinStates(intake.EventStates))
+	}
+	if len(f.Type) > 200 {
+		return intake.Errorf(intake.EINVALID, "type must be at most 200 bytes")
+	}
+	var err error
+	if f.Limit, f.Cursor, err = pageParams(r); err != nil {
+		return err
+	}
+	page, err := s.store.ListEvents(r.Context(), sc, f)
+	if err != nil {
+		return err
+	}
+	out := List[Event]{Items: make([]Event, 0, len(page.Items)), NextCursor: page.NextCursor}
+	for _, e := range page.Items {
+		out.Items = append(out.Items, eventView(e))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	e, err := s.store.Event(r.Context(), sc, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, eventView(e))
+	return nil
+}
+
+// eventView shows an event. Deliveries stay empty until the router records
+// them.
+func eventView(e intake.Event) Event {
+	return Event{
+		ID:              e.ID,
+		OrgID:           e.OrgID,
+		Type:            e.Type,
+		Kind:            string(e.Kind),
+		State:           string(e.State),
+		Attempt:         e.Attempt,
+		MaxAttempts:     e.MaxAttempts,
+		MessageID:       e.MessageID,
+		ConnectionID:    e.ConnectionID,
+		Provider:        e.Provider,
+		ProviderEventID: e.ProviderEventID,
+		OccurredAt:      e.OccurredAt.UTC(),
+		ReceivedAt:      e.ReceivedAt.UTC(),
+		Subject:         e.Subject,
+		Data:            e.Data,
+		DataTruncated:   e.DataTruncated,
+		Replay:          e.Replay,
+		ReplayOf:        e.ReplayOf,
+		Deliveries:      []Delivery{},
+	}
+}

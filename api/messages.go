@@ -1,0 +1,167 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/intakehq/intake"
+)
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+	q := r.URL.Query()
+	f := intake.MessageFilter{EndpointID: q.Get("endpoint_id"), State: intake.MessageState(q.Get("state"))}
+	if f.EndpointID != "" {
+		if err := checkID("endpoint_id", f.EndpointID); err != nil {
+			return err
+		}
+	}
+	if f.State != "" && !f.State.Valid() {
+		return intake.Errorf(intake.EINVALID, "state must be one of %s", joinStates(intake.MessageStates))
+	}
+	var err error
+	if f.Limit, f.Cursor, err = pageParams(r); err != nil {
+		return err
+	}
+	page, err := s.store.ListMessages(r.Context(), sc, f)
+	if err != nil {
+		return err
+	}
+	out := List[Message]{Items: make([]Message, 0, len(page.Items)), NextCursor: page.NextCursor}
+	for _, m := range page.Items {
+		out.Items = append(out.Items, messageView(m))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	m, err := s.store.Message(r.Context(), sc, id)
+	if err != nil {
+		return err
+	}
+	out := MessageDetail{
+		Message:     messageView(m),
+		Query:       redactQuery(m.Query),
+		Headers:     redactHeaders(m.Header),
+		EventIDs:    m.EventIDs,
+		BodyExpired: m.BodyExpired,
+	}
+	if out.EventIDs == nil {
+		out.EventIDs = []string{}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getMessageBody(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	body, header, err := s.store.MessageBody(r.Context(), sc, id)
+	if err != nil {
+		return err
+	}
+	writeBody(w, body, header)
+	return nil
+}
+
+// writeBody answers with a raw body exactly as received. The body is whatever
+// anyone posted to an endpoint, so a browser must never run it on this
+// origin: no sniffing, and a sandbox if it claims to be HTML.
+func writeBody(w http.ResponseWriter, body []byte, header http.Header) {
+	ct := header.Get("Content-Type")
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	h := w.Header()
+	h.Set("Content-Type", ct)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body) // the client went away; nothing left to tell it
+}
+
+func messageView(m intake.Message) Message {
+	return Message{
+		ID:              m.ID,
+		OrgID:           m.OrgID,
+		EndpointID:      m.EndpointID,
+		ConnectionID:    m.ConnectionID,
+		State:           string(m.State),
+		Attempt:         m.Attempt,
+		MaxAttempts:     m.MaxAttempts,
+		ReceivedAt:      m.ReceivedAt.UTC(),
+		Method:          m.Method,
+		Digest:          m.Digest,
+		ProviderEventID: m.ProviderEventID,
+		ErrorCode:       m.ErrorCode,
+		ErrorMessage:    m.ErrorMessage,
+		Outcome:         m.Outcome,
+		ReplayOf:        m.ReplayOf,
+	}
+}
+
+// credentialName reports whether a header or query parameter name carries a
+// credential (a bearer token, cookie, API key, verify token) rather than
+// data about the request. Signature headers stay visible: a signature only
+// vouches for its own body.
+func credentialName(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "cookie", "set-cookie", "key":
+		return true
+	}
+	for _, w := range []string{"auth", "token", "secret", "password", "passwd", "api-key", "apikey", "api_key", "session", "credential"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// redactHeaders returns the stored headers without credentials.
+func redactHeaders(h http.Header) http.Header {
+	out := http.Header{}
+	for k, v := range h {
+		if !credentialName(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// redactQuery returns the raw query without credential parameters, keeping
+// the others exactly as received.
+func redactQuery(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	var kept []string
+	for _, part := range strings.Split(raw, "&") {
+		name, _, _ := strings.Cut(part, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if !credentialName(name) {
+			kept = append(kept, part)
+		}
+	}
+	return strings.Join(kept, "&")
+}
+
+func joinStates[S ~string](states []S) string {
+	names := make([]string, len(states))
+	for i, v := range states {
+		names[i] = string(v)
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,174 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// The types below are the admin API's wire format: what the server writes
+// and what the CLI reads. Times are RFC 3339 in UTC.
+
+// ErrorBody is the answer to every failed API request.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail names what went wrong: a code for programs, a message for people.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// List is one page of a list; NextCursor is empty on the last page.
+type List[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// CreateOrgRequest asks for a new tenant.
+type CreateOrgRequest struct {
+	Name string `json:"name"`
+}
+
+// Org is a tenant as the API shows it. APIKey is only set in the answer that
+// created it: the server keeps its hash alone.
+type Org struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+	APIKey    string    `json:"api_key,omitempty"`
+}
+
+// CreateConnectionRequest links an org to a provider account. OrgID may be
+// omitted with an org's API key.
+type CreateConnectionRequest struct {
+	OrgID    string          `json:"org_id"`
+	Provider string          `json:"provider"`
+	Name     string          `json:"name"`
+	Secrets  []string        `json:"secrets"`
+	Config   json.RawMessage `json:"config,omitempty"`
+}
+
+// SecretsRequest replaces a connection's signing secrets; several may be
+// active at once while a provider rotates.
+type SecretsRequest struct {
+	Secrets []string `json:"secrets"`
+}
+
+// Connection is a connection as the API shows it: its secrets never leave the
+// server, only how many there are. SecretCount is nil when the sealed secrets
+// cannot be opened (the master key changed).
+type Connection struct {
+	ID          string          `json:"id"`
+	OrgID       string          `json:"org_id"`
+	Provider    string          `json:"provider"`
+	Name        string          `json:"name"`
+	Config      json.RawMessage `json:"config"`
+	SecretCount *int            `json:"secret_count"`
+	CreatedAt   time.Time       `json:"created_at"`
+}
+
+// CreateEndpointRequest asks for a new ingress address. Absent limits take
+// the defaults; RatePerSec 0 means no rate limit.
+type CreateEndpointRequest struct {
+	ConnectionID string   `json:"connection_id"`
+	MaxBodyBytes *int64   `json:"max_body_bytes,omitempty"`
+	RatePerSec   *float64 `json:"rate_per_sec,omitempty"`
+	Burst        *int     `json:"burst,omitempty"`
+}
+
+// UpdateEndpointRequest changes the fields it sets and leaves the others.
+type UpdateEndpointRequest struct {
+	Enabled      *bool    `json:"enabled,omitempty"`
+	MaxBodyBytes *int64   `json:"max_body_bytes,omitempty"`
+	RatePerSec   *float64 `json:"rate_per_sec,omitempty"`
+	Burst        *int     `json:"burst,omitempty"`
+}
+
+// Endpoint is an ingress address as the API shows it. Token and URL are only
+// set in the answer that created it: the server keeps the token's hash alone.
+type Endpoint struct {
+	ID           string    `json:"id"`
+	OrgID        string    `json:"org_id"`
+	ConnectionID string    `json:"connection_id"`
+	Provider     string    `json:"provider"`
+	Token        string    `json:"token,omitempty"`
+	URL          string    `json:"url,omitempty"`
+	Enabled      bool      `json:"enabled"`
+	MaxBodyBytes int64     `json:"max_body_bytes"`
+	RatePerSec   float64   `json:"rate_per_sec"`
+	Burst        int       `json:"burst"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// Message is a received request as lists show it.
+type Message struct {
+	ID              string    `json:"id"`
+	OrgID           string    `json:"org_id"`
+	EndpointID      string    `json:"endpoint_id"`
+	ConnectionID    string    `json:"connection_id"`
+	State           string    `json:"state"`
+	Attempt         int       `json:"attempt"`
+	MaxAttempts     int       `json:"max_attempts"`
+	ReceivedAt      time.Time `json:"received_at"`
+	Method          string    `json:"method"`
+	Digest          string    `json:"digest"`
+	ProviderEventID string    `json:"provider_event_id"`
+	ErrorCode       string    `json:"error_code"`
+	ErrorMessage    string    `json:"error_message"`
+	Outcome         string    `json:"outcome"`
+	ReplayOf        string    `json:"replay_of"`
+	BodyExpired     bool      `json:"body_expired"`
+}
+
+// MessageDetail is one message in full. Credential headers and query
+// parameters (Authorization, Cookie, API keys, tokens) are never shown.
+type MessageDetail struct {
+	Message
+	Query       string      `json:"query"`
+	Headers     http.Header `json:"headers"`
+	EventIDs    []string    `json:"event_ids"`
+	BodyExpired bool        `json:"body_expired"`
+}
+
+// BodyURL is a signed address that serves a message's raw body without a
+// token until ExpiresAt.
+type BodyURL struct {
+	URL       string    `json:"url"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Event is an interpreted event as the API shows it.
+type Event struct {
+	ID              string          `json:"id"`
+	OrgID           string          `json:"org_id"`
+	Type            string          `json:"type"`
+	Kind            string          `json:"kind"`
+	State           string          `json:"state"`
+	Attempt         int             `json:"attempt"`
+	MaxAttempts     int             `json:"max_attempts"`
+	MessageID       string          `json:"message_id"`
+	ConnectionID    string          `json:"connection_id"`
+	Provider        string          `json:"provider"`
+	ProviderEventID string          `json:"provider_event_id"`
+	OccurredAt      time.Time       `json:"occurred_at"`
+	ReceivedAt      time.Time       `json:"received_at"`
+	Subject         *intake.Subject `json:"subject"`
+	Data            json.RawMessage `json:"data"`
+	DataTruncated   bool            `json:"data_truncated"`
+	Replay          bool            `json:"replay"`
+	ReplayOf        string          `json:"replay_of"`
+	Deliveries      []Delivery      `json:"deliveries"`
+}
+
+// Delivery is one attempt of an event to one consumer.
+type Delivery struct {
+	ConsumerID string    `json:"consumer_id"`
+	Attempt    int       `json:"attempt"`
+	Outcome    string    `json:"outcome"`
+	StatusCode int       `json:"status_code"`
+	At         time.Time `json:"at"`
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/intakehq/intake/api"
+)
+
+// EndpointsCmd manages ingress endpoints.
+type EndpointsCmd struct {
+	Create  EndpointsCreateCmd  `cmd:"" help:"Create an endpoint and print its URL (shown only once)."`
+	List    EndpointsListCmd    `cmd:"" help:"List endpoints."`
+	Show    EndpointsShowCmd    `cmd:"" help:"Show one endpoint."`
+	Enable  EndpointsEnableCmd  `cmd:"" help:"Accept webhooks at an endpoint again."`
+	Disable EndpointsDisableCmd `cmd:"" help:"Refuse webhooks at an endpoint (404, nothing recorded)."`
+}
+
+// EndpointsCreateCmd creates an endpoint; absent limits take the server's
+// defaults.
+type EndpointsCreateCmd struct {
+	Connection   string   `name:"connection" required:"" help:"Connection id."`
+	MaxBodyBytes *int64   `name:"max-body-bytes" help:"Largest body accepted (default 1 MiB)."`
+	RatePerSec   *float64 `name:"rate-per-sec" help:"Requests per second allowed; 0 for no limit."`
+	Burst        *int     `name:"burst" help:"Requests allowed at once above the rate."`
+}
+
+// Run creates the endpoint.
+func (c *EndpointsCreateCmd) Run(cl *Client) error {
+	return cl.send(http.MethodPost, "/api/v1/endpoints", api.CreateEndpointRequest{
+		ConnectionID: c.Connection,
+		MaxBodyBytes: c.MaxBodyBytes,
+		RatePerSec:   c.RatePerSec,
+		Burst:        c.Burst,
+	})
+}
+
+// EndpointsListCmd lists endpoints.
+type EndpointsListCmd struct {
+	listFlags
+}
+
+// Run lists the endpoints.
+func (c *EndpointsListCmd) Run(cl *Client) error {
+	return printList(cl, c.listFlags, "/api/v1/endpoints", nil,
+		[]string{"ID", "CONNECTION", "PROVIDER", "ENABLED", "MAX BODY", "RATE/S", "BURST", "CREATED"},
+		func(e api.Endpoint) []string {
+			rate := "unlimited"
+			if e.RatePerSec > 0 {
+				rate = strconv.FormatFloat(e.RatePerSec, 'g', -1, 64)
+			}
+			return []string{e.ID, e.ConnectionID, e.Provider, strconv.FormatBool(e.Enabled),
+				strconv.FormatInt(e.MaxBodyBytes, 10), rate, strconv.Itoa(e.Burst), timeCell(e.CreatedAt)}
+		})
+}
+
+// EndpointsShowCmd shows one endpoint.
+type EndpointsShowCmd struct {
+	ID string `arg:"" help:"Endpoint id."`
+}
+
+// Run shows the endpoint.
+func (c *EndpointsShowCmd) Run(cl *Client) error {
+	return cl.show(idPath("/api/v1/endpoints", c.ID))
+}
+
+// EndpointsEnableCmd enables an endpoint.
+type EndpointsEnableCmd struct {
+	ID string `arg:"" help:"Endpoint id."`
+}
+
+// Run enables the endpoint.
+func (c *EndpointsEnableCmd) Run(cl *Client) error { return setEnabled(cl, c.ID, true) }
+
+// EndpointsDisableCmd disables an endpoint.
+type EndpointsDisableCmd struct {
+	ID string `arg:"" help:"Endpoint id."`
+}
+
+// Run disables the endpoint.
+func (c *EndpointsDisableCmd) Run(cl *Client) error { return setEnabled(cl, c.ID, false) }
+
+func setEnabled(cl *Client, id string, enabled bool) error {
+	return cl.send(http.MethodPatch, idPath("/api/v1/endpoints", id), api.UpdateEndpointRequest{Enabled: &enabled})
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/intakehq/intake/api"
+)
+
+// MessagesCmd inspects received messages.
+type MessagesCmd struct {
+	List MessagesListCmd `cmd:"" help:"List messages, newest first."`
+	Show MessagesShowCmd `cmd:"" help:"Show one message (credential headers hidden)."`
+	Body MessagesBodyCmd `cmd:"" help:"Write a message's raw body, exactly as received, to stdout."`
+}
+
+// MessagesListCmd lists messages.
+type MessagesListCmd struct {
+	Endpoint string `name:"endpoint" help:"Only messages of this endpoint id."`
+	State    string `name:"state" help:"Only messages in this state (queued, processing, processed, ignored, failed, dead)."`
+	Limit    int    `name:"limit" help:"Messages per page (default 50, at most 500)."`
+	Cursor   string `name:"cursor" help:"Continue after the page that printed this cursor."`
+	listFlags
+}
+
+// Run lists the messages.
+func (c *MessagesListCmd) Run(cl *Client) error {
+	q := url.Values{}
+	setParam(q, "endpoint_id", c.Endpoint)
+	setParam(q, "state", c.State)
+	if c.Limit != 0 {
+		q.Set("limit", strconv.Itoa(c.Limit))
+	}
+	setParam(q, "cursor", c.Cursor)
+	return printList(cl, c.listFlags, "/api/v1/messages", q,
+		[]string{"ID", "RECEIVED", "METHOD", "STATE", "ATTEMPT", "OUTCOME", "ERROR", "ENDPOINT"},
+		func(m api.Message) []string {
+			return []string{m.ID, timeCell(m.ReceivedAt), m.Method, m.State,
+				strconv.Itoa(m.Attempt) + "/" + strconv.Itoa(m.MaxAttempts),
+				cell(m.Outcome), cell(m.ErrorCode), m.EndpointID}
+		})
+}
+
+// MessagesShowCmd shows one message.
+type MessagesShowCmd struct {
+	ID string `arg:"" help:"Message id."`
+}
+
+// Run shows the message.
+func (c *MessagesShowCmd) Run(cl *Client) error {
+	return cl.show(idPath("/api/v1/messages", c.ID))
+}
+
+// MessagesBodyCmd writes a message's raw body.
+type MessagesBodyCmd struct {
+	ID string `arg:"" help:"Message id."`
+}
+
+// Run writes the body.
+func (c *MessagesBodyCmd) Run(cl *Client) error {
+	body, err := cl.call(http.MethodGet, idPath("/api/v1/messages", c.ID, "/body"), nil, nil)
+	if err != nil {
+		return err
+	}
+	_, err = cl.stdout().Write(body)
+	return err
+}
+
+// EventsCmd inspects interpreted events.
+type EventsCmd struct {
+	List EventsListCmd `cmd:"" help:"List events, newest first."`
+	Show EventsShowCmd `cmd:"" help:"Show one event."`
+}
+
+// EventsListCmd lists events.
+type EventsListCmd struct {
+	State  string `name:"state" help:"Only events in this state (pending, delivered, retrying, dead, no_consumer)."`
+	Type   string `name:"type" help:"Only events of this type (e.g. stripe.invoice.paid)."`
+	Limit  int    `name:"limit" help:"Events per page (default 50, at most 500)."`
+	Cursor string `name:"cursor" help:"Continue after the page that printed this cursor."`
+	listFlags
+}
+
+// Run lists the events.
+func (c *EventsListCmd) Run(cl *Client) error {
+	q := url.Values{}
+	setParam(q, "state", c.State)
+	setParam(q, "type", c.Type)
+	if c.Limit != 0 {
+		q.Set("limit", strconv.Itoa(c.Limit))
+	}
+	setParam(q, "cursor", c.Cursor)
+	return printList(cl, c.listFlags, "/api/v1/events", q,
+		[]string{"ID", "OCCURRED", "TYPE", "KIND", "STATE", "ATTEMPT", "MESSAGE"},
+		func(e api.Event) []string {
+			return []string{e.ID, timeCell(e.OccurredAt), e.Type, e.Kind, e.State,
+				strconv.Itoa(e.Attempt) + "/" + strconv.Itoa(e.MaxAttempts), e.MessageID}
+		})
+}
+
+// EventsShowCmd shows one event.
+type EventsShowCmd struct {
+	ID string `arg:"" help:"Event id."`
+}
+
+// Run shows the event.
+func (c *EventsShowCmd) Run(cl *Client) error {
+	return cl.show(idPath("/api/v1/events", c.ID))
+}
+
+func setParam(q url.Values, key, value string) {
+	if value != "" {
+		q.Set(key, value)
+	}
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/store/sqlite"
+)
+
+const staffToken = "cli-test-staff-token"
+
+// server is the real admin API over a real SQLite store.
+type server struct {
+	url   string
+	store *sqlite.Store
+}
+
+func newServer(t *testing.T) server {
+	t.Helper()
+	t.Setenv("INTAKE_URL", "")
+	t.Setenv("INTAKE_TOKEN", "")
+	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), "intake.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	key := make([]byte, seal.KeySize)
+	rand.Read(key)
+	sealer, err := seal.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(nil)
+	srv.Config.Handler = api.New(api.Config{Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL}).Handler()
+	t.Cleanup(srv.Close)
+	return server{url: srv.URL, store: st}
+}
+
+// run parses args as main does and runs the command, returning what it
+// printed.
+func (s server) run(t *testing.T, tok string, args ...string) (string, error) {
+	t.Helper()
+	var cli CLI
+	var out bytes.Buffer
+	cli.Client.out = &out
+	parser, err := kong.New(&cli, kong.Name("intake"), kong.Exit(func(code int) { t.Fatalf("intake %v exited %d", args, code) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := parser.Parse(append([]string{"--url", s.url, "--token", tok}, args...))
+	if err != nil {
+		t.Fatalf("intake %v: %v", args, err)
+	}
+	err = ctx.Run(&cli.Client)
+	return out.String(), err
+}
+
+// mustRun runs a command that must succeed.
+func (s server) mustRun(t *testing.T, tok string, args ...string) string {
+	t.Helper()
+	out, err := s.run(t, tok, args...)
+	if err != nil {
+		t.Fatalf("intake %v: %v", args, err)
+	}
+	return out
+}
+
+// decodeOut decodes a command's JSON output.
+func decodeOut[T any](t *testing.T, out string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("output is not the JSON wanted: %v\n%s", err, out)
+	}
+	return v
+}
+
+func compact(t *testing.T, raw []byte) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// table splits a table's output into lines of whitespace-separated cells,
+// checking that every cell of a column starts where its header does.
+func table(t *testing.T, out string) [][]string {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	header := lines[0]
+	var starts []int
+	for i, r := range header {
+		if r != ' ' && (i == 0 || header[i-1] == ' ' && header[i-2] == ' ') {
+			starts = append(starts, i)
+		}
+	}
+	var rows [][]string
+	for _, l := range lines {
+		for _, s := range starts {
+			if s > 0 && (len(l) <= s || l[s-1] != ' ' || l[s] == ' ') {
+				t.Fatalf("columns are not aligned at %d:\n%s", s, out)
+			}
+		}
+		rows = append(rows, strings.Fields(l))
+	}
+	return rows
+}
+
+func TestCLISetsUpAnOrgConnectionAndEndpointThroughTheAPI(t *testing.T) {
+	s := newServer(t)
+	org := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "Acme Corp"))
+	if org.ID == "" || org.Name != "Acme Corp" || !strings.HasPrefix(org.APIKey, "ik_") {
+		t.Fatalf("org: %+v", org)
+	}
+	conn := decodeOut[api.Connection](t, s.mustRun(t, staffToken, "connections", "create", "--org", org.ID,
+		"--provider", "stripe", "--name", "live", "--secret", "whsec_a,with,commas", "--secret", "whsec_b", "--config", `{"tolerance":"5m"}`))
+	if conn.OrgID != org.ID || conn.Provider != "stripe" || conn.SecretCount == nil || *conn.SecretCount != 2 || compact(t, conn.Config) != `{"tolerance":"5m"}` {
+		t.Fatalf("connection: %+v", conn)
+	}
+	ep := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "create", "--connection", conn.ID, "--rate-per-sec", "0", "--max-body-bytes", "4096"))
+	if ep.Token == "" || ep.URL != s.url+"/webhooks/"+ep.Token || ep.RatePerSec != 0 || ep.MaxBodyBytes != 4096 || ep.Burst != intake.DefaultBurst || !ep.Enabled {
+		t.Fatalf("endpoint: %+v", ep)
+	}
+
+	shown := s.mustRun(t, org.APIKey, "connections", "show", conn.ID)
+	if strings.Contains(shown, "whsec_") || decodeOut[api.Connection](t, shown).ID != conn.ID {
+		t.Fatalf("connections show: %s", shown)
+	}
+	if got := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "disable", ep.ID)); got.Enabled || got.MaxBodyBytes != 4096 {
+		t.Fatalf("after disable: %+v", got)
+	}
+	if got := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "show", ep.ID)); got.Enabled || got.Token != "" {
+		t.Fatalf("endpoints show: %+v", got)
+	}
+	if got := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "enable", ep.ID)); !got.Enabled {
+		t.Fatalf("after enable: %+v", got)
+	}
+}
+
+func TestCLIListsPrintAlignedTablesOrJSON(t *testing.T) {
+	s := newServer(t)
+	acme := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
+	globex := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "globex industries"))
+	conn := decodeOut[api.Connection](t, s.mustRun(t, acme.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
+	ep := decodeOut[api.Endpoint](t, s.mustRun(t, acme.APIKey, "endpoints", "create", "--connection", conn.ID, "--rate-per-sec", "0"))
+
+	rows := table(t, s.mustRun(t, staffToken, "orgs", "list"))
+	if strings.Join(rows[0], " ") != "ID NAME CREATED" || len(rows) != 3 || rows[1][0] != acme.ID || rows[2][0] != globex.ID {
+		t.Fatalf("orgs table: %q", rows)
+	}
+	list := decodeOut[api.List[api.Org]](t, s.mustRun(t, acme.APIKey, "orgs", "list", "--json"))
+	if len(list.Items) != 1 || list.Items[0].ID != acme.ID {
+		t.Fatalf("orgs --json with acme's key: %+v", list)
+	}
+
+	rows = table(t, s.mustRun(t, acme.APIKey, "connections", "list"))
+	if len(rows) != 2 || rows[1][0] != conn.ID || rows[1][2] != "none" || rows[1][3] != "open" || rows[1][4] != "0" {
+		t.Fatalf("connections table: %q", rows)
+	}
+	rows = table(t, s.mustRun(t, acme.APIKey, "endpoints", "list"))
+	if len(rows) != 2 || rows[1][0] != ep.ID || rows[1][3] != "true" || rows[1][5] != "unlimited" {
+		t.Fatalf("endpoints table: %q", rows)
+	}
+	if got := s.mustRun(t, globex.APIKey, "endpoints", "list", "--json"); decodeOut[api.List[api.Endpoint]](t, got).Items == nil || strings.Contains(got, ep.ID) {
+		t.Fatalf("globex lists acme's endpoint: %s", got)
+	}
+}
+
+func TestCLIShowsListsAndDumpsMessages(t *testing.T) {
+	s := newServer(t)
+	org := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
+	conn := decodeOut[api.Connection](t, s.mustRun(t, org.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
+	ep := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
+	body := "\x00raw \xffbody\n"
+	var ids []string
+	for i := 0; i < 3; i++ {
+		sum := sha256.Sum256([]byte(body))
+		m := intake.Message{
+			ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, EndpointID: ep.ID, Method: "POST",
+			Header: http.Header{"Authorization": {"Bearer leaked"}, "Content-Type": {"application/octet-stream"}},
+			Body:   []byte(body), Digest: hex.EncodeToString(sum[:]), ReceivedAt: time.Now().UTC(),
+			State: intake.MessageQueued, MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: time.Now(),
+		}
+		if err := s.store.Ingest(context.Background(), &m); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+
+	out := s.mustRun(t, org.APIKey, "messages", "list", "--endpoint", ep.ID, "--state", "queued", "--limit", "2")
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	rows := table(t, strings.Join(lines[:len(lines)-1], "\n"))
+	if len(rows) != 3 || rows[1][0] != ids[2] || rows[2][0] != ids[1] || rows[1][3] != "queued" || rows[1][4] != "0/6" {
+		t.Fatalf("messages table: %s", out)
+	}
+	if want := "more: --cursor " + ids[1]; lines[len(lines)-1] != want {
+		t.Fatalf("last line %q, want %q", lines[len(lines)-1], want)
+	}
+	page := decodeOut[api.List[api.Message]](t, s.mustRun(t, org.APIKey, "messages", "list", "--json", "--cursor", ids[1]))
+	if len(page.Items) != 1 || page.Items[0].ID != ids[0] {
+		t.Fatalf("second page: %+v", page)
+	}
+
+	shown := s.mustRun(t, org.APIKey, "messages", "show", ids[0])
+	if m := decodeOut[api.MessageDetail](t, shown); m.ID != ids[0] || m.Headers.Get("Content-Type") == "" || strings.Contains(shown, "leaked") {
+		t.Fatalf("messages show: %s", shown)
+	}
+	if got := s.mustRun(t, org.APIKey, "messages", "body", ids[0]); got != body {
+		t.Fatalf("messages body = %q, want %q", got, body)
+	}
+}
+
+func TestCLIReturnsTheAPIErrorMessage(t *testing.T) {
+	s := newServer(t)
+	cases := []struct {
+		tok  string
+		args []string
+		want string
+	}{
+		{"", []string{"orgs", "list"}, "set --token or INTAKE_TOKEN"},
+		{"wrong", []string{"orgs", "list"}, "invalid token"},
+		{staffToken, []string{"connections", "show", "nope"}, `malformed id "nope"`},
+		{staffToken, []string{"endpoints", "show", intake.NewID()}, "not found"},
+		{staffToken, []string{"connections", "create", "--provider", "stripe", "--name", "x", "--secret", "s"}, "org_id is required"},
+		{staffToken, []string{"connections", "create", "--provider", "stripe", "--name", "x", "--config", "{"}, "--config must be a JSON object"},
+		{staffToken, []string{"messages", "list", "--state", "lost"}, "state must be one of"},
+	}
+	for _, c := range cases {
+		out, err := s.run(t, c.tok, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) || out != "" {
+			t.Errorf("intake %v: %v (printed %q), want an error mentioning %q", c.args, err, out, c.want)
+		}
+	}
+}
+
+func TestCLIReportsAnUnreachableServer(t *testing.T) {
+	s := newServer(t)
+	s.url = "http://127.0.0.1:1"
+	if _, err := s.run(t, staffToken, "orgs", "list"); err == nil || !strings.Contains(err.Error(), "cannot reach http://127.0.0.1:1") {
+		t.Fatalf("err = %v", err)
+	}
+}

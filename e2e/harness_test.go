@@ -1,0 +1,197 @@
+// Package e2e tests the real intake binary as users run it: built from
+// source, started as a process, spoken to over HTTP, killed without notice.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "intake-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "intake")
+	build := exec.Command("go", "build", "-o", binary, "github.com/intakehq/intake/cmd/intake")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const staffToken = "ist_e2e-staff-token"
+
+// server is one running intake process.
+type server struct {
+	cmd  *exec.Cmd
+	url  string
+	done chan struct{}
+	logs *bytes.Buffer
+}
+
+// start runs `intake serve` on a free port over data and waits until it
+// logs that it is serving.
+func start(t *testing.T, data string, extra ...string) *server {
+	t.Helper()
+	args := append([]string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--log-format", "json", "--retry-base", "50ms", "--lease", "2s"}, extra...)
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "INTAKE_ADMIN_TOKEN="+staffToken)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, done: make(chan struct{}), logs: &bytes.Buffer{}}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Bytes()
+			s.logs.Write(append(line, '\n'))
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal(line, &rec) == nil && rec.Msg == "intake serving" {
+				addr <- rec.Addr
+			}
+		}
+	}()
+	go func() { cmd.Wait(); close(s.done) }()
+	select {
+	case a := <-addr:
+		s.url = "http://" + a
+	case <-s.done:
+		t.Fatalf("intake exited before serving:\n%s", s.logs)
+	case <-time.After(30 * time.Second):
+		s.kill()
+		t.Fatal("intake did not start in 30s")
+	}
+	t.Cleanup(s.kill)
+	return s
+}
+
+func (s *server) kill() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.done
+}
+
+// api calls the admin API with the staff token and decodes the answer.
+func (s *server) api(t *testing.T, method, path string, in, out any) int {
+	t.Helper()
+	var body io.Reader
+	if in != nil {
+		b, _ := json.Marshal(in)
+		body = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.url+path, body)
+	req.Header.Set("Authorization", "Bearer "+staffToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v in %s", method, path, err, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+type message struct {
+	ID              string   `json:"id"`
+	State           string   `json:"state"`
+	ProviderEventID string   `json:"provider_event_id"`
+	Outcome         string   `json:"outcome"`
+}
+
+type event struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	State     string `json:"state"`
+	MessageID string `json:"message_id"`
+}
+
+// messages lists every message of the server, all pages.
+func (s *server) messages(t *testing.T) []message {
+	t.Helper()
+	var all []message
+	cursor := ""
+	for {
+		var page struct {
+			Items      []message `json:"items"`
+			NextCursor string    `json:"next_cursor"`
+		}
+		s.api(t, "GET", "/api/v1/messages?limit=500&cursor="+cursor, nil, &page)
+		all = append(all, page.Items...)
+		if page.NextCursor == "" {
+			return all
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// events lists every event of the server, all pages.
+func (s *server) events(t *testing.T) []event {
+	t.Helper()
+	var all []event
+	cursor := ""
+	for {
+		var page struct {
+			Items      []event `json:"items"`
+			NextCursor string  `json:"next_cursor"`
+		}
+		s.api(t, "GET", "/api/v1/events?limit=500&cursor="+cursor, nil, &page)
+		all = append(all, page.Items...)
+		if page.NextCursor == "" {
+			return all
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes: the process
+// under test has no other way to tell us its state changed.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func settled(state string) bool {
+	return strings.Contains(" processed ignored dead ", " "+state+" ")
+}
