@@ -128,10 +128,10 @@ func (s *server) api(t *testing.T, method, path string, in, out any) int {
 }
 
 type message struct {
-	ID              string   `json:"id"`
-	State           string   `json:"state"`
-	ProviderEventID string   `json:"provider_event_id"`
-	Outcome         string   `json:"outcome"`
+	ID              string `json:"id"`
+	State           string `json:"state"`
+	ProviderEventID string `json:"provider_event_id"`
+	Outcome         string `json:"outcome"`
 }
 
 type event struct {

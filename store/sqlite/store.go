@@ -186,4 +186,6 @@ func fromTS(v sql.NullInt64) time.Time {
 	return time.UnixMicro(v.Int64).UTC()
 }
 
-func notFound(what, id string) error { return intake.Errorf(intake.ENOTFOUND, "%s %s not found", what, id) }
+func notFound(what, id string) error {
+	return intake.Errorf(intake.ENOTFOUND, "%s %s not found", what, id)
+}
