@@ -19,6 +19,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/metrics"
+	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/provider"
 )
@@ -26,6 +27,7 @@ import (
 // Config wires a Handler.
 type Config struct {
 	Store   intake.Store
+	Sealer  *seal.Sealer // opens connection secrets for handshakes that depend on them
 	Clock   intake.Clock
 	Permits Permits
 	Metrics *metrics.Metrics
@@ -36,6 +38,7 @@ type Config struct {
 type Handler struct {
 	cfg      Config
 	draining atomic.Bool
+	conns    connCache
 }
 
 // New returns an ingress handler.
@@ -120,7 +123,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 		return "too_large"
 	}
 	m := newMessage(ep, r, body, now)
-	challenge, isChallenge := h.challenge(ep, m)
+	challenge, isChallenge := h.challenge(r.Context(), ep, m, now)
 	start := time.Now()
 	if err := h.cfg.Store.Ingest(context.WithoutCancel(r.Context()), m); err != nil {
 		h.cfg.Logger.Error("ingress: commit failed; not acknowledged", "endpoint_id", ep.ID, "err", err)
@@ -167,9 +170,9 @@ func newMessage(ep intake.Endpoint, r *http.Request, body []byte, now time.Time)
 }
 
 // challenge asks the endpoint's adapter whether the request is a handshake
-// to answer inline. Challenge answers are declared by the adapter; they
-// never depend on anything but the request itself.
-func (h *Handler) challenge(ep intake.Endpoint, m *intake.Message) (provider.Challenge, bool) {
+// to answer inline. Only adapters that answer handshakes cost a connection
+// lookup.
+func (h *Handler) challenge(ctx context.Context, ep intake.Endpoint, m *intake.Message, now time.Time) (provider.Challenge, bool) {
 	a, ok := provider.Lookup(ep.Provider)
 	if !ok {
 		return provider.Challenge{}, false
@@ -178,9 +181,14 @@ func (h *Handler) challenge(ep intake.Endpoint, m *intake.Message) (provider.Cha
 	if !ok {
 		return provider.Challenge{}, false
 	}
+	secrets, cfg, err := h.conns.get(ctx, h.cfg.Store, h.cfg.Sealer, ep.ConnectionID, now)
+	if err != nil {
+		// The request is still stored; the worker verifies it later.
+		h.cfg.Logger.Warn("ingress: connection unavailable for a handshake", "connection_id", ep.ConnectionID, "err", err)
+	}
 	req := provider.Request{Method: m.Method, Header: m.Header, Body: bytes.Clone(m.Body), ReceivedAt: m.ReceivedAt}
 	req.Query, _ = url.ParseQuery(m.Query)
-	return c.Challenge(&req, provider.Config{})
+	return c.Challenge(&req, secrets, cfg)
 }
 
 func answer(w http.ResponseWriter, status int, body []byte) {

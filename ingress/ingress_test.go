@@ -261,3 +261,27 @@ func TestIngressDrainingAnswers503(t *testing.T) {
 		t.Fatalf("%d recorded while draining", n)
 	}
 }
+
+func TestIngressAnswersSlackURLVerificationAfterStoringIt(t *testing.T) {
+	e := setup(t, ingress.Config{}, nil)
+	ctx := context.Background()
+	conn := intake.Connection{ID: intake.NewID(), OrgID: e.ep.OrgID, Provider: "slack", Name: "slack", CreatedAt: e.clock.t}
+	if err := e.store.CreateConnection(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	tok := token.New("")
+	ep := intake.Endpoint{ID: intake.NewID(), OrgID: e.ep.OrgID, ConnectionID: conn.ID, TokenHash: token.Hash(tok),
+		Enabled: true, MaxBodyBytes: 1024, CreatedAt: e.clock.t}
+	if err := e.store.CreateEndpoint(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	w := e.post("/webhooks/"+tok, strings.NewReader(`{"token":"x","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}`),
+		http.Header{"Content-Type": {"application/json"}})
+	if w.Code != http.StatusOK || w.Body.String() != "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P" ||
+		!strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		t.Fatalf("challenge answer: %d %q %q", w.Code, w.Header().Get("Content-Type"), w.Body)
+	}
+	if n := len(e.stored(t)); n != 1 {
+		t.Fatalf("%d messages recorded, want the handshake kept", n)
+	}
+}

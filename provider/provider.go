@@ -128,9 +128,12 @@ type Adapter interface {
 }
 
 // Challenger is an adapter that answers a handshake at ingress. ok is false
-// when r is an ordinary delivery.
+// when r is an ordinary delivery. secrets are the connection's, for
+// providers whose answer depends on verification (a 401 for a bad
+// signature, or a handshake that proves the secret); the request is stored
+// whatever the answer.
 type Challenger interface {
-	Challenge(r *Request, cfg Config) (c Challenge, ok bool)
+	Challenge(r *Request, secrets [][]byte, cfg Config) (c Challenge, ok bool)
 }
 
 var registry = map[string]Adapter{}

@@ -187,13 +187,15 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement 
 	if req.Query, err = url.ParseQuery(m.Query); err != nil {
 		req.Query = url.Values{}
 	}
-	if err := adapter.Verify(req, secrets, cfg); err != nil {
+	var perm *provider.PermanentError
+	if err := adapter.Verify(req, secrets, cfg); errors.As(err, &perm) {
+		return dead(st, intake.ErrCodePermanent, err.Error())
+	} else if err != nil {
 		st.To, st.Outcome = intake.MessageIgnored, intake.OutcomeSignature
 		st.ErrorMessage = "signature: " + verifyReason(err)
 		return st
 	}
 	in, err := adapter.Interpret(req, cfg)
-	var perm *provider.PermanentError
 	switch {
 	case errors.As(err, &perm):
 		return dead(st, intake.ErrCodePermanent, err.Error())

@@ -80,7 +80,7 @@ func (c *ServeCmd) Run() error {
 
 	m := metrics.New()
 	clock := intake.SystemClock{}
-	in := ingress.New(ingress.Config{Store: store, Clock: clock, Metrics: m, Logger: log})
+	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, Clock: clock, Metrics: m, Logger: log})
 	admin := api.New(api.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, Clock: clock, Concurrency: c.Workers, Lease: c.Lease,

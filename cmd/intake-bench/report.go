@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Run is what one load run against one target measured.
+type Run struct {
+	Target       string         `json:"target"` // "baseline" or "intake"
+	Seconds      float64        `json:"seconds"`
+	Sent         int            `json:"sent"`
+	Acked        int            `json:"acked"`
+	AckedPerSec  float64        `json:"acked_per_sec"`
+	Ack          Latency        `json:"ack_latency_ms"`
+	Errors       map[string]int `json:"errors"` // by status code, or "transport"
+	PeakRSSBytes int64          `json:"peak_rss_bytes,omitempty"`
+	E2E          *E2E           `json:"e2e,omitempty"`
+}
+
+// E2E is the end-to-end measure: received by intake → got by the consumer.
+type E2E struct {
+	Skipped    string  `json:"skipped,omitempty"` // why it was not measured
+	Delivered  int     `json:"delivered"`         // distinct acked webhooks the consumer got
+	Missing    int     `json:"missing"`           // acked webhooks it never got
+	Duplicates int     `json:"duplicates"`        // repeated deliveries (at-least-once)
+	Latency    Latency `json:"latency_ms"`
+}
+
+// Latency is a distribution in milliseconds.
+type Latency struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// Report is the whole output of one intake-bench invocation.
+type Report struct {
+	Mode      string  `json:"mode"` // "closed" (as fast as the clients can) or "open" (fixed rate)
+	Clients   int     `json:"clients"`
+	Rate      float64 `json:"rate,omitempty"`
+	BodyBytes int     `json:"body_bytes"`
+	Duration  string  `json:"duration"`
+	Provider  string  `json:"provider"`
+	Baseline  *Run    `json:"baseline,omitempty"`
+	Intake    *Run    `json:"intake"`
+	// Ratio is intake's acked requests/s over the baseline's, in this run.
+	Ratio float64 `json:"ratio,omitempty"`
+}
+
+// percentile is the p-th percentile of sorted by the nearest-rank method:
+// the smallest value with at least p% of all values at or below it.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	return sorted[min(max(rank, 1), len(sorted))-1]
+}
+
+// summarize sorts ds in place and returns its distribution.
+func summarize(ds []time.Duration) Latency {
+	slices.Sort(ds)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return Latency{P50: ms(percentile(ds, 50)), P90: ms(percentile(ds, 90)), P99: ms(percentile(ds, 99)), Max: ms(percentile(ds, 100))}
+}
+
+// writeText prints the report for people: one row per target, then the
+// ratio and what only some runs have.
+func (r *Report) writeText(w io.Writer) {
+	load := fmt.Sprintf("closed loop, %d clients", r.Clients)
+	if r.Mode == "open" {
+		load = fmt.Sprintf("open loop, %g req/s (at most %d in flight)", r.Rate, r.Clients)
+	}
+	fmt.Fprintf(w, "intake-bench: %s, %d-byte bodies, %s, provider %s\n\n", load, r.BodyBytes, r.Duration, r.Provider)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target\tacked\treq/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\terrors\t")
+	for _, run := range []*Run{r.Baseline, r.Intake} {
+		if run == nil {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t\n", run.Target, run.Acked, run.AckedPerSec,
+			run.Ack.P50, run.Ack.P90, run.Ack.P99, run.Ack.Max, formatErrors(run.Errors))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	if r.Baseline != nil {
+		fmt.Fprintf(w, "intake/baseline req/s: %.2f\n", r.Ratio)
+	}
+	if r.Intake == nil {
+		return
+	}
+	if r.Intake.PeakRSSBytes > 0 {
+		fmt.Fprintf(w, "intake peak RSS: %.1f MiB\n", float64(r.Intake.PeakRSSBytes)/(1<<20))
+	} else {
+		fmt.Fprintln(w, "intake peak RSS: not measured (the server was not spawned)")
+	}
+	switch e := r.Intake.E2E; {
+	case e == nil:
+	case e.Skipped != "":
+		fmt.Fprintf(w, "end-to-end: skipped: %s\n", e.Skipped)
+	default:
+		fmt.Fprintf(w, "end-to-end (received → consumer): p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms; delivered %d, missing %d, duplicates %d\n",
+			e.Latency.P50, e.Latency.P90, e.Latency.P99, e.Latency.Max, e.Delivered, e.Missing, e.Duplicates)
+	}
+}
+
+// formatErrors lists error counts by key in order, "-" when there are none.
+func formatErrors(errs map[string]int) string {
+	if len(errs) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(errs)) {
+		parts = append(parts, fmt.Sprintf("%s×%d", k, errs[k]))
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,125 @@
+package provider
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// received is when test requests arrive; signing times are set relative to it.
+var received = time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC)
+
+func adapter(t testing.TB, name string) Adapter {
+	t.Helper()
+	a, ok := Lookup(name)
+	if !ok {
+		t.Fatalf("adapter %q not registered", name)
+	}
+	return a
+}
+
+func unix(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
+
+func headers(kv ...string) http.Header {
+	h := http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Set(kv[i], kv[i+1])
+	}
+	return h
+}
+
+func hexMAC(h func() hash.Hash, key string, parts ...string) string {
+	m := hmac.New(h, []byte(key))
+	for _, p := range parts {
+		m.Write([]byte(p))
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func sha256Hex(key string, parts ...string) string { return hexMAC(sha256.New, key, parts...) }
+
+func secrets(s ...string) [][]byte {
+	out := make([][]byte, len(s))
+	for i, v := range s {
+		out[i] = []byte(v)
+	}
+	return out
+}
+
+// wantVerified fails unless err is nil.
+func wantVerified(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("Verify: %v, want nil", err)
+	}
+}
+
+// wantRejected fails unless err is a signature failure.
+func wantRejected(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, ErrSignature) {
+		t.Fatalf("Verify: %v, want ErrSignature", err)
+	}
+}
+
+// wantPermanent fails unless err marks a request that will never interpret.
+func wantPermanent(t *testing.T, err error) {
+	t.Helper()
+	var p *PermanentError
+	if !errors.As(err, &p) {
+		t.Fatalf("err = %v, want a PermanentError", err)
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// oneEvent interprets r and returns its single event, checking that the
+// message-level fields mirror it.
+func oneEvent(t *testing.T, a Adapter, r *Request, cfg Config) EventSpec {
+	t.Helper()
+	in, err := a.Interpret(r, cfg)
+	if err != nil {
+		t.Fatalf("Interpret: %v", err)
+	}
+	if len(in.Events) != 1 {
+		t.Fatalf("Interpret: %d events, want 1", len(in.Events))
+	}
+	ev := in.Events[0]
+	if in.ProviderEventID != ev.ProviderEventID || in.EventType != ev.Type || in.Kind != ev.Kind {
+		t.Fatalf("message fields %q %q %q differ from the event's %q %q %q",
+			in.ProviderEventID, in.EventType, in.Kind, ev.ProviderEventID, ev.Type, ev.Kind)
+	}
+	if in.Challenge {
+		t.Fatal("Interpret: Challenge set on an ordinary event")
+	}
+	return ev
+}
+
+func TestRegistryHoldsEveryAdapter(t *testing.T) {
+	want := []string{"github", "hmac", "none", "slack", "standard", "stripe"}
+	for _, n := range want {
+		a := adapter(t, n)
+		if a.Name() != n {
+			t.Errorf("adapter %q names itself %q", n, a.Name())
+		}
+		if err := a.ValidateConfig(Config{}); err != nil && n != "hmac" {
+			t.Errorf("%s: empty config rejected: %v", n, err)
+		}
+	}
+}
