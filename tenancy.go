@@ -39,6 +39,9 @@ type Endpoint struct {
 	ConnectionID string
 	Provider     string // the connection's provider, for ingress-time challenges
 	TokenHash    []byte
+	// SealedToken lets the worker rebuild the URL the provider was given,
+	// which URL-signing providers (Twilio) sign; it is never shown again.
+	SealedToken  []byte
 	Enabled      bool
 	MaxBodyBytes int64
 	RatePerSec   float64 // 0 = no limit

@@ -38,6 +38,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, sc intak
 	if err := applyLimits(&e, req.MaxBodyBytes, req.RatePerSec, req.Burst); err != nil {
 		return err
 	}
+	e.SealedToken = s.sealer.Seal([]byte(tok), []byte(e.ID))
 	if err := s.store.CreateEndpoint(r.Context(), e); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -26,12 +27,13 @@ import (
 
 // Config wires a Handler.
 type Config struct {
-	Store   intake.Store
-	Sealer  *seal.Sealer // opens connection secrets for handshakes that depend on them
-	Clock   intake.Clock
-	Permits Permits
-	Metrics *metrics.Metrics
-	Logger  *slog.Logger
+	Store     intake.Store
+	Sealer    *seal.Sealer // opens connection secrets for handshakes that depend on them
+	PublicURL string       // the base URL providers were given, for URL-signing schemes
+	Clock     intake.Clock
+	Permits   Permits
+	Metrics   *metrics.Metrics
+	Logger    *slog.Logger
 }
 
 // Handler serves /webhooks/{token} for any method.
@@ -123,7 +125,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 		return "too_large"
 	}
 	m := newMessage(ep, r, body, now)
-	challenge, isChallenge := h.challenge(r.Context(), ep, m, now)
+	challenge, isChallenge := h.challenge(r.Context(), ep, m, h.publicURL(r), now)
 	start := time.Now()
 	if err := h.cfg.Store.Ingest(context.WithoutCancel(r.Context()), m); err != nil {
 		h.cfg.Logger.Error("ingress: commit failed; not acknowledged", "endpoint_id", ep.ID, "err", err)
@@ -172,7 +174,7 @@ func newMessage(ep intake.Endpoint, r *http.Request, body []byte, now time.Time)
 // challenge asks the endpoint's adapter whether the request is a handshake
 // to answer inline. Only adapters that answer handshakes cost a connection
 // lookup.
-func (h *Handler) challenge(ctx context.Context, ep intake.Endpoint, m *intake.Message, now time.Time) (provider.Challenge, bool) {
+func (h *Handler) challenge(ctx context.Context, ep intake.Endpoint, m *intake.Message, publicURL string, now time.Time) (provider.Challenge, bool) {
 	a, ok := provider.Lookup(ep.Provider)
 	if !ok {
 		return provider.Challenge{}, false
@@ -186,9 +188,19 @@ func (h *Handler) challenge(ctx context.Context, ep intake.Endpoint, m *intake.M
 		// The request is still stored; the worker verifies it later.
 		h.cfg.Logger.Warn("ingress: connection unavailable for a handshake", "connection_id", ep.ConnectionID, "err", err)
 	}
-	req := provider.Request{Method: m.Method, Header: m.Header, Body: bytes.Clone(m.Body), ReceivedAt: m.ReceivedAt}
+	req := provider.Request{Method: m.Method, URL: publicURL, Header: m.Header, Body: bytes.Clone(m.Body), ReceivedAt: m.ReceivedAt}
 	req.Query, _ = url.ParseQuery(m.Query)
 	return c.Challenge(&req, secrets, cfg)
+}
+
+// publicURL is the address the provider was given for this request: the
+// configured public base, never the internal address behind a proxy.
+func (h *Handler) publicURL(r *http.Request) string {
+	u := strings.TrimRight(h.cfg.PublicURL, "/") + r.URL.EscapedPath()
+	if r.URL.RawQuery != "" {
+		u += "?" + r.URL.RawQuery
+	}
+	return u
 }
 
 func answer(w http.ResponseWriter, status int, body []byte) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 type Config struct {
 	Store       intake.Store
 	Sealer      *seal.Sealer
+	PublicURL   string // the base URL providers were given, for URL-signing schemes
 	Clock       intake.Clock
 	Backoff     intake.Backoff
 	Lease       time.Duration // how long an attempt may run before another worker takes it over (default 1m)
@@ -183,7 +185,7 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement 
 	if err != nil {
 		return w.transient(st, m, err)
 	}
-	req := &provider.Request{Method: m.Method, Header: m.Header, Body: m.Body, ReceivedAt: m.ReceivedAt}
+	req := &provider.Request{Method: m.Method, URL: w.publicURL(ctx, m), Header: m.Header, Body: m.Body, ReceivedAt: m.ReceivedAt}
 	if req.Query, err = url.ParseQuery(m.Query); err != nil {
 		req.Query = url.Values{}
 	}
@@ -218,6 +220,25 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement 
 		st.Outcome = intake.OutcomeNoEvents
 	}
 	return st
+}
+
+// publicURL rebuilds the address the provider posted to. Empty when the
+// endpoint's token cannot be opened: only URL-signing adapters need it, and
+// they then refuse the signature.
+func (w *Worker) publicURL(ctx context.Context, m intake.Message) string {
+	ep, err := w.cfg.Store.Endpoint(ctx, intake.Scope{}, m.EndpointID)
+	if err != nil || len(ep.SealedToken) == 0 {
+		return ""
+	}
+	tok, err := w.cfg.Sealer.Open(ep.SealedToken, []byte(ep.ID))
+	if err != nil {
+		return ""
+	}
+	u := strings.TrimRight(w.cfg.PublicURL, "/") + "/webhooks/" + string(tok)
+	if m.Query != "" {
+		u += "?" + m.Query
+	}
+	return u
 }
 
 // leaseSecrets opens the connection's sealed secrets for this attempt only;

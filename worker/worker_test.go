@@ -25,13 +25,17 @@ import (
 // the event id and type, and can ask for a transient or permanent failure.
 type testAdapter struct {
 	mu        sync.Mutex
-	transient int // fail transiently this many more times
+	transient int    // fail transiently this many more times
+	lastURL   string // the public URL the last verified request carried
 }
 
 func (*testAdapter) Name() string                         { return "worker-test" }
 func (*testAdapter) ValidateConfig(provider.Config) error { return nil }
 
-func (*testAdapter) Verify(r *provider.Request, secrets [][]byte, _ provider.Config) error {
+func (a *testAdapter) Verify(r *provider.Request, secrets [][]byte, _ provider.Config) error {
+	a.mu.Lock()
+	a.lastURL = r.URL
+	a.mu.Unlock()
 	for _, s := range secrets {
 		if bytes.Equal([]byte(r.Header.Get("X-Test-Secret")), s) {
 			return nil
@@ -92,12 +96,13 @@ func setup(t *testing.T) *env {
 	e.conn.SealedSecrets, _ = sealer.SealSecrets([]string{"old-secret", "new-secret"}, []byte(e.conn.ID))
 	e.ep = intake.Endpoint{ID: intake.NewID(), OrgID: org.ID, ConnectionID: e.conn.ID, TokenHash: []byte(e.conn.ID),
 		Enabled: true, MaxBodyBytes: 1 << 20, CreatedAt: e.clock.t}
+	e.ep.SealedToken = sealer.Seal([]byte("tok123"), []byte(e.ep.ID))
 	for _, err := range []error{s.CreateOrg(ctx, org, []byte(org.ID)), s.CreateConnection(ctx, e.conn), s.CreateEndpoint(ctx, e.ep)} {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.w = worker.New(worker.Config{Store: s, Sealer: sealer, Clock: e.clock,
+	e.w = worker.New(worker.Config{Store: s, Sealer: sealer, Clock: e.clock, PublicURL: "https://hooks.example.com/",
 		Backoff: intake.Backoff{Base: 10 * time.Second}})
 	return e
 }
@@ -336,4 +341,23 @@ func TestRunWakesOnIngestWithoutWaitingForThePoll(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+func TestAdaptersSeeThePublicURLTheProviderWasGiven(t *testing.T) {
+	e := setup(t)
+	sum := sha256.Sum256([]byte(`{"id":"evt_1"}`))
+	m := &intake.Message{ID: intake.NewID(), OrgID: e.ep.OrgID, ConnectionID: e.conn.ID, EndpointID: e.ep.ID,
+		Method: "POST", Query: "a=1&b=2", Header: http.Header{"X-Test-Secret": {"new-secret"}}, Body: []byte(`{"id":"evt_1"}`),
+		Digest: hex.EncodeToString(sum[:]), ReceivedAt: e.clock.Now(), State: intake.MessageQueued,
+		MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: e.clock.Now()}
+	if err := e.store.Ingest(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	e.run(t)
+	adapter.mu.Lock()
+	got := adapter.lastURL
+	adapter.mu.Unlock()
+	if got != "https://hooks.example.com/webhooks/tok123?a=1&b=2" {
+		t.Fatalf("adapter saw URL %q", got)
+	}
 }

@@ -80,10 +80,10 @@ func (c *ServeCmd) Run() error {
 
 	m := metrics.New()
 	clock := intake.SystemClock{}
-	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, Clock: clock, Metrics: m, Logger: log})
+	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m, Logger: log})
 	admin := api.New(api.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
-	w := worker.New(worker.Config{Store: store, Sealer: sealer, Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
+	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
 		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Metrics: m, Logger: log})
 
 	var draining atomic.Bool

@@ -143,19 +143,19 @@ func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint) error {
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO endpoints (id, org_id, connection_id, token_hash, enabled, max_body_bytes, rate_per_sec, burst, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.ID, org, e.ConnectionID, e.TokenHash, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, ts(e.CreatedAt))
+		_, err = tx.ExecContext(ctx, `INSERT INTO endpoints (id, org_id, connection_id, token_hash, sealed_token, enabled, max_body_bytes, rate_per_sec, burst, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, org, e.ConnectionID, e.TokenHash, e.SealedToken, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, ts(e.CreatedAt))
 		return err
 	})
 }
 
-const endpointColumns = `e.id, e.org_id, e.connection_id, c.provider, e.token_hash, e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at`
+const endpointColumns = `e.id, e.org_id, e.connection_id, c.provider, e.token_hash, e.sealed_token, e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at`
 
 func scanEndpoint(row interface{ Scan(...any) error }) (intake.Endpoint, error) {
 	var e intake.Endpoint
 	var created sql.NullInt64
-	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Provider, &e.TokenHash, &e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &e.Burst, &created)
+	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Provider, &e.TokenHash, &e.SealedToken, &e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &e.Burst, &created)
 	e.CreatedAt = fromTS(created)
 	return e, err
 }

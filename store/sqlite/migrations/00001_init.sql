@@ -22,6 +22,7 @@ CREATE TABLE endpoints (
     org_id         TEXT NOT NULL REFERENCES orgs (id),
     connection_id  TEXT NOT NULL REFERENCES connections (id),
     token_hash     BLOB NOT NULL UNIQUE,
+    sealed_token   BLOB,
     enabled        INTEGER NOT NULL,
     max_body_bytes INTEGER NOT NULL,
     rate_per_sec   REAL NOT NULL,
