@@ -52,6 +52,29 @@ type Store interface {
 
 	Event(ctx context.Context, sc Scope, id string) (Event, error)
 	ListEvents(ctx context.Context, sc Scope, f EventFilter) (Page[Event], error)
+	// Deliveries lists an event's delivery attempts, oldest first.
+	Deliveries(ctx context.Context, sc Scope, eventID string) ([]Delivery, error)
+
+	CreateConsumer(ctx context.Context, c Consumer) error
+	Consumer(ctx context.Context, sc Scope, id string) (Consumer, error)
+	ListConsumers(ctx context.Context, sc Scope) ([]Consumer, error)
+	SetConsumerEnabled(ctx context.Context, sc Scope, id string, enabled bool) error
+
+	// PutSubjectLink records (connection, provider object id) → (app,
+	// record); a later link for the same object replaces the earlier.
+	PutSubjectLink(ctx context.Context, sc Scope, l SubjectLink) error
+
+	// ClaimEvents takes up to limit due events (pending or retrying, not
+	// leased) as their next numbered routing attempt, leased until
+	// now+lease. An event whose previous lease expired unsettled is taken as
+	// retrying: that attempt failed.
+	ClaimEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]EventClaim, error)
+	// SettleEvent records a routing attempt's deliveries and moves the
+	// event through its transition table in one transaction; ESTALE if the
+	// attempt is not current.
+	SettleEvent(ctx context.Context, now time.Time, s EventSettlement) error
+	// ReleaseEvent ends a held lease at once.
+	ReleaseEvent(ctx context.Context, now time.Time, id string, attempt int) error
 
 	// Listen returns a channel that receives (coalesced) when work of the
 	// topic commits, and a function that stops listening.
@@ -122,6 +145,9 @@ type SettleTx interface {
 	// not expired at now, or nil.
 	Identity(ctx context.Context, connectionID, key string, now time.Time) (*Identity, error)
 	PutIdentity(ctx context.Context, connectionID string, id Identity) error
+	// Subject returns the record linked to the first of objectIDs that has a
+	// subject link in the connection, or nil.
+	Subject(ctx context.Context, connectionID string, objectIDs []string) (*Subject, error)
 	// InsertEvent inserts e unless a non-replay event of the same
 	// (connection, provider event id) exists; inserted reports which.
 	InsertEvent(ctx context.Context, e Event) (inserted bool, err error)
@@ -156,6 +182,11 @@ func ApplySettlement(ctx context.Context, tx SettleTx, connectionID string, now 
 	}
 	out := Settled{State: s.To, Outcome: s.Outcome}
 	for _, e := range s.Events {
+		if len(e.ObjectIDs) > 0 && e.Subject == nil {
+			if e.Subject, err = tx.Subject(ctx, connectionID, e.ObjectIDs); err != nil {
+				return Settled{}, err
+			}
+		}
 		inserted, err := tx.InsertEvent(ctx, e)
 		if err != nil {
 			return Settled{}, err
@@ -168,4 +199,36 @@ func ApplySettlement(ctx context.Context, tx SettleTx, connectionID string, now 
 		return Settled{}, err
 	}
 	return out, nil
+}
+
+// EventSettleTx is the view of one open store transaction that
+// ApplyEventSettlement needs.
+type EventSettleTx interface {
+	// LockEvent returns the event's state and attempt, locking the row
+	// until the transaction ends.
+	LockEvent(ctx context.Context, id string) (EventState, int, error)
+	InsertDelivery(ctx context.Context, d Delivery) error
+	UpdateEvent(ctx context.Context, s EventSettlement, now time.Time) error
+}
+
+// ApplyEventSettlement is the one place a routing result becomes state: it
+// refuses a stale attempt, records every delivery, and moves the event
+// through the transition table, all inside tx.
+func ApplyEventSettlement(ctx context.Context, tx EventSettleTx, now time.Time, s EventSettlement) error {
+	state, attempt, err := tx.LockEvent(ctx, s.EventID)
+	if err != nil {
+		return err
+	}
+	if attempt != s.Attempt || (state != EventPending && state != EventRetrying) {
+		return Errorf(ESTALE, "routing attempt %d of event %s is not current", s.Attempt, s.EventID)
+	}
+	if err := CheckEventTransition(state, s.To); err != nil {
+		return err
+	}
+	for _, d := range s.Deliveries {
+		if err := tx.InsertDelivery(ctx, d); err != nil {
+			return err
+		}
+	}
+	return tx.UpdateEvent(ctx, s, now)
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
 )
@@ -33,7 +34,10 @@ type Config struct {
 	// BodyURLKey signs raw-body addresses. Empty: a random key, so the
 	// addresses only work on this process.
 	BodyURLKey []byte
-	Logger     *slog.Logger
+	// ConsumerPolicy checks consumer URLs at registration; the zero Policy
+	// refuses nothing (serve passes delivery.DefaultPolicy()).
+	ConsumerPolicy delivery.Policy
+	Logger         *slog.Logger
 }
 
 // Server is the admin API.
@@ -44,20 +48,24 @@ type Server struct {
 	publicURL  string
 	clock      intake.Clock
 	bodyURLKey []byte
-	log        *slog.Logger
-	mux        *http.ServeMux
+	// consumerPolicy is checked when a consumer registers; the router
+	// checks it again at connect time.
+	consumerPolicy delivery.Policy
+	log            *slog.Logger
+	mux            *http.ServeMux
 }
 
 // New returns the admin API for cfg.
 func New(cfg Config) *Server {
 	s := &Server{
-		store:      cfg.Store,
-		sealer:     cfg.Sealer,
-		publicURL:  strings.TrimRight(cfg.PublicURL, "/"),
-		clock:      cfg.Clock,
-		bodyURLKey: cfg.BodyURLKey,
-		log:        cfg.Logger,
-		mux:        http.NewServeMux(),
+		store:          cfg.Store,
+		sealer:         cfg.Sealer,
+		publicURL:      strings.TrimRight(cfg.PublicURL, "/"),
+		clock:          cfg.Clock,
+		bodyURLKey:     cfg.BodyURLKey,
+		consumerPolicy: cfg.ConsumerPolicy,
+		log:            cfg.Logger,
+		mux:            http.NewServeMux(),
 	}
 	if cfg.StaffToken != "" {
 		s.staffHash = token.Hash(cfg.StaffToken)
@@ -102,6 +110,14 @@ func (s *Server) routes() {
 
 	s.handle("GET /api/v1/events", s.listEvents)
 	s.handle("GET /api/v1/events/{id}", s.getEvent)
+	s.handle("GET /api/v1/unclaimed", s.listUnclaimed)
+
+	s.handle("POST /api/v1/consumers", s.createConsumer)
+	s.handle("GET /api/v1/consumers", s.listConsumers)
+	s.handle("GET /api/v1/consumers/{id}", s.getConsumer)
+	s.handle("PATCH /api/v1/consumers/{id}", s.updateConsumer)
+
+	s.handle("POST /api/v1/subject-links", s.createSubjectLink)
 
 	s.mux.HandleFunc("GET /body/{signed}", s.serveSignedBody)
 }

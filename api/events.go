@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/intakehq/intake"
 )
@@ -19,6 +20,24 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, sc intake.Sc
 	if f.Limit, f.Cursor, err = pageParams(r); err != nil {
 		return err
 	}
+	return s.writeEvents(w, r, sc, f)
+}
+
+// listUnclaimed lists the events no consumer wanted, across every org, so
+// staff can see which integrations nobody subscribes to yet.
+func (s *Server) listUnclaimed(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+	if err := staffOnly(sc); err != nil {
+		return err
+	}
+	f := intake.EventFilter{State: intake.EventNoConsumer}
+	var err error
+	if f.Limit, f.Cursor, err = pageParams(r); err != nil {
+		return err
+	}
+	return s.writeEvents(w, r, intake.Scope{}, f)
+}
+
+func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, sc intake.Scope, f intake.EventFilter) error {
 	page, err := s.store.ListEvents(r.Context(), sc, f)
 	if err != nil {
 		return err
@@ -40,12 +59,18 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, sc intake.Scop
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, eventView(e))
+	ds, err := s.store.Deliveries(r.Context(), sc, e.ID)
+	if err != nil {
+		return err
+	}
+	out := EventDetail{Event: eventView(e), Deliveries: make([]Delivery, 0, len(ds))}
+	for _, d := range ds {
+		out.Deliveries = append(out.Deliveries, deliveryView(d))
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-// eventView shows an event. Deliveries stay empty until the router records
-// them.
 func eventView(e intake.Event) Event {
 	return Event{
 		ID:              e.ID,
@@ -66,6 +91,17 @@ func eventView(e intake.Event) Event {
 		DataTruncated:   e.DataTruncated,
 		Replay:          e.Replay,
 		ReplayOf:        e.ReplayOf,
-		Deliveries:      []Delivery{},
+	}
+}
+
+func deliveryView(d intake.Delivery) Delivery {
+	return Delivery{
+		ConsumerID: d.ConsumerID,
+		Attempt:    d.Attempt,
+		Outcome:    d.Outcome,
+		StatusCode: d.StatusCode,
+		LatencyMS:  float64(d.Latency.Microseconds()) / float64(time.Millisecond/time.Microsecond),
+		Error:      d.Error,
+		At:         d.At.UTC(),
 	}
 }

@@ -174,7 +174,7 @@ func TestEventsAreListedAndShownWithTheirMessage(t *testing.T) {
 	if len(list.Items) != 1 || list.Items[0].ID != ev.ID {
 		t.Fatalf("events: %+v", list)
 	}
-	got := must[api.Event](e, 200, "GET", "/api/v1/events/"+ev.ID, acme.org.APIKey, nil)
+	got := must[api.EventDetail](e, 200, "GET", "/api/v1/events/"+ev.ID, acme.org.APIKey, nil)
 	if got.Type != ev.Type || got.Kind != "event" || got.State != "pending" || got.MessageID != m.ID || got.Provider != testProvider ||
 		got.ProviderEventID != "evt_1" || got.Subject == nil || *got.Subject != *ev.Subject || string(got.Data) != `{"amount":42}` ||
 		!got.OccurredAt.Equal(ev.OccurredAt) || got.Deliveries == nil || got.Replay {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/provider"
 	"github.com/intakehq/intake/store/sqlite"
@@ -110,13 +111,14 @@ func newEnvWith(t *testing.T, wrap func(intake.Store) intake.Store) *env {
 	}
 	e := &env{t: t, dir: dir, store: st, sealer: sealer, clock: &fakeClock{now: t0}, logs: &bytes.Buffer{}}
 	e.h = api.New(api.Config{
-		Store:      wrap(st),
-		Sealer:     sealer,
-		StaffToken: staffToken,
-		PublicURL:  publicURL + "/",
-		Clock:      e.clock,
-		BodyURLKey: []byte("body-url-key"),
-		Logger:     slog.New(slog.NewTextHandler(e.logs, nil)),
+		Store:          wrap(st),
+		Sealer:         sealer,
+		StaffToken:     staffToken,
+		PublicURL:      publicURL + "/",
+		Clock:          e.clock,
+		BodyURLKey:     []byte("body-url-key"),
+		ConsumerPolicy: delivery.DefaultPolicy(),
+		Logger:         slog.New(slog.NewTextHandler(e.logs, nil)),
 	}).Handler()
 	return e
 }
@@ -230,4 +232,52 @@ func (e *env) dbBytes() []byte {
 		e.t.Fatal("no database files")
 	}
 	return all
+}
+
+// event makes an event of type typ in the tenant's org the way the worker
+// does: a message is ingested, claimed and settled with the event, which is
+// about the given provider objects.
+func (e *env) event(tn tenant, typ string, objectIDs ...string) intake.Event {
+	e.t.Helper()
+	ctx := context.Background()
+	m := e.ingest(tn, "", http.Header{}, `{"type":"`+typ+`"}`)
+	claims, err := e.store.ClaimMessages(ctx, e.clock.Now(), time.Minute, 1)
+	if err != nil || len(claims) != 1 || claims[0].Message.ID != m.ID {
+		e.t.Fatalf("claim: %+v %v", claims, err)
+	}
+	now := e.clock.Now()
+	ev := intake.Event{
+		ID: intake.NewID(), OrgID: tn.org.ID, ConnectionID: tn.conn.ID, MessageID: m.ID, Provider: testProvider,
+		Type: typ, Kind: intake.KindEvent, ProviderEventID: "evt_" + m.ID, OccurredAt: now, ReceivedAt: now,
+		Data: []byte(`{}`), ObjectIDs: objectIDs, State: intake.EventPending, MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: now, CreatedAt: now,
+	}
+	if _, err := e.store.SettleMessage(ctx, now, intake.Settlement{
+		MessageID: m.ID, Attempt: claims[0].Attempt, To: intake.MessageProcessed, Outcome: intake.OutcomeEvents,
+		ProviderEventID: ev.ProviderEventID, Events: []intake.Event{ev},
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return ev
+}
+
+// route settles the next routing attempt of ev as the router would: the
+// event moves to state to, recording deliveries (their event, org and
+// attempt are filled in).
+func (e *env) route(ev intake.Event, to intake.EventState, deliveries ...intake.Delivery) {
+	e.t.Helper()
+	ctx := context.Background()
+	now := e.clock.Now()
+	claims, err := e.store.ClaimEvents(ctx, now, time.Minute, 1)
+	if err != nil || len(claims) != 1 || claims[0].Event.ID != ev.ID {
+		e.t.Fatalf("claim event: %+v %v", claims, err)
+	}
+	for i := range deliveries {
+		d := &deliveries[i]
+		d.ID, d.OrgID, d.EventID, d.Attempt = intake.NewID(), ev.OrgID, ev.ID, claims[0].Attempt
+	}
+	if err := e.store.SettleEvent(ctx, now, intake.EventSettlement{
+		EventID: ev.ID, Attempt: claims[0].Attempt, To: to, NextAttemptAt: now, Deliveries: deliveries,
+	}); err != nil {
+		e.t.Fatal(err)
+	}
 }

@@ -141,7 +141,7 @@ type BodyURL struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// Event is an interpreted event as the API shows it.
+// Event is an interpreted event as lists show it.
 type Event struct {
 	ID              string          `json:"id"`
 	OrgID           string          `json:"org_id"`
@@ -161,14 +161,77 @@ type Event struct {
 	DataTruncated   bool            `json:"data_truncated"`
 	Replay          bool            `json:"replay"`
 	ReplayOf        string          `json:"replay_of"`
-	Deliveries      []Delivery      `json:"deliveries"`
 }
 
-// Delivery is one attempt of an event to one consumer.
+// EventDetail is one event with every delivery attempt made of it, oldest
+// first.
+type EventDetail struct {
+	Event
+	Deliveries []Delivery `json:"deliveries"`
+}
+
+// Delivery is one attempt of an event to one consumer. Error says why an
+// attempt is to be retried; it is empty when the consumer answered 2xx.
 type Delivery struct {
 	ConsumerID string    `json:"consumer_id"`
 	Attempt    int       `json:"attempt"`
 	Outcome    string    `json:"outcome"`
 	StatusCode int       `json:"status_code"`
+	LatencyMS  float64   `json:"latency_ms"`
+	Error      string    `json:"error"`
 	At         time.Time `json:"at"`
+}
+
+// CreateConsumerRequest registers an app to receive events. OrgID may be
+// omitted with an org's API key. EventTypes are exact types
+// ("stripe.invoice.paid") or prefixes ("stripe.invoice.*", "github.*", "*").
+type CreateConsumerRequest struct {
+	OrgID      string   `json:"org_id"`
+	Name       string   `json:"name"`
+	App        string   `json:"app"`
+	URL        string   `json:"url"`
+	EventTypes []string `json:"event_types"`
+	Completion bool     `json:"completion"`
+}
+
+// UpdateConsumerRequest turns a consumer on or off.
+type UpdateConsumerRequest struct {
+	Enabled *bool `json:"enabled"`
+}
+
+// Consumer is a consumer as the API shows it. SigningSecret is only set in
+// the answer that created it: the server keeps it sealed and never shows it
+// again.
+type Consumer struct {
+	ID            string    `json:"id"`
+	OrgID         string    `json:"org_id"`
+	Name          string    `json:"name"`
+	App           string    `json:"app"`
+	URL           string    `json:"url"`
+	EventTypes    []string  `json:"event_types"`
+	Completion    bool      `json:"completion"`
+	Enabled       bool      `json:"enabled"`
+	CreatedAt     time.Time `json:"created_at"`
+	SigningSecret string    `json:"signing_secret,omitempty"`
+}
+
+// CreateSubjectLinkRequest says that a provider object (in one connection)
+// is a record of an app, so events about it go to that app's completion
+// consumers.
+type CreateSubjectLinkRequest struct {
+	ConnectionID     string `json:"connection_id"`
+	ProviderObjectID string `json:"provider_object_id"`
+	App              string `json:"app"`
+	RecordID         string `json:"record_id"`
+}
+
+// SubjectLink is a recorded link as the API shows it.
+type SubjectLink struct {
+	ID               string    `json:"id"`
+	OrgID            string    `json:"org_id"`
+	ConnectionID     string    `json:"connection_id"`
+	ProviderObjectID string    `json:"provider_object_id"`
+	App              string    `json:"app"`
+	RecordID         string    `json:"record_id"`
+	CreatedAt        time.Time `json:"created_at"`
 }

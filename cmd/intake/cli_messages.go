@@ -69,8 +69,9 @@ func (c *MessagesBodyCmd) Run(cl *Client) error {
 
 // EventsCmd inspects interpreted events.
 type EventsCmd struct {
-	List EventsListCmd `cmd:"" help:"List events, newest first."`
-	Show EventsShowCmd `cmd:"" help:"Show one event."`
+	List      EventsListCmd      `cmd:"" help:"List events, newest first."`
+	Show      EventsShowCmd      `cmd:"" help:"Show one event and its delivery attempts."`
+	Unclaimed EventsUnclaimedCmd `cmd:"" help:"List events no consumer wanted, across orgs (staff token)."`
 }
 
 // EventsListCmd lists events.
@@ -107,6 +108,27 @@ type EventsShowCmd struct {
 // Run shows the event.
 func (c *EventsShowCmd) Run(cl *Client) error {
 	return cl.show(idPath("/api/v1/events", c.ID))
+}
+
+// EventsUnclaimedCmd lists no_consumer events of every org.
+type EventsUnclaimedCmd struct {
+	Limit  int    `name:"limit" help:"Events per page (default 50, at most 500)."`
+	Cursor string `name:"cursor" help:"Continue after the page that printed this cursor."`
+	listFlags
+}
+
+// Run lists the unclaimed events.
+func (c *EventsUnclaimedCmd) Run(cl *Client) error {
+	q := url.Values{}
+	if c.Limit != 0 {
+		q.Set("limit", strconv.Itoa(c.Limit))
+	}
+	setParam(q, "cursor", c.Cursor)
+	return printList(cl, c.listFlags, "/api/v1/unclaimed", q,
+		[]string{"ID", "ORG", "OCCURRED", "TYPE", "KIND", "CONNECTION"},
+		func(e api.Event) []string {
+			return []string{e.ID, e.OrgID, timeCell(e.OccurredAt), e.Type, e.Kind, e.ConnectionID}
+		})
 }
 
 func setParam(q url.Values, key, value string) {

@@ -28,9 +28,12 @@ type Client struct {
 	Endpoints   EndpointsCmd   `cmd:"" help:"Manage ingress endpoints."`
 	Messages    MessagesCmd    `cmd:"" help:"Inspect received messages."`
 	Events      EventsCmd      `cmd:"" help:"Inspect interpreted events."`
+	Consumers   ConsumersCmd   `cmd:"" help:"Manage the apps that receive events."`
+	Links       LinksCmd       `cmd:"" help:"Link provider objects to the app records they belong to."`
 
-	out  io.Writer    // stdout when nil
-	http *http.Client // a client with a timeout when nil
+	out    io.Writer    // stdout when nil
+	errOut io.Writer    // stderr when nil
+	http   *http.Client // a client with a timeout when nil
 }
 
 // listFlags are the output flags of every list command.
@@ -43,6 +46,13 @@ func (cl *Client) stdout() io.Writer {
 		return os.Stdout
 	}
 	return cl.out
+}
+
+func (cl *Client) stderr() io.Writer {
+	if cl.errOut == nil {
+		return os.Stderr
+	}
+	return cl.errOut
 }
 
 // call sends one API request and returns the answer's body; an error answer

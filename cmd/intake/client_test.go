@@ -18,6 +18,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/store/sqlite"
 )
@@ -46,18 +47,28 @@ func newServer(t *testing.T) server {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(nil)
-	srv.Config.Handler = api.New(api.Config{Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL}).Handler()
+	srv.Config.Handler = api.New(api.Config{Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL,
+		ConsumerPolicy: delivery.DefaultPolicy()}).Handler()
 	t.Cleanup(srv.Close)
 	return server{url: srv.URL, store: st}
 }
 
 // run parses args as main does and runs the command, returning what it
-// printed.
+// printed to stdout.
 func (s server) run(t *testing.T, tok string, args ...string) (string, error) {
 	t.Helper()
+	out, _, err := s.runWithStderr(t, tok, args...)
+	return out, err
+}
+
+// runWithStderr runs a command as run does, returning what it printed to
+// stdout and to stderr.
+func (s server) runWithStderr(t *testing.T, tok string, args ...string) (string, string, error) {
+	t.Helper()
 	var cli CLI
-	var out bytes.Buffer
+	var out, errOut bytes.Buffer
 	cli.Client.out = &out
+	cli.Client.errOut = &errOut
 	parser, err := kong.New(&cli, kong.Name("intake"), kong.Exit(func(code int) { t.Fatalf("intake %v exited %d", args, code) }))
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +78,7 @@ func (s server) run(t *testing.T, tok string, args ...string) (string, error) {
 		t.Fatalf("intake %v: %v", args, err)
 	}
 	err = ctx.Run(&cli.Client)
-	return out.String(), err
+	return out.String(), errOut.String(), err
 }
 
 // mustRun runs a command that must succeed.
@@ -241,6 +252,11 @@ func TestCLIReturnsTheAPIErrorMessage(t *testing.T) {
 		{staffToken, []string{"connections", "create", "--provider", "stripe", "--name", "x", "--secret", "s"}, "org_id is required"},
 		{staffToken, []string{"connections", "create", "--provider", "stripe", "--name", "x", "--config", "{"}, "--config must be a JSON object"},
 		{staffToken, []string{"messages", "list", "--state", "lost"}, "state must be one of"},
+		{staffToken, []string{"consumers", "add", "--org", intake.NewID(), "--name", "x", "--app", "a", "--consumer-url", "http://127.0.0.1/", "--event-type", "stripe.*.paid"}, "* may only end a pattern"},
+		{staffToken, []string{"consumers", "add", "--org", intake.NewID(), "--name", "x", "--app", "a", "--consumer-url", "http://169.254.169.254/", "--event-type", "*"}, "refused by the consumer address policy"},
+		{staffToken, []string{"consumers", "disable", intake.NewID()}, "not found"},
+		{staffToken, []string{"links", "add", "--connection", intake.NewID(), "--object", "o", "--app", "a", "--record", "r"}, "not found"},
+		{staffToken, []string{"events", "show", "nope"}, `malformed id "nope"`},
 	}
 	for _, c := range cases {
 		out, err := s.run(t, c.tok, c.args...)

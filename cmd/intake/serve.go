@@ -22,10 +22,12 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
+	"github.com/intakehq/intake/router"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/worker"
 )
@@ -33,16 +35,17 @@ import (
 // ServeCmd runs the gateway: ingress, workers and the admin API in one
 // process.
 type ServeCmd struct {
-	Addr          string        `default:":8080" env:"INTAKE_ADDR" help:"Address to listen on."`
-	Data          string        `default:"./data" env:"INTAKE_DATA" help:"Data directory (database, generated keys)."`
-	DB            string        `name:"db" env:"INTAKE_DB" help:"Database URL; empty: the embedded store under --data."`
-	PublicURL     string        `name:"public-url" env:"INTAKE_PUBLIC_URL" help:"The URL providers reach this server at (default: http://localhost<addr>)."`
-	RetryBase     time.Duration `default:"10s" env:"INTAKE_RETRY_BASE" help:"Base of the retry backoff (attempt n+1 waits about base·4^(n-1))."`
-	Workers       int           `default:"8" env:"INTAKE_WORKERS" help:"Messages processed at once."`
-	Lease         time.Duration `default:"30s" env:"INTAKE_LEASE" help:"How long a processing attempt may run before another worker takes it over."`
-	LogFormat     string        `default:"text" enum:"text,json" env:"INTAKE_LOG_FORMAT" help:"Log format: text or json."`
-	LogLevel      string        `default:"info" enum:"debug,info,warn,error" env:"INTAKE_LOG_LEVEL" help:"Log level."`
-	ShutdownGrace time.Duration `default:"30s" env:"INTAKE_SHUTDOWN_GRACE" help:"How long SIGTERM waits for in-flight requests."`
+	Addr            string        `default:":8080" env:"INTAKE_ADDR" help:"Address to listen on."`
+	Data            string        `default:"./data" env:"INTAKE_DATA" help:"Data directory (database, generated keys)."`
+	DB              string        `name:"db" env:"INTAKE_DB" help:"Database URL; empty: the embedded store under --data."`
+	PublicURL       string        `name:"public-url" env:"INTAKE_PUBLIC_URL" help:"The URL providers reach this server at (default: http://localhost<addr>)."`
+	RetryBase       time.Duration `default:"10s" env:"INTAKE_RETRY_BASE" help:"Base of the retry backoff (attempt n+1 waits about base·4^(n-1))."`
+	Workers         int           `default:"8" env:"INTAKE_WORKERS" help:"Messages processed at once."`
+	Lease           time.Duration `default:"30s" env:"INTAKE_LEASE" help:"How long a processing attempt may run before another worker takes it over."`
+	DeliveryTimeout time.Duration `default:"10s" env:"INTAKE_DELIVERY_TIMEOUT" help:"How long a consumer may take to answer a delivery."`
+	LogFormat       string        `default:"text" enum:"text,json" env:"INTAKE_LOG_FORMAT" help:"Log format: text or json."`
+	LogLevel        string        `default:"info" enum:"debug,info,warn,error" env:"INTAKE_LOG_LEVEL" help:"Log level."`
+	ShutdownGrace   time.Duration `default:"30s" env:"INTAKE_SHUTDOWN_GRACE" help:"How long SIGTERM waits for in-flight requests."`
 }
 
 // Run serves until SIGTERM or SIGINT, then drains and exits.
@@ -82,9 +85,14 @@ func (c *ServeCmd) Run() error {
 	clock := intake.SystemClock{}
 	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m, Logger: log})
 	admin := api.New(api.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
-		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
+		Clock: clock, BodyURLKey: derive(key, "body-url"), ConsumerPolicy: delivery.DefaultPolicy(), Logger: log})
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
 		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Metrics: m, Logger: log})
+
+	rt := router.New(router.Config{Store: store, Sealer: sealer, Clock: clock,
+		Sender:  delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: delivery.DefaultPolicy(), UserAgent: "intake"}),
+		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
+		Metrics: m, Logger: log})
 
 	var draining atomic.Bool
 	mux := http.NewServeMux()
@@ -125,6 +133,7 @@ func (c *ServeCmd) Run() error {
 	workCtx, stopWork := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { w.Run(workCtx) })
+	wg.Go(func() { rt.Run(workCtx) })
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 

@@ -13,13 +13,14 @@ const eventColumns = `id, org_id, connection_id, message_id, provider, type, kin
 	received_at, subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
 	next_attempt_at, replay, replay_of, created_at`
 
-func scanEvent(row interface{ Scan(...any) error }) (intake.Event, error) {
+// scanEvent reads eventColumns, then any extra columns into extra.
+func scanEvent(row interface{ Scan(...any) error }, extra ...any) (intake.Event, error) {
 	var e intake.Event
 	var occurred, received, next, created sql.NullInt64
 	var app, record, data, objectIDs string
-	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.MessageID, &e.Provider, &e.Type, &e.Kind, &e.ProviderEventID,
+	err := row.Scan(append([]any{&e.ID, &e.OrgID, &e.ConnectionID, &e.MessageID, &e.Provider, &e.Type, &e.Kind, &e.ProviderEventID,
 		&occurred, &received, &app, &record, &data, &e.DataTruncated, &objectIDs, &e.State, &e.Attempt,
-		&e.MaxAttempts, &next, &e.Replay, &e.ReplayOf, &created)
+		&e.MaxAttempts, &next, &e.Replay, &e.ReplayOf, &created}, extra...)...)
 	if err != nil {
 		return e, err
 	}

@@ -41,6 +41,11 @@ func Run(t *testing.T, open Opener) {
 		{"OrgScopeHidesOtherOrgsRows", testScope},
 		{"ListsPaginateNewestFirst", testPagination},
 		{"EndpointUpdatesAndTokenLookup", testEndpoints},
+		{"EventClaimsAreNumberedLeasedAndKnowWhoIsDone", testEventClaims},
+		{"EventSettleRecordsDeliveriesAndRefusesStaleAttempts", testEventSettle},
+		{"ExpiredEventLeaseIsTakenOverAsRetrying", testEventLeaseTakeover},
+		{"ConsumersAreScopedAndCanBeDisabled", testConsumers},
+		{"SubjectLinkNamesTheRecordOfLaterEvents", testSubjectLinks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -536,4 +541,156 @@ func testEndpoints(t *testing.T, s intake.Store) {
 	}
 	_, err = s.EndpointByTokenHash(ctx, []byte("nope"))
 	wantCode(t, err, intake.ENOTFOUND)
+}
+
+// pendingEvent commits one pending event through a processed message.
+func (f fixture) pendingEvent(t *testing.T, s intake.Store, objectIDs ...string) intake.Event {
+	t.Helper()
+	m := f.ingest(t, s, fmt.Sprintf(`{"n":%q}`, intake.NewID()), t0)
+	c := claimOne(t, s, t0)
+	e := f.event(m, "evt_"+m.ID)
+	e.ObjectIDs = objectIDs
+	if _, err := s.SettleMessage(context.Background(), t0, processed(c, identity(m, "evt_"+m.ID), e)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Event(context.Background(), intake.Scope{}, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func claimEvents(t *testing.T, s intake.Store, now time.Time) []intake.EventClaim {
+	t.Helper()
+	c, err := s.ClaimEvents(context.Background(), now, time.Minute, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func delivery(e intake.Event, consumerID string, attempt int, outcome string) intake.Delivery {
+	return intake.Delivery{ID: intake.NewID(), OrgID: e.OrgID, EventID: e.ID, ConsumerID: consumerID, Attempt: attempt,
+		Outcome: outcome, StatusCode: 200, Latency: 3 * time.Millisecond, At: t0}
+}
+
+func testEventClaims(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	e := f.pendingEvent(t, s)
+	c := claimEvents(t, s, t0)
+	if len(c) != 1 || c[0].Event.ID != e.ID || c[0].Attempt != 1 || !c[0].LeaseUntil.Equal(t0.Add(time.Minute)) || len(c[0].Done) != 0 {
+		t.Fatalf("claims = %+v", c)
+	}
+	if again := claimEvents(t, s, t0.Add(30*time.Second)); len(again) != 0 {
+		t.Fatal("a leased event was claimed again")
+	}
+	st := intake.EventSettlement{EventID: e.ID, Attempt: 1, To: intake.EventRetrying, NextAttemptAt: t0.Add(10 * time.Second),
+		Deliveries: []intake.Delivery{delivery(e, "cons-a", 1, intake.DeliveryHandled), delivery(e, "cons-b", 1, intake.DeliveryRetry)}}
+	if err := s.SettleEvent(ctx, t0, st); err != nil {
+		t.Fatal(err)
+	}
+	if early := claimEvents(t, s, t0.Add(9*time.Second)); len(early) != 0 {
+		t.Fatal("claimed before its next attempt was due")
+	}
+	c = claimEvents(t, s, t0.Add(10*time.Second))
+	if len(c) != 1 || c[0].Attempt != 2 || !c[0].Done["cons-a"] || c[0].Done["cons-b"] {
+		t.Fatalf("second claim = %+v", c)
+	}
+}
+
+func testEventSettle(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	e := f.pendingEvent(t, s)
+	claimEvents(t, s, t0)
+	wantCode(t, s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 2, To: intake.EventDelivered}), intake.ESTALE)
+	wantCode(t, s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 1, To: intake.EventDead}), intake.EINVALID)
+	if err := s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 1, To: intake.EventDelivered,
+		Deliveries: []intake.Delivery{delivery(e, "cons-a", 1, intake.DeliveryHandled)}}); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 1, To: intake.EventRetrying}), intake.ESTALE)
+	got, _ := s.Event(ctx, intake.Scope{}, e.ID)
+	if got.State != intake.EventDelivered {
+		t.Fatalf("state %s", got.State)
+	}
+	ds, err := s.Deliveries(ctx, intake.Scope{OrgID: f.org.ID}, e.ID)
+	if err != nil || len(ds) != 1 || ds[0].ConsumerID != "cons-a" || ds[0].Latency != 3*time.Millisecond || ds[0].Outcome != intake.DeliveryHandled {
+		t.Fatalf("deliveries = %+v %v", ds, err)
+	}
+	other := newFixture(t, s, "other")
+	if ds, _ := s.Deliveries(ctx, intake.Scope{OrgID: other.org.ID}, e.ID); len(ds) != 0 {
+		t.Fatal("another org sees the deliveries")
+	}
+	if c := claimEvents(t, s, t0.Add(time.Hour)); len(c) != 0 {
+		t.Fatal("a delivered event was claimed")
+	}
+}
+
+func testEventLeaseTakeover(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	e := f.pendingEvent(t, s)
+	first := claimEvents(t, s, t0)
+	second := claimEvents(t, s, t0.Add(2*time.Minute))
+	if len(second) != 1 || second[0].Attempt != 2 || second[0].Event.State != intake.EventRetrying {
+		t.Fatalf("takeover = %+v", second)
+	}
+	wantCode(t, s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: first[0].Attempt, To: intake.EventDelivered}), intake.ESTALE)
+	if err := s.ReleaseEvent(ctx, t0.Add(2*time.Minute), e.ID, 2); err != nil {
+		t.Fatal(err)
+	}
+	if third := claimEvents(t, s, t0.Add(2*time.Minute)); len(third) != 1 || third[0].Attempt != 3 {
+		t.Fatalf("after release = %+v", third)
+	}
+}
+
+func testConsumers(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	a := newFixture(t, s, "a")
+	b := newFixture(t, s, "b")
+	c := intake.Consumer{ID: intake.NewID(), OrgID: a.org.ID, Name: "billing", App: "billing", URL: "http://127.0.0.1:9/hooks",
+		EventTypes: []string{"stripe.invoice.*", "github.push"}, Completion: true, Enabled: true, SealedSecret: []byte("sealed"), CreatedAt: t0}
+	if err := s.CreateConsumer(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Consumer(ctx, intake.Scope{OrgID: a.org.ID}, c.ID)
+	if err != nil || got.URL != c.URL || len(got.EventTypes) != 2 || !got.Completion || !got.Enabled || string(got.SealedSecret) != "sealed" {
+		t.Fatalf("consumer = %+v %v", got, err)
+	}
+	_, err = s.Consumer(ctx, intake.Scope{OrgID: b.org.ID}, c.ID)
+	wantCode(t, err, intake.ENOTFOUND)
+	wantCode(t, s.SetConsumerEnabled(ctx, intake.Scope{OrgID: b.org.ID}, c.ID, false), intake.ENOTFOUND)
+	if l, _ := s.ListConsumers(ctx, intake.Scope{OrgID: b.org.ID}); len(l) != 0 {
+		t.Fatal("org b lists org a's consumers")
+	}
+	if err := s.SetConsumerEnabled(ctx, intake.Scope{OrgID: a.org.ID}, c.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := s.ListConsumers(ctx, intake.Scope{OrgID: a.org.ID}); len(l) != 1 || l[0].Enabled {
+		t.Fatalf("consumers = %+v", l)
+	}
+}
+
+func testSubjectLinks(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	other := newFixture(t, s, "other")
+	link := intake.SubjectLink{ID: intake.NewID(), ConnectionID: f.conn.ID, ProviderObjectID: "in_1", App: "billing", RecordID: "r-1", CreatedAt: t0}
+	wantCode(t, s.PutSubjectLink(ctx, intake.Scope{OrgID: other.org.ID}, link), intake.ENOTFOUND)
+	if err := s.PutSubjectLink(ctx, intake.Scope{OrgID: f.org.ID}, link); err != nil {
+		t.Fatal(err)
+	}
+	link.ID, link.RecordID = intake.NewID(), "r-2" // re-registered: the later link wins
+	if err := s.PutSubjectLink(ctx, intake.Scope{OrgID: f.org.ID}, link); err != nil {
+		t.Fatal(err)
+	}
+	e := f.pendingEvent(t, s, "cus_9", "in_1")
+	if e.Subject == nil || e.Subject.App != "billing" || e.Subject.RecordID != "r-2" {
+		t.Fatalf("subject = %+v", e.Subject)
+	}
+	if plain := f.pendingEvent(t, s, "in_unknown"); plain.Subject != nil {
+		t.Fatalf("unlinked object got subject %+v", plain.Subject)
+	}
 }

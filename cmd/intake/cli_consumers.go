@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/intakehq/intake/api"
+)
+
+// ConsumersCmd manages the apps that receive events.
+type ConsumersCmd struct {
+	Add     ConsumersAddCmd     `cmd:"" help:"Register a consumer and print its signing secret (shown only once)."`
+	List    ConsumersListCmd    `cmd:"" help:"List consumers."`
+	Show    ConsumersShowCmd    `cmd:"" help:"Show one consumer."`
+	Enable  ConsumersEnableCmd  `cmd:"" help:"Send events to a consumer again."`
+	Disable ConsumersDisableCmd `cmd:"" help:"Stop sending events to a consumer."`
+}
+
+// ConsumersAddCmd registers a consumer. Its address is --consumer-url
+// because --url is every command's server address.
+type ConsumersAddCmd struct {
+	Org        string   `name:"org" help:"Org id (required with the staff token)."`
+	Name       string   `name:"name" required:"" help:"Name of the consumer."`
+	App        string   `name:"app" required:"" help:"The app it belongs to (subject links name apps)."`
+	URL        string   `name:"consumer-url" required:"" help:"Where events are posted (http or https)."`
+	EventType  []string `name:"event-type" required:"" sep:"none" help:"Event type or prefix (stripe.invoice.paid, stripe.invoice.*, *); repeat for several."`
+	Completion bool     `name:"completion" help:"Receive the events about records its app initiated."`
+}
+
+// Run registers the consumer.
+func (c *ConsumersAddCmd) Run(cl *Client) error {
+	err := cl.send(http.MethodPost, "/api/v1/consumers", api.CreateConsumerRequest{
+		OrgID:      c.Org,
+		Name:       c.Name,
+		App:        c.App,
+		URL:        c.URL,
+		EventTypes: c.EventType,
+		Completion: c.Completion,
+	})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(cl.stderr(), "intake: store the signing_secret now; it will not be shown again.")
+	return err
+}
+
+// ConsumersListCmd lists consumers.
+type ConsumersListCmd struct {
+	listFlags
+}
+
+// Run lists the consumers.
+func (c *ConsumersListCmd) Run(cl *Client) error {
+	return printList(cl, c.listFlags, "/api/v1/consumers", nil,
+		[]string{"ID", "NAME", "APP", "URL", "TYPES", "COMPLETION", "ENABLED"},
+		func(x api.Consumer) []string {
+			return []string{x.ID, x.Name, x.App, x.URL, strings.Join(x.EventTypes, ","),
+				strconv.FormatBool(x.Completion), strconv.FormatBool(x.Enabled)}
+		})
+}
+
+// ConsumersShowCmd shows one consumer.
+type ConsumersShowCmd struct {
+	ID string `arg:"" help:"Consumer id."`
+}
+
+// Run shows the consumer.
+func (c *ConsumersShowCmd) Run(cl *Client) error {
+	return cl.show(idPath("/api/v1/consumers", c.ID))
+}
+
+// ConsumersEnableCmd enables a consumer.
+type ConsumersEnableCmd struct {
+	ID string `arg:"" help:"Consumer id."`
+}
+
+// Run enables the consumer.
+func (c *ConsumersEnableCmd) Run(cl *Client) error { return setConsumerEnabled(cl, c.ID, true) }
+
+// ConsumersDisableCmd disables a consumer.
+type ConsumersDisableCmd struct {
+	ID string `arg:"" help:"Consumer id."`
+}
+
+// Run disables the consumer.
+func (c *ConsumersDisableCmd) Run(cl *Client) error { return setConsumerEnabled(cl, c.ID, false) }
+
+func setConsumerEnabled(cl *Client, id string, enabled bool) error {
+	return cl.send(http.MethodPatch, idPath("/api/v1/consumers", id), api.UpdateConsumerRequest{Enabled: &enabled})
+}
+
+// LinksCmd records which app record a provider object belongs to.
+type LinksCmd struct {
+	Add LinksAddCmd `cmd:"" help:"Link a provider object to an app's record, so its events go to that app's completion consumers."`
+}
+
+// LinksAddCmd records a subject link.
+type LinksAddCmd struct {
+	Connection string `name:"connection" required:"" help:"Connection id the object lives in."`
+	Object     string `name:"object" required:"" help:"Provider object id (e.g. Stripe in_…, a GitHub node id)."`
+	App        string `name:"app" required:"" help:"The app that created the object."`
+	Record     string `name:"record" required:"" help:"The app's record id."`
+}
+
+// Run records the link.
+func (c *LinksAddCmd) Run(cl *Client) error {
+	return cl.send(http.MethodPost, "/api/v1/subject-links", api.CreateSubjectLinkRequest{
+		ConnectionID:     c.Connection,
+		ProviderObjectID: c.Object,
+		App:              c.App,
+		RecordID:         c.Record,
+	})
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/api"
+)
+
+// tenant is an org with a connection, made through the CLI.
+type tenant struct {
+	org  api.Org
+	conn api.Connection
+	ep   api.Endpoint
+}
+
+func (s server) newTenant(t *testing.T, name string) tenant {
+	t.Helper()
+	var tn tenant
+	tn.org = decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", name))
+	tn.conn = decodeOut[api.Connection](t, s.mustRun(t, tn.org.APIKey, "connections", "create", "--provider", "none", "--name", name))
+	tn.ep = decodeOut[api.Endpoint](t, s.mustRun(t, tn.org.APIKey, "endpoints", "create", "--connection", tn.conn.ID))
+	return tn
+}
+
+// routedEvent makes an event in the tenant's org as the worker does and
+// settles one routing attempt of it as the router does: to state to, with
+// deliveries.
+func (s server) routedEvent(t *testing.T, tn tenant, typ string, to intake.EventState, deliveries ...intake.Delivery) intake.Event {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	body := `{"type":"` + typ + `"}`
+	sum := sha256.Sum256([]byte(body))
+	m := intake.Message{
+		ID: intake.NewID(), OrgID: tn.org.ID, ConnectionID: tn.conn.ID, EndpointID: tn.ep.ID, Method: "POST",
+		Header: http.Header{}, Body: []byte(body), Digest: hex.EncodeToString(sum[:]), ReceivedAt: now,
+		State: intake.MessageQueued, MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: now,
+	}
+	if err := s.store.Ingest(ctx, &m); err != nil {
+		t.Fatal(err)
+	}
+	claims, err := s.store.ClaimMessages(ctx, now, time.Minute, 1)
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim message: %+v %v", claims, err)
+	}
+	ev := intake.Event{
+		ID: intake.NewID(), OrgID: tn.org.ID, ConnectionID: tn.conn.ID, MessageID: m.ID, Provider: "none", Type: typ,
+		Kind: intake.KindEvent, OccurredAt: now, ReceivedAt: now, Data: json.RawMessage(`{}`), State: intake.EventPending,
+		MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: now, CreatedAt: now,
+	}
+	if _, err := s.store.SettleMessage(ctx, now, intake.Settlement{MessageID: m.ID, Attempt: claims[0].Attempt,
+		To: intake.MessageProcessed, Outcome: intake.OutcomeEvents, Events: []intake.Event{ev}}); err != nil {
+		t.Fatal(err)
+	}
+	ec, err := s.store.ClaimEvents(ctx, now, time.Minute, 1)
+	if err != nil || len(ec) != 1 || ec[0].Event.ID != ev.ID {
+		t.Fatalf("claim event: %+v %v", ec, err)
+	}
+	for i := range deliveries {
+		d := &deliveries[i]
+		d.ID, d.OrgID, d.EventID, d.Attempt, d.At = intake.NewID(), tn.org.ID, ev.ID, ec[0].Attempt, now
+	}
+	if err := s.store.SettleEvent(ctx, now, intake.EventSettlement{EventID: ev.ID, Attempt: ec[0].Attempt, To: to,
+		NextAttemptAt: now.Add(time.Minute), Deliveries: deliveries}); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func TestCLIConsumersAddPrintsTheSecretOnceAndWarnsOnStderr(t *testing.T) {
+	s := newServer(t)
+	acme := s.newTenant(t, "acme")
+	out, stderr, err := s.runWithStderr(t, staffToken, "consumers", "add", "--org", acme.org.ID, "--name", "invoices",
+		"--app", "billing", "--consumer-url", "http://127.0.0.1:9000/hooks", "--event-type", "stripe.invoice.*", "--event-type", "github.push", "--completion")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := decodeOut[api.Consumer](t, out)
+	if !strings.HasPrefix(c.SigningSecret, "whsec_") || c.OrgID != acme.org.ID || c.App != "billing" || !c.Completion || !c.Enabled ||
+		strings.Join(c.EventTypes, " ") != "stripe.invoice.* github.push" {
+		t.Fatalf("consumers add: %s", out)
+	}
+	if !strings.Contains(stderr, "will not be shown again") || strings.Contains(stderr, c.SigningSecret) {
+		t.Fatalf("stderr = %q, want a note that the secret will not be shown again", stderr)
+	}
+
+	later := []string{
+		s.mustRun(t, acme.org.APIKey, "consumers", "list"),
+		s.mustRun(t, acme.org.APIKey, "consumers", "list", "--json"),
+		s.mustRun(t, acme.org.APIKey, "consumers", "show", c.ID),
+	}
+	for _, o := range later {
+		if strings.Contains(o, strings.TrimPrefix(c.SigningSecret, "whsec_")) {
+			t.Fatalf("the secret is shown again: %s", o)
+		}
+	}
+	rows := table(t, later[0])
+	if strings.Join(rows[0], " ") != "ID NAME APP URL TYPES COMPLETION ENABLED" || len(rows) != 2 {
+		t.Fatalf("consumers table: %q", rows)
+	}
+	if want := []string{c.ID, "invoices", "billing", "http://127.0.0.1:9000/hooks", "stripe.invoice.*,github.push", "true", "true"}; strings.Join(rows[1], " ") != strings.Join(want, " ") {
+		t.Fatalf("consumers row: %q, want %q", rows[1], want)
+	}
+
+	if got := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "disable", c.ID)); got.Enabled || got.SigningSecret != "" {
+		t.Fatalf("after disable: %+v", got)
+	}
+	if rows := table(t, s.mustRun(t, acme.org.APIKey, "consumers", "list")); rows[1][6] != "false" {
+		t.Fatalf("list after disable: %q", rows)
+	}
+	if got := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "enable", c.ID)); !got.Enabled {
+		t.Fatalf("after enable: %+v", got)
+	}
+
+	globex := s.newTenant(t, "globex")
+	if got := decodeOut[api.List[api.Consumer]](t, s.mustRun(t, globex.org.APIKey, "consumers", "list", "--json")); got.Items == nil || len(got.Items) != 0 {
+		t.Fatalf("globex lists acme's consumers: %+v", got)
+	}
+	if _, err := s.run(t, globex.org.APIKey, "consumers", "disable", c.ID); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("globex disabling acme's consumer: %v", err)
+	}
+}
+
+func TestCLILinksAnObjectToAnAppRecordInItsOwnOrgOnly(t *testing.T) {
+	s := newServer(t)
+	acme, globex := s.newTenant(t, "acme"), s.newTenant(t, "globex")
+	link := decodeOut[api.SubjectLink](t, s.mustRun(t, acme.org.APIKey, "links", "add",
+		"--connection", acme.conn.ID, "--object", "in_123", "--app", "billing", "--record", "invoice-42"))
+	if link.ID == "" || link.ConnectionID != acme.conn.ID || link.ProviderObjectID != "in_123" || link.App != "billing" || link.RecordID != "invoice-42" {
+		t.Fatalf("link: %+v", link)
+	}
+	out, err := s.run(t, acme.org.APIKey, "links", "add", "--connection", globex.conn.ID, "--object", "in_1", "--app", "billing", "--record", "r")
+	if err == nil || !strings.Contains(err.Error(), "not found") || out != "" {
+		t.Fatalf("linking globex's connection with acme's key: %v %q", err, out)
+	}
+}
+
+func TestCLIEventsShowIncludesDeliveriesAndUnclaimedListsEveryOrg(t *testing.T) {
+	s := newServer(t)
+	acme, globex := s.newTenant(t, "acme"), s.newTenant(t, "globex")
+	c := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "add", "--name", "hook", "--app", "billing",
+		"--consumer-url", "http://127.0.0.1:9/", "--event-type", "*"))
+	delivered := s.routedEvent(t, acme, "none.thing.done", intake.EventRetrying,
+		intake.Delivery{ConsumerID: c.ID, Outcome: intake.DeliveryRetry, StatusCode: 500, Latency: 3 * time.Millisecond, Error: "answered 500"})
+
+	shown := decodeOut[api.EventDetail](t, s.mustRun(t, acme.org.APIKey, "events", "show", delivered.ID))
+	if shown.ID != delivered.ID || shown.State != "retrying" || len(shown.Deliveries) != 1 {
+		t.Fatalf("events show: %+v", shown)
+	}
+	if d := shown.Deliveries[0]; d.ConsumerID != c.ID || d.Attempt != 1 || d.Outcome != "retry" || d.StatusCode != 500 || d.LatencyMS != 3 || d.Error != "answered 500" {
+		t.Fatalf("delivery: %+v", d)
+	}
+
+	a := s.routedEvent(t, acme, "none.nobody.cares", intake.EventNoConsumer)
+	g := s.routedEvent(t, globex, "none.nobody.cares", intake.EventNoConsumer)
+	rows := table(t, s.mustRun(t, staffToken, "events", "unclaimed"))
+	if strings.Join(rows[0], " ") != "ID ORG OCCURRED TYPE KIND CONNECTION" || len(rows) != 3 ||
+		rows[1][0] != g.ID || rows[1][1] != globex.org.ID || rows[2][0] != a.ID || rows[2][1] != acme.org.ID {
+		t.Fatalf("unclaimed table: %q", rows)
+	}
+	page := decodeOut[api.List[api.Event]](t, s.mustRun(t, staffToken, "events", "unclaimed", "--json", "--limit", "1"))
+	if len(page.Items) != 1 || page.Items[0].ID != g.ID || page.NextCursor != g.ID {
+		t.Fatalf("unclaimed --json: %+v", page)
+	}
+	if _, err := s.run(t, acme.org.APIKey, "events", "unclaimed"); err == nil || !strings.Contains(err.Error(), "only the staff token") {
+		t.Fatalf("unclaimed with an org key: %v", err)
+	}
+}

@@ -1,0 +1,146 @@
+package intake
+
+import (
+	"strings"
+	"time"
+)
+
+// Consumer is an application's registration to receive events: which types,
+// at which URL, signed with its own secret.
+type Consumer struct {
+	ID           string
+	OrgID        string
+	Name         string
+	App          string
+	URL          string
+	EventTypes   []string // exact ("stripe.invoice.paid") or prefix ("stripe.invoice.*", "*")
+	Completion   bool     // receives events about records its app initiated
+	Enabled      bool
+	SealedSecret []byte
+	CreatedAt    time.Time
+}
+
+// ValidatePattern checks one event type pattern.
+func ValidatePattern(p string) error {
+	switch {
+	case p == "*":
+		return nil
+	case p == "" || strings.ContainsAny(p, " \t\n"):
+		return Errorf(EINVALID, "event type pattern %q is empty or has spaces", p)
+	case strings.Contains(strings.TrimSuffix(p, ".*"), "*"):
+		return Errorf(EINVALID, "event type pattern %q: * may only end a pattern, after a dot", p)
+	}
+	return nil
+}
+
+// MatchType reports whether an event type matches a pattern: exact, "*",
+// or a prefix ending ".*" that matches whole segments ("stripe.invoice.*"
+// matches "stripe.invoice.paid" but not "stripe.invoiceitem.created").
+func MatchType(pattern, typ string) bool {
+	if pattern == "*" {
+		return true
+	}
+	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
+		return strings.HasSuffix(prefix, ".") && strings.HasPrefix(typ, prefix) && len(typ) > len(prefix)
+	}
+	return pattern == typ
+}
+
+// Wants reports whether the consumer's patterns match the event type.
+func (c *Consumer) Wants(typ string) bool {
+	for _, p := range c.EventTypes {
+		if MatchType(p, typ) {
+			return true
+		}
+	}
+	return false
+}
+
+// SelectConsumers picks who receives an event: the enabled consumers of its
+// org whose patterns match; when the event's subject names the app that
+// initiated it, only that app's completion consumers.
+func SelectConsumers(e *Event, all []Consumer) []Consumer {
+	var out []Consumer
+	for _, c := range all {
+		if !c.Enabled || c.OrgID != e.OrgID || !c.Wants(e.Type) {
+			continue
+		}
+		if e.Subject != nil && e.Subject.App != "" && (c.App != e.Subject.App || !c.Completion) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// SubjectLink says that a provider object (in one connection) is a record
+// of an app, registered when the app created the object at the provider.
+type SubjectLink struct {
+	ID               string
+	OrgID            string
+	ConnectionID     string
+	ProviderObjectID string
+	App              string
+	RecordID         string
+	CreatedAt        time.Time
+}
+
+// Delivery outcomes.
+const (
+	DeliveryHandled = "handled"
+	DeliveryIgnored = "ignored"
+	DeliveryRetry   = "retry"
+)
+
+// Delivery is one attempt of one event to one consumer.
+type Delivery struct {
+	ID         string
+	OrgID      string
+	EventID    string
+	ConsumerID string
+	Attempt    int
+	Outcome    string
+	StatusCode int
+	Latency    time.Duration
+	Error      string
+	At         time.Time
+}
+
+// Succeeded reports whether the consumer is done with the event.
+func (d *Delivery) Succeeded() bool {
+	return d.Outcome == DeliveryHandled || d.Outcome == DeliveryIgnored
+}
+
+// EventClaim is a numbered routing attempt of an event held under a lease.
+type EventClaim struct {
+	Event      Event
+	Attempt    int
+	LeaseUntil time.Time
+	// Done names the consumers that already handled or ignored the event on
+	// an earlier attempt; they are not called again.
+	Done map[string]bool
+}
+
+// EventSettlement is the result of one routing attempt.
+type EventSettlement struct {
+	EventID       string
+	Attempt       int
+	To            EventState
+	NextAttemptAt time.Time
+	Deliveries    []Delivery
+}
+
+// RoutingOutcome decides an event's next state from one attempt: every
+// selected consumer done → delivered; none selected → no_consumer; else
+// retrying, or dead once the attempts are spent.
+func RoutingOutcome(selected int, pending int, attempt, maxAttempts int) EventState {
+	switch {
+	case selected == 0:
+		return EventNoConsumer
+	case pending == 0:
+		return EventDelivered
+	case attempt >= maxAttempts:
+		return EventDead
+	}
+	return EventRetrying
+}

@@ -1,0 +1,192 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// maxAnswer is the most of a consumer's answer that is read.
+const maxAnswer = 64 << 10
+
+// Envelope is the JSON body every consumer receives.
+type Envelope struct {
+	ID              string           `json:"id"`
+	Type            string           `json:"type"`
+	Kind            intake.EventKind `json:"kind"`
+	OrgID           string           `json:"org_id"`
+	ConnectionID    string           `json:"connection_id"`
+	Provider        string           `json:"provider"`
+	ProviderEventID string           `json:"provider_event_id"`
+	MessageID       string           `json:"message_id"`
+	Replay          bool             `json:"replay"`
+	ReplayOf        *string          `json:"replay_of"`
+	OccurredAt      time.Time        `json:"occurred_at"`
+	ReceivedAt      time.Time        `json:"received_at"`
+	Subject         *intake.Subject  `json:"subject"`
+	Data            json.RawMessage  `json:"data"`
+	DataTruncated   bool             `json:"data_truncated,omitempty"`
+	BodyURL         string           `json:"body_url,omitempty"`
+}
+
+// NewEnvelope builds the envelope of an event.
+func NewEnvelope(e *intake.Event) Envelope {
+	env := Envelope{
+		ID: e.ID, Type: e.Type, Kind: e.Kind, OrgID: e.OrgID, ConnectionID: e.ConnectionID, Provider: e.Provider,
+		ProviderEventID: e.ProviderEventID, MessageID: e.MessageID, Replay: e.Replay,
+		OccurredAt: e.OccurredAt.UTC(), ReceivedAt: e.ReceivedAt.UTC(), Subject: e.Subject, Data: e.Data,
+		DataTruncated: e.DataTruncated,
+	}
+	if e.ReplayOf != "" {
+		env.ReplayOf = &e.ReplayOf
+	}
+	if len(env.Data) == 0 {
+		env.Data = json.RawMessage("null")
+	}
+	return env
+}
+
+// Options configure a Sender.
+type Options struct {
+	Timeout       time.Duration // per delivery (default 10s)
+	MaxRetryAfter time.Duration // cap on a consumer's Retry-After (default 1h)
+	Policy        Policy
+	UserAgent     string
+}
+
+// Sender delivers envelopes over HTTP.
+type Sender struct {
+	client *http.Client
+	opts   Options
+}
+
+// NewSender returns a Sender whose connections obey opts.Policy and that
+// never follows redirects.
+func NewSender(opts Options) *Sender {
+	if opts.Timeout == 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.MaxRetryAfter == 0 {
+		opts.MaxRetryAfter = time.Hour
+	}
+	if opts.UserAgent == "" {
+		opts.UserAgent = "intake"
+	}
+	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second, Control: opts.Policy.control}
+	transport := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           dialer.DialContext,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   opts.Timeout,
+		ResponseHeaderTimeout: opts.Timeout,
+	}
+	return &Sender{opts: opts, client: &http.Client{
+		Transport:     transport,
+		Timeout:       opts.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// Result is what one delivery attempt came to.
+type Result struct {
+	Outcome    string // handled, ignored or retry
+	StatusCode int
+	Latency    time.Duration
+	Err        string
+	RetryAfter time.Duration // the consumer asked to wait (capped)
+}
+
+// Send posts the envelope to url signed with secret, at time now, and
+// classifies the answer: 2xx handled; 2xx with {"outcome":"ignored"}
+// ignored; anything else, a timeout or no connection, retry.
+func (s *Sender) Send(ctx context.Context, url, secret string, env Envelope, now time.Time) Result {
+	body, err := json.Marshal(env)
+	if err != nil {
+		return Result{Outcome: intake.DeliveryRetry, Err: "encode envelope: " + err.Error()}
+	}
+	sig, err := Sign(secret, env.ID, now.Unix(), body)
+	if err != nil {
+		return Result{Outcome: intake.DeliveryRetry, Err: err.Error()}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return Result{Outcome: intake.DeliveryRetry, Err: "bad consumer url"}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", s.opts.UserAgent)
+	req.Header.Set("webhook-id", env.ID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set("webhook-signature", sig)
+	start := time.Now()
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return Result{Outcome: intake.DeliveryRetry, Latency: time.Since(start), Err: describe(err)}
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	r := Result{StatusCode: resp.StatusCode, Latency: time.Since(start)}
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		r.Outcome = intake.DeliveryHandled
+		var a struct{ Outcome string }
+		if json.Unmarshal(answer, &a) == nil && a.Outcome == intake.DeliveryIgnored {
+			r.Outcome = intake.DeliveryIgnored
+		}
+	default:
+		r.Outcome = intake.DeliveryRetry
+		r.Err = "consumer answered " + strconv.Itoa(resp.StatusCode)
+		r.RetryAfter = min(retryAfter(resp.Header.Get("Retry-After"), now), s.opts.MaxRetryAfter)
+	}
+	return r
+}
+
+// retryAfter reads Retry-After as seconds or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// describe turns a transport error into a short reason without addresses
+// of internal hosts beyond what the operator configured.
+func describe(err error) string {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case strings.Contains(err.Error(), "consumer address policy"):
+		return "refused by the consumer address policy"
+	case strings.Contains(err.Error(), "connection refused"):
+		return "connection refused"
+	}
+	return fmt.Sprintf("request failed: %v", unwrapURL(err))
+}
+
+func unwrapURL(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}

@@ -1,0 +1,69 @@
+package router
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/delivery"
+)
+
+// result is one delivery and how long its consumer asked us to wait.
+type result struct {
+	intake.Delivery
+	retryAfter time.Duration
+}
+
+// deliverAll calls every consumer in parallel and returns one result each.
+func (r *Router) deliverAll(ctx context.Context, e *intake.Event, attempt int, consumers []intake.Consumer) []result {
+	out := make([]result, len(consumers))
+	env := delivery.NewEnvelope(e)
+	var wg sync.WaitGroup
+	for i, c := range consumers {
+		wg.Go(func() {
+			res := r.deliver(ctx, c, env)
+			r.cfg.Metrics.Deliveries.WithLabelValues(res.Outcome).Inc()
+			r.cfg.Metrics.DeliverySeconds.WithLabelValues(res.Outcome).Observe(res.Latency.Seconds())
+			out[i] = result{
+				Delivery: intake.Delivery{
+					ID: intake.NewID(), OrgID: e.OrgID, EventID: e.ID, ConsumerID: c.ID, Attempt: attempt,
+					Outcome: res.Outcome, StatusCode: res.StatusCode, Latency: res.Latency, Error: res.Err,
+					At: r.cfg.Clock.Now(),
+				},
+				retryAfter: res.RetryAfter,
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// deliver makes one call to one consumer, within that consumer's share of
+// concurrent calls. A consumer at its limit is not waited for: the call is
+// a retry, so a slow consumer's backlog never occupies the router.
+func (r *Router) deliver(ctx context.Context, c intake.Consumer, env delivery.Envelope) delivery.Result {
+	slots := r.consumerSlots(c.ID)
+	select {
+	case slots <- struct{}{}:
+		defer func() { <-slots }()
+	default:
+		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "consumer at its concurrency limit"}
+	}
+	secret, err := r.cfg.Sealer.Open(c.SealedSecret, []byte(c.ID))
+	if err != nil {
+		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "consumer secret cannot be opened"}
+	}
+	return r.cfg.Sender.Send(ctx, c.URL, string(secret), env, r.cfg.Clock.Now())
+}
+
+func (r *Router) consumerSlots(id string) chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.calls[id]
+	if s == nil {
+		s = make(chan struct{}, r.cfg.PerConsumer)
+		r.calls[id] = s
+	}
+	return s
+}

@@ -1,0 +1,197 @@
+// Package router routes events to consumers: it claims due events as
+// numbered attempts, selects the consumers whose patterns match, delivers
+// to each that has not yet handled the event, and settles the attempt
+// (deliveries and state) in one transaction.
+package router
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/metrics"
+	"github.com/intakehq/intake/internal/seal"
+)
+
+// Config wires a Router.
+type Config struct {
+	Store   intake.Store
+	Sealer  *seal.Sealer
+	Sender  *delivery.Sender
+	Clock   intake.Clock
+	Backoff intake.Backoff
+	Lease   time.Duration // must exceed the delivery timeout (default 1m)
+	Poll    time.Duration // fallback poll (default 1s)
+	Batch   int           // events claimed per round (default 64)
+	// MaxEvents bounds the events being routed at once (default 256);
+	// PerConsumer bounds the calls in flight to one consumer (default 32).
+	MaxEvents   int
+	PerConsumer int
+	Metrics     *metrics.Metrics
+	Logger      *slog.Logger
+}
+
+// Router claims and routes events until its context ends.
+type Router struct {
+	cfg   Config
+	slots chan struct{} // one per event in flight
+
+	mu    sync.Mutex
+	calls map[string]chan struct{} // consumer id → its in-flight calls
+}
+
+// New returns a router with defaults filled in.
+func New(cfg Config) *Router {
+	if cfg.Clock == nil {
+		cfg.Clock = intake.SystemClock{}
+	}
+	if cfg.Backoff.Base == 0 {
+		cfg.Backoff = intake.DefaultBackoff
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = time.Minute
+	}
+	if cfg.Poll == 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = 64
+	}
+	if cfg.MaxEvents == 0 {
+		cfg.MaxEvents = 256
+	}
+	if cfg.PerConsumer == 0 {
+		cfg.PerConsumer = 32
+	}
+	if cfg.Sender == nil {
+		cfg.Sender = delivery.NewSender(delivery.Options{Policy: delivery.DefaultPolicy()})
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Router{cfg: cfg, slots: make(chan struct{}, cfg.MaxEvents), calls: map[string]chan struct{}{}}
+}
+
+// Run routes events as they commit (woken by the store) and on a poll as
+// the fallback. Each event is routed on its own goroutine, so a slow
+// consumer holds up only the events waiting on it; the loop keeps claiming
+// while they run. On exit it waits for the events in flight to settle.
+func (r *Router) Run(ctx context.Context) error {
+	wake, stop := r.cfg.Store.Listen(intake.TopicEvents)
+	defer stop()
+	poll := time.NewTimer(r.cfg.Poll)
+	defer poll.Stop()
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	for {
+		free := cap(r.slots) - len(r.slots)
+		n := 0
+		if free > 0 {
+			claims, err := r.cfg.Store.ClaimEvents(ctx, r.cfg.Clock.Now(), r.cfg.Lease, min(free, r.cfg.Batch))
+			if err != nil && ctx.Err() == nil {
+				r.cfg.Logger.Error("router: claim failed", "err", err)
+			}
+			n = len(claims)
+			for _, c := range claims {
+				r.slots <- struct{}{}
+				inflight.Add(1)
+				go func() {
+					defer func() { <-r.slots; inflight.Done() }()
+					r.Route(context.WithoutCancel(ctx), c)
+				}()
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if n == r.cfg.Batch {
+			continue
+		}
+		poll.Reset(r.cfg.Poll)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// RunOnce claims one batch and routes it to completion, returning how many
+// events it claimed; for tests and tools that step the router.
+func (r *Router) RunOnce(ctx context.Context) (int, error) {
+	claims, err := r.cfg.Store.ClaimEvents(ctx, r.cfg.Clock.Now(), r.cfg.Lease, r.cfg.Batch)
+	if err != nil {
+		return 0, err
+	}
+	var wg sync.WaitGroup
+	for _, c := range claims {
+		wg.Go(func() { r.Route(ctx, c) })
+	}
+	wg.Wait()
+	return len(claims), nil
+}
+
+// Route runs one claimed routing attempt to its settlement.
+func (r *Router) Route(ctx context.Context, c intake.EventClaim) {
+	e := &c.Event
+	st := intake.EventSettlement{EventID: e.ID, Attempt: c.Attempt}
+	if c.Attempt > e.MaxAttempts {
+		// The last attempt's lease ran out unsettled.
+		st.To = intake.EventDead
+		r.settle(ctx, c, st)
+		return
+	}
+	consumers, err := r.cfg.Store.ListConsumers(ctx, intake.Scope{OrgID: e.OrgID})
+	if err != nil {
+		r.cfg.Logger.Error("router: consumers unavailable; the lease will expire and the event retry", "event_id", e.ID, "err", err)
+		return
+	}
+	selected := intake.SelectConsumers(e, consumers)
+	var todo []intake.Consumer
+	for _, cons := range selected {
+		if !c.Done[cons.ID] {
+			todo = append(todo, cons)
+		}
+	}
+	results := r.deliverAll(ctx, e, c.Attempt, todo)
+	pending := 0
+	wait := time.Duration(0)
+	for _, res := range results {
+		st.Deliveries = append(st.Deliveries, res.Delivery)
+		if !res.Succeeded() {
+			pending++
+			wait = max(wait, res.retryAfter)
+		}
+	}
+	st.To = intake.RoutingOutcome(len(selected), pending, c.Attempt, e.MaxAttempts)
+	if st.To == intake.EventRetrying {
+		st.NextAttemptAt = r.cfg.Clock.Now().Add(max(wait, r.cfg.Backoff.Delay(c.Attempt)))
+	}
+	r.settle(ctx, c, st)
+}
+
+func (r *Router) settle(ctx context.Context, c intake.EventClaim, st intake.EventSettlement) {
+	err := r.cfg.Store.SettleEvent(ctx, r.cfg.Clock.Now(), st)
+	switch {
+	case intake.ErrorCode(err) == intake.ESTALE:
+		r.cfg.Logger.Info("router: attempt lost its lease; result dropped", "event_id", c.Event.ID, "attempt", c.Attempt)
+		return
+	case err != nil:
+		r.cfg.Logger.Error("router: settle failed; the lease will expire and the event retry", "event_id", c.Event.ID, "err", err)
+		return
+	}
+	r.cfg.Metrics.EventStates.WithLabelValues(string(st.To)).Inc()
+	switch st.To {
+	case intake.EventDead:
+		r.cfg.Logger.Warn("router: event dead", "event_id", c.Event.ID, "type", c.Event.Type, "attempt", c.Attempt)
+	case intake.EventNoConsumer:
+		r.cfg.Logger.Info("router: no consumer", "event_id", c.Event.ID, "type", c.Event.Type)
+	}
+}

@@ -1,0 +1,252 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// CreateConsumer inserts a consumer; its org must exist.
+func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer) error {
+	types, err := json.Marshal(c.EventTypes)
+	if err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := orgExists(ctx, tx, c.OrgID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO consumers (id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.OrgID, c.Name, c.App, c.URL, string(types), c.Completion, c.Enabled, c.SealedSecret, ts(c.CreatedAt))
+		return err
+	})
+}
+
+const consumerColumns = `id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at`
+
+func scanConsumer(row interface{ Scan(...any) error }) (intake.Consumer, error) {
+	var c intake.Consumer
+	var types string
+	var created sql.NullInt64
+	if err := row.Scan(&c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &types, &c.Completion, &c.Enabled, &c.SealedSecret, &created); err != nil {
+		return c, err
+	}
+	c.CreatedAt = fromTS(created)
+	return c, json.Unmarshal([]byte(types), &c.EventTypes)
+}
+
+// Consumer returns one consumer visible in sc.
+func (s *Store) Consumer(ctx context.Context, sc intake.Scope, id string) (intake.Consumer, error) {
+	c, err := scanConsumer(s.read.QueryRowContext(ctx,
+		`SELECT `+consumerColumns+` FROM consumers WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, notFound("consumer", id)
+	}
+	return c, err
+}
+
+// ListConsumers lists the consumers visible in sc.
+func (s *Store) ListConsumers(ctx context.Context, sc intake.Scope) ([]intake.Consumer, error) {
+	rows, err := s.read.QueryContext(ctx,
+		`SELECT `+consumerColumns+` FROM consumers WHERE (?1 = '' OR org_id = ?1) ORDER BY id`, sc.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []intake.Consumer
+	for rows.Next() {
+		c, err := scanConsumer(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// SetConsumerEnabled enables or disables a consumer visible in sc.
+func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, id string, enabled bool) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE consumers SET enabled = ? WHERE id = ? AND (? = '' OR org_id = ?)`,
+			enabled, id, sc.OrgID, sc.OrgID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("consumer", id)
+		}
+		return nil
+	})
+}
+
+// PutSubjectLink records or replaces the link of a provider object.
+func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.SubjectLink) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		var org string
+		err := tx.QueryRowContext(ctx, `SELECT org_id FROM connections WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`,
+			l.ConnectionID, sc.OrgID).Scan(&org)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("connection", l.ConnectionID)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO subject_links (id, org_id, connection_id, provider_object_id, app, record_id, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (connection_id, provider_object_id) DO UPDATE SET id = excluded.id, app = excluded.app, record_id = excluded.record_id,
+				created_at = excluded.created_at`,
+			l.ID, org, l.ConnectionID, l.ProviderObjectID, l.App, l.RecordID, ts(l.CreatedAt))
+		return err
+	})
+}
+
+func (t settleTx) Subject(ctx context.Context, connectionID string, objectIDs []string) (*intake.Subject, error) {
+	for _, obj := range objectIDs {
+		var sub intake.Subject
+		err := t.tx.QueryRowContext(ctx, `SELECT app, record_id FROM subject_links WHERE connection_id = ? AND provider_object_id = ?`,
+			connectionID, obj).Scan(&sub.App, &sub.RecordID)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &sub, nil
+	}
+	return nil, nil
+}
+
+// ClaimEvents takes due, unleased events as their next routing attempt.
+func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.EventClaim, error) {
+	var claims []intake.EventClaim
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE events
+			SET attempt = attempt + 1, lease_until = ?1,
+			    state = CASE WHEN lease_until IS NOT NULL THEN 'retrying' ELSE state END
+			WHERE id IN (
+				SELECT id FROM events
+				 WHERE state IN ('pending', 'retrying') AND next_attempt_at <= ?2
+				   AND (lease_until IS NULL OR lease_until <= ?2)
+				 ORDER BY next_attempt_at LIMIT ?3)
+			RETURNING `+eventColumns+`, lease_until`, ts(now.Add(lease)), ts(now), limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var lease sql.NullInt64
+			e, err := scanEvent(rows, &lease)
+			if err != nil {
+				return err
+			}
+			claims = append(claims, intake.EventClaim{Event: e, Attempt: e.Attempt, LeaseUntil: fromTS(lease), Done: map[string]bool{}})
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		return loadDone(ctx, tx, claims)
+	})
+	return claims, err
+}
+
+// loadDone fills in which consumers already handled or ignored each event.
+func loadDone(ctx context.Context, tx *sql.Tx, claims []intake.EventClaim) error {
+	if len(claims) == 0 {
+		return nil
+	}
+	byID := make(map[string]*intake.EventClaim, len(claims))
+	args := make([]any, 0, len(claims))
+	for i := range claims {
+		byID[claims[i].Event.ID] = &claims[i]
+		args = append(args, claims[i].Event.ID)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT event_id, consumer_id FROM deliveries
+		WHERE outcome IN ('handled', 'ignored') AND event_id IN (?`+strings.Repeat(", ?", len(args)-1)+`)`, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var eventID, consumerID string
+		if err := rows.Scan(&eventID, &consumerID); err != nil {
+			return err
+		}
+		byID[eventID].Done[consumerID] = true
+	}
+	return rows.Err()
+}
+
+// SettleEvent applies a routing result in one transaction.
+func (s *Store) SettleEvent(ctx context.Context, now time.Time, st intake.EventSettlement) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		return intake.ApplyEventSettlement(ctx, eventTx{tx}, now, st)
+	})
+}
+
+// eventTx is ApplyEventSettlement's view of a SQLite write transaction.
+type eventTx struct{ tx *sql.Tx }
+
+func (t eventTx) LockEvent(ctx context.Context, id string) (intake.EventState, int, error) {
+	var state intake.EventState
+	var attempt int
+	err := t.tx.QueryRowContext(ctx, `SELECT state, attempt FROM events WHERE id = ?`, id).Scan(&state, &attempt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, notFound("event", id)
+	}
+	return state, attempt, err
+}
+
+func (t eventTx) InsertDelivery(ctx context.Context, d intake.Delivery) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.ID, d.OrgID, d.EventID, d.ConsumerID, d.Attempt, d.Outcome, d.StatusCode, d.Latency.Microseconds(), d.Error, ts(d.At))
+	return err
+}
+
+func (t eventTx) UpdateEvent(ctx context.Context, st intake.EventSettlement, now time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE events SET state = ?, next_attempt_at = ?, lease_until = NULL WHERE id = ? AND attempt = ?`,
+		st.To, ts(st.NextAttemptAt), st.EventID, st.Attempt)
+	return err
+}
+
+// ReleaseEvent ends a routing lease at once.
+func (s *Store) ReleaseEvent(ctx context.Context, now time.Time, id string, attempt int) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE events SET lease_until = ? WHERE id = ? AND attempt = ? AND state IN ('pending', 'retrying')`,
+			ts(now), id, attempt)
+		return err
+	})
+	if err == nil {
+		s.hub.Notify(intake.TopicEvents)
+	}
+	return err
+}
+
+// Deliveries lists an event's delivery attempts, oldest first.
+func (s *Store) Deliveries(ctx context.Context, sc intake.Scope, eventID string) ([]intake.Delivery, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at
+		FROM deliveries WHERE event_id = ?1 AND (?2 = '' OR org_id = ?2) ORDER BY id`, eventID, sc.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []intake.Delivery
+	for rows.Next() {
+		var d intake.Delivery
+		var latency int64
+		var at sql.NullInt64
+		if err := rows.Scan(&d.ID, &d.OrgID, &d.EventID, &d.ConsumerID, &d.Attempt, &d.Outcome, &d.StatusCode, &latency, &d.Error, &at); err != nil {
+			return nil, err
+		}
+		d.Latency, d.At = time.Duration(latency)*time.Microsecond, fromTS(at)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
