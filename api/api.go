@@ -16,6 +16,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
 )
@@ -42,12 +43,12 @@ type Config struct {
 
 // Server is the admin API.
 type Server struct {
-	store      intake.Store
-	sealer     *seal.Sealer
-	staffHash  []byte
-	publicURL  string
-	clock      intake.Clock
-	bodyURLKey []byte
+	store     intake.Store
+	sealer    *seal.Sealer
+	staffHash []byte
+	publicURL string
+	clock     intake.Clock
+	bodyURLs  bodyurl.Signer
 	// consumerPolicy is checked when a consumer registers; the router
 	// checks it again at connect time.
 	consumerPolicy delivery.Policy
@@ -62,7 +63,7 @@ func New(cfg Config) *Server {
 		sealer:         cfg.Sealer,
 		publicURL:      strings.TrimRight(cfg.PublicURL, "/"),
 		clock:          cfg.Clock,
-		bodyURLKey:     cfg.BodyURLKey,
+		bodyURLs:       bodyurl.Signer{Key: cfg.BodyURLKey, PublicURL: cfg.PublicURL},
 		consumerPolicy: cfg.ConsumerPolicy,
 		log:            cfg.Logger,
 		mux:            http.NewServeMux(),
@@ -73,9 +74,9 @@ func New(cfg Config) *Server {
 	if s.clock == nil {
 		s.clock = intake.SystemClock{}
 	}
-	if len(s.bodyURLKey) == 0 {
-		s.bodyURLKey = make([]byte, 32)
-		if _, err := rand.Read(s.bodyURLKey); err != nil {
+	if len(s.bodyURLs.Key) == 0 {
+		s.bodyURLs.Key = make([]byte, 32)
+		if _, err := rand.Read(s.bodyURLs.Key); err != nil {
 			panic(err) // crypto/rand never fails on supported platforms
 		}
 	}

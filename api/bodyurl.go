@@ -1,19 +1,15 @@
 package api
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/bodyurl"
 )
 
 // BodyURLTTL is how long a signed raw-body address works.
-const BodyURLTTL = 5 * time.Minute
+const BodyURLTTL = bodyurl.TTL
 
 // createBodyURL signs a short-lived address for a message's raw body, for
 // tools that should not hold an API key.
@@ -59,37 +55,10 @@ func (s *Server) serveSignedBody(w http.ResponseWriter, r *http.Request) {
 	writeBody(w, body, header)
 }
 
-// signBody returns "<message id>.<expiry unix seconds>.<mac>".
 func (s *Server) signBody(id string, expires time.Time) string {
-	payload := id + "." + strconv.FormatInt(expires.Unix(), 10)
-	return payload + "." + base64.RawURLEncoding.EncodeToString(s.bodyMAC(payload))
+	return s.bodyURLs.Sign(id, expires)
 }
 
-// openBody checks a signed address and returns its message id while it is
-// unexpired.
 func (s *Server) openBody(signed string) (string, bool) {
-	i := strings.LastIndexByte(signed, '.')
-	if i < 0 {
-		return "", false
-	}
-	payload := signed[:i]
-	mac, err := base64.RawURLEncoding.DecodeString(signed[i+1:])
-	if err != nil || !hmac.Equal(mac, s.bodyMAC(payload)) {
-		return "", false
-	}
-	id, exp, ok := strings.Cut(payload, ".")
-	if !ok || !intake.ValidID(id) {
-		return "", false
-	}
-	unix, err := strconv.ParseInt(exp, 10, 64)
-	if err != nil || !s.clock.Now().Before(time.Unix(unix, 0)) {
-		return "", false
-	}
-	return id, true
-}
-
-func (s *Server) bodyMAC(payload string) []byte {
-	m := hmac.New(sha256.New, s.bodyURLKey)
-	m.Write([]byte("intake body url v1\x00" + payload))
-	return m.Sum(nil)
+	return s.bodyURLs.Open(signed, s.clock.Now())
 }

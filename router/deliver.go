@@ -7,6 +7,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/bodyurl"
 )
 
 // result is one delivery and how long its consumer asked us to wait.
@@ -19,6 +20,9 @@ type result struct {
 func (r *Router) deliverAll(ctx context.Context, e *intake.Event, attempt int, consumers []intake.Consumer) []result {
 	out := make([]result, len(consumers))
 	env := delivery.NewEnvelope(e)
+	if e.DataTruncated && len(r.cfg.BodyURLs.Key) > 0 {
+		env.BodyURL = r.cfg.BodyURLs.URL(e.MessageID, r.cfg.Clock.Now().Add(bodyurl.TTL))
+	}
 	var wg sync.WaitGroup
 	for i, c := range consumers {
 		wg.Go(func() {

@@ -12,20 +12,24 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 )
 
 // Config wires a Router.
 type Config struct {
-	Store   intake.Store
-	Sealer  *seal.Sealer
-	Sender  *delivery.Sender
-	Clock   intake.Clock
-	Backoff intake.Backoff
-	Lease   time.Duration // must exceed the delivery timeout (default 1m)
-	Poll    time.Duration // fallback poll (default 1s)
-	Batch   int           // events claimed per round (default 64)
+	Store  intake.Store
+	Sealer *seal.Sealer
+	Sender *delivery.Sender
+	// BodyURLs signs the raw-body address sent with events whose data was
+	// truncated.
+	BodyURLs bodyurl.Signer
+	Clock    intake.Clock
+	Backoff  intake.Backoff
+	Lease    time.Duration // must exceed the delivery timeout (default 1m)
+	Poll     time.Duration // fallback poll (default 1s)
+	Batch    int           // events claimed per round (default 64)
 	// MaxEvents bounds the events being routed at once (default 256);
 	// PerConsumer bounds the calls in flight to one consumer (default 32).
 	MaxEvents   int

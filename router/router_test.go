@@ -17,6 +17,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/router"
 	"github.com/intakehq/intake/store/sqlite"
@@ -38,6 +39,9 @@ type env struct {
 	conn   intake.Connection
 	ep     intake.Endpoint
 	r      *router.Router
+	// truncate makes the next events' data truncated, as adapters mark
+	// payloads over 64 KiB.
+	truncate bool
 }
 
 func setup(t *testing.T, opts ...func(*router.Config)) *env {
@@ -60,7 +64,8 @@ func setup(t *testing.T, opts ...func(*router.Config)) *env {
 		}
 	}
 	cfg := router.Config{Store: s, Sealer: sealer, Clock: e.clock, Backoff: intake.Backoff{Base: 10 * time.Second},
-		Sender: delivery.NewSender(delivery.Options{Timeout: 5 * time.Second, Policy: delivery.DefaultPolicy()})}
+		BodyURLs: bodyurl.Signer{Key: []byte("body-url-key"), PublicURL: "https://intake.example.com"},
+		Sender:   delivery.NewSender(delivery.Options{Timeout: 5 * time.Second, Policy: delivery.DefaultPolicy()})}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -99,7 +104,7 @@ func (e *env) event(t *testing.T, typ string, objectIDs ...string) string {
 	}
 	ev := intake.Event{ID: intake.NewID(), OrgID: e.org.ID, ConnectionID: e.conn.ID, MessageID: m.ID, Provider: "stripe",
 		Type: typ, Kind: intake.KindEvent, ProviderEventID: "evt_" + m.ID, OccurredAt: e.clock.Now(), ReceivedAt: e.clock.Now(),
-		Data: json.RawMessage(body), ObjectIDs: objectIDs, State: intake.EventPending, MaxAttempts: 6,
+		Data: json.RawMessage(body), DataTruncated: e.truncate, ObjectIDs: objectIDs, State: intake.EventPending, MaxAttempts: 6,
 		NextAttemptAt: e.clock.Now(), CreatedAt: e.clock.Now()}
 	out, err := e.store.SettleMessage(ctx, e.clock.Now(), intake.Settlement{MessageID: m.ID, Attempt: claims[0].Attempt,
 		To: intake.MessageProcessed, Outcome: intake.OutcomeEvents, Events: []intake.Event{ev}})
@@ -455,5 +460,30 @@ func TestConsumerThatNeverAnswersDoesNotDelayAnotherConsumer(t *testing.T) {
 	only := e.event(t, "github.push")
 	if got := wait("the fast consumer's own event", fast.received); got != only {
 		t.Fatalf("fast consumer got %s", got)
+	}
+}
+
+func TestTruncatedEventCarriesAFreshBodyURLToTheWholeRawBody(t *testing.T) {
+	e := setup(t)
+	rec, url := newRecorder(t, 200)
+	e.consumer(t, "app", url, false, "*")
+	e.truncate = true
+	id := e.event(t, "stripe.invoice.paid")
+	e.run(t)
+	var env delivery.Envelope
+	if err := json.Unmarshal(rec.bodies[0], &env); err != nil {
+		t.Fatal(err)
+	}
+	signer := bodyurl.Signer{Key: []byte("body-url-key")}
+	prefix := "https://intake.example.com/body/"
+	if !env.DataTruncated || len(env.BodyURL) <= len(prefix) || env.BodyURL[:len(prefix)] != prefix {
+		t.Fatalf("envelope truncated=%v body_url=%q", env.DataTruncated, env.BodyURL)
+	}
+	ev, _ := e.get(t, id)
+	if got, ok := signer.Open(env.BodyURL[len(prefix):], e.clock.Now()); !ok || got != ev.MessageID {
+		t.Fatalf("body_url opens to %q %v, want message %s", got, ok, ev.MessageID)
+	}
+	if _, ok := signer.Open(env.BodyURL[len(prefix):], e.clock.Now().Add(bodyurl.TTL)); ok {
+		t.Fatal("body_url still works after its TTL")
 	}
 }

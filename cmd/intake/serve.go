@@ -24,6 +24,7 @@ import (
 	"github.com/intakehq/intake/api"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
@@ -90,8 +91,9 @@ func (c *ServeCmd) Run() error {
 		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Metrics: m, Logger: log})
 
 	rt := router.New(router.Config{Store: store, Sealer: sealer, Clock: clock,
-		Sender:  delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: delivery.DefaultPolicy(), UserAgent: "intake"}),
-		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
+		BodyURLs: bodyurl.Signer{Key: derive(key, "body-url"), PublicURL: c.publicURL()},
+		Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: delivery.DefaultPolicy(), UserAgent: "intake"}),
+		Backoff:  intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
 		Metrics: m, Logger: log})
 
 	var draining atomic.Bool
