@@ -141,9 +141,14 @@ func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 		w.cfg.Logger.Info("worker: attempt lost its lease; result dropped", "message_id", c.Message.ID, "attempt", c.Attempt)
 		return
 	case err != nil:
-		// The lease will expire and another attempt will run.
+		// The result could not be committed (a subject lookup or the store
+		// failed): a transient failure of this attempt. If even that cannot
+		// be recorded, the lease expires and the next attempt runs.
 		w.cfg.Logger.Error("worker: settle failed", "message_id", c.Message.ID, "attempt", c.Attempt, "err", err)
-		return
+		st = w.transient(intake.Settlement{MessageID: st.MessageID, Attempt: st.Attempt}, c.Message, fmt.Errorf("commit result: %w", err))
+		if out, err = w.cfg.Store.SettleMessage(ctx, w.cfg.Clock.Now(), st); err != nil {
+			return
+		}
 	}
 	w.cfg.Metrics.ProcessSeconds.Observe(time.Since(start).Seconds())
 	w.cfg.Metrics.Messages.WithLabelValues(string(out.State), out.Outcome).Inc()

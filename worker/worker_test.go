@@ -361,3 +361,33 @@ func TestAdaptersSeeThePublicURLTheProviderWasGiven(t *testing.T) {
 		t.Fatalf("adapter saw URL %q", got)
 	}
 }
+
+// flakySettle fails settlements that would create events, as a subject
+// lookup that times out would.
+type flakySettle struct{ *sqlite.Store }
+
+func (f flakySettle) SettleMessage(ctx context.Context, now time.Time, s intake.Settlement) (intake.Settled, error) {
+	if len(s.Events) > 0 {
+		return intake.Settled{}, fmt.Errorf("subject lookup timed out")
+	}
+	return f.Store.SettleMessage(ctx, now, s)
+}
+
+func TestResultThatCannotCommitIsATransientFailure(t *testing.T) {
+	e := setup(t)
+	w := worker.New(worker.Config{Store: flakySettle{e.store}, Sealer: mustSealer(), Clock: e.clock,
+		Backoff: intake.Backoff{Base: 10 * time.Second}})
+	id := e.receive(t, "new-secret", `{"id":"evt_1","type":"paid"}`)
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m := e.message(t, id)
+	if m.State != intake.MessageFailed || m.ErrorCode != intake.ErrCodeTransient || !m.NextAttemptAt.Equal(e.clock.Now().Add(10*time.Second)) {
+		t.Fatalf("message = %+v", m)
+	}
+	e.clock.Advance(10 * time.Second)
+	e.run(t) // the healthy store commits the retry
+	if m := e.message(t, id); m.State != intake.MessageProcessed || m.Attempt != 2 {
+		t.Fatalf("retry = %s attempt %d", m.State, m.Attempt)
+	}
+}

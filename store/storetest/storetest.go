@@ -578,6 +578,7 @@ func testEventClaims(t *testing.T, s intake.Store) {
 	ctx := context.Background()
 	f := newFixture(t, s, "acme")
 	e := f.pendingEvent(t, s)
+	consA, consB := intake.NewID(), intake.NewID()
 	c := claimEvents(t, s, t0)
 	if len(c) != 1 || c[0].Event.ID != e.ID || c[0].Attempt != 1 || !c[0].LeaseUntil.Equal(t0.Add(time.Minute)) || len(c[0].Done) != 0 {
 		t.Fatalf("claims = %+v", c)
@@ -586,7 +587,7 @@ func testEventClaims(t *testing.T, s intake.Store) {
 		t.Fatal("a leased event was claimed again")
 	}
 	st := intake.EventSettlement{EventID: e.ID, Attempt: 1, To: intake.EventRetrying, NextAttemptAt: t0.Add(10 * time.Second),
-		Deliveries: []intake.Delivery{delivery(e, "cons-a", 1, intake.DeliveryHandled), delivery(e, "cons-b", 1, intake.DeliveryRetry)}}
+		Deliveries: []intake.Delivery{delivery(e, consA, 1, intake.DeliveryHandled), delivery(e, consB, 1, intake.DeliveryRetry)}}
 	if err := s.SettleEvent(ctx, t0, st); err != nil {
 		t.Fatal(err)
 	}
@@ -594,7 +595,7 @@ func testEventClaims(t *testing.T, s intake.Store) {
 		t.Fatal("claimed before its next attempt was due")
 	}
 	c = claimEvents(t, s, t0.Add(10*time.Second))
-	if len(c) != 1 || c[0].Attempt != 2 || !c[0].Done["cons-a"] || c[0].Done["cons-b"] {
+	if len(c) != 1 || c[0].Attempt != 2 || !c[0].Done[consA] || c[0].Done[consB] {
 		t.Fatalf("second claim = %+v", c)
 	}
 }
@@ -603,11 +604,12 @@ func testEventSettle(t *testing.T, s intake.Store) {
 	ctx := context.Background()
 	f := newFixture(t, s, "acme")
 	e := f.pendingEvent(t, s)
+	consA := intake.NewID()
 	claimEvents(t, s, t0)
 	wantCode(t, s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 2, To: intake.EventDelivered}), intake.ESTALE)
 	wantCode(t, s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 1, To: intake.EventDead}), intake.EINVALID)
 	if err := s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 1, To: intake.EventDelivered,
-		Deliveries: []intake.Delivery{delivery(e, "cons-a", 1, intake.DeliveryHandled)}}); err != nil {
+		Deliveries: []intake.Delivery{delivery(e, consA, 1, intake.DeliveryHandled)}}); err != nil {
 		t.Fatal(err)
 	}
 	wantCode(t, s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 1, To: intake.EventRetrying}), intake.ESTALE)
@@ -616,7 +618,7 @@ func testEventSettle(t *testing.T, s intake.Store) {
 		t.Fatalf("state %s", got.State)
 	}
 	ds, err := s.Deliveries(ctx, intake.Scope{OrgID: f.org.ID}, e.ID)
-	if err != nil || len(ds) != 1 || ds[0].ConsumerID != "cons-a" || ds[0].Latency != 3*time.Millisecond || ds[0].Outcome != intake.DeliveryHandled {
+	if err != nil || len(ds) != 1 || ds[0].ConsumerID != consA || ds[0].Latency != 3*time.Millisecond || ds[0].Outcome != intake.DeliveryHandled {
 		t.Fatalf("deliveries = %+v %v", ds, err)
 	}
 	other := newFixture(t, s, "other")
