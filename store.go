@@ -49,6 +49,8 @@ type Store interface {
 	// MessageBody returns the stored request; ENOTFOUND once the body expired.
 	MessageBody(ctx context.Context, sc Scope, id string) ([]byte, http.Header, error)
 	ListMessages(ctx context.Context, sc Scope, f MessageFilter) (Page[Message], error)
+	// CountMessages counts what ListMessages would list over all pages.
+	CountMessages(ctx context.Context, sc Scope, f MessageFilter) (int, error)
 
 	Event(ctx context.Context, sc Scope, id string) (Event, error)
 	ListEvents(ctx context.Context, sc Scope, f EventFilter) (Page[Event], error)
@@ -75,10 +77,20 @@ type Store interface {
 	SettleEvent(ctx context.Context, now time.Time, s EventSettlement) error
 	// ReleaseEvent ends a held lease at once.
 	ReleaseEvent(ctx context.Context, now time.Time, id string, attempt int) error
+	// RerouteEvent is the operator's re-route: a dead or no_consumer event
+	// back to pending, due now, with a fresh budget of attempts. Its
+	// deliveries are kept, so consumers that handled it are not called
+	// again.
+	RerouteEvent(ctx context.Context, sc Scope, id string, now time.Time) error
 
 	// Listen returns a channel that receives (coalesced) when work of the
 	// topic commits, and a function that stops listening.
 	Listen(topic string) (<-chan struct{}, func())
+
+	// DropBodies deletes up to limit stored bodies of settled messages
+	// received before cutoff (the replay window's end), returning how many.
+	// The messages, and their deduplication identities, stay.
+	DropBodies(ctx context.Context, cutoff time.Time, limit int) (int, error)
 
 	// Ping reports whether the store can serve.
 	Ping(ctx context.Context) error
@@ -101,16 +113,22 @@ type Page[T any] struct {
 type MessageFilter struct {
 	EndpointID string
 	State      MessageState
-	Limit      int
-	Cursor     string // the last id of the previous page
+	// Received bounds received_at to [Since, Until) when set.
+	Since, Until time.Time
+	// Originals leaves out replays.
+	Originals bool
+	Limit     int
+	Cursor    string // the last id of the previous page
 }
 
 // EventFilter selects events for listing.
 type EventFilter struct {
-	State  EventState
-	Type   string
-	Limit  int
-	Cursor string
+	State EventState
+	Type  string
+	// Created bounds created_at to [Since, Until) when set.
+	Since, Until time.Time
+	Limit        int
+	Cursor       string
 }
 
 // Settlement is the result of one processing attempt of a message.
@@ -148,6 +166,9 @@ type SettleTx interface {
 	// Subject returns the record linked to the first of objectIDs that has a
 	// subject link in the connection, or nil.
 	Subject(ctx context.Context, connectionID string, objectIDs []string) (*Subject, error)
+	// OriginalEvent returns the id of the non-replay event of the
+	// connection with this provider event id, or "".
+	OriginalEvent(ctx context.Context, connectionID, providerEventID string) (string, error)
 	// InsertEvent inserts e unless a non-replay event of the same
 	// (connection, provider event id) exists; inserted reports which.
 	InsertEvent(ctx context.Context, e Event) (inserted bool, err error)
@@ -184,6 +205,11 @@ func ApplySettlement(ctx context.Context, tx SettleTx, connectionID string, now 
 	for _, e := range s.Events {
 		if len(e.ObjectIDs) > 0 && e.Subject == nil {
 			if e.Subject, err = tx.Subject(ctx, connectionID, e.ObjectIDs); err != nil {
+				return Settled{}, err
+			}
+		}
+		if e.Replay && e.ProviderEventID != "" {
+			if e.ReplayOf, err = tx.OriginalEvent(ctx, connectionID, e.ProviderEventID); err != nil {
 				return Settled{}, err
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
+	"github.com/intakehq/intake/ops"
 )
 
 // maxRequestBody bounds every JSON request body.
@@ -54,6 +55,7 @@ type Server struct {
 	consumerPolicy delivery.Policy
 	log            *slog.Logger
 	mux            *http.ServeMux
+	ops            *ops.Ops
 }
 
 // New returns the admin API for cfg.
@@ -83,6 +85,7 @@ func New(cfg Config) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.ops = &ops.Ops{Store: s.store, Clock: s.clock, Logger: s.log}
 	s.routes()
 	return s
 }
@@ -119,6 +122,12 @@ func (s *Server) routes() {
 	s.handle("PATCH /api/v1/consumers/{id}", s.updateConsumer)
 
 	s.handle("POST /api/v1/subject-links", s.createSubjectLink)
+
+	s.handle("POST /api/v1/messages/{id}/replay", s.replayMessage)
+	s.handle("POST /api/v1/endpoints/{id}/replay", s.replayWindow)
+	s.handle("GET /api/v1/replays/{id}", s.getReplay)
+	s.handle("POST /api/v1/events/{id}/reroute", s.rerouteEvent)
+	s.handle("POST /api/v1/events/reroute", s.rerouteEvents)
 
 	s.mux.HandleFunc("GET /body/{signed}", s.serveSignedBody)
 }

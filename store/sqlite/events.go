@@ -47,7 +47,8 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 	limit := pageLimit(f.Limit)
 	rows, err := s.read.QueryContext(ctx, `SELECT `+eventColumns+` FROM events
 		WHERE (?1 = '' OR org_id = ?1) AND (?2 = '' OR state = ?2) AND (?3 = '' OR type = ?3) AND (?4 = '' OR id < ?4)
-		ORDER BY id DESC LIMIT ?5`, sc.OrgID, string(f.State), f.Type, f.Cursor, limit+1)
+		  AND (?6 IS NULL OR created_at >= ?6) AND (?7 IS NULL OR created_at < ?7)
+		ORDER BY id DESC LIMIT ?5`, sc.OrgID, string(f.State), f.Type, f.Cursor, limit+1, ts(f.Since), ts(f.Until))
 	if err != nil {
 		return intake.Page[intake.Event]{}, err
 	}

@@ -106,6 +106,9 @@ func insertMessage(ctx context.Context, tx *sql.Tx, m *intake.Message) error {
 		m.MaxAttempts, ts(m.NextAttemptAt), m.ProviderEventID, m.Outcome, m.ErrorCode, m.ErrorMessage, m.ReplayOf); err != nil {
 		return err
 	}
+	if m.BodyExpired {
+		return nil // a replay of a message whose body is gone: the record, no body
+	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO message_bodies (message_id, header, body) VALUES (?, ?, ?)`, m.ID, string(header), m.Body)
 	return err
 }

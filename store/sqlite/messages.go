@@ -136,6 +136,16 @@ func (t settleTx) PutIdentity(ctx context.Context, connectionID string, id intak
 	return err
 }
 
+func (t settleTx) OriginalEvent(ctx context.Context, connectionID, providerEventID string) (string, error) {
+	var id string
+	err := t.tx.QueryRowContext(ctx, `SELECT id FROM events WHERE connection_id = ? AND provider_event_id = ? AND replay = 0`,
+		connectionID, providerEventID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
+}
+
 func (t settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error) {
 	objectIDs, err := json.Marshal(e.ObjectIDs)
 	if err != nil {
@@ -266,8 +276,9 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 	limit := pageLimit(f.Limit)
 	rows, err := s.read.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
 		WHERE (?1 = '' OR org_id = ?1) AND (?2 = '' OR endpoint_id = ?2) AND (?3 = '' OR state = ?3)
-		  AND (?4 = '' OR id < ?4)
-		ORDER BY id DESC LIMIT ?5`, sc.OrgID, f.EndpointID, string(f.State), f.Cursor, limit+1)
+		  AND (?4 = '' OR id < ?4) AND (?6 IS NULL OR received_at >= ?6) AND (?7 IS NULL OR received_at < ?7)
+		  AND (?8 = 0 OR replay_of = '')
+		ORDER BY id DESC LIMIT ?5`, sc.OrgID, f.EndpointID, string(f.State), f.Cursor, limit+1, ts(f.Since), ts(f.Until), f.Originals)
 	if err != nil {
 		return intake.Page[intake.Message]{}, err
 	}
@@ -285,6 +296,32 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 		page.NextCursor = page.Items[limit-1].ID
 	}
 	return page, rows.Err()
+}
+
+// DropBodies deletes old bodies of settled messages.
+func (s *Store) DropBodies(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM message_bodies WHERE message_id IN (
+			SELECT id FROM messages WHERE received_at < ? AND state IN ('processed', 'ignored', 'dead')
+			AND id IN (SELECT message_id FROM message_bodies) LIMIT ?)`, ts(cutoff), limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// CountMessages counts the messages f selects.
+func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (int, error) {
+	var n int
+	err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM messages
+		WHERE (?1 = '' OR org_id = ?1) AND (?2 = '' OR endpoint_id = ?2) AND (?3 = '' OR state = ?3)
+		  AND (?4 IS NULL OR received_at >= ?4) AND (?5 IS NULL OR received_at < ?5) AND (?6 = 0 OR replay_of = '')`,
+		sc.OrgID, f.EndpointID, string(f.State), ts(f.Since), ts(f.Until), f.Originals).Scan(&n)
+	return n, err
 }
 
 func pageLimit(n int) int {

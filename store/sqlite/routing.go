@@ -229,6 +229,32 @@ func (s *Store) ReleaseEvent(ctx context.Context, now time.Time, id string, atte
 	return err
 }
 
+// RerouteEvent takes a dead or no_consumer event back to pending.
+func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, id string, now time.Time) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var state intake.EventState
+		err := tx.QueryRowContext(ctx, `SELECT state FROM events WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID).Scan(&state)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("event", id)
+		}
+		if err != nil {
+			return err
+		}
+		if err := intake.CheckEventTransition(state, intake.EventPending); err != nil {
+			return intake.Errorf(intake.ECONFLICT, "only dead or no_consumer events can be re-routed; this one is %s", state)
+		}
+		// The attempt number keeps counting (stale attempts stay stale); the
+		// budget starts afresh from it.
+		_, err = tx.ExecContext(ctx, `UPDATE events SET state = 'pending', max_attempts = attempt + ?, next_attempt_at = ?,
+			lease_until = NULL WHERE id = ?`, intake.DefaultMaxAttempts, ts(now), id)
+		return err
+	})
+	if err == nil {
+		s.hub.Notify(intake.TopicEvents)
+	}
+	return err
+}
+
 // Deliveries lists an event's delivery attempts, oldest first.
 func (s *Store) Deliveries(ctx context.Context, sc intake.Scope, eventID string) ([]intake.Delivery, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at

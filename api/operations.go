@@ -1,0 +1,95 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// replayMessage makes a new message from a stored one (DESIGN §2.8).
+func (s *Server) replayMessage(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	m, err := s.ops.ReplayMessage(r.Context(), sc, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"id": m.ID, "replay_of": m.ReplayOf, "state": m.State})
+	return nil
+}
+
+// ReplayWindowRequest is the body of POST /api/v1/endpoints/{id}/replay.
+type ReplayWindowRequest struct {
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+}
+
+// replayWindow starts replaying an endpoint's window in the background.
+func (s *Server) replayWindow(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var req ReplayWindowRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	job, err := s.ops.ReplayWindow(r.Context(), sc, id, req.Since, req.Until)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"count": job.Total, "replay_id": job.ID})
+	return nil
+}
+
+// getReplay reports a window replay's progress.
+func (s *Server) getReplay(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	job, err := s.ops.Job(r.Context(), sc, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, job.Progress())
+	return nil
+}
+
+// rerouteEvent takes a dead or no_consumer event back to pending.
+func (s *Server) rerouteEvent(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	if err := s.ops.Reroute(r.Context(), sc, id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "state": intake.EventPending})
+	return nil
+}
+
+// RerouteRequest selects events for a bulk re-route.
+type RerouteRequest struct {
+	State intake.EventState `json:"state"`
+	Type  string            `json:"type"`
+	Since time.Time         `json:"since"`
+	Until time.Time         `json:"until"`
+}
+
+// rerouteEvents re-routes every dead or no_consumer event a filter selects.
+func (s *Server) rerouteEvents(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+	var req RerouteRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	n, err := s.ops.RerouteWhere(r.Context(), sc, intake.EventFilter{State: req.State, Type: req.Type, Since: req.Since, Until: req.Until})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"count": n})
+	return nil
+}

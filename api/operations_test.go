@@ -1,0 +1,57 @@
+package api_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/api"
+)
+
+func TestReplayRoutesAreScopedAndTheWindowIsBounded(t *testing.T) {
+	e := newEnv(t)
+	acme, globex := e.newTenant("acme"), e.newTenant("globex")
+	m := e.ingest(acme, "", http.Header{}, `{"n":1}`)
+
+	wantError(t, e.do("POST", "/api/v1/messages/"+m.ID+"/replay", globex.org.APIKey, nil), 404, intake.ENOTFOUND, "not found")
+	replay := must[struct {
+		ID       string `json:"id"`
+		ReplayOf string `json:"replay_of"`
+	}](e, 201, "POST", "/api/v1/messages/"+m.ID+"/replay", acme.org.APIKey, nil)
+	if replay.ID == m.ID || replay.ReplayOf != m.ID {
+		t.Fatalf("replay %+v", replay)
+	}
+	now := e.clock.Now()
+	path := "/api/v1/endpoints/" + acme.ep.ID + "/replay"
+	wantError(t, e.do("POST", path, acme.org.APIKey, api.ReplayWindowRequest{Since: now.Add(-8 * 24 * time.Hour), Until: now}),
+		400, intake.EINVALID, "at most 7 days")
+	wantError(t, e.do("POST", path, globex.org.APIKey, api.ReplayWindowRequest{Since: now.Add(-time.Hour), Until: now.Add(time.Hour)}),
+		404, intake.ENOTFOUND, "not found")
+	job := must[struct {
+		Count    int    `json:"count"`
+		ReplayID string `json:"replay_id"`
+	}](e, 202, "POST", path, acme.org.APIKey, api.ReplayWindowRequest{Since: now.Add(-time.Hour), Until: now.Add(time.Hour)})
+	if job.Count != 1 || job.ReplayID == "" {
+		t.Fatalf("window job %+v", job)
+	}
+	wantError(t, e.do("GET", "/api/v1/replays/"+job.ReplayID, globex.org.APIKey, nil), 404, intake.ENOTFOUND, "not found")
+	if rec := e.do("GET", "/api/v1/replays/"+job.ReplayID, acme.org.APIKey, nil); rec.Code != 200 {
+		t.Fatalf("progress: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestRerouteRoutesAreScoped(t *testing.T) {
+	e := newEnv(t)
+	acme, globex := e.newTenant("acme"), e.newTenant("globex")
+	ev := e.event(acme, "test.thing")
+	e.route(ev, intake.EventNoConsumer)
+	wantError(t, e.do("POST", "/api/v1/events/"+ev.ID+"/reroute", globex.org.APIKey, nil), 404, intake.ENOTFOUND, "not found")
+	if n := must[struct{ Count int }](e, 200, "POST", "/api/v1/events/reroute", globex.org.APIKey, api.RerouteRequest{}); n.Count != 0 {
+		t.Fatalf("another org re-routed %d events", n.Count)
+	}
+	must[map[string]any](e, 200, "POST", "/api/v1/events/"+ev.ID+"/reroute", acme.org.APIKey, nil)
+	wantError(t, e.do("POST", "/api/v1/events/"+ev.ID+"/reroute", acme.org.APIKey, nil), 409, intake.ECONFLICT, "only dead or no_consumer")
+	wantError(t, e.do("POST", "/api/v1/events/reroute", acme.org.APIKey, api.RerouteRequest{State: intake.EventDelivered}),
+		400, intake.EINVALID, "only dead or no_consumer")
+}
