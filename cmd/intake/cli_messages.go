@@ -72,6 +72,7 @@ type EventsCmd struct {
 	List      EventsListCmd      `cmd:"" help:"List events, newest first."`
 	Show      EventsShowCmd      `cmd:"" help:"Show one event and its delivery attempts."`
 	Unclaimed EventsUnclaimedCmd `cmd:"" help:"List events no consumer wanted, across orgs (staff token)."`
+	Reroute   EventsRerouteCmd   `cmd:"" help:"Route dead or no_consumer events again: one by id, or all that match the filters."`
 }
 
 // EventsListCmd lists events.

@@ -30,6 +30,7 @@ type Client struct {
 	Events      EventsCmd      `cmd:"" help:"Inspect interpreted events."`
 	Consumers   ConsumersCmd   `cmd:"" help:"Manage the apps that receive events."`
 	Links       LinksCmd       `cmd:"" help:"Link provider objects to the app records they belong to."`
+	Replay      ReplayCmd      `cmd:"" help:"Replay a message, or an endpoint's window of at most 7 days."`
 
 	out    io.Writer    // stdout when nil
 	errOut io.Writer    // stderr when nil

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/api"
+)
+
+func TestCLIReplaysAMessageAndAnEndpointWindowWithProgress(t *testing.T) {
+	s := newServer(t)
+	org := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
+	conn := decodeOut[api.Connection](t, s.mustRun(t, org.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
+	ep := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
+	var ids []string
+	for i := range 3 {
+		body := fmt.Sprintf(`{"n":%d}`, i)
+		sum := sha256.Sum256([]byte(body))
+		m := intake.Message{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, EndpointID: ep.ID, Method: "POST",
+			Header: http.Header{}, Body: []byte(body), Digest: hex.EncodeToString(sum[:]), ReceivedAt: time.Now().UTC().Add(-time.Hour),
+			State: intake.MessageQueued, MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: time.Now()}
+		if err := s.store.Ingest(context.Background(), &m); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	one := decodeOut[struct {
+		ID       string `json:"id"`
+		ReplayOf string `json:"replay_of"`
+	}](t, s.mustRun(t, org.APIKey, "replay", "--message", ids[0]))
+	if one.ReplayOf != ids[0] || one.ID == ids[0] {
+		t.Fatalf("replay --message: %+v", one)
+	}
+	out, stderr, err := s.runWithStderr(t, org.APIKey, "replay", "--endpoint", ep.ID, "--since", "2h", "--poll", "1ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "replayed 3 messages") || !strings.Contains(stderr, "3/3") {
+		t.Fatalf("stdout %q stderr %q", out, stderr)
+	}
+	if _, err := s.run(t, org.APIKey, "replay", "--endpoint", ep.ID, "--since", "200h"); err == nil || !strings.Contains(err.Error(), "at most 7 days") {
+		t.Fatalf("8-day window: %v", err)
+	}
+}
+
+func TestProgressBar(t *testing.T) {
+	for _, c := range []struct {
+		done, total int
+		want        string
+	}{{0, 10, "[..........] 0/10"}, {5, 10, "[#####.....] 5/10"}, {10, 10, "[##########] 10/10"}, {0, 0, "[##########] 0/0"}} {
+		if got := progressBar(c.done, c.total, 10); got != c.want {
+			t.Errorf("progressBar(%d, %d) = %q, want %q", c.done, c.total, got, c.want)
+		}
+	}
+}
