@@ -91,6 +91,11 @@ type Store interface {
 	// received before cutoff (the replay window's end), returning how many.
 	// The messages, and their deduplication identities, stay.
 	DropBodies(ctx context.Context, cutoff time.Time, limit int) (int, error)
+	// DeleteSettled deletes up to limit settled messages received before
+	// cutoff, with their bodies, identities, events and deliveries, once
+	// none of their events is still being routed; it returns how many
+	// messages it deleted.
+	DeleteSettled(ctx context.Context, cutoff time.Time, limit int) (int, error)
 
 	// Ping reports whether the store can serve.
 	Ping(ctx context.Context) error

@@ -30,6 +30,7 @@ import (
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/router"
 	"github.com/intakehq/intake/store/sqlite"
+	"github.com/intakehq/intake/sweeper"
 	"github.com/intakehq/intake/worker"
 )
 
@@ -43,6 +44,8 @@ type ServeCmd struct {
 	RetryBase       time.Duration `default:"10s" env:"INTAKE_RETRY_BASE" help:"Base of the retry backoff (attempt n+1 waits about base·4^(n-1))."`
 	Workers         int           `default:"8" env:"INTAKE_WORKERS" help:"Messages processed at once."`
 	Lease           time.Duration `default:"30s" env:"INTAKE_LEASE" help:"How long a processing attempt may run before another worker takes it over."`
+	BodyRetention   time.Duration `default:"168h" env:"INTAKE_BODY_RETENTION" help:"How long raw bodies are kept (the replay window)."`
+	Retention       time.Duration `default:"720h" env:"INTAKE_RETENTION" help:"How long messages, events and deliveries are kept."`
 	DeliveryTimeout time.Duration `default:"10s" env:"INTAKE_DELIVERY_TIMEOUT" help:"How long a consumer may take to answer a delivery."`
 	LogFormat       string        `default:"text" enum:"text,json" env:"INTAKE_LOG_FORMAT" help:"Log format: text or json."`
 	LogLevel        string        `default:"info" enum:"debug,info,warn,error" env:"INTAKE_LOG_LEVEL" help:"Log level."`
@@ -136,6 +139,10 @@ func (c *ServeCmd) Run() error {
 	var wg sync.WaitGroup
 	wg.Go(func() { w.Run(workCtx) })
 	wg.Go(func() { rt.Run(workCtx) })
+	wg.Go(func() {
+		sweeper.New(sweeper.Config{Store: store, Clock: clock, BodyRetention: c.BodyRetention, Retention: c.Retention,
+			Logger: log}).Run(workCtx)
+	})
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 

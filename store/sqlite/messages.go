@@ -314,6 +314,48 @@ func (s *Store) DropBodies(ctx context.Context, cutoff time.Time, limit int) (in
 	return int(n), err
 }
 
+// DeleteSettled deletes old settled messages and all that hangs off them.
+func (s *Store) DeleteSettled(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	var n int
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM messages m
+			WHERE received_at < ? AND state IN ('processed', 'ignored', 'dead')
+			  AND NOT EXISTS (SELECT 1 FROM events e WHERE e.message_id = m.id AND e.state IN ('pending', 'retrying'))
+			LIMIT ?`, ts(cutoff), limit)
+		if err != nil {
+			return err
+		}
+		var ids []any
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || len(ids) == 0 {
+			return err
+		}
+		in := "(?" + strings.Repeat(", ?", len(ids)-1) + ")"
+		for _, q := range []string{
+			`DELETE FROM deliveries WHERE event_id IN (SELECT id FROM events WHERE message_id IN ` + in + `)`,
+			`DELETE FROM events WHERE message_id IN ` + in,
+			`DELETE FROM message_identities WHERE message_id IN ` + in,
+			`DELETE FROM message_bodies WHERE message_id IN ` + in,
+			`DELETE FROM messages WHERE id IN ` + in,
+		} {
+			if _, err := tx.ExecContext(ctx, q, ids...); err != nil {
+				return err
+			}
+		}
+		n = len(ids)
+		return nil
+	})
+	return n, err
+}
+
 // CountMessages counts the messages f selects.
 func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (int, error) {
 	var n int

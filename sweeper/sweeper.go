@@ -1,0 +1,90 @@
+// Package sweeper enforces retention: message bodies are dropped after the
+// replay window, and settled messages with their events and deliveries are
+// deleted after the metadata retention, in small batches.
+package sweeper
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// Config wires a Sweeper.
+type Config struct {
+	Store         intake.Store
+	Clock         intake.Clock
+	BodyRetention time.Duration // default 7 days: the replay window
+	Retention     time.Duration // default 30 days
+	Batch         int           // rows per transaction (default 500)
+	Interval      time.Duration // between sweeps (default 1m)
+	Logger        *slog.Logger
+}
+
+// Sweeper deletes what retention no longer keeps.
+type Sweeper struct{ cfg Config }
+
+// New returns a sweeper with defaults filled in.
+func New(cfg Config) *Sweeper {
+	if cfg.Clock == nil {
+		cfg.Clock = intake.SystemClock{}
+	}
+	if cfg.BodyRetention == 0 {
+		cfg.BodyRetention = 7 * 24 * time.Hour
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = 30 * 24 * time.Hour
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = 500
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Sweeper{cfg: cfg}
+}
+
+// Run sweeps every Interval until ctx ends.
+func (s *Sweeper) Run(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		if bodies, messages, err := s.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Error("sweeper: sweep failed", "err", err)
+		} else if bodies+messages > 0 {
+			s.cfg.Logger.Info("sweeper: retention applied", "bodies_dropped", bodies, "messages_deleted", messages)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// RunOnce drops expired bodies and deletes expired messages, a batch at a
+// time, until none is left.
+func (s *Sweeper) RunOnce(ctx context.Context) (bodies, messages int, err error) {
+	now := s.cfg.Clock.Now()
+	for {
+		n, err := s.cfg.Store.DropBodies(ctx, now.Add(-s.cfg.BodyRetention), s.cfg.Batch)
+		bodies += n
+		if err != nil || n < s.cfg.Batch {
+			if err != nil {
+				return bodies, messages, err
+			}
+			break
+		}
+	}
+	for {
+		n, err := s.cfg.Store.DeleteSettled(ctx, now.Add(-s.cfg.Retention), s.cfg.Batch)
+		messages += n
+		if err != nil || n < s.cfg.Batch {
+			return bodies, messages, err
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package sweeper_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/store/sqlite"
+	"github.com/intakehq/intake/sweeper"
+)
+
+type clock struct{ t time.Time }
+
+func (c *clock) Now() time.Time { return c.t }
+
+func TestRetentionDropsBodiesThenRowsAndDuplicatesStayRecognised(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "intake.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := &clock{t: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}
+	org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: c.t}
+	conn := intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "stripe", Name: "s", CreatedAt: c.t}
+	ep := intake.Endpoint{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, TokenHash: []byte("t"), Enabled: true,
+		MaxBodyBytes: 1024, CreatedAt: c.t}
+	for _, err := range []error{s.CreateOrg(ctx, org, []byte("k")), s.CreateConnection(ctx, conn), s.CreateEndpoint(ctx, ep)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// process stores and settles one Stripe event the way the worker does.
+	process := func(eventID string) intake.Settled {
+		t.Helper()
+		body := fmt.Sprintf(`{"id":%q}`, eventID)
+		sum := sha256.Sum256([]byte(body))
+		m := &intake.Message{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, EndpointID: ep.ID, Method: "POST",
+			Header: http.Header{}, Body: []byte(body), Digest: hex.EncodeToString(sum[:]), ReceivedAt: c.t,
+			State: intake.MessageQueued, MaxAttempts: 6, NextAttemptAt: c.t}
+		if err := s.Ingest(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		claims, err := s.ClaimMessages(ctx, c.t, time.Minute, 1)
+		if err != nil || len(claims) != 1 {
+			t.Fatalf("claim %v %d", err, len(claims))
+		}
+		id, _ := intake.IdentityFor(m, eventID, "stripe.x", intake.KindEvent)
+		ev := intake.Event{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, MessageID: m.ID, Provider: "stripe",
+			Type: "stripe.x", Kind: intake.KindEvent, ProviderEventID: eventID, OccurredAt: c.t, ReceivedAt: c.t,
+			Data: json.RawMessage(body), State: intake.EventPending, MaxAttempts: 6, NextAttemptAt: c.t, CreatedAt: c.t}
+		out, err := s.SettleMessage(ctx, c.t, intake.Settlement{MessageID: m.ID, Attempt: 1, To: intake.MessageProcessed,
+			Outcome: intake.OutcomeEvents, ProviderEventID: eventID, Identity: &id, Events: []intake.Event{ev}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Route it: no consumer, so routing is finished.
+		ecs, _ := s.ClaimEvents(ctx, c.t, time.Minute, 10)
+		for _, ec := range ecs {
+			if err := s.SettleEvent(ctx, c.t, intake.EventSettlement{EventID: ec.Event.ID, Attempt: ec.Attempt, To: intake.EventNoConsumer}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	first := process("evt_1")
+	sw := sweeper.New(sweeper.Config{Store: s, Clock: c, Batch: 2})
+
+	c.t = c.t.Add(6 * 24 * time.Hour)
+	if b, m, err := sw.RunOnce(ctx); err != nil || b != 0 || m != 0 {
+		t.Fatalf("day 6: dropped %d bodies, %d messages, %v", b, m, err)
+	}
+	c.t = c.t.Add(2 * 24 * time.Hour)
+	if b, m, err := sw.RunOnce(ctx); err != nil || b != 1 || m != 0 {
+		t.Fatalf("day 8: dropped %d bodies, %d messages, %v", b, m, err)
+	}
+	page, _ := s.ListMessages(ctx, intake.Scope{}, intake.MessageFilter{})
+	if len(page.Items) != 1 {
+		t.Fatalf("%d messages", len(page.Items))
+	}
+	if _, _, err := s.MessageBody(ctx, intake.Scope{}, page.Items[0].ID); intake.ErrorCode(err) != intake.ENOTFOUND {
+		t.Fatalf("body still served: %v", err)
+	}
+	// The provider re-sends the same event after the body was dropped: still a duplicate.
+	if again := process("evt_1"); again.Outcome != intake.OutcomeDuplicate || first.State != intake.MessageProcessed {
+		t.Fatalf("re-sent after body drop: %+v", again)
+	}
+	c.t = c.t.Add(31 * 24 * time.Hour)
+	b, m, err := sw.RunOnce(ctx)
+	if err != nil || m != 2 || b != 1 {
+		t.Fatalf("day 39: dropped %d bodies, %d messages, %v", b, m, err)
+	}
+	if n, _ := s.CountMessages(ctx, intake.Scope{}, intake.MessageFilter{}); n != 0 {
+		t.Fatalf("%d messages left", n)
+	}
+	if p, _ := s.ListEvents(ctx, intake.Scope{}, intake.EventFilter{}); len(p.Items) != 0 {
+		t.Fatalf("%d events left", len(p.Items))
+	}
+}
