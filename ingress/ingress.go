@@ -87,17 +87,21 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 	if h.draining.Load() {
 		w.Header().Set("Retry-After", "1")
 		answer(w, http.StatusServiceUnavailable, bodyUnavailable)
-		return "unavailable"
+		return "draining"
 	}
 	ep, err := h.cfg.Store.EndpointByTokenHash(r.Context(), token.Hash(r.PathValue("token")))
 	if err != nil && intake.ErrorCode(err) != intake.ENOTFOUND {
 		h.cfg.Logger.Error("ingress: endpoint lookup failed", "err", err)
 		answer(w, http.StatusServiceUnavailable, bodyUnavailable)
-		return "unavailable"
+		return "storage"
 	}
-	if err != nil || !ep.Enabled {
+	if err != nil {
 		answer(w, http.StatusNotFound, bodyNotFound)
-		return "not_found"
+		return "unknown_endpoint"
+	}
+	if !ep.Enabled {
+		answer(w, http.StatusNotFound, bodyNotFound)
+		return "disabled"
 	}
 	if r.ContentLength > ep.MaxBodyBytes {
 		answer(w, http.StatusRequestEntityTooLarge, bodyTooLarge)
@@ -130,10 +134,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 	if err := h.cfg.Store.Ingest(context.WithoutCancel(r.Context()), m); err != nil {
 		h.cfg.Logger.Error("ingress: commit failed; not acknowledged", "endpoint_id", ep.ID, "err", err)
 		answer(w, http.StatusServiceUnavailable, bodyUnavailable)
-		return "unavailable"
+		return "storage"
 	}
 	h.cfg.Metrics.IngestSeconds.Observe(time.Since(start).Seconds())
 	if isChallenge {
+		for k, v := range challenge.Header {
+			w.Header()[k] = v
+		}
 		if challenge.ContentType != "" {
 			w.Header().Set("Content-Type", challenge.ContentType)
 		}

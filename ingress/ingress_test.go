@@ -285,3 +285,22 @@ func TestIngressAnswersSlackURLVerificationAfterStoringIt(t *testing.T) {
 		t.Fatalf("%d messages recorded, want the handshake kept", n)
 	}
 }
+
+func TestIngressEchoesTheAsanaHookSecretInTheHandshakeAnswer(t *testing.T) {
+	e := setup(t, ingress.Config{}, nil)
+	ctx := context.Background()
+	conn := intake.Connection{ID: intake.NewID(), OrgID: e.ep.OrgID, Provider: "asana", Name: "asana", CreatedAt: e.clock.t}
+	if err := e.store.CreateConnection(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	tok := token.New("")
+	ep := intake.Endpoint{ID: intake.NewID(), OrgID: e.ep.OrgID, ConnectionID: conn.ID, TokenHash: token.Hash(tok),
+		Enabled: true, MaxBodyBytes: 1024, CreatedAt: e.clock.t}
+	if err := e.store.CreateEndpoint(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	w := e.post("/webhooks/"+tok, strings.NewReader(""), http.Header{"X-Hook-Secret": {"b537207f20cbfa02357cf448134da559e8bd39d61597dcd5631b8012eae53e81"}})
+	if w.Code != http.StatusOK || w.Header().Get("X-Hook-Secret") != "b537207f20cbfa02357cf448134da559e8bd39d61597dcd5631b8012eae53e81" {
+		t.Fatalf("handshake answer: %d %v", w.Code, w.Header())
+	}
+}

@@ -2,9 +2,13 @@ package provider
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -42,6 +46,41 @@ func decodeObject(body []byte) (map[string]any, error) {
 		return nil, errors.New("data after the JSON object")
 	}
 	return m, nil
+}
+
+// decodeArray reads body as exactly one JSON array of objects (SendGrid's
+// and HubSpot's batches), numbers kept exact.
+func decodeArray(body []byte) ([]map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var items []map[string]any
+	if err := dec.Decode(&items); err != nil {
+		return nil, err
+	}
+	if items == nil {
+		return nil, errors.New("null is not an array")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the JSON array")
+	}
+	for i, it := range items {
+		if it == nil {
+			return nil, fmt.Errorf("item %d is not an object", i)
+		}
+	}
+	return items, nil
+}
+
+// objects is the list at path as objects, skipping anything else.
+func objects(m map[string]any, path ...string) []map[string]any {
+	list, _ := lookup(m, path...).([]any)
+	out := make([]map[string]any, 0, len(list))
+	for _, v := range list {
+		if o, ok := v.(map[string]any); ok {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // lookup walks nested objects by key; nil when any step is missing.
@@ -98,6 +137,42 @@ func unixTime(v any) time.Time {
 		return time.Time{}
 	}
 	return t.UTC()
+}
+
+// msTime reads unix milliseconds; zero when absent or implausible.
+func msTime(v any) time.Time {
+	var ms int64
+	switch x := v.(type) {
+	case json.Number:
+		n, err := x.Int64()
+		if err != nil {
+			return time.Time{}
+		}
+		ms = n
+	case string:
+		n, err := json.Number(x).Int64()
+		if err != nil {
+			return time.Time{}
+		}
+		ms = n
+	default:
+		return time.Time{}
+	}
+	t := time.UnixMilli(ms).UTC()
+	if t.Year() < 1970 || t.Year() > 9999 {
+		return time.Time{}
+	}
+	return t
+}
+
+// firstTime is the first non-zero time.
+func firstTime(times ...time.Time) time.Time {
+	for _, t := range times {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
 }
 
 // typeSegment makes a provider-chosen name safe inside an event type, which
@@ -284,4 +359,89 @@ func single(spec EventSpec) Interpretation {
 		Kind:            spec.Kind,
 		Events:          []EventSpec{spec},
 	}
+}
+
+// batch is the interpretation of a message that carries several events,
+// each with its own provider event id. messageID names the whole delivery
+// when the provider gives one; the message-level type is the items' common
+// type, or "<provider>.batch" when they differ.
+func batch(provider, messageID string, specs []EventSpec) Interpretation {
+	in := Interpretation{ProviderEventID: messageID, Kind: intake.KindEvent, Events: specs}
+	for i, s := range specs {
+		if i == 0 {
+			in.EventType, in.Kind = s.Type, s.Kind
+			continue
+		}
+		if s.Type != in.EventType {
+			in.EventType = provider + ".batch"
+		}
+		if s.Kind != in.Kind {
+			in.Kind = intake.KindEvent
+		}
+	}
+	if len(specs) == 0 {
+		in.EventType = provider + ".batch"
+	}
+	return in
+}
+
+// itemDigest names a batch item that carries no id of its own by a digest
+// of its content, re-encoded with sorted keys so the same item sent again in
+// another batch gets the same name.
+func itemDigest(prefix string, item any) string {
+	canon, err := marshalJSON(item)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(canon)
+	return prefix + hex.EncodeToString(sum[:16])
+}
+
+// itemData is a batch item's data as compact JSON, trimmed like any event's.
+func itemData(item any) (json.RawMessage, bool) {
+	raw, err := marshalJSON(item)
+	if err != nil {
+		return nullData, true
+	}
+	return eventData(raw)
+}
+
+// formData is a form body's fields (the first value of each, minus the
+// named credentials) as a JSON object.
+func formData(form url.Values, without ...string) (json.RawMessage, bool) {
+	fields := make(map[string]string, len(form))
+	for k := range form {
+		fields[k] = form.Get(k)
+	}
+	for _, k := range without {
+		delete(fields, k)
+	}
+	return itemData(fields)
+}
+
+// joinID joins the parts of an id built from stable fields; empty when any
+// part is missing, so a half-built id never merges distinct events.
+func joinID(parts ...string) string {
+	for _, p := range parts {
+		if p == "" {
+			return ""
+		}
+	}
+	return strings.Join(parts, ":")
+}
+
+// snakeCase turns a provider's CamelCase name ("SpamComplaint") into a type
+// segment ("spam_complaint").
+func snakeCase(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

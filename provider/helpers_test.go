@@ -1,8 +1,10 @@
 package provider
 
 import (
+	"crypto/elliptic"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"hash"
@@ -43,6 +45,36 @@ func hexMAC(h func() hash.Hash, key string, parts ...string) string {
 }
 
 func sha256Hex(key string, parts ...string) string { return hexMAC(sha256.New, key, parts...) }
+
+func b64MAC(h func() hash.Hash, key string, parts ...string) string {
+	m := hmac.New(h, []byte(key))
+	for _, p := range parts {
+		m.Write([]byte(p))
+	}
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// post is a request received at the test time.
+func post(body string, kv ...string) *Request {
+	return &Request{Method: "POST", URL: fuzzURL, Header: headers(kv...), Body: []byte(body), ReceivedAt: received}
+}
+
+// rejectCase is one request a Verify must refuse.
+type rejectCase struct {
+	name    string
+	r       *Request
+	secrets [][]byte
+}
+
+// wantAllRejected runs the cases against adapter name with cfg.
+func wantAllRejected(t *testing.T, name string, cfg Config, cases []rejectCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			wantRejected(t, adapter(t, name).Verify(c.r, c.secrets, cfg))
+		})
+	}
+}
 
 func secrets(s ...string) [][]byte {
 	out := make([][]byte, len(s))
@@ -112,7 +144,15 @@ func oneEvent(t *testing.T, a Adapter, r *Request, cfg Config) EventSpec {
 }
 
 func TestRegistryHoldsEveryAdapter(t *testing.T) {
-	want := []string{"github", "hmac", "none", "slack", "standard", "stripe"}
+	want := []string{
+		"asana", "bitbucket", "box", "calendly", "clerk", "discord", "dropbox", "github", "gitlab", "google",
+		"hmac", "hubspot", "instagram", "intercom", "jira", "linear", "mailgun", "meta", "msgraph", "netlify",
+		"none", "notion", "okta", "paddle", "pagerduty", "postmark", "resend", "sendgrid", "shopify", "slack",
+		"square", "standard", "stripe", "svix", "twilio", "twitch", "typeform", "vercel", "whatsapp", "zoom",
+	}
+	if !equalStrings(Names(), want) {
+		t.Errorf("Names() = %v\nwant      %v", Names(), want)
+	}
 	for _, n := range want {
 		a := adapter(t, n)
 		if a.Name() != n {
@@ -121,5 +161,24 @@ func TestRegistryHoldsEveryAdapter(t *testing.T) {
 		if err := a.ValidateConfig(Config{}); err != nil && n != "hmac" {
 			t.Errorf("%s: empty config rejected: %v", n, err)
 		}
+		if err := a.ValidateConfig(Config{"tolerance": "soon"}); err == nil && acceptsTolerance[n] {
+			t.Errorf("%s: a malformed tolerance was accepted", n)
+		}
 	}
 }
+
+// acceptsTolerance lists the adapters whose providers sign a time.
+var acceptsTolerance = map[string]bool{
+	"box": true, "calendly": true, "clerk": true, "discord": true, "gitlab": true, "hubspot": true, "linear": true,
+	"mailgun": true, "paddle": true, "resend": true, "sendgrid": true, "slack": true, "standard": true, "stripe": true,
+	"svix": true, "twitch": true, "zoom": true,
+}
+
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+func sha256Hash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func ecdsaP256() elliptic.Curve { return elliptic.P256() }

@@ -96,7 +96,10 @@ type Interpretation struct {
 type Challenge struct {
 	Status      int
 	ContentType string
-	Body        []byte
+	// Header holds further response headers a handshake needs: Asana's
+	// X-Hook-Secret echo, Dropbox's X-Content-Type-Options. Nil for most.
+	Header http.Header
+	Body   []byte
 }
 
 // ErrSignature means the request is not proven to come from the provider.

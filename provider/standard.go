@@ -6,15 +6,30 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/intakehq/intake"
 )
 
 // standardAdapter verifies Standard Webhooks (standardwebhooks.com), which
-// Svix also sends under svix-* header names.
-type standardAdapter struct{}
+// Svix also sends under svix-* header names. The svix, clerk and resend codes
+// are the same scheme under the provider's own name, reading the ids of the
+// objects their payloads carry.
+type standardAdapter struct {
+	name        string
+	objectPaths [][]string // where the payload names provider objects
+}
 
-func init() { Register(standardAdapter{}) }
+func init() {
+	Register(standardAdapter{name: "standard"})
+	Register(standardAdapter{name: "svix", objectPaths: [][]string{{"data", "id"}}})
+	// Clerk: {"type":"user.created","data":{"id":"user_…"},…}
+	// (https://clerk.com/docs/webhooks/overview).
+	Register(standardAdapter{name: "clerk", objectPaths: [][]string{{"data", "id"}}})
+	// Resend: {"type":"email.sent","data":{"email_id":"…"},…}
+	// (https://resend.com/docs/dashboard/webhooks/event-types).
+	Register(standardAdapter{name: "resend", objectPaths: [][]string{{"data", "email_id"}, {"data", "id"}}})
+}
 
 // Standard Webhooks headers, each with its Svix alias.
 var (
@@ -32,31 +47,40 @@ const (
 // standardB64 is strict so that one signature has one encoding.
 var standardB64 = base64.StdEncoding.Strict()
 
-func (standardAdapter) Name() string { return "standard" }
+func (a standardAdapter) Name() string { return a.name }
 
 func (standardAdapter) ValidateConfig(cfg Config) error {
 	_, err := toleranceSetting(cfg, defaultTolerance)
 	return err
 }
 
-func (standardAdapter) Verify(r *Request, secrets [][]byte, cfg Config) error {
+func (a standardAdapter) Verify(r *Request, secrets [][]byte, cfg Config) error {
 	tolerance, err := toleranceSetting(cfg, defaultTolerance)
 	if err != nil {
-		return configError("standard", err)
+		return configError(a.name, err)
 	}
+	if err := verifyStandard(r, secrets, tolerance); err != nil {
+		return fmt.Errorf("%s: %w", a.name, err)
+	}
+	return nil
+}
+
+// verifyStandard checks a Standard Webhooks signature; GitLab's signing token
+// uses it too.
+func verifyStandard(r *Request, secrets [][]byte, tolerance time.Duration) error {
 	id := headerValue(r.Header, standardIDHeaders...)
 	ts := headerValue(r.Header, standardTimestampHeaders...)
 	sigHeader := headerValue(r.Header, standardSignatureHeaders...)
 	switch {
 	case id == "":
-		return sigError("standard: webhook-id header missing")
+		return sigError("webhook-id header missing")
 	case ts == "":
-		return sigError("standard: webhook-timestamp header missing")
+		return sigError("webhook-timestamp header missing")
 	case sigHeader == "":
-		return sigError("standard: webhook-signature header missing")
+		return sigError("webhook-signature header missing")
 	}
 	if err := checkTimestamp(ts, r.ReceivedAt, tolerance); err != nil {
-		return fmt.Errorf("standard: %w", err)
+		return err
 	}
 
 	var macs, edSigs [][]byte
@@ -77,7 +101,7 @@ func (standardAdapter) Verify(r *Request, secrets [][]byte, cfg Config) error {
 		}
 	}
 	if len(macs) == 0 && len(edSigs) == 0 {
-		return sigError("standard: no v1 or v1a signature in webhook-signature")
+		return sigError("no v1 or v1a signature in webhook-signature")
 	}
 
 	content := []byte(id + "." + ts + "." + string(r.Body))
@@ -107,23 +131,26 @@ func (standardAdapter) Verify(r *Request, secrets [][]byte, cfg Config) error {
 	if anyKeySigned(sha256.New, hmacKeys, macs, content) {
 		return nil
 	}
-	return sigError("standard: no signature matches")
+	return sigError("no signature matches")
 }
 
-func (standardAdapter) Interpret(r *Request, _ Config) (Interpretation, error) {
+func (a standardAdapter) Interpret(r *Request, _ Config) (Interpretation, error) {
 	m, err := decodeObject(r.Body)
 	if err != nil {
-		return Interpretation{}, Permanent("standard: body is not a JSON object: %v", err)
+		return Interpretation{}, Permanent("%s: body is not a JSON object: %v", a.name, err)
 	}
-	typ := "standard.message"
+	typ := a.name + ".message"
 	if t := str(m, "type"); t != "" {
-		typ = "standard." + typeSegment(t)
+		typ = a.name + "." + typeSegment(t)
 	}
 	spec := EventSpec{
 		ProviderEventID: headerValue(r.Header, standardIDHeaders...),
 		Type:            typ,
 		Kind:            intake.KindEvent,
-		OccurredAt:      unixTime(m["timestamp"]),
+		OccurredAt:      firstTime(unixTime(m["timestamp"]), msTime(m["timestamp"]), unixTime(m["created_at"])),
+	}
+	for _, path := range a.objectPaths {
+		spec.ObjectIDs = appendID(spec.ObjectIDs, idString(lookup(m, path...)))
 	}
 	spec.Data, spec.DataTruncated = eventData(r.Body)
 	return single(spec), nil

@@ -2,6 +2,9 @@ package provider
 
 import (
 	"crypto/hmac"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -61,18 +64,97 @@ func toleranceSetting(cfg Config, def time.Duration) (time.Duration, error) {
 // request was received (never the clock of whoever verifies it), so a
 // message replayed days later is judged as it was on arrival.
 func checkTimestamp(raw string, receivedAt time.Time, tolerance time.Duration) error {
+	signedAt, err := parseUnixSeconds(raw)
+	if err != nil {
+		return err
+	}
+	return checkTime(signedAt, receivedAt, tolerance, true)
+}
+
+// parseUnixSeconds reads a timestamp in unix seconds.
+func parseUnixSeconds(raw string) (time.Time, error) {
 	sec, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil {
-		return sigError("timestamp is not unix seconds")
+		return time.Time{}, sigError("timestamp is not unix seconds")
 	}
-	signedAt := time.Unix(sec, 0)
+	return time.Unix(sec, 0), nil
+}
+
+// checkTime judges a signing time against the received time. Providers that
+// bound only the age of a message (Box, Twitch, Paddle, …) pass
+// future=false: a signing time ahead of receipt is then clock skew, and only
+// the holder of the secret could have produced it.
+func checkTime(signedAt, receivedAt time.Time, tolerance time.Duration, future bool) error {
 	if age := receivedAt.Sub(signedAt); age > tolerance {
 		return sigError("timestamp is %s before receipt, beyond the %s tolerance", age.Round(time.Second), tolerance)
 	}
-	if lead := signedAt.Sub(receivedAt); lead > tolerance {
+	if lead := signedAt.Sub(receivedAt); future && lead > tolerance {
 		return sigError("timestamp is %s after receipt, beyond the %s tolerance", lead.Round(time.Second), tolerance)
 	}
 	return nil
+}
+
+// unixMillis reads a timestamp in unix milliseconds.
+func unixMillis(raw string) (time.Time, error) {
+	ms, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		return time.Time{}, sigError("timestamp is not unix milliseconds")
+	}
+	return time.UnixMilli(ms), nil
+}
+
+// anySecretEquals reports whether value equals one of the non-empty secrets,
+// comparing in constant time; for providers that send a shared token rather
+// than a signature (GitLab, Postmark, Google, Okta, Microsoft Graph).
+func anySecretEquals(secrets [][]byte, value string) bool {
+	if value == "" {
+		return false
+	}
+	found := false
+	for _, s := range secrets {
+		if len(s) > 0 && subtle.ConstantTimeCompare(s, []byte(value)) == 1 {
+			found = true
+		}
+	}
+	return found
+}
+
+// decodeHexSigs decodes every hex signature that decodes; others are
+// skipped, so one garbled value does not hide a good one.
+func decodeHexSigs(values ...string) [][]byte {
+	var out [][]byte
+	for _, v := range values {
+		if sig, err := hex.DecodeString(strings.TrimSpace(v)); err == nil && len(sig) > 0 {
+			out = append(out, sig)
+		}
+	}
+	return out
+}
+
+// decodeBase64Sig decodes a standard base64 signature, padded or not.
+func decodeBase64Sig(v string) ([]byte, error) {
+	return base64.RawStdEncoding.Strict().DecodeString(strings.TrimRight(strings.TrimSpace(v), "="))
+}
+
+// signatureParams splits a header such as "t=1,v1=ab,v1=cd" (sep ",") or
+// "ts=1;h1=ab" (sep ";") into its values by key, in order.
+func signatureParams(header, sep string) map[string][]string {
+	out := map[string][]string{}
+	for _, item := range strings.Split(header, sep) {
+		k, v, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if ok && v != "" {
+			out[k] = append(out[k], v)
+		}
+	}
+	return out
+}
+
+// oneParam is the single value of key, "" when it is absent or repeated.
+func oneParam(params map[string][]string, key string) string {
+	if vs := params[key]; len(vs) == 1 {
+		return vs[0]
+	}
+	return ""
 }
 
 // macSum is the HMAC of the concatenated parts under key.
