@@ -34,6 +34,9 @@ type Config struct {
 	Permits   Permits
 	Metrics   *metrics.Metrics
 	Logger    *slog.Logger
+	// EndpointTTL is how long an endpoint looked up by its token is reused
+	// (default 1s); changes to endpoints take effect within it.
+	EndpointTTL time.Duration
 }
 
 // Handler serves /webhooks/{token} for any method.
@@ -41,6 +44,7 @@ type Handler struct {
 	cfg      Config
 	draining atomic.Bool
 	conns    connCache
+	eps      endpointCache
 }
 
 // New returns an ingress handler.
@@ -57,7 +61,10 @@ func New(cfg Config) *Handler {
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
 	}
-	return &Handler{cfg: cfg}
+	if cfg.EndpointTTL == 0 {
+		cfg.EndpointTTL = time.Second
+	}
+	return &Handler{cfg: cfg, eps: endpointCache{ttl: cfg.EndpointTTL}}
 }
 
 // Drain makes every new request answer 503, so a provider retries against
@@ -89,7 +96,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 		answer(w, http.StatusServiceUnavailable, bodyUnavailable)
 		return "draining"
 	}
-	ep, err := h.cfg.Store.EndpointByTokenHash(r.Context(), token.Hash(r.PathValue("token")))
+	ep, err := h.eps.get(r.Context(), h.cfg.Store, token.Hash(r.PathValue("token")), h.cfg.Clock.Now())
 	if err != nil && intake.ErrorCode(err) != intake.ENOTFOUND {
 		h.cfg.Logger.Error("ingress: endpoint lookup failed", "err", err)
 		answer(w, http.StatusServiceUnavailable, bodyUnavailable)

@@ -304,3 +304,21 @@ func TestIngressEchoesTheAsanaHookSecretInTheHandshakeAnswer(t *testing.T) {
 		t.Fatalf("handshake answer: %d %v", w.Code, w.Header())
 	}
 }
+
+func TestDisablingAnEndpointTakesEffectWithinTheCacheTTL(t *testing.T) {
+	e := setup(t, ingress.Config{}, nil)
+	if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusOK {
+		t.Fatalf("enabled: %d", w.Code)
+	}
+	e.ep.Enabled = false
+	if err := e.store.UpdateEndpoint(context.Background(), intake.Scope{}, e.ep); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.t = e.clock.t.Add(time.Second) // the default TTL
+	if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusNotFound {
+		t.Fatalf("a second after disabling: %d", w.Code)
+	}
+	if n := len(e.stored(t)); n != 1 {
+		t.Fatalf("%d messages recorded, want only the one before disabling", n)
+	}
+}

@@ -5,42 +5,69 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/intakehq/intake"
 )
 
-type ingestRequest struct {
-	m    *intake.Message
-	done chan error
+// writeJob is one unit of work for the writer: it runs inside a savepoint
+// of the shared transaction, so its failure undoes only its own writes.
+type writeJob struct {
+	ctx   context.Context
+	fn    func(*sql.Tx) error
+	msg   *intake.Message // an ingest: inserted with the batch's other ingests
+	after func()          // runs once the commit holding the job returned
+	done  chan error
 }
 
 var errClosed = errors.New("sqlite: store closed")
 
-// Ingest hands m to the committer and waits until the commit holding it
-// returns. A lone request commits at once; requests that arrive while a
-// commit is in flight share the next one.
-func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
-	req := ingestRequest{m: m, done: make(chan error, 1)}
+// tx runs fn as part of the next group commit and returns once that commit
+// is durable (or fn failed). Every write of the store goes through here:
+// SQLite has one writer, and one fsync serves every job of a batch.
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.write1(ctx, fn, nil)
+}
+
+func (s *Store) write1(ctx context.Context, fn func(*sql.Tx) error, after func()) error {
+	job := writeJob{ctx: ctx, fn: fn, after: after, done: make(chan error, 1)}
 	select {
-	case s.ingest <- req:
+	case s.jobs <- job:
 	case <-s.stop:
 		return unavailable(errClosed)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	// Wait for the commit even if ctx ends: the caller must not acknowledge
-	// a message whose fate is unknown, and must not assume it was dropped.
-	return <-req.done
+	// Wait for the commit even if ctx ends: a caller must never assume its
+	// write was dropped, nor acknowledge one whose fate is unknown.
+	return <-job.done
 }
 
+// Ingest commits a received message; concurrent calls share commits.
+func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
+	job := writeJob{ctx: ctx, msg: m, after: func() { s.hub.Notify(intake.TopicMessages) }, done: make(chan error, 1)}
+	select {
+	case s.jobs <- job:
+	case <-s.stop:
+		return unavailable(errClosed)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-job.done
+}
+
+// commitLoop is the writer: it takes the jobs waiting (a lone job commits
+// at once; jobs that arrive during a commit share the next), runs each in a
+// savepoint of one transaction, commits, and answers each job.
 func (s *Store) commitLoop() {
 	defer close(s.done)
-	batch := make([]ingestRequest, 0, s.batch)
+	batch := make([]writeJob, 0, s.batch)
 	for {
 		batch = batch[:0]
 		select {
-		case r := <-s.ingest:
-			batch = append(batch, r)
+		case j := <-s.jobs:
+			batch = append(batch, j)
 		case <-s.stop:
 			s.failQueued()
 			return
@@ -48,60 +75,173 @@ func (s *Store) commitLoop() {
 	drain:
 		for len(batch) < s.batch {
 			select {
-			case r := <-s.ingest:
-				batch = append(batch, r)
+			case j := <-s.jobs:
+				batch = append(batch, j)
 			default:
 				break drain
 			}
 		}
 		s.commitBatch(batch)
-		s.hub.Notify(intake.TopicMessages)
 	}
 }
 
 func (s *Store) failQueued() {
 	for {
 		select {
-		case r := <-s.ingest:
-			r.done <- unavailable(errClosed)
+		case j := <-s.jobs:
+			j.done <- unavailable(errClosed)
 		default:
 			return
 		}
 	}
 }
 
-// commitBatch writes the batch in one transaction. If that fails, each
-// request is committed alone, so one bad row cannot fail its neighbours.
-func (s *Store) commitBatch(batch []ingestRequest) {
+func (s *Store) commitBatch(batch []writeJob) {
 	ctx := context.Background()
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		for _, r := range batch {
-			if err := insertMessage(ctx, tx, r.m); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err == nil || len(batch) == 1 {
-		for _, r := range batch {
-			r.done <- unavailable(err)
+	results := make([]error, len(batch))
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		for _, j := range batch {
+			j.done <- unavailable(err)
 		}
 		return
 	}
-	for _, r := range batch {
-		r.done <- unavailable(s.tx(ctx, func(tx *sql.Tx) error { return insertMessage(ctx, tx, r.m) }))
+	s.insertIngests(tx, batch, results)
+	for i, j := range batch {
+		if j.msg == nil {
+			results[i] = s.runJob(tx, i, j)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		for _, j := range batch {
+			j.done <- unavailable(err)
+		}
+		return
+	}
+	for i, j := range batch {
+		if results[i] == nil && j.after != nil {
+			j.after()
+		}
+		j.done <- results[i]
 	}
 }
 
-func insertMessage(ctx context.Context, tx *sql.Tx, m *intake.Message) error {
+// insertIngests writes every ingest of the batch with one multi-row
+// statement per table; if that fails, each alone in its own savepoint, so
+// one bad row cannot fail its neighbours.
+func (s *Store) insertIngests(tx *sql.Tx, batch []writeJob, results []error) {
+	var msgs []*intake.Message
+	for _, j := range batch {
+		if j.msg != nil {
+			msgs = append(msgs, j.msg)
+		}
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	if _, err := tx.Exec("SAVEPOINT ingest"); err == nil {
+		err = insertMessages(tx, msgs)
+		if err == nil {
+			_, err = tx.Exec("RELEASE ingest")
+			if err == nil {
+				return
+			}
+		}
+		tx.Exec("ROLLBACK TO ingest")
+		tx.Exec("RELEASE ingest")
+	}
+	for i, j := range batch {
+		if j.msg != nil {
+			m := j.msg
+			results[i] = s.runJob(tx, i, writeJob{fn: func(tx *sql.Tx) error { return s.insertMessage(j.ctx, tx, m) }})
+		}
+	}
+}
+
+// insertMessages inserts messages and their bodies, a chunk of rows per
+// statement (well inside SQLite's limit on bound parameters).
+func insertMessages(tx *sql.Tx, msgs []*intake.Message) error {
+	const chunk = 100
+	for start := 0; start < len(msgs); start += chunk {
+		part := msgs[start:min(start+chunk, len(msgs))]
+		var q, b strings.Builder
+		q.WriteString(insertMessageHead)
+		b.WriteString(insertBodyHead)
+		margs := make([]any, 0, 17*len(part))
+		bargs := make([]any, 0, 3*len(part))
+		nb := 0
+		for i, m := range part {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString(messageRow)
+			margs = append(margs, m.ID, m.OrgID, m.ConnectionID, m.EndpointID, m.Method, m.Query, m.Digest, ts(m.ReceivedAt),
+				m.State, m.Attempt, m.MaxAttempts, ts(m.NextAttemptAt), m.ProviderEventID, m.Outcome, m.ErrorCode,
+				m.ErrorMessage, m.ReplayOf)
+			if m.BodyExpired {
+				continue
+			}
+			header, err := json.Marshal(m.Header)
+			if err != nil {
+				return err
+			}
+			if nb > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?)")
+			bargs = append(bargs, m.ID, string(header), m.Body)
+			nb++
+		}
+		if _, err := tx.Exec(q.String(), margs...); err != nil {
+			return err
+		}
+		if nb > 0 {
+			if _, err := tx.Exec(b.String(), bargs...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runJob runs one job in its own savepoint; an error rolls back that job's
+// writes alone.
+func (s *Store) runJob(tx *sql.Tx, i int, j writeJob) error {
+	sp := fmt.Sprintf("job%d", i)
+	if _, err := tx.Exec("SAVEPOINT " + sp); err != nil {
+		return unavailable(err)
+	}
+	err := j.fn(tx)
+	if err != nil {
+		if _, rerr := tx.Exec("ROLLBACK TO " + sp); rerr != nil {
+			return unavailable(rerr)
+		}
+	}
+	if _, rerr := tx.Exec("RELEASE " + sp); rerr != nil && err == nil {
+		return unavailable(rerr)
+	}
+	if err != nil {
+		return unavailableUnlessCoded(err)
+	}
+	return nil
+}
+
+// unavailableUnlessCoded keeps domain errors (ESTALE, ENOTFOUND, …) as they
+// are and marks everything else as a storage failure.
+func unavailableUnlessCoded(err error) error {
+	var ie *intake.Error
+	if errors.As(err, &ie) {
+		return err
+	}
+	return unavailable(err)
+}
+
+func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, m *intake.Message) error {
 	header, err := json.Marshal(m.Header)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO messages
-		(id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts,
-		 next_attempt_at, provider_event_id, outcome, error_code, error_message, replay_of)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := tx.StmtContext(ctx, s.insertMessageStmt).ExecContext(ctx,
 		m.ID, m.OrgID, m.ConnectionID, m.EndpointID, m.Method, m.Query, m.Digest, ts(m.ReceivedAt), m.State, m.Attempt,
 		m.MaxAttempts, ts(m.NextAttemptAt), m.ProviderEventID, m.Outcome, m.ErrorCode, m.ErrorMessage, m.ReplayOf); err != nil {
 		return err
@@ -109,6 +249,17 @@ func insertMessage(ctx context.Context, tx *sql.Tx, m *intake.Message) error {
 	if m.BodyExpired {
 		return nil // a replay of a message whose body is gone: the record, no body
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO message_bodies (message_id, header, body) VALUES (?, ?, ?)`, m.ID, string(header), m.Body)
+	_, err = tx.StmtContext(ctx, s.insertBodyStmt).ExecContext(ctx, m.ID, string(header), m.Body)
 	return err
 }
+
+const (
+	insertMessageHead = `INSERT INTO messages
+		(id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts,
+		 next_attempt_at, provider_event_id, outcome, error_code, error_message, replay_of)
+		VALUES `
+	messageRow       = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertMessageSQL = insertMessageHead + messageRow
+	insertBodyHead   = `INSERT INTO message_bodies (message_id, header, body) VALUES `
+	insertBodySQL    = insertBodyHead + `(?, ?, ?)`
+)

@@ -356,6 +356,50 @@ func (s *Store) DeleteSettled(ctx context.Context, cutoff time.Time, limit int) 
 	return n, err
 }
 
+// Stats counts messages and events by state and finds the oldest due work.
+func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) {
+	st := intake.Stats{Messages: map[intake.MessageState]int{}, Events: map[[2]string]int{}}
+	rows, err := s.read.QueryContext(ctx, `SELECT state, count(*) FROM messages GROUP BY state`)
+	if err != nil {
+		return st, err
+	}
+	for rows.Next() {
+		var state intake.MessageState
+		var n int
+		if err := rows.Scan(&state, &n); err != nil {
+			rows.Close()
+			return st, err
+		}
+		st.Messages[state] = n
+	}
+	rows.Close()
+	rows, err = s.read.QueryContext(ctx, `SELECT provider, state, count(*) FROM events GROUP BY provider, state`)
+	if err != nil {
+		return st, err
+	}
+	for rows.Next() {
+		var provider, state string
+		var n int
+		if err := rows.Scan(&provider, &state, &n); err != nil {
+			rows.Close()
+			return st, err
+		}
+		st.Events[[2]string{provider, state}] = n
+	}
+	rows.Close()
+	var m, e sql.NullInt64
+	if err := s.read.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM messages
+		WHERE state IN (`+claimable+`) AND next_attempt_at <= ?`, ts(now)).Scan(&m); err != nil {
+		return st, err
+	}
+	if err := s.read.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM events
+		WHERE state IN ('pending', 'retrying') AND next_attempt_at <= ?`, ts(now)).Scan(&e); err != nil {
+		return st, err
+	}
+	st.OldestDueMessage, st.OldestDueEvent = fromTS(m), fromTS(e)
+	return st, nil
+}
+
 // CountMessages counts the messages f selects.
 func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (int, error) {
 	var n int

@@ -37,13 +37,15 @@ type Options struct {
 
 // Store is the SQLite implementation of intake.Store.
 type Store struct {
-	write  *sql.DB // exactly one connection: SQLite has one writer
-	read   *sql.DB
-	hub    notify.Hub
-	ingest chan ingestRequest
-	batch  int
-	stop   chan struct{}
-	done   chan struct{}
+	write *sql.DB // exactly one connection: SQLite has one writer
+	read  *sql.DB
+	hub   notify.Hub
+	jobs  chan writeJob
+	batch int
+
+	insertMessageStmt, insertBodyStmt *sql.Stmt
+	stop                              chan struct{}
+	done                              chan struct{}
 }
 
 var _ intake.Store = (*Store)(nil)
@@ -98,12 +100,20 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	read.SetMaxOpenConns(opts.Readers)
 	read.SetMaxIdleConns(opts.Readers)
 	s := &Store{
-		write:  write,
-		read:   read,
-		ingest: make(chan ingestRequest, 4*opts.MaxBatch),
-		batch:  opts.MaxBatch,
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		write: write,
+		read:  read,
+		jobs:  make(chan writeJob, 4*opts.MaxBatch),
+		batch: opts.MaxBatch,
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	if s.insertMessageStmt, err = write.PrepareContext(ctx, insertMessageSQL); err == nil {
+		s.insertBodyStmt, err = write.PrepareContext(ctx, insertBodySQL)
+	}
+	if err != nil {
+		read.Close()
+		write.Close()
+		return nil, err
 	}
 	go s.commitLoop()
 	return s, nil
@@ -129,7 +139,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 func (s *Store) Close() error {
 	close(s.stop)
 	<-s.done
-	return errors.Join(s.read.Close(), s.write.Close())
+	return errors.Join(s.insertMessageStmt.Close(), s.insertBodyStmt.Close(), s.read.Close(), s.write.Close())
 }
 
 // Ping reports whether the writer can serve.
@@ -137,22 +147,6 @@ func (s *Store) Ping(ctx context.Context) error { return s.write.PingContext(ctx
 
 // Listen wakes on commits of topic's work.
 func (s *Store) Listen(topic string) (<-chan struct{}, func()) { return s.hub.Listen(topic) }
-
-// tx runs fn in an immediate write transaction.
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return unavailable(err)
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return unavailable(err)
-	}
-	return nil
-}
 
 // unavailable marks a storage failure so callers answer 503 and retry.
 func unavailable(err error) error {

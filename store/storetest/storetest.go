@@ -28,6 +28,7 @@ func Run(t *testing.T, open Opener) {
 	}{
 		{"IngestKeepsRequestAsReceived", testIngestKeepsRequest},
 		{"ConcurrentIngestsAllCommit", testConcurrentIngests},
+		{"ABadIngestFailsAloneInItsBatch", testBadIngestFailsAlone},
 		{"ClaimTakesDueMessagesAsNumberedAttempts", testClaimNumbersAttempts},
 		{"ExpiredLeaseIsTakenOverAndStaleAttemptCannotSettle", testLeaseTakeover},
 		{"RacingClaimersClaimEachMessageOnce", testRacingClaimers},
@@ -186,6 +187,32 @@ func testConcurrentIngests(t *testing.T, s intake.Store) {
 	page, err := s.ListMessages(context.Background(), intake.Scope{}, intake.MessageFilter{Limit: 500})
 	if err != nil || len(page.Items) != n {
 		t.Fatalf("listed %d messages, want %d (%v)", len(page.Items), n, err)
+	}
+}
+
+func testBadIngestFailsAlone(t *testing.T, s intake.Store) {
+	f := newFixture(t, s, "acme")
+	dup := f.ingest(t, s, `{"first":true}`, t0)
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			m := f.message(fmt.Sprintf(`{"n":%d}`, i), t0)
+			if i%10 == 0 {
+				m.ID = dup.ID // collides with a stored message: this one alone must fail
+			}
+			errs[i] = s.Ingest(context.Background(), m)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (i%10 == 0) != (err != nil) {
+			t.Fatalf("ingest %d: err = %v", i, err)
+		}
+	}
+	if n, err := s.CountMessages(context.Background(), intake.Scope{}, intake.MessageFilter{}); err != nil || n != 1+36 {
+		t.Fatalf("%d messages stored, want 37 (%v)", n, err)
 	}
 }
 

@@ -1,0 +1,85 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake"
+)
+
+const eventColumns = `id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at,
+	received_at, subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
+	next_attempt_at, replay, replay_of, created_at`
+
+// scanEvent reads eventColumns, then any extra columns into extra.
+func scanEvent(row pgx.Row, extra ...any) (intake.Event, error) {
+	var e intake.Event
+	var occurred, received, next, created *time.Time
+	var app, record string
+	var data []byte
+	var replayOf *string
+	err := row.Scan(append([]any{&e.ID, &e.OrgID, &e.ConnectionID, &e.MessageID, &e.Provider, &e.Type, &e.Kind, &e.ProviderEventID,
+		&occurred, &received, &app, &record, &data, &e.DataTruncated, &e.ObjectIDs, &e.State, &e.Attempt,
+		&e.MaxAttempts, &next, &e.Replay, &replayOf, &created}, extra...)...)
+	if err != nil {
+		return e, err
+	}
+	e.OccurredAt, e.ReceivedAt, e.NextAttemptAt, e.CreatedAt = fromTS(occurred), fromTS(received), fromTS(next), fromTS(created)
+	e.ReplayOf = fromID(replayOf)
+	if app != "" || record != "" {
+		e.Subject = &intake.Subject{App: app, RecordID: record}
+	}
+	e.Data = json.RawMessage(data)
+	if len(e.ObjectIDs) == 0 {
+		e.ObjectIDs = nil
+	}
+	return e, nil
+}
+
+// Event returns one event visible in sc.
+func (s *Store) Event(ctx context.Context, sc intake.Scope, eventID string) (intake.Event, error) {
+	var e intake.Event
+	if !validIDs(eventID) {
+		return e, notFound("event", eventID)
+	}
+	err := s.read(ctx, sc, func(q querier) error {
+		var err error
+		e, err = scanEvent(q.QueryRow(ctx,
+			`SELECT `+eventColumns+` FROM events WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, eventID, nullID(sc.OrgID)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("event", eventID)
+		}
+		return err
+	})
+	return e, err
+}
+
+// ListEvents lists events newest first, a page at a time.
+func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventFilter) (intake.Page[intake.Event], error) {
+	var page intake.Page[intake.Event]
+	if f.Cursor != "" && !validIDs(f.Cursor) {
+		return page, intake.Errorf(intake.EINVALID, "malformed cursor")
+	}
+	limit := pageLimit(f.Limit)
+	err := s.read(ctx, sc, func(q querier) error {
+		rows, err := q.Query(ctx, `SELECT `+eventColumns+` FROM events
+			WHERE ($1::uuid IS NULL OR org_id = $1) AND ($2 = '' OR state = $2) AND ($3 = '' OR type = $3)
+			  AND ($4::uuid IS NULL OR id < $4)
+			  AND ($6::timestamptz IS NULL OR created_at >= $6) AND ($7::timestamptz IS NULL OR created_at < $7)
+			ORDER BY id DESC LIMIT $5`, nullID(sc.OrgID), string(f.State), text(f.Type), nullID(f.Cursor), limit+1, ts(f.Since), ts(f.Until))
+		if err != nil {
+			return err
+		}
+		page.Items, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.Event, error) { return scanEvent(row) })
+		return err
+	})
+	if len(page.Items) > limit {
+		page.Items = page.Items[:limit]
+		page.NextCursor = page.Items[limit-1].ID
+	}
+	return page, err
+}

@@ -1,0 +1,197 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/intakehq/intake"
+)
+
+type ingestRequest struct {
+	m    *intake.Message
+	done chan error
+}
+
+var errClosed = errors.New("postgres: store closed")
+
+// committers is how many batches may be committing at once. While one
+// waits for its WAL flush the next gathers the requests that arrive
+// meanwhile, and PostgreSQL flushes concurrent commits together.
+const committers = 2
+
+// Ingest hands m to a committer and waits until the commit holding it
+// returns. A lone request commits at once; requests that arrive while
+// commits are in flight share the next one.
+func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
+	req := ingestRequest{m: m, done: make(chan error, 1)}
+	select {
+	case s.ingest <- req:
+	case <-s.stop:
+		return unavailable(errClosed)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Wait for the commit even if ctx ends: the caller must not acknowledge
+	// a message whose fate is unknown, and must not assume it was dropped.
+	return <-req.done
+}
+
+func (s *Store) commitLoop() {
+	defer close(s.done)
+	var wg sync.WaitGroup
+	for range committers {
+		wg.Go(s.committer)
+	}
+	wg.Wait()
+	s.failQueued()
+}
+
+func (s *Store) committer() {
+	batch := make([]ingestRequest, 0, s.batch)
+	for {
+		batch = batch[:0]
+		select {
+		case r := <-s.ingest:
+			batch = append(batch, r)
+		case <-s.stop:
+			return
+		}
+	drain:
+		for len(batch) < s.batch {
+			select {
+			case r := <-s.ingest:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		s.commitBatch(batch)
+		s.hub.Notify(intake.TopicMessages)
+	}
+}
+
+func (s *Store) failQueued() {
+	for {
+		select {
+		case r := <-s.ingest:
+			r.done <- unavailable(errClosed)
+		default:
+			return
+		}
+	}
+}
+
+// commitBatch writes the batch in one transaction that also notifies the
+// other processes. If it fails, each request is committed alone, so one bad
+// row cannot fail its neighbours.
+func (s *Store) commitBatch(batch []ingestRequest) {
+	ctx := context.Background()
+	err := s.tx(ctx, func(tx pgx.Tx) error { return s.insertMessages(ctx, tx, batch) })
+	if err == nil || len(batch) == 1 {
+		for _, r := range batch {
+			r.done <- err
+		}
+		return
+	}
+	for _, r := range batch {
+		r.done <- s.tx(ctx, func(tx pgx.Tx) error { return s.insertMessages(ctx, tx, []ingestRequest{r}) })
+	}
+}
+
+// messageRows is a batch of messages column by column, as unnest takes it,
+// and the bodies of those that have one.
+type messageRows struct {
+	id, org, conn, endpoint, method, query, digest, state       []string
+	providerEventID, outcome, errorCode, errorMessage, replayOf []string
+	receivedAt, nextAttemptAt                                   []pgtype.Timestamptz
+	attempt, maxAttempts                                        []int32
+
+	bodyID, bodyOrg, header []string
+	body                    [][]byte
+}
+
+func (r *messageRows) add(m *intake.Message) error {
+	r.id, r.org, r.conn, r.endpoint = append(r.id, m.ID), append(r.org, m.OrgID), append(r.conn, m.ConnectionID), append(r.endpoint, m.EndpointID)
+	r.method, r.query, r.digest = append(r.method, text(m.Method)), append(r.query, text(m.Query)), append(r.digest, text(m.Digest))
+	r.state, r.providerEventID = append(r.state, string(m.State)), append(r.providerEventID, text(m.ProviderEventID))
+	r.outcome, r.errorCode, r.errorMessage = append(r.outcome, m.Outcome), append(r.errorCode, m.ErrorCode), append(r.errorMessage, text(m.ErrorMessage))
+	r.replayOf = append(r.replayOf, m.ReplayOf)
+	r.receivedAt, r.nextAttemptAt = append(r.receivedAt, timestamptz(m.ReceivedAt)), append(r.nextAttemptAt, timestamptz(m.NextAttemptAt))
+	r.attempt, r.maxAttempts = append(r.attempt, int32(m.Attempt)), append(r.maxAttempts, int32(m.MaxAttempts))
+	if m.BodyExpired {
+		return nil // a replay of a message whose body is gone: the record, no body
+	}
+	h, err := json.Marshal(storableHeader(m.Header))
+	if err != nil {
+		return err
+	}
+	body := m.Body
+	if body == nil {
+		body = []byte{}
+	}
+	r.bodyID, r.bodyOrg, r.header, r.body = append(r.bodyID, m.ID), append(r.bodyOrg, m.OrgID), append(r.header, string(h)), append(r.body, body)
+	return nil
+}
+
+// insertMessages inserts the batch's messages and bodies, each table with
+// one multi-row INSERT, and queues the notification for the commit.
+func (s *Store) insertMessages(ctx context.Context, tx pgx.Tx, batch []ingestRequest) error {
+	var r messageRows
+	for _, req := range batch {
+		if err := r.add(req.m); err != nil {
+			return err
+		}
+	}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO messages
+		(id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts,
+		 next_attempt_at, provider_event_id, outcome, error_code, error_message, replay_of)
+		SELECT id::uuid, org_id::uuid, connection_id::uuid, endpoint_id::uuid, method, query, digest, received_at, state,
+		       attempt, max_attempts, next_attempt_at, provider_event_id, outcome, error_code, error_message,
+		       NULLIF(replay_of, '')::uuid
+		  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+		              $8::timestamptz[], $9::text[], $10::int[], $11::int[], $12::timestamptz[], $13::text[],
+		              $14::text[], $15::text[], $16::text[], $17::text[])
+		    AS t(id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt,
+		         max_attempts, next_attempt_at, provider_event_id, outcome, error_code, error_message, replay_of)`,
+		r.id, r.org, r.conn, r.endpoint, r.method, r.query, r.digest, r.receivedAt, r.state, r.attempt, r.maxAttempts,
+		r.nextAttemptAt, r.providerEventID, r.outcome, r.errorCode, r.errorMessage, r.replayOf)
+	b.Queue(`INSERT INTO message_bodies (message_id, org_id, header, body)
+		SELECT id::uuid, org_id::uuid, header::jsonb, body FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[])
+		    AS t(id, org_id, header, body)`,
+		r.bodyID, r.bodyOrg, r.header, r.body)
+	b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicMessages], s.instance)
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// storableHeader drops NUL bytes, which jsonb cannot hold; net/http refuses
+// them in header values anyway.
+func storableHeader(h http.Header) http.Header {
+	for _, vs := range h {
+		for _, v := range vs {
+			if strings.IndexByte(v, 0) >= 0 {
+				out := make(http.Header, len(h))
+				for k, vs := range h {
+					out[k] = texts(vs)
+				}
+				return out
+			}
+		}
+	}
+	return h
+}
+
+func timestamptz(t time.Time) pgtype.Timestamptz {
+	if t.IsZero() {
+		return pgtype.Timestamptz{}
+	}
+	return pgtype.Timestamptz{Time: t.UTC().Truncate(time.Microsecond), Valid: true}
+}

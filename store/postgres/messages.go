@@ -1,0 +1,469 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake"
+)
+
+// claimable is the SQL list of states the transition table lets a claim
+// move to processing from. It is written into the query literally, so the
+// planner matches it to the messages_due partial index.
+var claimable = func() string {
+	var q []string
+	for _, s := range intake.MessageStatesInto(intake.MessageProcessing) {
+		q = append(q, "'"+string(s)+"'")
+	}
+	return strings.Join(q, ", ")
+}()
+
+// ClaimMessages takes processing messages whose lease expired, then due
+// ones, as their next numbered attempt. Rows another process is claiming
+// or settling right now are skipped, not waited for.
+func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.Claim, error) {
+	var claims []intake.Claim
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		claims = claims[:0]
+		rows, err := tx.Query(ctx, `WITH expired AS (
+				SELECT id FROM messages
+				 WHERE state = 'processing' AND lease_until <= $2
+				 ORDER BY lease_until LIMIT $3
+				   FOR UPDATE SKIP LOCKED
+			), due AS (
+				SELECT id FROM messages
+				 WHERE state IN (`+claimable+`) AND next_attempt_at <= $2
+				 ORDER BY next_attempt_at LIMIT $3
+				   FOR UPDATE SKIP LOCKED
+			), picked AS (
+				(SELECT id FROM expired UNION ALL SELECT id FROM due) LIMIT $3
+			)
+			UPDATE messages m SET state = 'processing', attempt = m.attempt + 1, lease_until = $1
+			  FROM picked WHERE m.id = picked.id
+			RETURNING `+prefixed("m.", messageColumns), ts(now.Add(lease)), ts(now), limit)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			m, err := scanMessage(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			claims = append(claims, intake.Claim{Message: m, Attempt: m.Attempt, LeaseUntil: m.LeaseUntil})
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return loadBodies(ctx, tx, claims)
+	})
+	return claims, err
+}
+
+// loadBodies fills in each claimed message's stored request, or marks it
+// expired.
+func loadBodies(ctx context.Context, q querier, claims []intake.Claim) error {
+	if len(claims) == 0 {
+		return nil
+	}
+	byID := make(map[string]*intake.Message, len(claims))
+	ids := make([]string, 0, len(claims))
+	for i := range claims {
+		m := &claims[i].Message
+		m.BodyExpired = true
+		byID[m.ID] = m
+		ids = append(ids, m.ID)
+	}
+	rows, err := q.Query(ctx, `SELECT message_id, header, body FROM message_bodies WHERE message_id = ANY($1::uuid[])`, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var mid string
+		var header, body []byte
+		if err := rows.Scan(&mid, &header, &body); err != nil {
+			return err
+		}
+		m := byID[mid]
+		m.BodyExpired, m.Body = false, body
+		if err := json.Unmarshal(header, &m.Header); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// SettleMessage applies a processing result in one transaction, re-run
+// from the start if it lost a race on the deduplication identity.
+func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Settlement) (intake.Settled, error) {
+	var out intake.Settled
+	if !validIDs(st.MessageID) {
+		return out, notFound("message", st.MessageID)
+	}
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var conn, org string
+		err := tx.QueryRow(ctx, `SELECT connection_id, org_id FROM messages WHERE id = $1`, st.MessageID).Scan(&conn, &org)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("message", st.MessageID)
+		}
+		if err != nil {
+			return err
+		}
+		out, err = intake.ApplySettlement(ctx, settleTx{tx: tx, orgID: org, now: now}, conn, now, st)
+		if err != nil || len(out.EventIDs) == 0 {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], s.instance)
+		return err
+	})
+	if err == nil && len(out.EventIDs) > 0 {
+		s.hub.Notify(intake.TopicEvents)
+	}
+	return out, err
+}
+
+// settleTx is ApplySettlement's view of a PostgreSQL transaction.
+type settleTx struct {
+	tx    pgx.Tx
+	orgID string // the message's org, for the rows the settlement adds
+	now   time.Time
+}
+
+func (t settleTx) LockMessage(ctx context.Context, msgID string) (intake.MessageState, int, error) {
+	var state intake.MessageState
+	var attempt int
+	err := t.tx.QueryRow(ctx, `SELECT state, attempt FROM messages WHERE id = $1 FOR UPDATE`, msgID).Scan(&state, &attempt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, notFound("message", msgID)
+	}
+	return state, attempt, err
+}
+
+func (t settleTx) Identity(ctx context.Context, connectionID, key string, now time.Time) (*intake.Identity, error) {
+	ident := intake.Identity{Key: key}
+	var expires *time.Time
+	err := t.tx.QueryRow(ctx, `SELECT digest, event_type, message_id, expires_at FROM message_identities
+		WHERE connection_id = $1 AND key = $2 AND (expires_at IS NULL OR expires_at > $3)`, connectionID, text(key), ts(now)).
+		Scan(&ident.Digest, &ident.EventType, &ident.MessageID, &expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	ident.ExpiresAt = fromTS(expires)
+	return &ident, err
+}
+
+// PutIdentity records an identity that Identity found absent or expired.
+// If another process committed a live one for the same key since, the
+// upsert changes nothing and the settlement is re-run, to be judged
+// against it; otherwise the row stays locked until this one commits.
+func (t settleTx) PutIdentity(ctx context.Context, connectionID string, ident intake.Identity) error {
+	tag, err := t.tx.Exec(ctx, `INSERT INTO message_identities (connection_id, key, org_id, digest, event_type, message_id, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (connection_id, key) DO UPDATE SET digest = excluded.digest, event_type = excluded.event_type,
+			message_id = excluded.message_id, expires_at = excluded.expires_at
+		WHERE message_identities.expires_at IS NOT NULL AND message_identities.expires_at <= $8`,
+		connectionID, text(ident.Key), t.orgID, text(ident.Digest), text(ident.EventType), ident.MessageID, ts(ident.ExpiresAt), ts(t.now))
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return errRace
+	}
+	return nil
+}
+
+func (t settleTx) OriginalEvent(ctx context.Context, connectionID, providerEventID string) (string, error) {
+	var eventID string
+	err := t.tx.QueryRow(ctx, `SELECT id FROM events
+		WHERE connection_id = $1 AND provider_event_id = $2 AND NOT replay AND provider_event_id <> ''`,
+		connectionID, text(providerEventID)).Scan(&eventID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return eventID, err
+}
+
+func (t settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error) {
+	var app, record string
+	if e.Subject != nil {
+		app, record = text(e.Subject.App), text(e.Subject.RecordID)
+	}
+	data := []byte(e.Data)
+	if len(data) == 0 {
+		data = []byte("null")
+	}
+	tag, err := t.tx.Exec(ctx, `INSERT INTO events
+		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
+		 subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
+		 next_attempt_at, replay, replay_of, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::text::json, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+		ON CONFLICT DO NOTHING`,
+		e.ID, e.OrgID, e.ConnectionID, e.MessageID, text(e.Provider), text(e.Type), string(e.Kind), text(e.ProviderEventID),
+		ts(e.OccurredAt), ts(e.ReceivedAt), app, record, string(validUTF8(data)), e.DataTruncated, texts(e.ObjectIDs),
+		string(e.State), e.Attempt, e.MaxAttempts, ts(e.NextAttemptAt), e.Replay, nullID(e.ReplayOf), ts(e.CreatedAt))
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (t settleTx) UpdateMessage(ctx context.Context, st intake.Settlement, now time.Time) error {
+	var settled any
+	if st.To != intake.MessageFailed {
+		settled = ts(now)
+	}
+	_, err := t.tx.Exec(ctx, `UPDATE messages SET state = $1, outcome = $2, error_code = $3, error_message = $4,
+		next_attempt_at = $5, lease_until = NULL, provider_event_id = $6, settled_at = $7
+		WHERE id = $8 AND attempt = $9`,
+		string(st.To), text(st.Outcome), text(st.ErrorCode), text(st.ErrorMessage), ts(st.NextAttemptAt), text(st.ProviderEventID),
+		settled, st.MessageID, st.Attempt)
+	return err
+}
+
+// ReleaseMessage ends a lease at once; the message is claimable as its next
+// attempt by any worker of any process.
+func (s *Store) ReleaseMessage(ctx context.Context, now time.Time, msgID string, attempt int) error {
+	if !validIDs(msgID) {
+		return nil
+	}
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE messages SET lease_until = $1 WHERE id = $2 AND attempt = $3 AND state = 'processing'`,
+			ts(now), msgID, attempt)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicMessages], s.instance)
+		return err
+	})
+	if err == nil {
+		s.hub.Notify(intake.TopicMessages)
+	}
+	return err
+}
+
+const messageColumns = `id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt,
+	max_attempts, next_attempt_at, lease_until, provider_event_id, outcome, error_code, error_message, replay_of`
+
+func scanMessage(row pgx.Row) (intake.Message, error) {
+	var m intake.Message
+	var received, next, lease *time.Time
+	var replayOf *string
+	err := row.Scan(&m.ID, &m.OrgID, &m.ConnectionID, &m.EndpointID, &m.Method, &m.Query, &m.Digest, &received,
+		&m.State, &m.Attempt, &m.MaxAttempts, &next, &lease, &m.ProviderEventID, &m.Outcome, &m.ErrorCode,
+		&m.ErrorMessage, &replayOf)
+	m.ReceivedAt, m.NextAttemptAt, m.LeaseUntil, m.ReplayOf = fromTS(received), fromTS(next), fromTS(lease), fromID(replayOf)
+	return m, err
+}
+
+// Message returns one message visible in sc, with its headers and event ids
+// (not its body).
+func (s *Store) Message(ctx context.Context, sc intake.Scope, msgID string) (intake.Message, error) {
+	var m intake.Message
+	if !validIDs(msgID) {
+		return m, notFound("message", msgID)
+	}
+	err := s.read(ctx, sc, func(q querier) error {
+		var err error
+		m, err = scanMessage(q.QueryRow(ctx,
+			`SELECT `+messageColumns+` FROM messages WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, msgID, nullID(sc.OrgID)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("message", msgID)
+		}
+		if err != nil {
+			return err
+		}
+		var header []byte
+		err = q.QueryRow(ctx, `SELECT header FROM message_bodies WHERE message_id = $1`, msgID).Scan(&header)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			m.BodyExpired = true
+		case err != nil:
+			return err
+		default:
+			if err := json.Unmarshal(header, &m.Header); err != nil {
+				return err
+			}
+		}
+		rows, err := q.Query(ctx, `SELECT id FROM events WHERE message_id = $1 ORDER BY id`, msgID)
+		if err != nil {
+			return err
+		}
+		m.EventIDs, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if len(m.EventIDs) == 0 {
+			m.EventIDs = nil
+		}
+		return err
+	})
+	return m, err
+}
+
+// MessageBody returns the stored request of a message visible in sc.
+func (s *Store) MessageBody(ctx context.Context, sc intake.Scope, msgID string) ([]byte, http.Header, error) {
+	if !validIDs(msgID) {
+		return nil, nil, notFound("message body", msgID)
+	}
+	var header, body []byte
+	err := s.read(ctx, sc, func(q querier) error {
+		err := q.QueryRow(ctx, `SELECT b.header, b.body FROM message_bodies b JOIN messages m ON m.id = b.message_id
+			WHERE b.message_id = $1 AND ($2::uuid IS NULL OR m.org_id = $2)`, msgID, nullID(sc.OrgID)).Scan(&header, &body)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("message body", msgID)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var h http.Header
+	if err := json.Unmarshal(header, &h); err != nil {
+		return nil, nil, err
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	return body, h, nil
+}
+
+// messageWhere is the filter ListMessages and CountMessages share; its
+// parameters are messageArgs, $1 to $6.
+const messageWhere = `($1::uuid IS NULL OR org_id = $1) AND ($2::uuid IS NULL OR endpoint_id = $2) AND ($3 = '' OR state = $3)
+	AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)
+	AND (NOT $6 OR replay_of IS NULL)`
+
+func messageArgs(sc intake.Scope, f intake.MessageFilter) []any {
+	return []any{nullID(sc.OrgID), nullID(f.EndpointID), string(f.State), ts(f.Since), ts(f.Until), f.Originals}
+}
+
+// ListMessages lists messages newest first, a page at a time.
+func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (intake.Page[intake.Message], error) {
+	var page intake.Page[intake.Message]
+	if !validIDs(f.EndpointID) && f.EndpointID != "" {
+		return page, nil
+	}
+	if f.Cursor != "" && !validIDs(f.Cursor) {
+		return page, intake.Errorf(intake.EINVALID, "malformed cursor")
+	}
+	limit := pageLimit(f.Limit)
+	err := s.read(ctx, sc, func(q querier) error {
+		rows, err := q.Query(ctx, `SELECT `+messageColumns+` FROM messages
+			WHERE `+messageWhere+` AND ($7::uuid IS NULL OR id < $7)
+			ORDER BY id DESC LIMIT $8`, append(messageArgs(sc, f), nullID(f.Cursor), limit+1)...)
+		if err != nil {
+			return err
+		}
+		page.Items, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.Message, error) { return scanMessage(row) })
+		return err
+	})
+	if len(page.Items) > limit {
+		page.Items = page.Items[:limit]
+		page.NextCursor = page.Items[limit-1].ID
+	}
+	return page, err
+}
+
+// CountMessages counts the messages f selects.
+func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (int, error) {
+	var n int
+	if !validIDs(f.EndpointID) && f.EndpointID != "" {
+		return 0, nil
+	}
+	err := s.read(ctx, sc, func(q querier) error {
+		return q.QueryRow(ctx, `SELECT count(*) FROM messages WHERE `+messageWhere, messageArgs(sc, f)...).Scan(&n)
+	})
+	return n, err
+}
+
+// settledStates are the states no transition leaves.
+const settledStates = `'processed', 'ignored', 'dead'`
+
+// DropBodies deletes old bodies of settled messages.
+func (s *Store) DropBodies(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	var n int64
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM message_bodies WHERE message_id IN (
+			SELECT b.message_id FROM message_bodies b JOIN messages m ON m.id = b.message_id
+			 WHERE m.received_at < $1 AND m.state IN (`+settledStates+`)
+			 LIMIT $2
+			   FOR UPDATE OF b SKIP LOCKED)`, ts(cutoff), limit)
+		n = tag.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// DeleteSettled deletes old settled messages and all that hangs off them.
+func (s *Store) DeleteSettled(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	var n int
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT id FROM messages m
+			WHERE received_at < $1 AND state IN (`+settledStates+`)
+			  AND NOT EXISTS (SELECT 1 FROM events e WHERE e.message_id = m.id AND e.state IN ('pending', 'retrying'))
+			LIMIT $2
+			  FOR UPDATE SKIP LOCKED`, ts(cutoff), limit)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		for _, q := range []string{
+			`DELETE FROM deliveries WHERE event_id IN (SELECT id FROM events WHERE message_id = ANY($1::uuid[]))`,
+			`DELETE FROM events WHERE message_id = ANY($1::uuid[])`,
+			`DELETE FROM message_identities WHERE message_id = ANY($1::uuid[])`,
+			`DELETE FROM message_bodies WHERE message_id = ANY($1::uuid[])`,
+			`DELETE FROM messages WHERE id = ANY($1::uuid[])`,
+		} {
+			if _, err := tx.Exec(ctx, q, ids); err != nil {
+				return err
+			}
+		}
+		n = len(ids)
+		return nil
+	})
+	return n, err
+}
+
+// Stats counts messages and events by state and finds the oldest due work.
+func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) {
+	st := intake.Stats{Messages: map[intake.MessageState]int{}, Events: map[[2]string]int{}}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT state, count(*) FROM messages GROUP BY state`).Query(func(rows pgx.Rows) error {
+		var state intake.MessageState
+		var n int
+		_, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error { st.Messages[state] = n; return nil })
+		return err
+	})
+	b.Queue(`SELECT provider, state, count(*) FROM events GROUP BY provider, state`).Query(func(rows pgx.Rows) error {
+		var provider, state string
+		var n int
+		_, err := pgx.ForEachRow(rows, []any{&provider, &state, &n}, func() error { st.Events[[2]string{provider, state}] = n; return nil })
+		return err
+	})
+	var m, e *time.Time
+	b.Queue(`SELECT min(next_attempt_at) FROM messages WHERE state IN (`+claimable+`) AND next_attempt_at <= $1`, ts(now)).
+		QueryRow(func(row pgx.Row) error { return row.Scan(&m) })
+	b.Queue(`SELECT min(next_attempt_at) FROM events WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $1`, ts(now)).
+		QueryRow(func(row pgx.Row) error { return row.Scan(&e) })
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return st, unavailable(err)
+	}
+	st.OldestDueMessage, st.OldestDueEvent = fromTS(m), fromTS(e)
+	return st, nil
+}
+
+// prefixed qualifies each of a column list's names with a table alias.
+func prefixed(alias, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = alias + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}

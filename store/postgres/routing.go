@@ -1,0 +1,305 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake"
+)
+
+// CreateConsumer inserts a consumer; its org must exist.
+func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer) error {
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		if err := orgExists(ctx, tx, c.OrgID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO consumers (id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			c.ID, c.OrgID, c.Name, c.App, c.URL, texts(c.EventTypes), c.Completion, c.Enabled, c.SealedSecret, ts(c.CreatedAt))
+		return err
+	})
+}
+
+const consumerColumns = `id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at`
+
+func scanConsumer(row pgx.Row) (intake.Consumer, error) {
+	var c intake.Consumer
+	var created *time.Time
+	err := row.Scan(&c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &c.EventTypes, &c.Completion, &c.Enabled, &c.SealedSecret, &created)
+	c.CreatedAt = fromTS(created)
+	return c, err
+}
+
+// Consumer returns one consumer visible in sc.
+func (s *Store) Consumer(ctx context.Context, sc intake.Scope, consumerID string) (intake.Consumer, error) {
+	var c intake.Consumer
+	if !validIDs(consumerID) {
+		return c, notFound("consumer", consumerID)
+	}
+	err := s.read(ctx, sc, func(q querier) error {
+		var err error
+		c, err = scanConsumer(q.QueryRow(ctx,
+			`SELECT `+consumerColumns+` FROM consumers WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, consumerID, nullID(sc.OrgID)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("consumer", consumerID)
+		}
+		return err
+	})
+	return c, err
+}
+
+// ListConsumers lists the consumers visible in sc.
+func (s *Store) ListConsumers(ctx context.Context, sc intake.Scope) ([]intake.Consumer, error) {
+	var out []intake.Consumer
+	err := s.read(ctx, sc, func(q querier) error {
+		rows, err := q.Query(ctx,
+			`SELECT `+consumerColumns+` FROM consumers WHERE ($1::uuid IS NULL OR org_id = $1) ORDER BY id`, nullID(sc.OrgID))
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.Consumer, error) { return scanConsumer(row) })
+		return err
+	})
+	return out, err
+}
+
+// SetConsumerEnabled enables or disables a consumer visible in sc.
+func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, consumerID string, enabled bool) error {
+	if !validIDs(consumerID) {
+		return notFound("consumer", consumerID)
+	}
+	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE consumers SET enabled = $1 WHERE id = $2 AND ($3::uuid IS NULL OR org_id = $3)`,
+			enabled, consumerID, nullID(sc.OrgID))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound("consumer", consumerID)
+		}
+		return nil
+	})
+}
+
+// PutSubjectLink records or replaces the link of a provider object.
+func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.SubjectLink) error {
+	if !validIDs(l.ConnectionID) {
+		return notFound("connection", l.ConnectionID)
+	}
+	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+		var org string
+		err := tx.QueryRow(ctx, `SELECT org_id FROM connections WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`,
+			l.ConnectionID, nullID(sc.OrgID)).Scan(&org)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("connection", l.ConnectionID)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO subject_links (id, org_id, connection_id, provider_object_id, app, record_id, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (connection_id, provider_object_id) DO UPDATE SET id = excluded.id, app = excluded.app,
+				record_id = excluded.record_id, created_at = excluded.created_at`,
+			l.ID, org, l.ConnectionID, text(l.ProviderObjectID), text(l.App), text(l.RecordID), ts(l.CreatedAt))
+		return err
+	})
+}
+
+func (t settleTx) Subject(ctx context.Context, connectionID string, objectIDs []string) (*intake.Subject, error) {
+	for _, obj := range objectIDs {
+		var sub intake.Subject
+		err := t.tx.QueryRow(ctx, `SELECT app, record_id FROM subject_links WHERE connection_id = $1 AND provider_object_id = $2`,
+			connectionID, text(obj)).Scan(&sub.App, &sub.RecordID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &sub, nil
+	}
+	return nil, nil
+}
+
+// ClaimEvents takes due, unleased events as their next routing attempt.
+// An event whose previous lease ran out unsettled is taken as retrying:
+// that attempt failed. Rows another process holds are skipped.
+func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.EventClaim, error) {
+	var claims []intake.EventClaim
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		claims = claims[:0]
+		rows, err := tx.Query(ctx, `WITH due AS (
+				SELECT id FROM events
+				 WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $2
+				   AND (lease_until IS NULL OR lease_until <= $2)
+				 ORDER BY next_attempt_at LIMIT $3
+				   FOR UPDATE SKIP LOCKED
+			)
+			UPDATE events e SET attempt = e.attempt + 1, lease_until = $1,
+			       state = CASE WHEN e.lease_until IS NOT NULL THEN 'retrying' ELSE e.state END
+			  FROM due WHERE e.id = due.id
+			RETURNING `+prefixed("e.", eventColumns)+`, e.lease_until`, ts(now.Add(lease)), ts(now), limit)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var lease *time.Time
+			e, err := scanEvent(rows, &lease)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			claims = append(claims, intake.EventClaim{Event: e, Attempt: e.Attempt, LeaseUntil: fromTS(lease), Done: map[string]bool{}})
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return loadDone(ctx, tx, claims)
+	})
+	return claims, err
+}
+
+// loadDone fills in which consumers already handled or ignored each event.
+func loadDone(ctx context.Context, q querier, claims []intake.EventClaim) error {
+	if len(claims) == 0 {
+		return nil
+	}
+	byID := make(map[string]*intake.EventClaim, len(claims))
+	ids := make([]string, 0, len(claims))
+	for i := range claims {
+		byID[claims[i].Event.ID] = &claims[i]
+		ids = append(ids, claims[i].Event.ID)
+	}
+	rows, err := q.Query(ctx, `SELECT event_id, consumer_id FROM deliveries
+		WHERE outcome IN ('handled', 'ignored') AND event_id = ANY($1::uuid[])`, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var eventID, consumerID string
+		if err := rows.Scan(&eventID, &consumerID); err != nil {
+			return err
+		}
+		byID[eventID].Done[consumerID] = true
+	}
+	return rows.Err()
+}
+
+// SettleEvent applies a routing result in one transaction.
+func (s *Store) SettleEvent(ctx context.Context, now time.Time, st intake.EventSettlement) error {
+	if !validIDs(st.EventID) {
+		return notFound("event", st.EventID)
+	}
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		return intake.ApplyEventSettlement(ctx, eventTx{tx}, now, st)
+	})
+}
+
+// eventTx is ApplyEventSettlement's view of a PostgreSQL transaction.
+type eventTx struct{ tx pgx.Tx }
+
+func (t eventTx) LockEvent(ctx context.Context, eventID string) (intake.EventState, int, error) {
+	var state intake.EventState
+	var attempt int
+	err := t.tx.QueryRow(ctx, `SELECT state, attempt FROM events WHERE id = $1 FOR UPDATE`, eventID).Scan(&state, &attempt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, notFound("event", eventID)
+	}
+	return state, attempt, err
+}
+
+func (t eventTx) InsertDelivery(ctx context.Context, d intake.Delivery) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		d.ID, d.OrgID, d.EventID, d.ConsumerID, d.Attempt, d.Outcome, d.StatusCode, d.Latency.Microseconds(), text(d.Error), ts(d.At))
+	return err
+}
+
+func (t eventTx) UpdateEvent(ctx context.Context, st intake.EventSettlement, now time.Time) error {
+	_, err := t.tx.Exec(ctx, `UPDATE events SET state = $1, next_attempt_at = $2, lease_until = NULL WHERE id = $3 AND attempt = $4`,
+		string(st.To), ts(st.NextAttemptAt), st.EventID, st.Attempt)
+	return err
+}
+
+// ReleaseEvent ends a routing lease at once.
+func (s *Store) ReleaseEvent(ctx context.Context, now time.Time, eventID string, attempt int) error {
+	if !validIDs(eventID) {
+		return nil
+	}
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE events SET lease_until = $1 WHERE id = $2 AND attempt = $3 AND state IN ('pending', 'retrying')`,
+			ts(now), eventID, attempt)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], s.instance)
+		return err
+	})
+	if err == nil {
+		s.hub.Notify(intake.TopicEvents)
+	}
+	return err
+}
+
+// RerouteEvent takes a dead or no_consumer event back to pending, and wakes
+// the routers of every process.
+func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, eventID string, now time.Time) error {
+	if !validIDs(eventID) {
+		return notFound("event", eventID)
+	}
+	err := s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+		var state intake.EventState
+		err := tx.QueryRow(ctx, `SELECT state FROM events WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2) FOR UPDATE`,
+			eventID, nullID(sc.OrgID)).Scan(&state)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("event", eventID)
+		}
+		if err != nil {
+			return err
+		}
+		if err := intake.CheckEventTransition(state, intake.EventPending); err != nil {
+			return intake.Errorf(intake.ECONFLICT, "only dead or no_consumer events can be re-routed; this one is %s", state)
+		}
+		// The attempt number keeps counting (stale attempts stay stale); the
+		// budget starts afresh from it.
+		if _, err := tx.Exec(ctx, `UPDATE events SET state = 'pending', max_attempts = attempt + $1, next_attempt_at = $2,
+			lease_until = NULL WHERE id = $3`, intake.DefaultMaxAttempts, ts(now), eventID); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], s.instance)
+		return err
+	})
+	if err == nil {
+		s.hub.Notify(intake.TopicEvents)
+	}
+	return err
+}
+
+// Deliveries lists an event's delivery attempts, oldest first.
+func (s *Store) Deliveries(ctx context.Context, sc intake.Scope, eventID string) ([]intake.Delivery, error) {
+	if !validIDs(eventID) {
+		return nil, nil
+	}
+	var out []intake.Delivery
+	err := s.read(ctx, sc, func(q querier) error {
+		rows, err := q.Query(ctx, `SELECT id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at
+			FROM deliveries WHERE event_id = $1 AND ($2::uuid IS NULL OR org_id = $2) ORDER BY id`, eventID, nullID(sc.OrgID))
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.Delivery, error) {
+			var d intake.Delivery
+			var latency int64
+			var at *time.Time
+			err := row.Scan(&d.ID, &d.OrgID, &d.EventID, &d.ConsumerID, &d.Attempt, &d.Outcome, &d.StatusCode, &latency, &d.Error, &at)
+			d.Latency, d.At = time.Duration(latency)*time.Microsecond, fromTS(at)
+			return d, err
+		})
+		return err
+	})
+	return out, err
+}

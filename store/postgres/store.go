@@ -1,0 +1,346 @@
+// Package postgres is intake's scale-out store: any number of intake
+// processes share one PostgreSQL database. Workers claim rows with
+// FOR UPDATE SKIP LOCKED, commits that create work wake every process
+// through LISTEN/NOTIFY, concurrent ingests share commits, and an org's API
+// requests run under row-level security.
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/notify"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options configure the store.
+type Options struct {
+	// URL is the database URL (postgres://user:pass@host:port/db?…). The role
+	// runs the migrations, so it owns the tables.
+	URL string
+	// MaxBatch bounds how many ingests share one commit (default 256).
+	MaxBatch int
+	// MaxConns is the pool size (default 16, or the URL's pool_max_conns).
+	MaxConns int32
+	// Logger receives reconnects of the notification listener.
+	Logger *slog.Logger
+}
+
+// Store is the PostgreSQL implementation of intake.Store.
+type Store struct {
+	pool *pgxpool.Pool
+	hub  notify.Hub
+	// instance is the payload of this store's notifications, so its own
+	// listener skips what the hub already delivered.
+	instance string
+	log      *slog.Logger
+
+	ingest chan ingestRequest
+	batch  int
+	stop   chan struct{}
+	done   chan struct{}
+
+	stopListen context.CancelFunc
+	listenDone chan struct{}
+}
+
+var _ intake.Store = (*Store)(nil)
+
+// Notification channels, one per wake-up topic.
+var channels = map[string]string{
+	intake.TopicMessages: "intake_messages",
+	intake.TopicEvents:   "intake_events",
+}
+
+// migrationLock is the advisory lock the migrations run under, so processes
+// starting together migrate once.
+const migrationLock int64 = 0x696e74616b65 // "intake"
+
+// Open connects, applies the migrations under an advisory lock, and starts
+// the ingest committer and the notification listener.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.URL == "" {
+		return nil, errors.New("postgres: no URL")
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgxpool.ParseConfig(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	switch {
+	case opts.MaxConns > 0:
+		cfg.MaxConns = opts.MaxConns
+	case !strings.Contains(opts.URL, "pool_max_conns"):
+		cfg.MaxConns = 16
+	}
+	// A 2xx means the webhook is on disk: whatever the server's default,
+	// every commit of this store waits for its WAL flush.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "intake"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	listenCtx, stopListen := context.WithCancel(context.Background())
+	s := &Store{
+		pool:       pool,
+		instance:   rand.Text(),
+		log:        opts.Logger,
+		ingest:     make(chan ingestRequest, 4*opts.MaxBatch),
+		batch:      opts.MaxBatch,
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+		stopListen: stopListen,
+		listenDone: make(chan struct{}),
+	}
+	go s.commitLoop()
+	go s.listen(listenCtx)
+	return s, nil
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	dir, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	// Retried every second for up to ten minutes while another process
+	// migrates.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLock), lock.WithLockTimeout(1, 600))
+	if err != nil {
+		return err
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, dir, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("postgres: migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	return nil
+}
+
+// Close stops the committer (failing ingests still queued) and the
+// listener, and closes the pool.
+func (s *Store) Close() error {
+	close(s.stop)
+	<-s.done
+	s.stopListen()
+	<-s.listenDone
+	s.pool.Close()
+	return nil
+}
+
+// Ping reports whether the database can serve.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// Listen wakes on commits of topic's work, in this process or any other on
+// the same database.
+func (s *Store) Listen(topic string) (<-chan struct{}, func()) { return s.hub.Listen(topic) }
+
+// querier is what the pool and a transaction have in common.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// retries bounds how often a transaction is re-run after PostgreSQL
+// refused it for a reason a second try can pass (a serialization failure,
+// a deadlock, a race lost to a concurrent commit).
+const retries = 5
+
+// tx runs fn in a transaction as the connecting role: staff views and the
+// workers, which row-level security does not bind.
+func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return s.scopedTx(ctx, intake.Scope{}, fn)
+}
+
+// scopedTx runs fn in a transaction. When sc names an org, the transaction
+// runs as intake_tenant with intake.org_id set, so row-level security
+// confines every statement in it to that org.
+func (s *Store) scopedTx(ctx context.Context, sc intake.Scope, fn func(pgx.Tx) error) error {
+	for try := 1; ; try++ {
+		err := s.runTx(ctx, sc, fn)
+		if err == nil || try == retries || !retryable(err) || ctx.Err() != nil {
+			return unavailable(err)
+		}
+	}
+}
+
+func (s *Store) runTx(ctx context.Context, sc intake.Scope, fn func(pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if !sc.Staff() {
+		if _, err := tx.Exec(ctx, `SELECT set_config('role', 'intake_tenant', true), set_config('intake.org_id', $1, true)`, sc.OrgID); err != nil {
+			return err
+		}
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// read runs fn with sc's visibility: on the pool for staff, in an
+// org-confined transaction for an org.
+func (s *Store) read(ctx context.Context, sc intake.Scope, fn func(querier) error) error {
+	if sc.Staff() {
+		return unavailable(fn(s.pool))
+	}
+	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error { return fn(tx) })
+}
+
+// errRace marks a transaction that lost a race it can win on a second try.
+var errRace = errors.New("postgres: a concurrent transaction committed the same row first")
+
+func retryable(err error) bool {
+	if errors.Is(err, errRace) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "40001", "40P01": // serialization_failure, deadlock_detected
+			return true
+		}
+	}
+	return false
+}
+
+// unavailable marks a storage failure so callers answer 503 and retry;
+// intake errors pass through.
+func unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ie *intake.Error
+	if errors.As(err, &ie) {
+		return err
+	}
+	return &storageError{err}
+}
+
+type storageError struct{ err error }
+
+func (e *storageError) Error() string { return "postgres: " + e.err.Error() }
+func (e *storageError) Unwrap() error { return e.err }
+
+// ts is a time as a parameter: NULL for the zero time, else UTC rounded
+// down to the microsecond, as the SQLite store keeps it.
+func ts(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+// fromTS reads a nullable timestamptz in UTC.
+func fromTS(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// nullID is an id parameter: NULL for "", so optional filters and
+// references read `$n::uuid IS NULL`.
+func nullID(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// fromID reads a nullable uuid.
+func fromID(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// text makes a string storable as PostgreSQL text, which holds neither NUL
+// bytes nor invalid UTF-8 (SQLite holds both). Fields that come from
+// providers go through it, so a hostile byte cannot make a commit fail.
+func text(s string) string {
+	if strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// validUTF8 makes JSON storable: PostgreSQL refuses invalid UTF-8 in it.
+func validUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	return bytes.ToValidUTF8(b, []byte("\uFFFD"))
+}
+
+func texts(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = text(s)
+	}
+	return out
+}
+
+func notFound(what, id string) error {
+	return intake.Errorf(intake.ENOTFOUND, "%s %s not found", what, id)
+}
+
+// validIDs reports whether every id is a UUID; a lookup of anything else
+// finds nothing rather than failing the query.
+func validIDs(ids ...string) bool {
+	for _, s := range ids {
+		if !intake.ValidID(s) {
+			return false
+		}
+	}
+	return true
+}
+
+func pageLimit(n int) int {
+	switch {
+	case n <= 0:
+		return 50
+	case n > 500:
+		return 500
+	}
+	return n
+}
