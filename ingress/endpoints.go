@@ -2,47 +2,56 @@ package ingress
 
 import (
 	"context"
-	"sync"
+	"errors"
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/provider"
 )
 
-// endpointCacheSize bounds the cache; past it the cache starts over.
-const endpointCacheSize = 10000
+// connTTL bounds how long a rotated secret can go unseen by handshakes.
+const connTTL = 5 * time.Second
 
-// endpointCache keeps recently seen endpoints by token hash for a short
-// while, so a burst to one endpoint costs one lookup. A change to an
-// endpoint (disabled, new limits) takes effect within the TTL, on every
-// process. Unknown tokens are never cached: random tokens cannot fill it.
-type endpointCache struct {
-	ttl     time.Duration
-	mu      sync.Mutex
-	entries map[string]cachedEndpoint
+// endpoint finds the endpoint a token addresses. Found endpoints are cached
+// briefly (a change takes effect within the TTL, on every process);
+// unknown tokens never are, so random tokens cannot fill the cache.
+func (h *Handler) endpoint(ctx context.Context, hash []byte, now time.Time) (intake.Endpoint, error) {
+	return h.eps.Get(string(hash), now, func() (intake.Endpoint, error) {
+		return h.cfg.Store.EndpointByTokenHash(ctx, hash)
+	})
 }
 
-type cachedEndpoint struct {
-	ep    intake.Endpoint
-	until time.Time
+// connSecrets are a connection's opened secrets and config, for the
+// handshakes answered at ingress.
+type connSecrets struct {
+	secrets [][]byte
+	cfg     provider.Config
 }
 
-func (c *endpointCache) get(ctx context.Context, s intake.Store, hash []byte, now time.Time) (intake.Endpoint, error) {
-	key := string(hash)
-	c.mu.Lock()
-	e, ok := c.entries[key]
-	c.mu.Unlock()
-	if ok && now.Before(e.until) {
-		return e.ep, nil
-	}
-	ep, err := s.EndpointByTokenHash(ctx, hash)
+func (h *Handler) connection(ctx context.Context, id string, now time.Time) (connSecrets, error) {
+	return h.conns.Get(id, now, func() (connSecrets, error) {
+		conn, err := h.cfg.Store.Connection(ctx, intake.Scope{}, id)
+		if err != nil {
+			return connSecrets{}, err
+		}
+		return openConnection(h.cfg.Sealer, conn)
+	})
+}
+
+func openConnection(sealer *seal.Sealer, conn intake.Connection) (connSecrets, error) {
+	cfg, err := provider.ParseConfig(conn.Config)
 	if err != nil {
-		return ep, err
+		return connSecrets{}, err
 	}
-	c.mu.Lock()
-	if c.entries == nil || len(c.entries) >= endpointCacheSize {
-		c.entries = map[string]cachedEndpoint{}
+	out := connSecrets{cfg: cfg}
+	if len(conn.SealedSecrets) > 0 {
+		if sealer == nil {
+			return out, errors.New("no sealer to open connection secrets")
+		}
+		if out.secrets, err = sealer.OpenSecrets(conn.SealedSecrets, []byte(conn.ID)); err != nil {
+			return out, err
+		}
 	}
-	c.entries[key] = cachedEndpoint{ep: ep, until: now.Add(c.ttl)}
-	c.mu.Unlock()
-	return ep, nil
+	return out, nil
 }

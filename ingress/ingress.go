@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/cache"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
@@ -43,8 +44,8 @@ type Config struct {
 type Handler struct {
 	cfg      Config
 	draining atomic.Bool
-	conns    connCache
-	eps      endpointCache
+	eps      cache.TTL[string, intake.Endpoint]
+	conns    cache.TTL[string, connSecrets]
 }
 
 // New returns an ingress handler.
@@ -64,7 +65,9 @@ func New(cfg Config) *Handler {
 	if cfg.EndpointTTL == 0 {
 		cfg.EndpointTTL = time.Second
 	}
-	return &Handler{cfg: cfg, eps: endpointCache{ttl: cfg.EndpointTTL}}
+	h := &Handler{cfg: cfg}
+	h.eps.TTL, h.conns.TTL = cfg.EndpointTTL, connTTL
+	return h
 }
 
 // Drain makes every new request answer 503, so a provider retries against
@@ -96,7 +99,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 		answer(w, http.StatusServiceUnavailable, bodyUnavailable)
 		return "draining"
 	}
-	ep, err := h.eps.get(r.Context(), h.cfg.Store, token.Hash(r.PathValue("token")), h.cfg.Clock.Now())
+	ep, err := h.endpoint(r.Context(), token.Hash(r.PathValue("token")), h.cfg.Clock.Now())
 	if err != nil && intake.ErrorCode(err) != intake.ENOTFOUND {
 		h.cfg.Logger.Error("ingress: endpoint lookup failed", "err", err)
 		answer(w, http.StatusServiceUnavailable, bodyUnavailable)
@@ -197,14 +200,14 @@ func (h *Handler) challenge(ctx context.Context, ep intake.Endpoint, m *intake.M
 	if !ok {
 		return provider.Challenge{}, false
 	}
-	secrets, cfg, err := h.conns.get(ctx, h.cfg.Store, h.cfg.Sealer, ep.ConnectionID, now)
+	conn, err := h.connection(ctx, ep.ConnectionID, now)
 	if err != nil {
 		// The request is still stored; the worker verifies it later.
 		h.cfg.Logger.Warn("ingress: connection unavailable for a handshake", "connection_id", ep.ConnectionID, "err", err)
 	}
 	req := provider.Request{Method: m.Method, URL: publicURL, Header: m.Header, Body: bytes.Clone(m.Body), ReceivedAt: m.ReceivedAt}
 	req.Query, _ = url.ParseQuery(m.Query)
-	return c.Challenge(&req, secrets, cfg)
+	return c.Challenge(&req, conn.secrets, conn.cfg)
 }
 
 // publicURL is the address the provider was given for this request: the

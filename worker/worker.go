@@ -4,6 +4,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/cache"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/provider"
@@ -29,7 +31,7 @@ type Config struct {
 	Lease       time.Duration // how long an attempt may run before another worker takes it over (default 1m)
 	Poll        time.Duration // fallback poll when no wake-up arrives (default 1s)
 	Batch       int           // messages claimed per round (default 64)
-	Concurrency int           // messages processed at once (default 8)
+	Concurrency int           // messages processed at once (default 64: a batch's settlements share commits)
 	Metrics     *metrics.Metrics
 	Logger      *slog.Logger
 }
@@ -37,7 +39,14 @@ type Config struct {
 // Worker claims and processes messages until its context ends.
 type Worker struct {
 	cfg Config
+	// Connection and endpoint rows (secrets still sealed) are reused for a
+	// few seconds: a burst from one provider costs one read of each.
+	conns cache.TTL[string, intake.Connection]
+	eps   cache.TTL[string, intake.Endpoint]
 }
+
+// rowTTL is how long a worker reuses connection and endpoint rows.
+const rowTTL = 5 * time.Second
 
 // New returns a worker with defaults filled in.
 func New(cfg Config) *Worker {
@@ -57,7 +66,7 @@ func New(cfg Config) *Worker {
 		cfg.Batch = 64
 	}
 	if cfg.Concurrency == 0 {
-		cfg.Concurrency = 8
+		cfg.Concurrency = 64
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
@@ -65,7 +74,9 @@ func New(cfg Config) *Worker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Worker{cfg: cfg}
+	w := &Worker{cfg: cfg}
+	w.conns.TTL, w.eps.TTL = rowTTL, rowTTL
+	return w
 }
 
 // Run processes messages as they commit (woken by the store) and on a poll
@@ -174,7 +185,9 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement 
 	if m.BodyExpired {
 		return dead(st, intake.ErrCodeBodyExpired, "the stored body has expired")
 	}
-	conn, err := w.cfg.Store.Connection(ctx, intake.Scope{}, m.ConnectionID)
+	conn, err := w.conns.Get(m.ConnectionID, w.cfg.Clock.Now(), func() (intake.Connection, error) {
+		return w.cfg.Store.Connection(ctx, intake.Scope{}, m.ConnectionID)
+	})
 	if err != nil {
 		return w.transient(st, m, fmt.Errorf("load connection: %w", err))
 	}
@@ -195,7 +208,18 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement 
 		req.Query = url.Values{}
 	}
 	var perm *provider.PermanentError
-	if err := adapter.Verify(req, secrets, cfg); errors.As(err, &perm) {
+	err = adapter.Verify(req, secrets, cfg)
+	if err != nil && !errors.As(err, &perm) {
+		// A secret added in the last seconds is not in the cached row yet:
+		// check the current row before calling the signature bad.
+		if fresh, ferr := w.cfg.Store.Connection(ctx, intake.Scope{}, m.ConnectionID); ferr == nil &&
+			!bytes.Equal(fresh.SealedSecrets, conn.SealedSecrets) {
+			if s, serr := w.leaseSecrets(fresh); serr == nil {
+				err = adapter.Verify(req, s, cfg)
+			}
+		}
+	}
+	if errors.As(err, &perm) {
 		return dead(st, intake.ErrCodePermanent, err.Error())
 	} else if err != nil {
 		st.To, st.Outcome = intake.MessageIgnored, intake.OutcomeSignature
@@ -231,7 +255,9 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement 
 // endpoint's token cannot be opened: only URL-signing adapters need it, and
 // they then refuse the signature.
 func (w *Worker) publicURL(ctx context.Context, m intake.Message) string {
-	ep, err := w.cfg.Store.Endpoint(ctx, intake.Scope{}, m.EndpointID)
+	ep, err := w.eps.Get(m.EndpointID, w.cfg.Clock.Now(), func() (intake.Endpoint, error) {
+		return w.cfg.Store.Endpoint(ctx, intake.Scope{}, m.EndpointID)
+	})
 	if err != nil || len(ep.SealedToken) == 0 {
 		return ""
 	}

@@ -391,3 +391,25 @@ func TestResultThatCannotCommitIsATransientFailure(t *testing.T) {
 		t.Fatalf("retry = %s attempt %d", m.State, m.Attempt)
 	}
 }
+
+func TestASecretAddedMomentsAgoVerifiesDespiteTheRowCache(t *testing.T) {
+	e := setup(t)
+	first := e.receive(t, "new-secret", `{"id":"evt_1","type":"paid"}`)
+	e.run(t) // caches the connection row
+	sealed, _ := mustSealer().SealSecrets([]string{"new-secret", "newest-secret"}, []byte(e.conn.ID))
+	if err := e.store.ReplaceConnectionSecrets(context.Background(), intake.Scope{}, e.conn.ID, sealed); err != nil {
+		t.Fatal(err)
+	}
+	second := e.receive(t, "newest-secret", `{"id":"evt_2","type":"paid"}`)
+	e.run(t) // same instant: the cached row is still fresh
+	for _, id := range []string{first, second} {
+		if m := e.message(t, id); m.State != intake.MessageProcessed {
+			t.Fatalf("message %s: %s/%s", id, m.State, m.Outcome)
+		}
+	}
+	forged := e.receive(t, "never-a-secret", `{"id":"evt_3","type":"paid"}`)
+	e.run(t)
+	if m := e.message(t, forged); m.Outcome != intake.OutcomeSignature {
+		t.Fatalf("forged: %s/%s", m.State, m.Outcome)
+	}
+}
