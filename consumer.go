@@ -128,6 +128,9 @@ type EventSettlement struct {
 	To            EventState
 	NextAttemptAt time.Time
 	Deliveries    []Delivery
+	// Deferred marks an attempt that called no consumer (each pending one
+	// was at its concurrency limit): it does not count against the budget.
+	Deferred bool
 }
 
 // RoutingOutcome decides an event's next state from one attempt: every

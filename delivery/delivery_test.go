@@ -64,7 +64,9 @@ func TestSendClassifiesAnswersAndReadsAtMost64KiB(t *testing.T) {
 	defer srv.Close()
 	s := NewSender(Options{Policy: DefaultPolicy(), MaxRetryAfter: time.Hour})
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	send := func() Result { return s.Send(context.Background(), srv.URL, NewSecret(), NewEnvelope(&intake.Event{ID: "e"}), now) }
+	send := func() Result {
+		return s.Send(context.Background(), srv.URL, NewSecret(), NewEnvelope(&intake.Event{ID: "e"}), now)
+	}
 	cases := []struct {
 		name    string
 		answer  func(w http.ResponseWriter)

@@ -14,6 +14,7 @@ import (
 type result struct {
 	intake.Delivery
 	retryAfter time.Duration
+	deferred   bool
 }
 
 // deliverAll calls every consumer in parallel and returns one result each.
@@ -27,8 +28,15 @@ func (r *Router) deliverAll(ctx context.Context, e *intake.Event, attempt int, c
 	for i, c := range consumers {
 		wg.Go(func() {
 			res := r.deliver(ctx, c, env)
-			r.cfg.Metrics.Deliveries.WithLabelValues(res.Outcome).Inc()
+			outcome := res.Outcome
+			if res.Deferred {
+				outcome = "deferred"
+			}
+			r.cfg.Metrics.Deliveries.WithLabelValues(outcome).Inc()
 			r.cfg.Metrics.DeliverySeconds.WithLabelValues(res.Outcome).Observe(res.Latency.Seconds())
+			if res.Outcome == intake.DeliveryHandled && !e.Replay {
+				r.cfg.Metrics.EndToEnd.Observe(r.cfg.Clock.Now().Sub(e.ReceivedAt).Seconds())
+			}
 			out[i] = result{
 				Delivery: intake.Delivery{
 					ID: intake.NewID(), OrgID: e.OrgID, EventID: e.ID, ConsumerID: c.ID, Attempt: attempt,
@@ -36,6 +44,7 @@ func (r *Router) deliverAll(ctx context.Context, e *intake.Event, attempt int, c
 					At: r.cfg.Clock.Now(),
 				},
 				retryAfter: res.RetryAfter,
+				deferred:   res.Deferred,
 			}
 		})
 	}
@@ -44,16 +53,23 @@ func (r *Router) deliverAll(ctx context.Context, e *intake.Event, attempt int, c
 }
 
 // deliver makes one call to one consumer, within that consumer's share of
-// concurrent calls. A consumer at its limit is not waited for: the call is
-// a retry, so a slow consumer's backlog never occupies the router.
+// concurrent calls. A consumer at its limit is waited for only briefly:
+// then the call is deferred, so a slow consumer's backlog never holds the
+// router's other events for long.
 func (r *Router) deliver(ctx context.Context, c intake.Consumer, env delivery.Envelope) delivery.Result {
 	slots := r.consumerSlots(c.ID)
 	select {
 	case slots <- struct{}{}:
-		defer func() { <-slots }()
 	default:
-		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "consumer at its concurrency limit"}
+		t := time.NewTimer(r.cfg.SlotWait)
+		select {
+		case slots <- struct{}{}:
+			t.Stop()
+		case <-t.C:
+			return delivery.Result{Outcome: intake.DeliveryRetry, Deferred: true, Err: "consumer at its concurrency limit"}
+		}
 	}
+	defer func() { <-slots }()
 	secret, err := r.cfg.Sealer.Open(c.SealedSecret, []byte(c.ID))
 	if err != nil {
 		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "consumer secret cannot be opened"}

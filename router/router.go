@@ -31,9 +31,14 @@ type Config struct {
 	Poll     time.Duration // fallback poll (default 1s)
 	Batch    int           // events claimed per round (default 64)
 	// MaxEvents bounds the events being routed at once (default 256);
-	// PerConsumer bounds the calls in flight to one consumer (default 32).
+	// PerConsumer bounds the calls in flight to one consumer (default 64).
+	// A call waits up to SlotWait for a free slot; an event whose only
+	// pending consumers stayed busy is deferred by DeferDelay without using
+	// up an attempt.
 	MaxEvents   int
 	PerConsumer int
+	SlotWait    time.Duration // default 1s
+	DeferDelay  time.Duration // default 1s
 	Metrics     *metrics.Metrics
 	Logger      *slog.Logger
 }
@@ -68,7 +73,13 @@ func New(cfg Config) *Router {
 		cfg.MaxEvents = 256
 	}
 	if cfg.PerConsumer == 0 {
-		cfg.PerConsumer = 32
+		cfg.PerConsumer = 64
+	}
+	if cfg.SlotWait == 0 {
+		cfg.SlotWait = time.Second
+	}
+	if cfg.DeferDelay == 0 {
+		cfg.DeferDelay = time.Second
 	}
 	if cfg.Sender == nil {
 		cfg.Sender = delivery.NewSender(delivery.Options{Policy: delivery.DefaultPolicy()})
@@ -165,14 +176,27 @@ func (r *Router) Route(ctx context.Context, c intake.EventClaim) {
 		}
 	}
 	results := r.deliverAll(ctx, e, c.Attempt, todo)
-	pending := 0
+	pending, deferred := 0, 0
 	wait := time.Duration(0)
 	for _, res := range results {
+		if res.deferred {
+			pending++
+			deferred++
+			continue // no call was made: nothing to record
+		}
 		st.Deliveries = append(st.Deliveries, res.Delivery)
 		if !res.Succeeded() {
 			pending++
 			wait = max(wait, res.retryAfter)
 		}
+	}
+	if pending > 0 && pending == deferred {
+		// Only busy consumers are left: try again soon, at no cost to the
+		// attempt budget.
+		st.To, st.Deferred = intake.EventRetrying, true
+		st.NextAttemptAt = r.cfg.Clock.Now().Add(r.cfg.DeferDelay)
+		r.settle(ctx, c, st)
+		return
 	}
 	st.To = intake.RoutingOutcome(len(selected), pending, c.Attempt, e.MaxAttempts)
 	if st.To == intake.EventRetrying {

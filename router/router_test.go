@@ -487,3 +487,53 @@ func TestTruncatedEventCarriesAFreshBodyURLToTheWholeRawBody(t *testing.T) {
 		t.Fatal("body_url still works after its TTL")
 	}
 }
+
+// settleHook tells the test when a deferred settlement commits.
+type settleHook struct {
+	*sqlite.Store
+	deferred chan string
+}
+
+func (h settleHook) SettleEvent(ctx context.Context, now time.Time, s intake.EventSettlement) error {
+	err := h.Store.SettleEvent(ctx, now, s)
+	if s.Deferred && err == nil {
+		h.deferred <- s.EventID
+	}
+	return err
+}
+
+func TestABusyConsumerDefersWithoutSpendingAnAttempt(t *testing.T) {
+	e := setup(t)
+	release := make(chan struct{})
+	entered := make(chan struct{}, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release) // before Close, which waits for the handler
+	e.consumer(t, "one-at-a-time", srv.URL, false, "*")
+	hook := settleHook{Store: e.store, deferred: make(chan string, 4)}
+	r := router.New(router.Config{Store: hook, Sealer: e.sealer, Clock: e.clock, PerConsumer: 1,
+		SlotWait: 10 * time.Millisecond, DeferDelay: 2 * time.Second})
+	a, b := e.event(t, "stripe.invoice.paid"), e.event(t, "stripe.invoice.paid")
+	done := make(chan struct{})
+	go func() { r.RunOnce(context.Background()); close(done) }()
+	var busy string
+	select {
+	case busy = <-hook.deferred:
+	case <-time.After(10 * time.Second): // hang guard
+		t.Fatal("no attempt was deferred")
+	}
+	ev, ds := e.get(t, busy)
+	if ev.State != intake.EventRetrying || ev.MaxAttempts != 7 || len(ds) != 0 ||
+		!ev.NextAttemptAt.Equal(e.clock.Now().Add(2*time.Second)) {
+		t.Fatalf("deferred event %+v with %d deliveries", ev, len(ds))
+	}
+	if busy != a && busy != b {
+		t.Fatalf("deferred %s", busy)
+	}
+	<-entered
+	release <- struct{}{}
+	<-done
+}

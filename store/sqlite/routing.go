@@ -211,8 +211,13 @@ func (t eventTx) InsertDelivery(ctx context.Context, d intake.Delivery) error {
 }
 
 func (t eventTx) UpdateEvent(ctx context.Context, st intake.EventSettlement, now time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE events SET state = ?, next_attempt_at = ?, lease_until = NULL WHERE id = ? AND attempt = ?`,
-		st.To, ts(st.NextAttemptAt), st.EventID, st.Attempt)
+	extend := 0
+	if st.Deferred {
+		extend = 1
+	}
+	_, err := t.tx.ExecContext(ctx, `UPDATE events SET state = ?, next_attempt_at = ?, lease_until = NULL, max_attempts = max_attempts + ?
+		WHERE id = ? AND attempt = ?`,
+		st.To, ts(st.NextAttemptAt), extend, st.EventID, st.Attempt)
 	return err
 }
 
