@@ -56,7 +56,12 @@ type Server struct {
 	log            *slog.Logger
 	mux            *http.ServeMux
 	ops            *ops.Ops
+	patterns       []string
 }
+
+// Routes lists the authenticated routes' patterns, so a test can prove
+// each one keeps orgs apart.
+func (s *Server) Routes() []string { return append([]string(nil), s.patterns...) }
 
 // New returns the admin API for cfg.
 func New(cfg Config) *Server {
@@ -137,6 +142,7 @@ func (s *Server) routes() {
 type apiFunc func(w http.ResponseWriter, r *http.Request, sc intake.Scope) error
 
 func (s *Server) handle(pattern string, h apiFunc) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		// Answers carry API keys, tokens and request data: never cache them.
 		w.Header().Set("Cache-Control", "no-store")

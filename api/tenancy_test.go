@@ -1,0 +1,101 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/api"
+)
+
+// TestEveryRouteKeepsAnotherOrgsRowsOutOfReach calls every authenticated
+// route with one org's key against another org's rows. A route added
+// without a case here fails the test.
+func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
+	e := newEnv(t)
+	acme, globex := e.newTenant("acme"), e.newTenant("globex")
+	ev := e.event(acme, "test.thing")
+	e.route(ev, intake.EventNoConsumer)
+	msg := e.ingest(acme, "", http.Header{}, `{"n":1}`)
+	cons := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, api.CreateConsumerRequest{
+		Name: "billing", App: "billing", URL: "http://127.0.0.1:9/hooks", EventTypes: []string{"*"}})
+	now := e.clock.Now()
+	secrets := map[string]string{"org": acme.org.ID, "connection": acme.conn.ID, "endpoint": acme.ep.ID, "message": msg.ID,
+		"event": ev.ID, "consumer": cons.ID}
+
+	type call struct {
+		path string
+		body any
+		want []int // acceptable statuses for the other org
+	}
+	notFound, forbidden, emptyList := []int{404}, []int{403}, []int{200}
+	cases := map[string]call{
+		"POST /api/v1/orgs":                    {"/api/v1/orgs", api.CreateOrgRequest{Name: "x"}, forbidden},
+		"GET /api/v1/orgs":                     {"/api/v1/orgs", nil, emptyList},
+		"POST /api/v1/connections":             {"/api/v1/connections", map[string]any{"org_id": acme.org.ID, "provider": testProvider, "name": "x", "secrets": []string{"s"}}, forbidden},
+		"GET /api/v1/connections":              {"/api/v1/connections", nil, emptyList},
+		"GET /api/v1/connections/{id}":         {"/api/v1/connections/" + acme.conn.ID, nil, notFound},
+		"PUT /api/v1/connections/{id}/secrets": {"/api/v1/connections/" + acme.conn.ID + "/secrets", api.SecretsRequest{Secrets: []string{"x"}}, notFound},
+		"POST /api/v1/endpoints":               {"/api/v1/endpoints", api.CreateEndpointRequest{ConnectionID: acme.conn.ID}, notFound},
+		"GET /api/v1/endpoints":                {"/api/v1/endpoints", nil, emptyList},
+		"GET /api/v1/endpoints/{id}":           {"/api/v1/endpoints/" + acme.ep.ID, nil, notFound},
+		"PATCH /api/v1/endpoints/{id}":         {"/api/v1/endpoints/" + acme.ep.ID, map[string]any{"enabled": false}, notFound},
+		"GET /api/v1/messages":                 {"/api/v1/messages?endpoint_id=" + acme.ep.ID, nil, emptyList},
+		"GET /api/v1/messages/{id}":            {"/api/v1/messages/" + msg.ID, nil, notFound},
+		"GET /api/v1/messages/{id}/body":       {"/api/v1/messages/" + msg.ID + "/body", nil, notFound},
+		"POST /api/v1/messages/{id}/body-url":  {"/api/v1/messages/" + msg.ID + "/body-url", nil, notFound},
+		"GET /api/v1/events":                   {"/api/v1/events", nil, emptyList},
+		"GET /api/v1/events/{id}":              {"/api/v1/events/" + ev.ID, nil, notFound},
+		"GET /api/v1/unclaimed":                {"/api/v1/unclaimed", nil, forbidden},
+		"POST /api/v1/consumers":               {"/api/v1/consumers", map[string]any{"org_id": acme.org.ID, "name": "x", "app": "x", "url": "http://127.0.0.1:9/", "event_types": []string{"*"}}, forbidden},
+		"GET /api/v1/consumers":                {"/api/v1/consumers", nil, emptyList},
+		"GET /api/v1/consumers/{id}":           {"/api/v1/consumers/" + cons.ID, nil, notFound},
+		"PATCH /api/v1/consumers/{id}":         {"/api/v1/consumers/" + cons.ID, map[string]any{"enabled": false}, notFound},
+		"POST /api/v1/subject-links":           {"/api/v1/subject-links", map[string]any{"connection_id": acme.conn.ID, "provider_object_id": "o", "app": "a", "record_id": "r"}, notFound},
+		"POST /api/v1/messages/{id}/replay":    {"/api/v1/messages/" + msg.ID + "/replay", nil, notFound},
+		"POST /api/v1/endpoints/{id}/replay":   {"/api/v1/endpoints/" + acme.ep.ID + "/replay", api.ReplayWindowRequest{Since: now.Add(-time.Hour), Until: now.Add(time.Hour)}, notFound},
+		"GET /api/v1/replays/{id}":             {"/api/v1/replays/" + intake.NewID(), nil, notFound},
+		"POST /api/v1/events/{id}/reroute":     {"/api/v1/events/" + ev.ID + "/reroute", nil, notFound},
+		"POST /api/v1/events/reroute":          {"/api/v1/events/reroute", api.RerouteRequest{}, emptyList},
+	}
+	routes := api.New(api.Config{Store: e.store, Sealer: e.sealer}).Routes()
+	for _, pattern := range routes {
+		c, ok := cases[pattern]
+		if !ok {
+			t.Errorf("route %s has no cross-org case", pattern)
+			continue
+		}
+		method, _, _ := strings.Cut(pattern, " ")
+		rec := e.do(method, c.path, globex.org.APIKey, c.body)
+		allowed := false
+		for _, w := range c.want {
+			allowed = allowed || rec.Code == w
+		}
+		if !allowed {
+			t.Errorf("%s as another org: %d %s", pattern, rec.Code, rec.Body)
+		}
+		sent, _ := json.Marshal(c.body)
+		for what, id := range secrets {
+			// A 404 may name the id the caller sent; nothing else of acme's.
+			echoed := strings.Contains(c.path, id) || strings.Contains(string(sent), id)
+			if !echoed && strings.Contains(rec.Body.String(), id) {
+				t.Errorf("%s as another org shows the %s id", pattern, what)
+			}
+		}
+	}
+	if len(routes) != len(cases) {
+		t.Errorf("%d routes, %d cases", len(routes), len(cases))
+	}
+	// Nothing of acme's changed.
+	ep, _ := e.store.Endpoint(t.Context(), intake.Scope{}, acme.ep.ID)
+	c, _ := e.store.Consumer(t.Context(), intake.Scope{}, cons.ID)
+	if !ep.Enabled || !c.Enabled {
+		t.Fatalf("another org changed acme's rows: endpoint enabled %v, consumer enabled %v", ep.Enabled, c.Enabled)
+	}
+	if got, _ := e.store.Event(t.Context(), intake.Scope{}, ev.ID); got.State != intake.EventNoConsumer {
+		t.Fatalf("another org re-routed acme's event: %s", got.State)
+	}
+}
