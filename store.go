@@ -97,6 +97,15 @@ type Store interface {
 	// messages it deleted.
 	DeleteSettled(ctx context.Context, cutoff time.Time, limit int) (int, error)
 
+	// RecordAudit appends an operator action to the audit log.
+	RecordAudit(ctx context.Context, a AuditEntry) error
+	// ListAudit lists audit entries visible in sc, newest first.
+	ListAudit(ctx context.Context, sc Scope, f AuditFilter) (Page[AuditEntry], error)
+
+	// Stats counts messages and events by state and finds the oldest due
+	// work, for gauges and alarms.
+	Stats(ctx context.Context, now time.Time) (Stats, error)
+
 	// Ping reports whether the store can serve.
 	Ping(ctx context.Context) error
 	Close() error
@@ -107,6 +116,16 @@ const (
 	TopicMessages = "messages"
 	TopicEvents   = "events"
 )
+
+// Stats is a snapshot of the store for metrics. Labels never carry ids.
+type Stats struct {
+	Messages map[MessageState]int
+	// Events counts by provider and state.
+	Events map[[2]string]int
+	// OldestDueMessage and OldestDueEvent are when the longest-waiting due
+	// work became due (zero when none is due).
+	OldestDueMessage, OldestDueEvent time.Time
+}
 
 // Page is one page of a keyset-paginated list.
 type Page[T any] struct {

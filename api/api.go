@@ -4,6 +4,7 @@
 package api
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
@@ -119,6 +120,7 @@ func (s *Server) routes() {
 
 	s.handle("GET /api/v1/events", s.listEvents)
 	s.handle("GET /api/v1/events/{id}", s.getEvent)
+	s.handle("GET /api/v1/events/stream", s.streamEvents)
 	s.handle("GET /api/v1/unclaimed", s.listUnclaimed)
 
 	s.handle("POST /api/v1/consumers", s.createConsumer)
@@ -133,6 +135,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/replays/{id}", s.getReplay)
 	s.handle("POST /api/v1/events/{id}/reroute", s.rerouteEvent)
 	s.handle("POST /api/v1/events/reroute", s.rerouteEvents)
+	s.handle("GET /api/v1/audit", s.listAudit)
 
 	s.mux.HandleFunc("GET /body/{signed}", s.serveSignedBody)
 }
@@ -146,8 +149,9 @@ func (s *Server) handle(pattern string, h apiFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		// Answers carry API keys, tokens and request data: never cache them.
 		w.Header().Set("Cache-Control", "no-store")
-		sc, err := s.authenticate(r)
+		sc, actor, err := s.authenticate(r)
 		if err == nil {
+			r = r.WithContext(context.WithValue(r.Context(), actorKey{}, actor))
 			err = h(w, r, sc)
 		}
 		if err != nil {
@@ -158,29 +162,29 @@ func (s *Server) handle(pattern string, h apiFunc) {
 
 // authenticate turns the bearer token into a scope: the staff token sees
 // every org, an org's API key its own.
-func (s *Server) authenticate(r *http.Request) (intake.Scope, error) {
+func (s *Server) authenticate(r *http.Request) (intake.Scope, string, error) {
 	auth := r.Header.Get("Authorization")
 	scheme, tok, ok := strings.Cut(auth, " ")
 	if auth == "" {
-		return intake.Scope{}, intake.Errorf(intake.EUNAUTHORIZED, "missing bearer token")
+		return intake.Scope{}, "", intake.Errorf(intake.EUNAUTHORIZED, "missing bearer token")
 	}
 	tok = strings.TrimSpace(tok)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
-		return intake.Scope{}, intake.Errorf(intake.EUNAUTHORIZED, "authorization must be a bearer token")
+		return intake.Scope{}, "", intake.Errorf(intake.EUNAUTHORIZED, "authorization must be a bearer token")
 	}
 	hash := token.Hash(tok)
 	// Comparing hashes keeps the comparison constant-time whatever the lengths.
 	if s.staffHash != nil && subtle.ConstantTimeCompare(hash, s.staffHash) == 1 {
-		return intake.Scope{}, nil
+		return intake.Scope{}, "staff", nil
 	}
 	org, err := s.store.OrgByKeyHash(r.Context(), hash)
 	if intake.ErrorCode(err) == intake.ENOTFOUND {
-		return intake.Scope{}, intake.Errorf(intake.EUNAUTHORIZED, "invalid token")
+		return intake.Scope{}, "", intake.Errorf(intake.EUNAUTHORIZED, "invalid token")
 	}
 	if err != nil {
-		return intake.Scope{}, err
+		return intake.Scope{}, "", err
 	}
-	return intake.Scope{OrgID: org.ID}, nil
+	return intake.Scope{OrgID: org.ID}, keyActor(tok), nil
 }
 
 // staffOnly refuses org API keys.

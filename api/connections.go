@@ -63,6 +63,7 @@ func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, sc int
 	if err := s.store.CreateConnection(r.Context(), c); err != nil {
 		return err
 	}
+	s.audit(r, c.OrgID, "connection.create", "connection", c.ID, "provider=", c.Provider, " secrets=", len(req.Secrets))
 	writeJSON(w, http.StatusCreated, s.connectionView(r.Context(), c))
 	return nil
 }
@@ -91,6 +92,7 @@ func (s *Server) replaceSecrets(w http.ResponseWriter, r *http.Request, sc intak
 	if err := s.store.ReplaceConnectionSecrets(r.Context(), sc, c.ID, c.SealedSecrets); err != nil {
 		return err
 	}
+	s.audit(r, c.OrgID, "connection.secrets.replace", "connection", c.ID, "secrets=", len(req.Secrets))
 	writeJSON(w, http.StatusOK, s.connectionView(r.Context(), c))
 	return nil
 }

@@ -67,6 +67,7 @@ func (s *Server) createConsumer(w http.ResponseWriter, r *http.Request, sc intak
 	if err := s.store.CreateConsumer(r.Context(), c); err != nil {
 		return err
 	}
+	s.audit(r, c.OrgID, "consumer.create", "consumer", c.ID, "url=", c.URL)
 	out := consumerView(c)
 	out.SigningSecret = secret
 	writeJSON(w, http.StatusCreated, out)
@@ -111,6 +112,7 @@ func (s *Server) updateConsumer(w http.ResponseWriter, r *http.Request, sc intak
 	if err != nil {
 		return err
 	}
+	s.audit(r, c.OrgID, "consumer.update", "consumer", c.ID, "enabled=", c.Enabled)
 	writeJSON(w, http.StatusOK, consumerView(c))
 	return nil
 }

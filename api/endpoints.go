@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/intakehq/intake"
@@ -42,6 +43,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, sc intak
 	if err := s.store.CreateEndpoint(r.Context(), e); err != nil {
 		return err
 	}
+	s.audit(r, e.OrgID, "endpoint.create", "endpoint", e.ID, "connection=", e.ConnectionID)
 	out := endpointView(e)
 	out.Token = tok
 	out.URL = s.publicURL + "/webhooks/" + tok
@@ -71,6 +73,8 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request, sc intak
 	if err := s.store.UpdateEndpoint(r.Context(), sc, e); err != nil {
 		return err
 	}
+	s.audit(r, e.OrgID, "endpoint.update", "endpoint", e.ID,
+		fmt.Sprintf("enabled=%v max_body_bytes=%d rate_per_sec=%g burst=%d", e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst))
 	writeJSON(w, http.StatusOK, endpointView(e))
 	return nil
 }

@@ -52,6 +52,7 @@ func (s *Server) createSubjectLink(w http.ResponseWriter, r *http.Request, sc in
 	if err := s.store.PutSubjectLink(r.Context(), sc, l); err != nil {
 		return err
 	}
+	s.audit(r, l.OrgID, "subject_link.put", "subject_link", l.ID, "app=", l.App)
 	writeJSON(w, http.StatusCreated, SubjectLink{
 		ID:               l.ID,
 		OrgID:            l.OrgID,

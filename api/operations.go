@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -17,6 +18,7 @@ func (s *Server) replayMessage(w http.ResponseWriter, r *http.Request, sc intake
 	if err != nil {
 		return err
 	}
+	s.audit(r, m.OrgID, "message.replay", "message", id, "replay=", m.ID)
 	writeJSON(w, http.StatusCreated, map[string]any{"id": m.ID, "replay_of": m.ReplayOf, "state": m.State})
 	return nil
 }
@@ -41,6 +43,8 @@ func (s *Server) replayWindow(w http.ResponseWriter, r *http.Request, sc intake.
 	if err != nil {
 		return err
 	}
+	s.audit(r, job.OrgID, "endpoint.replay", "endpoint", id, fmt.Sprintf("since=%s until=%s count=%d",
+		req.Since.UTC().Format(time.RFC3339), req.Until.UTC().Format(time.RFC3339), job.Total))
 	writeJSON(w, http.StatusAccepted, map[string]any{"count": job.Total, "replay_id": job.ID})
 	return nil
 }
@@ -68,6 +72,9 @@ func (s *Server) rerouteEvent(w http.ResponseWriter, r *http.Request, sc intake.
 	if err := s.ops.Reroute(r.Context(), sc, id); err != nil {
 		return err
 	}
+	if ev, err := s.store.Event(r.Context(), sc, id); err == nil {
+		s.audit(r, ev.OrgID, "event.reroute", "event", id)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "state": intake.EventPending})
 	return nil
 }
@@ -90,6 +97,7 @@ func (s *Server) rerouteEvents(w http.ResponseWriter, r *http.Request, sc intake
 	if err != nil {
 		return err
 	}
+	s.audit(r, sc.OrgID, "events.reroute", "events", "", fmt.Sprintf("state=%s type=%s count=%d", req.State, req.Type, n))
 	writeJSON(w, http.StatusOK, map[string]any{"count": n})
 	return nil
 }

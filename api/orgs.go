@@ -26,6 +26,7 @@ func (s *Server) createOrg(w http.ResponseWriter, r *http.Request, sc intake.Sco
 	if err := s.store.CreateOrg(r.Context(), o, token.Hash(key)); err != nil {
 		return err
 	}
+	s.audit(r, o.ID, "org.create", "org", o.ID, "name=", o.Name)
 	out := orgView(o)
 	out.APIKey = key
 	writeJSON(w, http.StatusCreated, out)

@@ -71,6 +71,7 @@ func (o *Ops) replay(ctx context.Context, sc intake.Scope, orig intake.Message) 
 // ReplayJob is a window replay running in the background.
 type ReplayJob struct {
 	ID         string    `json:"id"`
+	OrgID      string    `json:"org_id"`
 	EndpointID string    `json:"endpoint_id"`
 	Since      time.Time `json:"since"`
 	Until      time.Time `json:"until"`
@@ -113,7 +114,8 @@ func (o *Ops) ReplayWindow(ctx context.Context, sc intake.Scope, endpointID stri
 	case until.Sub(since) > MaxReplayWindow:
 		return nil, intake.Errorf(intake.EINVALID, "a replay window is at most 7 days; this one is %s", until.Sub(since).Round(time.Minute))
 	}
-	if _, err := o.Store.Endpoint(ctx, sc, endpointID); err != nil {
+	ep, err := o.Store.Endpoint(ctx, sc, endpointID)
+	if err != nil {
 		return nil, err
 	}
 	f := intake.MessageFilter{EndpointID: endpointID, Since: since, Until: until, Originals: true, Limit: replayBatch}
@@ -121,7 +123,7 @@ func (o *Ops) ReplayWindow(ctx context.Context, sc intake.Scope, endpointID stri
 	if err != nil {
 		return nil, err
 	}
-	job := &ReplayJob{ID: intake.NewID(), EndpointID: endpointID, Since: since, Until: until, Total: total, over: make(chan struct{})}
+	job := &ReplayJob{ID: intake.NewID(), OrgID: ep.OrgID, EndpointID: endpointID, Since: since, Until: until, Total: total, over: make(chan struct{})}
 	o.mu.Lock()
 	if o.jobs == nil {
 		o.jobs = map[string]*ReplayJob{}

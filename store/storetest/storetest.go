@@ -47,6 +47,7 @@ func Run(t *testing.T, open Opener) {
 		{"ExpiredEventLeaseIsTakenOverAsRetrying", testEventLeaseTakeover},
 		{"ConsumersAreScopedAndCanBeDisabled", testConsumers},
 		{"SubjectLinkNamesTheRecordOfLaterEvents", testSubjectLinks},
+		{"AuditLogIsScopedAndNewestFirst", testAudit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -721,5 +722,28 @@ func testSubjectLinks(t *testing.T, s intake.Store) {
 	}
 	if plain := f.pendingEvent(t, s, "in_unknown"); plain.Subject != nil {
 		t.Fatalf("unlinked object got subject %+v", plain.Subject)
+	}
+}
+
+func testAudit(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	a := newFixture(t, s, "a")
+	b := newFixture(t, s, "b")
+	for i, org := range []string{a.org.ID, b.org.ID, a.org.ID} {
+		if err := s.RecordAudit(ctx, intake.AuditEntry{ID: intake.NewID(), OrgID: org, Actor: "staff", Action: "endpoint.update",
+			TargetType: "endpoint", TargetID: fmt.Sprint(i), Detail: "enabled=false", At: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := s.ListAudit(ctx, intake.Scope{OrgID: a.org.ID}, intake.AuditFilter{Limit: 1})
+	if err != nil || len(page.Items) != 1 || page.Items[0].TargetID != "2" || page.NextCursor == "" {
+		t.Fatalf("first page = %+v %v", page, err)
+	}
+	page, _ = s.ListAudit(ctx, intake.Scope{OrgID: a.org.ID}, intake.AuditFilter{Cursor: page.NextCursor})
+	if len(page.Items) != 1 || page.Items[0].TargetID != "0" || !page.Items[0].At.Equal(t0) || page.Items[0].Detail != "enabled=false" {
+		t.Fatalf("second page = %+v", page)
+	}
+	if all, _ := s.ListAudit(ctx, intake.Scope{}, intake.AuditFilter{}); len(all.Items) != 3 {
+		t.Fatalf("staff sees %d entries", len(all.Items))
 	}
 }
