@@ -91,6 +91,12 @@ type Store interface {
 	// received before cutoff (the replay window's end), returning how many.
 	// The messages, and their deduplication identities, stay.
 	DropBodies(ctx context.Context, cutoff time.Time, limit int) (int, error)
+	// EraseBodies deletes, on an org's request, the stored bodies of an
+	// endpoint's messages received in [since, until) that are visible in
+	// sc, keeping the messages and their deduplication identities (so an
+	// erased delivery re-sent later is still a duplicate). It returns how
+	// many bodies it erased.
+	EraseBodies(ctx context.Context, sc Scope, endpointID string, since, until time.Time) (int, error)
 	// DeleteSettled deletes up to limit settled messages received before
 	// cutoff, with their bodies, identities, events and deliveries, once
 	// none of their events is still being routed; it returns how many

@@ -120,7 +120,6 @@ func (s *Server) routes() {
 
 	s.handle("GET /api/v1/events", s.listEvents)
 	s.handle("GET /api/v1/events/{id}", s.getEvent)
-	s.handle("GET /api/v1/events/stream", s.streamEvents)
 	s.handle("GET /api/v1/unclaimed", s.listUnclaimed)
 
 	s.handle("POST /api/v1/consumers", s.createConsumer)
@@ -136,6 +135,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/events/{id}/reroute", s.rerouteEvent)
 	s.handle("POST /api/v1/events/reroute", s.rerouteEvents)
 	s.handle("GET /api/v1/audit", s.listAudit)
+	s.handle("DELETE /api/v1/endpoints/{id}/bodies", s.eraseBodies)
 
 	s.mux.HandleFunc("GET /body/{signed}", s.serveSignedBody)
 }

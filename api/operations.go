@@ -101,3 +101,49 @@ func (s *Server) rerouteEvents(w http.ResponseWriter, r *http.Request, sc intake
 	writeJSON(w, http.StatusOK, map[string]any{"count": n})
 	return nil
 }
+
+// eraseBodies deletes an endpoint's stored payloads in a time range on the
+// org's request; the messages and their deduplication keys stay.
+func (s *Server) eraseBodies(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	since, until, err := timeRange(r)
+	if err != nil {
+		return err
+	}
+	ep, err := s.store.Endpoint(r.Context(), sc, id)
+	if err != nil {
+		return err
+	}
+	n, err := s.store.EraseBodies(r.Context(), sc, id, since, until)
+	if err != nil {
+		return err
+	}
+	s.audit(r, ep.OrgID, "endpoint.erase", "endpoint", id, fmt.Sprintf("since=%s until=%s count=%d",
+		since.Format(time.RFC3339), until.Format(time.RFC3339), n))
+	writeJSON(w, http.StatusOK, map[string]any{"count": n})
+	return nil
+}
+
+// timeRange reads the since and until query parameters (RFC 3339).
+func timeRange(r *http.Request) (since, until time.Time, err error) {
+	q := r.URL.Query()
+	for _, p := range []struct {
+		name string
+		into *time.Time
+	}{{"since", &since}, {"until", &until}} {
+		v := q.Get(p.name)
+		if v == "" {
+			return since, until, intake.Errorf(intake.EINVALID, "%s is required (RFC 3339)", p.name)
+		}
+		if *p.into, err = time.Parse(time.RFC3339, v); err != nil {
+			return since, until, intake.Errorf(intake.EINVALID, "%s must be an RFC 3339 time", p.name)
+		}
+	}
+	if !since.Before(until) {
+		return since, until, intake.Errorf(intake.EINVALID, "since must be before until")
+	}
+	return since, until, nil
+}

@@ -55,3 +55,19 @@ func TestRerouteRoutesAreScoped(t *testing.T) {
 	wantError(t, e.do("POST", "/api/v1/events/reroute", acme.org.APIKey, api.RerouteRequest{State: intake.EventDelivered}),
 		400, intake.EINVALID, "only dead or no_consumer")
 }
+
+func TestErasingAnEndpointsBodiesKeepsTheMessages(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	m := e.ingest(acme, "", http.Header{}, `{"secret":"pii"}`)
+	path := "/api/v1/endpoints/" + acme.ep.ID + "/bodies"
+	wantError(t, e.do("DELETE", path+"?since=yesterday&until=2100-01-01T00:00:00Z", acme.org.APIKey, nil), 400, intake.EINVALID, "RFC 3339")
+	out := must[struct{ Count int }](e, 200, "DELETE", path+"?since=2000-01-01T00:00:00Z&until=2100-01-01T00:00:00Z", acme.org.APIKey, nil)
+	if out.Count != 1 {
+		t.Fatalf("erased %d", out.Count)
+	}
+	wantError(t, e.do("GET", "/api/v1/messages/"+m.ID+"/body", acme.org.APIKey, nil), 404, intake.ENOTFOUND, "not found")
+	if detail := must[api.MessageDetail](e, 200, "GET", "/api/v1/messages/"+m.ID, acme.org.APIKey, nil); !detail.BodyExpired {
+		t.Fatalf("message after erasure: %+v", detail)
+	}
+}

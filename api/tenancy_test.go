@@ -61,6 +61,7 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 		"POST /api/v1/events/{id}/reroute":     {"/api/v1/events/" + ev.ID + "/reroute", nil, notFound},
 		"POST /api/v1/events/reroute":          {"/api/v1/events/reroute", api.RerouteRequest{}, emptyList},
 		"GET /api/v1/audit":                    {"/api/v1/audit", nil, emptyList},
+		"DELETE /api/v1/endpoints/{id}/bodies": {"/api/v1/endpoints/" + acme.ep.ID + "/bodies?since=2000-01-01T00:00:00Z&until=2100-01-01T00:00:00Z", nil, notFound},
 	}
 	routes := api.New(api.Config{Store: e.store, Sealer: e.sealer}).Routes()
 	for _, pattern := range routes {

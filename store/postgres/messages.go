@@ -398,6 +398,32 @@ func (s *Store) DropBodies(ctx context.Context, cutoff time.Time, limit int) (in
 	return int(n), err
 }
 
+// EraseBodies deletes an endpoint's bodies in a time range, on its org's
+// request; the messages and their identities stay.
+func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time) (int, error) {
+	if !validIDs(endpointID) {
+		return 0, notFound("endpoint", endpointID)
+	}
+	var n int64
+	err := s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM endpoints WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`,
+			endpointID, nullID(sc.OrgID)).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("endpoint", endpointID)
+		}
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM message_bodies WHERE message_id IN (
+			SELECT id FROM messages WHERE endpoint_id = $1 AND received_at >= $2 AND received_at < $3)`,
+			endpointID, ts(since), ts(until))
+		n = tag.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
 // DeleteSettled deletes old settled messages and all that hangs off them.
 func (s *Store) DeleteSettled(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	var n int

@@ -220,8 +220,14 @@ func (t eventTx) InsertDelivery(ctx context.Context, d intake.Delivery) error {
 }
 
 func (t eventTx) UpdateEvent(ctx context.Context, st intake.EventSettlement, now time.Time) error {
-	_, err := t.tx.Exec(ctx, `UPDATE events SET state = $1, next_attempt_at = $2, lease_until = NULL WHERE id = $3 AND attempt = $4`,
-		string(st.To), ts(st.NextAttemptAt), st.EventID, st.Attempt)
+	// A deferred attempt called no consumer: it gives its attempt back.
+	extend := 0
+	if st.Deferred {
+		extend = 1
+	}
+	_, err := t.tx.Exec(ctx, `UPDATE events SET state = $1, next_attempt_at = $2, lease_until = NULL, max_attempts = max_attempts + $3
+		WHERE id = $4 AND attempt = $5`,
+		string(st.To), ts(st.NextAttemptAt), extend, st.EventID, st.Attempt)
 	return err
 }
 

@@ -314,6 +314,30 @@ func (s *Store) DropBodies(ctx context.Context, cutoff time.Time, limit int) (in
 	return int(n), err
 }
 
+// EraseBodies deletes an endpoint's bodies in a time range.
+func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time) (int, error) {
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM endpoints WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, endpointID, sc.OrgID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("endpoint", endpointID)
+		}
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM message_bodies WHERE message_id IN (
+			SELECT id FROM messages WHERE endpoint_id = ? AND received_at >= ? AND received_at < ?)`,
+			endpointID, ts(since), ts(until))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
 // DeleteSettled deletes old settled messages and all that hangs off them.
 func (s *Store) DeleteSettled(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	var n int

@@ -48,6 +48,7 @@ func Run(t *testing.T, open Opener) {
 		{"ConsumersAreScopedAndCanBeDisabled", testConsumers},
 		{"SubjectLinkNamesTheRecordOfLaterEvents", testSubjectLinks},
 		{"AuditLogIsScopedAndNewestFirst", testAudit},
+		{"ErasedBodiesAreGoneButTheirIdentitiesStay", testEraseBodies},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -746,4 +747,42 @@ func testAudit(t *testing.T, s intake.Store) {
 	if all, _ := s.ListAudit(ctx, intake.Scope{}, intake.AuditFilter{}); len(all.Items) != 3 {
 		t.Fatalf("staff sees %d entries", len(all.Items))
 	}
+}
+
+func testEraseBodies(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	other := newFixture(t, s, "other")
+	m := f.ingest(t, s, `{"id":"evt_1"}`, t0)
+	c := claimOne(t, s, t0)
+	if _, err := s.SettleMessage(ctx, t0, processed(c, identity(m, "evt_1"), f.event(m, "evt_1"))); err != nil {
+		t.Fatal(err)
+	}
+	later := f.ingest(t, s, `{"id":"evt_2"}`, t0.Add(2*time.Hour))
+	_, err := s.EraseBodies(ctx, intake.Scope{OrgID: other.org.ID}, f.ep.ID, t0, t0.Add(time.Hour))
+	wantCode(t, err, intake.ENOTFOUND)
+	n, err := s.EraseBodies(ctx, intake.Scope{OrgID: f.org.ID}, f.ep.ID, t0, t0.Add(time.Hour))
+	if err != nil || n != 1 {
+		t.Fatalf("erased %d, %v", n, err)
+	}
+	if _, _, err := s.MessageBody(ctx, intake.Scope{}, m.ID); intake.ErrorCode(err) != intake.ENOTFOUND {
+		t.Fatalf("erased body still served: %v", err)
+	}
+	if _, _, err := s.MessageBody(ctx, intake.Scope{}, later.ID); err != nil {
+		t.Fatalf("a body outside the range was erased: %v", err)
+	}
+	// The same delivery re-sent: still a duplicate.
+	again := f.ingest(t, s, `{"id":"evt_1"}`, t0.Add(3*time.Hour))
+	claims := claimAll(t, s, t0.Add(3*time.Hour))
+	for _, c := range claims {
+		if c.Message.ID != again.ID {
+			continue
+		}
+		out, err := s.SettleMessage(ctx, t0, processed(c, identity(again, "evt_1"), f.event(again, "evt_1")))
+		if err != nil || out.Outcome != intake.OutcomeDuplicate {
+			t.Fatalf("re-sent after erasure = %+v %v", out, err)
+		}
+		return
+	}
+	t.Fatal("the re-sent message was not claimed")
 }

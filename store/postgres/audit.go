@@ -1,0 +1,51 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake"
+)
+
+// RecordAudit appends an operator action.
+func (s *Store) RecordAudit(ctx context.Context, a intake.AuditEntry) error {
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO audit_log (id, org_id, actor, action, target_type, target_id, detail, at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			a.ID, nullID(a.OrgID), text(a.Actor), text(a.Action), text(a.TargetType), text(a.TargetID), text(a.Detail), ts(a.At))
+		return err
+	})
+}
+
+// ListAudit lists audit entries newest first, a page at a time.
+func (s *Store) ListAudit(ctx context.Context, sc intake.Scope, f intake.AuditFilter) (intake.Page[intake.AuditEntry], error) {
+	var page intake.Page[intake.AuditEntry]
+	if f.Cursor != "" && !validIDs(f.Cursor) {
+		return page, intake.Errorf(intake.EINVALID, "malformed cursor")
+	}
+	limit := pageLimit(f.Limit)
+	err := s.read(ctx, sc, func(q querier) error {
+		rows, err := q.Query(ctx, `SELECT id, org_id, actor, action, target_type, target_id, detail, at FROM audit_log
+			WHERE ($1::uuid IS NULL OR org_id = $1) AND ($2::uuid IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
+			nullID(sc.OrgID), nullID(f.Cursor), limit+1)
+		if err != nil {
+			return err
+		}
+		page.Items, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.AuditEntry, error) {
+			var a intake.AuditEntry
+			var org *string
+			var at *time.Time
+			err := row.Scan(&a.ID, &org, &a.Actor, &a.Action, &a.TargetType, &a.TargetID, &a.Detail, &at)
+			a.OrgID, a.At = fromID(org), fromTS(at)
+			return a, err
+		})
+		return err
+	})
+	if len(page.Items) > limit {
+		page.Items = page.Items[:limit]
+		page.NextCursor = page.Items[limit-1].ID
+	}
+	return page, err
+}
