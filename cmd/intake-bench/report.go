@@ -26,11 +26,11 @@ type Run struct {
 
 // E2E is the end-to-end measure: received by intake → got by the consumer.
 type E2E struct {
-	Skipped    string  `json:"skipped,omitempty"` // why it was not measured
-	Delivered  int     `json:"delivered"`         // distinct acked webhooks the consumer got
-	Missing    int     `json:"missing"`           // acked webhooks it never got
-	Duplicates int     `json:"duplicates"`        // repeated deliveries (at-least-once)
-	Latency    Latency `json:"latency_ms"`
+	Skipped    string   `json:"skipped,omitempty"`    // why it was not measured
+	Delivered  int      `json:"delivered,omitempty"`  // distinct webhooks the consumer got
+	Missing    int      `json:"missing,omitempty"`    // acked webhooks it never got
+	Duplicates int      `json:"duplicates,omitempty"` // repeated deliveries (at-least-once)
+	Latency    *Latency `json:"latency_ms,omitempty"`
 }
 
 // Latency is a distribution in milliseconds.
@@ -119,7 +119,7 @@ func formatErrors(errs map[string]int) string {
 	}
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(errs)) {
-		parts = append(parts, fmt.Sprintf("%s×%d", k, errs[k]))
+		parts = append(parts, fmt.Sprintf("%s:%d", k, errs[k]))
 	}
 	return strings.Join(parts, " ")
 }

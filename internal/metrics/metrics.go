@@ -12,7 +12,7 @@ import (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	IngressRequests *prometheus.CounterVec   // by result: accepted, challenge, not_found, too_large, rate_limited, unavailable
+	IngressRequests *prometheus.CounterVec   // by result: accepted, challenge, unknown_endpoint, disabled, too_large, rate_limited, storage, draining, bad_request
 	IngestSeconds   prometheus.Histogram     // durable commit wait as ingress sees it
 	Messages        *prometheus.CounterVec   // settled messages by state and outcome
 	ProcessSeconds  prometheus.Histogram     // one processing attempt
@@ -22,6 +22,7 @@ type Metrics struct {
 	Deliveries      *prometheus.CounterVec   // delivery attempts by outcome
 	EventStates     *prometheus.CounterVec   // event settlements by state
 	DeliverySeconds *prometheus.HistogramVec // consumer call latency by outcome
+	EndToEnd        prometheus.Histogram     // received → handled by a consumer (replays excluded)
 }
 
 // New registers intake's metrics and the Go runtime's on a new registry.
@@ -64,7 +65,11 @@ func New() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 		}, []string{"outcome"}),
 	}
-	r.MustRegister(m.IngressRequests, m.IngestSeconds, m.Messages, m.ProcessSeconds, m.EventsCreated, m.Conflicts,
+	m.EndToEnd = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "intake_end_to_end_seconds", Help: "Time from a webhook's receipt to a consumer handling its event (first deliveries).",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
+	})
+	r.MustRegister(m.EndToEnd, m.IngressRequests, m.IngestSeconds, m.Messages, m.ProcessSeconds, m.EventsCreated, m.Conflicts,
 		m.WorkerClaims, m.Deliveries, m.EventStates, m.DeliverySeconds)
 	return m
 }

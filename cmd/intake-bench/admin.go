@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// admin speaks intake's admin API with the staff token.
+type admin struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// statusError is a non-2xx answer of the admin API.
+type statusError struct {
+	path   string
+	status int
+	body   string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("POST %s: %d %s", e.path, e.status, strings.TrimSpace(e.body))
+}
+
+func (a *admin) post(path string, in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequest(http.MethodPost, a.base+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return &statusError{path: path, status: resp.StatusCode, body: string(body)}
+	}
+	return json.Unmarshal(body, out)
+}
+
+// setup is what intake-bench creates on the server: an org, a connection of
+// the chosen provider and an endpoint without a rate limit.
+type setup struct {
+	orgID     string
+	webhook   string // the endpoint's URL
+	sign      signer
+	eventType string // the type intake gives the webhooks sent
+}
+
+// setUp creates a fresh org, connection and endpoint, named so that
+// repeated runs against one server do not collide.
+func setUp(a *admin, provider string, bodyBytes int) (*setup, error) {
+	name := "bench-" + time.Now().UTC().Format("20060102-150405.000")
+	var org struct {
+		ID string `json:"id"`
+	}
+	if err := a.post("/api/v1/orgs", map[string]any{"name": name}, &org); err != nil {
+		return nil, err
+	}
+	conn := map[string]any{"org_id": org.ID, "provider": provider, "name": name}
+	b := &setup{orgID: org.ID}
+	switch provider {
+	case "github":
+		secret := rand.Text()
+		conn["secrets"] = []string{secret}
+		b.sign = githubSigner([]byte(secret))
+		b.eventType = "github.push"
+	case "none":
+		// Each body carries its own id, so no two are duplicates.
+		conn["config"] = map[string]any{"id_field": "id"}
+		b.eventType = "none.message"
+	default:
+		return nil, fmt.Errorf("provider %q: want github or none", provider)
+	}
+	var c struct {
+		ID string `json:"id"`
+	}
+	if err := a.post("/api/v1/connections", conn, &c); err != nil {
+		return nil, err
+	}
+	ep := map[string]any{"connection_id": c.ID, "rate_per_sec": 0}
+	if bodyBytes > 1<<20 {
+		ep["max_body_bytes"] = bodyBytes
+	}
+	var e struct {
+		Token string `json:"token"`
+	}
+	if err := a.post("/api/v1/endpoints", ep, &e); err != nil {
+		return nil, err
+	}
+	// The URL the server answers with is built from its public URL, which
+	// may not be where this process reaches it.
+	b.webhook = a.base + "/webhooks/" + e.Token
+	return b, nil
+}
+
+// githubSigner signs as GitHub does: HMAC-SHA256 of the body, and a unique
+// delivery id per request.
+func githubSigner(secret []byte) signer {
+	return func(h http.Header, id string, body []byte) {
+		mac := hmac.New(sha256.New, secret)
+		mac.Write(body)
+		h.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		h.Set("X-GitHub-Delivery", id)
+		h.Set("X-GitHub-Event", "push")
+	}
+}
+
+// errNoConsumers means the server has no consumer routing yet.
+var errNoConsumers = errors.New("POST /api/v1/consumers answered 404: this intake has no consumer routing")
+
+// registerConsumer subscribes url to the bench's events.
+func registerConsumer(a *admin, b *setup, url string) error {
+	var out struct {
+		ID string `json:"id"`
+	}
+	err := a.post("/api/v1/consumers", map[string]any{
+		"org_id": b.orgID, "name": "intake-bench", "app": "intake-bench", "url": url,
+		"event_types": []string{b.eventType}, "completion": false,
+	}, &out)
+	var se *statusError
+	if errors.As(err, &se) && se.status == http.StatusNotFound {
+		return errNoConsumers
+	}
+	return err
+}

@@ -1,0 +1,164 @@
+// Command intake-bench measures intake under load. It creates its own org,
+// connection and endpoint through the admin API, posts signed webhooks for a
+// duration (as fast as N keep-alive clients can, or at a fixed rate), and
+// reports acknowledged requests/s, ack latency, errors by status and, when it
+// started the server itself, the server's peak RSS. With --baseline it first
+// runs the same load against a bare net/http handler, so one run shows intake
+// next to the machine's own HTTP ceiling. See docs/performance.md.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	url, token   string
+	spawn        bool
+	intakeBin    string
+	provider     string
+	clients      int
+	rate         float64
+	duration     time.Duration
+	bodyBytes    int
+	baseline     bool
+	json         bool
+	e2e          bool
+	consumerAddr string
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("intake-bench", flag.ContinueOnError)
+	fs.StringVar(&o.url, "url", "", "base URL of a running intake (with --token)")
+	fs.StringVar(&o.token, "token", os.Getenv("INTAKE_TOKEN"), "staff token of the server at --url (default $INTAKE_TOKEN)")
+	fs.BoolVar(&o.spawn, "spawn", false, "start `intake serve` from --intake-bin on a temporary data directory")
+	fs.StringVar(&o.intakeBin, "intake-bin", "intake", "the intake binary --spawn starts (go build -o /tmp/intake ./cmd/intake)")
+	fs.StringVar(&o.provider, "provider", "github", "connection provider: github (HMAC-signed) or none")
+	fs.IntVar(&o.clients, "clients", 64, "keep-alive clients (with --rate: the most requests in flight)")
+	fs.Float64Var(&o.rate, "rate", 0, "webhooks per second (open loop); 0: as fast as the clients can (closed loop)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long each run sends")
+	fs.IntVar(&o.bodyBytes, "body-bytes", 2048, "size of each JSON body")
+	fs.BoolVar(&o.baseline, "baseline", false, "first run the same load against a bare net/http 202 handler in this process")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON on stdout")
+	fs.BoolVar(&o.e2e, "e2e", false, "measure end-to-end latency through a local consumer (needs consumer routing)")
+	fs.StringVar(&o.consumerAddr, "consumer-addr", "127.0.0.1:0", "where the --e2e consumer listens; intake must reach it")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case o.spawn == (o.url != ""):
+		return o, errors.New("give exactly one of --url or --spawn")
+	case o.url != "" && o.token == "":
+		return o, errors.New("--url needs --token (or $INTAKE_TOKEN): the staff token")
+	case o.clients < 1 || o.duration <= 0 || o.bodyBytes < 0 || o.rate < 0:
+		return o, errors.New("--clients, --duration must be positive; --body-bytes, --rate not negative")
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "intake-bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := bench(ctx, o, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "intake-bench:", err)
+		os.Exit(1)
+	}
+	if o.json {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(r)
+		return
+	}
+	r.writeText(os.Stdout)
+}
+
+// bench sets intake up, runs the baseline if asked, then intake.
+func bench(ctx context.Context, o options, progress io.Writer) (*Report, error) {
+	r := &Report{Mode: "closed", Clients: o.clients, BodyBytes: o.bodyBytes, Duration: o.duration.String(), Provider: o.provider}
+	if o.rate > 0 {
+		r.Mode, r.Rate = "open", o.rate
+	}
+	base, tok := o.url, o.token
+	var srv *server
+	if o.spawn {
+		tok = rand.Text()
+		var err error
+		if srv, err = spawn(o.intakeBin, tok); err != nil {
+			return nil, err
+		}
+		defer srv.stop()
+		base = srv.url
+	}
+	a := &admin{base: strings.TrimRight(base, "/"), token: tok, http: &http.Client{Timeout: 30 * time.Second}}
+	b, err := setUp(a, o.provider, o.bodyBytes)
+	if err != nil {
+		return nil, fmt.Errorf("setting up: %w", err)
+	}
+	l := load{Clients: o.clients, Rate: o.rate, Duration: o.duration, BodyBytes: o.bodyBytes}
+
+	var track *tracker
+	var e2e *E2E
+	if o.e2e {
+		track = newTracker()
+		c, err := startConsumer(o.consumerAddr, track)
+		if err != nil {
+			return nil, err
+		}
+		defer c.close()
+		switch err := registerConsumer(a, b, c.url); {
+		case errors.Is(err, errNoConsumers):
+			fmt.Fprintln(progress, "end-to-end skipped:", err)
+			track, e2e = nil, &E2E{Skipped: err.Error()}
+		case err != nil:
+			return nil, fmt.Errorf("registering the consumer: %w", err)
+		}
+	}
+
+	if o.baseline {
+		bl, err := startBaseline()
+		if err != nil {
+			return nil, err
+		}
+		r.Baseline = run(ctx, target{name: "baseline", url: bl.url, sign: b.sign}, l, nil, progress)
+		bl.close()
+	}
+	r.Intake = run(ctx, target{name: "intake", url: b.webhook, sign: b.sign}, l, track, progress)
+	if track != nil {
+		fmt.Fprintln(progress, "waiting for the consumer to get every acked webhook (gives up after 10s without one)")
+		track.wait(10 * time.Second)
+		e2e = track.result()
+	}
+	r.Intake.E2E = e2e
+	if srv != nil {
+		if r.Intake.PeakRSSBytes, err = srv.peakRSS(); err != nil {
+			return nil, fmt.Errorf("peak RSS: %w", err)
+		}
+	}
+	if r.Baseline != nil && r.Baseline.AckedPerSec > 0 {
+		r.Ratio = r.Intake.AckedPerSec / r.Baseline.AckedPerSec
+	}
+	return r, nil
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// server is an `intake serve` process this bench started on a temporary
+// data directory.
+type server struct {
+	cmd  *exec.Cmd
+	url  string
+	data string
+	done chan struct{}
+
+	mu   sync.Mutex
+	logs []string // the last lines it logged, to explain a failure
+}
+
+// spawn starts bin as `intake serve` on a free loopback port with staff
+// token tok, and waits until it logs that it is serving.
+func spawn(bin, tok string) (*server, error) {
+	data, err := os.MkdirTemp("", "intake-bench")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "serve", "--data", data, "--addr", "127.0.0.1:0", "--log-format", "json")
+	cmd.Env = append(os.Environ(), "INTAKE_ADMIN_TOKEN="+tok)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(data)
+		return nil, err
+	}
+	s := &server{cmd: cmd, data: data, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		// Read every line until it exits: a full pipe would block its logging.
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			s.log(sc.Text())
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "intake serving" {
+				addr <- rec.Addr
+			}
+		}
+	}()
+	go func() { cmd.Wait(); close(s.done) }()
+	select {
+	case a := <-addr:
+		s.url = "http://" + a
+		return s, nil
+	case <-s.done:
+		err = fmt.Errorf("%s exited before serving:\n%s", bin, s.tail())
+	case <-time.After(30 * time.Second):
+		err = fmt.Errorf("%s did not start serving in 30s:\n%s", bin, s.tail())
+	}
+	s.stop()
+	return nil, err
+}
+
+func (s *server) log(line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.logs = append(s.logs, line)
+	if len(s.logs) > 50 {
+		s.logs = s.logs[1:]
+	}
+}
+
+func (s *server) tail() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.logs, "\n")
+}
+
+// peakRSS is the process's peak resident set so far (VmHWM), in bytes.
+func (s *server) peakRSS() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseVmHWM(b)
+}
+
+func parseVmHWM(status []byte) (int64, error) {
+	for line := range bytes.Lines(status) {
+		rest, ok := bytes.CutPrefix(line, []byte("VmHWM:"))
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(string(rest)), " kB"), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("VmHWM: %w", err)
+		}
+		return kb << 10, nil
+	}
+	return 0, fmt.Errorf("no VmHWM line")
+}
+
+// stop drains the server with SIGTERM (SIGKILL after 30s) and removes its
+// data directory.
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+	os.RemoveAll(s.data)
+}
+
+// baseline serves the machine's own HTTP ceiling on loopback: read the
+// body, answer 202, store nothing.
+type baseline struct {
+	url string
+	srv *http.Server
+}
+
+func startBaseline() (*baseline, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	b := &baseline{url: "http://" + ln.Addr().String() + "/webhooks/baseline"}
+	b.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusAccepted)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go b.srv.Serve(ln)
+	return b, nil
+}
+
+func (b *baseline) close() { b.srv.Close() }

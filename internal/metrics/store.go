@@ -1,0 +1,67 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/intakehq/intake"
+)
+
+// storeCollector reads the store's state at scrape time: gauges that no
+// single process's counters could know once several share a database.
+type storeCollector struct {
+	store intake.Store
+	clock intake.Clock
+
+	messages, events, oldestMessage, oldestEvent, up *prometheus.Desc
+}
+
+// WatchStore registers gauges of the store's messages and events by state
+// and of the age of the oldest due work.
+func (m *Metrics) WatchStore(s intake.Store, clock intake.Clock) {
+	m.Registry.MustRegister(&storeCollector{
+		store: s, clock: clock,
+		messages: prometheus.NewDesc("intake_messages", "Stored messages by state.", []string{"state"}, nil),
+		events:   prometheus.NewDesc("intake_events", "Stored events by provider and state.", []string{"provider", "state"}, nil),
+		oldestMessage: prometheus.NewDesc("intake_oldest_due_message_age_seconds",
+			"How long the longest-waiting due message has waited (0: none due).", nil, nil),
+		oldestEvent: prometheus.NewDesc("intake_oldest_due_event_age_seconds",
+			"How long the longest-waiting due event has waited (0: none due).", nil, nil),
+		up: prometheus.NewDesc("intake_store_up", "Whether the store answered the last scrape.", nil, nil),
+	})
+}
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.messages, c.events, c.oldestMessage, c.oldestEvent, c.up} {
+		ch <- d
+	}
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	now := c.clock.Now()
+	st, err := c.store.Stats(ctx, now)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	for _, s := range intake.MessageStates {
+		ch <- prometheus.MustNewConstMetric(c.messages, prometheus.GaugeValue, float64(st.Messages[s]), string(s))
+	}
+	for k, n := range st.Events {
+		ch <- prometheus.MustNewConstMetric(c.events, prometheus.GaugeValue, float64(n), k[0], k[1])
+	}
+	ch <- prometheus.MustNewConstMetric(c.oldestMessage, prometheus.GaugeValue, age(now, st.OldestDueMessage))
+	ch <- prometheus.MustNewConstMetric(c.oldestEvent, prometheus.GaugeValue, age(now, st.OldestDueEvent))
+}
+
+func age(now, since time.Time) float64 {
+	if since.IsZero() || since.After(now) {
+		return 0
+	}
+	return now.Sub(since).Seconds()
+}
