@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -29,6 +30,7 @@ import (
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/router"
+	"github.com/intakehq/intake/store/postgres"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/sweeper"
 	"github.com/intakehq/intake/worker"
@@ -42,7 +44,7 @@ type ServeCmd struct {
 	DB              string        `name:"db" env:"INTAKE_DB" help:"Database URL; empty: the embedded store under --data."`
 	PublicURL       string        `name:"public-url" env:"INTAKE_PUBLIC_URL" help:"The URL providers reach this server at (default: http://localhost<addr>)."`
 	RetryBase       time.Duration `default:"10s" env:"INTAKE_RETRY_BASE" help:"Base of the retry backoff (attempt n+1 waits about base·4^(n-1))."`
-	Workers         int           `default:"8" env:"INTAKE_WORKERS" help:"Messages processed at once."`
+	Workers         int           `default:"64" env:"INTAKE_WORKERS" help:"Messages processed at once."`
 	Lease           time.Duration `default:"30s" env:"INTAKE_LEASE" help:"How long a processing attempt may run before another worker takes it over."`
 	BodyRetention   time.Duration `default:"168h" env:"INTAKE_BODY_RETENTION" help:"How long raw bodies are kept (the replay window)."`
 	Retention       time.Duration `default:"720h" env:"INTAKE_RETENTION" help:"How long messages, events and deliveries are kept."`
@@ -76,10 +78,7 @@ func (c *ServeCmd) Run() error {
 	if err != nil {
 		return err
 	}
-	if c.DB != "" {
-		return errors.New("--db: only the embedded store is available in this build")
-	}
-	store, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(c.Data, "intake.db")})
+	store, lead, err := c.openStore(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -87,6 +86,7 @@ func (c *ServeCmd) Run() error {
 
 	m := metrics.New()
 	clock := intake.SystemClock{}
+	m.WatchStore(store, clock)
 	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m, Logger: log})
 	admin := api.New(api.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), ConsumerPolicy: delivery.DefaultPolicy(), Logger: log})
@@ -140,8 +140,9 @@ func (c *ServeCmd) Run() error {
 	wg.Go(func() { w.Run(workCtx) })
 	wg.Go(func() { rt.Run(workCtx) })
 	wg.Go(func() {
-		sweeper.New(sweeper.Config{Store: store, Clock: clock, BodyRetention: c.BodyRetention, Retention: c.Retention,
-			Logger: log}).Run(workCtx)
+		sw := sweeper.New(sweeper.Config{Store: store, Clock: clock, BodyRetention: c.BodyRetention, Retention: c.Retention,
+			Logger: log})
+		lead(workCtx, "sweeper", sw.Run)
 	})
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -165,6 +166,33 @@ func (c *ServeCmd) Run() error {
 	wg.Wait()
 	log.Info("stopped")
 	return nil
+}
+
+// lead runs a maintenance job (fn) so that one process at a time does, for
+// as long as its context lasts.
+type lead func(ctx context.Context, job string, fn func(context.Context))
+
+// openStore opens PostgreSQL when --db names it, else the embedded store
+// under --data. On PostgreSQL, where several processes share the database,
+// maintenance jobs run under an advisory lock; SQLite has one process.
+func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger) (intake.Store, lead, error) {
+	if c.DB == "" {
+		s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(c.Data, "intake.db")})
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, func(ctx context.Context, _ string, fn func(context.Context)) { fn(ctx) }, nil
+	}
+	u, err := url.Parse(c.DB)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, nil, errors.New("--db: want a postgres:// URL")
+	}
+	log.Info("opening the PostgreSQL store; migrating it if needed", "db", u.Redacted())
+	s, err := postgres.Open(ctx, postgres.Options{URL: c.DB, Logger: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func(ctx context.Context, job string, fn func(context.Context)) { s.Lead(ctx, job, 15*time.Second, fn) }, nil
 }
 
 func (c *ServeCmd) logger() *slog.Logger {
