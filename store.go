@@ -11,8 +11,14 @@ import (
 // store/storetest. Methods that read org-owned rows take a Scope so an org's
 // API key can never reach another org's rows.
 type Store interface {
-	CreateOrg(ctx context.Context, o Org, apiKeyHash []byte) error
+	// CreateOrg inserts an org with its first API key.
+	CreateOrg(ctx context.Context, o Org, key APIKey) error
+	// OrgByKeyHash finds the org of an unrevoked API key.
 	OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (Org, error)
+	CreateAPIKey(ctx context.Context, sc Scope, k APIKey) error
+	ListAPIKeys(ctx context.Context, sc Scope) ([]APIKey, error)
+	// RevokeAPIKey stops a key at once.
+	RevokeAPIKey(ctx context.Context, sc Scope, id string, at time.Time) error
 	ListOrgs(ctx context.Context, sc Scope) ([]Org, error)
 
 	CreateConnection(ctx context.Context, c Connection) error

@@ -12,6 +12,17 @@ type Org struct {
 	CreatedAt time.Time
 }
 
+// APIKey is an org's credential for the admin API. Only its SHA-256 is
+// stored; Prefix, its first characters, lets people tell keys apart.
+type APIKey struct {
+	ID        string
+	OrgID     string
+	Prefix    string
+	Hash      []byte
+	CreatedAt time.Time
+	RevokedAt time.Time // zero while the key works
+}
+
 // Connection is an org's link to one provider account: which adapter
 // verifies its webhooks, and with which secrets.
 type Connection struct {

@@ -135,6 +135,9 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/events/{id}/reroute", s.rerouteEvent)
 	s.handle("POST /api/v1/events/reroute", s.rerouteEvents)
 	s.handle("GET /api/v1/audit", s.listAudit)
+	s.handle("POST /api/v1/keys", s.createKey)
+	s.handle("GET /api/v1/keys", s.listKeys)
+	s.handle("DELETE /api/v1/keys/{id}", s.revokeKey)
 	s.handle("DELETE /api/v1/endpoints/{id}/bodies", s.eraseBodies)
 
 	s.mux.HandleFunc("GET /body/{signed}", s.serveSignedBody)

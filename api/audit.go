@@ -21,10 +21,10 @@ func actorOf(ctx context.Context) string {
 }
 
 func keyActor(tok string) string {
-	if len(tok) > 10 {
-		tok = tok[:10]
+	if len(tok) > keyPrefixLen {
+		tok = tok[:keyPrefixLen]
 	}
-	return "key:" + tok + "…"
+	return "key:" + tok
 }
 
 // audit records an operator action after it succeeded. A failure to record

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/internal/token"
 )
 
 // apiKeyPrefix marks org API keys, so a leaked one is recognisable.
@@ -22,8 +21,8 @@ func (s *Server) createOrg(w http.ResponseWriter, r *http.Request, sc intake.Sco
 		return err
 	}
 	o := intake.Org{ID: intake.NewID(), Name: req.Name, CreatedAt: s.clock.Now().UTC()}
-	key := token.New(apiKeyPrefix)
-	if err := s.store.CreateOrg(r.Context(), o, token.Hash(key)); err != nil {
+	key, k := newKey(o.ID, o.CreatedAt)
+	if err := s.store.CreateOrg(r.Context(), o, k); err != nil {
 		return err
 	}
 	s.audit(r, o.ID, "org.create", "org", o.ID, "name=", o.Name)

@@ -23,6 +23,8 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 	cons := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, api.CreateConsumerRequest{
 		Name: "billing", App: "billing", URL: "http://127.0.0.1:9/hooks", EventTypes: []string{"*"}})
 	now := e.clock.Now()
+	keys := must[api.List[api.APIKey]](e, 200, "GET", "/api/v1/keys", acme.org.APIKey, nil)
+	acmeKey := keys.Items[0].ID
 	secrets := map[string]string{"org": acme.org.ID, "connection": acme.conn.ID, "endpoint": acme.ep.ID, "message": msg.ID,
 		"event": ev.ID, "consumer": cons.ID}
 
@@ -61,6 +63,9 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 		"POST /api/v1/events/{id}/reroute":     {"/api/v1/events/" + ev.ID + "/reroute", nil, notFound},
 		"POST /api/v1/events/reroute":          {"/api/v1/events/reroute", api.RerouteRequest{}, emptyList},
 		"GET /api/v1/audit":                    {"/api/v1/audit", nil, emptyList},
+		"POST /api/v1/keys":                    {"/api/v1/keys", api.CreateKeyRequest{OrgID: acme.org.ID}, forbidden},
+		"GET /api/v1/keys":                     {"/api/v1/keys", nil, emptyList},
+		"DELETE /api/v1/keys/{id}":             {"/api/v1/keys/" + acmeKey, nil, notFound},
 		"DELETE /api/v1/endpoints/{id}/bodies": {"/api/v1/endpoints/" + acme.ep.ID + "/bodies?since=2000-01-01T00:00:00Z&until=2100-01-01T00:00:00Z", nil, notFound},
 	}
 	routes := api.New(api.Config{Store: e.store, Sealer: e.sealer}).Routes()

@@ -62,7 +62,7 @@ func benchIngress(b *testing.B) (http.Handler, string) {
 	tok := token.New("")
 	ep := intake.Endpoint{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, Provider: "none",
 		TokenHash: token.Hash(tok), Enabled: true, MaxBodyBytes: intake.DefaultMaxBodyBytes, CreatedAt: now}
-	if err := s.CreateOrg(ctx, org, []byte("bench-key")); err != nil {
+	if err := s.CreateOrg(ctx, org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte("bench-key")}); err != nil {
 		b.Fatal(err)
 	}
 	if err := s.CreateConnection(ctx, conn); err != nil {

@@ -49,7 +49,7 @@ func setup(t *testing.T, cfg ingress.Config, edit func(*intake.Endpoint)) *env {
 	if edit != nil {
 		edit(&e.ep)
 	}
-	if err := s.CreateOrg(ctx, org, []byte("k")); err != nil {
+	if err := s.CreateOrg(ctx, org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte("k")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CreateConnection(ctx, conn); err != nil {

@@ -64,7 +64,7 @@ func setup(t *testing.T) *env {
 	e.conn.SealedSecrets, _ = sealer.SealSecrets([]string{secret}, []byte(e.conn.ID))
 	e.ep = intake.Endpoint{ID: intake.NewID(), OrgID: e.org.ID, ConnectionID: e.conn.ID, TokenHash: []byte(e.org.ID),
 		Enabled: true, MaxBodyBytes: 1 << 20, CreatedAt: e.clock.t}
-	for _, err := range []error{s.CreateOrg(ctx, e.org, []byte(e.org.ID)), s.CreateConnection(ctx, e.conn), s.CreateEndpoint(ctx, e.ep)} {
+	for _, err := range []error{s.CreateOrg(ctx, e.org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte(e.org.ID)}), s.CreateConnection(ctx, e.conn), s.CreateEndpoint(ctx, e.ep)} {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,7 +32,7 @@ func TestRetentionDropsBodiesThenRowsAndDuplicatesStayRecognised(t *testing.T) {
 	conn := intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "stripe", Name: "s", CreatedAt: c.t}
 	ep := intake.Endpoint{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, TokenHash: []byte("t"), Enabled: true,
 		MaxBodyBytes: 1024, CreatedAt: c.t}
-	for _, err := range []error{s.CreateOrg(ctx, org, []byte("k")), s.CreateConnection(ctx, conn), s.CreateEndpoint(ctx, ep)} {
+	for _, err := range []error{s.CreateOrg(ctx, org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte("k")}), s.CreateConnection(ctx, conn), s.CreateEndpoint(ctx, ep)} {
 		if err != nil {
 			t.Fatal(err)
 		}

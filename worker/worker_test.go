@@ -97,7 +97,7 @@ func setup(t *testing.T) *env {
 	e.ep = intake.Endpoint{ID: intake.NewID(), OrgID: org.ID, ConnectionID: e.conn.ID, TokenHash: []byte(e.conn.ID),
 		Enabled: true, MaxBodyBytes: 1 << 20, CreatedAt: e.clock.t}
 	e.ep.SealedToken = sealer.Seal([]byte("tok123"), []byte(e.ep.ID))
-	for _, err := range []error{s.CreateOrg(ctx, org, []byte(org.ID)), s.CreateConnection(ctx, e.conn), s.CreateEndpoint(ctx, e.ep)} {
+	for _, err := range []error{s.CreateOrg(ctx, org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte(org.ID)}), s.CreateConnection(ctx, e.conn), s.CreateEndpoint(ctx, e.ep)} {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,30 +5,92 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/intakehq/intake"
 )
 
-// CreateOrg inserts an org with the hash of its API key.
-func (s *Store) CreateOrg(ctx context.Context, o intake.Org, apiKeyHash []byte) error {
+// CreateOrg inserts an org with its first API key.
+func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO orgs (id, name, api_key_hash, created_at) VALUES (?, ?, ?, ?)`,
-			o.ID, o.Name, apiKeyHash, ts(o.CreatedAt))
-		return err
+		if _, err := tx.ExecContext(ctx, `INSERT INTO orgs (id, name, created_at) VALUES (?, ?, ?)`,
+			o.ID, o.Name, ts(o.CreatedAt)); err != nil {
+			return err
+		}
+		key.OrgID = o.ID
+		if key.CreatedAt.IsZero() {
+			key.CreatedAt = o.CreatedAt
+		}
+		return insertKey(ctx, tx, key)
 	})
 }
 
-// OrgByKeyHash finds the org an API key belongs to.
+func insertKey(ctx context.Context, tx *sql.Tx, k intake.APIKey) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, org_id, prefix, key_hash, created_at) VALUES (?, ?, ?, ?, ?)`,
+		k.ID, k.OrgID, k.Prefix, k.Hash, ts(k.CreatedAt))
+	return err
+}
+
+// OrgByKeyHash finds the org of an unrevoked API key.
 func (s *Store) OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (intake.Org, error) {
 	var o intake.Org
 	var created sql.NullInt64
-	err := s.read.QueryRowContext(ctx, `SELECT id, name, created_at FROM orgs WHERE api_key_hash = ?`, apiKeyHash).
-		Scan(&o.ID, &o.Name, &created)
+	err := s.read.QueryRowContext(ctx, `SELECT o.id, o.name, o.created_at FROM api_keys k JOIN orgs o ON o.id = k.org_id
+		WHERE k.key_hash = ? AND k.revoked_at IS NULL`, apiKeyHash).Scan(&o.ID, &o.Name, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, intake.Errorf(intake.ENOTFOUND, "no org has this key")
 	}
 	o.CreatedAt = fromTS(created)
 	return o, err
+}
+
+// CreateAPIKey adds a key to an org visible in sc.
+func (s *Store) CreateAPIKey(ctx context.Context, sc intake.Scope, k intake.APIKey) error {
+	if !sc.Allows(k.OrgID) {
+		return notFound("org", k.OrgID)
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := orgExists(ctx, tx, k.OrgID); err != nil {
+			return err
+		}
+		return insertKey(ctx, tx, k)
+	})
+}
+
+// ListAPIKeys lists the keys visible in sc, revoked ones too.
+func (s *Store) ListAPIKeys(ctx context.Context, sc intake.Scope) ([]intake.APIKey, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT id, org_id, prefix, created_at, revoked_at FROM api_keys
+		WHERE (?1 = '' OR org_id = ?1) ORDER BY id`, sc.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []intake.APIKey
+	for rows.Next() {
+		var k intake.APIKey
+		var created, revoked sql.NullInt64
+		if err := rows.Scan(&k.ID, &k.OrgID, &k.Prefix, &created, &revoked); err != nil {
+			return nil, err
+		}
+		k.CreatedAt, k.RevokedAt = fromTS(created), fromTS(revoked)
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// RevokeAPIKey stops a key visible in sc.
+func (s *Store) RevokeAPIKey(ctx context.Context, sc intake.Scope, id string, at time.Time) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ? AND (? = '' OR org_id = ?)`,
+			ts(at), id, sc.OrgID, sc.OrgID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("api key", id)
+		}
+		return nil
+	})
 }
 
 // ListOrgs lists the orgs visible in sc.

@@ -48,6 +48,7 @@ func Run(t *testing.T, open Opener) {
 		{"ConsumersAreScopedAndCanBeDisabled", testConsumers},
 		{"SubjectLinkNamesTheRecordOfLaterEvents", testSubjectLinks},
 		{"AuditLogIsScopedAndNewestFirst", testAudit},
+		{"RevokedKeyStopsAtOnceAndKeysAreScoped", testAPIKeys},
 		{"ErasedBodiesAreGoneButTheirIdentitiesStay", testEraseBodies},
 	}
 	for _, tc := range tests {
@@ -68,7 +69,7 @@ func newFixture(t *testing.T, s intake.Store, name string) fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := fixture{org: intake.Org{ID: intake.NewID(), Name: name, CreatedAt: t0}}
-	if err := s.CreateOrg(ctx, f.org, []byte("key-"+f.org.ID)); err != nil {
+	if err := s.CreateOrg(ctx, f.org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte("key-"+f.org.ID)}); err != nil {
 		t.Fatal(err)
 	}
 	f.conn = intake.Connection{ID: intake.NewID(), OrgID: f.org.ID, Provider: "stripe", Name: name, SealedSecrets: []byte{1, 2, 3}, CreatedAt: t0}
@@ -785,4 +786,44 @@ func testEraseBodies(t *testing.T, s intake.Store) {
 		return
 	}
 	t.Fatal("the re-sent message was not claimed")
+}
+
+func testAPIKeys(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	a := newFixture(t, s, "a")
+	b := newFixture(t, s, "b")
+	k := intake.APIKey{ID: intake.NewID(), OrgID: a.org.ID, Prefix: "ik_second", Hash: []byte("second-" + a.org.ID), CreatedAt: t0}
+	wantCode(t, s.CreateAPIKey(ctx, intake.Scope{OrgID: b.org.ID}, k), intake.ENOTFOUND)
+	if err := s.CreateAPIKey(ctx, intake.Scope{OrgID: a.org.ID}, k); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := s.OrgByKeyHash(ctx, k.Hash); err != nil || o.ID != a.org.ID {
+		t.Fatalf("second key finds %+v %v", o, err)
+	}
+	keys, err := s.ListAPIKeys(ctx, intake.Scope{OrgID: a.org.ID})
+	if err != nil || len(keys) != 2 || keys[1].Prefix != "ik_second" || len(keys[1].Hash) != 0 {
+		t.Fatalf("keys = %+v %v", keys, err)
+	}
+	wantCode(t, s.RevokeAPIKey(ctx, intake.Scope{OrgID: b.org.ID}, k.ID, t0), intake.ENOTFOUND)
+	if err := s.RevokeAPIKey(ctx, intake.Scope{OrgID: a.org.ID}, k.ID, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.OrgByKeyHash(ctx, k.Hash)
+	wantCode(t, err, intake.ENOTFOUND)
+	if _, err := s.OrgByKeyHash(ctx, []byte("key-"+a.org.ID)); err != nil {
+		t.Fatalf("the first key stopped too: %v", err)
+	}
+	keys, _ = s.ListAPIKeys(ctx, intake.Scope{})
+	revoked := 0
+	for _, key := range keys {
+		if !key.RevokedAt.IsZero() {
+			revoked++
+			if !key.RevokedAt.Equal(t0.Add(time.Hour)) {
+				t.Fatalf("revoked at %v", key.RevokedAt)
+			}
+		}
+	}
+	if len(keys) != 3 || revoked != 1 {
+		t.Fatalf("staff lists %d keys, %d revoked", len(keys), revoked)
+	}
 }

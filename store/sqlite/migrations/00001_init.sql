@@ -1,10 +1,19 @@
 -- +goose Up
 CREATE TABLE orgs (
-    id           TEXT PRIMARY KEY,
-    name         TEXT NOT NULL,
-    api_key_hash BLOB NOT NULL UNIQUE,
-    created_at   INTEGER NOT NULL
+    id         TEXT PRIMARY KEY,
+    name       TEXT NOT NULL,
+    created_at INTEGER NOT NULL
 );
+
+CREATE TABLE api_keys (
+    id         TEXT PRIMARY KEY,
+    org_id     TEXT NOT NULL REFERENCES orgs (id),
+    prefix     TEXT NOT NULL,
+    key_hash   BLOB NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+);
+CREATE INDEX api_keys_org ON api_keys (org_id, id);
 
 CREATE TABLE connections (
     id             TEXT PRIMARY KEY,
@@ -116,4 +125,5 @@ DROP TABLE message_bodies;
 DROP TABLE messages;
 DROP TABLE endpoints;
 DROP TABLE connections;
+DROP TABLE api_keys;
 DROP TABLE orgs;
