@@ -69,7 +69,7 @@ func newFixture(t *testing.T, s intake.Store, name string) fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := fixture{org: intake.Org{ID: intake.NewID(), Name: name, CreatedAt: t0}}
-	if err := s.CreateOrg(ctx, f.org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte("key-"+f.org.ID)}); err != nil {
+	if err := s.CreateOrg(ctx, f.org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte("key-" + f.org.ID)}); err != nil {
 		t.Fatal(err)
 	}
 	f.conn = intake.Connection{ID: intake.NewID(), OrgID: f.org.ID, Provider: "stripe", Name: name, SealedSecrets: []byte{1, 2, 3}, CreatedAt: t0}
