@@ -109,8 +109,11 @@ func (r *Router) Run(ctx context.Context) error {
 		n := 0
 		if free > 0 {
 			claims, err := r.cfg.Store.ClaimEvents(ctx, r.cfg.Clock.Now(), r.cfg.Lease, min(free, r.cfg.Batch))
-			if err != nil && ctx.Err() == nil {
-				r.cfg.Logger.Error("router: claim failed", "err", err)
+			if err != nil {
+				if ctx.Err() == nil {
+					r.cfg.Logger.Error("router: claim failed", "err", err)
+				}
+				claims = nil // not committed: no lease is held on any of them
 			}
 			n = len(claims)
 			for _, c := range claims {

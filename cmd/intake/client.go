@@ -31,6 +31,8 @@ type Client struct {
 	Consumers   ConsumersCmd   `cmd:"" help:"Manage the apps that receive events."`
 	Links       LinksCmd       `cmd:"" help:"Link provider objects to the app records they belong to."`
 	Replay      ReplayCmd      `cmd:"" help:"Replay a message, or an endpoint's window of at most 7 days."`
+	Keys        KeysCmd        `cmd:"" help:"Manage an org's API keys."`
+	Audit       AuditCmd       `cmd:"" help:"Read the log of operator actions."`
 
 	out    io.Writer    // stdout when nil
 	errOut io.Writer    // stderr when nil

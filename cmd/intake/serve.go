@@ -39,19 +39,21 @@ import (
 // ServeCmd runs the gateway: ingress, workers and the admin API in one
 // process.
 type ServeCmd struct {
-	Addr            string        `default:":8080" env:"INTAKE_ADDR" help:"Address to listen on."`
-	Data            string        `default:"./data" env:"INTAKE_DATA" help:"Data directory (database, generated keys)."`
-	DB              string        `name:"db" env:"INTAKE_DB" help:"Database URL; empty: the embedded store under --data."`
-	PublicURL       string        `name:"public-url" env:"INTAKE_PUBLIC_URL" help:"The URL providers reach this server at (default: http://localhost<addr>)."`
-	RetryBase       time.Duration `default:"10s" env:"INTAKE_RETRY_BASE" help:"Base of the retry backoff (attempt n+1 waits about base·4^(n-1))."`
-	Workers         int           `default:"64" env:"INTAKE_WORKERS" help:"Messages processed at once."`
-	Lease           time.Duration `default:"30s" env:"INTAKE_LEASE" help:"How long a processing attempt may run before another worker takes it over."`
-	BodyRetention   time.Duration `default:"168h" env:"INTAKE_BODY_RETENTION" help:"How long raw bodies are kept (the replay window)."`
-	Retention       time.Duration `default:"720h" env:"INTAKE_RETENTION" help:"How long messages, events and deliveries are kept."`
-	DeliveryTimeout time.Duration `default:"10s" env:"INTAKE_DELIVERY_TIMEOUT" help:"How long a consumer may take to answer a delivery."`
-	LogFormat       string        `default:"text" enum:"text,json" env:"INTAKE_LOG_FORMAT" help:"Log format: text or json."`
-	LogLevel        string        `default:"info" enum:"debug,info,warn,error" env:"INTAKE_LOG_LEVEL" help:"Log level."`
-	ShutdownGrace   time.Duration `default:"30s" env:"INTAKE_SHUTDOWN_GRACE" help:"How long SIGTERM waits for in-flight requests."`
+	Addr              string        `default:":8080" env:"INTAKE_ADDR" help:"Address to listen on."`
+	Data              string        `default:"./data" env:"INTAKE_DATA" help:"Data directory (database, generated keys)."`
+	DB                string        `name:"db" env:"INTAKE_DB" help:"Database URL; empty: the embedded store under --data."`
+	PublicURL         string        `name:"public-url" env:"INTAKE_PUBLIC_URL" help:"The URL providers reach this server at (default: http://localhost<addr>)."`
+	RetryBase         time.Duration `default:"10s" env:"INTAKE_RETRY_BASE" help:"Base of the retry backoff (attempt n+1 waits about base·4^(n-1))."`
+	Workers           int           `default:"64" env:"INTAKE_WORKERS" help:"Messages processed at once."`
+	Lease             time.Duration `default:"30s" env:"INTAKE_LEASE" help:"How long a processing attempt may run before another worker takes it over."`
+	BodyRetention     time.Duration `default:"168h" env:"INTAKE_BODY_RETENTION" help:"How long raw bodies are kept (the replay window)."`
+	Retention         time.Duration `default:"720h" env:"INTAKE_RETENTION" help:"How long messages, events and deliveries are kept."`
+	DeliveryTimeout   time.Duration `default:"10s" env:"INTAKE_DELIVERY_TIMEOUT" help:"How long a consumer may take to answer a delivery."`
+	LogFormat         string        `default:"text" enum:"text,json" env:"INTAKE_LOG_FORMAT" help:"Log format: text or json."`
+	LogLevel          string        `default:"info" enum:"debug,info,warn,error" env:"INTAKE_LOG_LEVEL" help:"Log level."`
+	ReadHeaderTimeout time.Duration `default:"10s" env:"INTAKE_READ_HEADER_TIMEOUT" help:"How long a client may take to send request headers."`
+	ReadTimeout       time.Duration `default:"60s" env:"INTAKE_READ_TIMEOUT" help:"How long a client may take to send a whole request."`
+	ShutdownGrace     time.Duration `default:"30s" env:"INTAKE_SHUTDOWN_GRACE" help:"How long SIGTERM waits for in-flight requests."`
 }
 
 // Run serves until SIGTERM or SIGINT, then drains and exits.
@@ -122,8 +124,8 @@ func (c *ServeCmd) Run() error {
 
 	srv := &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
+		ReadHeaderTimeout: c.ReadHeaderTimeout,
+		ReadTimeout:       c.ReadTimeout,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,

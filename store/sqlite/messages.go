@@ -61,7 +61,10 @@ func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Dur
 		}
 		return nil
 	})
-	return claims, err
+	if err != nil {
+		return nil, err // the claim did not commit: nothing is leased
+	}
+	return claims, nil
 }
 
 func loadBody(ctx context.Context, q interface {

@@ -153,7 +153,10 @@ func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Durat
 		rows.Close()
 		return loadDone(ctx, tx, claims)
 	})
-	return claims, err
+	if err != nil {
+		return nil, err // the claim did not commit: nothing is leased
+	}
+	return claims, nil
 }
 
 // loadDone fills in which consumers already handled or ignored each event.
