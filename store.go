@@ -118,6 +118,10 @@ type Store interface {
 	// work, for gauges and alarms.
 	Stats(ctx context.Context, now time.Time) (Stats, error)
 
+	// StorageBytes is how much space the store's data takes, for the
+	// storage quota: cheap to ask, approximate by design.
+	StorageBytes(ctx context.Context) (int64, error)
+
 	// Ping reports whether the store can serve.
 	Ping(ctx context.Context) error
 	Close() error

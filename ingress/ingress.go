@@ -35,6 +35,8 @@ type Config struct {
 	Permits   Permits
 	Metrics   *metrics.Metrics
 	Logger    *slog.Logger
+	// Quota, when set, refuses webhooks while the store is over its limit.
+	Quota *Quota
 	// EndpointTTL is how long an endpoint looked up by its token is reused
 	// (default 1s); changes to endpoints take effect within it.
 	EndpointTTL time.Duration
@@ -112,6 +114,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 	if !ep.Enabled {
 		answer(w, http.StatusNotFound, bodyNotFound)
 		return "disabled"
+	}
+	if h.cfg.Quota.Exceeded() {
+		h.cfg.Logger.Warn("ingress: storage quota reached; refusing", "used_bytes", h.cfg.Quota.Used(), "limit_bytes", h.cfg.Quota.Limit)
+		w.Header().Set("Retry-After", "60")
+		answer(w, http.StatusServiceUnavailable, bodyUnavailable)
+		return "storage_quota"
 	}
 	if r.ContentLength > ep.MaxBodyBytes {
 		answer(w, http.StatusRequestEntityTooLarge, bodyTooLarge)

@@ -322,3 +322,22 @@ func TestDisablingAnEndpointTakesEffectWithinTheCacheTTL(t *testing.T) {
 		t.Fatalf("%d messages recorded, want only the one before disabling", n)
 	}
 }
+
+func TestIngressRefusesWhileTheStorageQuotaIsReachedAndRecovers(t *testing.T) {
+	q := &ingress.Quota{Limit: 1}
+	e := setup(t, ingress.Config{Quota: q}, nil)
+	if err := q.Sample(context.Background(), e.store); err != nil || q.Used() <= 0 {
+		t.Fatalf("sampled %d bytes, %v", q.Used(), err)
+	}
+	w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil)
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("over quota: %d", w.Code)
+	}
+	if n := len(e.stored(t)); n != 0 {
+		t.Fatalf("%d messages stored over quota", n)
+	}
+	q.Limit = 1 << 40 // the operator raised it (or the sweeper freed space)
+	if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusOK {
+		t.Fatalf("under quota: %d", w.Code)
+	}
+}

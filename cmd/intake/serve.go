@@ -51,6 +51,7 @@ type ServeCmd struct {
 	DeliveryTimeout   time.Duration `default:"10s" env:"INTAKE_DELIVERY_TIMEOUT" help:"How long a consumer may take to answer a delivery."`
 	LogFormat         string        `default:"text" enum:"text,json" env:"INTAKE_LOG_FORMAT" help:"Log format: text or json."`
 	LogLevel          string        `default:"info" enum:"debug,info,warn,error" env:"INTAKE_LOG_LEVEL" help:"Log level."`
+	StorageQuota      int64         `name:"storage-quota-bytes" default:"0" env:"INTAKE_STORAGE_QUOTA_BYTES" help:"Refuse webhooks (503) while the store holds more than this many bytes; 0: no quota."`
 	ReadHeaderTimeout time.Duration `default:"10s" env:"INTAKE_READ_HEADER_TIMEOUT" help:"How long a client may take to send request headers."`
 	ReadTimeout       time.Duration `default:"60s" env:"INTAKE_READ_TIMEOUT" help:"How long a client may take to send a whole request."`
 	ShutdownGrace     time.Duration `default:"30s" env:"INTAKE_SHUTDOWN_GRACE" help:"How long SIGTERM waits for in-flight requests."`
@@ -89,7 +90,10 @@ func (c *ServeCmd) Run() error {
 	m := metrics.New()
 	clock := intake.SystemClock{}
 	m.WatchStore(store, clock)
-	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m, Logger: log})
+	quota := &ingress.Quota{Limit: c.StorageQuota}
+	m.WatchQuota(quota.Used, quota.Limit)
+	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
+		Logger: log, Quota: quota})
 	admin := api.New(api.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), ConsumerPolicy: delivery.DefaultPolicy(), Logger: log})
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
@@ -141,6 +145,7 @@ func (c *ServeCmd) Run() error {
 	var wg sync.WaitGroup
 	wg.Go(func() { w.Run(workCtx) })
 	wg.Go(func() { rt.Run(workCtx) })
+	wg.Go(func() { quota.Watch(workCtx, store, 5*time.Second, log) })
 	wg.Go(func() {
 		sw := sweeper.New(sweeper.Config{Store: store, Clock: clock, BodyRetention: c.BodyRetention, Retention: c.Retention,
 			Logger: log})

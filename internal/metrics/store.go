@@ -59,6 +59,16 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.oldestEvent, prometheus.GaugeValue, age(now, st.OldestDueEvent))
 }
 
+// WatchQuota exports the store's size and the storage quota.
+func (m *Metrics) WatchQuota(used func() int64, limit int64) {
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "intake_storage_bytes", Help: "Space the store's data takes (sampled)."},
+			func() float64 { return float64(used()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "intake_storage_quota_bytes", Help: "The storage quota; 0: none."},
+			func() float64 { return float64(limit) }),
+	)
+}
+
 func age(now, since time.Time) float64 {
 	if since.IsZero() || since.After(now) {
 		return 0

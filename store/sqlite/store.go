@@ -142,6 +142,14 @@ func (s *Store) Close() error {
 	return errors.Join(s.insertMessageStmt.Close(), s.insertBodyStmt.Close(), s.read.Close(), s.write.Close())
 }
 
+// StorageBytes is the size of the database's used pages.
+func (s *Store) StorageBytes(ctx context.Context) (int64, error) {
+	var pages, free, size int64
+	err := s.read.QueryRowContext(ctx, `SELECT p.page_count, f.freelist_count, z.page_size
+		FROM pragma_page_count() p, pragma_freelist_count() f, pragma_page_size() z`).Scan(&pages, &free, &size)
+	return (pages - free) * size, err
+}
+
 // Ping reports whether the writer can serve.
 func (s *Store) Ping(ctx context.Context) error { return s.write.PingContext(ctx) }
 
