@@ -42,19 +42,29 @@ const staffToken = "ist_e2e-staff-token"
 
 // server is one running intake process.
 type server struct {
-	cmd  *exec.Cmd
-	url  string
-	done chan struct{}
-	logs *bytes.Buffer
+	cmd     *exec.Cmd
+	url     string
+	done    chan struct{}
+	logs    *bytes.Buffer
+	serving chan string // the address, once it logs that it serves
 }
 
 // start runs `intake serve` on a free port over data and waits until it
 // logs that it is serving.
 func start(t *testing.T, data string, extra ...string) *server {
 	t.Helper()
+	s := launch(t, nil, data, extra...)
+	s.waitServing(t)
+	return s
+}
+
+// launch starts `intake serve` on a free port over data, with env added to
+// its environment, and returns without waiting for it to serve.
+func launch(t *testing.T, env []string, data string, extra ...string) *server {
+	t.Helper()
 	args := append([]string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--log-format", "json", "--retry-base", "50ms", "--lease", "2s"}, extra...)
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), "INTAKE_ADMIN_TOKEN="+staffToken)
+	cmd.Env = append(append(os.Environ(), "INTAKE_ADMIN_TOKEN="+staffToken), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -62,8 +72,7 @@ func start(t *testing.T, data string, extra ...string) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{cmd: cmd, done: make(chan struct{}), logs: &bytes.Buffer{}}
-	addr := make(chan string, 1)
+	s := &server{cmd: cmd, done: make(chan struct{}), logs: &bytes.Buffer{}, serving: make(chan string, 1)}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -71,13 +80,20 @@ func start(t *testing.T, data string, extra ...string) *server {
 			s.logs.Write(append(line, '\n'))
 			var rec struct{ Msg, Addr string }
 			if json.Unmarshal(line, &rec) == nil && rec.Msg == "intake serving" {
-				addr <- rec.Addr
+				s.serving <- rec.Addr
 			}
 		}
 	}()
 	go func() { cmd.Wait(); close(s.done) }()
+	t.Cleanup(s.kill)
+	return s
+}
+
+// waitServing waits until s logs that it is serving.
+func (s *server) waitServing(t *testing.T) {
+	t.Helper()
 	select {
-	case a := <-addr:
+	case a := <-s.serving:
 		s.url = "http://" + a
 	case <-s.done:
 		t.Fatalf("intake exited before serving:\n%s", s.logs)
@@ -85,8 +101,6 @@ func start(t *testing.T, data string, extra ...string) *server {
 		s.kill()
 		t.Fatal("intake did not start in 30s")
 	}
-	t.Cleanup(s.kill)
-	return s
 }
 
 func (s *server) kill() {

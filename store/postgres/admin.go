@@ -11,21 +11,33 @@ import (
 	"github.com/intakehq/intake"
 )
 
-// CreateOrg inserts an org with the hash of its API key.
-func (s *Store) CreateOrg(ctx context.Context, o intake.Org, apiKeyHash []byte) error {
+// CreateOrg inserts an org with its first API key.
+func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey) error {
 	return s.tx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO orgs (id, name, api_key_hash, created_at) VALUES ($1, $2, $3, $4)`,
-			o.ID, o.Name, apiKeyHash, ts(o.CreatedAt))
-		return err
+		if _, err := tx.Exec(ctx, `INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3)`,
+			o.ID, o.Name, ts(o.CreatedAt)); err != nil {
+			return err
+		}
+		key.OrgID = o.ID
+		if key.CreatedAt.IsZero() {
+			key.CreatedAt = o.CreatedAt
+		}
+		return insertKey(ctx, tx, key)
 	})
 }
 
-// OrgByKeyHash finds the org an API key belongs to.
+func insertKey(ctx context.Context, tx pgx.Tx, k intake.APIKey) error {
+	_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, org_id, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		k.ID, k.OrgID, k.Prefix, k.Hash, ts(k.CreatedAt))
+	return err
+}
+
+// OrgByKeyHash finds the org of an unrevoked API key.
 func (s *Store) OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (intake.Org, error) {
 	var o intake.Org
 	var created *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT id, name, created_at FROM orgs WHERE api_key_hash = $1`, apiKeyHash).
-		Scan(&o.ID, &o.Name, &created)
+	err := s.pool.QueryRow(ctx, `SELECT o.id, o.name, o.created_at FROM api_keys k JOIN orgs o ON o.id = k.org_id
+		WHERE k.key_hash = $1 AND k.revoked_at IS NULL`, apiKeyHash).Scan(&o.ID, &o.Name, &created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return o, intake.Errorf(intake.ENOTFOUND, "no org has this key")
 	}
@@ -33,24 +45,71 @@ func (s *Store) OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (intake.Org
 	return o, unavailable(err)
 }
 
-// ListOrgs lists the orgs visible in sc.
-func (s *Store) ListOrgs(ctx context.Context, sc intake.Scope) ([]intake.Org, error) {
-	var out []intake.Org
-	err := s.read(ctx, sc, func(q querier) error {
-		rows, err := q.Query(ctx, `SELECT id, name, created_at FROM orgs WHERE ($1::uuid IS NULL OR id = $1) ORDER BY id`, nullID(sc.OrgID))
+// CreateAPIKey adds a key to an org visible in sc.
+func (s *Store) CreateAPIKey(ctx context.Context, sc intake.Scope, k intake.APIKey) error {
+	if !sc.Allows(k.OrgID) {
+		return notFound("org", k.OrgID)
+	}
+	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+		if err := orgExists(ctx, tx, k.OrgID); err != nil {
+			return err
+		}
+		return insertKey(ctx, tx, k)
+	})
+}
+
+// ListAPIKeys lists the keys visible in sc, revoked ones too.
+func (s *Store) ListAPIKeys(ctx context.Context, sc intake.Scope) ([]intake.APIKey, error) {
+	var out []intake.APIKey
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		queueRows(b, &out, scanAPIKey, `SELECT id, org_id, prefix, created_at, revoked_at FROM api_keys
+			WHERE ($1::uuid IS NULL OR org_id = $1) ORDER BY id`, nullID(sc.OrgID))
+	})
+	return out, err
+}
+
+func scanAPIKey(row pgx.Row) (intake.APIKey, error) {
+	var k intake.APIKey
+	var created, revoked *time.Time
+	err := row.Scan(&k.ID, &k.OrgID, &k.Prefix, &created, &revoked)
+	k.CreatedAt, k.RevokedAt = fromTS(created), fromTS(revoked)
+	return k, err
+}
+
+// RevokeAPIKey stops a key visible in sc; revoking it again keeps the
+// first revocation's time.
+func (s *Store) RevokeAPIKey(ctx context.Context, sc intake.Scope, keyID string, at time.Time) error {
+	if !validIDs(keyID) {
+		return notFound("api key", keyID)
+	}
+	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $1) WHERE id = $2 AND ($3::uuid IS NULL OR org_id = $3)`,
+			ts(at), keyID, nullID(sc.OrgID))
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.Org, error) {
-			var o intake.Org
-			var created *time.Time
-			err := row.Scan(&o.ID, &o.Name, &created)
-			o.CreatedAt = fromTS(created)
-			return o, err
-		})
-		return err
+		if tag.RowsAffected() == 0 {
+			return notFound("api key", keyID)
+		}
+		return nil
+	})
+}
+
+// ListOrgs lists the orgs visible in sc.
+func (s *Store) ListOrgs(ctx context.Context, sc intake.Scope) ([]intake.Org, error) {
+	var out []intake.Org
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		queueRows(b, &out, scanOrg, `SELECT id, name, created_at FROM orgs WHERE ($1::uuid IS NULL OR id = $1) ORDER BY id`, nullID(sc.OrgID))
 	})
 	return out, err
+}
+
+func scanOrg(row pgx.Row) (intake.Org, error) {
+	var o intake.Org
+	var created *time.Time
+	err := row.Scan(&o.ID, &o.Name, &created)
+	o.CreatedAt = fromTS(created)
+	return o, err
 }
 
 // CreateConnection inserts a connection; its org must exist.
@@ -98,29 +157,22 @@ func (s *Store) Connection(ctx context.Context, sc intake.Scope, connID string) 
 	if !validIDs(connID) {
 		return c, notFound("connection", connID)
 	}
-	err := s.read(ctx, sc, func(q querier) error {
-		var err error
-		c, err = scanConnection(q.QueryRow(ctx,
-			`SELECT `+connectionColumns+` FROM connections WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, connID, nullID(sc.OrgID)))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("connection", connID)
-		}
-		return err
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		b.Queue(`SELECT `+connectionColumns+` FROM connections WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, connID, nullID(sc.OrgID)).
+			QueryRow(func(row pgx.Row) (err error) { c, err = scanConnection(row); return err })
 	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, notFound("connection", connID)
+	}
 	return c, err
 }
 
 // ListConnections lists the connections visible in sc.
 func (s *Store) ListConnections(ctx context.Context, sc intake.Scope) ([]intake.Connection, error) {
 	var out []intake.Connection
-	err := s.read(ctx, sc, func(q querier) error {
-		rows, err := q.Query(ctx,
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		queueRows(b, &out, scanConnection,
 			`SELECT `+connectionColumns+` FROM connections WHERE ($1::uuid IS NULL OR org_id = $1) ORDER BY id`, nullID(sc.OrgID))
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.Connection, error) { return scanConnection(row) })
-		return err
 	})
 	return out, err
 }
@@ -182,16 +234,14 @@ func (s *Store) Endpoint(ctx context.Context, sc intake.Scope, epID string) (int
 	if !validIDs(epID) {
 		return e, notFound("endpoint", epID)
 	}
-	err := s.read(ctx, sc, func(q querier) error {
-		var err error
-		e, err = scanEndpoint(q.QueryRow(ctx,
-			`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id
-			 WHERE e.id = $1 AND ($2::uuid IS NULL OR e.org_id = $2)`, epID, nullID(sc.OrgID)))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("endpoint", epID)
-		}
-		return err
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		b.Queue(`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id
+			 WHERE e.id = $1 AND ($2::uuid IS NULL OR e.org_id = $2)`, epID, nullID(sc.OrgID)).
+			QueryRow(func(row pgx.Row) (err error) { e, err = scanEndpoint(row); return err })
 	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, notFound("endpoint", epID)
+	}
 	return e, err
 }
 
@@ -227,15 +277,9 @@ func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.En
 // ListEndpoints lists the endpoints visible in sc.
 func (s *Store) ListEndpoints(ctx context.Context, sc intake.Scope) ([]intake.Endpoint, error) {
 	var out []intake.Endpoint
-	err := s.read(ctx, sc, func(q querier) error {
-		rows, err := q.Query(ctx,
-			`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		queueRows(b, &out, scanEndpoint, `SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id
 			 WHERE ($1::uuid IS NULL OR e.org_id = $1) ORDER BY e.id`, nullID(sc.OrgID))
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.Endpoint, error) { return scanEndpoint(row) })
-		return err
 	})
 	return out, err
 }

@@ -26,26 +26,23 @@ func (s *Store) ListAudit(ctx context.Context, sc intake.Scope, f intake.AuditFi
 		return page, intake.Errorf(intake.EINVALID, "malformed cursor")
 	}
 	limit := pageLimit(f.Limit)
-	err := s.read(ctx, sc, func(q querier) error {
-		rows, err := q.Query(ctx, `SELECT id, org_id, actor, action, target_type, target_id, detail, at FROM audit_log
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		queueRows(b, &page.Items, scanAudit, `SELECT id, org_id, actor, action, target_type, target_id, detail, at FROM audit_log
 			WHERE ($1::uuid IS NULL OR org_id = $1) AND ($2::uuid IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
 			nullID(sc.OrgID), nullID(f.Cursor), limit+1)
-		if err != nil {
-			return err
-		}
-		page.Items, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.AuditEntry, error) {
-			var a intake.AuditEntry
-			var org *string
-			var at *time.Time
-			err := row.Scan(&a.ID, &org, &a.Actor, &a.Action, &a.TargetType, &a.TargetID, &a.Detail, &at)
-			a.OrgID, a.At = fromID(org), fromTS(at)
-			return a, err
-		})
-		return err
 	})
 	if len(page.Items) > limit {
 		page.Items = page.Items[:limit]
 		page.NextCursor = page.Items[limit-1].ID
 	}
 	return page, err
+}
+
+func scanAudit(row pgx.Row) (intake.AuditEntry, error) {
+	var a intake.AuditEntry
+	var org *string
+	var at *time.Time
+	err := row.Scan(&a.ID, &org, &a.Actor, &a.Action, &a.TargetType, &a.TargetID, &a.Detail, &at)
+	a.OrgID, a.At = fromID(org), fromTS(at)
+	return a, err
 }

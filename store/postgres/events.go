@@ -46,15 +46,13 @@ func (s *Store) Event(ctx context.Context, sc intake.Scope, eventID string) (int
 	if !validIDs(eventID) {
 		return e, notFound("event", eventID)
 	}
-	err := s.read(ctx, sc, func(q querier) error {
-		var err error
-		e, err = scanEvent(q.QueryRow(ctx,
-			`SELECT `+eventColumns+` FROM events WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, eventID, nullID(sc.OrgID)))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("event", eventID)
-		}
-		return err
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		b.Queue(`SELECT `+eventColumns+` FROM events WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, eventID, nullID(sc.OrgID)).
+			QueryRow(func(row pgx.Row) (err error) { e, err = scanEvent(row); return err })
 	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, notFound("event", eventID)
+	}
 	return e, err
 }
 
@@ -65,17 +63,12 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 		return page, intake.Errorf(intake.EINVALID, "malformed cursor")
 	}
 	limit := pageLimit(f.Limit)
-	err := s.read(ctx, sc, func(q querier) error {
-		rows, err := q.Query(ctx, `SELECT `+eventColumns+` FROM events
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		queueRows(b, &page.Items, func(row pgx.Row) (intake.Event, error) { return scanEvent(row) }, `SELECT `+eventColumns+` FROM events
 			WHERE ($1::uuid IS NULL OR org_id = $1) AND ($2 = '' OR state = $2) AND ($3 = '' OR type = $3)
 			  AND ($4::uuid IS NULL OR id < $4)
 			  AND ($6::timestamptz IS NULL OR created_at >= $6) AND ($7::timestamptz IS NULL OR created_at < $7)
 			ORDER BY id DESC LIMIT $5`, nullID(sc.OrgID), string(f.State), text(f.Type), nullID(f.Cursor), limit+1, ts(f.Since), ts(f.Until))
-		if err != nil {
-			return err
-		}
-		page.Items, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.Event, error) { return scanEvent(row) })
-		return err
 	})
 	if len(page.Items) > limit {
 		page.Items = page.Items[:limit]

@@ -41,7 +41,15 @@ func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
 	}
 	// Wait for the commit even if ctx ends: the caller must not acknowledge
 	// a message whose fate is unknown, and must not assume it was dropped.
-	return <-req.done
+	select {
+	case err := <-req.done:
+		return err
+	case <-s.done:
+		// The store closed after req was queued: fail what the committers
+		// left behind (req among them, unless it was committed).
+		s.failQueued()
+		return <-req.done
+	}
 }
 
 func (s *Store) commitLoop() {

@@ -32,13 +32,13 @@ func (s *Store) TryLead(ctx context.Context, name string) (*Leader, error) {
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	conn := pc.Hijack()
 	var locked bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, leaderKey(name)).Scan(&locked); err != nil || !locked {
-		conn.Close(context.WithoutCancel(ctx))
+	if err := pc.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, leaderKey(name)).Scan(&locked); err != nil || !locked {
+		pc.Release() // holding no lock, it can serve others
 		return nil, unavailable(err)
 	}
-	l := &Leader{conn: conn, lost: make(chan struct{})}
+	// The lock lives as long as this session: take it out of the pool.
+	l := &Leader{conn: pc.Hijack(), lost: make(chan struct{})}
 	go l.watch()
 	return l, nil
 }
@@ -90,6 +90,9 @@ func (l *Leader) watch() {
 func (s *Store) Lead(ctx context.Context, name string, interval time.Duration, fn func(context.Context)) {
 	for {
 		l, err := s.TryLead(ctx, name)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("postgres: could not try for leadership", "job", name, "err", err)
+		}
 		if err == nil && l != nil {
 			leadCtx, cancel := context.WithCancel(ctx)
 			go func() {

@@ -26,44 +26,42 @@ var claimable = func() string {
 
 // ClaimMessages takes processing messages whose lease expired, then due
 // ones, as their next numbered attempt. Rows another process is claiming
-// or settling right now are skipped, not waited for.
+// or settling right now are skipped, not waited for. The claim is one
+// statement, committed on its own; the bodies are read after it (they do
+// not change), so a claim that finds nothing costs one round trip.
 func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.Claim, error) {
-	var claims []intake.Claim
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		claims = claims[:0]
-		rows, err := tx.Query(ctx, `WITH expired AS (
-				SELECT id FROM messages
-				 WHERE state = 'processing' AND lease_until <= $2
-				 ORDER BY lease_until LIMIT $3
-				   FOR UPDATE SKIP LOCKED
-			), due AS (
-				SELECT id FROM messages
-				 WHERE state IN (`+claimable+`) AND next_attempt_at <= $2
-				 ORDER BY next_attempt_at LIMIT $3
-				   FOR UPDATE SKIP LOCKED
-			), picked AS (
-				(SELECT id FROM expired UNION ALL SELECT id FROM due) LIMIT $3
-			)
-			UPDATE messages m SET state = 'processing', attempt = m.attempt + 1, lease_until = $1
-			  FROM picked WHERE m.id = picked.id
-			RETURNING `+prefixed("m.", messageColumns), ts(now.Add(lease)), ts(now), limit)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			m, err := scanMessage(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			claims = append(claims, intake.Claim{Message: m, Attempt: m.Attempt, LeaseUntil: m.LeaseUntil})
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return loadBodies(ctx, tx, claims)
+	rows, err := s.pool.Query(ctx, `WITH expired AS (
+			SELECT id FROM messages
+			 WHERE state = 'processing' AND lease_until <= $2
+			 ORDER BY lease_until LIMIT $3
+			   FOR UPDATE SKIP LOCKED
+		), due AS (
+			SELECT id FROM messages
+			 WHERE state IN (`+claimable+`) AND next_attempt_at <= $2
+			 ORDER BY next_attempt_at LIMIT $3
+			   FOR UPDATE SKIP LOCKED
+		), picked AS (
+			(SELECT id FROM expired UNION ALL SELECT id FROM due) LIMIT $3
+		)
+		UPDATE messages m SET state = 'processing', attempt = m.attempt + 1, lease_until = $1
+		  FROM picked WHERE m.id = picked.id
+		RETURNING `+prefixed("m.", messageColumns), ts(now.Add(lease)), ts(now), limit)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	claims, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.Claim, error) {
+		m, err := scanMessage(row)
+		return intake.Claim{Message: m, Attempt: m.Attempt, LeaseUntil: m.LeaseUntil}, err
 	})
-	return claims, err
+	if err == nil {
+		err = loadBodies(ctx, s.pool, claims)
+	}
+	if err != nil || len(claims) == 0 {
+		// Claimed messages not handed out are taken again once their
+		// leases run out.
+		return nil, unavailable(err)
+	}
+	return claims, nil
 }
 
 // loadBodies fills in each claimed message's stored request, or marks it
@@ -108,15 +106,17 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 		return out, notFound("message", st.MessageID)
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var conn, org string
-		err := tx.QueryRow(ctx, `SELECT connection_id, org_id FROM messages WHERE id = $1`, st.MessageID).Scan(&conn, &org)
+		t := settleTx{tx: tx, now: now}
+		var conn string
+		err := tx.QueryRow(ctx, `SELECT connection_id, org_id, state, attempt FROM messages WHERE id = $1 FOR UPDATE`, st.MessageID).
+			Scan(&conn, &t.orgID, &t.state, &t.attempt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound("message", st.MessageID)
 		}
 		if err != nil {
 			return err
 		}
-		out, err = intake.ApplySettlement(ctx, settleTx{tx: tx, orgID: org, now: now}, conn, now, st)
+		out, err = intake.ApplySettlement(ctx, t, conn, now, st)
 		if err != nil || len(out.EventIDs) == 0 {
 			return err
 		}
@@ -129,21 +129,20 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 	return out, err
 }
 
-// settleTx is ApplySettlement's view of a PostgreSQL transaction.
+// settleTx is ApplySettlement's view of a PostgreSQL transaction that
+// already holds the message's row lock.
 type settleTx struct {
-	tx    pgx.Tx
-	orgID string // the message's org, for the rows the settlement adds
-	now   time.Time
+	tx      pgx.Tx
+	orgID   string // the message's org, for the rows the settlement adds
+	state   intake.MessageState
+	attempt int
+	now     time.Time
 }
 
+// LockMessage returns what SettleMessage read when it locked the row
+// (SELECT … FOR UPDATE), in the same round trip that found its connection.
 func (t settleTx) LockMessage(ctx context.Context, msgID string) (intake.MessageState, int, error) {
-	var state intake.MessageState
-	var attempt int
-	err := t.tx.QueryRow(ctx, `SELECT state, attempt FROM messages WHERE id = $1 FOR UPDATE`, msgID).Scan(&state, &attempt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", 0, notFound("message", msgID)
-	}
-	return state, attempt, err
+	return t.state, t.attempt, nil
 }
 
 func (t settleTx) Identity(ctx context.Context, connectionID, key string, now time.Time) (*intake.Identity, error) {
@@ -269,39 +268,35 @@ func (s *Store) Message(ctx context.Context, sc intake.Scope, msgID string) (int
 	if !validIDs(msgID) {
 		return m, notFound("message", msgID)
 	}
-	err := s.read(ctx, sc, func(q querier) error {
-		var err error
-		m, err = scanMessage(q.QueryRow(ctx,
-			`SELECT `+messageColumns+` FROM messages WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, msgID, nullID(sc.OrgID)))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("message", msgID)
-		}
-		if err != nil {
-			return err
-		}
-		var header []byte
-		err = q.QueryRow(ctx, `SELECT header FROM message_bodies WHERE message_id = $1`, msgID).Scan(&header)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			m.BodyExpired = true
-		case err != nil:
-			return err
-		default:
-			if err := json.Unmarshal(header, &m.Header); err != nil {
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		b.Queue(`SELECT `+messageColumns+` FROM messages WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, msgID, nullID(sc.OrgID)).
+			QueryRow(func(row pgx.Row) (err error) { m, err = scanMessage(row); return err })
+		b.Queue(`SELECT header FROM message_bodies WHERE message_id = $1`, msgID).QueryRow(func(row pgx.Row) error {
+			var header []byte
+			err := row.Scan(&header)
+			if errors.Is(err, pgx.ErrNoRows) {
+				m.BodyExpired = true
+				return nil
+			}
+			if err != nil {
 				return err
 			}
-		}
-		rows, err := q.Query(ctx, `SELECT id FROM events WHERE message_id = $1 ORDER BY id`, msgID)
-		if err != nil {
-			return err
-		}
-		m.EventIDs, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		if len(m.EventIDs) == 0 {
-			m.EventIDs = nil
-		}
-		return err
+			return json.Unmarshal(header, &m.Header)
+		})
+		queueRows(b, &m.EventIDs, scanString, `SELECT id FROM events WHERE message_id = $1 ORDER BY id`, msgID)
 	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return m, notFound("message", msgID)
+	}
+	if len(m.EventIDs) == 0 {
+		m.EventIDs = nil
+	}
 	return m, err
+}
+
+func scanString(row pgx.Row) (string, error) {
+	var v string
+	return v, row.Scan(&v)
 }
 
 // MessageBody returns the stored request of a message visible in sc.
@@ -310,14 +305,14 @@ func (s *Store) MessageBody(ctx context.Context, sc intake.Scope, msgID string) 
 		return nil, nil, notFound("message body", msgID)
 	}
 	var header, body []byte
-	err := s.read(ctx, sc, func(q querier) error {
-		err := q.QueryRow(ctx, `SELECT b.header, b.body FROM message_bodies b JOIN messages m ON m.id = b.message_id
-			WHERE b.message_id = $1 AND ($2::uuid IS NULL OR m.org_id = $2)`, msgID, nullID(sc.OrgID)).Scan(&header, &body)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("message body", msgID)
-		}
-		return err
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		b.Queue(`SELECT b.header, b.body FROM message_bodies b JOIN messages m ON m.id = b.message_id
+			WHERE b.message_id = $1 AND ($2::uuid IS NULL OR m.org_id = $2)`, msgID, nullID(sc.OrgID)).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&header, &body) })
 	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, notFound("message body", msgID)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -351,15 +346,10 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 		return page, intake.Errorf(intake.EINVALID, "malformed cursor")
 	}
 	limit := pageLimit(f.Limit)
-	err := s.read(ctx, sc, func(q querier) error {
-		rows, err := q.Query(ctx, `SELECT `+messageColumns+` FROM messages
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		queueRows(b, &page.Items, scanMessage, `SELECT `+messageColumns+` FROM messages
 			WHERE `+messageWhere+` AND ($7::uuid IS NULL OR id < $7)
 			ORDER BY id DESC LIMIT $8`, append(messageArgs(sc, f), nullID(f.Cursor), limit+1)...)
-		if err != nil {
-			return err
-		}
-		page.Items, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.Message, error) { return scanMessage(row) })
-		return err
 	})
 	if len(page.Items) > limit {
 		page.Items = page.Items[:limit]
@@ -374,8 +364,9 @@ func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.Mes
 	if !validIDs(f.EndpointID) && f.EndpointID != "" {
 		return 0, nil
 	}
-	err := s.read(ctx, sc, func(q querier) error {
-		return q.QueryRow(ctx, `SELECT count(*) FROM messages WHERE `+messageWhere, messageArgs(sc, f)...).Scan(&n)
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		b.Queue(`SELECT count(*) FROM messages WHERE `+messageWhere, messageArgs(sc, f)...).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
 	})
 	return n, err
 }

@@ -16,7 +16,7 @@ import (
 var orgColumn = map[string]string{
 	"orgs": "id", "connections": "org_id", "endpoints": "org_id", "messages": "org_id", "message_bodies": "org_id",
 	"message_identities": "org_id", "events": "org_id", "consumers": "org_id", "subject_links": "org_id", "deliveries": "org_id",
-	"audit_log": "org_id",
+	"audit_log": "org_id", "api_keys": "org_id",
 }
 
 // appendOnly tables grant an org no UPDATE or DELETE at all.
@@ -67,9 +67,7 @@ func TestOrgScopedTransactionSeesNoOtherOrgsRows(t *testing.T) {
 
 	for table, col := range orgColumn {
 		var all, ofA int
-		if err := s.read(ctx, intake.Scope{}, func(q querier) error {
-			return q.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE `+col+` = $1) FROM `+table, a.org.ID).Scan(&all, &ofA)
-		}); err != nil {
+		if err := s.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE `+col+` = $1) FROM `+table, a.org.ID).Scan(&all, &ofA); err != nil {
 			t.Fatal(err)
 		}
 		if ofA == 0 || all <= ofA {
@@ -86,6 +84,16 @@ func TestOrgScopedTransactionSeesNoOtherOrgsRows(t *testing.T) {
 		}
 		if seenOfA != 0 || seen != all-ofA || current != "intake_tenant" {
 			t.Errorf("%s: org b's transaction (as %s) sees %d rows, %d of them org a's; want %d and 0", table, current, seen, seenOfA, all-ofA)
+		}
+		// The same through the one-round-trip reads the API's lists use.
+		if err := s.read(ctx, scopeB, func(b *pgx.Batch) {
+			b.Queue(`SELECT count(*), count(*) FILTER (WHERE `+col+` = $1) FROM `+table, a.org.ID).
+				QueryRow(func(row pgx.Row) error { return row.Scan(&seen, &seenOfA) })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if seenOfA != 0 || seen != all-ofA {
+			t.Errorf("%s: org b's read sees %d rows, %d of them org a's; want %d and 0", table, seen, seenOfA, all-ofA)
 		}
 
 		if appendOnly[table] {
@@ -135,8 +143,14 @@ func TestOrgScopedTransactionSeesNoOtherOrgsRows(t *testing.T) {
 		t.Fatalf("org b inserted a consumer into org a: %v", err)
 	}
 
-	// The scope ended with its transaction: on the same connection, staff
-	// sees every org again.
+	// A scoped read that fails leaves its transaction open and aborted; that
+	// connection is not reused.
+	if err := s.read(ctx, scopeB, func(b *pgx.Batch) { b.Queue(`SELECT 1/0`) }); err == nil {
+		t.Fatal("division by zero succeeded")
+	}
+
+	// The scope ended with its transaction: on the same pool of one
+	// connection, staff sees every org again.
 	if orgs, err := s.ListOrgs(ctx, intake.Scope{}); err != nil || len(orgs) != 2 {
 		t.Fatalf("staff after scoped transactions lists %d orgs (%v)", len(orgs), err)
 	}

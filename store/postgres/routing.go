@@ -39,29 +39,22 @@ func (s *Store) Consumer(ctx context.Context, sc intake.Scope, consumerID string
 	if !validIDs(consumerID) {
 		return c, notFound("consumer", consumerID)
 	}
-	err := s.read(ctx, sc, func(q querier) error {
-		var err error
-		c, err = scanConsumer(q.QueryRow(ctx,
-			`SELECT `+consumerColumns+` FROM consumers WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, consumerID, nullID(sc.OrgID)))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("consumer", consumerID)
-		}
-		return err
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		b.Queue(`SELECT `+consumerColumns+` FROM consumers WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, consumerID, nullID(sc.OrgID)).
+			QueryRow(func(row pgx.Row) (err error) { c, err = scanConsumer(row); return err })
 	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, notFound("consumer", consumerID)
+	}
 	return c, err
 }
 
 // ListConsumers lists the consumers visible in sc.
 func (s *Store) ListConsumers(ctx context.Context, sc intake.Scope) ([]intake.Consumer, error) {
 	var out []intake.Consumer
-	err := s.read(ctx, sc, func(q querier) error {
-		rows, err := q.Query(ctx,
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		queueRows(b, &out, scanConsumer,
 			`SELECT `+consumerColumns+` FROM consumers WHERE ($1::uuid IS NULL OR org_id = $1) ORDER BY id`, nullID(sc.OrgID))
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.Consumer, error) { return scanConsumer(row) })
-		return err
 	})
 	return out, err
 }
@@ -126,40 +119,35 @@ func (t settleTx) Subject(ctx context.Context, connectionID string, objectIDs []
 
 // ClaimEvents takes due, unleased events as their next routing attempt.
 // An event whose previous lease ran out unsettled is taken as retrying:
-// that attempt failed. Rows another process holds are skipped.
+// that attempt failed. Rows another process holds are skipped. As with
+// messages, the claim commits on its own and who is done is read after.
 func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.EventClaim, error) {
-	var claims []intake.EventClaim
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		claims = claims[:0]
-		rows, err := tx.Query(ctx, `WITH due AS (
-				SELECT id FROM events
-				 WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $2
-				   AND (lease_until IS NULL OR lease_until <= $2)
-				 ORDER BY next_attempt_at LIMIT $3
-				   FOR UPDATE SKIP LOCKED
-			)
-			UPDATE events e SET attempt = e.attempt + 1, lease_until = $1,
-			       state = CASE WHEN e.lease_until IS NOT NULL THEN 'retrying' ELSE e.state END
-			  FROM due WHERE e.id = due.id
-			RETURNING `+prefixed("e.", eventColumns)+`, e.lease_until`, ts(now.Add(lease)), ts(now), limit)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var lease *time.Time
-			e, err := scanEvent(rows, &lease)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			claims = append(claims, intake.EventClaim{Event: e, Attempt: e.Attempt, LeaseUntil: fromTS(lease), Done: map[string]bool{}})
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return loadDone(ctx, tx, claims)
+	rows, err := s.pool.Query(ctx, `WITH due AS (
+			SELECT id FROM events
+			 WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $2
+			   AND (lease_until IS NULL OR lease_until <= $2)
+			 ORDER BY next_attempt_at LIMIT $3
+			   FOR UPDATE SKIP LOCKED
+		)
+		UPDATE events e SET attempt = e.attempt + 1, lease_until = $1,
+		       state = CASE WHEN e.lease_until IS NOT NULL THEN 'retrying' ELSE e.state END
+		  FROM due WHERE e.id = due.id
+		RETURNING `+prefixed("e.", eventColumns)+`, e.lease_until`, ts(now.Add(lease)), ts(now), limit)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	claims, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.EventClaim, error) {
+		var lease *time.Time
+		e, err := scanEvent(row, &lease)
+		return intake.EventClaim{Event: e, Attempt: e.Attempt, LeaseUntil: fromTS(lease), Done: map[string]bool{}}, err
 	})
-	return claims, err
+	if err == nil {
+		err = loadDone(ctx, s.pool, claims)
+	}
+	if err != nil || len(claims) == 0 {
+		return nil, unavailable(err)
+	}
+	return claims, nil
 }
 
 // loadDone fills in which consumers already handled or ignored each event.
@@ -291,21 +279,18 @@ func (s *Store) Deliveries(ctx context.Context, sc intake.Scope, eventID string)
 		return nil, nil
 	}
 	var out []intake.Delivery
-	err := s.read(ctx, sc, func(q querier) error {
-		rows, err := q.Query(ctx, `SELECT id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		queueRows(b, &out, scanDelivery, `SELECT id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at
 			FROM deliveries WHERE event_id = $1 AND ($2::uuid IS NULL OR org_id = $2) ORDER BY id`, eventID, nullID(sc.OrgID))
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.Delivery, error) {
-			var d intake.Delivery
-			var latency int64
-			var at *time.Time
-			err := row.Scan(&d.ID, &d.OrgID, &d.EventID, &d.ConsumerID, &d.Attempt, &d.Outcome, &d.StatusCode, &latency, &d.Error, &at)
-			d.Latency, d.At = time.Duration(latency)*time.Microsecond, fromTS(at)
-			return d, err
-		})
-		return err
 	})
 	return out, err
+}
+
+func scanDelivery(row pgx.Row) (intake.Delivery, error) {
+	var d intake.Delivery
+	var latency int64
+	var at *time.Time
+	err := row.Scan(&d.ID, &d.OrgID, &d.EventID, &d.ConsumerID, &d.Attempt, &d.Outcome, &d.StatusCode, &latency, &d.Error, &at)
+	d.Latency, d.At = time.Duration(latency)*time.Microsecond, fromTS(at)
+	return d, err
 }

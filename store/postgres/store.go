@@ -41,7 +41,8 @@ type Options struct {
 	MaxBatch int
 	// MaxConns is the pool size (default 16, or the URL's pool_max_conns).
 	MaxConns int32
-	// Logger receives reconnects of the notification listener.
+	// Logger receives the notification listener's reconnects and failed
+	// tries for leadership.
 	Logger *slog.Logger
 }
 
@@ -162,6 +163,14 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// StorageBytes is the size of the database on the server's disk (tables,
+// indexes, TOAST; not the WAL), for the storage quota.
+func (s *Store) StorageBytes(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&n)
+	return n, unavailable(err)
+}
+
 // Ping reports whether the database can serve.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
@@ -206,7 +215,7 @@ func (s *Store) runTx(ctx context.Context, sc intake.Scope, fn func(pgx.Tx) erro
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	if !sc.Staff() {
-		if _, err := tx.Exec(ctx, `SELECT set_config('role', 'intake_tenant', true), set_config('intake.org_id', $1, true)`, sc.OrgID); err != nil {
+		if _, err := tx.Exec(ctx, scopeSQL, sc.OrgID); err != nil {
 			return err
 		}
 	}
@@ -216,13 +225,35 @@ func (s *Store) runTx(ctx context.Context, sc intake.Scope, fn func(pgx.Tx) erro
 	return tx.Commit(ctx)
 }
 
-// read runs fn with sc's visibility: on the pool for staff, in an
-// org-confined transaction for an org.
-func (s *Store) read(ctx context.Context, sc intake.Scope, fn func(querier) error) error {
-	if sc.Staff() {
-		return unavailable(fn(s.pool))
+// scopeSQL confines the rest of a transaction to one org: its statements
+// run as intake_tenant, which row-level security binds to intake.org_id.
+const scopeSQL = `SELECT set_config('role', 'intake_tenant', true), set_config('intake.org_id', $1, true)`
+
+// read runs the reads queue puts in a batch, in one round trip, with sc's
+// visibility: as the connecting role for staff; for an org, between BEGIN
+// and COMMIT with the org's scope set, so row-level security confines them
+// however their SQL reads. A failed statement leaves that connection in an
+// aborted transaction, which the pool then discards.
+func (s *Store) read(ctx context.Context, sc intake.Scope, queue func(*pgx.Batch)) error {
+	b := &pgx.Batch{}
+	if !sc.Staff() {
+		b.Queue(`BEGIN READ ONLY`)
+		b.Queue(scopeSQL, sc.OrgID)
 	}
-	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error { return fn(tx) })
+	queue(b)
+	if !sc.Staff() {
+		b.Queue(`COMMIT`)
+	}
+	return unavailable(s.pool.SendBatch(ctx, b).Close())
+}
+
+// queueRows queues a query whose rows scan reads into *out.
+func queueRows[T any](b *pgx.Batch, out *[]T, scan func(pgx.Row) (T, error), sql string, args ...any) {
+	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+		var err error
+		*out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) { return scan(row) })
+		return err
+	})
 }
 
 // errRace marks a transaction that lost a race it can win on a second try.

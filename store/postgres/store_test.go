@@ -28,7 +28,7 @@ func open(t *testing.T) *Store {
 
 // openURL opens another store (another process, as far as PostgreSQL can
 // tell) on the database at url.
-func openURL(t *testing.T, url string, maxConns int32) *Store {
+func openURL(t testing.TB, url string, maxConns int32) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), Options{URL: url, MaxConns: maxConns})
 	if err != nil {
@@ -47,11 +47,11 @@ type org struct {
 	ep   intake.Endpoint
 }
 
-func newOrg(t *testing.T, s intake.Store, name string) org {
+func newOrg(t testing.TB, s intake.Store, name string) org {
 	t.Helper()
 	ctx := context.Background()
 	o := org{org: intake.Org{ID: intake.NewID(), Name: name, CreatedAt: t0}}
-	if err := s.CreateOrg(ctx, o.org, []byte("key-"+o.org.ID)); err != nil {
+	if err := s.CreateOrg(ctx, o.org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte("key-" + o.org.ID), CreatedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
 	o.conn = intake.Connection{ID: intake.NewID(), OrgID: o.org.ID, Provider: "stripe", Name: name, CreatedAt: t0,
@@ -67,15 +67,19 @@ func newOrg(t *testing.T, s intake.Store, name string) org {
 	return o
 }
 
-func (o org) ingest(t *testing.T, s intake.Store, body string) *intake.Message {
-	t.Helper()
+func (o org) message(body string) *intake.Message {
 	sum := sha256.Sum256([]byte(body))
-	m := &intake.Message{
+	return &intake.Message{
 		ID: intake.NewID(), OrgID: o.org.ID, ConnectionID: o.conn.ID, EndpointID: o.ep.ID,
 		Method: "POST", Header: http.Header{"Content-Type": {"application/json"}},
 		Body: []byte(body), Digest: hex.EncodeToString(sum[:]), ReceivedAt: t0,
 		State: intake.MessageQueued, MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: t0,
 	}
+}
+
+func (o org) ingest(t testing.TB, s intake.Store, body string) *intake.Message {
+	t.Helper()
+	m := o.message(body)
 	if err := s.Ingest(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
