@@ -62,6 +62,7 @@ func fillFileSystem(t *testing.T, path string) {
 // acknowledges nothing it did not store. Once space is freed the same
 // process accepts again, and every acknowledged webhook is processed.
 func TestFullDiskRefusesWebhooksAndRecoversWithoutRestart(t *testing.T) {
+	skipOnPostgres(t, "fills the file system under --data")
 	if testing.Short() {
 		t.Skip("starts the real binary on a tmpfs")
 	}
@@ -158,6 +159,7 @@ func TestFullDiskRefusesWebhooksAndRecoversWithoutRestart(t *testing.T) {
 // consumer again with the same event for as long as the disk stays full.
 // Once space is back and the consumer answers, every event is delivered.
 func TestFullDiskDeliversNoEventWithoutACommittedClaim(t *testing.T) {
+	skipOnPostgres(t, "fills the file system under --data")
 	if testing.Short() {
 		t.Skip("starts the real binary on a tmpfs")
 	}

@@ -12,10 +12,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/intakehq/intake/store/postgres/pgtest"
 )
 
 var binary string
@@ -63,6 +67,9 @@ func start(t *testing.T, data string, extra ...string) *server {
 func launch(t *testing.T, env []string, data string, extra ...string) *server {
 	t.Helper()
 	args := append([]string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--log-format", "json", "--retry-base", "50ms", "--lease", "2s"}, extra...)
+	if onPostgres() && !slices.Contains(extra, "--db") {
+		args = append(args, "--db", databaseFor(t, data))
+	}
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(append(os.Environ(), "INTAKE_ADMIN_TOKEN="+staffToken), env...)
 	stderr, err := cmd.StderrPipe()
@@ -87,6 +94,36 @@ func launch(t *testing.T, env []string, data string, extra ...string) *server {
 	go func() { cmd.Wait(); close(s.done) }()
 	t.Cleanup(s.kill)
 	return s
+}
+
+// onPostgres reports whether the suite runs every server on PostgreSQL
+// (INTAKE_E2E_STORE=postgres) instead of the embedded store.
+func onPostgres() bool { return os.Getenv("INTAKE_E2E_STORE") == "postgres" }
+
+// skipOnPostgres skips a test about the embedded store's own files.
+func skipOnPostgres(t *testing.T, why string) {
+	t.Helper()
+	if onPostgres() {
+		t.Skip("the embedded store only: " + why)
+	}
+}
+
+var (
+	databasesMu sync.Mutex
+	databases   = map[string]string{} // data directory → its fresh database
+)
+
+// databaseFor gives each data directory a fresh database of its own, the
+// same one on every restart over that directory.
+func databaseFor(t *testing.T, data string) string {
+	databasesMu.Lock()
+	defer databasesMu.Unlock()
+	if url, ok := databases[data]; ok {
+		return url
+	}
+	url := pgtest.Database(t)
+	databases[data] = url
+	return url
 }
 
 // waitServing waits until s logs that it is serving.
