@@ -12,7 +12,7 @@ import (
 
 // CreateOrg inserts an org with its first API key.
 func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *wtx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO orgs (id, name, created_at) VALUES (?, ?, ?)`,
 			o.ID, o.Name, ts(o.CreatedAt)); err != nil {
 			return err
@@ -25,7 +25,7 @@ func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey) 
 	})
 }
 
-func insertKey(ctx context.Context, tx *sql.Tx, k intake.APIKey) error {
+func insertKey(ctx context.Context, tx *wtx, k intake.APIKey) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, org_id, prefix, key_hash, created_at) VALUES (?, ?, ?, ?, ?)`,
 		k.ID, k.OrgID, k.Prefix, k.Hash, ts(k.CreatedAt))
 	return err
@@ -49,7 +49,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, sc intake.Scope, k intake.APIK
 	if !sc.Allows(k.OrgID) {
 		return notFound("org", k.OrgID)
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *wtx) error {
 		if err := orgExists(ctx, tx, k.OrgID); err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, sc intake.Scope) ([]intake.APIK
 
 // RevokeAPIKey stops a key visible in sc.
 func (s *Store) RevokeAPIKey(ctx context.Context, sc intake.Scope, id string, at time.Time) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ? AND (? = '' OR org_id = ?)`,
 			ts(at), id, sc.OrgID, sc.OrgID)
 		if err != nil {
@@ -115,7 +115,7 @@ func (s *Store) ListOrgs(ctx context.Context, sc intake.Scope) ([]intake.Org, er
 
 // CreateConnection inserts a connection; its org must exist.
 func (s *Store) CreateConnection(ctx context.Context, c intake.Connection) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *wtx) error {
 		if err := orgExists(ctx, tx, c.OrgID); err != nil {
 			return err
 		}
@@ -126,7 +126,7 @@ func (s *Store) CreateConnection(ctx context.Context, c intake.Connection) error
 	})
 }
 
-func orgExists(ctx context.Context, tx *sql.Tx, id string) error {
+func orgExists(ctx context.Context, tx *wtx, id string) error {
 	var one int
 	err := tx.QueryRowContext(ctx, `SELECT 1 FROM orgs WHERE id = ?`, id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -180,7 +180,7 @@ func (s *Store) ListConnections(ctx context.Context, sc intake.Scope) ([]intake.
 
 // ReplaceConnectionSecrets swaps a connection's sealed secret list.
 func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, id string, sealed []byte) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE connections SET sealed_secrets = ? WHERE id = ? AND (? = '' OR org_id = ?)`,
 			sealed, id, sc.OrgID, sc.OrgID)
 		if err != nil {
@@ -196,7 +196,7 @@ func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, i
 // CreateEndpoint inserts an endpoint of an existing connection; its org is
 // the connection's.
 func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *wtx) error {
 		var org string
 		err := tx.QueryRowContext(ctx, `SELECT org_id FROM connections WHERE id = ?`, e.ConnectionID).Scan(&org)
 		if errors.Is(err, sql.ErrNoRows) || (err == nil && e.OrgID != "" && org != e.OrgID) {
@@ -245,7 +245,7 @@ func (s *Store) EndpointByTokenHash(ctx context.Context, tokenHash []byte) (inta
 
 // UpdateEndpoint saves an endpoint's enabled flag and limits.
 func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.Endpoint) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE endpoints SET enabled = ?, max_body_bytes = ?, rate_per_sec = ?, burst = ?
 			WHERE id = ? AND (? = '' OR org_id = ?)`,
 			e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, sc.OrgID, sc.OrgID)

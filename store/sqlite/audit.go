@@ -9,7 +9,7 @@ import (
 
 // RecordAudit appends an operator action.
 func (s *Store) RecordAudit(ctx context.Context, a intake.AuditEntry) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO audit_log (id, org_id, actor, action, target_type, target_id, detail, at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.OrgID, a.Actor, a.Action, a.TargetType, a.TargetID, a.Detail, ts(a.At))
 		return err

@@ -2,10 +2,8 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/intakehq/intake"
@@ -15,7 +13,7 @@ import (
 // of the shared transaction, so its failure undoes only its own writes.
 type writeJob struct {
 	ctx   context.Context
-	fn    func(*sql.Tx) error
+	fn    func(*wtx) error
 	msg   *intake.Message // an ingest: inserted with the batch's other ingests
 	after func()          // runs once the commit holding the job returned
 	done  chan error
@@ -26,11 +24,11 @@ var errClosed = errors.New("sqlite: store closed")
 // tx runs fn as part of the next group commit and returns once that commit
 // is durable (or fn failed). Every write of the store goes through here:
 // SQLite has one writer, and one fsync serves every job of a batch.
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *Store) tx(ctx context.Context, fn func(*wtx) error) error {
 	return s.write1(ctx, fn, nil)
 }
 
-func (s *Store) write1(ctx context.Context, fn func(*sql.Tx) error, after func()) error {
+func (s *Store) write1(ctx context.Context, fn func(*wtx) error, after func()) error {
 	job := writeJob{ctx: ctx, fn: fn, after: after, done: make(chan error, 1)}
 	select {
 	case s.jobs <- job:
@@ -99,17 +97,18 @@ func (s *Store) failQueued() {
 func (s *Store) commitBatch(batch []writeJob) {
 	ctx := context.Background()
 	results := make([]error, len(batch))
-	tx, err := s.write.BeginTx(ctx, nil)
+	sqltx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		for _, j := range batch {
 			j.done <- unavailable(err)
 		}
 		return
 	}
+	tx := &wtx{Tx: sqltx, stmts: s.stmts}
 	s.insertIngests(tx, batch, results)
 	for i, j := range batch {
 		if j.msg == nil {
-			results[i] = s.runJob(tx, i, j)
+			results[i] = s.runJob(tx, j)
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -129,7 +128,7 @@ func (s *Store) commitBatch(batch []writeJob) {
 // insertIngests writes every ingest of the batch with one multi-row
 // statement per table; if that fails, each alone in its own savepoint, so
 // one bad row cannot fail its neighbours.
-func (s *Store) insertIngests(tx *sql.Tx, batch []writeJob, results []error) {
+func (s *Store) insertIngests(tx *wtx, batch []writeJob, results []error) {
 	var msgs []*intake.Message
 	for _, j := range batch {
 		if j.msg != nil {
@@ -153,14 +152,14 @@ func (s *Store) insertIngests(tx *sql.Tx, batch []writeJob, results []error) {
 	for i, j := range batch {
 		if j.msg != nil {
 			m := j.msg
-			results[i] = s.runJob(tx, i, writeJob{fn: func(tx *sql.Tx) error { return s.insertMessage(j.ctx, tx, m) }})
+			results[i] = s.runJob(tx, writeJob{fn: func(tx *wtx) error { return s.insertMessage(j.ctx, tx, m) }})
 		}
 	}
 }
 
 // insertMessages inserts messages and their bodies, a chunk of rows per
 // statement (well inside SQLite's limit on bound parameters).
-func insertMessages(tx *sql.Tx, msgs []*intake.Message) error {
+func insertMessages(tx *wtx, msgs []*intake.Message) error {
 	const chunk = 100
 	for start := 0; start < len(msgs); start += chunk {
 		part := msgs[start:min(start+chunk, len(msgs))]
@@ -206,18 +205,18 @@ func insertMessages(tx *sql.Tx, msgs []*intake.Message) error {
 
 // runJob runs one job in its own savepoint; an error rolls back that job's
 // writes alone.
-func (s *Store) runJob(tx *sql.Tx, i int, j writeJob) error {
-	sp := fmt.Sprintf("job%d", i)
-	if _, err := tx.Exec("SAVEPOINT " + sp); err != nil {
+func (s *Store) runJob(tx *wtx, j writeJob) error {
+	ctx := context.Background()
+	if _, err := tx.ExecContext(ctx, savepointSQL); err != nil {
 		return unavailable(err)
 	}
 	err := j.fn(tx)
 	if err != nil {
-		if _, rerr := tx.Exec("ROLLBACK TO " + sp); rerr != nil {
+		if _, rerr := tx.ExecContext(ctx, rollbackToSQL); rerr != nil {
 			return unavailable(rerr)
 		}
 	}
-	if _, rerr := tx.Exec("RELEASE " + sp); rerr != nil && err == nil {
+	if _, rerr := tx.ExecContext(ctx, releaseSQL); rerr != nil && err == nil {
 		return unavailable(rerr)
 	}
 	if err != nil {
@@ -236,12 +235,12 @@ func unavailableUnlessCoded(err error) error {
 	return unavailable(err)
 }
 
-func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, m *intake.Message) error {
+func (s *Store) insertMessage(ctx context.Context, tx *wtx, m *intake.Message) error {
 	header, err := json.Marshal(m.Header)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.StmtContext(ctx, s.insertMessageStmt).ExecContext(ctx,
+	if _, err := tx.ExecContext(ctx, insertMessageSQL,
 		m.ID, m.OrgID, m.ConnectionID, m.EndpointID, m.Method, m.Query, m.Digest, ts(m.ReceivedAt), m.State, m.Attempt,
 		m.MaxAttempts, ts(m.NextAttemptAt), m.ProviderEventID, m.Outcome, m.ErrorCode, m.ErrorMessage, m.ReplayOf); err != nil {
 		return err
@@ -249,7 +248,7 @@ func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, m *intake.Message
 	if m.BodyExpired {
 		return nil // a replay of a message whose body is gone: the record, no body
 	}
-	_, err = tx.StmtContext(ctx, s.insertBodyStmt).ExecContext(ctx, m.ID, string(header), m.Body)
+	_, err = tx.ExecContext(ctx, insertBodySQL, m.ID, string(header), m.Body)
 	return err
 }
 

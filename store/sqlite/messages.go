@@ -26,18 +26,8 @@ var claimable = func() string {
 // as their next numbered attempt.
 func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.Claim, error) {
 	var claims []intake.Claim
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `UPDATE messages
-			SET state = 'processing', attempt = attempt + 1, lease_until = ?1
-			WHERE id IN (
-				SELECT id FROM (
-					SELECT id, next_attempt_at AS due FROM messages
-					 WHERE state IN (`+claimable+`) AND next_attempt_at <= ?2
-					UNION ALL
-					SELECT id, lease_until AS due FROM messages
-					 WHERE state = 'processing' AND lease_until <= ?2
-				) ORDER BY due LIMIT ?3)
-			RETURNING `+messageColumns, ts(now.Add(lease)), ts(now), limit)
+	err := s.tx(ctx, func(tx *wtx) error {
+		rows, err := tx.QueryContext(ctx, claimMessagesSQL, ts(now.Add(lease)), ts(now), limit)
 		if err != nil {
 			return err
 		}
@@ -71,7 +61,7 @@ func loadBody(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, m *intake.Message) error {
 	var header string
-	err := q.QueryRowContext(ctx, `SELECT header, body FROM message_bodies WHERE message_id = ?`, m.ID).Scan(&header, &m.Body)
+	err := q.QueryRowContext(ctx, loadBodySQL, m.ID).Scan(&header, &m.Body)
 	if errors.Is(err, sql.ErrNoRows) {
 		m.BodyExpired = true
 		return nil
@@ -85,9 +75,9 @@ func loadBody(ctx context.Context, q interface {
 // SettleMessage applies a processing result in one transaction.
 func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Settlement) (intake.Settled, error) {
 	var out intake.Settled
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *wtx) error {
 		var conn string
-		err := tx.QueryRowContext(ctx, `SELECT connection_id FROM messages WHERE id = ?`, st.MessageID).Scan(&conn)
+		err := tx.QueryRowContext(ctx, messageConnectionSQL, st.MessageID).Scan(&conn)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("message", st.MessageID)
 		}
@@ -105,12 +95,12 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 
 // settleTx is ApplySettlement's view of a SQLite write transaction. The
 // transaction is IMMEDIATE, so it already holds the database's write lock.
-type settleTx struct{ tx *sql.Tx }
+type settleTx struct{ tx *wtx }
 
 func (t settleTx) LockMessage(ctx context.Context, id string) (intake.MessageState, int, error) {
 	var state intake.MessageState
 	var attempt int
-	err := t.tx.QueryRowContext(ctx, `SELECT state, attempt FROM messages WHERE id = ?`, id).Scan(&state, &attempt)
+	err := t.tx.QueryRowContext(ctx, lockMessageSQL, id).Scan(&state, &attempt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", 0, notFound("message", id)
 	}
@@ -120,8 +110,7 @@ func (t settleTx) LockMessage(ctx context.Context, id string) (intake.MessageSta
 func (t settleTx) Identity(ctx context.Context, connectionID, key string, now time.Time) (*intake.Identity, error) {
 	id := intake.Identity{Key: key}
 	var expires sql.NullInt64
-	err := t.tx.QueryRowContext(ctx, `SELECT digest, event_type, message_id, expires_at FROM message_identities
-		WHERE connection_id = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`, connectionID, key, ts(now)).
+	err := t.tx.QueryRowContext(ctx, identitySQL, connectionID, key, ts(now)).
 		Scan(&id.Digest, &id.EventType, &id.MessageID, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -131,17 +120,14 @@ func (t settleTx) Identity(ctx context.Context, connectionID, key string, now ti
 }
 
 func (t settleTx) PutIdentity(ctx context.Context, connectionID string, id intake.Identity) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO message_identities (connection_id, key, digest, event_type, message_id, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (connection_id, key) DO UPDATE SET digest = excluded.digest, event_type = excluded.event_type,
-			message_id = excluded.message_id, expires_at = excluded.expires_at`,
+	_, err := t.tx.ExecContext(ctx, putIdentitySQL,
 		connectionID, id.Key, id.Digest, id.EventType, id.MessageID, ts(id.ExpiresAt))
 	return err
 }
 
 func (t settleTx) OriginalEvent(ctx context.Context, connectionID, providerEventID string) (string, error) {
 	var id string
-	err := t.tx.QueryRowContext(ctx, `SELECT id FROM events WHERE connection_id = ? AND provider_event_id = ? AND replay = 0`,
+	err := t.tx.QueryRowContext(ctx, originalEventSQL,
 		connectionID, providerEventID).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
@@ -158,12 +144,7 @@ func (t settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error)
 	if e.Subject != nil {
 		app, record = e.Subject.App, e.Subject.RecordID
 	}
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO events
-		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
-		 subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
-		 next_attempt_at, replay, replay_of, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT DO NOTHING`,
+	res, err := t.tx.ExecContext(ctx, insertEventSQL,
 		e.ID, e.OrgID, e.ConnectionID, e.MessageID, e.Provider, e.Type, e.Kind, e.ProviderEventID, ts(e.OccurredAt),
 		ts(e.ReceivedAt), app, record, string(e.Data), e.DataTruncated, string(objectIDs), e.State, e.Attempt,
 		e.MaxAttempts, ts(e.NextAttemptAt), e.Replay, e.ReplayOf, ts(e.CreatedAt))
@@ -179,9 +160,7 @@ func (t settleTx) UpdateMessage(ctx context.Context, st intake.Settlement, now t
 	if st.To != intake.MessageFailed {
 		settled = ts(now)
 	}
-	_, err := t.tx.ExecContext(ctx, `UPDATE messages SET state = ?, outcome = ?, error_code = ?, error_message = ?,
-		next_attempt_at = ?, lease_until = NULL, provider_event_id = ?, settled_at = ?
-		WHERE id = ? AND attempt = ?`,
+	_, err := t.tx.ExecContext(ctx, updateMessageSQL,
 		st.To, st.Outcome, st.ErrorCode, st.ErrorMessage, ts(st.NextAttemptAt), st.ProviderEventID, settled,
 		st.MessageID, st.Attempt)
 	return err
@@ -190,7 +169,7 @@ func (t settleTx) UpdateMessage(ctx context.Context, st intake.Settlement, now t
 // ReleaseMessage ends a lease at once; the message is claimable as its next
 // attempt by any worker.
 func (s *Store) ReleaseMessage(ctx context.Context, now time.Time, id string, attempt int) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE messages SET lease_until = ? WHERE id = ? AND attempt = ? AND state = 'processing'`,
 			ts(now), id, attempt)
 		return err
@@ -304,7 +283,7 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 // DropBodies deletes old bodies of settled messages.
 func (s *Store) DropBodies(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	var n int64
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM message_bodies WHERE message_id IN (
 			SELECT id FROM messages WHERE received_at < ? AND state IN ('processed', 'ignored', 'dead')
 			AND id IN (SELECT message_id FROM message_bodies) LIMIT ?)`, ts(cutoff), limit)
@@ -320,7 +299,7 @@ func (s *Store) DropBodies(ctx context.Context, cutoff time.Time, limit int) (in
 // EraseBodies deletes an endpoint's bodies in a time range.
 func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time) (int, error) {
 	var n int64
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *wtx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM endpoints WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, endpointID, sc.OrgID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -344,7 +323,7 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 // DeleteSettled deletes old settled messages and all that hangs off them.
 func (s *Store) DeleteSettled(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	var n int
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *wtx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT id FROM messages m
 			WHERE received_at < ? AND state IN ('processed', 'ignored', 'dead')
 			  AND NOT EXISTS (SELECT 1 FROM events e WHERE e.message_id = m.id AND e.state IN ('pending', 'retrying'))
@@ -446,3 +425,45 @@ func pageLimit(n int) int {
 	}
 	return n
 }
+
+// claimMessagesSQL takes the earliest due of two kinds: claimable messages
+// and expired leases. Each branch is limited on its own partial index, so
+// a backlog of due messages costs a claim no more than its batch.
+var claimMessagesSQL = `UPDATE messages
+	SET state = 'processing', attempt = attempt + 1, lease_until = ?1
+	WHERE id IN (
+		SELECT id FROM (
+			SELECT * FROM (SELECT id, next_attempt_at AS due FROM messages
+				WHERE state IN (` + claimable + `) AND next_attempt_at <= ?2 ORDER BY next_attempt_at LIMIT ?3)
+			UNION ALL
+			SELECT * FROM (SELECT id, lease_until AS due FROM messages
+				WHERE state = 'processing' AND lease_until <= ?2 ORDER BY lease_until LIMIT ?3)
+		) ORDER BY due LIMIT ?3)
+	RETURNING ` + messageColumns
+
+const loadBodySQL = `SELECT header, body FROM message_bodies WHERE message_id = ?`
+
+const messageConnectionSQL = `SELECT connection_id FROM messages WHERE id = ?`
+
+const lockMessageSQL = `SELECT state, attempt FROM messages WHERE id = ?`
+
+const identitySQL = `SELECT digest, event_type, message_id, expires_at FROM message_identities
+		WHERE connection_id = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`
+
+const putIdentitySQL = `INSERT INTO message_identities (connection_id, key, digest, event_type, message_id, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (connection_id, key) DO UPDATE SET digest = excluded.digest, event_type = excluded.event_type,
+			message_id = excluded.message_id, expires_at = excluded.expires_at`
+
+const originalEventSQL = `SELECT id FROM events WHERE connection_id = ? AND provider_event_id = ? AND replay = 0`
+
+const insertEventSQL = `INSERT INTO events
+		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
+		 subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
+		 next_attempt_at, replay, replay_of, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`
+
+const updateMessageSQL = `UPDATE messages SET state = ?, outcome = ?, error_code = ?, error_message = ?,
+		next_attempt_at = ?, lease_until = NULL, provider_event_id = ?, settled_at = ?
+		WHERE id = ? AND attempt = ?`

@@ -17,7 +17,7 @@ func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer) error {
 	if err != nil {
 		return err
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *wtx) error {
 		if err := orgExists(ctx, tx, c.OrgID); err != nil {
 			return err
 		}
@@ -72,7 +72,7 @@ func (s *Store) ListConsumers(ctx context.Context, sc intake.Scope) ([]intake.Co
 
 // SetConsumerEnabled enables or disables a consumer visible in sc.
 func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, id string, enabled bool) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE consumers SET enabled = ? WHERE id = ? AND (? = '' OR org_id = ?)`,
 			enabled, id, sc.OrgID, sc.OrgID)
 		if err != nil {
@@ -87,7 +87,7 @@ func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, id stri
 
 // PutSubjectLink records or replaces the link of a provider object.
 func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.SubjectLink) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *wtx) error {
 		var org string
 		err := tx.QueryRowContext(ctx, `SELECT org_id FROM connections WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`,
 			l.ConnectionID, sc.OrgID).Scan(&org)
@@ -109,7 +109,7 @@ func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.Su
 func (t settleTx) Subject(ctx context.Context, connectionID string, objectIDs []string) (*intake.Subject, error) {
 	for _, obj := range objectIDs {
 		var sub intake.Subject
-		err := t.tx.QueryRowContext(ctx, `SELECT app, record_id FROM subject_links WHERE connection_id = ? AND provider_object_id = ?`,
+		err := t.tx.QueryRowContext(ctx, subjectSQL,
 			connectionID, obj).Scan(&sub.App, &sub.RecordID)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
@@ -125,16 +125,8 @@ func (t settleTx) Subject(ctx context.Context, connectionID string, objectIDs []
 // ClaimEvents takes due, unleased events as their next routing attempt.
 func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.EventClaim, error) {
 	var claims []intake.EventClaim
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `UPDATE events
-			SET attempt = attempt + 1, lease_until = ?1,
-			    state = CASE WHEN lease_until IS NOT NULL THEN 'retrying' ELSE state END
-			WHERE id IN (
-				SELECT id FROM events
-				 WHERE state IN ('pending', 'retrying') AND next_attempt_at <= ?2
-				   AND (lease_until IS NULL OR lease_until <= ?2)
-				 ORDER BY next_attempt_at LIMIT ?3)
-			RETURNING `+eventColumns+`, lease_until`, ts(now.Add(lease)), ts(now), limit)
+	err := s.tx(ctx, func(tx *wtx) error {
+		rows, err := tx.QueryContext(ctx, claimEventsSQL, ts(now.Add(lease)), ts(now), limit)
 		if err != nil {
 			return err
 		}
@@ -160,7 +152,7 @@ func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Durat
 }
 
 // loadDone fills in which consumers already handled or ignored each event.
-func loadDone(ctx context.Context, tx *sql.Tx, claims []intake.EventClaim) error {
+func loadDone(ctx context.Context, tx *wtx, claims []intake.EventClaim) error {
 	if len(claims) == 0 {
 		return nil
 	}
@@ -188,18 +180,18 @@ func loadDone(ctx context.Context, tx *sql.Tx, claims []intake.EventClaim) error
 
 // SettleEvent applies a routing result in one transaction.
 func (s *Store) SettleEvent(ctx context.Context, now time.Time, st intake.EventSettlement) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *wtx) error {
 		return intake.ApplyEventSettlement(ctx, eventTx{tx}, now, st)
 	})
 }
 
 // eventTx is ApplyEventSettlement's view of a SQLite write transaction.
-type eventTx struct{ tx *sql.Tx }
+type eventTx struct{ tx *wtx }
 
 func (t eventTx) LockEvent(ctx context.Context, id string) (intake.EventState, int, error) {
 	var state intake.EventState
 	var attempt int
-	err := t.tx.QueryRowContext(ctx, `SELECT state, attempt FROM events WHERE id = ?`, id).Scan(&state, &attempt)
+	err := t.tx.QueryRowContext(ctx, lockEventSQL, id).Scan(&state, &attempt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", 0, notFound("event", id)
 	}
@@ -207,8 +199,7 @@ func (t eventTx) LockEvent(ctx context.Context, id string) (intake.EventState, i
 }
 
 func (t eventTx) InsertDelivery(ctx context.Context, d intake.Delivery) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.tx.ExecContext(ctx, insertDeliverySQL,
 		d.ID, d.OrgID, d.EventID, d.ConsumerID, d.Attempt, d.Outcome, d.StatusCode, d.Latency.Microseconds(), d.Error, ts(d.At))
 	return err
 }
@@ -218,15 +209,14 @@ func (t eventTx) UpdateEvent(ctx context.Context, st intake.EventSettlement, now
 	if st.Deferred {
 		extend = 1
 	}
-	_, err := t.tx.ExecContext(ctx, `UPDATE events SET state = ?, next_attempt_at = ?, lease_until = NULL, max_attempts = max_attempts + ?
-		WHERE id = ? AND attempt = ?`,
+	_, err := t.tx.ExecContext(ctx, updateEventSQL,
 		st.To, ts(st.NextAttemptAt), extend, st.EventID, st.Attempt)
 	return err
 }
 
 // ReleaseEvent ends a routing lease at once.
 func (s *Store) ReleaseEvent(ctx context.Context, now time.Time, id string, attempt int) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE events SET lease_until = ? WHERE id = ? AND attempt = ? AND state IN ('pending', 'retrying')`,
 			ts(now), id, attempt)
 		return err
@@ -239,7 +229,7 @@ func (s *Store) ReleaseEvent(ctx context.Context, now time.Time, id string, atte
 
 // RerouteEvent takes a dead or no_consumer event back to pending.
 func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, id string, now time.Time) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *wtx) error {
 		var state intake.EventState
 		err := tx.QueryRowContext(ctx, `SELECT state FROM events WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID).Scan(&state)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -284,3 +274,23 @@ func (s *Store) Deliveries(ctx context.Context, sc intake.Scope, eventID string)
 	}
 	return out, rows.Err()
 }
+
+const subjectSQL = `SELECT app, record_id FROM subject_links WHERE connection_id = ? AND provider_object_id = ?`
+
+var claimEventsSQL = `UPDATE events
+			SET attempt = attempt + 1, lease_until = ?1,
+			    state = CASE WHEN lease_until IS NOT NULL THEN 'retrying' ELSE state END
+			WHERE id IN (
+				SELECT id FROM events
+				 WHERE state IN ('pending', 'retrying') AND next_attempt_at <= ?2
+				   AND (lease_until IS NULL OR lease_until <= ?2)
+				 ORDER BY next_attempt_at LIMIT ?3)
+			RETURNING ` + eventColumns + `, lease_until`
+
+const lockEventSQL = `SELECT state, attempt FROM events WHERE id = ?`
+
+const insertDeliverySQL = `INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+const updateEventSQL = `UPDATE events SET state = ?, next_attempt_at = ?, lease_until = NULL, max_attempts = max_attempts + ?
+		WHERE id = ? AND attempt = ?`

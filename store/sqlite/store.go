@@ -43,9 +43,9 @@ type Store struct {
 	jobs  chan writeJob
 	batch int
 
-	insertMessageStmt, insertBodyStmt *sql.Stmt
-	stop                              chan struct{}
-	done                              chan struct{}
+	stmts map[string]*sql.Stmt // the writer's hot statements, prepared at open
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 var _ intake.Store = (*Store)(nil)
@@ -107,10 +107,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
-	if s.insertMessageStmt, err = write.PrepareContext(ctx, insertMessageSQL); err == nil {
-		s.insertBodyStmt, err = write.PrepareContext(ctx, insertBodySQL)
-	}
-	if err != nil {
+	if s.stmts, err = prepare(ctx, write); err != nil {
 		read.Close()
 		write.Close()
 		return nil, err
@@ -139,7 +136,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 func (s *Store) Close() error {
 	close(s.stop)
 	<-s.done
-	return errors.Join(s.insertMessageStmt.Close(), s.insertBodyStmt.Close(), s.read.Close(), s.write.Close())
+	var errs []error
+	for _, st := range s.stmts {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(append(errs, s.read.Close(), s.write.Close())...)
 }
 
 // StorageBytes is the size of the database's used pages.

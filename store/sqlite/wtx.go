@@ -1,0 +1,71 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+)
+
+// wtx is the writer's open transaction. Statements the writer runs for
+// every message and event are prepared once, when the store opens, on the
+// writer's single connection: parsing SQL would otherwise cost the one
+// writer goroutine more than executing it.
+type wtx struct {
+	*sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := t.stmts[query]; st != nil {
+		return t.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return t.Tx.ExecContext(ctx, query, args...)
+}
+
+func (t *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := t.stmts[query]; st != nil {
+		return t.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return t.Tx.QueryContext(ctx, query, args...)
+}
+
+func (t *wtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := t.stmts[query]; st != nil {
+		return t.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return t.Tx.QueryRowContext(ctx, query, args...)
+}
+
+// Savepoints: jobs run one after another, so one name serves them all.
+const (
+	savepointSQL  = `SAVEPOINT job`
+	releaseSQL    = `RELEASE job`
+	rollbackToSQL = `ROLLBACK TO job`
+)
+
+// hotQueries are prepared at open. A query missing here still works; it
+// is parsed on every use.
+func hotQueries() []string {
+	return []string{
+		savepointSQL, releaseSQL, rollbackToSQL,
+		insertMessageSQL, insertBodySQL,
+		claimMessagesSQL, loadBodySQL, messageConnectionSQL, lockMessageSQL, identitySQL, putIdentitySQL,
+		originalEventSQL, insertEventSQL, updateMessageSQL, subjectSQL,
+		claimEventsSQL, lockEventSQL, insertDeliverySQL, updateEventSQL,
+	}
+}
+
+// prepare readies the hot queries on the writer connection.
+func prepare(ctx context.Context, db *sql.DB) (map[string]*sql.Stmt, error) {
+	out := map[string]*sql.Stmt{}
+	for _, q := range hotQueries() {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			for _, s := range out {
+				s.Close()
+			}
+			return nil, err
+		}
+		out[q] = st
+	}
+	return out, nil
+}
