@@ -33,6 +33,10 @@ type Store interface {
 	// EndpointByTokenHash finds an endpoint for ingress, enabled or not.
 	EndpointByTokenHash(ctx context.Context, tokenHash []byte) (Endpoint, error)
 	UpdateEndpoint(ctx context.Context, sc Scope, e Endpoint) error
+	// Delete marks a connection, endpoint or consumer deleted (seed 003's
+	// soft delete): every read ignores it from then on, its history stays.
+	// Deleting a connection deletes its endpoints.
+	Delete(ctx context.Context, sc Scope, kind DeleteKind, id string, at time.Time) error
 	ListEndpoints(ctx context.Context, sc Scope) ([]Endpoint, error)
 
 	// Ingest durably commits a received message in state queued, sharing

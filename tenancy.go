@@ -74,6 +74,16 @@ func (e *Endpoint) Validate() error {
 	return nil
 }
 
+// DeleteKind names what Store.Delete removes.
+type DeleteKind string
+
+// Things an operator can delete.
+const (
+	DeleteConnection DeleteKind = "connection"
+	DeleteEndpoint   DeleteKind = "endpoint"
+	DeleteConsumer   DeleteKind = "consumer"
+)
+
 // Scope limits a query to one org; the zero Scope (staff) sees every org.
 type Scope struct {
 	OrgID string

@@ -134,10 +134,26 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/replays/{id}", s.getReplay)
 	s.handle("POST /api/v1/events/{id}/reroute", s.rerouteEvent)
 	s.handle("POST /api/v1/events/reroute", s.rerouteEvents)
+	s.handle("GET /api/v1/events/stream", s.streamEvents)
 	s.handle("GET /api/v1/audit", s.listAudit)
 	s.handle("POST /api/v1/keys", s.createKey)
 	s.handle("GET /api/v1/keys", s.listKeys)
 	s.handle("DELETE /api/v1/keys/{id}", s.revokeKey)
+	s.handle("DELETE /api/v1/connections/{id}", s.deleteHandler(intake.DeleteConnection,
+		func(r *http.Request, sc intake.Scope, id string) (string, error) {
+			c, err := s.store.Connection(r.Context(), sc, id)
+			return c.OrgID, err
+		}))
+	s.handle("DELETE /api/v1/endpoints/{id}", s.deleteHandler(intake.DeleteEndpoint,
+		func(r *http.Request, sc intake.Scope, id string) (string, error) {
+			e, err := s.store.Endpoint(r.Context(), sc, id)
+			return e.OrgID, err
+		}))
+	s.handle("DELETE /api/v1/consumers/{id}", s.deleteHandler(intake.DeleteConsumer,
+		func(r *http.Request, sc intake.Scope, id string) (string, error) {
+			c, err := s.store.Consumer(r.Context(), sc, id)
+			return c.OrgID, err
+		}))
 	s.handle("DELETE /api/v1/endpoints/{id}/bodies", s.eraseBodies)
 
 	s.mux.HandleFunc("GET /body/{signed}", s.serveSignedBody)

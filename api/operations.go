@@ -147,3 +147,24 @@ func timeRange(r *http.Request) (since, until time.Time, err error) {
 	}
 	return since, until, nil
 }
+
+// deleteHandler soft-deletes one kind of row: it disappears from every
+// read, its history stays.
+func (s *Server) deleteHandler(kind intake.DeleteKind, orgOf func(r *http.Request, sc intake.Scope, id string) (string, error)) apiFunc {
+	return func(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+		id, err := pathID(r)
+		if err != nil {
+			return err
+		}
+		org, err := orgOf(r, sc, id)
+		if err != nil {
+			return err
+		}
+		if err := s.store.Delete(r.Context(), sc, kind, id, s.clock.Now().UTC()); err != nil {
+			return err
+		}
+		s.audit(r, org, string(kind)+".delete", string(kind), id)
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/internal/token"
 )
 
 func TestReplayRoutesAreScopedAndTheWindowIsBounded(t *testing.T) {
@@ -69,5 +70,26 @@ func TestErasingAnEndpointsBodiesKeepsTheMessages(t *testing.T) {
 	wantError(t, e.do("GET", "/api/v1/messages/"+m.ID+"/body", acme.org.APIKey, nil), 404, intake.ENOTFOUND, "not found")
 	if detail := must[api.MessageDetail](e, 200, "GET", "/api/v1/messages/"+m.ID, acme.org.APIKey, nil); !detail.BodyExpired {
 		t.Fatalf("message after erasure: %+v", detail)
+	}
+}
+
+func TestDeletedEndpointStopsIngressAndDisappearsButItsMessagesStay(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	m := e.ingest(acme, "", http.Header{}, `{"n":1}`)
+	if rec := e.do("DELETE", "/api/v1/endpoints/"+acme.ep.ID, acme.org.APIKey, nil); rec.Code != 204 {
+		t.Fatalf("delete: %d %s", rec.Code, rec.Body)
+	}
+	wantError(t, e.do("GET", "/api/v1/endpoints/"+acme.ep.ID, acme.org.APIKey, nil), 404, intake.ENOTFOUND, "not found")
+	if list := must[api.List[api.Endpoint]](e, 200, "GET", "/api/v1/endpoints", acme.org.APIKey, nil); len(list.Items) != 0 {
+		t.Fatalf("listed after delete: %+v", list.Items)
+	}
+	if _, err := e.store.EndpointByTokenHash(t.Context(), token.Hash(acme.ep.Token)); intake.ErrorCode(err) != intake.ENOTFOUND {
+		t.Fatalf("ingress still finds the endpoint: %v", err)
+	}
+	must[api.MessageDetail](e, 200, "GET", "/api/v1/messages/"+m.ID, acme.org.APIKey, nil)
+	audit := must[api.List[api.AuditEntry]](e, 200, "GET", "/api/v1/audit", acme.org.APIKey, nil)
+	if audit.Items[0].Action != "endpoint.delete" || audit.Items[0].TargetID != acme.ep.ID {
+		t.Fatalf("audit %+v", audit.Items[0])
 	}
 }

@@ -51,6 +51,7 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 		"POST /api/v1/messages/{id}/body-url":  {"/api/v1/messages/" + msg.ID + "/body-url", nil, notFound},
 		"GET /api/v1/events":                   {"/api/v1/events", nil, emptyList},
 		"GET /api/v1/events/{id}":              {"/api/v1/events/" + ev.ID, nil, notFound},
+		"GET /api/v1/events/stream":            {"/api/v1/events/stream?endpoint_id=" + acme.ep.ID, nil, notFound},
 		"GET /api/v1/unclaimed":                {"/api/v1/unclaimed", nil, forbidden},
 		"POST /api/v1/consumers":               {"/api/v1/consumers", map[string]any{"org_id": acme.org.ID, "name": "x", "app": "x", "url": "http://127.0.0.1:9/", "event_types": []string{"*"}}, forbidden},
 		"GET /api/v1/consumers":                {"/api/v1/consumers", nil, emptyList},
@@ -66,6 +67,9 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 		"POST /api/v1/keys":                    {"/api/v1/keys", api.CreateKeyRequest{OrgID: acme.org.ID}, forbidden},
 		"GET /api/v1/keys":                     {"/api/v1/keys", nil, emptyList},
 		"DELETE /api/v1/keys/{id}":             {"/api/v1/keys/" + acmeKey, nil, notFound},
+		"DELETE /api/v1/connections/{id}":      {"/api/v1/connections/" + acme.conn.ID, nil, notFound},
+		"DELETE /api/v1/endpoints/{id}":        {"/api/v1/endpoints/" + acme.ep.ID, nil, notFound},
+		"DELETE /api/v1/consumers/{id}":        {"/api/v1/consumers/" + cons.ID, nil, notFound},
 		"DELETE /api/v1/endpoints/{id}/bodies": {"/api/v1/endpoints/" + acme.ep.ID + "/bodies?since=2000-01-01T00:00:00Z&until=2100-01-01T00:00:00Z", nil, notFound},
 	}
 	routes := api.New(api.Config{Store: e.store, Sealer: e.sealer}).Routes()

@@ -188,6 +188,9 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement 
 	conn, err := w.conns.Get(m.ConnectionID, w.cfg.Clock.Now(), func() (intake.Connection, error) {
 		return w.cfg.Store.Connection(ctx, intake.Scope{}, m.ConnectionID)
 	})
+	if intake.ErrorCode(err) == intake.ENOTFOUND {
+		return dead(st, intake.ErrCodePermanent, "the connection was deleted")
+	}
 	if err != nil {
 		return w.transient(st, m, fmt.Errorf("load connection: %w", err))
 	}

@@ -158,7 +158,7 @@ func (s *Store) Connection(ctx context.Context, sc intake.Scope, connID string) 
 		return c, notFound("connection", connID)
 	}
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		b.Queue(`SELECT `+connectionColumns+` FROM connections WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, connID, nullID(sc.OrgID)).
+		b.Queue(`SELECT `+connectionColumns+` FROM connections WHERE deleted_at IS NULL AND id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, connID, nullID(sc.OrgID)).
 			QueryRow(func(row pgx.Row) (err error) { c, err = scanConnection(row); return err })
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -172,7 +172,7 @@ func (s *Store) ListConnections(ctx context.Context, sc intake.Scope) ([]intake.
 	var out []intake.Connection
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
 		queueRows(b, &out, scanConnection,
-			`SELECT `+connectionColumns+` FROM connections WHERE ($1::uuid IS NULL OR org_id = $1) ORDER BY id`, nullID(sc.OrgID))
+			`SELECT `+connectionColumns+` FROM connections WHERE deleted_at IS NULL AND ($1::uuid IS NULL OR org_id = $1) ORDER BY id`, nullID(sc.OrgID))
 	})
 	return out, err
 }
@@ -183,7 +183,7 @@ func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, c
 		return notFound("connection", connID)
 	}
 	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE connections SET sealed_secrets = $1 WHERE id = $2 AND ($3::uuid IS NULL OR org_id = $3)`,
+		tag, err := tx.Exec(ctx, `UPDATE connections SET sealed_secrets = $1 WHERE deleted_at IS NULL AND id = $2 AND ($3::uuid IS NULL OR org_id = $3)`,
 			sealed, connID, nullID(sc.OrgID))
 		if err != nil {
 			return err
@@ -203,7 +203,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint) error {
 	}
 	return s.tx(ctx, func(tx pgx.Tx) error {
 		var org string
-		err := tx.QueryRow(ctx, `SELECT org_id FROM connections WHERE id = $1`, e.ConnectionID).Scan(&org)
+		err := tx.QueryRow(ctx, `SELECT org_id FROM connections WHERE deleted_at IS NULL AND id = $1`, e.ConnectionID).Scan(&org)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && e.OrgID != "" && org != e.OrgID) {
 			return notFound("connection", e.ConnectionID)
 		}
@@ -235,7 +235,7 @@ func (s *Store) Endpoint(ctx context.Context, sc intake.Scope, epID string) (int
 		return e, notFound("endpoint", epID)
 	}
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		b.Queue(`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id
+		b.Queue(`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id AND c.deleted_at IS NULL AND e.deleted_at IS NULL
 			 WHERE e.id = $1 AND ($2::uuid IS NULL OR e.org_id = $2)`, epID, nullID(sc.OrgID)).
 			QueryRow(func(row pgx.Row) (err error) { e, err = scanEndpoint(row); return err })
 	})
@@ -248,7 +248,7 @@ func (s *Store) Endpoint(ctx context.Context, sc intake.Scope, epID string) (int
 // EndpointByTokenHash finds the endpoint ingress was addressed to.
 func (s *Store) EndpointByTokenHash(ctx context.Context, tokenHash []byte) (intake.Endpoint, error) {
 	e, err := scanEndpoint(s.pool.QueryRow(ctx,
-		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id WHERE e.token_hash = $1`, tokenHash))
+		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id AND c.deleted_at IS NULL AND e.deleted_at IS NULL WHERE e.token_hash = $1`, tokenHash))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, intake.Errorf(intake.ENOTFOUND, "no endpoint has this token")
 	}
@@ -262,7 +262,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.En
 	}
 	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE endpoints SET enabled = $1, max_body_bytes = $2, rate_per_sec = $3, burst = $4
-			WHERE id = $5 AND ($6::uuid IS NULL OR org_id = $6)`,
+			WHERE deleted_at IS NULL AND id = $5 AND ($6::uuid IS NULL OR org_id = $6)`,
 			e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, nullID(sc.OrgID))
 		if err != nil {
 			return err
@@ -278,7 +278,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.En
 func (s *Store) ListEndpoints(ctx context.Context, sc intake.Scope) ([]intake.Endpoint, error) {
 	var out []intake.Endpoint
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		queueRows(b, &out, scanEndpoint, `SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id
+		queueRows(b, &out, scanEndpoint, `SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id AND c.deleted_at IS NULL AND e.deleted_at IS NULL
 			 WHERE ($1::uuid IS NULL OR e.org_id = $1) ORDER BY e.id`, nullID(sc.OrgID))
 	})
 	return out, err

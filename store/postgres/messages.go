@@ -398,7 +398,7 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 	var n int64
 	err := s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
 		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM endpoints WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`,
+		err := tx.QueryRow(ctx, `SELECT 1 FROM endpoints WHERE deleted_at IS NULL AND id = $1 AND ($2::uuid IS NULL OR org_id = $2)`,
 			endpointID, nullID(sc.OrgID)).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound("endpoint", endpointID)

@@ -40,7 +40,7 @@ func (s *Store) Consumer(ctx context.Context, sc intake.Scope, consumerID string
 		return c, notFound("consumer", consumerID)
 	}
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		b.Queue(`SELECT `+consumerColumns+` FROM consumers WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, consumerID, nullID(sc.OrgID)).
+		b.Queue(`SELECT `+consumerColumns+` FROM consumers WHERE deleted_at IS NULL AND id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, consumerID, nullID(sc.OrgID)).
 			QueryRow(func(row pgx.Row) (err error) { c, err = scanConsumer(row); return err })
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -54,7 +54,7 @@ func (s *Store) ListConsumers(ctx context.Context, sc intake.Scope) ([]intake.Co
 	var out []intake.Consumer
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
 		queueRows(b, &out, scanConsumer,
-			`SELECT `+consumerColumns+` FROM consumers WHERE ($1::uuid IS NULL OR org_id = $1) ORDER BY id`, nullID(sc.OrgID))
+			`SELECT `+consumerColumns+` FROM consumers WHERE deleted_at IS NULL AND ($1::uuid IS NULL OR org_id = $1) ORDER BY id`, nullID(sc.OrgID))
 	})
 	return out, err
 }
@@ -65,7 +65,7 @@ func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, consume
 		return notFound("consumer", consumerID)
 	}
 	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE consumers SET enabled = $1 WHERE id = $2 AND ($3::uuid IS NULL OR org_id = $3)`,
+		tag, err := tx.Exec(ctx, `UPDATE consumers SET enabled = $1 WHERE deleted_at IS NULL AND id = $2 AND ($3::uuid IS NULL OR org_id = $3)`,
 			enabled, consumerID, nullID(sc.OrgID))
 		if err != nil {
 			return err
@@ -84,7 +84,7 @@ func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.Su
 	}
 	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
 		var org string
-		err := tx.QueryRow(ctx, `SELECT org_id FROM connections WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2)`,
+		err := tx.QueryRow(ctx, `SELECT org_id FROM connections WHERE deleted_at IS NULL AND id = $1 AND ($2::uuid IS NULL OR org_id = $2)`,
 			l.ConnectionID, nullID(sc.OrgID)).Scan(&org)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound("connection", l.ConnectionID)

@@ -152,7 +152,7 @@ func scanConnection(row interface{ Scan(...any) error }) (intake.Connection, err
 // Connection returns one connection visible in sc.
 func (s *Store) Connection(ctx context.Context, sc intake.Scope, id string) (intake.Connection, error) {
 	c, err := scanConnection(s.read.QueryRowContext(ctx,
-		`SELECT `+connectionColumns+` FROM connections WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID))
+		`SELECT `+connectionColumns+` FROM connections WHERE deleted_at IS NULL AND id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, notFound("connection", id)
 	}
@@ -162,7 +162,7 @@ func (s *Store) Connection(ctx context.Context, sc intake.Scope, id string) (int
 // ListConnections lists the connections visible in sc.
 func (s *Store) ListConnections(ctx context.Context, sc intake.Scope) ([]intake.Connection, error) {
 	rows, err := s.read.QueryContext(ctx,
-		`SELECT `+connectionColumns+` FROM connections WHERE (?1 = '' OR org_id = ?1) ORDER BY id`, sc.OrgID)
+		`SELECT `+connectionColumns+` FROM connections WHERE deleted_at IS NULL AND (?1 = '' OR org_id = ?1) ORDER BY id`, sc.OrgID)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +181,7 @@ func (s *Store) ListConnections(ctx context.Context, sc intake.Scope) ([]intake.
 // ReplaceConnectionSecrets swaps a connection's sealed secret list.
 func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, id string, sealed []byte) error {
 	return s.tx(ctx, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE connections SET sealed_secrets = ? WHERE id = ? AND (? = '' OR org_id = ?)`,
+		res, err := tx.ExecContext(ctx, `UPDATE connections SET sealed_secrets = ? WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
 			sealed, id, sc.OrgID, sc.OrgID)
 		if err != nil {
 			return err
@@ -198,7 +198,7 @@ func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, i
 func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint) error {
 	return s.tx(ctx, func(tx *wtx) error {
 		var org string
-		err := tx.QueryRowContext(ctx, `SELECT org_id FROM connections WHERE id = ?`, e.ConnectionID).Scan(&org)
+		err := tx.QueryRowContext(ctx, `SELECT org_id FROM connections WHERE deleted_at IS NULL AND id = ?`, e.ConnectionID).Scan(&org)
 		if errors.Is(err, sql.ErrNoRows) || (err == nil && e.OrgID != "" && org != e.OrgID) {
 			return notFound("connection", e.ConnectionID)
 		}
@@ -225,7 +225,7 @@ func scanEndpoint(row interface{ Scan(...any) error }) (intake.Endpoint, error) 
 // Endpoint returns one endpoint visible in sc.
 func (s *Store) Endpoint(ctx context.Context, sc intake.Scope, id string) (intake.Endpoint, error) {
 	e, err := scanEndpoint(s.read.QueryRowContext(ctx,
-		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id
+		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id AND c.deleted_at IS NULL AND e.deleted_at IS NULL
 		 WHERE e.id = ?1 AND (?2 = '' OR e.org_id = ?2)`, id, sc.OrgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return e, notFound("endpoint", id)
@@ -236,7 +236,7 @@ func (s *Store) Endpoint(ctx context.Context, sc intake.Scope, id string) (intak
 // EndpointByTokenHash finds the endpoint ingress was addressed to.
 func (s *Store) EndpointByTokenHash(ctx context.Context, tokenHash []byte) (intake.Endpoint, error) {
 	e, err := scanEndpoint(s.read.QueryRowContext(ctx,
-		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id WHERE e.token_hash = ?`, tokenHash))
+		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id AND c.deleted_at IS NULL AND e.deleted_at IS NULL WHERE e.token_hash = ?`, tokenHash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return e, intake.Errorf(intake.ENOTFOUND, "no endpoint has this token")
 	}
@@ -247,7 +247,7 @@ func (s *Store) EndpointByTokenHash(ctx context.Context, tokenHash []byte) (inta
 func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.Endpoint) error {
 	return s.tx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE endpoints SET enabled = ?, max_body_bytes = ?, rate_per_sec = ?, burst = ?
-			WHERE id = ? AND (? = '' OR org_id = ?)`,
+			WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
 			e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, sc.OrgID, sc.OrgID)
 		if err != nil {
 			return err
@@ -262,7 +262,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.En
 // ListEndpoints lists the endpoints visible in sc.
 func (s *Store) ListEndpoints(ctx context.Context, sc intake.Scope) ([]intake.Endpoint, error) {
 	rows, err := s.read.QueryContext(ctx,
-		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id
+		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id AND c.deleted_at IS NULL AND e.deleted_at IS NULL
 		 WHERE (?1 = '' OR e.org_id = ?1) ORDER BY e.id`, sc.OrgID)
 	if err != nil {
 		return nil, err

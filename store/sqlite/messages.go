@@ -301,7 +301,7 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 	var n int64
 	err := s.tx(ctx, func(tx *wtx) error {
 		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM endpoints WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, endpointID, sc.OrgID).Scan(&one)
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM endpoints WHERE deleted_at IS NULL AND id = ?1 AND (?2 = '' OR org_id = ?2)`, endpointID, sc.OrgID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("endpoint", endpointID)
 		}

@@ -44,7 +44,7 @@ func scanConsumer(row interface{ Scan(...any) error }) (intake.Consumer, error) 
 // Consumer returns one consumer visible in sc.
 func (s *Store) Consumer(ctx context.Context, sc intake.Scope, id string) (intake.Consumer, error) {
 	c, err := scanConsumer(s.read.QueryRowContext(ctx,
-		`SELECT `+consumerColumns+` FROM consumers WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID))
+		`SELECT `+consumerColumns+` FROM consumers WHERE deleted_at IS NULL AND id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, notFound("consumer", id)
 	}
@@ -54,7 +54,7 @@ func (s *Store) Consumer(ctx context.Context, sc intake.Scope, id string) (intak
 // ListConsumers lists the consumers visible in sc.
 func (s *Store) ListConsumers(ctx context.Context, sc intake.Scope) ([]intake.Consumer, error) {
 	rows, err := s.read.QueryContext(ctx,
-		`SELECT `+consumerColumns+` FROM consumers WHERE (?1 = '' OR org_id = ?1) ORDER BY id`, sc.OrgID)
+		`SELECT `+consumerColumns+` FROM consumers WHERE deleted_at IS NULL AND (?1 = '' OR org_id = ?1) ORDER BY id`, sc.OrgID)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (s *Store) ListConsumers(ctx context.Context, sc intake.Scope) ([]intake.Co
 // SetConsumerEnabled enables or disables a consumer visible in sc.
 func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, id string, enabled bool) error {
 	return s.tx(ctx, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE consumers SET enabled = ? WHERE id = ? AND (? = '' OR org_id = ?)`,
+		res, err := tx.ExecContext(ctx, `UPDATE consumers SET enabled = ? WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
 			enabled, id, sc.OrgID, sc.OrgID)
 		if err != nil {
 			return err
@@ -89,7 +89,7 @@ func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, id stri
 func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.SubjectLink) error {
 	return s.tx(ctx, func(tx *wtx) error {
 		var org string
-		err := tx.QueryRowContext(ctx, `SELECT org_id FROM connections WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`,
+		err := tx.QueryRowContext(ctx, `SELECT org_id FROM connections WHERE deleted_at IS NULL AND id = ?1 AND (?2 = '' OR org_id = ?2)`,
 			l.ConnectionID, sc.OrgID).Scan(&org)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("connection", l.ConnectionID)

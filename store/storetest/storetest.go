@@ -49,6 +49,7 @@ func Run(t *testing.T, open Opener) {
 		{"SubjectLinkNamesTheRecordOfLaterEvents", testSubjectLinks},
 		{"AuditLogIsScopedAndNewestFirst", testAudit},
 		{"RevokedKeyStopsAtOnceAndKeysAreScoped", testAPIKeys},
+		{"DeletedRowsAreIgnoredByEveryRead", testSoftDelete},
 		{"ErasedBodiesAreGoneButTheirIdentitiesStay", testEraseBodies},
 	}
 	for _, tc := range tests {
@@ -825,5 +826,57 @@ func testAPIKeys(t *testing.T, s intake.Store) {
 	}
 	if len(keys) != 3 || revoked != 1 {
 		t.Fatalf("staff lists %d keys, %d revoked", len(keys), revoked)
+	}
+}
+
+func testSoftDelete(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	other := newFixture(t, s, "other")
+	m := f.ingest(t, s, `{}`, t0)
+	c := intake.Consumer{ID: intake.NewID(), OrgID: f.org.ID, Name: "n", App: "a", URL: "http://127.0.0.1:9/", EventTypes: []string{"*"},
+		Enabled: true, SealedSecret: []byte("s"), CreatedAt: t0}
+	if err := s.CreateConsumer(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, s.Delete(ctx, intake.Scope{OrgID: other.org.ID}, intake.DeleteConsumer, c.ID, t0), intake.ENOTFOUND)
+	wantCode(t, s.Delete(ctx, intake.Scope{}, "org", f.org.ID, t0), intake.EINVALID)
+	if err := s.Delete(ctx, intake.Scope{OrgID: f.org.ID}, intake.DeleteConsumer, c.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Consumer(ctx, intake.Scope{}, c.ID)
+	wantCode(t, err, intake.ENOTFOUND)
+	if l, _ := s.ListConsumers(ctx, intake.Scope{OrgID: f.org.ID}); len(l) != 0 {
+		t.Fatalf("a deleted consumer is listed: %+v", l)
+	}
+	wantCode(t, s.SetConsumerEnabled(ctx, intake.Scope{}, c.ID, true), intake.ENOTFOUND)
+	wantCode(t, s.Delete(ctx, intake.Scope{}, intake.DeleteConsumer, c.ID, t0), intake.ENOTFOUND)
+
+	// Deleting the connection deletes its endpoint; the messages stay.
+	if err := s.Delete(ctx, intake.Scope{OrgID: f.org.ID}, intake.DeleteConnection, f.conn.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Connection(ctx, intake.Scope{}, f.conn.ID)
+	wantCode(t, err, intake.ENOTFOUND)
+	_, err = s.Endpoint(ctx, intake.Scope{}, f.ep.ID)
+	wantCode(t, err, intake.ENOTFOUND)
+	_, err = s.EndpointByTokenHash(ctx, f.ep.TokenHash)
+	wantCode(t, err, intake.ENOTFOUND)
+	if l, _ := s.ListEndpoints(ctx, intake.Scope{OrgID: f.org.ID}); len(l) != 0 {
+		t.Fatalf("a deleted endpoint is listed: %+v", l)
+	}
+	if l, _ := s.ListConnections(ctx, intake.Scope{OrgID: f.org.ID}); len(l) != 0 {
+		t.Fatalf("a deleted connection is listed: %+v", l)
+	}
+	wantCode(t, s.ReplaceConnectionSecrets(ctx, intake.Scope{}, f.conn.ID, []byte("x")), intake.ENOTFOUND)
+	wantCode(t, s.UpdateEndpoint(ctx, intake.Scope{}, f.ep), intake.ENOTFOUND)
+	err = s.CreateEndpoint(ctx, intake.Endpoint{ID: intake.NewID(), OrgID: f.org.ID, ConnectionID: f.conn.ID, TokenHash: []byte("new"),
+		Enabled: true, MaxBodyBytes: 1, Burst: 1, CreatedAt: t0})
+	wantCode(t, err, intake.ENOTFOUND)
+	if got, err := s.Message(ctx, intake.Scope{OrgID: f.org.ID}, m.ID); err != nil || got.ID != m.ID {
+		t.Fatalf("history lost with the connection: %v", err)
+	}
+	if _, err := s.Endpoint(ctx, intake.Scope{}, other.ep.ID); err != nil {
+		t.Fatalf("another org's endpoint went too: %v", err)
 	}
 }

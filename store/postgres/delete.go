@@ -1,0 +1,37 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake"
+)
+
+// Delete soft-deletes a connection (with its endpoints), an endpoint or a
+// consumer visible in sc.
+func (s *Store) Delete(ctx context.Context, sc intake.Scope, kind intake.DeleteKind, id string, at time.Time) error {
+	table := map[intake.DeleteKind]string{intake.DeleteConnection: "connections", intake.DeleteEndpoint: "endpoints",
+		intake.DeleteConsumer: "consumers"}[kind]
+	if table == "" {
+		return intake.Errorf(intake.EINVALID, "cannot delete a %q", kind)
+	}
+	if !validIDs(id) {
+		return notFound(string(kind), id)
+	}
+	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE `+table+` SET deleted_at = $1 WHERE deleted_at IS NULL AND id = $2
+			AND ($3::uuid IS NULL OR org_id = $3)`, ts(at), id, nullID(sc.OrgID))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound(string(kind), id)
+		}
+		if kind == intake.DeleteConnection {
+			_, err = tx.Exec(ctx, `UPDATE endpoints SET deleted_at = $1 WHERE deleted_at IS NULL AND connection_id = $2`, ts(at), id)
+		}
+		return err
+	})
+}

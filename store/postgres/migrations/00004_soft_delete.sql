@@ -1,0 +1,10 @@
+-- +goose Up
+-- Soft delete: a deleted row stays for history; every read ignores it.
+ALTER TABLE connections ADD COLUMN deleted_at timestamptz;
+ALTER TABLE endpoints ADD COLUMN deleted_at timestamptz;
+ALTER TABLE consumers ADD COLUMN deleted_at timestamptz;
+
+-- +goose Down
+ALTER TABLE consumers DROP COLUMN deleted_at;
+ALTER TABLE endpoints DROP COLUMN deleted_at;
+ALTER TABLE connections DROP COLUMN deleted_at;
