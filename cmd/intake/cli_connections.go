@@ -14,6 +14,7 @@ type ConnectionsCmd struct {
 	Create ConnectionsCreateCmd `cmd:"" help:"Create a connection to a provider account."`
 	List   ConnectionsListCmd   `cmd:"" help:"List connections."`
 	Show   ConnectionsShowCmd   `cmd:"" help:"Show one connection."`
+	Delete ConnectionsDeleteCmd `cmd:"" help:"Delete a connection and its endpoints (their history stays)."`
 }
 
 // ConnectionsCreateCmd creates a connection.

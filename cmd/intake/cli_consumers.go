@@ -16,6 +16,7 @@ type ConsumersCmd struct {
 	Show    ConsumersShowCmd    `cmd:"" help:"Show one consumer."`
 	Enable  ConsumersEnableCmd  `cmd:"" help:"Send events to a consumer again."`
 	Disable ConsumersDisableCmd `cmd:"" help:"Stop sending events to a consumer."`
+	Delete  ConsumersDeleteCmd  `cmd:"" help:"Delete a consumer (its deliveries stay)."`
 }
 
 // ConsumersAddCmd registers a consumer. Its address is --consumer-url

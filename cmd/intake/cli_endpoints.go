@@ -14,6 +14,7 @@ type EndpointsCmd struct {
 	Show    EndpointsShowCmd    `cmd:"" help:"Show one endpoint."`
 	Enable  EndpointsEnableCmd  `cmd:"" help:"Accept webhooks at an endpoint again."`
 	Disable EndpointsDisableCmd `cmd:"" help:"Refuse webhooks at an endpoint (404, nothing recorded)."`
+	Delete  EndpointsDeleteCmd  `cmd:"" help:"Delete an endpoint (its history stays)."`
 }
 
 // EndpointsCreateCmd creates an endpoint; absent limits take the server's

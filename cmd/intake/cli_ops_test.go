@@ -60,3 +60,27 @@ func TestProgressBar(t *testing.T) {
 		}
 	}
 }
+
+func TestCLIDeletesAnEndpointAndManagesKeys(t *testing.T) {
+	s := newServer(t)
+	org := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
+	conn := decodeOut[api.Connection](t, s.mustRun(t, org.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
+	ep := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
+	if out := s.mustRun(t, org.APIKey, "endpoints", "delete", ep.ID); !strings.Contains(out, "deleted endpoint "+ep.ID) {
+		t.Fatalf("delete: %q", out)
+	}
+	if _, err := s.run(t, org.APIKey, "endpoints", "show", ep.ID); err == nil {
+		t.Fatal("a deleted endpoint is shown")
+	}
+	key := decodeOut[api.APIKey](t, s.mustRun(t, org.APIKey, "keys", "create"))
+	if out := s.mustRun(t, key.Key, "keys", "list"); !strings.Contains(out, key.Prefix) || strings.Contains(out, key.Key) {
+		t.Fatalf("keys list: %q", out)
+	}
+	s.mustRun(t, org.APIKey, "keys", "revoke", key.ID)
+	if _, err := s.run(t, key.Key, "keys", "list"); err == nil {
+		t.Fatal("a revoked key still works")
+	}
+	if out := s.mustRun(t, org.APIKey, "audit", "list"); !strings.Contains(out, "key.revoke") || !strings.Contains(out, "endpoint.delete") {
+		t.Fatalf("audit list: %q", out)
+	}
+}
