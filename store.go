@@ -20,6 +20,9 @@ type Store interface {
 	// RevokeAPIKey stops a key at once.
 	RevokeAPIKey(ctx context.Context, sc Scope, id string, at time.Time) error
 	ListOrgs(ctx context.Context, sc Scope) ([]Org, error)
+	// SetOrgRetention sets an org's retention overrides (zero: the
+	// server's default).
+	SetOrgRetention(ctx context.Context, sc Scope, orgID string, body, rows time.Duration) error
 
 	CreateConnection(ctx context.Context, c Connection) error
 	Connection(ctx context.Context, sc Scope, id string) (Connection, error)
@@ -98,20 +101,21 @@ type Store interface {
 	Listen(topic string) (<-chan struct{}, func())
 
 	// DropBodies deletes up to limit stored bodies of settled messages
-	// received before cutoff (the replay window's end), returning how many.
-	// The messages, and their deduplication identities, stay.
-	DropBodies(ctx context.Context, cutoff time.Time, limit int) (int, error)
+	// received more than their org's body retention (def where the org sets
+	// none) before now, returning how many. The messages, and their
+	// deduplication identities, stay.
+	DropBodies(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error)
 	// EraseBodies deletes, on an org's request, the stored bodies of an
 	// endpoint's messages received in [since, until) that are visible in
 	// sc, keeping the messages and their deduplication identities (so an
 	// erased delivery re-sent later is still a duplicate). It returns how
 	// many bodies it erased.
 	EraseBodies(ctx context.Context, sc Scope, endpointID string, since, until time.Time) (int, error)
-	// DeleteSettled deletes up to limit settled messages received before
-	// cutoff, with their bodies, identities, events and deliveries, once
-	// none of their events is still being routed; it returns how many
-	// messages it deleted.
-	DeleteSettled(ctx context.Context, cutoff time.Time, limit int) (int, error)
+	// DeleteSettled deletes up to limit settled messages received more than
+	// their org's retention (def where the org sets none) before now, with
+	// their bodies, identities, events and deliveries, once none of their
+	// events is still being routed; it returns how many messages it deleted.
+	DeleteSettled(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error)
 
 	// RecordAudit appends an operator action to the audit log.
 	RecordAudit(ctx context.Context, a AuditEntry) error

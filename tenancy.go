@@ -10,7 +10,14 @@ type Org struct {
 	ID        string
 	Name      string
 	CreatedAt time.Time
+	// BodyRetention and Retention override the server's retention for this
+	// org's bodies and rows; zero keeps the server's.
+	BodyRetention time.Duration
+	Retention     time.Duration
 }
+
+// MaxRetention bounds an org's retention settings.
+const MaxRetention = 400 * 24 * time.Hour
 
 // APIKey is an org's credential for the admin API. Only its SHA-256 is
 // stored; Prefix, its first characters, lets people tell keys apart.

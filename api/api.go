@@ -102,6 +102,7 @@ func (s *Server) Handler() http.Handler { return s.mux }
 func (s *Server) routes() {
 	s.handle("POST /api/v1/orgs", s.createOrg)
 	s.handle("GET /api/v1/orgs", s.listOrgs)
+	s.handle("PATCH /api/v1/orgs/{id}", s.updateOrg)
 
 	s.handle("POST /api/v1/connections", s.createConnection)
 	s.handle("GET /api/v1/connections", s.listConnections)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
 )
 
@@ -39,5 +40,21 @@ func TestOperatorActionsAreAuditedWithActorAndNoSecrets(t *testing.T) {
 		if strings.Contains(raw, secret) {
 			t.Fatalf("the audit log shows a secret: %q", secret)
 		}
+	}
+}
+
+func TestAnOrgSetsItsOwnRetentionWithinBounds(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	path := "/api/v1/orgs/" + acme.org.ID
+	o := must[api.Org](e, 200, "PATCH", path, acme.org.APIKey, map[string]any{"body_retention": "24h", "retention": "240h"})
+	if o.BodyRetention != "24h0m0s" || o.Retention != "240h0m0s" {
+		t.Fatalf("org %+v", o)
+	}
+	wantError(t, e.do("PATCH", path, acme.org.APIKey, map[string]any{"retention": "10m"}), 400, intake.EINVALID, "between 1h")
+	wantError(t, e.do("PATCH", path, acme.org.APIKey, map[string]any{"retention": "forever"}), 400, intake.EINVALID, "a duration")
+	o = must[api.Org](e, 200, "PATCH", path, acme.org.APIKey, map[string]any{"body_retention": ""})
+	if o.BodyRetention != "" || o.Retention != "240h0m0s" {
+		t.Fatalf("after clearing one: %+v", o)
 	}
 }

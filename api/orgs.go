@@ -1,7 +1,9 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/intakehq/intake"
 )
@@ -46,5 +48,72 @@ func (s *Server) listOrgs(w http.ResponseWriter, r *http.Request, sc intake.Scop
 }
 
 func orgView(o intake.Org) Org {
-	return Org{ID: o.ID, Name: o.Name, CreatedAt: o.CreatedAt.UTC()}
+	v := Org{ID: o.ID, Name: o.Name, CreatedAt: o.CreatedAt.UTC()}
+	if o.BodyRetention > 0 {
+		v.BodyRetention = o.BodyRetention.String()
+	}
+	if o.Retention > 0 {
+		v.Retention = o.Retention.String()
+	}
+	return v
+}
+
+// updateOrg sets an org's own retention (an org may shorten or lengthen its
+// own, within bounds).
+func (s *Server) updateOrg(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var req UpdateOrgRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	orgs, err := s.store.ListOrgs(r.Context(), sc)
+	if err != nil {
+		return err
+	}
+	var o *intake.Org
+	for i := range orgs {
+		if orgs[i].ID == id {
+			o = &orgs[i]
+		}
+	}
+	if o == nil {
+		return intake.Errorf(intake.ENOTFOUND, "org %s not found", id)
+	}
+	if req.BodyRetention != nil {
+		if o.BodyRetention, err = retention("body_retention", *req.BodyRetention); err != nil {
+			return err
+		}
+	}
+	if req.Retention != nil {
+		if o.Retention, err = retention("retention", *req.Retention); err != nil {
+			return err
+		}
+	}
+	if err := s.store.SetOrgRetention(r.Context(), sc, o.ID, o.BodyRetention, o.Retention); err != nil {
+		return err
+	}
+	s.audit(r, o.ID, "org.update", "org", o.ID, fmt.Sprintf("body_retention=%s retention=%s", o.BodyRetention, o.Retention))
+	writeJSON(w, http.StatusOK, orgView(*o))
+	return nil
+}
+
+// retention parses a retention setting: "" or "0s" for the default, else
+// between an hour and intake.MaxRetention.
+func retention(field, v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		return 0, intake.Errorf(intake.EINVALID, "%s must be a duration such as \"168h\"", field)
+	case d == 0:
+		return 0, nil
+	case d < time.Hour || d > intake.MaxRetention:
+		return 0, intake.Errorf(intake.EINVALID, "%s must be between 1h and %s", field, intake.MaxRetention)
+	}
+	return d, nil
 }

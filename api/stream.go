@@ -27,6 +27,10 @@ const (
 	streamRetry     = time.Second      // the reconnect delay a client is told
 	streamBacklog   = 24 * time.Hour   // how far back a resume may reach
 	streamPage      = 200
+	// streamMinPoll spaces the polls of one stream when wake-ups come
+	// thick: each poll reads the newest events, so a busy system costs a
+	// stream at most a few reads a second.
+	streamMinPoll = 250 * time.Millisecond
 )
 
 // streamEvents serves GET /api/v1/events/stream: the scope's events as they
@@ -109,6 +113,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, sc intake.
 		if len(events) > 0 && rc.Flush() != nil {
 			return nil
 		}
+		polled := time.Now()
 		select {
 		case <-r.Context().Done():
 			return nil
@@ -118,6 +123,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, sc intake.
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
 				return nil
 			}
+		}
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-time.After(streamMinPoll - time.Since(polled)):
 		}
 	}
 }

@@ -219,3 +219,18 @@ func (e *env) eventWithID(tn tenant, id, typ string) {
 		e.t.Fatal(err)
 	}
 }
+
+func TestEventStreamOutlivesTheServersWriteTimeout(t *testing.T) {
+	e := newEnv(t)
+	srv := httptest.NewUnstartedServer(e.h)
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close) // after the stream closes
+	acme := e.newTenant("acme")
+	stream := openStream(t, srv, acme.org.APIKey, "", "")
+	time.Sleep(400 * time.Millisecond)
+	ev := e.event(acme, "apitest.later")
+	if m := next(t, stream); m.id != ev.ID {
+		t.Fatalf("stream sent %s, want %s", m.id, ev.ID)
+	}
+}

@@ -37,6 +37,7 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 	cases := map[string]call{
 		"POST /api/v1/orgs":                    {"/api/v1/orgs", api.CreateOrgRequest{Name: "x"}, forbidden},
 		"GET /api/v1/orgs":                     {"/api/v1/orgs", nil, emptyList},
+		"PATCH /api/v1/orgs/{id}":              {"/api/v1/orgs/" + acme.org.ID, map[string]any{"retention": "1h"}, notFound},
 		"POST /api/v1/connections":             {"/api/v1/connections", map[string]any{"org_id": acme.org.ID, "provider": testProvider, "name": "x", "secrets": []string{"s"}}, forbidden},
 		"GET /api/v1/connections":              {"/api/v1/connections", nil, emptyList},
 		"GET /api/v1/connections/{id}":         {"/api/v1/connections/" + acme.conn.ID, nil, notFound},

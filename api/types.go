@@ -40,6 +40,17 @@ type Org struct {
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"created_at"`
 	APIKey    string    `json:"api_key,omitempty"`
+	// BodyRetention and Retention are the org's own retention ("168h"),
+	// empty where the server's default applies.
+	BodyRetention string `json:"body_retention,omitempty"`
+	Retention     string `json:"retention,omitempty"`
+}
+
+// UpdateOrgRequest sets an org's own retention; "" or "0s" returns a
+// setting to the server's default.
+type UpdateOrgRequest struct {
+	BodyRetention *string `json:"body_retention"`
+	Retention     *string `json:"retention"`
 }
 
 // CreateConnectionRequest links an org to a provider account. OrgID may be

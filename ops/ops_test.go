@@ -186,7 +186,7 @@ func TestReplayOfAnExpiredBodyIsADeadRecord(t *testing.T) {
 	orig := e.receive(t, "d-1")
 	e.settle(t)
 	e.clock.Advance(8 * 24 * time.Hour)
-	if n, err := e.store.DropBodies(context.Background(), e.clock.Now().Add(-7*24*time.Hour), 100); err != nil || n != 1 {
+	if n, err := e.store.DropBodies(context.Background(), e.clock.Now(), 7*24*time.Hour, 100); err != nil || n != 1 {
 		t.Fatalf("dropped %d bodies, %v", n, err)
 	}
 	r, err := e.ops.ReplayMessage(context.Background(), intake.Scope{}, orig)

@@ -71,7 +71,7 @@ func (s *Sweeper) Run(ctx context.Context) {
 func (s *Sweeper) RunOnce(ctx context.Context) (bodies, messages int, err error) {
 	now := s.cfg.Clock.Now()
 	for {
-		n, err := s.cfg.Store.DropBodies(ctx, now.Add(-s.cfg.BodyRetention), s.cfg.Batch)
+		n, err := s.cfg.Store.DropBodies(ctx, now, s.cfg.BodyRetention, s.cfg.Batch)
 		bodies += n
 		if err != nil || n < s.cfg.Batch {
 			if err != nil {
@@ -81,7 +81,7 @@ func (s *Sweeper) RunOnce(ctx context.Context) (bodies, messages int, err error)
 		}
 	}
 	for {
-		n, err := s.cfg.Store.DeleteSettled(ctx, now.Add(-s.cfg.Retention), s.cfg.Batch)
+		n, err := s.cfg.Store.DeleteSettled(ctx, now, s.cfg.Retention, s.cfg.Batch)
 		messages += n
 		if err != nil || n < s.cfg.Batch {
 			return bodies, messages, err

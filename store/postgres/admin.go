@@ -99,7 +99,8 @@ func (s *Store) RevokeAPIKey(ctx context.Context, sc intake.Scope, keyID string,
 func (s *Store) ListOrgs(ctx context.Context, sc intake.Scope) ([]intake.Org, error) {
 	var out []intake.Org
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		queueRows(b, &out, scanOrg, `SELECT id, name, created_at FROM orgs WHERE ($1::uuid IS NULL OR id = $1) ORDER BY id`, nullID(sc.OrgID))
+		queueRows(b, &out, scanOrg, `SELECT id, name, created_at, coalesce(body_retention_us, 0), coalesce(retention_us, 0)
+			FROM orgs WHERE ($1::uuid IS NULL OR id = $1) ORDER BY id`, nullID(sc.OrgID))
 	})
 	return out, err
 }
@@ -107,9 +108,29 @@ func (s *Store) ListOrgs(ctx context.Context, sc intake.Scope) ([]intake.Org, er
 func scanOrg(row pgx.Row) (intake.Org, error) {
 	var o intake.Org
 	var created *time.Time
-	err := row.Scan(&o.ID, &o.Name, &created)
+	var body, meta int64
+	err := row.Scan(&o.ID, &o.Name, &created, &body, &meta)
 	o.CreatedAt = fromTS(created)
+	o.BodyRetention, o.Retention = time.Duration(body)*time.Microsecond, time.Duration(meta)*time.Microsecond
 	return o, err
+}
+
+// SetOrgRetention sets an org's retention overrides.
+func (s *Store) SetOrgRetention(ctx context.Context, sc intake.Scope, orgID string, body, rows time.Duration) error {
+	if !validIDs(orgID) {
+		return notFound("org", orgID)
+	}
+	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE orgs SET body_retention_us = nullif($1::bigint, 0), retention_us = nullif($2::bigint, 0)
+			WHERE id = $3 AND ($4::uuid IS NULL OR id = $4)`, body.Microseconds(), rows.Microseconds(), orgID, nullID(sc.OrgID))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound("org", orgID)
+		}
+		return nil
+	})
 }
 
 // CreateConnection inserts a connection; its org must exist.

@@ -375,14 +375,17 @@ func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.Mes
 const settledStates = `'processed', 'ignored', 'dead'`
 
 // DropBodies deletes old bodies of settled messages.
-func (s *Store) DropBodies(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
 	var n int64
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM message_bodies WHERE message_id IN (
-			SELECT b.message_id FROM message_bodies b JOIN messages m ON m.id = b.message_id
-			 WHERE m.received_at < $1 AND m.state IN (`+settledStates+`)
-			 LIMIT $2
-			   FOR UPDATE OF b SKIP LOCKED)`, ts(cutoff), limit)
+			SELECT b.message_id FROM message_bodies b JOIN messages m ON m.id = b.message_id JOIN orgs o ON o.id = m.org_id
+			 WHERE m.received_at < $1::timestamptz - make_interval(secs => (SELECT min(v) FROM (SELECT $2::bigint AS v UNION ALL
+			       SELECT body_retention_us FROM orgs WHERE body_retention_us IS NOT NULL) x) / 1e6)
+			   AND m.received_at < $1::timestamptz - make_interval(secs => coalesce(o.body_retention_us, $2::bigint) / 1e6)
+			   AND m.state IN (`+settledStates+`)
+			 LIMIT $3
+			   FOR UPDATE OF b SKIP LOCKED)`, ts(now), def.Microseconds(), limit)
 		n = tag.RowsAffected()
 		return err
 	})
@@ -416,14 +419,17 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 }
 
 // DeleteSettled deletes old settled messages and all that hangs off them.
-func (s *Store) DeleteSettled(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
 	var n int
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT id FROM messages m
-			WHERE received_at < $1 AND state IN (`+settledStates+`)
+		rows, err := tx.Query(ctx, `SELECT m.id FROM messages m JOIN orgs o ON o.id = m.org_id
+			WHERE m.received_at < $1::timestamptz - make_interval(secs => (SELECT min(v) FROM (SELECT $2::bigint AS v UNION ALL
+			      SELECT retention_us FROM orgs WHERE retention_us IS NOT NULL) x) / 1e6)
+			  AND m.received_at < $1::timestamptz - make_interval(secs => coalesce(o.retention_us, $2::bigint) / 1e6)
+			  AND m.state IN (`+settledStates+`)
 			  AND NOT EXISTS (SELECT 1 FROM events e WHERE e.message_id = m.id AND e.state IN ('pending', 'retrying'))
-			LIMIT $2
-			  FOR UPDATE SKIP LOCKED`, ts(cutoff), limit)
+			LIMIT $3
+			  FOR UPDATE OF m SKIP LOCKED`, ts(now), def.Microseconds(), limit)
 		if err != nil {
 			return err
 		}

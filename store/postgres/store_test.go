@@ -344,14 +344,14 @@ func TestRetentionRerouteCountsAndStats(t *testing.T) {
 		t.Fatalf("re-routed event = %+v", got)
 	}
 
-	if n, err := s.DropBodies(ctx, t0.Add(time.Hour), 10); err != nil || n != 2 {
+	if n, err := s.DropBodies(ctx, t0.Add(time.Hour), 0, 10); err != nil || n != 2 {
 		t.Fatalf("dropped %d bodies (%v), want the 2 settled", n, err)
 	}
 	if _, _, err := s.MessageBody(ctx, intake.Scope{}, m.ID); intake.ErrorCode(err) != intake.ENOTFOUND {
 		t.Fatalf("body after drop: %v", err)
 	}
 	// a's message has an event being routed again: it stays.
-	if n, err := s.DeleteSettled(ctx, t0.Add(time.Hour), 10); err != nil || n != 1 {
+	if n, err := s.DeleteSettled(ctx, t0.Add(time.Hour), 0, 10); err != nil || n != 1 {
 		t.Fatalf("deleted %d messages (%v), want b's settled one", n, err)
 	}
 	if page, _ := s.ListMessages(ctx, intake.Scope{}, intake.MessageFilter{}); len(page.Items) != 2 {

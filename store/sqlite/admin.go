@@ -95,7 +95,8 @@ func (s *Store) RevokeAPIKey(ctx context.Context, sc intake.Scope, id string, at
 
 // ListOrgs lists the orgs visible in sc.
 func (s *Store) ListOrgs(ctx context.Context, sc intake.Scope) ([]intake.Org, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, name, created_at FROM orgs WHERE (?1 = '' OR id = ?1) ORDER BY id`, sc.OrgID)
+	rows, err := s.read.QueryContext(ctx, `SELECT id, name, created_at, coalesce(body_retention_us, 0), coalesce(retention_us, 0)
+		FROM orgs WHERE (?1 = '' OR id = ?1) ORDER BY id`, sc.OrgID)
 	if err != nil {
 		return nil, err
 	}
@@ -104,13 +105,30 @@ func (s *Store) ListOrgs(ctx context.Context, sc intake.Scope) ([]intake.Org, er
 	for rows.Next() {
 		var o intake.Org
 		var created sql.NullInt64
-		if err := rows.Scan(&o.ID, &o.Name, &created); err != nil {
+		var body, meta int64
+		if err := rows.Scan(&o.ID, &o.Name, &created, &body, &meta); err != nil {
 			return nil, err
 		}
 		o.CreatedAt = fromTS(created)
+		o.BodyRetention, o.Retention = time.Duration(body)*time.Microsecond, time.Duration(meta)*time.Microsecond
 		out = append(out, o)
 	}
 	return out, rows.Err()
+}
+
+// SetOrgRetention sets an org's retention overrides.
+func (s *Store) SetOrgRetention(ctx context.Context, sc intake.Scope, orgID string, body, rows time.Duration) error {
+	return s.tx(ctx, func(tx *wtx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE orgs SET body_retention_us = nullif(?, 0), retention_us = nullif(?, 0)
+			WHERE id = ? AND (? = '' OR id = ?)`, body.Microseconds(), rows.Microseconds(), orgID, sc.OrgID, sc.OrgID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("org", orgID)
+		}
+		return nil
+	})
 }
 
 // CreateConnection inserts a connection; its org must exist.

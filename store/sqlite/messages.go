@@ -281,12 +281,16 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 }
 
 // DropBodies deletes old bodies of settled messages.
-func (s *Store) DropBodies(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
 	var n int64
 	err := s.tx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM message_bodies WHERE message_id IN (
-			SELECT id FROM messages WHERE received_at < ? AND state IN ('processed', 'ignored', 'dead')
-			AND id IN (SELECT message_id FROM message_bodies) LIMIT ?)`, ts(cutoff), limit)
+			SELECT m.id FROM messages m JOIN orgs o ON o.id = m.org_id
+			 WHERE m.received_at < ?1 - (SELECT min(v) FROM (SELECT ?2 AS v UNION ALL
+			       SELECT body_retention_us FROM orgs WHERE body_retention_us IS NOT NULL))
+			   AND m.received_at < ?1 - coalesce(o.body_retention_us, ?2)
+			   AND m.state IN ('processed', 'ignored', 'dead')
+			   AND m.id IN (SELECT message_id FROM message_bodies) LIMIT ?3)`, ts(now), def.Microseconds(), limit)
 		if err != nil {
 			return err
 		}
@@ -321,13 +325,16 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 }
 
 // DeleteSettled deletes old settled messages and all that hangs off them.
-func (s *Store) DeleteSettled(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
 	var n int
 	err := s.tx(ctx, func(tx *wtx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM messages m
-			WHERE received_at < ? AND state IN ('processed', 'ignored', 'dead')
+		rows, err := tx.QueryContext(ctx, `SELECT m.id FROM messages m JOIN orgs o ON o.id = m.org_id
+			WHERE m.received_at < ?1 - (SELECT min(v) FROM (SELECT ?2 AS v UNION ALL
+			      SELECT retention_us FROM orgs WHERE retention_us IS NOT NULL))
+			  AND m.received_at < ?1 - coalesce(o.retention_us, ?2)
+			  AND m.state IN ('processed', 'ignored', 'dead')
 			  AND NOT EXISTS (SELECT 1 FROM events e WHERE e.message_id = m.id AND e.state IN ('pending', 'retrying'))
-			LIMIT ?`, ts(cutoff), limit)
+			LIMIT ?3`, ts(now), def.Microseconds(), limit)
 		if err != nil {
 			return err
 		}

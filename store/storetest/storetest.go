@@ -50,6 +50,7 @@ func Run(t *testing.T, open Opener) {
 		{"AuditLogIsScopedAndNewestFirst", testAudit},
 		{"RevokedKeyStopsAtOnceAndKeysAreScoped", testAPIKeys},
 		{"DeletedRowsAreIgnoredByEveryRead", testSoftDelete},
+		{"EachOrgKeepsItsOwnRetention", testOrgRetention},
 		{"ErasedBodiesAreGoneButTheirIdentitiesStay", testEraseBodies},
 	}
 	for _, tc := range tests {
@@ -878,5 +879,60 @@ func testSoftDelete(t *testing.T, s intake.Store) {
 	}
 	if _, err := s.Endpoint(ctx, intake.Scope{}, other.ep.ID); err != nil {
 		t.Fatalf("another org's endpoint went too: %v", err)
+	}
+}
+
+func testOrgRetention(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	short := newFixture(t, s, "short")
+	long := newFixture(t, s, "long")
+	plain := newFixture(t, s, "plain")
+	wantCode(t, s.SetOrgRetention(ctx, intake.Scope{OrgID: long.org.ID}, short.org.ID, time.Hour, time.Hour), intake.ENOTFOUND)
+	if err := s.SetOrgRetention(ctx, intake.Scope{OrgID: short.org.ID}, short.org.ID, time.Hour, 2*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetOrgRetention(ctx, intake.Scope{}, long.org.ID, 48*time.Hour, 96*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	orgs, _ := s.ListOrgs(ctx, intake.Scope{OrgID: short.org.ID})
+	if len(orgs) != 1 || orgs[0].BodyRetention != time.Hour || orgs[0].Retention != 2*time.Hour {
+		t.Fatalf("org = %+v", orgs)
+	}
+	settle := func(f fixture) *intake.Message {
+		m := f.ingest(t, s, fmt.Sprintf(`{"org":%q}`, f.org.Name), t0)
+		for _, c := range claimAll(t, s, t0) {
+			if _, err := s.SettleMessage(ctx, t0, intake.Settlement{MessageID: c.Message.ID, Attempt: c.Attempt,
+				To: intake.MessageProcessed, Outcome: intake.OutcomeNoEvents}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return m
+	}
+	ms, ml, mp := settle(short), settle(long), settle(plain)
+	bodyLeft := func(m *intake.Message) bool {
+		_, _, err := s.MessageBody(ctx, intake.Scope{}, m.ID)
+		return err == nil
+	}
+	// Three hours on, with a server default of a day: only the short org's
+	// body and row are past their retention.
+	now := t0.Add(3 * time.Hour)
+	if n, err := s.DropBodies(ctx, now, 24*time.Hour, 100); err != nil || n != 1 || bodyLeft(ms) || !bodyLeft(ml) || !bodyLeft(mp) {
+		t.Fatalf("dropped %d bodies (%v): short %v long %v plain %v", n, err, bodyLeft(ms), bodyLeft(ml), bodyLeft(mp))
+	}
+	if n, err := s.DeleteSettled(ctx, now, 24*time.Hour, 100); err != nil || n != 1 {
+		t.Fatalf("deleted %d messages, %v", n, err)
+	}
+	// Thirty hours on: the plain org's body is past the default; the long
+	// org keeps its own longer window.
+	now = t0.Add(30 * time.Hour)
+	if n, err := s.DropBodies(ctx, now, 24*time.Hour, 100); err != nil || n != 1 || !bodyLeft(ml) || bodyLeft(mp) {
+		t.Fatalf("dropped %d bodies (%v): long %v plain %v", n, err, bodyLeft(ml), bodyLeft(mp))
+	}
+	// Clearing the overrides returns the org to the default.
+	if err := s.SetOrgRetention(ctx, intake.Scope{}, long.org.ID, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.DropBodies(ctx, now, 24*time.Hour, 100); n != 1 || bodyLeft(ml) {
+		t.Fatalf("after clearing: dropped %d", n)
 	}
 }
