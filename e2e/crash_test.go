@@ -95,16 +95,7 @@ func TestKilledServerLosesNoAcknowledgedWebhook(t *testing.T) {
 	}
 
 	s = start(t, data)
-	var msgs []message
-	eventually(t, 60*time.Second, "every stored message settled", func() bool {
-		msgs = s.messages(t)
-		for _, m := range msgs {
-			if !settled(m.State) {
-				return false
-			}
-		}
-		return true
-	})
+	msgs := s.settledMessages(t)
 	eventsOf := map[string]int{}
 	for _, e := range s.events(t) {
 		eventsOf[e.MessageID]++

@@ -62,16 +62,7 @@ func TestSIGTERMDrainsAndExitsCleanly(t *testing.T) {
 	}
 
 	s = start(t, data)
-	var msgs []message
-	eventually(t, 60*time.Second, "every stored message settled", func() bool {
-		msgs = s.messages(t)
-		for _, m := range msgs {
-			if !settled(m.State) {
-				return false
-			}
-		}
-		return true
-	})
+	msgs := s.settledMessages(t)
 	stored := map[string]int{}
 	for _, m := range msgs {
 		stored[m.ProviderEventID]++

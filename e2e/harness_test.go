@@ -243,6 +243,23 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	}
 }
 
+// settledMessages waits until every stored message has settled and
+// returns them all.
+func (s *server) settledMessages(t *testing.T) []message {
+	t.Helper()
+	var msgs []message
+	eventually(t, 60*time.Second, "every stored message settled", func() bool {
+		msgs = s.messages(t)
+		for _, m := range msgs {
+			if !settled(m.State) {
+				return false
+			}
+		}
+		return true
+	})
+	return msgs
+}
+
 func settled(state string) bool {
 	return strings.Contains(" processed ignored dead ", " "+state+" ")
 }
