@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
@@ -58,7 +59,13 @@ type Server struct {
 	mux            *http.ServeMux
 	ops            *ops.Ops
 	patterns       []string
+	closing        chan struct{} // closed by CloseStreams
+	closeOnce      sync.Once
 }
+
+// CloseStreams ends every open event stream, so a shutdown does not wait
+// for clients that never hang up; they reconnect elsewhere and resume.
+func (s *Server) CloseStreams() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // Routes lists the authenticated routes' patterns, so a test can prove
 // each one keeps orgs apart.
@@ -75,6 +82,7 @@ func New(cfg Config) *Server {
 		consumerPolicy: cfg.ConsumerPolicy,
 		log:            cfg.Logger,
 		mux:            http.NewServeMux(),
+		closing:        make(chan struct{}),
 	}
 	if cfg.StaffToken != "" {
 		s.staffHash = token.Hash(cfg.StaffToken)

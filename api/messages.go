@@ -2,11 +2,11 @@ package api
 
 import (
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/redact"
 )
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
@@ -47,8 +47,8 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, sc intake.Sc
 	}
 	out := MessageDetail{
 		Message:     messageView(m),
-		Query:       redactQuery(m.Query),
-		Headers:     redactHeaders(m.Header),
+		Query:       redact.Query(m.Query),
+		Headers:     redact.Headers(m.Header),
 		EventIDs:    m.EventIDs,
 		BodyExpired: m.BodyExpired,
 	}
@@ -108,54 +108,6 @@ func messageView(m intake.Message) Message {
 		Outcome:         m.Outcome,
 		ReplayOf:        m.ReplayOf,
 	}
-}
-
-// credentialName reports whether a header or query parameter name carries a
-// credential (a bearer token, cookie, API key, verify token) rather than
-// data about the request. Signature headers stay visible: a signature only
-// vouches for its own body.
-func credentialName(name string) bool {
-	n := strings.ToLower(name)
-	switch n {
-	case "cookie", "set-cookie", "key":
-		return true
-	}
-	for _, w := range []string{"auth", "token", "secret", "password", "passwd", "api-key", "apikey", "api_key", "session", "credential"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// redactHeaders returns the stored headers without credentials.
-func redactHeaders(h http.Header) http.Header {
-	out := http.Header{}
-	for k, v := range h {
-		if !credentialName(k) {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// redactQuery returns the raw query without credential parameters, keeping
-// the others exactly as received.
-func redactQuery(raw string) string {
-	if raw == "" {
-		return ""
-	}
-	var kept []string
-	for _, part := range strings.Split(raw, "&") {
-		name, _, _ := strings.Cut(part, "=")
-		if n, err := url.QueryUnescape(name); err == nil {
-			name = n
-		}
-		if !credentialName(name) {
-			kept = append(kept, part)
-		}
-	}
-	return strings.Join(kept, "&")
 }
 
 func joinStates[S ~string](states []S) string {

@@ -115,6 +115,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, sc intake.
 		}
 		polled := time.Now()
 		select {
+		case <-s.closing:
+			return nil
 		case <-r.Context().Done():
 			return nil
 		case <-wake:

@@ -74,3 +74,30 @@ func TestSIGTERMDrainsAndExitsCleanly(t *testing.T) {
 	}
 	t.Logf("%d acknowledged before SIGTERM, all stored once", len(acked))
 }
+
+// TestSIGTERMEndsOpenEventStreams: a `listen` client attached to the event
+// stream must not hold a shutdown for the whole grace period.
+func TestSIGTERMEndsOpenEventStreams(t *testing.T) {
+	s := start(t, t.TempDir(), "--shutdown-grace", "60s")
+	req, _ := http.NewRequest("GET", s.url+"/api/v1/events/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+staffToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("stream answered %d", resp.StatusCode)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(20 * time.Second): // the grace is 60 s: waiting for it fails here
+		t.Fatal("an open event stream held the shutdown")
+	}
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}

@@ -31,6 +31,8 @@ type Client struct {
 	Consumers   ConsumersCmd   `cmd:"" help:"Manage the apps that receive events."`
 	Links       LinksCmd       `cmd:"" help:"Link provider objects to the app records they belong to."`
 	Replay      ReplayCmd      `cmd:"" help:"Replay a message, or an endpoint's window of at most 7 days."`
+	Listen      ListenCmd      `cmd:"" help:"Forward the org's events, as they are routed, to a local URL (signed like a consumer delivery)."`
+	Send        SendCmd        `cmd:"" help:"Post a correctly signed sample webhook of a provider to an endpoint."`
 	Keys        KeysCmd        `cmd:"" help:"Manage an org's API keys."`
 	Audit       AuditCmd       `cmd:"" help:"Read the log of operator actions."`
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/console"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/bodyurl"
@@ -110,6 +111,8 @@ func (c *ServeCmd) Run() error {
 	mux.Handle("/webhooks/{token}", in)
 	mux.Handle("/api/", admin.Handler())
 	mux.Handle("/body/", admin.Handler())
+	mux.Handle("/console/", console.New(console.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
+		Clock: clock, SessionKey: derive(key, "console-session"), ConsumerPolicy: delivery.DefaultPolicy(), Logger: log}).Handler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -166,6 +169,7 @@ func (c *ServeCmd) Run() error {
 	in.Drain()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), c.ShutdownGrace)
 	defer cancel()
+	srv.RegisterOnShutdown(admin.CloseStreams)
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("shutdown: requests still open at the deadline", "err", err)
 	}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/provider"
+	"github.com/intakehq/intake/provider/fixtures"
+)
+
+// captured is a request as an endpoint received it.
+type captured struct {
+	method string
+	header http.Header
+	body   []byte
+}
+
+// captureEndpoint stands in for an endpoint, keeping what was posted.
+func captureEndpoint(t *testing.T, status int) (*httptest.Server, <-chan captured) {
+	t.Helper()
+	got := make(chan captured, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- captured{r.Method, r.Header.Clone(), b}
+		w.WriteHeader(status)
+		io.WriteString(w, `{"received":true}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, got
+}
+
+func sendSecret(name string) string {
+	switch name {
+	case "standard", "svix", "clerk", "resend":
+		return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	case "postmark":
+		return "hooks:correct-horse"
+	}
+	return "the-connection-secret"
+}
+
+func TestSendPostsAWebhookTheProvidersAdapterVerifies(t *testing.T) {
+	s := newServer(t)
+	for _, name := range fixtures.Providers() {
+		t.Run(name, func(t *testing.T) {
+			ep, got := captureEndpoint(t, 200)
+			url := ep.URL + "/webhooks/ik_sample"
+			out := s.mustRun(t, "", "send", "--endpoint-url", url, "--provider", name, "--secret", sendSecret(name))
+			want := name + "." + fixtures.DefaultType(name)
+			if !strings.Contains(out, "sent "+want) || !strings.Contains(out, "200 OK") {
+				t.Fatalf("output %q", out)
+			}
+			r := <-got
+			a, _ := provider.Lookup(name)
+			req := &provider.Request{Method: r.method, URL: url, Header: r.header, Body: r.body, ReceivedAt: time.Now()}
+			if err := a.Verify(req, [][]byte{[]byte(sendSecret(name))}, provider.Config{}); err != nil {
+				t.Fatalf("the %s adapter refuses what send posted: %v", name, err)
+			}
+			in, err := a.Interpret(req, provider.Config{})
+			if err != nil || len(in.Events) != 1 || in.Events[0].Type != want {
+				t.Fatalf("interpreted as %+v (%v), want one %s event", in, err, want)
+			}
+		})
+	}
+}
+
+func TestSendTakesTheTypeAndPrintsJSON(t *testing.T) {
+	s := newServer(t)
+	ep, got := captureEndpoint(t, 202)
+	url := ep.URL + "/webhooks/ik_sample"
+	out := s.mustRun(t, "", "send", "--endpoint-url", url, "--provider", "github", "--type", "github.issues.closed",
+		"--secret", "gh-secret", "--json")
+	res := decodeOut[sendResult](t, out)
+	if res.Type != "github.issues.closed" || res.Status != 202 || res.Answer != `{"received":true}` {
+		t.Fatalf("result %+v", res)
+	}
+	r := <-got
+	if r.header.Get("X-GitHub-Event") != "issues" {
+		t.Fatalf("X-GitHub-Event %q", r.header.Get("X-GitHub-Event"))
+	}
+	var body struct{ Action string }
+	if json.Unmarshal(r.body, &body); body.Action != "closed" {
+		t.Fatalf("action %q", body.Action)
+	}
+}
+
+func TestSendFailsOnARefusingEndpointAndExplainsWhy(t *testing.T) {
+	s := newServer(t)
+	ep, _ := captureEndpoint(t, 404)
+	_, err := s.run(t, "", "send", "--endpoint-url", ep.URL+"/webhooks/nope", "--provider", "stripe", "--secret", "x")
+	if err == nil || !strings.Contains(err.Error(), "no enabled endpoint has this URL") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := s.run(t, "", "send", "--endpoint-url", ep.URL, "--provider", "stripe"); err == nil || !strings.Contains(err.Error(), "--secret") {
+		t.Fatalf("without a secret: %v", err)
+	}
+	if _, err := s.run(t, "", "send", "--endpoint-url", ep.URL, "--provider", "nosuch", "--secret", "x"); err == nil || !strings.Contains(err.Error(), "stripe") {
+		t.Fatalf("unknown provider: %v", err)
+	}
+	out := s.mustRun(t, "", "send", "--endpoint-url", ep.URL, "--provider", "list")
+	if rows := table(t, out); len(rows) != len(fixtures.Providers())+1 {
+		t.Fatalf("provider list:\n%s", out)
+	}
+	list := decodeOut[api.List[struct{ Provider, DefaultType string }]](t, s.mustRun(t, "", "send", "--endpoint-url", ep.URL, "--provider", "list", "--json"))
+	if len(list.Items) != len(fixtures.Providers()) || list.Items[0].Provider == "" {
+		t.Fatalf("provider list as JSON: %+v", list)
+	}
+}

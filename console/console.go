@@ -1,0 +1,344 @@
+// Package console serves the web console at /console: server-rendered pages
+// over the same store and operator actions as the admin API, for operators
+// who would rather look than read JSON. A session is signed in with the
+// staff token or an org's API key, and every read goes through the
+// session's scope, so another org's rows do not exist for it.
+package console
+
+import (
+	"crypto/rand"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/token"
+	"github.com/intakehq/intake/ops"
+)
+
+//go:embed templates static
+var assets embed.FS
+
+// Config is what the console needs. Store and Sealer are required; the rest
+// have working zero values.
+type Config struct {
+	Store      intake.Store
+	Sealer     *seal.Sealer
+	StaffToken string // empty: no staff sign-in
+	PublicURL  string // where providers reach ingress; endpoint URLs are shown under it
+	Clock      intake.Clock
+	// SessionKey signs session cookies. Serve derives it from the master
+	// key, so every process of a deployment accepts every other's cookies.
+	// Empty: a random key, so sessions work on this process only.
+	SessionKey []byte
+	// SessionTTL is how long a sign-in lasts (default 12h).
+	SessionTTL time.Duration
+	// ConsumerPolicy checks consumer URLs at registration, as the admin
+	// API does; the zero Policy refuses nothing.
+	ConsumerPolicy delivery.Policy
+	Logger         *slog.Logger
+}
+
+// Console is the web console.
+type Console struct {
+	store     intake.Store
+	sealer    *seal.Sealer
+	publicURL string
+	httpsURL  bool
+	clock     intake.Clock
+	policy    delivery.Policy
+	log       *slog.Logger
+	ops       *ops.Ops
+	sessions  *sessions
+	pages     map[string]*template.Template
+	mux       *http.ServeMux
+	overviews overviewCache
+}
+
+// New returns the console for cfg.
+func New(cfg Config) *Console {
+	c := &Console{
+		store:     cfg.Store,
+		sealer:    cfg.Sealer,
+		publicURL: strings.TrimRight(cfg.PublicURL, "/"),
+		httpsURL:  strings.HasPrefix(cfg.PublicURL, "https://"),
+		clock:     cfg.Clock,
+		policy:    cfg.ConsumerPolicy,
+		log:       cfg.Logger,
+		mux:       http.NewServeMux(),
+	}
+	if c.clock == nil {
+		c.clock = intake.SystemClock{}
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	key := cfg.SessionKey
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			panic(err) // crypto/rand never fails on supported platforms
+		}
+	}
+	ttl := cfg.SessionTTL
+	if ttl <= 0 {
+		ttl = 12 * time.Hour
+	}
+	c.sessions = &sessions{key: key, ttl: ttl, store: c.store}
+	if cfg.StaffToken != "" {
+		c.sessions.staffHash = token.Hash(cfg.StaffToken)
+	}
+	c.ops = &ops.Ops{Store: c.store, Clock: c.clock, Logger: c.log}
+	c.pages = parsePages()
+	c.routes()
+	return c
+}
+
+// Handler serves /console/….
+func (c *Console) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		// Pages show request data anyone could have posted to an endpoint:
+		// nothing but the console's own script and styles may run.
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+			"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		c.mux.ServeHTTP(w, r)
+	})
+}
+
+func (c *Console) routes() {
+	static, err := fs.Sub(assets, "static")
+	if err != nil {
+		panic(err) // the embedded tree always has static/
+	}
+	files := http.StripPrefix("/console/static/", http.FileServerFS(static))
+	c.mux.HandleFunc("GET /console/static/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		files.ServeHTTP(w, r)
+	})
+	c.mux.HandleFunc("GET /console/login", c.loginPage)
+	c.mux.HandleFunc("POST /console/login", c.login)
+	c.action("POST /console/logout", c.logout)
+
+	c.page("GET /console/{$}", c.overview)
+	c.page("GET /console/messages", c.messages)
+	c.page("GET /console/messages/{id}", c.message)
+	c.page("GET /console/messages/{id}/body", c.messageBody)
+	c.action("POST /console/messages/{id}/replay", c.replayMessage)
+	c.page("GET /console/events", c.events)
+	c.page("GET /console/events/{id}", c.event)
+	c.action("POST /console/events/{id}/reroute", c.rerouteEvent)
+	c.page("GET /console/unclaimed", c.unclaimed)
+	c.page("GET /console/dead", c.dead)
+	c.action("POST /console/dead/replay", c.replayDead)
+	c.action("POST /console/dead/reroute", c.rerouteDead)
+	c.page("GET /console/endpoints", c.endpoints)
+	c.action("POST /console/endpoints", c.createEndpoint)
+	c.action("POST /console/endpoints/{id}/enabled", c.setEndpointEnabled)
+	c.page("GET /console/connections", c.connections)
+	c.action("POST /console/connections", c.createConnection)
+	c.action("POST /console/connections/{id}/disable", c.disableConnection)
+	c.page("GET /console/consumers", c.consumers)
+	c.action("POST /console/consumers", c.createConsumer)
+	c.action("POST /console/consumers/{id}/enabled", c.setConsumerEnabled)
+	c.page("/console/", func(w http.ResponseWriter, r *http.Request, s *session) error {
+		return intake.Errorf(intake.ENOTFOUND, "no such page")
+	})
+}
+
+// handlerFunc serves a signed-in request; its error is rendered as a page.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, s *session) error
+
+// page serves a page to a signed-in session, and sends anyone else to the
+// sign-in page, to come back after.
+func (c *Console) page(pattern string, h handlerFunc) {
+	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		s, err := c.session(r)
+		if err != nil {
+			if intake.ErrorCode(err) != intake.EUNAUTHORIZED {
+				c.fail(w, r, nil, err)
+				return
+			}
+			http.Redirect(w, r, "/console/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		if err := h(w, r, s); err != nil {
+			c.fail(w, r, s, err)
+		}
+	})
+}
+
+// action serves a state-changing form: it needs a session, a request from
+// the console's own pages (Origin) and the session's CSRF token.
+func (c *Console) action(pattern string, h handlerFunc) {
+	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		s, err := c.session(r)
+		switch {
+		case err != nil:
+		case !c.sameOrigin(r):
+			err = intake.Errorf(intake.EFORBIDDEN, "this form did not come from the console")
+		case !c.sessions.checkCSRF(s, r.PostFormValue("csrf")):
+			err = intake.Errorf(intake.EFORBIDDEN, "this form has expired; reload the page and try again")
+		default:
+			err = h(w, r, s)
+		}
+		if err != nil {
+			c.fail(w, r, s, err)
+		}
+	})
+}
+
+// session returns the request's session, or EUNAUTHORIZED.
+func (c *Console) session(r *http.Request) (*session, error) {
+	ck, err := r.Cookie(cookieName)
+	if err != nil {
+		return nil, intake.Errorf(intake.EUNAUTHORIZED, "sign in")
+	}
+	return c.sessions.open(r.Context(), ck.Value, c.clock.Now())
+}
+
+// sameOrigin reports whether a POST came from a page of this host: the
+// browser's Origin (or, failing that, Referer) names it.
+func (c *Console) sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" || origin == "null" {
+		origin = r.Header.Get("Referer")
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if u.Host == r.Host {
+		return true
+	}
+	pub, err := url.Parse(c.publicURL)
+	return err == nil && pub.Host != "" && u.Host == pub.Host
+}
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if s, err := c.session(r); err == nil && s != nil {
+		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
+		return
+	}
+	c.render(w, r, nil, http.StatusOK, "login", "Sign in", loginView{Next: safeNext(r.URL.Query().Get("next"))})
+}
+
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	next := safeNext(r.PostFormValue("next"))
+	if !c.sameOrigin(r) {
+		c.render(w, r, nil, http.StatusForbidden, "login", "Sign in", loginView{Next: next, Error: "This form did not come from the console."})
+		return
+	}
+	s, err := c.sessions.login(r.Context(), r.PostFormValue("token"), c.clock.Now())
+	if err != nil {
+		status, msg := http.StatusUnauthorized, intake.ErrorMessage(err)
+		if intake.ErrorCode(err) != intake.EUNAUTHORIZED {
+			c.log.Error("console sign-in", "err", err)
+			status, msg = http.StatusInternalServerError, "The console cannot check tokens right now."
+		}
+		c.render(w, r, nil, status, "login", "Sign in", loginView{Next: next, Error: msg})
+		return
+	}
+	c.setCookie(w, r, c.sessions.cookie(s), int(c.sessions.ttl.Seconds()))
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) error {
+	c.sessions.revoke(s, c.clock.Now())
+	c.setCookie(w, r, "", -1)
+	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+	return nil
+}
+
+// safeNext keeps a post-sign-in destination inside the console.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/console/") || strings.HasPrefix(next, "/console/login") || strings.ContainsAny(next, "\\\r\n") {
+		return "/console/"
+	}
+	return next
+}
+
+// fail renders an error as a page: not found for anything the session
+// cannot see (existence never leaks), the message for what the operator
+// can fix, and nothing of an internal error.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err error) {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		err = intake.Errorf(intake.ETOOLARGE, "the form is too large")
+	}
+	code := intake.ErrorCode(err)
+	status, title, msg := http.StatusInternalServerError, "Something went wrong", "The console could not do that. The server log has the details."
+	switch code {
+	case intake.ENOTFOUND:
+		status, title, msg = http.StatusNotFound, "Not found", "There is nothing here, or it belongs to another org."
+	case intake.EINVALID, intake.ETOOLARGE:
+		status, title, msg = http.StatusBadRequest, "That did not work", intake.ErrorMessage(err)
+	case intake.ECONFLICT:
+		status, title, msg = http.StatusConflict, "That did not work", intake.ErrorMessage(err)
+	case intake.EFORBIDDEN:
+		status, title, msg = http.StatusForbidden, "Not allowed", intake.ErrorMessage(err)
+	case intake.EUNAUTHORIZED:
+		c.setCookie(w, r, "", -1)
+		http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+		return
+	case intake.EUNAVAILABLE:
+		status, title, msg = http.StatusServiceUnavailable, "Unavailable", intake.ErrorMessage(err)
+	default:
+		c.log.Error("console", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	c.render(w, r, s, status, "error", title, errorView{Message: msg, Back: backLink(r)})
+}
+
+// backLink is where an error page's back link goes: the page the form was
+// on, when it was the console's.
+func backLink(r *http.Request) string {
+	if ref, err := url.Parse(r.Header.Get("Referer")); err == nil && ref.Host == r.Host && strings.HasPrefix(ref.Path, "/console/") {
+		return ref.RequestURI()
+	}
+	return "/console/"
+}
+
+// pathID returns the {id} path value; a malformed one is not found, like
+// any id the session cannot see.
+func pathID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if !intake.ValidID(id) {
+		return "", intake.Errorf(intake.ENOTFOUND, "no such id")
+	}
+	return id, nil
+}
+
+// audit records a console action in the audit log, as the admin API does
+// for its own; a failure to record is logged, the action has committed.
+func (c *Console) audit(r *http.Request, s *session, orgID, action, targetType, targetID, detail string) {
+	a := intake.AuditEntry{
+		ID: intake.NewID(), OrgID: orgID, Actor: s.Actor + " (console)", Action: action,
+		TargetType: targetType, TargetID: targetID, Detail: detail, At: c.clock.Now().UTC(),
+	}
+	if err := c.store.RecordAudit(r.Context(), a); err != nil {
+		c.log.Error("console audit: could not record an action", "action", action, "target_id", targetID, "err", err)
+	}
+}
+
+// redirect answers a form with the page to show next (post/redirect/get).
+func redirect(w http.ResponseWriter, r *http.Request, to string) error {
+	http.Redirect(w, r, to, http.StatusSeeOther)
+	return nil
+}

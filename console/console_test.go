@@ -1,0 +1,687 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/console"
+	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/provider/fixtures"
+	"github.com/intakehq/intake/store/sqlite"
+	"github.com/intakehq/intake/worker"
+)
+
+const (
+	staffToken   = "console-test-staff-token"
+	stripeSecret = "whsec_console_test"
+)
+
+// env is ingress, a worker, the admin API and the console over one SQLite
+// store, as `intake serve` wires them.
+type env struct {
+	t          *testing.T
+	url        string
+	store      *sqlite.Store
+	sessionKey []byte
+	sealer     *seal.Sealer
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), "intake.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, seal.KeySize)
+	rand.Read(key)
+	sealer, err := seal.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, store: st, sessionKey: []byte("console-session-key"), sealer: sealer}
+	srv := httptest.NewServer(nil)
+	e.url = srv.URL
+	mux := http.NewServeMux()
+	mux.Handle("/webhooks/{token}", ingress.New(ingress.Config{Store: st, Sealer: sealer, PublicURL: srv.URL}))
+	mux.Handle("/api/", api.New(api.Config{Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL}).Handler())
+	mux.Handle("/console/", e.console().Handler())
+	srv.Config.Handler = mux
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		worker.New(worker.Config{Store: st, Sealer: sealer, PublicURL: srv.URL, Poll: 10 * time.Millisecond}).Run(ctx)
+	}()
+	t.Cleanup(func() { stop(); <-done; srv.Close(); st.Close() })
+	return e
+}
+
+// console is another console process of the same deployment.
+func (e *env) console() *console.Console {
+	return console.New(console.Config{Store: e.store, Sealer: e.sealer, StaffToken: staffToken, PublicURL: e.url, SessionKey: e.sessionKey,
+		ConsumerPolicy: delivery.DefaultPolicy()})
+}
+
+// apiCall calls the admin API and decodes its answer.
+func apiCall[T any](e *env, tok, method, path string, in any) T {
+	e.t.Helper()
+	b, _ := json.Marshal(in)
+	req, _ := http.NewRequest(method, e.url+path, bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		e.t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+	}
+	var v T
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			e.t.Fatalf("%s %s: %v", method, path, err)
+		}
+	}
+	return v
+}
+
+// tenant is an org with a Stripe connection and an endpoint.
+type tenant struct {
+	org  api.Org
+	conn api.Connection
+	ep   api.Endpoint
+}
+
+func (e *env) tenant(name string) tenant {
+	e.t.Helper()
+	var tn tenant
+	tn.org = apiCall[api.Org](e, staffToken, "POST", "/api/v1/orgs", api.CreateOrgRequest{Name: name})
+	tn.conn = apiCall[api.Connection](e, tn.org.APIKey, "POST", "/api/v1/connections", api.CreateConnectionRequest{
+		Provider: "stripe", Name: name + " live", Secrets: []string{stripeSecret}})
+	tn.ep = apiCall[api.Endpoint](e, tn.org.APIKey, "POST", "/api/v1/endpoints", api.CreateEndpointRequest{ConnectionID: tn.conn.ID})
+	return tn
+}
+
+// post sends a request to an endpoint and returns the processed message.
+func (e *env) post(tn tenant, header http.Header, body []byte) intake.Message {
+	e.t.Helper()
+	before := e.messages(tn)
+	req, _ := http.NewRequest("POST", tn.ep.URL, bytes.NewReader(body))
+	req.Header = header
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		e.t.Fatalf("ingress answered %d", resp.StatusCode)
+	}
+	var m intake.Message
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if ms := e.messages(tn); len(ms) > len(before) && settled(ms[0].State) {
+			m, err = e.store.Message(context.Background(), intake.Scope{}, ms[0].ID) // with its event ids
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatal("the message did not settle in 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return m
+}
+
+// send posts a signed Stripe sample of typ.
+func (e *env) send(tn tenant, typ string) intake.Message {
+	e.t.Helper()
+	s, err := fixtures.Build("stripe", fixtures.Options{Type: typ, Secret: stripeSecret, URL: tn.ep.URL})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.post(tn, s.Header, s.Body)
+}
+
+// sendDead posts a correctly signed Stripe request that cannot be
+// interpreted (no type), so it is dead at once.
+func (e *env) sendDead(tn tenant) intake.Message {
+	body := []byte(`{"id":"evt_broken_` + intake.NewID() + `","object":"event"}`)
+	ts := fmt.Sprint(time.Now().Unix())
+	m := hmac.New(sha256.New, []byte(stripeSecret))
+	m.Write([]byte(ts + "."))
+	m.Write(body)
+	h := http.Header{"Content-Type": {"application/json"}, "Stripe-Signature": {"t=" + ts + ",v1=" + hex.EncodeToString(m.Sum(nil))}}
+	return e.post(tn, h, body)
+}
+
+func (e *env) messages(tn tenant) []intake.Message {
+	page, err := e.store.ListMessages(context.Background(), intake.Scope{OrgID: tn.org.ID}, intake.MessageFilter{Limit: 500})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return page.Items
+}
+
+func settled(s intake.MessageState) bool {
+	return s == intake.MessageProcessed || s == intake.MessageIgnored || s == intake.MessageDead
+}
+
+// browser is a cookie-keeping client that does not follow redirects.
+type browser struct {
+	t    *testing.T
+	e    *env
+	c    *http.Client
+	base string
+}
+
+func (e *env) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: e.t, e: e, base: e.url, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
+}
+
+// page is an answer as the browser got it.
+type page struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (b *browser) get(path string) page {
+	b.t.Helper()
+	resp, err := b.c.Get(b.base + path)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return read(b.t, resp)
+}
+
+// post submits a form from a console page (Origin set as browsers do).
+func (b *browser) post(path string, form url.Values) page {
+	b.t.Helper()
+	req, _ := http.NewRequest("POST", b.base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", b.base)
+	resp, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return read(b.t, resp)
+}
+
+func read(t *testing.T, resp *http.Response) page {
+	t.Helper()
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page{resp.StatusCode, resp.Header, string(raw)}
+}
+
+// signIn signs the browser in with tok.
+func (b *browser) signIn(tok string) {
+	b.t.Helper()
+	p := b.post("/console/login", url.Values{"token": {tok}, "next": {"/console/"}})
+	if p.status != http.StatusSeeOther {
+		b.t.Fatalf("sign-in answered %d: %s", p.status, p.body)
+	}
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf is the session's CSRF token, read from a page as a form carries it.
+func (b *browser) csrf() string {
+	b.t.Helper()
+	m := csrfField.FindStringSubmatch(b.get("/console/messages").body)
+	if m == nil {
+		b.t.Fatal("no CSRF token on the page")
+	}
+	return m[1]
+}
+
+func (b *browser) cookie() *http.Cookie {
+	u, _ := url.Parse(b.base + "/console/")
+	for _, c := range b.c.Jar.Cookies(u) {
+		if c.Name == "intake_console" {
+			return c
+		}
+	}
+	return nil
+}
+
+func wantStatus(t *testing.T, p page, status int) {
+	t.Helper()
+	if p.status != status {
+		t.Fatalf("status %d, want %d: %.400s", p.status, status, p.body)
+	}
+}
+
+func TestConsoleSendsVisitorsToSignInAndBackAfter(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	p := b.get("/console/events?state=dead")
+	wantStatus(t, p, http.StatusSeeOther)
+	if loc := p.header.Get("Location"); loc != "/console/login?next="+url.QueryEscape("/console/events?state=dead") {
+		t.Fatalf("redirected to %q", loc)
+	}
+	p = b.post("/console/login", url.Values{"token": {staffToken}, "next": {"/console/events?state=dead"}})
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/events?state=dead" {
+		t.Fatalf("after sign-in: %d to %q", p.status, p.header.Get("Location"))
+	}
+	// A destination outside the console is not followed.
+	p = e.browser().post("/console/login", url.Values{"token": {staffToken}, "next": {"//evil.example/console/"}})
+	if p.header.Get("Location") != "/console/" {
+		t.Fatalf("sign-in sent the browser to %q", p.header.Get("Location"))
+	}
+}
+
+func TestSignInWithAWrongTokenIsRefused(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	p := b.post("/console/login", url.Values{"token": {"ik_not-a-key"}})
+	wantStatus(t, p, http.StatusUnauthorized)
+	if !strings.Contains(p.body, "not valid") || b.cookie() != nil {
+		t.Fatalf("refusal page or cookie wrong: cookie %v", b.cookie())
+	}
+	wantStatus(t, b.get("/console/"), http.StatusSeeOther)
+}
+
+func TestSessionCookieIsStrictHttpOnlyAndHoldsNoToken(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	b := e.browser()
+	p := b.post("/console/login", url.Values{"token": {acme.org.APIKey}})
+	set := p.header.Get("Set-Cookie")
+	for _, want := range []string{"HttpOnly", "SameSite=Strict", "Path=/console"} {
+		if !strings.Contains(set, want) {
+			t.Fatalf("Set-Cookie %q lacks %s", set, want)
+		}
+	}
+	c := b.cookie()
+	payload, _, _ := strings.Cut(c.Value, ".")
+	raw, _ := base64.RawURLEncoding.DecodeString(payload)
+	if strings.Contains(c.Value, acme.org.APIKey) || bytes.Contains(raw, []byte(acme.org.APIKey)) || bytes.Contains(raw, []byte(acme.org.APIKey[3:20])) {
+		t.Fatal("the cookie carries the API key")
+	}
+	if p := b.get("/console/"); p.status != 200 || !strings.Contains(p.body, "acme") {
+		t.Fatalf("overview: %d", p.status)
+	}
+}
+
+func TestAnotherProcessWithTheSameKeyAcceptsTheSessionAndATamperedCookieIsRefused(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	b.signIn(staffToken)
+	cookie := b.cookie()
+
+	other := httptest.NewServer(e.console().Handler())
+	defer other.Close()
+	get := func(value string) int {
+		req, _ := http.NewRequest("GET", other.URL+"/console/endpoints", nil)
+		req.AddCookie(&http.Cookie{Name: "intake_console", Value: value})
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := get(cookie.Value); got != 200 {
+		t.Fatalf("another process answered %d to the session", got)
+	}
+	payload, mac, _ := strings.Cut(cookie.Value, ".")
+	raw, _ := base64.RawURLEncoding.DecodeString(payload)
+	forged := base64.RawURLEncoding.EncodeToString(bytes.Replace(raw, []byte(`"e":`), []byte(`"e":9`), 1))
+	for name, v := range map[string]string{"forged payload": forged + "." + mac, "no mac": payload, "garbage": "x.y"} {
+		if got := get(v); got != http.StatusSeeOther {
+			t.Errorf("%s: answered %d, want a redirect to sign in", name, got)
+		}
+	}
+	stranger := console.New(console.Config{Store: e.store, Sealer: e.sealer, StaffToken: staffToken, SessionKey: []byte("another deployment")})
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/console/", nil)
+	req.AddCookie(cookie)
+	stranger.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("a process with another key answered %d", rec.Code)
+	}
+}
+
+func TestRevokingAnAPIKeyEndsItsConsoleSessions(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	b := e.browser()
+	b.signIn(acme.org.APIKey)
+	wantStatus(t, b.get("/console/messages"), 200)
+	keys := apiCall[api.List[api.APIKey]](e, acme.org.APIKey, "GET", "/api/v1/keys", nil)
+	apiCall[api.APIKey](e, staffToken, "DELETE", "/api/v1/keys/"+keys.Items[0].ID, nil)
+	wantStatus(t, b.get("/console/messages"), http.StatusSeeOther)
+}
+
+func TestSignOutEndsTheSession(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	b.signIn(staffToken)
+	old := b.cookie()
+	wantStatus(t, b.post("/console/logout", url.Values{"csrf": {b.csrf()}}), http.StatusSeeOther)
+	b.c.Jar.SetCookies(&url.URL{Scheme: "http", Host: strings.TrimPrefix(e.url, "http://"), Path: "/console/"}, []*http.Cookie{old})
+	wantStatus(t, b.get("/console/"), http.StatusSeeOther)
+}
+
+func TestFormsNeedTheSessionsCSRFTokenAndTheConsolesOrigin(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	m := e.send(acme, "invoice.paid")
+	b, other := e.browser(), e.browser()
+	b.signIn(acme.org.APIKey)
+	other.signIn(acme.org.APIKey)
+	path := "/console/messages/" + m.ID + "/replay"
+	wantStatus(t, b.post(path, url.Values{}), http.StatusForbidden)
+	wantStatus(t, b.post(path, url.Values{"csrf": {other.csrf()}}), http.StatusForbidden)
+
+	req, _ := http.NewRequest("POST", e.url+path, strings.NewReader(url.Values{"csrf": {b.csrf()}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://evil.example")
+	resp, err := b.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a cross-origin form answered %d", resp.StatusCode)
+	}
+	if n := len(e.messages(acme)); n != 1 {
+		t.Fatalf("%d messages after refused replays, want 1", n)
+	}
+	wantStatus(t, b.post(path, url.Values{"csrf": {b.csrf()}}), http.StatusSeeOther)
+}
+
+func TestAnotherOrgsRowsAreNotFound(t *testing.T) {
+	e := newEnv(t)
+	acme, globex := e.tenant("acme"), e.tenant("globex")
+	m := e.send(acme, "invoice.paid")
+	b := e.browser()
+	b.signIn(globex.org.APIKey)
+	for _, path := range []string{"/console/messages/" + m.ID, "/console/messages/" + m.ID + "/body", "/console/events/" + m.EventIDs[0],
+		"/console/messages/not-an-id", "/console/unclaimed", "/console/nosuchpage"} {
+		if p := b.get(path); p.status != http.StatusNotFound || strings.Contains(p.body, m.ID) {
+			t.Errorf("GET %s: %d", path, p.status)
+		}
+	}
+	csrf := b.csrf()
+	for _, path := range []string{"/console/messages/" + m.ID + "/replay", "/console/events/" + m.EventIDs[0] + "/reroute",
+		"/console/endpoints/" + acme.ep.ID + "/enabled", "/console/connections/" + acme.conn.ID + "/disable"} {
+		wantStatus(t, b.post(path, url.Values{"csrf": {csrf}, "enabled": {"false"}}), http.StatusNotFound)
+	}
+	if p := b.post("/console/endpoints", url.Values{"csrf": {csrf}, "connection": {acme.conn.ID}}); p.status != http.StatusNotFound {
+		t.Fatalf("an endpoint on another org's connection: %d", p.status)
+	}
+	for _, path := range []string{"/console/messages", "/console/events", "/console/dead", "/console/endpoints", "/console/connections"} {
+		if p := b.get(path); p.status != 200 || strings.Contains(p.body, m.ID) || strings.Contains(p.body, acme.ep.ID) || strings.Contains(p.body, acme.conn.ID) {
+			t.Errorf("%s shows acme's rows to globex", path)
+		}
+	}
+	ep, err := e.store.Endpoint(context.Background(), intake.Scope{}, acme.ep.ID)
+	if err != nil || !ep.Enabled {
+		t.Fatalf("acme's endpoint: %+v %v", ep, err)
+	}
+}
+
+func TestMessagePageHidesCredentialsAndPrettyPrintsTheBody(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	s, err := fixtures.Build("stripe", fixtures.Options{Type: "invoice.paid", Secret: stripeSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Header.Set("Authorization", "Bearer leaked-bearer-value")
+	s.Header.Set("X-Api-Key", "leaked-api-key-value")
+	m := e.post(acme, s.Header, s.Body)
+	b := e.browser()
+	b.signIn(acme.org.APIKey)
+	p := b.get("/console/messages/" + m.ID)
+	wantStatus(t, p, 200)
+	if strings.Contains(p.body, "leaked-bearer-value") || strings.Contains(p.body, "leaked-api-key-value") {
+		t.Fatal("the page shows a credential header")
+	}
+	if !strings.Contains(p.body, "2 with credentials hidden") || !strings.Contains(p.body, "Stripe-Signature") {
+		t.Fatal("the page does not list the other headers or say what it hid")
+	}
+	if !strings.Contains(p.body, "\n  &#34;type&#34;: &#34;invoice.paid&#34;\n") || !strings.Contains(p.body, "stripe.invoice.paid") {
+		t.Fatalf("body not pretty-printed, or events missing:\n%s", p.body)
+	}
+	raw := b.get("/console/messages/" + m.ID + "/body")
+	if raw.body != string(s.Body) || !strings.Contains(raw.header.Get("Content-Security-Policy"), "sandbox") ||
+		!strings.HasPrefix(raw.header.Get("Content-Disposition"), "attachment") {
+		t.Fatalf("raw body download: %v", raw.header)
+	}
+}
+
+func TestReplayButtonMakesANewMessageAndRecordsIt(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	m := e.send(acme, "invoice.paid")
+	b := e.browser()
+	b.signIn(acme.org.APIKey)
+	p := b.post("/console/messages/"+m.ID+"/replay", url.Values{"csrf": {b.csrf()}})
+	wantStatus(t, p, http.StatusSeeOther)
+	loc := p.header.Get("Location")
+	id := strings.TrimSuffix(strings.TrimPrefix(loc, "/console/messages/"), "?flash=replayed")
+	replay, err := e.store.Message(context.Background(), intake.Scope{OrgID: acme.org.ID}, id)
+	if err != nil || replay.ReplayOf != m.ID {
+		t.Fatalf("replay %q: %+v %v", loc, replay, err)
+	}
+	page := b.get(loc)
+	if !strings.Contains(page.body, "Replayed: this is the new message.") || !strings.Contains(page.body, `href="/console/messages/`+m.ID+`"`) {
+		t.Fatal("the new message's page does not say it is a replay of the original")
+	}
+	audit, err := e.store.ListAudit(context.Background(), intake.Scope{OrgID: acme.org.ID}, intake.AuditFilter{Limit: 10})
+	if err != nil || len(audit.Items) == 0 || audit.Items[0].Action != "message.replay" || !strings.HasSuffix(audit.Items[0].Actor, "(console)") {
+		t.Fatalf("audit: %+v %v", audit.Items, err)
+	}
+}
+
+func TestEveryPageRendersForStaffAndForAnOrg(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	m := e.send(acme, "invoice.paid")
+	e.sendDead(acme)
+	pages := []string{"/console/", "/console/messages", "/console/messages?state=processed&endpoint=" + acme.ep.ID + "&since=2020-01-01T00:00",
+		"/console/messages/" + m.ID, "/console/events", "/console/events?type=stripe.invoice.paid", "/console/events/" + m.EventIDs[0],
+		"/console/dead", "/console/endpoints", "/console/connections", "/console/consumers"}
+	for tok, extra := range map[string][]string{staffToken: {"/console/unclaimed"}, acme.org.APIKey: nil} {
+		b := e.browser()
+		b.signIn(tok)
+		for _, path := range append(pages, extra...) {
+			p := b.get(path)
+			if p.status != 200 || !strings.Contains(p.body, "</html>") {
+				t.Errorf("%s: %d %.300s", path, p.status, p.body)
+			}
+			if csp := p.header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+				t.Errorf("%s: CSP %q", path, csp)
+			}
+		}
+	}
+	b := e.browser()
+	b.signIn(acme.org.APIKey)
+	if p := b.get("/console/"); !strings.Contains(p.body, "1 messages received in the last 24 h are dead") {
+		t.Fatalf("the overview raises no alarm for the dead message:\n%s", p.body)
+	}
+	if p := b.get("/console/messages?state=bogus"); p.status != http.StatusBadRequest {
+		t.Fatalf("a bad filter: %d", p.status)
+	}
+}
+
+func TestEndpointURLIsShownOnceAndConnectionSecretsNever(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	b := e.browser()
+	b.signIn(acme.org.APIKey)
+	csrf := b.csrf()
+	p := b.post("/console/connections", url.Values{"csrf": {csrf}, "provider": {"github"}, "name": {"octo"}, "secrets": {"gh-secret-one\ngh-secret-two\n"}})
+	wantStatus(t, p, http.StatusSeeOther)
+	conns, _ := e.store.ListConnections(context.Background(), intake.Scope{OrgID: acme.org.ID})
+	if len(conns) != 2 || conns[1].Provider != "github" {
+		t.Fatalf("connections %+v", conns)
+	}
+	list := b.get("/console/connections")
+	if strings.Contains(list.body, "gh-secret") || strings.Contains(list.body, stripeSecret) || !strings.Contains(list.body, "2 active") {
+		t.Fatal("the connections page shows a secret, or not how many")
+	}
+
+	p = b.post("/console/endpoints", url.Values{"csrf": {csrf}, "connection": {conns[1].ID}, "rate_per_sec": {"0"}})
+	wantStatus(t, p, 200)
+	u := regexp.MustCompile(`id="endpoint-url">([^<]+)<`).FindStringSubmatch(p.body)
+	if u == nil || !strings.HasPrefix(u[1], e.url+"/webhooks/") {
+		t.Fatalf("no endpoint URL on the page")
+	}
+	tok := strings.TrimPrefix(u[1], e.url+"/webhooks/")
+	if strings.Contains(b.get("/console/endpoints").body, tok) {
+		t.Fatal("the endpoint URL is shown again")
+	}
+	s, _ := fixtures.Build("github", fixtures.Options{Secret: "gh-secret-two"})
+	resp, err := http.Post(u[1], "application/json", bytes.NewReader(s.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("the new endpoint answered %d", resp.StatusCode)
+	}
+
+	wantStatus(t, b.post("/console/connections/"+conns[1].ID+"/disable", url.Values{"csrf": {csrf}}), http.StatusSeeOther)
+	// Ingress reuses an endpoint it looked up for a second.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Post(u[1], "application/json", bytes.NewReader(s.Body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after disabling the connection its endpoint still answers %d", resp.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	bad := b.post("/console/connections", url.Values{"csrf": {csrf}, "provider": {"stripe"}, "name": {"no secret"}})
+	if bad.status != http.StatusBadRequest || !strings.Contains(bad.body, "needs at least one signing secret") {
+		t.Fatalf("a connection without a secret: %d", bad.status)
+	}
+}
+
+func TestConsumerSecretIsShownOnceAndConsumersCanBeDisabled(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	b := e.browser()
+	b.signIn(staffToken)
+	csrf := b.csrf()
+	p := b.post("/console/consumers", url.Values{"csrf": {csrf}, "org": {acme.org.ID}, "name": {"billing"}, "app": {"billing-svc"},
+		"url": {"http://127.0.0.1:9/hooks"}, "event_types": {"stripe.invoice.*, stripe.charge.succeeded"}})
+	wantStatus(t, p, 200)
+	secret := regexp.MustCompile(`id="signing-secret">(whsec_[^<]+)<`).FindStringSubmatch(p.body)
+	if secret == nil {
+		t.Fatal("no signing secret on the page")
+	}
+	if strings.Contains(b.get("/console/consumers").body, secret[1]) {
+		t.Fatal("the signing secret is shown again")
+	}
+	cs, _ := e.store.ListConsumers(context.Background(), intake.Scope{OrgID: acme.org.ID})
+	if len(cs) != 1 || len(cs[0].EventTypes) != 2 || !cs[0].Enabled {
+		t.Fatalf("consumers %+v", cs)
+	}
+	wantStatus(t, b.post("/console/consumers/"+cs[0].ID+"/enabled", url.Values{"csrf": {csrf}, "enabled": {"false"}}), http.StatusSeeOther)
+	if c, _ := e.store.Consumer(context.Background(), intake.Scope{}, cs[0].ID); c.Enabled {
+		t.Fatal("the consumer is still enabled")
+	}
+	bad := b.post("/console/consumers", url.Values{"csrf": {csrf}, "org": {acme.org.ID}, "name": {"x"}, "app": {"x"},
+		"url": {"http://169.254.169.254/latest"}, "event_types": {"*"}})
+	if bad.status != http.StatusBadRequest {
+		t.Fatalf("a metadata-address consumer: %d", bad.status)
+	}
+}
+
+func TestDeadLettersReplayAndRerouteInBulk(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	d1, d2 := e.sendDead(acme), e.sendDead(acme)
+	ok := e.send(acme, "invoice.paid")
+	deadEvent(t, e, ok.EventIDs[0])
+
+	b := e.browser()
+	b.signIn(acme.org.APIKey)
+	p := b.get("/console/dead")
+	if !strings.Contains(p.body, d1.ID) || !strings.Contains(p.body, d2.ID) || !strings.Contains(p.body, ok.EventIDs[0]) || strings.Contains(p.body, ok.ID) {
+		t.Fatal("the dead letters page does not list exactly the dead message and events")
+	}
+	csrf := b.csrf()
+	p = b.post("/console/dead/replay", url.Values{"csrf": {csrf}})
+	if loc := p.header.Get("Location"); p.status != http.StatusSeeOther || !strings.Contains(loc, "flash=replayed-dead") || !strings.Contains(loc, "n=2") {
+		t.Fatalf("bulk replay: %d %q", p.status, loc)
+	}
+	replays := 0
+	for _, m := range e.messages(acme) {
+		if m.ReplayOf == d1.ID || m.ReplayOf == d2.ID {
+			replays++
+		}
+	}
+	if replays != 2 {
+		t.Fatalf("%d replays of the dead messages, want 2", replays)
+	}
+	p = b.post("/console/dead/reroute", url.Values{"csrf": {csrf}, "type": {"stripe.invoice.paid"}})
+	if loc := p.header.Get("Location"); !strings.Contains(loc, "n=1") {
+		t.Fatalf("bulk re-route: %q", loc)
+	}
+	ev, _ := e.store.Event(context.Background(), intake.Scope{}, ok.EventIDs[0])
+	if ev.State != intake.EventPending {
+		t.Fatalf("re-routed event is %s", ev.State)
+	}
+	if !strings.Contains(b.get(p.header.Get("Location")).body, "Re-routed 1 dead events.") {
+		t.Fatal("no notice after the re-route")
+	}
+}
+
+// deadEvent routes an event to death as a router whose consumer always
+// fails would.
+func deadEvent(t *testing.T, e *env, id string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, to := range []intake.EventState{intake.EventRetrying, intake.EventDead} {
+		now := time.Now()
+		claims, err := e.store.ClaimEvents(ctx, now, time.Minute, 10)
+		if err != nil || len(claims) != 1 || claims[0].Event.ID != id {
+			t.Fatalf("claim: %+v %v", claims, err)
+		}
+		if err := e.store.SettleEvent(ctx, now, intake.EventSettlement{EventID: id, Attempt: claims[0].Attempt, To: to, NextAttemptAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

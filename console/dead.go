@@ -1,0 +1,141 @@
+package console
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/intakehq/intake"
+)
+
+// maxBulkReplay bounds what one click replays, so a click never turns into
+// an unbounded job inside a request; the page says when more remain.
+const maxBulkReplay = 1000
+
+// deadView is the dead-letters page: dead messages and dead events, each
+// filtered, with bulk replay and re-route of what the filters select.
+type deadView struct {
+	Messages     []messageRow
+	MessageCount int
+	MessagesNext string
+	Events       []intake.Event
+	EventsNext   string
+	Endpoints    []option
+	Filter       deadFilter
+}
+
+type deadFilter struct {
+	Endpoint, Since, Until, Type string
+}
+
+func (c *Console) deadFilters(r *http.Request) (deadFilter, intake.MessageFilter, intake.EventFilter, error) {
+	q := r.URL.Query()
+	if r.Method == http.MethodPost {
+		q = r.PostForm
+	}
+	df := deadFilter{Endpoint: q.Get("endpoint"), Since: q.Get("since"), Until: q.Get("until"), Type: q.Get("type")}
+	mf, err := messageFilter{Endpoint: df.Endpoint, State: string(intake.MessageDead), Since: df.Since, Until: df.Until}.parse()
+	if err != nil {
+		return df, mf, intake.EventFilter{}, err
+	}
+	ef, err := eventFilter{Type: df.Type, State: string(intake.EventDead)}.parse()
+	if err != nil {
+		return df, mf, ef, err
+	}
+	ef.Since, ef.Until = mf.Since, mf.Until
+	return df, mf, ef, nil
+}
+
+func (c *Console) dead(w http.ResponseWriter, r *http.Request, s *session) error {
+	df, mf, ef, err := c.deadFilters(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	ctx := r.Context()
+	mf.Limit, mf.Cursor = pageSize, q.Get("mcursor")
+	ef.Limit, ef.Cursor = pageSize, q.Get("ecursor")
+	if (mf.Cursor != "" && !intake.ValidID(mf.Cursor)) || (ef.Cursor != "" && !intake.ValidID(ef.Cursor)) {
+		return intake.Errorf(intake.EINVALID, "malformed page cursor")
+	}
+	names, endpoints, err := c.endpointNames(ctx, s)
+	if err != nil {
+		return err
+	}
+	v := deadView{Endpoints: endpoints, Filter: df}
+	if v.MessageCount, err = c.store.CountMessages(ctx, s.scope(), mf); err != nil {
+		return err
+	}
+	msgs, err := c.store.ListMessages(ctx, s.scope(), mf)
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs.Items {
+		v.Messages = append(v.Messages, messageRow{Message: m, Endpoint: names[m.EndpointID]})
+	}
+	events, err := c.store.ListEvents(ctx, s.scope(), ef)
+	if err != nil {
+		return err
+	}
+	v.Events = events.Items
+	keep := []string{"endpoint", df.Endpoint, "since", df.Since, "until", df.Until, "type", df.Type}
+	if msgs.NextCursor != "" {
+		v.MessagesNext = queryString(append(keep, "mcursor", msgs.NextCursor)...)
+	}
+	if events.NextCursor != "" {
+		v.EventsNext = queryString(append(keep, "ecursor", events.NextCursor)...)
+	}
+	c.render(w, r, s, http.StatusOK, "dead", "Dead letters", v)
+	return nil
+}
+
+// replayDead replays every dead message the filters select (up to
+// maxBulkReplay a click). A message whose body expired is left out: its
+// replay would only be dead again.
+func (c *Console) replayDead(w http.ResponseWriter, r *http.Request, s *session) error {
+	df, mf, _, err := c.deadFilters(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	n := 0
+	mf.Limit = 200
+	for n < maxBulkReplay {
+		page, err := c.store.ListMessages(ctx, s.scope(), mf)
+		if err != nil {
+			return err
+		}
+		for _, m := range page.Items {
+			if m.BodyExpired || m.ErrorCode == intake.ErrCodeBodyExpired || n >= maxBulkReplay {
+				continue
+			}
+			replay, err := c.ops.ReplayMessage(ctx, s.scope(), m.ID)
+			if err != nil {
+				return err
+			}
+			c.audit(r, s, m.OrgID, "message.replay", "message", m.ID, "replay="+replay.ID+" (dead letters)")
+			n++
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		mf.Cursor = page.NextCursor
+	}
+	return redirect(w, r, "/console/dead"+queryString("endpoint", df.Endpoint, "since", df.Since, "until", df.Until,
+		"type", df.Type, "flash", "replayed-dead", "n", strconv.Itoa(n)))
+}
+
+// rerouteDead re-routes every dead event the filters select, through the
+// same operation as the admin API's bulk re-route.
+func (c *Console) rerouteDead(w http.ResponseWriter, r *http.Request, s *session) error {
+	df, _, ef, err := c.deadFilters(r)
+	if err != nil {
+		return err
+	}
+	n, err := c.ops.RerouteWhere(r.Context(), s.scope(), ef)
+	if err != nil {
+		return err
+	}
+	c.audit(r, s, s.OrgID, "events.reroute", "events", "", "state=dead type="+ef.Type+" count="+strconv.Itoa(n)+" (dead letters)")
+	return redirect(w, r, "/console/dead"+queryString("endpoint", df.Endpoint, "since", df.Since, "until", df.Until,
+		"type", df.Type, "flash", "rerouted-dead", "n", strconv.Itoa(n)))
+}

@@ -1,0 +1,144 @@
+package console
+
+import (
+	"net/http"
+
+	"github.com/intakehq/intake"
+)
+
+// eventsView is the events page: a filtered page of events.
+type eventsView struct {
+	Items  []intake.Event
+	States []string
+	Filter eventFilter
+	Next   string
+	Paged  bool
+	Orgs   map[string]string // org names, on the staff's cross-org lists
+}
+
+type eventFilter struct {
+	Type, State string
+}
+
+func (ef eventFilter) parse() (intake.EventFilter, error) {
+	f := intake.EventFilter{Type: ef.Type, State: intake.EventState(ef.State)}
+	if f.State != "" && !f.State.Valid() {
+		return f, intake.Errorf(intake.EINVALID, "unknown state %q", truncate(ef.State, 40))
+	}
+	if len(f.Type) > 200 {
+		return f, intake.Errorf(intake.EINVALID, "the type filter is at most 200 bytes")
+	}
+	return f, nil
+}
+
+func (c *Console) events(w http.ResponseWriter, r *http.Request, s *session) error {
+	q := r.URL.Query()
+	ef := eventFilter{Type: q.Get("type"), State: q.Get("state")}
+	v, err := c.eventPage(r, s.scope(), ef)
+	if err != nil {
+		return err
+	}
+	c.render(w, r, s, http.StatusOK, "events", "Events", v)
+	return nil
+}
+
+// unclaimed lists the events no consumer wanted, across every org, so staff
+// see which integrations nobody subscribes to yet.
+func (c *Console) unclaimed(w http.ResponseWriter, r *http.Request, s *session) error {
+	if !s.staff {
+		return intake.Errorf(intake.ENOTFOUND, "staff only")
+	}
+	v, err := c.eventPage(r, intake.Scope{}, eventFilter{State: string(intake.EventNoConsumer)})
+	if err != nil {
+		return err
+	}
+	orgs, err := c.store.ListOrgs(r.Context(), intake.Scope{})
+	if err != nil {
+		return err
+	}
+	v.Orgs = map[string]string{}
+	for _, o := range orgs {
+		v.Orgs[o.ID] = o.Name
+	}
+	c.render(w, r, s, http.StatusOK, "unclaimed", "Unclaimed events", v)
+	return nil
+}
+
+func (c *Console) eventPage(r *http.Request, sc intake.Scope, ef eventFilter) (eventsView, error) {
+	f, err := ef.parse()
+	if err != nil {
+		return eventsView{}, err
+	}
+	f.Limit, f.Cursor = pageSize, r.URL.Query().Get("cursor")
+	if f.Cursor != "" && !intake.ValidID(f.Cursor) {
+		return eventsView{}, intake.Errorf(intake.EINVALID, "malformed page cursor")
+	}
+	page, err := c.store.ListEvents(r.Context(), sc, f)
+	if err != nil {
+		return eventsView{}, err
+	}
+	v := eventsView{Items: page.Items, States: eventStates(), Filter: ef, Paged: f.Cursor != ""}
+	if page.NextCursor != "" {
+		v.Next = queryString("type", ef.Type, "state", ef.State, "cursor", page.NextCursor)
+	}
+	return v, nil
+}
+
+// eventView is an event's detail page.
+type eventView struct {
+	E          intake.Event
+	Data       shownBody
+	Deliveries []deliveryRow
+	Reroutable bool
+}
+
+// deliveryRow is a delivery attempt with its consumer's name.
+type deliveryRow struct {
+	intake.Delivery
+	Consumer string
+}
+
+func (c *Console) event(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	e, err := c.store.Event(r.Context(), s.scope(), id)
+	if err != nil {
+		return err
+	}
+	ds, err := c.store.Deliveries(r.Context(), s.scope(), e.ID)
+	if err != nil {
+		return err
+	}
+	consumers, err := c.store.ListConsumers(r.Context(), s.scope())
+	if err != nil {
+		return err
+	}
+	names := map[string]string{}
+	for _, cn := range consumers {
+		names[cn.ID] = cn.Name + " (" + cn.App + ")"
+	}
+	v := eventView{E: e, Data: showBody(e.Data), Reroutable: intake.CheckEventTransition(e.State, intake.EventPending) == nil}
+	for _, d := range ds {
+		v.Deliveries = append(v.Deliveries, deliveryRow{Delivery: d, Consumer: names[d.ConsumerID]})
+	}
+	c.render(w, r, s, http.StatusOK, "event", "Event "+short(id), v)
+	return nil
+}
+
+func (c *Console) rerouteEvent(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	e, err := c.store.Event(r.Context(), s.scope(), id)
+	if err != nil {
+		return err
+	}
+	if err := c.ops.Reroute(r.Context(), s.scope(), id); err != nil {
+		return err
+	}
+	c.audit(r, s, e.OrgID, "event.reroute", "event", id, "")
+	return redirect(w, r, "/console/events/"+id+"?flash=rerouted")
+}

@@ -1,0 +1,259 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/redact"
+)
+
+// pageSize is how many rows a list shows; lists page by keyset, so a page
+// costs the same on the first page as on the thousandth.
+const pageSize = 50
+
+// messagesView is the messages page: a filtered page of messages.
+type messagesView struct {
+	Items     []messageRow
+	Endpoints []option
+	States    []string
+	Filter    messageFilter
+	Next      string // the query of the next page; "" on the last
+	Paged     bool   // this is not the first page
+}
+
+type messageFilter struct {
+	Endpoint, State, Since, Until string
+}
+
+// messageRow is a message with a readable name for its endpoint.
+type messageRow struct {
+	intake.Message
+	Endpoint string
+}
+
+// option is a choice of a form's select.
+type option struct {
+	Value, Label string
+}
+
+func (c *Console) messages(w http.ResponseWriter, r *http.Request, s *session) error {
+	q := r.URL.Query()
+	mf := messageFilter{Endpoint: q.Get("endpoint"), State: q.Get("state"), Since: q.Get("since"), Until: q.Get("until")}
+	f, err := mf.parse()
+	if err != nil {
+		return err
+	}
+	f.Limit, f.Cursor = pageSize, q.Get("cursor")
+	if f.Cursor != "" && !intake.ValidID(f.Cursor) {
+		return intake.Errorf(intake.EINVALID, "malformed page cursor")
+	}
+	page, err := c.store.ListMessages(r.Context(), s.scope(), f)
+	if err != nil {
+		return err
+	}
+	names, endpoints, err := c.endpointNames(r.Context(), s)
+	if err != nil {
+		return err
+	}
+	v := messagesView{Endpoints: endpoints, States: messageStates(), Filter: mf, Paged: f.Cursor != ""}
+	for _, m := range page.Items {
+		v.Items = append(v.Items, messageRow{Message: m, Endpoint: names[m.EndpointID]})
+	}
+	if page.NextCursor != "" {
+		v.Next = queryString("endpoint", mf.Endpoint, "state", mf.State, "since", mf.Since, "until", mf.Until, "cursor", page.NextCursor)
+	}
+	c.render(w, r, s, http.StatusOK, "messages", "Messages", v)
+	return nil
+}
+
+// parse turns the form's filter into the store's.
+func (mf messageFilter) parse() (intake.MessageFilter, error) {
+	f := intake.MessageFilter{EndpointID: mf.Endpoint, State: intake.MessageState(mf.State)}
+	if f.EndpointID != "" && !intake.ValidID(f.EndpointID) {
+		return f, intake.Errorf(intake.EINVALID, "malformed endpoint id")
+	}
+	if f.State != "" && !f.State.Valid() {
+		return f, intake.Errorf(intake.EINVALID, "unknown state %q", truncate(mf.State, 40))
+	}
+	var err error
+	if f.Since, err = formTime("since", mf.Since); err != nil {
+		return f, err
+	}
+	if f.Until, err = formTime("until", mf.Until); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// formTime reads a time field: a browser's datetime-local (taken as UTC,
+// which is how the console shows times) or RFC 3339.
+func formTime(field, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, intake.Errorf(intake.EINVALID, "%s must be a time like 2025-03-14T09:30 (UTC)", field)
+}
+
+// endpointNames names each endpoint of the session's scope by its
+// connection ("stripe · live", after the org's name for staff), and lists
+// them for filters.
+func (c *Console) endpointNames(ctx context.Context, s *session) (map[string]string, []option, error) {
+	conns, err := c.store.ListConnections(ctx, s.scope())
+	if err != nil {
+		return nil, nil, err
+	}
+	orgName := map[string]string{}
+	if s.staff {
+		orgs, err := c.store.ListOrgs(ctx, s.scope())
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, o := range orgs {
+			orgName[o.ID] = o.Name + " · "
+		}
+	}
+	connName := map[string]string{}
+	for _, cn := range conns {
+		connName[cn.ID] = orgName[cn.OrgID] + cn.Provider + " · " + cn.Name
+	}
+	eps, err := c.store.ListEndpoints(ctx, s.scope())
+	if err != nil {
+		return nil, nil, err
+	}
+	names := map[string]string{}
+	opts := make([]option, 0, len(eps))
+	for _, e := range eps {
+		label := connName[e.ConnectionID] + " · …" + e.ID[len(e.ID)-6:]
+		names[e.ID] = label
+		opts = append(opts, option{Value: e.ID, Label: label})
+	}
+	slices.SortFunc(opts, func(a, b option) int { return strings.Compare(a.Label, b.Label) })
+	return names, opts, nil
+}
+
+// messageView is a message's detail page.
+type messageView struct {
+	M           intake.Message
+	Endpoint    string
+	Headers     []header
+	Hidden      int
+	Query       string
+	Body        shownBody
+	BodyExpired bool
+	Events      []intake.Event
+}
+
+type header struct {
+	Name  string
+	Value string
+}
+
+func (c *Console) message(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	m, err := c.store.Message(r.Context(), s.scope(), id)
+	if err != nil {
+		return err
+	}
+	v := messageView{M: m, Query: redact.Query(m.Query), BodyExpired: m.BodyExpired}
+	if names, _, err := c.endpointNames(r.Context(), s); err == nil {
+		v.Endpoint = names[m.EndpointID]
+	} else {
+		return err
+	}
+	for name, values := range m.Header {
+		if redact.Credential(name) {
+			v.Hidden++
+			continue
+		}
+		v.Headers = append(v.Headers, header{Name: http.CanonicalHeaderKey(name), Value: strings.Join(values, ", ")})
+	}
+	slices.SortFunc(v.Headers, func(a, b header) int { return strings.Compare(a.Name, b.Name) })
+	if !m.BodyExpired {
+		body, _, err := c.store.MessageBody(r.Context(), s.scope(), id)
+		switch {
+		case intake.ErrorCode(err) == intake.ENOTFOUND:
+			v.BodyExpired = true
+		case err != nil:
+			return err
+		default:
+			v.Body = showBody(body)
+		}
+	}
+	for _, eid := range m.EventIDs {
+		e, err := c.store.Event(r.Context(), s.scope(), eid)
+		if intake.ErrorCode(err) == intake.ENOTFOUND {
+			continue // deleted by retention
+		}
+		if err != nil {
+			return err
+		}
+		v.Events = append(v.Events, e)
+	}
+	c.render(w, r, s, http.StatusOK, "message", "Message "+short(id), v)
+	return nil
+}
+
+// messageBody downloads the raw body exactly as received. It is whatever
+// anyone posted to an endpoint, so a browser must never run it here.
+func (c *Console) messageBody(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	body, header, err := c.store.MessageBody(r.Context(), s.scope(), id)
+	if err != nil {
+		return err
+	}
+	ct := header.Get("Content-Type")
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	h := w.Header()
+	h.Set("Content-Type", ct)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Content-Disposition", `attachment; filename="message-`+id+`.body"`)
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body) // the browser went away; nothing left to tell it
+	return nil
+}
+
+func (c *Console) replayMessage(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	m, err := c.ops.ReplayMessage(r.Context(), s.scope(), id)
+	if err != nil {
+		return err
+	}
+	c.audit(r, s, m.OrgID, "message.replay", "message", id, "replay="+m.ID)
+	return redirect(w, r, "/console/messages/"+m.ID+"?flash=replayed")
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return "…" + id[len(id)-12:]
+	}
+	return id
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

@@ -1,0 +1,376 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// The overview's chart: what providers sent in each of the last 24 hours,
+// and where it stands now.
+const (
+	chartHours  = 24
+	overviewTTL = 15 * time.Second // a busy page is not recounted on every load
+	// stalledAfter is how long due work may wait before the overview
+	// raises an alarm (workers or router not keeping up, or stopped).
+	stalledAfter = time.Minute
+	// countBound is where the event counts stop: they are read a page at a
+	// time, and "500+" says enough.
+	countBound = 500
+)
+
+// overviewView is the overview page.
+type overviewView struct {
+	At           time.Time
+	Chart        chart
+	Totals       hourCounts
+	States       []stateCount
+	DeadEvents   stateCount
+	NoConsumer   stateCount
+	OldestDue    time.Time // staff only: across every org
+	OldestDueEvt time.Time
+	Alarms       []alarm
+}
+
+// hourCounts is where one hour's messages stand now.
+type hourCounts struct {
+	Start                                  time.Time
+	Received, Processed, Ignored, Dead, In int
+}
+
+type alarm struct {
+	Level, Text, Link string
+}
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) error {
+	v, err := c.overviews.get(r.Context(), s.scope(), c.clock.Now(), c.log, func(ctx context.Context, now time.Time) (overviewView, error) {
+		return c.computeOverview(ctx, s, now)
+	})
+	if err != nil {
+		return err
+	}
+	c.render(w, r, s, http.StatusOK, "overview", "Overview", v)
+	return nil
+}
+
+// computeOverview counts through the store's scoped counts, each a scan of
+// the messages: one per hour for what was received, one per state for the
+// window. The states other than processed are usually few, so they are
+// listed and placed by hour in one read each; processed is the rest. A
+// store query that groups by hour and state would do all of it in one
+// pass; until the Store has one, overviewCache keeps the result so that
+// only the first visit waits.
+func (c *Console) computeOverview(ctx context.Context, s *session, now time.Time) (overviewView, error) {
+	sc := s.scope()
+	v := overviewView{At: now}
+	end := now.Truncate(time.Hour).Add(time.Hour)
+	since := end.Add(-chartHours * time.Hour)
+	window := intake.MessageFilter{Since: since, Until: end, Originals: true}
+	rest := []intake.MessageState{intake.MessageIgnored, intake.MessageDead, intake.MessageQueued, intake.MessageProcessing, intake.MessageFailed}
+
+	received := make([]int, chartHours)
+	restTotals := make([]int, len(rest))
+	counts := make([]int, len(intake.MessageStates))
+	var stalled int
+	var jobs []countJob
+	for h := range received {
+		f := window
+		f.Since, f.Until = since.Add(time.Duration(h)*time.Hour), since.Add(time.Duration(h+1)*time.Hour)
+		jobs = append(jobs, countJob{f, &received[h]})
+	}
+	for i, st := range rest {
+		f := window
+		f.State = st
+		jobs = append(jobs, countJob{f, &restTotals[i]})
+	}
+	for i, st := range intake.MessageStates {
+		jobs = append(jobs, countJob{intake.MessageFilter{State: st}, &counts[i]})
+	}
+	if !s.staff {
+		jobs = append(jobs, countJob{intake.MessageFilter{State: intake.MessageQueued, Until: now.Add(-stalledAfter)}, &stalled})
+	}
+	if err := c.count(ctx, sc, jobs); err != nil {
+		return v, err
+	}
+
+	byHour := map[intake.MessageState][]int{}
+	jobs = jobs[:0]
+	for i, st := range rest {
+		byHour[st] = make([]int, chartHours)
+		switch n := restTotals[i]; {
+		case n == 0:
+		case n <= countBound:
+			f := window
+			f.State, f.Limit = st, countBound
+			page, err := c.store.ListMessages(ctx, sc, f)
+			if err != nil {
+				return v, err
+			}
+			for _, m := range page.Items {
+				if h := int(m.ReceivedAt.Sub(since) / time.Hour); h >= 0 && h < chartHours {
+					byHour[st][h]++
+				}
+			}
+		default:
+			for h := range chartHours {
+				f := window
+				f.State, f.Since, f.Until = st, since.Add(time.Duration(h)*time.Hour), since.Add(time.Duration(h+1)*time.Hour)
+				jobs = append(jobs, countJob{f, &byHour[st][h]})
+			}
+		}
+	}
+	if err := c.count(ctx, sc, jobs); err != nil {
+		return v, err
+	}
+	hours := make([]hourCounts, chartHours)
+	for h := range hours {
+		hc := &hours[h]
+		hc.Start, hc.Received = since.Add(time.Duration(h)*time.Hour), received[h]
+		hc.Ignored, hc.Dead = byHour[intake.MessageIgnored][h], byHour[intake.MessageDead][h]
+		hc.In = byHour[intake.MessageQueued][h] + byHour[intake.MessageProcessing][h] + byHour[intake.MessageFailed][h]
+		hc.Processed = max(hc.Received-hc.Ignored-hc.Dead-hc.In, 0)
+		v.Totals.Received += hc.Received
+		v.Totals.Processed += hc.Processed
+		v.Totals.Ignored += hc.Ignored
+		v.Totals.Dead += hc.Dead
+		v.Totals.In += hc.In
+	}
+	v.Chart = newChart(hours)
+	for i, st := range intake.MessageStates {
+		v.States = append(v.States, stateCount{State: string(st), Count: counts[i]})
+	}
+	var err error
+	if v.DeadEvents, err = c.countEvents(ctx, sc, intake.EventDead); err != nil {
+		return v, err
+	}
+	if v.NoConsumer, err = c.countEvents(ctx, sc, intake.EventNoConsumer); err != nil {
+		return v, err
+	}
+	if s.staff {
+		// Stats sees every org: only staff may know what it says.
+		st, err := c.store.Stats(ctx, now)
+		if err != nil {
+			return v, err
+		}
+		v.OldestDue, v.OldestDueEvt = st.OldestDueMessage, st.OldestDueEvent
+	}
+	v.Alarms = alarms(v, now, stalled, s.staff)
+	return v, nil
+}
+
+// countJob is one count of messages, and where its result goes.
+type countJob struct {
+	f   intake.MessageFilter
+	out *int
+}
+
+// count runs the counts, a few at once (each is a scan; more at once only
+// queue on the cores), and returns the first error.
+func (c *Console) count(ctx context.Context, sc intake.Scope, jobs []countJob) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, 2)
+	errs := make(chan error, len(jobs))
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			n, err := c.store.CountMessages(ctx, sc, j.f)
+			if err != nil {
+				errs <- err
+				cancel()
+				return
+			}
+			*j.out = n
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// countEvents counts a scope's events in a state, up to countBound.
+func (c *Console) countEvents(ctx context.Context, sc intake.Scope, st intake.EventState) (stateCount, error) {
+	page, err := c.store.ListEvents(ctx, sc, intake.EventFilter{State: st, Limit: countBound})
+	if err != nil {
+		return stateCount{}, err
+	}
+	return stateCount{State: string(st), Count: len(page.Items), More: page.NextCursor != ""}, nil
+}
+
+// alarms are the conditions an operator should act on, worst first.
+func alarms(v overviewView, now time.Time, stalledQueued int, staff bool) []alarm {
+	var out []alarm
+	count := func(sc stateCount) string {
+		if sc.More {
+			return strconv.Itoa(sc.Count) + "+"
+		}
+		return strconv.Itoa(sc.Count)
+	}
+	if !v.OldestDue.IsZero() && now.Sub(v.OldestDue) > stalledAfter {
+		out = append(out, alarm{"bad", fmt.Sprintf("Messages are waiting: the oldest has been due for %s. Are the workers running?",
+			roughly(now.Sub(v.OldestDue))), "/console/messages?state=queued"})
+	}
+	if !v.OldestDueEvt.IsZero() && now.Sub(v.OldestDueEvt) > stalledAfter {
+		out = append(out, alarm{"bad", fmt.Sprintf("Events are waiting to be routed: the oldest has been due for %s.",
+			roughly(now.Sub(v.OldestDueEvt))), "/console/events?state=pending"})
+	}
+	if stalledQueued > 0 {
+		out = append(out, alarm{"bad", fmt.Sprintf("%d messages have been queued for over %s. Are the workers running?",
+			stalledQueued, roughly(stalledAfter)), "/console/messages?state=queued"})
+	}
+	if v.Totals.Dead > 0 {
+		out = append(out, alarm{"bad", fmt.Sprintf("%d messages received in the last 24 h are dead.", v.Totals.Dead), "/console/dead"})
+	}
+	if v.DeadEvents.Count > 0 {
+		out = append(out, alarm{"bad", count(v.DeadEvents) + " events are dead: their consumers never took them.", "/console/dead"})
+	}
+	if v.NoConsumer.Count > 0 {
+		link := "/console/events?state=no_consumer"
+		if staff {
+			link = "/console/unclaimed"
+		}
+		out = append(out, alarm{"warn", count(v.NoConsumer) + " events matched no consumer.", link})
+	}
+	for _, st := range v.States {
+		if st.State == string(intake.MessageFailed) && st.Count > 0 {
+			out = append(out, alarm{"warn", fmt.Sprintf("%d messages failed and are waiting to be retried.", st.Count), "/console/messages?state=failed"})
+		}
+	}
+	return out
+}
+
+// chart is the overview's bar chart, laid out for an inline SVG: one bar
+// per hour, stacked by where its messages stand now.
+type chart struct {
+	Width, Height, Base int
+	Max                 int
+	Bars                []bar
+	Ticks               []tick
+}
+
+type bar struct {
+	X, Width int
+	Label    string
+	Parts    []segment
+}
+
+type segment struct {
+	X, Width  int
+	Y, Height int
+	Class     string
+	Title     string
+}
+
+type tick struct {
+	X     int
+	Label string
+}
+
+func newChart(hours []hourCounts) chart {
+	ch := chart{Width: 960, Height: 200, Base: 180}
+	for _, h := range hours {
+		ch.Max = max(ch.Max, h.Received)
+	}
+	scale := 1.0
+	if ch.Max > 0 {
+		scale = float64(ch.Base-10) / float64(ch.Max)
+	}
+	slot := ch.Width / len(hours)
+	for i, h := range hours {
+		b := bar{X: i*slot + 3, Width: slot - 6, Label: h.Start.UTC().Format("15:04")}
+		y := ch.Base
+		for _, p := range []struct {
+			n           int
+			class, name string
+		}{{h.Processed, "processed", "processed"}, {h.Ignored, "ignored", "ignored"}, {h.Dead, "dead", "dead"}, {h.In, "inflight", "in flight"}} {
+			if p.n == 0 {
+				continue
+			}
+			height := max(int(float64(p.n)*scale+0.5), 1)
+			y -= height
+			b.Parts = append(b.Parts, segment{X: b.X, Width: b.Width, Y: y, Height: height, Class: p.class,
+				Title: fmt.Sprintf("%s–%s UTC: %d %s of %d received", h.Start.UTC().Format("15:04"),
+					h.Start.Add(time.Hour).UTC().Format("15:04"), p.n, p.name, h.Received)})
+		}
+		ch.Bars = append(ch.Bars, b)
+		if i%3 == 0 || i == len(hours)-1 {
+			ch.Ticks = append(ch.Ticks, tick{X: b.X + b.Width/2, Label: b.Label})
+		}
+	}
+	return ch
+}
+
+// overviewCache keeps each scope's overview. A fresh one (overviewTTL) is
+// served as is; an older one (up to overviewStale) is served at once while
+// it is recounted in the background, so only the first visit of a scope
+// waits for the counts.
+type overviewCache struct {
+	mu      sync.Mutex
+	entries map[intake.Scope]*cachedOverview
+}
+
+type cachedOverview struct {
+	v          overviewView
+	at         time.Time
+	refreshing bool
+}
+
+// overviewStale is the oldest overview served while a fresher one is counted.
+const overviewStale = 10 * time.Minute
+
+func (oc *overviewCache) get(ctx context.Context, sc intake.Scope, now time.Time, log *slog.Logger,
+	compute func(ctx context.Context, now time.Time) (overviewView, error)) (overviewView, error) {
+	oc.mu.Lock()
+	e, ok := oc.entries[sc]
+	age := time.Duration(0)
+	if ok {
+		age = now.Sub(e.at)
+	}
+	switch {
+	case ok && age >= 0 && age < overviewTTL:
+		v := e.v
+		oc.mu.Unlock()
+		return v, nil
+	case ok && age >= 0 && age < overviewStale:
+		if !e.refreshing {
+			e.refreshing = true
+			go func() {
+				bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+				defer cancel()
+				v, err := compute(bg, now)
+				if err != nil {
+					log.Error("console overview", "err", err)
+				}
+				oc.mu.Lock()
+				defer oc.mu.Unlock()
+				e.refreshing = false
+				if err == nil {
+					e.v, e.at = v, now
+				}
+			}()
+		}
+		v := e.v
+		oc.mu.Unlock()
+		return v, nil
+	}
+	oc.mu.Unlock()
+	v, err := compute(ctx, now)
+	if err != nil {
+		return v, err
+	}
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	if oc.entries == nil || len(oc.entries) > 1000 {
+		oc.entries = map[intake.Scope]*cachedOverview{}
+	}
+	oc.entries[sc] = &cachedOverview{v: v, at: now}
+	return v, nil
+}

@@ -1,0 +1,238 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/intakehq/intake"
+)
+
+// pageNames are the templates under templates/, each rendered inside
+// layout.html.
+var pageNames = []string{"login", "error", "overview", "messages", "message", "events", "event", "unclaimed",
+	"dead", "endpoints", "connections", "consumers"}
+
+func parsePages() map[string]*template.Template {
+	pages := map[string]*template.Template{}
+	for _, name := range pageNames {
+		pages[name] = template.Must(template.New("layout.html").Funcs(funcs).
+			ParseFS(assets, "templates/layout.html", "templates/partials.html", "templates/"+name+".html"))
+	}
+	return pages
+}
+
+// view is what every page template gets: the page's own data in Data.
+type view struct {
+	Title   string
+	Nav     string
+	Signed  bool
+	Staff   bool
+	OrgName string
+	Actor   string
+	CSRF    string
+	Flash   string
+	Data    any
+}
+
+// render writes a page. A template that fails to execute is a bug: the
+// error is logged and a plain 500 answered.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, status int, name, title string, data any) {
+	v := view{Title: title, Nav: strings.TrimSuffix(name, "s") + "s", Data: data, Flash: flash(r)}
+	if name == "overview" || name == "dead" || name == "unclaimed" {
+		v.Nav = name
+	}
+	if s != nil {
+		v.Signed, v.Staff, v.OrgName, v.Actor, v.CSRF = true, s.staff, s.orgName, s.Actor, c.sessions.csrf(s)
+	}
+	var buf bytes.Buffer
+	if err := c.pages[name].Execute(&buf, v); err != nil {
+		c.log.Error("console template", "page", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w) // the browser went away; nothing left to tell it
+}
+
+// flashes are the notices a redirect may ask for by name, so a URL can
+// never put words of its own on a console page.
+var flashes = map[string]string{
+	"replayed":            "Replayed: this is the new message.",
+	"rerouted":            "Re-routed: the event is pending again.",
+	"replayed-dead":       "Replayed %s dead messages.",
+	"rerouted-dead":       "Re-routed %s dead events.",
+	"endpoint-enabled":    "The endpoint accepts webhooks again.",
+	"endpoint-disabled":   "The endpoint now refuses webhooks (404, nothing recorded).",
+	"connection-disabled": "Every endpoint of the connection now refuses webhooks.",
+	"consumer-enabled":    "The consumer receives events again.",
+	"consumer-disabled":   "The consumer no longer receives events.",
+}
+
+func flash(r *http.Request) string {
+	q := r.URL.Query()
+	f, ok := flashes[q.Get("flash")]
+	if !ok {
+		return ""
+	}
+	if strings.Contains(f, "%s") {
+		n, err := strconv.Atoi(q.Get("n"))
+		if err != nil || n < 0 {
+			return ""
+		}
+		return fmt.Sprintf(f, strconv.Itoa(n))
+	}
+	return f
+}
+
+var funcs = template.FuncMap{
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05")
+	},
+	"ago":        ago,
+	"stateClass": func(state any) string { return "state state-" + fmt.Sprint(state) },
+	"dash": func(s string) string {
+		if s == "" {
+			return "—"
+		}
+		return s
+	},
+	"bytes": humanBytes,
+	"join":  strings.Join,
+	"ms": func(d time.Duration) string {
+		return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) + " ms"
+	},
+	"qs": func(kv ...string) template.URL { return template.URL(queryString(kv...)) },
+}
+
+// ago says how long ago t was, roughly.
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := time.Since(t)
+	switch {
+	case d < 0:
+		return "in " + roughly(-d)
+	case d < 5*time.Second:
+		return "just now"
+	}
+	return roughly(d) + " ago"
+}
+
+func roughly(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d.Minutes())) + "m"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d.Hours())) + "h"
+	}
+	return strconv.Itoa(int(d.Hours()/24)) + "d"
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+	case n >= 1<<10:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}
+
+// queryString builds "?k=v&…" from pairs, leaving out empty values.
+func queryString(kv ...string) string {
+	var b strings.Builder
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteByte('?')
+		} else {
+			b.WriteByte('&')
+		}
+		b.WriteString(url.QueryEscape(kv[i]) + "=" + url.QueryEscape(kv[i+1]))
+	}
+	return b.String()
+}
+
+// maxShownBody is the most of a body or of event data a page shows; the
+// raw body can be downloaded whole.
+const maxShownBody = 64 << 10
+
+// shownBody is a body or JSON document prepared for a page.
+type shownBody struct {
+	Text      string
+	JSON      bool
+	Binary    bool
+	Truncated int // bytes left out
+	Size      int64
+}
+
+// showBody pretty-prints JSON, and caps what is shown at maxShownBody.
+func showBody(b []byte) shownBody {
+	out := shownBody{Size: int64(len(b))}
+	var pretty bytes.Buffer
+	if len(b) <= 4*maxShownBody && json.Valid(b) && json.Indent(&pretty, b, "", "  ") == nil {
+		b, out.JSON = pretty.Bytes(), true
+	}
+	if !utf8.Valid(b) {
+		out.Binary = true
+		b = []byte(strings.ToValidUTF8(string(b), "\uFFFD"))
+	}
+	if len(b) > maxShownBody {
+		cut := maxShownBody
+		for cut > 0 && !utf8.RuneStart(b[cut]) {
+			cut--
+		}
+		out.Truncated = len(b) - cut
+		b = b[:cut]
+	}
+	out.Text = string(b)
+	return out
+}
+
+// stateCount pairs a state with a count, for summaries.
+type stateCount struct {
+	State string
+	Count int
+	More  bool // the count stopped at a bound
+}
+
+// errorView is the error page's data.
+type errorView struct {
+	Message string
+	Back    string
+}
+
+// loginView is the sign-in page's data.
+type loginView struct {
+	Next  string
+	Error string
+}
+
+// messageStates and eventStates are the filters' choices.
+func messageStates() []string { return states(intake.MessageStates) }
+func eventStates() []string   { return states(intake.EventStates) }
+
+func states[S ~string](in []S) []string {
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = string(s)
+	}
+	return out
+}
