@@ -165,8 +165,10 @@ type MessageFilter struct {
 	Since, Until time.Time
 	// Originals leaves out replays.
 	Originals bool
-	Limit     int
-	Cursor    string // the last id of the previous page
+	// ProviderEventID selects the messages of one provider event.
+	ProviderEventID string
+	Limit           int
+	Cursor          string // the last id of the previous page
 }
 
 // EventFilter selects events for listing.
@@ -175,8 +177,11 @@ type EventFilter struct {
 	Type  string
 	// Created bounds created_at to [Since, Until) when set.
 	Since, Until time.Time
-	Limit        int
-	Cursor       string
+	// ConsumerID selects the events delivered (or attempted) to one
+	// consumer.
+	ConsumerID string
+	Limit      int
+	Cursor     string
 }
 
 // Settlement is the result of one processing attempt of a message.

@@ -9,7 +9,12 @@ import (
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
 	q := r.URL.Query()
-	f := intake.EventFilter{State: intake.EventState(q.Get("state")), Type: q.Get("type")}
+	f := intake.EventFilter{State: intake.EventState(q.Get("state")), Type: q.Get("type"), ConsumerID: q.Get("consumer_id")}
+	if f.ConsumerID != "" {
+		if err := checkID("consumer_id", f.ConsumerID); err != nil {
+			return err
+		}
+	}
 	if f.State != "" && !f.State.Valid() {
 		return intake.Errorf(intake.EINVALID, "state must be one of %s", joinStates(intake.EventStates))
 	}

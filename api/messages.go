@@ -11,7 +11,11 @@ import (
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
 	q := r.URL.Query()
-	f := intake.MessageFilter{EndpointID: q.Get("endpoint_id"), State: intake.MessageState(q.Get("state"))}
+	f := intake.MessageFilter{EndpointID: q.Get("endpoint_id"), State: intake.MessageState(q.Get("state")),
+		ProviderEventID: q.Get("provider_event_id")}
+	if len(f.ProviderEventID) > 500 {
+		return intake.Errorf(intake.EINVALID, "provider_event_id must be at most 500 bytes")
+	}
 	if f.EndpointID != "" {
 		if err := checkID("endpoint_id", f.EndpointID); err != nil {
 			return err

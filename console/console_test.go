@@ -685,3 +685,25 @@ func deadEvent(t *testing.T, e *env, id string) {
 		}
 	}
 }
+
+func TestMessagesFilterByProviderEventAndEventsByConsumer(t *testing.T) {
+	e := newEnv(t)
+	tn := e.tenant("acme")
+	a := e.send(tn, "invoice.paid")
+	e.send(tn, "invoice.created")
+	b := e.browser()
+	b.signIn(tn.org.APIKey)
+	p := b.get("/console/messages?provider_event_id=" + a.ProviderEventID)
+	wantStatus(t, p, 200)
+	if !strings.Contains(p.body, a.ID) || strings.Count(p.body, `class="row-link"`) != 1 {
+		t.Fatalf("filtered messages page:\n%s", p.body)
+	}
+	if p = b.get("/console/events"); strings.Count(p.body, `class="row-link"`) != 2 {
+		t.Fatalf("unfiltered events page:\n%s", p.body)
+	}
+	p = b.get("/console/events?consumer=" + intake.NewID())
+	wantStatus(t, p, 200)
+	if strings.Contains(p.body, `class="row-link"`) {
+		t.Fatal("events of a consumer that got none are listed")
+	}
+}

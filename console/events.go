@@ -8,20 +8,24 @@ import (
 
 // eventsView is the events page: a filtered page of events.
 type eventsView struct {
-	Items  []intake.Event
-	States []string
-	Filter eventFilter
-	Next   string
-	Paged  bool
-	Orgs   map[string]string // org names, on the staff's cross-org lists
+	Consumers []option // for the consumer filter
+	Items     []intake.Event
+	States    []string
+	Filter    eventFilter
+	Next      string
+	Paged     bool
+	Orgs      map[string]string // org names, on the staff's cross-org lists
 }
 
 type eventFilter struct {
-	Type, State string
+	Type, State, Consumer string
 }
 
 func (ef eventFilter) parse() (intake.EventFilter, error) {
-	f := intake.EventFilter{Type: ef.Type, State: intake.EventState(ef.State)}
+	f := intake.EventFilter{Type: ef.Type, State: intake.EventState(ef.State), ConsumerID: ef.Consumer}
+	if f.ConsumerID != "" && !intake.ValidID(f.ConsumerID) {
+		return f, intake.Errorf(intake.EINVALID, "malformed consumer id")
+	}
 	if f.State != "" && !f.State.Valid() {
 		return f, intake.Errorf(intake.EINVALID, "unknown state %q", truncate(ef.State, 40))
 	}
@@ -33,10 +37,17 @@ func (ef eventFilter) parse() (intake.EventFilter, error) {
 
 func (c *Console) events(w http.ResponseWriter, r *http.Request, s *session) error {
 	q := r.URL.Query()
-	ef := eventFilter{Type: q.Get("type"), State: q.Get("state")}
+	ef := eventFilter{Type: q.Get("type"), State: q.Get("state"), Consumer: q.Get("consumer")}
 	v, err := c.eventPage(r, s.scope(), ef)
 	if err != nil {
 		return err
+	}
+	consumers, err := c.store.ListConsumers(r.Context(), s.scope())
+	if err != nil {
+		return err
+	}
+	for _, cons := range consumers {
+		v.Consumers = append(v.Consumers, option{Value: cons.ID, Label: cons.Name + " (" + cons.App + ")"})
 	}
 	c.render(w, r, s, http.StatusOK, "events", "Events", v)
 	return nil
@@ -79,7 +90,7 @@ func (c *Console) eventPage(r *http.Request, sc intake.Scope, ef eventFilter) (e
 	}
 	v := eventsView{Items: page.Items, States: eventStates(), Filter: ef, Paged: f.Cursor != ""}
 	if page.NextCursor != "" {
-		v.Next = queryString("type", ef.Type, "state", ef.State, "cursor", page.NextCursor)
+		v.Next = queryString("type", ef.Type, "state", ef.State, "consumer", ef.Consumer, "cursor", page.NextCursor)
 	}
 	return v, nil
 }

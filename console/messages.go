@@ -27,7 +27,7 @@ type messagesView struct {
 }
 
 type messageFilter struct {
-	Endpoint, State, Since, Until string
+	Endpoint, State, Since, Until, ProviderEventID string
 }
 
 // messageRow is a message with a readable name for its endpoint.
@@ -43,7 +43,8 @@ type option struct {
 
 func (c *Console) messages(w http.ResponseWriter, r *http.Request, s *session) error {
 	q := r.URL.Query()
-	mf := messageFilter{Endpoint: q.Get("endpoint"), State: q.Get("state"), Since: q.Get("since"), Until: q.Get("until")}
+	mf := messageFilter{Endpoint: q.Get("endpoint"), State: q.Get("state"), Since: q.Get("since"), Until: q.Get("until"),
+		ProviderEventID: q.Get("provider_event_id")}
 	f, err := mf.parse()
 	if err != nil {
 		return err
@@ -65,7 +66,8 @@ func (c *Console) messages(w http.ResponseWriter, r *http.Request, s *session) e
 		v.Items = append(v.Items, messageRow{Message: m, Endpoint: names[m.EndpointID]})
 	}
 	if page.NextCursor != "" {
-		v.Next = queryString("endpoint", mf.Endpoint, "state", mf.State, "since", mf.Since, "until", mf.Until, "cursor", page.NextCursor)
+		v.Next = queryString("endpoint", mf.Endpoint, "state", mf.State, "since", mf.Since, "until", mf.Until,
+			"provider_event_id", mf.ProviderEventID, "cursor", page.NextCursor)
 	}
 	c.render(w, r, s, http.StatusOK, "messages", "Messages", v)
 	return nil
@@ -73,7 +75,10 @@ func (c *Console) messages(w http.ResponseWriter, r *http.Request, s *session) e
 
 // parse turns the form's filter into the store's.
 func (mf messageFilter) parse() (intake.MessageFilter, error) {
-	f := intake.MessageFilter{EndpointID: mf.Endpoint, State: intake.MessageState(mf.State)}
+	f := intake.MessageFilter{EndpointID: mf.Endpoint, State: intake.MessageState(mf.State), ProviderEventID: mf.ProviderEventID}
+	if len(f.ProviderEventID) > 500 {
+		return f, intake.Errorf(intake.EINVALID, "the provider event id is at most 500 bytes")
+	}
 	if f.EndpointID != "" && !intake.ValidID(f.EndpointID) {
 		return f, intake.Errorf(intake.EINVALID, "malformed endpoint id")
 	}

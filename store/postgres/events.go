@@ -68,7 +68,9 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 			WHERE ($1::uuid IS NULL OR org_id = $1) AND ($2 = '' OR state = $2) AND ($3 = '' OR type = $3)
 			  AND ($4::uuid IS NULL OR id < $4)
 			  AND ($6::timestamptz IS NULL OR created_at >= $6) AND ($7::timestamptz IS NULL OR created_at < $7)
-			ORDER BY id DESC LIMIT $5`, nullID(sc.OrgID), string(f.State), text(f.Type), nullID(f.Cursor), limit+1, ts(f.Since), ts(f.Until))
+			  AND ($8::uuid IS NULL OR id IN (SELECT event_id FROM deliveries WHERE consumer_id = $8))
+			ORDER BY id DESC LIMIT $5`, nullID(sc.OrgID), string(f.State), text(f.Type), nullID(f.Cursor), limit+1, ts(f.Since), ts(f.Until),
+			nullID(f.ConsumerID))
 	})
 	if len(page.Items) > limit {
 		page.Items = page.Items[:limit]

@@ -330,10 +330,10 @@ func (s *Store) MessageBody(ctx context.Context, sc intake.Scope, msgID string) 
 // parameters are messageArgs, $1 to $6.
 const messageWhere = `($1::uuid IS NULL OR org_id = $1) AND ($2::uuid IS NULL OR endpoint_id = $2) AND ($3 = '' OR state = $3)
 	AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)
-	AND (NOT $6 OR replay_of IS NULL)`
+	AND (NOT $6 OR replay_of IS NULL) AND ($7 = '' OR provider_event_id = $7)`
 
 func messageArgs(sc intake.Scope, f intake.MessageFilter) []any {
-	return []any{nullID(sc.OrgID), nullID(f.EndpointID), string(f.State), ts(f.Since), ts(f.Until), f.Originals}
+	return []any{nullID(sc.OrgID), nullID(f.EndpointID), string(f.State), ts(f.Since), ts(f.Until), f.Originals, text(f.ProviderEventID)}
 }
 
 // ListMessages lists messages newest first, a page at a time.
@@ -348,8 +348,8 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 	limit := pageLimit(f.Limit)
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
 		queueRows(b, &page.Items, scanMessage, `SELECT `+messageColumns+` FROM messages
-			WHERE `+messageWhere+` AND ($7::uuid IS NULL OR id < $7)
-			ORDER BY id DESC LIMIT $8`, append(messageArgs(sc, f), nullID(f.Cursor), limit+1)...)
+			WHERE `+messageWhere+` AND ($8::uuid IS NULL OR id < $8)
+			ORDER BY id DESC LIMIT $9`, append(messageArgs(sc, f), nullID(f.Cursor), limit+1)...)
 	})
 	if len(page.Items) > limit {
 		page.Items = page.Items[:limit]

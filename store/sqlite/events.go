@@ -48,7 +48,8 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 	rows, err := s.read.QueryContext(ctx, `SELECT `+eventColumns+` FROM events
 		WHERE (?1 = '' OR org_id = ?1) AND (?2 = '' OR state = ?2) AND (?3 = '' OR type = ?3) AND (?4 = '' OR id < ?4)
 		  AND (?6 IS NULL OR created_at >= ?6) AND (?7 IS NULL OR created_at < ?7)
-		ORDER BY id DESC LIMIT ?5`, sc.OrgID, string(f.State), f.Type, f.Cursor, limit+1, ts(f.Since), ts(f.Until))
+		  AND (?8 = '' OR id IN (SELECT event_id FROM deliveries WHERE consumer_id = ?8))
+		ORDER BY id DESC LIMIT ?5`, sc.OrgID, string(f.State), f.Type, f.Cursor, limit+1, ts(f.Since), ts(f.Until), f.ConsumerID)
 	if err != nil {
 		return intake.Page[intake.Event]{}, err
 	}

@@ -259,8 +259,9 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 	rows, err := s.read.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
 		WHERE (?1 = '' OR org_id = ?1) AND (?2 = '' OR endpoint_id = ?2) AND (?3 = '' OR state = ?3)
 		  AND (?4 = '' OR id < ?4) AND (?6 IS NULL OR received_at >= ?6) AND (?7 IS NULL OR received_at < ?7)
-		  AND (?8 = 0 OR replay_of = '')
-		ORDER BY id DESC LIMIT ?5`, sc.OrgID, f.EndpointID, string(f.State), f.Cursor, limit+1, ts(f.Since), ts(f.Until), f.Originals)
+		  AND (?8 = 0 OR replay_of = '') AND (?9 = '' OR provider_event_id = ?9)
+		ORDER BY id DESC LIMIT ?5`, sc.OrgID, f.EndpointID, string(f.State), f.Cursor, limit+1, ts(f.Since), ts(f.Until), f.Originals,
+		f.ProviderEventID)
 	if err != nil {
 		return intake.Page[intake.Message]{}, err
 	}
@@ -418,8 +419,9 @@ func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.Mes
 	var n int
 	err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM messages
 		WHERE (?1 = '' OR org_id = ?1) AND (?2 = '' OR endpoint_id = ?2) AND (?3 = '' OR state = ?3)
-		  AND (?4 IS NULL OR received_at >= ?4) AND (?5 IS NULL OR received_at < ?5) AND (?6 = 0 OR replay_of = '')`,
-		sc.OrgID, f.EndpointID, string(f.State), ts(f.Since), ts(f.Until), f.Originals).Scan(&n)
+		  AND (?4 IS NULL OR received_at >= ?4) AND (?5 IS NULL OR received_at < ?5) AND (?6 = 0 OR replay_of = '')
+		  AND (?7 = '' OR provider_event_id = ?7)`,
+		sc.OrgID, f.EndpointID, string(f.State), ts(f.Since), ts(f.Until), f.Originals, f.ProviderEventID).Scan(&n)
 	return n, err
 }
 

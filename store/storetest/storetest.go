@@ -51,6 +51,7 @@ func Run(t *testing.T, open Opener) {
 		{"RevokedKeyStopsAtOnceAndKeysAreScoped", testAPIKeys},
 		{"DeletedRowsAreIgnoredByEveryRead", testSoftDelete},
 		{"EachOrgKeepsItsOwnRetention", testOrgRetention},
+		{"ListsFilterByProviderEventAndByConsumer", testFilters},
 		{"ErasedBodiesAreGoneButTheirIdentitiesStay", testEraseBodies},
 	}
 	for _, tc := range tests {
@@ -582,7 +583,9 @@ func (f fixture) pendingEvent(t *testing.T, s intake.Store, objectIDs ...string)
 	c := claimOne(t, s, t0)
 	e := f.event(m, "evt_"+m.ID)
 	e.ObjectIDs = objectIDs
-	if _, err := s.SettleMessage(context.Background(), t0, processed(c, identity(m, "evt_"+m.ID), e)); err != nil {
+	st := processed(c, identity(m, "evt_"+m.ID), e)
+	st.ProviderEventID = e.ProviderEventID
+	if _, err := s.SettleMessage(context.Background(), t0, st); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Event(context.Background(), intake.Scope{}, e.ID)
@@ -934,5 +937,34 @@ func testOrgRetention(t *testing.T, s intake.Store) {
 	}
 	if n, _ := s.DropBodies(ctx, now, 24*time.Hour, 100); n != 1 || bodyLeft(ml) {
 		t.Fatalf("after clearing: dropped %d", n)
+	}
+}
+
+func testFilters(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	e1 := f.pendingEvent(t, s)
+	e2 := f.pendingEvent(t, s)
+	page, err := s.ListMessages(ctx, intake.Scope{}, intake.MessageFilter{ProviderEventID: e1.ProviderEventID})
+	if err != nil || len(page.Items) != 1 || page.Items[0].ID != e1.MessageID {
+		t.Fatalf("by provider event id: %+v %v", page.Items, err)
+	}
+	if n, _ := s.CountMessages(ctx, intake.Scope{}, intake.MessageFilter{ProviderEventID: "evt_none"}); n != 0 {
+		t.Fatalf("counted %d for an unknown provider event", n)
+	}
+	consumer := intake.NewID()
+	claims := claimEvents(t, s, t0)
+	for _, c := range claims {
+		st := intake.EventSettlement{EventID: c.Event.ID, Attempt: c.Attempt, To: intake.EventNoConsumer}
+		if c.Event.ID == e2.ID {
+			st.To, st.Deliveries = intake.EventDelivered, []intake.Delivery{delivery(c.Event, consumer, c.Attempt, intake.DeliveryHandled)}
+		}
+		if err := s.SettleEvent(ctx, t0, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events, err := s.ListEvents(ctx, intake.Scope{OrgID: f.org.ID}, intake.EventFilter{ConsumerID: consumer})
+	if err != nil || len(events.Items) != 1 || events.Items[0].ID != e2.ID {
+		t.Fatalf("by consumer: %+v %v", events.Items, err)
 	}
 }
