@@ -98,6 +98,17 @@ type Message struct {
 	BodyExpired     bool
 }
 
+// Attempt is the record of one settled processing attempt of a message:
+// what it came to, and why.
+type Attempt struct {
+	Attempt      int
+	State        MessageState
+	Outcome      string
+	ErrorCode    string
+	ErrorMessage string
+	At           time.Time
+}
+
 // Claim is a numbered processing attempt of a message held under a lease.
 // Only the holder of the current attempt can settle it.
 type Claim struct {

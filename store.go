@@ -62,6 +62,8 @@ type Store interface {
 	// MessageBody returns the stored request; ENOTFOUND once the body expired.
 	MessageBody(ctx context.Context, sc Scope, id string) ([]byte, http.Header, error)
 	ListMessages(ctx context.Context, sc Scope, f MessageFilter) (Page[Message], error)
+	// MessageAttempts lists a message's settled attempts, oldest first.
+	MessageAttempts(ctx context.Context, sc Scope, id string) ([]Attempt, error)
 	// CountMessages counts what ListMessages would list over all pages.
 	CountMessages(ctx context.Context, sc Scope, f MessageFilter) (int, error)
 
@@ -226,6 +228,8 @@ type SettleTx interface {
 	// (connection, provider event id) exists; inserted reports which.
 	InsertEvent(ctx context.Context, e Event) (inserted bool, err error)
 	UpdateMessage(ctx context.Context, s Settlement, now time.Time) error
+	// RecordAttempt keeps the history of a message's attempts.
+	RecordAttempt(ctx context.Context, messageID string, a Attempt) error
 }
 
 // ApplySettlement is the one place a processing result becomes state: it
@@ -275,6 +279,10 @@ func ApplySettlement(ctx context.Context, tx SettleTx, connectionID string, now 
 		}
 	}
 	if err := tx.UpdateMessage(ctx, s, now); err != nil {
+		return Settled{}, err
+	}
+	a := Attempt{Attempt: s.Attempt, State: s.To, Outcome: s.Outcome, ErrorCode: s.ErrorCode, ErrorMessage: s.ErrorMessage, At: now}
+	if err := tx.RecordAttempt(ctx, s.MessageID, a); err != nil {
 		return Settled{}, err
 	}
 	return out, nil

@@ -59,6 +59,15 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, sc intake.Sc
 	if out.EventIDs == nil {
 		out.EventIDs = []string{}
 	}
+	attempts, err := s.store.MessageAttempts(r.Context(), sc, id)
+	if err != nil {
+		return err
+	}
+	out.Attempts = make([]Attempt, 0, len(attempts))
+	for _, a := range attempts {
+		out.Attempts = append(out.Attempts, Attempt{Attempt: a.Attempt, State: string(a.State), Outcome: a.Outcome,
+			ErrorCode: a.ErrorCode, ErrorMessage: a.ErrorMessage, At: a.At.UTC()})
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

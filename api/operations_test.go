@@ -93,3 +93,13 @@ func TestDeletedEndpointStopsIngressAndDisappearsButItsMessagesStay(t *testing.T
 		t.Fatalf("audit %+v", audit.Items[0])
 	}
 }
+
+func TestMessageDetailListsEverySettledAttempt(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	ev := e.event(acme, "test.thing")
+	m := must[api.MessageDetail](e, 200, "GET", "/api/v1/messages/"+ev.MessageID, acme.org.APIKey, nil)
+	if len(m.Attempts) != 1 || m.Attempts[0].Attempt != 1 || m.Attempts[0].State != "processed" || m.Attempts[0].Outcome != "events" {
+		t.Fatalf("attempts %+v", m.Attempts)
+	}
+}

@@ -143,6 +143,17 @@ type MessageDetail struct {
 	Headers     http.Header `json:"headers"`
 	EventIDs    []string    `json:"event_ids"`
 	BodyExpired bool        `json:"body_expired"`
+	Attempts    []Attempt   `json:"attempts"`
+}
+
+// Attempt is one settled processing attempt of a message.
+type Attempt struct {
+	Attempt      int       `json:"attempt"`
+	State        string    `json:"state"`
+	Outcome      string    `json:"outcome"`
+	ErrorCode    string    `json:"error_code"`
+	ErrorMessage string    `json:"error_message"`
+	At           time.Time `json:"at"`
 }
 
 // BodyURL is a signed address that serves a message's raw body without a

@@ -698,6 +698,9 @@ func TestMessagesFilterByProviderEventAndEventsByConsumer(t *testing.T) {
 	if !strings.Contains(p.body, a.ID) || strings.Count(p.body, `class="row-link"`) != 1 {
 		t.Fatalf("filtered messages page:\n%s", p.body)
 	}
+	if p = b.get("/console/messages/" + a.ID); !strings.Contains(p.body, `id="attempts"`) || !strings.Contains(p.body, "processed") {
+		t.Fatalf("message page without its attempts:\n%s", p.body)
+	}
 	if p = b.get("/console/events"); strings.Count(p.body, `class="row-link"`) != 2 {
 		t.Fatalf("unfiltered events page:\n%s", p.body)
 	}

@@ -156,6 +156,7 @@ type messageView struct {
 	Body        shownBody
 	BodyExpired bool
 	Events      []intake.Event
+	Attempts    []intake.Attempt
 }
 
 type header struct {
@@ -197,6 +198,11 @@ func (c *Console) message(w http.ResponseWriter, r *http.Request, s *session) er
 			v.Body = showBody(body)
 		}
 	}
+	attempts, err := c.store.MessageAttempts(r.Context(), s.scope(), id)
+	if err != nil {
+		return err
+	}
+	v.Attempts = attempts
 	for _, eid := range m.EventIDs {
 		e, err := c.store.Event(r.Context(), s.scope(), eid)
 		if intake.ErrorCode(err) == intake.ENOTFOUND {

@@ -226,6 +226,32 @@ func (t settleTx) UpdateMessage(ctx context.Context, st intake.Settlement, now t
 	return err
 }
 
+func (t settleTx) RecordAttempt(ctx context.Context, messageID string, a intake.Attempt) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO message_attempts (message_id, org_id, attempt, state, outcome, error_code, error_message, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (message_id, attempt) DO NOTHING`,
+		messageID, t.orgID, a.Attempt, string(a.State), text(a.Outcome), text(a.ErrorCode), text(a.ErrorMessage), ts(a.At))
+	return err
+}
+
+// MessageAttempts lists a message's settled attempts, oldest first.
+func (s *Store) MessageAttempts(ctx context.Context, sc intake.Scope, msgID string) ([]intake.Attempt, error) {
+	var out []intake.Attempt
+	if !validIDs(msgID) {
+		return nil, nil
+	}
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		queueRows(b, &out, func(row pgx.Row) (intake.Attempt, error) {
+			var a intake.Attempt
+			var at *time.Time
+			err := row.Scan(&a.Attempt, &a.State, &a.Outcome, &a.ErrorCode, &a.ErrorMessage, &at)
+			a.At = fromTS(at)
+			return a, err
+		}, `SELECT attempt, state, outcome, error_code, error_message, at FROM message_attempts
+			WHERE message_id = $1 AND ($2::uuid IS NULL OR org_id = $2) ORDER BY attempt`, msgID, nullID(sc.OrgID))
+	})
+	return out, err
+}
+
 // ReleaseMessage ends a lease at once; the message is claimable as its next
 // attempt by any worker of any process.
 func (s *Store) ReleaseMessage(ctx context.Context, now time.Time, msgID string, attempt int) error {
@@ -441,6 +467,7 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 			`DELETE FROM deliveries WHERE event_id IN (SELECT id FROM events WHERE message_id = ANY($1::uuid[]))`,
 			`DELETE FROM events WHERE message_id = ANY($1::uuid[])`,
 			`DELETE FROM message_identities WHERE message_id = ANY($1::uuid[])`,
+			`DELETE FROM message_attempts WHERE message_id = ANY($1::uuid[])`,
 			`DELETE FROM message_bodies WHERE message_id = ANY($1::uuid[])`,
 			`DELETE FROM messages WHERE id = ANY($1::uuid[])`,
 		} {

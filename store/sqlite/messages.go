@@ -166,6 +166,36 @@ func (t settleTx) UpdateMessage(ctx context.Context, st intake.Settlement, now t
 	return err
 }
 
+func (t settleTx) RecordAttempt(ctx context.Context, messageID string, a intake.Attempt) error {
+	_, err := t.tx.ExecContext(ctx, recordAttemptSQL, messageID, a.Attempt, a.State, a.Outcome, a.ErrorCode, a.ErrorMessage, ts(a.At))
+	return err
+}
+
+const recordAttemptSQL = `INSERT INTO message_attempts (message_id, attempt, state, outcome, error_code, error_message, at)
+	VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (message_id, attempt) DO NOTHING`
+
+// MessageAttempts lists a message's settled attempts, oldest first.
+func (s *Store) MessageAttempts(ctx context.Context, sc intake.Scope, id string) ([]intake.Attempt, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT a.attempt, a.state, a.outcome, a.error_code, a.error_message, a.at
+		FROM message_attempts a JOIN messages m ON m.id = a.message_id
+		WHERE a.message_id = ?1 AND (?2 = '' OR m.org_id = ?2) ORDER BY a.attempt`, id, sc.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []intake.Attempt
+	for rows.Next() {
+		var a intake.Attempt
+		var at sql.NullInt64
+		if err := rows.Scan(&a.Attempt, &a.State, &a.Outcome, &a.ErrorCode, &a.ErrorMessage, &at); err != nil {
+			return nil, err
+		}
+		a.At = fromTS(at)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
 // ReleaseMessage ends a lease at once; the message is claimable as its next
 // attempt by any worker.
 func (s *Store) ReleaseMessage(ctx context.Context, now time.Time, id string, attempt int) error {
@@ -357,6 +387,7 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 			`DELETE FROM deliveries WHERE event_id IN (SELECT id FROM events WHERE message_id IN ` + in + `)`,
 			`DELETE FROM events WHERE message_id IN ` + in,
 			`DELETE FROM message_identities WHERE message_id IN ` + in,
+			`DELETE FROM message_attempts WHERE message_id IN ` + in,
 			`DELETE FROM message_bodies WHERE message_id IN ` + in,
 			`DELETE FROM messages WHERE id IN ` + in,
 		} {

@@ -49,7 +49,7 @@ func hotQueries() []string {
 		savepointSQL, releaseSQL, rollbackToSQL,
 		insertMessageSQL, insertBodySQL,
 		claimMessagesSQL, loadBodySQL, messageConnectionSQL, lockMessageSQL, identitySQL, putIdentitySQL,
-		originalEventSQL, insertEventSQL, updateMessageSQL, subjectSQL,
+		originalEventSQL, insertEventSQL, updateMessageSQL, subjectSQL, recordAttemptSQL,
 		claimEventsSQL, lockEventSQL, insertDeliverySQL, updateEventSQL,
 	}
 }

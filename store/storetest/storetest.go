@@ -432,8 +432,27 @@ func testFailedWaits(t *testing.T, s intake.Store) {
 	if c := claimAll(t, s, t0.Add(9*time.Second)); len(c) != 0 {
 		t.Fatal("failed message claimed before it was due")
 	}
-	if c := claimOne(t, s, t0.Add(10*time.Second)); c.Attempt != 2 {
-		t.Fatalf("retry attempt = %d", c.Attempt)
+	c2 := claimOne(t, s, t0.Add(10*time.Second))
+	if c2.Attempt != 2 {
+		t.Fatalf("retry attempt = %d", c2.Attempt)
+	}
+	if _, err := s.SettleMessage(ctx, t0.Add(11*time.Second), processed(c2, nil)); err != nil {
+		t.Fatal(err)
+	}
+	attempts, err := s.MessageAttempts(ctx, intake.Scope{OrgID: f.org.ID}, m.ID)
+	if err != nil || len(attempts) != 2 {
+		t.Fatalf("attempts = %+v %v", attempts, err)
+	}
+	if a := attempts[0]; a.Attempt != 1 || a.State != intake.MessageFailed || a.ErrorCode != intake.ErrCodeTransient ||
+		a.ErrorMessage != "secret store down" || !a.At.Equal(t0) {
+		t.Fatalf("first attempt = %+v", a)
+	}
+	if a := attempts[1]; a.Attempt != 2 || a.State != intake.MessageProcessed || !a.At.Equal(t0.Add(11*time.Second)) {
+		t.Fatalf("second attempt = %+v", a)
+	}
+	other := newFixture(t, s, "other")
+	if l, _ := s.MessageAttempts(ctx, intake.Scope{OrgID: other.org.ID}, m.ID); len(l) != 0 {
+		t.Fatal("another org sees the attempts")
 	}
 }
 
