@@ -76,15 +76,17 @@ func loadBody(ctx context.Context, q interface {
 func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Settlement) (intake.Settled, error) {
 	var out intake.Settled
 	err := s.tx(ctx, func(tx *wtx) error {
-		var conn string
-		err := tx.QueryRowContext(ctx, messageConnectionSQL, st.MessageID).Scan(&conn)
+		// One read finds the connection and the row's state; the
+		// transaction already holds SQLite's write lock.
+		t := settleTx{tx: tx}
+		err := tx.QueryRowContext(ctx, messageForSettleSQL, st.MessageID).Scan(&t.conn, &t.state, &t.attempt)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("message", st.MessageID)
 		}
 		if err != nil {
 			return err
 		}
-		out, err = intake.ApplySettlement(ctx, settleTx{tx}, conn, now, st)
+		out, err = intake.ApplySettlement(ctx, t, t.conn, now, st)
 		return err
 	})
 	if err == nil && len(out.EventIDs) > 0 {
@@ -95,16 +97,16 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 
 // settleTx is ApplySettlement's view of a SQLite write transaction. The
 // transaction is IMMEDIATE, so it already holds the database's write lock.
-type settleTx struct{ tx *wtx }
+type settleTx struct {
+	tx      *wtx
+	conn    string
+	state   intake.MessageState
+	attempt int
+}
 
+// LockMessage returns what SettleMessage read in this same transaction.
 func (t settleTx) LockMessage(ctx context.Context, id string) (intake.MessageState, int, error) {
-	var state intake.MessageState
-	var attempt int
-	err := t.tx.QueryRowContext(ctx, lockMessageSQL, id).Scan(&state, &attempt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", 0, notFound("message", id)
-	}
-	return state, attempt, err
+	return t.state, t.attempt, nil
 }
 
 func (t settleTx) Identity(ctx context.Context, connectionID, key string, now time.Time) (*intake.Identity, error) {
@@ -483,9 +485,7 @@ var claimMessagesSQL = `UPDATE messages
 
 const loadBodySQL = `SELECT header, body FROM message_bodies WHERE message_id = ?`
 
-const messageConnectionSQL = `SELECT connection_id FROM messages WHERE id = ?`
-
-const lockMessageSQL = `SELECT state, attempt FROM messages WHERE id = ?`
+const messageForSettleSQL = `SELECT connection_id, state, attempt FROM messages WHERE id = ?`
 
 const identitySQL = `SELECT digest, event_type, message_id, expires_at FROM message_identities
 		WHERE connection_id = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`

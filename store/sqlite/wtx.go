@@ -48,7 +48,7 @@ func hotQueries() []string {
 	return []string{
 		savepointSQL, releaseSQL, rollbackToSQL,
 		insertMessageSQL, insertBodySQL,
-		claimMessagesSQL, loadBodySQL, messageConnectionSQL, lockMessageSQL, identitySQL, putIdentitySQL,
+		claimMessagesSQL, loadBodySQL, messageForSettleSQL, identitySQL, putIdentitySQL,
 		originalEventSQL, insertEventSQL, updateMessageSQL, subjectSQL, recordAttemptSQL,
 		claimEventsSQL, lockEventSQL, insertDeliverySQL, updateEventSQL,
 	}
