@@ -39,37 +39,54 @@ func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Dur
 			}
 			claims = append(claims, intake.Claim{Message: m, Attempt: m.Attempt, LeaseUntil: m.LeaseUntil})
 		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows.Close()
-		for i := range claims {
-			m := &claims[i].Message
-			if err := loadBody(ctx, tx, m); err != nil {
-				return err
-			}
-		}
-		return nil
+		return rows.Err()
 	})
 	if err != nil {
 		return nil, err // the claim did not commit: nothing is leased
 	}
+	// Bodies never change while a message is claimed, so they are read
+	// after the commit, from the read pool, in one query: the single
+	// writer does not wait on them. If this read fails, nothing is handed
+	// out and the leases run out.
+	if err := s.loadBodies(ctx, claims); err != nil {
+		return nil, err
+	}
 	return claims, nil
 }
 
-func loadBody(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, m *intake.Message) error {
-	var header string
-	err := q.QueryRowContext(ctx, loadBodySQL, m.ID).Scan(&header, &m.Body)
-	if errors.Is(err, sql.ErrNoRows) {
-		m.BodyExpired = true
+// loadBodies fills in the stored request of each claimed message; one
+// whose body is gone is marked expired.
+func (s *Store) loadBodies(ctx context.Context, claims []intake.Claim) error {
+	if len(claims) == 0 {
 		return nil
 	}
+	byID := make(map[string]*intake.Message, len(claims))
+	args := make([]any, 0, len(claims))
+	for i := range claims {
+		m := &claims[i].Message
+		m.BodyExpired = true // until its body is found
+		byID[m.ID] = m
+		args = append(args, m.ID)
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT message_id, header, body FROM message_bodies
+		WHERE message_id IN (?`+strings.Repeat(", ?", len(args)-1)+`)`, args...)
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal([]byte(header), &m.Header)
+	defer rows.Close()
+	for rows.Next() {
+		var id, header string
+		var body []byte
+		if err := rows.Scan(&id, &header, &body); err != nil {
+			return err
+		}
+		m := byID[id]
+		m.Body, m.BodyExpired = body, false
+		if err := json.Unmarshal([]byte(header), &m.Header); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // SettleMessage applies a processing result in one transaction.
@@ -482,8 +499,6 @@ var claimMessagesSQL = `UPDATE messages
 				WHERE state = 'processing' AND lease_until <= ?2 ORDER BY lease_until LIMIT ?3)
 		) ORDER BY due LIMIT ?3)
 	RETURNING ` + messageColumns
-
-const loadBodySQL = `SELECT header, body FROM message_bodies WHERE message_id = ?`
 
 const messageForSettleSQL = `SELECT connection_id, state, attempt FROM messages WHERE id = ?`
 

@@ -48,7 +48,7 @@ func hotQueries() []string {
 	return []string{
 		savepointSQL, releaseSQL, rollbackToSQL,
 		insertMessageSQL, insertBodySQL,
-		claimMessagesSQL, loadBodySQL, messageForSettleSQL, identitySQL, putIdentitySQL,
+		claimMessagesSQL, messageForSettleSQL, identitySQL, putIdentitySQL,
 		originalEventSQL, insertEventSQL, updateMessageSQL, subjectSQL, recordAttemptSQL,
 		claimEventsSQL, lockEventSQL, insertDeliverySQL, updateEventSQL,
 	}
