@@ -95,14 +95,3 @@ type Event struct {
 	ReplayOf        string
 	CreatedAt       time.Time
 }
-
-// EventStatesInto lists the states from which the table allows a move to to.
-func EventStatesInto(to EventState) []EventState {
-	var out []EventState
-	for _, from := range EventStates {
-		if CheckEventTransition(from, to) == nil {
-			out = append(out, from)
-		}
-	}
-	return out
-}

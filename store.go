@@ -90,8 +90,6 @@ type Store interface {
 	// event through its transition table in one transaction; ESTALE if the
 	// attempt is not current.
 	SettleEvent(ctx context.Context, now time.Time, s EventSettlement) error
-	// ReleaseEvent ends a held lease at once.
-	ReleaseEvent(ctx context.Context, now time.Time, id string, attempt int) error
 	// RerouteEvent is the operator's re-route: a dead or no_consumer event
 	// back to pending, due now, with a fresh budget of attempts. Its
 	// deliveries are kept, so consumers that handled it are not called

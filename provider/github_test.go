@@ -17,8 +17,6 @@ const (
 	ghDocSignature = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
 )
 
-const ghSecret = "a github webhook secret"
-
 const ghPullRequestBody = `{"action":"opened","number":7,` +
 	`"pull_request":{"id":1,"node_id":"PR_kwDOABCD5M5abc","title":"Fix"},` +
 	`"repository":{"id":2,"node_id":"R_kgDOABCD5A","full_name":"octo/hello"},` +

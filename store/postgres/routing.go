@@ -219,26 +219,6 @@ func (t eventTx) UpdateEvent(ctx context.Context, st intake.EventSettlement, now
 	return err
 }
 
-// ReleaseEvent ends a routing lease at once.
-func (s *Store) ReleaseEvent(ctx context.Context, now time.Time, eventID string, attempt int) error {
-	if !validIDs(eventID) {
-		return nil
-	}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE events SET lease_until = $1 WHERE id = $2 AND attempt = $3 AND state IN ('pending', 'retrying')`,
-			ts(now), eventID, attempt)
-		if err != nil || tag.RowsAffected() == 0 {
-			return err
-		}
-		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], s.instance)
-		return err
-	})
-	if err == nil {
-		s.hub.Notify(intake.TopicEvents)
-	}
-	return err
-}
-
 // RerouteEvent takes a dead or no_consumer event back to pending, and wakes
 // the routers of every process.
 func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, eventID string, now time.Time) error {

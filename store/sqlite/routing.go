@@ -214,19 +214,6 @@ func (t eventTx) UpdateEvent(ctx context.Context, st intake.EventSettlement, now
 	return err
 }
 
-// ReleaseEvent ends a routing lease at once.
-func (s *Store) ReleaseEvent(ctx context.Context, now time.Time, id string, attempt int) error {
-	err := s.tx(ctx, func(tx *wtx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE events SET lease_until = ? WHERE id = ? AND attempt = ? AND state IN ('pending', 'retrying')`,
-			ts(now), id, attempt)
-		return err
-	})
-	if err == nil {
-		s.hub.Notify(intake.TopicEvents)
-	}
-	return err
-}
-
 // RerouteEvent takes a dead or no_consumer event back to pending.
 func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, id string, now time.Time) error {
 	err := s.tx(ctx, func(tx *wtx) error {
