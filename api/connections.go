@@ -57,7 +57,7 @@ func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, sc int
 		Config:    config,
 		CreatedAt: s.clock.Now().UTC(),
 	}
-	if c.SealedSecrets, err = s.sealer.SealSecrets(nonNil(req.Secrets), []byte(c.ID)); err != nil {
+	if c.SealedSecrets, err = s.sealer.SealConnectionSecrets(c, nonNil(req.Secrets)); err != nil {
 		return err
 	}
 	if err := s.store.CreateConnection(r.Context(), c); err != nil {
@@ -86,7 +86,7 @@ func (s *Server) replaceSecrets(w http.ResponseWriter, r *http.Request, sc intak
 	if err := checkSecrets(c.Provider, req.Secrets); err != nil {
 		return err
 	}
-	if c.SealedSecrets, err = s.sealer.SealSecrets(nonNil(req.Secrets), []byte(c.ID)); err != nil {
+	if c.SealedSecrets, err = s.sealer.SealConnectionSecrets(c, nonNil(req.Secrets)); err != nil {
 		return err
 	}
 	if err := s.store.ReplaceConnectionSecrets(r.Context(), sc, c.ID, c.SealedSecrets); err != nil {
@@ -137,7 +137,7 @@ func (s *Server) connectionView(ctx context.Context, c intake.Connection) Connec
 	if len(out.Config) == 0 {
 		out.Config = json.RawMessage("{}")
 	}
-	secrets, err := s.sealer.OpenSecrets(c.SealedSecrets, []byte(c.ID))
+	secrets, err := s.sealer.ConnectionSecrets(c)
 	if err != nil {
 		s.log.WarnContext(ctx, "connection secrets do not open; was the master key changed?", "connection_id", c.ID)
 		return out

@@ -234,7 +234,7 @@ func (c *Console) connections(w http.ResponseWriter, r *http.Request, s *session
 	v := connectionsView{Providers: provider.Names(), Orgs: oc}
 	for _, cn := range slices.Backward(conns) {
 		row := connectionRow{Connection: cn, Secrets: "?"}
-		if secrets, err := c.sealer.OpenSecrets(cn.SealedSecrets, []byte(cn.ID)); err == nil {
+		if secrets, err := c.sealer.ConnectionSecrets(cn); err == nil {
 			row.Secrets = strconv.Itoa(len(secrets))
 		}
 		for _, e := range eps {
@@ -281,7 +281,7 @@ func (c *Console) createConnection(w http.ResponseWriter, r *http.Request, s *se
 	if secrets == nil {
 		secrets = []string{}
 	}
-	if cn.SealedSecrets, err = c.sealer.SealSecrets(secrets, []byte(cn.ID)); err != nil {
+	if cn.SealedSecrets, err = c.sealer.SealConnectionSecrets(cn, secrets); err != nil {
 		return err
 	}
 	if err := c.store.CreateConnection(r.Context(), cn); err != nil {

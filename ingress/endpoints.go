@@ -49,7 +49,7 @@ func openConnection(sealer *seal.Sealer, conn intake.Connection) (connSecrets, e
 		if sealer == nil {
 			return out, errors.New("no sealer to open connection secrets")
 		}
-		if out.secrets, err = sealer.OpenSecrets(conn.SealedSecrets, []byte(conn.ID)); err != nil {
+		if out.secrets, err = sealer.ConnectionSecrets(conn); err != nil {
 			return out, err
 		}
 	}

@@ -278,10 +278,7 @@ func (w *Worker) publicURL(ctx context.Context, m intake.Message) string {
 // leaseSecrets opens the connection's sealed secrets for this attempt only;
 // they are never kept beyond it.
 func (w *Worker) leaseSecrets(conn intake.Connection) ([][]byte, error) {
-	if len(conn.SealedSecrets) == 0 {
-		return nil, nil
-	}
-	secrets, err := w.cfg.Sealer.OpenSecrets(conn.SealedSecrets, []byte(conn.ID))
+	secrets, err := w.cfg.Sealer.ConnectionSecrets(conn)
 	if err != nil {
 		return nil, fmt.Errorf("open connection secrets: %w", err)
 	}

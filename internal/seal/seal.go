@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/intakehq/intake"
 )
 
 // KeySize is the master key length: AES-256.
@@ -143,4 +145,18 @@ func WriteSecretFile(path, content string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// ConnectionSecrets opens a connection's signing secrets, which are sealed
+// to the connection's id; a connection without any has none.
+func (s *Sealer) ConnectionSecrets(c intake.Connection) ([][]byte, error) {
+	if len(c.SealedSecrets) == 0 {
+		return nil, nil
+	}
+	return s.OpenSecrets(c.SealedSecrets, []byte(c.ID))
+}
+
+// SealConnectionSecrets seals a secret list to the connection it belongs to.
+func (s *Sealer) SealConnectionSecrets(c intake.Connection, secrets []string) ([]byte, error) {
+	return s.SealSecrets(secrets, []byte(c.ID))
 }
