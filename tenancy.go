@@ -2,6 +2,7 @@ package intake
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -101,3 +102,15 @@ func (s Scope) Staff() bool { return s.OrgID == "" }
 
 // Allows reports whether a row of org orgID is visible in this scope.
 func (s Scope) Allows(orgID string) bool { return s.OrgID == "" || s.OrgID == orgID }
+
+// CheckName refuses empty and overlong names (of orgs, connections,
+// consumers, apps, records).
+func CheckName(field, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return Errorf(EINVALID, "%s is required", field)
+	}
+	if len(v) > 200 {
+		return Errorf(EINVALID, "%s must be at most 200 bytes", field)
+	}
+	return nil
+}

@@ -341,17 +341,6 @@ func checkID(field, id string) error {
 	return nil
 }
 
-// checkName refuses empty and overlong names.
-func checkName(field, v string) error {
-	if strings.TrimSpace(v) == "" {
-		return intake.Errorf(intake.EINVALID, "%s is required", field)
-	}
-	if len(v) > 200 {
-		return intake.Errorf(intake.EINVALID, "%s must be at most 200 bytes", field)
-	}
-	return nil
-}
-
 func truncate(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "…"

@@ -6,6 +6,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/bodyurl"
+	"github.com/intakehq/intake/internal/rawbody"
 )
 
 // BodyURLTTL is how long a signed raw-body address works.
@@ -52,7 +53,7 @@ func (s *Server) serveSignedBody(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	writeBody(w, body, header)
+	rawbody.Write(w, body, header, "")
 }
 
 func (s *Server) signBody(id string, expires time.Time) string {

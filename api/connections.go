@@ -27,7 +27,7 @@ func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, sc int
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	if err := checkName("name", req.Name); err != nil {
+	if err := intake.CheckName("name", req.Name); err != nil {
 		return err
 	}
 	if req.Provider == "" {

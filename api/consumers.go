@@ -23,10 +23,10 @@ func (s *Server) createConsumer(w http.ResponseWriter, r *http.Request, sc intak
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	if err := checkName("name", req.Name); err != nil {
+	if err := intake.CheckName("name", req.Name); err != nil {
 		return err
 	}
-	if err := checkName("app", req.App); err != nil {
+	if err := intake.CheckName("app", req.App); err != nil {
 		return err
 	}
 	if err := checkEventTypes(req.EventTypes); err != nil {

@@ -30,10 +30,10 @@ func (s *Server) createSubjectLink(w http.ResponseWriter, r *http.Request, sc in
 	if len(req.ProviderObjectID) > maxObjectID {
 		return intake.Errorf(intake.EINVALID, "provider_object_id must be at most %d bytes", maxObjectID)
 	}
-	if err := checkName("app", req.App); err != nil {
+	if err := intake.CheckName("app", req.App); err != nil {
 		return err
 	}
-	if err := checkName("record_id", req.RecordID); err != nil {
+	if err := intake.CheckName("record_id", req.RecordID); err != nil {
 		return err
 	}
 	c, err := s.store.Connection(r.Context(), sc, req.ConnectionID)

@@ -2,10 +2,10 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/rawbody"
 	"github.com/intakehq/intake/internal/redact"
 )
 
@@ -81,26 +81,8 @@ func (s *Server) getMessageBody(w http.ResponseWriter, r *http.Request, sc intak
 	if err != nil {
 		return err
 	}
-	writeBody(w, body, header)
+	rawbody.Write(w, body, header, "")
 	return nil
-}
-
-// writeBody answers with a raw body exactly as received. The body is whatever
-// anyone posted to an endpoint, so a browser must never run it on this
-// origin: no sniffing, and a sandbox if it claims to be HTML.
-func writeBody(w http.ResponseWriter, body []byte, header http.Header) {
-	ct := header.Get("Content-Type")
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
-	h := w.Header()
-	h.Set("Content-Type", ct)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body) // the client went away; nothing left to tell it
 }
 
 func messageView(m intake.Message) Message {

@@ -19,7 +19,7 @@ func (s *Server) createOrg(w http.ResponseWriter, r *http.Request, sc intake.Sco
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	if err := checkName("name", req.Name); err != nil {
+	if err := intake.CheckName("name", req.Name); err != nil {
 		return err
 	}
 	o := intake.Org{ID: intake.NewID(), Name: req.Name, CreatedAt: s.clock.Now().UTC()}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/rawbody"
 	"github.com/intakehq/intake/internal/redact"
 )
 
@@ -217,8 +217,7 @@ func (c *Console) message(w http.ResponseWriter, r *http.Request, s *session) er
 	return nil
 }
 
-// messageBody downloads the raw body exactly as received. It is whatever
-// anyone posted to an endpoint, so a browser must never run it here.
+// messageBody downloads the raw body exactly as received.
 func (c *Console) messageBody(w http.ResponseWriter, r *http.Request, s *session) error {
 	id, err := pathID(r)
 	if err != nil {
@@ -228,17 +227,7 @@ func (c *Console) messageBody(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		return err
 	}
-	ct := header.Get("Content-Type")
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
-	h := w.Header()
-	h.Set("Content-Type", ct)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Content-Disposition", `attachment; filename="message-`+id+`.body"`)
-	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body) // the browser went away; nothing left to tell it
+	rawbody.Write(w, body, header, "message-"+id+".body")
 	return nil
 }
 

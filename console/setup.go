@@ -62,16 +62,6 @@ func formOrg(r *http.Request, s *session) (string, error) {
 	return id, nil
 }
 
-func checkName(field, v string) error {
-	if strings.TrimSpace(v) == "" {
-		return intake.Errorf(intake.EINVALID, "%s is required", field)
-	}
-	if len(v) > 200 {
-		return intake.Errorf(intake.EINVALID, "%s must be at most 200 bytes", field)
-	}
-	return nil
-}
-
 // endpointsView is the endpoints page.
 type endpointsView struct {
 	Items       []endpointRow
@@ -257,7 +247,7 @@ func (c *Console) createConnection(w http.ResponseWriter, r *http.Request, s *se
 	if err != nil {
 		return err
 	}
-	if err := checkName("name", form.Name); err != nil {
+	if err := intake.CheckName("name", form.Name); err != nil {
 		return err
 	}
 	adapter, ok := provider.Lookup(form.Provider)
@@ -404,10 +394,10 @@ func (c *Console) createConsumer(w http.ResponseWriter, r *http.Request, s *sess
 	if err != nil {
 		return err
 	}
-	if err := checkName("name", f.Name); err != nil {
+	if err := intake.CheckName("name", f.Name); err != nil {
 		return err
 	}
-	if err := checkName("app", f.App); err != nil {
+	if err := intake.CheckName("app", f.App); err != nil {
 		return err
 	}
 	types := strings.FieldsFunc(f.Types, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
