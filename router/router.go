@@ -116,12 +116,13 @@ func (r *Router) Run(ctx context.Context) error {
 				claims = nil // not committed: no lease is held on any of them
 			}
 			n = len(claims)
+			consumers := r.consumersOf(ctx, claims)
 			for _, c := range claims {
 				r.slots <- struct{}{}
 				inflight.Add(1)
 				go func() {
 					defer func() { <-r.slots; inflight.Done() }()
-					r.Route(context.WithoutCancel(ctx), c)
+					r.route(context.WithoutCancel(ctx), c, consumers[c.Event.OrgID])
 				}()
 			}
 		}
@@ -148,16 +149,38 @@ func (r *Router) RunOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	consumers := r.consumersOf(ctx, claims)
 	var wg sync.WaitGroup
 	for _, c := range claims {
-		wg.Go(func() { r.Route(ctx, c) })
+		wg.Go(func() { r.route(ctx, c, consumers[c.Event.OrgID]) })
 	}
 	wg.Wait()
 	return len(claims), nil
 }
 
-// Route runs one claimed routing attempt to its settlement.
-func (r *Router) Route(ctx context.Context, c intake.EventClaim) {
+// orgConsumers is one org's consumers as read for a batch, or why they
+// could not be read.
+type orgConsumers struct {
+	list []intake.Consumer
+	err  error
+}
+
+// consumersOf reads the consumers of each org in a claimed batch once,
+// rather than once per event.
+func (r *Router) consumersOf(ctx context.Context, claims []intake.EventClaim) map[string]orgConsumers {
+	out := map[string]orgConsumers{}
+	for _, c := range claims {
+		org := c.Event.OrgID
+		if _, ok := out[org]; !ok {
+			list, err := r.cfg.Store.ListConsumers(ctx, intake.Scope{OrgID: org})
+			out[org] = orgConsumers{list, err}
+		}
+	}
+	return out
+}
+
+// route runs one claimed routing attempt to its settlement.
+func (r *Router) route(ctx context.Context, c intake.EventClaim, oc orgConsumers) {
 	e := &c.Event
 	st := intake.EventSettlement{EventID: e.ID, Attempt: c.Attempt}
 	if c.Attempt > e.MaxAttempts {
@@ -166,12 +189,11 @@ func (r *Router) Route(ctx context.Context, c intake.EventClaim) {
 		r.settle(ctx, c, st)
 		return
 	}
-	consumers, err := r.cfg.Store.ListConsumers(ctx, intake.Scope{OrgID: e.OrgID})
-	if err != nil {
-		r.cfg.Logger.Error("router: consumers unavailable; the lease will expire and the event retry", "event_id", e.ID, "err", err)
+	if oc.err != nil {
+		r.cfg.Logger.Error("router: consumers unavailable; the lease will expire and the event retry", "event_id", e.ID, "err", oc.err)
 		return
 	}
-	selected := intake.SelectConsumers(e, consumers)
+	selected := intake.SelectConsumers(e, oc.list)
 	var todo []intake.Consumer
 	for _, cons := range selected {
 		if !c.Done[cons.ID] {
