@@ -17,6 +17,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/cputime"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/store/sqlite"
 )
@@ -98,7 +99,7 @@ func benchServe(b *testing.B, h http.Handler, path string) {
 	)
 	b.SetBytes(int64(len(body)))
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cputime.Process()
 	for range benchClients {
 		wg.Go(func() {
 			var mine []time.Duration
@@ -121,7 +122,7 @@ func benchServe(b *testing.B, h http.Handler, path string) {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cputime.Process()-cpu0
 	b.StopTimer()
 	if firstErr != nil {
 		b.Fatal(firstErr)
@@ -129,6 +130,9 @@ func benchServe(b *testing.B, h http.Handler, path string) {
 	slices.Sort(latencies)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(benchPercentile(latencies, 99))/float64(time.Millisecond), "p99-ms")
+	// CPU of the whole process (server and clients) per request: what the
+	// two cores of a small machine must pay for each webhook.
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/req")
 }
 
 func benchPost(client *http.Client, url string, body []byte) error {

@@ -15,6 +15,7 @@ type writeJob struct {
 	ctx   context.Context
 	fn    func(*wtx) error
 	msg   *intake.Message // an ingest: inserted with the batch's other ingests
+	hdr   string          // an ingest's header as JSON, encoded by the caller
 	after func()          // runs once the commit holding the job returned
 	done  chan error
 }
@@ -44,7 +45,13 @@ func (s *Store) write1(ctx context.Context, fn func(*wtx) error, after func()) e
 
 // Ingest commits a received message; concurrent calls share commits.
 func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
-	job := writeJob{ctx: ctx, msg: m, after: func() { s.hub.Notify(intake.TopicMessages) }, done: make(chan error, 1)}
+	// Encoded here, on the caller's goroutine: the writer is the one
+	// goroutine every write waits for.
+	hdr, err := json.Marshal(m.Header)
+	if err != nil {
+		return err
+	}
+	job := writeJob{ctx: ctx, msg: m, hdr: string(hdr), after: func() { s.hub.Notify(intake.TopicMessages) }, done: make(chan error, 1)}
 	select {
 	case s.jobs <- job:
 	case <-s.stop:
@@ -97,24 +104,39 @@ func (s *Store) failQueued() {
 func (s *Store) commitBatch(batch []writeJob) {
 	ctx := context.Background()
 	results := make([]error, len(batch))
-	sqltx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
+	fail := func(err error) {
 		for _, j := range batch {
 			j.done <- unavailable(err)
 		}
+	}
+	s.prepareInserts(ctx, batch)
+	tx, err := s.begin(ctx)
+	if err != nil {
+		fail(err)
 		return
 	}
-	tx := &wtx{Tx: sqltx, stmts: s.stmts}
-	s.insertIngests(tx, batch, results)
+	if err := insertIngests(tx, batch); err != nil {
+		// An insert of the ingests failed, which rolled back the whole
+		// transaction: start again, each ingest in its own savepoint, so
+		// one bad row cannot fail its neighbours.
+		tx.Rollback()
+		if tx, err = s.begin(ctx); err != nil {
+			fail(err)
+			return
+		}
+		for i, j := range batch {
+			if j.msg != nil {
+				results[i] = s.runJob(tx, writeJob{fn: func(tx *wtx) error { return insertMessage(j.ctx, tx, j.msg, j.hdr) }})
+			}
+		}
+	}
 	for i, j := range batch {
 		if j.msg == nil {
 			results[i] = s.runJob(tx, j)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		for _, j := range batch {
-			j.done <- unavailable(err)
-		}
+		fail(err)
 		return
 	}
 	for i, j := range batch {
@@ -125,77 +147,95 @@ func (s *Store) commitBatch(batch []writeJob) {
 	}
 }
 
-// insertIngests writes every ingest of the batch with one multi-row
-// statement per table; if that fails, each alone in its own savepoint, so
-// one bad row cannot fail its neighbours.
-func (s *Store) insertIngests(tx *wtx, batch []writeJob, results []error) {
-	var msgs []*intake.Message
+func (s *Store) begin(ctx context.Context) (*wtx, error) {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &wtx{Tx: tx, s: s}, nil
+}
+
+// insertChunk bounds the rows of one multi-row insert, well inside
+// SQLite's limit on bound parameters.
+const insertChunk = 64
+
+// Multi-row inserts of 1 to insertChunk rows, built once. OR ROLLBACK
+// spares SQLite a statement journal (a copy of every page the statement
+// changes, kept to undo the statement alone): a failed insert ends the
+// whole transaction instead, and commitBatch starts it again row by row.
+var (
+	insertMessagesSQL = multiRow("INSERT OR ROLLBACK"+insertMessageCols, messageRow)
+	insertBodiesSQL   = multiRow("INSERT OR ROLLBACK"+insertBodyCols, bodyRow)
+)
+
+func multiRow(head, row string) []string {
+	out := make([]string, insertChunk+1)
+	var q strings.Builder
+	q.WriteString(head)
+	for n := 1; n <= insertChunk; n++ {
+		if n > 1 {
+			q.WriteString(", ")
+		}
+		q.WriteString(row)
+		out[n] = q.String()
+	}
+	return out
+}
+
+// prepareInserts readies the multi-row inserts the batch's ingests will
+// use: full chunks and the remainder, of messages and of bodies.
+func (s *Store) prepareInserts(ctx context.Context, batch []writeJob) {
+	msgs, bodies := 0, 0
 	for _, j := range batch {
 		if j.msg != nil {
-			msgs = append(msgs, j.msg)
-		}
-	}
-	if len(msgs) == 0 {
-		return
-	}
-	if _, err := tx.Exec("SAVEPOINT ingest"); err == nil {
-		err = insertMessages(tx, msgs)
-		if err == nil {
-			_, err = tx.Exec("RELEASE ingest")
-			if err == nil {
-				return
+			msgs++
+			if !j.msg.BodyExpired {
+				bodies++
 			}
 		}
-		tx.Exec("ROLLBACK TO ingest")
-		tx.Exec("RELEASE ingest")
 	}
-	for i, j := range batch {
-		if j.msg != nil {
-			m := j.msg
-			results[i] = s.runJob(tx, writeJob{fn: func(tx *wtx) error { return s.insertMessage(j.ctx, tx, m) }})
+	for _, n := range []int{min(msgs, insertChunk), msgs % insertChunk} {
+		if n > 0 {
+			s.prepareOnce(ctx, insertMessagesSQL[n])
+		}
+	}
+	for _, n := range []int{min(bodies, insertChunk), bodies % insertChunk} {
+		if n > 0 {
+			s.prepareOnce(ctx, insertBodiesSQL[n])
 		}
 	}
 }
 
-// insertMessages inserts messages and their bodies, a chunk of rows per
-// statement (well inside SQLite's limit on bound parameters).
-func insertMessages(tx *wtx, msgs []*intake.Message) error {
-	const chunk = 100
-	for start := 0; start < len(msgs); start += chunk {
-		part := msgs[start:min(start+chunk, len(msgs))]
-		var q, b strings.Builder
-		q.WriteString(insertMessageHead)
-		b.WriteString(insertBodyHead)
+// insertIngests inserts the batch's ingests, messages and their bodies, a
+// chunk of rows per statement; each statement is prepared once per row
+// count. It runs first in the transaction, so a failure rolls back nothing
+// but itself.
+func insertIngests(tx *wtx, batch []writeJob) error {
+	ctx := context.Background()
+	var ingests []writeJob
+	for _, j := range batch {
+		if j.msg != nil {
+			ingests = append(ingests, j)
+		}
+	}
+	for start := 0; start < len(ingests); start += insertChunk {
+		part := ingests[start:min(start+insertChunk, len(ingests))]
 		margs := make([]any, 0, 17*len(part))
 		bargs := make([]any, 0, 3*len(part))
-		nb := 0
-		for i, m := range part {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString(messageRow)
+		for _, j := range part {
+			m := j.msg
 			margs = append(margs, m.ID, m.OrgID, m.ConnectionID, m.EndpointID, m.Method, m.Query, m.Digest, ts(m.ReceivedAt),
 				m.State, m.Attempt, m.MaxAttempts, ts(m.NextAttemptAt), m.ProviderEventID, m.Outcome, m.ErrorCode,
 				m.ErrorMessage, m.ReplayOf)
-			if m.BodyExpired {
-				continue
+			if !m.BodyExpired {
+				bargs = append(bargs, m.ID, j.hdr, m.Body)
 			}
-			header, err := json.Marshal(m.Header)
-			if err != nil {
-				return err
-			}
-			if nb > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?, ?, ?)")
-			bargs = append(bargs, m.ID, string(header), m.Body)
-			nb++
 		}
-		if _, err := tx.Exec(q.String(), margs...); err != nil {
+		if _, err := tx.ExecContext(ctx, insertMessagesSQL[len(part)], margs...); err != nil {
 			return err
 		}
-		if nb > 0 {
-			if _, err := tx.Exec(b.String(), bargs...); err != nil {
+		if nb := len(bargs) / 3; nb > 0 {
+			if _, err := tx.ExecContext(ctx, insertBodiesSQL[nb], bargs...); err != nil {
 				return err
 			}
 		}
@@ -235,11 +275,7 @@ func unavailableUnlessCoded(err error) error {
 	return unavailable(err)
 }
 
-func (s *Store) insertMessage(ctx context.Context, tx *wtx, m *intake.Message) error {
-	header, err := json.Marshal(m.Header)
-	if err != nil {
-		return err
-	}
+func insertMessage(ctx context.Context, tx *wtx, m *intake.Message, header string) error {
 	if _, err := tx.ExecContext(ctx, insertMessageSQL,
 		m.ID, m.OrgID, m.ConnectionID, m.EndpointID, m.Method, m.Query, m.Digest, ts(m.ReceivedAt), m.State, m.Attempt,
 		m.MaxAttempts, ts(m.NextAttemptAt), m.ProviderEventID, m.Outcome, m.ErrorCode, m.ErrorMessage, m.ReplayOf); err != nil {
@@ -248,17 +284,18 @@ func (s *Store) insertMessage(ctx context.Context, tx *wtx, m *intake.Message) e
 	if m.BodyExpired {
 		return nil // a replay of a message whose body is gone: the record, no body
 	}
-	_, err = tx.ExecContext(ctx, insertBodySQL, m.ID, string(header), m.Body)
+	_, err := tx.ExecContext(ctx, insertBodySQL, m.ID, header, m.Body)
 	return err
 }
 
 const (
-	insertMessageHead = `INSERT INTO messages
+	insertMessageCols = ` INTO messages
 		(id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts,
 		 next_attempt_at, provider_event_id, outcome, error_code, error_message, replay_of)
 		VALUES `
 	messageRow       = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	insertMessageSQL = insertMessageHead + messageRow
-	insertBodyHead   = `INSERT INTO message_bodies (message_id, header, body) VALUES `
-	insertBodySQL    = insertBodyHead + `(?, ?, ?)`
+	insertMessageSQL = "INSERT" + insertMessageCols + messageRow
+	insertBodyCols   = ` INTO message_bodies (message_id, header, body) VALUES `
+	bodyRow          = `(?, ?, ?)`
+	insertBodySQL    = "INSERT" + insertBodyCols + bodyRow
 )

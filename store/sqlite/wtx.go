@@ -11,25 +11,41 @@ import (
 // writer goroutine more than executing it.
 type wtx struct {
 	*sql.Tx
-	stmts map[string]*sql.Stmt
+	s *Store
+}
+
+// prepareOnce prepares queries on the writer's connection unless they
+// already are. The writer calls it between transactions (the connection is
+// its only one); it serves queries that are many but few in kind, like the
+// multi-row inserts of group commits. A query that fails to prepare is left
+// to be parsed where it runs, which reports the error.
+func (s *Store) prepareOnce(ctx context.Context, queries ...string) {
+	for _, q := range queries {
+		if s.stmts[q] != nil {
+			continue
+		}
+		if st, err := s.write.PrepareContext(ctx, q); err == nil {
+			s.stmts[q] = st // only the writer goroutine touches the map
+		}
+	}
 }
 
 func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := t.stmts[query]; st != nil {
+	if st := t.s.stmts[query]; st != nil {
 		return t.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
 	return t.Tx.ExecContext(ctx, query, args...)
 }
 
 func (t *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := t.stmts[query]; st != nil {
+	if st := t.s.stmts[query]; st != nil {
 		return t.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
 	return t.Tx.QueryContext(ctx, query, args...)
 }
 
 func (t *wtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := t.stmts[query]; st != nil {
+	if st := t.s.stmts[query]; st != nil {
 		return t.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return t.Tx.QueryRowContext(ctx, query, args...)
