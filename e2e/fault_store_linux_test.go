@@ -17,9 +17,14 @@ import (
 	"time"
 )
 
-// mountTmpfs mounts a tmpfs of size (e.g. "4m") on a fresh directory and
+// mountTmpfs mounts a tmpfs of size (e.g. "16m") on a fresh directory and
 // unmounts it at cleanup, after the server started later has been killed.
 // Mounting needs root; outside CI the test is skipped without it.
+// tmpfsSize is small, yet larger than the 4 MB the WAL may grow to before
+// it is copied into the database and started over: on a file system
+// smaller than that, the WAL fills it before it is ever reset.
+const tmpfsSize = "16m"
+
 func mountTmpfs(t *testing.T, size string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -66,7 +71,7 @@ func TestFullDiskRefusesWebhooksAndRecoversWithoutRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the real binary on a tmpfs")
 	}
-	data := mountTmpfs(t, "4m")
+	data := mountTmpfs(t, tmpfsSize)
 	s := start(t, data)
 	path := setupGitHub(t, s)
 	client := &http.Client{Timeout: 30 * time.Second} // a hang guard
@@ -163,7 +168,7 @@ func TestFullDiskDeliversNoEventWithoutACommittedClaim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the real binary on a tmpfs")
 	}
-	data := mountTmpfs(t, "4m")
+	data := mountTmpfs(t, tmpfsSize)
 	var mu sync.Mutex
 	calls := map[string]int{} // webhook-id → calls
 	var healthy atomic.Bool
