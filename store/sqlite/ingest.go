@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 
 	"github.com/intakehq/intake"
@@ -77,17 +78,40 @@ func (s *Store) commitLoop() {
 			s.failQueued()
 			return
 		}
-	drain:
-		for len(batch) < s.batch {
-			select {
-			case j := <-s.jobs:
-				batch = append(batch, j)
-			default:
-				break drain
+		batch = s.take(batch)
+		// Before committing, let the goroutines that are ready to run do
+		// so, while that brings more jobs: requests already being served
+		// then share this commit instead of waiting for the next. With
+		// nothing else ready to run, this costs nothing and waits for
+		// nothing, so a lone request still commits at once.
+		for range maxYields {
+			n := len(batch)
+			if n == s.batch {
+				break
+			}
+			runtime.Gosched()
+			if batch = s.take(batch); len(batch) == n {
+				break
 			}
 		}
 		s.commitBatch(batch)
 	}
+}
+
+// maxYields bounds how many times the writer yields before a commit.
+const maxYields = 4
+
+// take adds the jobs waiting to batch, up to the batch limit.
+func (s *Store) take(batch []writeJob) []writeJob {
+	for len(batch) < s.batch {
+		select {
+		case j := <-s.jobs:
+			batch = append(batch, j)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 func (s *Store) failQueued() {
