@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
 	"github.com/intakehq/intake/delivery"
@@ -141,6 +143,17 @@ func TestEventStreamResumesAfterLastEventID(t *testing.T) {
 	quiet(t, byQuery)
 }
 
+// idFrom is a well-formed id made at t: ids sort by the millisecond they
+// were made in, which is held in their first 48 bits.
+func idFrom(t time.Time) string {
+	u := uuid.Must(uuid.NewV7())
+	ms := uint64(t.UnixMilli())
+	for i := range 6 {
+		u[i] = byte(ms >> (8 * (5 - i)))
+	}
+	return u.String()
+}
+
 func TestEventStreamSendsAnEventThatCommitsBehindANewerOne(t *testing.T) {
 	e := newEnv(t)
 	srv := httptest.NewServer(e.h)
@@ -148,8 +161,7 @@ func TestEventStreamSendsAnEventThatCommitsBehindANewerOne(t *testing.T) {
 	acme := e.newTenant("acme")
 	stream := openStream(t, srv, acme.org.APIKey, "", "")
 
-	slow := intake.NewID() // a worker made this id, then took its time to commit
-	time.Sleep(2 * time.Millisecond)
+	slow := idFrom(time.Now().Add(-time.Second)) // a worker made this id, then took its time to commit
 	fast := e.event(acme, "apitest.fast")
 	if m := next(t, stream); m.id != fast.ID {
 		t.Fatalf("stream sent %s, want %s", m.id, fast.ID)
