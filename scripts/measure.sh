@@ -12,7 +12,10 @@ pg=${INTAKE_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=d
 pgdb() { psql "$pg" -XAtqc "$1" >/dev/null; }
 
 echo "== ingress alone (Go benchmark)"
-go test -run='^$' -bench=BenchmarkIngest -benchtime=5s ./ingress/ | grep Benchmark
+go test -run='^$' -bench=BenchmarkIngest -benchtime=5s ./ingress/ | grep Benchmark | tee "$bin/ingest.txt"
+# The ratios of this one run: req/s and CPU per request against bare HTTP.
+awk '{ k = $1; sub(/-[0-9]+$/, "", k); for (i = 2; i < NF; i++) { if ($(i+1) == "req/s") rps[k] = $i; if ($(i+1) == "cpu-µs/req") cpu[k] = $i } }
+	END { b = "BenchmarkIngest/bare"; for (k in rps) if (k != b) printf "%s: %.2f of bare req/s, %.2fx its CPU per request\n", k, rps[k] / rps[b], cpu[k] / cpu[b] }' "$bin/ingest.txt"
 echo "== whole server, closed loop, with the bare baseline"
 bench --baseline --clients 64 --body-bytes 2048 --duration 15s
 for rate in 200 1000 1500; do
