@@ -2,6 +2,8 @@ package ingress_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -9,12 +11,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/store/sqlite"
 )
@@ -262,9 +266,19 @@ func TestIngressDrainingAnswers503(t *testing.T) {
 }
 
 func TestIngressAnswersSlackURLVerificationAfterStoringIt(t *testing.T) {
-	e := setup(t, ingress.Config{}, nil)
+	key := make([]byte, seal.KeySize)
+	rand.Read(key)
+	sealer, err := seal.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := setup(t, ingress.Config{Sealer: sealer}, nil)
 	ctx := context.Background()
+	const secret = "8f742231b10e8888abcd99yyyzzz85a5"
 	conn := intake.Connection{ID: intake.NewID(), OrgID: e.ep.OrgID, Provider: "slack", Name: "slack", CreatedAt: e.clock.t}
+	if conn.SealedSecrets, err = sealer.SealConnectionSecrets(conn, []string{secret}); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.store.CreateConnection(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
@@ -274,14 +288,25 @@ func TestIngressAnswersSlackURLVerificationAfterStoringIt(t *testing.T) {
 	if err := e.store.CreateEndpoint(ctx, ep); err != nil {
 		t.Fatal(err)
 	}
-	w := e.post("/webhooks/"+tok, strings.NewReader(`{"token":"x","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}`),
-		http.Header{"Content-Type": {"application/json"}})
+	const body = `{"token":"x","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}`
+	signed := func(key string) http.Header {
+		ts := strconv.FormatInt(e.clock.t.Unix(), 10)
+		mac := hmac.New(sha256.New, []byte(key))
+		mac.Write([]byte("v0:" + ts + ":" + body))
+		return http.Header{"Content-Type": {"application/json"}, "X-Slack-Request-Timestamp": {ts},
+			"X-Slack-Signature": {"v0=" + hex.EncodeToString(mac.Sum(nil))}}
+	}
+	w := e.post("/webhooks/"+tok, strings.NewReader(body), signed(secret))
 	if w.Code != http.StatusOK || w.Body.String() != "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P" ||
 		!strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
 		t.Fatalf("challenge answer: %d %q %q", w.Code, w.Header().Get("Content-Type"), w.Body)
 	}
 	if n := len(e.stored(t)); n != 1 {
 		t.Fatalf("%d messages recorded, want the handshake kept", n)
+	}
+	forged := e.post("/webhooks/"+tok, strings.NewReader(body), signed("not the secret"))
+	if forged.Code != http.StatusForbidden || strings.Contains(forged.Body.String(), "3eZbrw1a") {
+		t.Fatalf("forged challenge answer: %d %q", forged.Code, forged.Body)
 	}
 }
 

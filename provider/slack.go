@@ -58,8 +58,9 @@ func (slackAdapter) Verify(r *Request, secrets [][]byte, cfg Config) error {
 }
 
 // Challenge answers the Events API's url_verification handshake with its
-// challenge value.
-func (slackAdapter) Challenge(r *Request, _ [][]byte, _ Config) (Challenge, bool) {
+// challenge value, once the signature holds: Slack signs the handshake as it
+// signs every request, and a forged one gets 403 instead of an echo.
+func (a slackAdapter) Challenge(r *Request, secrets [][]byte, cfg Config) (Challenge, bool) {
 	if !isJSONBody(r.Body) {
 		return Challenge{}, false
 	}
@@ -70,6 +71,9 @@ func (slackAdapter) Challenge(r *Request, _ [][]byte, _ Config) (Challenge, bool
 	challenge := str(m, "challenge")
 	if challenge == "" {
 		return Challenge{}, false
+	}
+	if a.Verify(r, secrets, cfg) != nil {
+		return Challenge{Status: http.StatusForbidden}, true
 	}
 	return Challenge{Status: http.StatusOK, ContentType: "text/plain", Body: []byte(challenge)}, true
 }

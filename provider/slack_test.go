@@ -144,17 +144,26 @@ func TestSlackReadsReactionItemAsMessage(t *testing.T) {
 	}
 }
 
-func TestSlackAnswersURLVerificationChallenge(t *testing.T) {
+func TestSlackAnswersURLVerificationChallengeOnceSigned(t *testing.T) {
 	body := `{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}`
 	a := adapter(t, "slack")
-	r := &Request{Body: []byte(body)}
-	c, ok := a.(Challenger).Challenge(r, nil, nil)
+	r := slackRequest(slackSign(slackDocSecret, slackDocTimestamp, body), slackDocTimestamp, body, slackDocTime)
+	c, ok := a.(Challenger).Challenge(r, secrets(slackDocSecret), nil)
 	if !ok || c.Status != 200 || c.ContentType != "text/plain" || string(c.Body) != "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P" {
 		t.Fatalf("Challenge = %+v, %v", c, ok)
 	}
 	in, err := a.Interpret(r, nil)
 	if err != nil || !in.Challenge || len(in.Events) != 0 {
 		t.Fatalf("Interpret = %+v, %v; want a challenge with no events", in, err)
+	}
+	for name, forged := range map[string]*Request{
+		"unsigned":     {Body: []byte(body), ReceivedAt: slackDocTime},
+		"other secret": slackRequest(slackSign("not the secret", slackDocTimestamp, body), slackDocTimestamp, body, slackDocTime),
+		"stale":        slackRequest(slackSign(slackDocSecret, slackDocTimestamp, body), slackDocTimestamp, body, slackDocTime.Add(time.Hour)),
+	} {
+		if c, ok := a.(Challenger).Challenge(forged, secrets(slackDocSecret), nil); !ok || c.Status != 403 || len(c.Body) != 0 {
+			t.Errorf("%s handshake answered %+v, %v; want 403 without the challenge", name, c, ok)
+		}
 	}
 }
 
