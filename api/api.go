@@ -116,6 +116,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/connections", s.listConnections)
 	s.handle("GET /api/v1/connections/{id}", s.getConnection)
 	s.handle("PUT /api/v1/connections/{id}/secrets", s.replaceSecrets)
+	s.handle("POST /api/v1/connections/{id}/adopt-handshake-secret", s.adoptHandshakeSecret)
 
 	s.handle("POST /api/v1/endpoints", s.createEndpoint)
 	s.handle("GET /api/v1/endpoints", s.listEndpoints)

@@ -11,17 +11,6 @@ import (
 	"github.com/intakehq/intake/provider"
 )
 
-// Secret limits: generous for any provider, small enough to refuse a paste
-// of the wrong file.
-const (
-	maxSecrets      = 10
-	maxSecretLength = 4096
-)
-
-// noneProvider verifies nothing, so it is the one provider that takes no
-// secrets.
-const noneProvider = "none"
-
 func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
 	var req CreateConnectionRequest
 	if err := decode(w, r, &req); err != nil {
@@ -41,7 +30,7 @@ func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, sc int
 	if err != nil {
 		return err
 	}
-	if err := checkSecrets(req.Provider, req.Secrets); err != nil {
+	if err := provider.CheckSecrets(req.Provider, req.Secrets); err != nil {
 		return err
 	}
 	orgID, err := orgFor(sc, req.OrgID)
@@ -83,7 +72,7 @@ func (s *Server) replaceSecrets(w http.ResponseWriter, r *http.Request, sc intak
 	if err != nil {
 		return err
 	}
-	if err := checkSecrets(c.Provider, req.Secrets); err != nil {
+	if err := provider.CheckSecrets(c.Provider, req.Secrets); err != nil {
 		return err
 	}
 	if c.SealedSecrets, err = s.sealer.SealConnectionSecrets(c, nonNil(req.Secrets)); err != nil {
@@ -93,6 +82,72 @@ func (s *Server) replaceSecrets(w http.ResponseWriter, r *http.Request, sc intak
 		return err
 	}
 	s.audit(r, c.OrgID, "connection.secrets.replace", "connection", c.ID, "secrets=", len(req.Secrets))
+	writeJSON(w, http.StatusOK, s.connectionView(r.Context(), c))
+	return nil
+}
+
+// adoptHandshakeSecret adds to a connection the signing secret its
+// provider handed over in a recorded handshake (Asana's X-Hook-Secret). The
+// secret goes from the stored request into the sealed list without being
+// shown to anyone; the request's header stays hidden as every credential is.
+func (s *Server) adoptHandshakeSecret(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var req AdoptSecretRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	if !intake.ValidID(req.MessageID) {
+		return intake.Errorf(intake.EINVALID, "message_id must be a message's id")
+	}
+	c, err := s.store.Connection(r.Context(), sc, id)
+	if err != nil {
+		return err
+	}
+	a, _ := provider.Lookup(c.Provider)
+	hs, ok := a.(provider.HandshakeSecreter)
+	if !ok {
+		return intake.Errorf(intake.EINVALID, "provider %s does not hand its secret over in a handshake; set it with PUT /api/v1/connections/%s/secrets", c.Provider, c.ID)
+	}
+	m, err := s.store.Message(r.Context(), sc, req.MessageID)
+	if err != nil {
+		return err
+	}
+	if m.ConnectionID != c.ID {
+		return intake.Errorf(intake.EINVALID, "message %s was not received for connection %s", m.ID, c.ID)
+	}
+	body, header, err := s.store.MessageBody(r.Context(), sc, m.ID)
+	if err != nil {
+		return err
+	}
+	secret := hs.HandshakeSecret(&provider.Request{Method: m.Method, Header: header, Body: body, ReceivedAt: m.ReceivedAt})
+	if secret == "" {
+		return intake.Errorf(intake.EINVALID, "message %s is not a %s handshake carrying a secret", m.ID, c.Provider)
+	}
+	opened, err := s.sealer.ConnectionSecrets(c)
+	if err != nil {
+		return err
+	}
+	secrets := make([]string, 0, len(opened)+1)
+	isNew := true
+	for _, o := range opened {
+		secrets = append(secrets, string(o))
+		isNew = isNew && string(o) != secret
+	}
+	if isNew {
+		if err := provider.CheckSecrets(c.Provider, append(secrets, secret)); err != nil {
+			return err
+		}
+		if c.SealedSecrets, err = s.sealer.SealConnectionSecrets(c, append(secrets, secret)); err != nil {
+			return err
+		}
+		if err := s.store.ReplaceConnectionSecrets(r.Context(), sc, c.ID, c.SealedSecrets); err != nil {
+			return err
+		}
+		s.audit(r, c.OrgID, "connection.secrets.adopt", "connection", c.ID, "message=", m.ID, " secrets=", len(secrets)+1)
+	}
 	writeJSON(w, http.StatusOK, s.connectionView(r.Context(), c))
 	return nil
 }
@@ -168,32 +223,6 @@ func checkConfig(adapter provider.Adapter, raw json.RawMessage) (json.RawMessage
 		return nil, intake.Errorf(intake.EINVALID, "config: %v", err)
 	}
 	return buf.Bytes(), nil
-}
-
-// checkSecrets requires at least one secret for every provider that verifies
-// signatures, and none for the provider that does not.
-func checkSecrets(providerName string, secrets []string) error {
-	if providerName == noneProvider {
-		if len(secrets) > 0 {
-			return intake.Errorf(intake.EINVALID, "provider none verifies nothing and takes no secrets")
-		}
-		return nil
-	}
-	if len(secrets) == 0 {
-		return intake.Errorf(intake.EINVALID, "provider %s needs at least one secret", providerName)
-	}
-	if len(secrets) > maxSecrets {
-		return intake.Errorf(intake.EINVALID, "at most %d secrets may be active at once", maxSecrets)
-	}
-	for i, v := range secrets {
-		if strings.TrimSpace(v) == "" {
-			return intake.Errorf(intake.EINVALID, "secrets[%d] is empty", i)
-		}
-		if len(v) > maxSecretLength {
-			return intake.Errorf(intake.EINVALID, "secrets[%d] is longer than %d bytes", i, maxSecretLength)
-		}
-	}
-	return nil
 }
 
 // nonNil keeps an empty secret list sealed as [] rather than null.

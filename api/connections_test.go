@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -73,7 +74,7 @@ func TestNoneProviderTakesNoSecretsAndOthersNeedOne(t *testing.T) {
 	wantError(t, e.do("POST", "/api/v1/connections", org.APIKey, api.CreateConnectionRequest{Provider: "none", Name: "x", Secrets: []string{"s"}}),
 		400, intake.EINVALID, "takes no secrets")
 	wantError(t, e.do("POST", "/api/v1/connections", org.APIKey, api.CreateConnectionRequest{Provider: testProvider, Name: "x"}),
-		400, intake.EINVALID, "needs at least one secret")
+		400, intake.EINVALID, "needs at least one signing secret")
 }
 
 func TestReplacingSecretsSealsTheNewListToTheConnection(t *testing.T) {
@@ -93,7 +94,7 @@ func TestReplacingSecretsSealsTheNewListToTheConnection(t *testing.T) {
 	if err != nil || len(opened) != 2 || string(opened[0]) != "whsec_old" || string(opened[1]) != "whsec_new" {
 		t.Fatalf("replaced secrets open to %q, %v", opened, err)
 	}
-	wantError(t, e.do("PUT", path, acme.org.APIKey, api.SecretsRequest{}), 400, intake.EINVALID, "at least one secret")
+	wantError(t, e.do("PUT", path, acme.org.APIKey, api.SecretsRequest{}), 400, intake.EINVALID, "at least one signing secret")
 	wantError(t, e.do("PUT", path, globex.org.APIKey, api.SecretsRequest{Secrets: []string{"x"}}), 404, intake.ENOTFOUND, "not found")
 	again, _ := e.store.Connection(context.Background(), intake.Scope{}, acme.conn.ID)
 	if opened, _ := e.sealer.OpenSecrets(again.SealedSecrets, []byte(acme.conn.ID)); len(opened) != 2 {
@@ -165,4 +166,58 @@ func TestRequestBodiesOverOneMebibyteAre413(t *testing.T) {
 	e := newEnv(t)
 	big := `{"name":"` + strings.Repeat("a", 1<<20) + `"}`
 	wantError(t, e.do("POST", "/api/v1/orgs", staffToken, big), 413, intake.ETOOLARGE, "exceeds")
+}
+
+// Asana hands its signing secret over in the webhook's handshake, which
+// the API never shows (a credential header). A connection is created
+// without secrets and adopts each one from its recorded handshake.
+func TestAsanaConnectionAdoptsTheSecretOfItsRecordedHandshake(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	org := acme.org
+	conn := must[api.Connection](e, 201, "POST", "/api/v1/connections", org.APIKey, api.CreateConnectionRequest{Provider: "asana", Name: "tasks"})
+	if conn.SecretCount == nil || *conn.SecretCount != 0 {
+		t.Fatalf("asana connection without secrets: %+v", conn)
+	}
+	ep := must[api.Endpoint](e, 201, "POST", "/api/v1/endpoints", org.APIKey, api.CreateEndpointRequest{ConnectionID: conn.ID})
+	asana := tenant{org: org, conn: conn, ep: ep}
+	const secret = "b537207f20cbfa02357cf448134da559e8bd39d61597dcd5631b8012eae53e81"
+	handshake := e.ingest(asana, "", http.Header{"X-Hook-Secret": {secret}}, "")
+	delivery := e.ingest(asana, "", http.Header{"X-Hook-Signature": {"ab"}}, `{"events":[]}`)
+	path := "/api/v1/connections/" + conn.ID + "/adopt-handshake-secret"
+
+	shown := e.do("GET", "/api/v1/messages/"+handshake.ID, org.APIKey, nil)
+	if shown.Code != 200 || contains(shown.Body.String(), secret) {
+		t.Fatalf("the handshake's secret is shown: %d %s", shown.Code, shown.Body)
+	}
+	for range 2 { // adopting twice keeps one copy
+		got := must[api.Connection](e, 200, "POST", path, org.APIKey, api.AdoptSecretRequest{MessageID: handshake.ID})
+		if got.SecretCount == nil || *got.SecretCount != 1 {
+			t.Fatalf("after adopting: %+v", got)
+		}
+	}
+	stored, err := e.store.Connection(context.Background(), intake.Scope{}, conn.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opened, err := e.sealer.OpenSecrets(stored.SealedSecrets, []byte(conn.ID)); err != nil || len(opened) != 1 || string(opened[0]) != secret {
+		t.Fatalf("adopted secrets open to %q, %v", opened, err)
+	}
+	audit := must[api.List[api.AuditEntry]](e, 200, "GET", "/api/v1/audit", staffToken, nil)
+	adopts := 0
+	for _, a := range audit.Items {
+		if a.Action == "connection.secrets.adopt" && a.TargetID == conn.ID {
+			adopts++
+		}
+	}
+	if adopts != 1 {
+		t.Errorf("%d adoptions audited, want 1 (the second changed nothing)", adopts)
+	}
+
+	wantError(t, e.do("POST", path, org.APIKey, api.AdoptSecretRequest{MessageID: delivery.ID}), 400, intake.EINVALID, "not a asana handshake")
+	other := e.ingest(acme, "", http.Header{"X-Hook-Secret": {"x"}}, "")
+	wantError(t, e.do("POST", path, org.APIKey, api.AdoptSecretRequest{MessageID: other.ID}), 400, intake.EINVALID, "was not received for connection")
+	wantError(t, e.do("POST", path, org.APIKey, api.AdoptSecretRequest{MessageID: "nope"}), 400, intake.EINVALID, "message_id")
+	wantError(t, e.do("POST", "/api/v1/connections/"+acme.conn.ID+"/adopt-handshake-secret", org.APIKey, api.AdoptSecretRequest{MessageID: other.ID}),
+		400, intake.EINVALID, "does not hand its secret over")
 }

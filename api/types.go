@@ -69,6 +69,12 @@ type SecretsRequest struct {
 	Secrets []string `json:"secrets"`
 }
 
+// AdoptSecretRequest names a recorded handshake whose secret a connection
+// takes on (providers that hand their secret over in a handshake: Asana).
+type AdoptSecretRequest struct {
+	MessageID string `json:"message_id"`
+}
+
 // Connection is a connection as the API shows it: its secrets never leave the
 // server, only how many there are. SecretCount is nil when the sealed secrets
 // cannot be opened (the master key changed).

@@ -22,11 +22,9 @@ import (
 
 // Form limits, as the admin API's.
 const (
-	maxSecrets      = 10
-	maxSecretLength = 4096
-	maxEventTypes   = 100
-	maxConsumerURL  = 2048
-	resolveTimeout  = 5 * time.Second
+	maxEventTypes  = 100
+	maxConsumerURL = 2048
+	resolveTimeout = 5 * time.Second
 )
 
 // orgChoice is what a create form needs to know about orgs: staff pick one,
@@ -264,7 +262,7 @@ func (c *Console) createConnection(w http.ResponseWriter, r *http.Request, s *se
 			secrets = append(secrets, line)
 		}
 	}
-	if err := checkSecrets(form.Provider, secrets); err != nil {
+	if err := provider.CheckSecrets(form.Provider, secrets); err != nil {
 		return err
 	}
 	cn := intake.Connection{ID: intake.NewID(), OrgID: orgID, Provider: form.Provider, Name: form.Name, Config: config, CreatedAt: c.clock.Now().UTC()}
@@ -303,29 +301,6 @@ func checkConfig(adapter provider.Adapter, raw string) (json.RawMessage, error) 
 		return nil, intake.Errorf(intake.EINVALID, "config: %v", err)
 	}
 	return buf.Bytes(), nil
-}
-
-// checkSecrets requires at least one secret for every provider that
-// verifies signatures, and none for the provider that does not.
-func checkSecrets(providerName string, secrets []string) error {
-	if providerName == "none" {
-		if len(secrets) > 0 {
-			return intake.Errorf(intake.EINVALID, "provider none verifies nothing and takes no secrets")
-		}
-		return nil
-	}
-	switch {
-	case len(secrets) == 0:
-		return intake.Errorf(intake.EINVALID, "provider %s needs at least one signing secret", providerName)
-	case len(secrets) > maxSecrets:
-		return intake.Errorf(intake.EINVALID, "at most %d secrets may be active at once", maxSecrets)
-	}
-	for i, v := range secrets {
-		if len(v) > maxSecretLength {
-			return intake.Errorf(intake.EINVALID, "secret %d is longer than %d bytes", i+1, maxSecretLength)
-		}
-	}
-	return nil
 }
 
 // disableConnection stops a connection's webhooks: every endpoint of it

@@ -30,6 +30,10 @@ func asanaHandshake(r *Request) string {
 	return headerValue(r.Header, "X-Hook-Secret")
 }
 
+// HandshakeSecret is the handshake's X-Hook-Secret: the secret Asana signs
+// that webhook's deliveries with.
+func (asanaAdapter) HandshakeSecret(r *Request) string { return asanaHandshake(r) }
+
 // Challenge echoes X-Hook-Secret, with 200 and no body.
 func (asanaAdapter) Challenge(r *Request, _ [][]byte, _ Config) (Challenge, bool) {
 	secret := asanaHandshake(r)

@@ -139,6 +139,15 @@ type Challenger interface {
 	Challenge(r *Request, secrets [][]byte, cfg Config) (c Challenge, ok bool)
 }
 
+// HandshakeSecreter is an adapter whose provider hands its signing secret
+// over in a handshake (Asana's X-Hook-Secret) instead of showing it to the
+// user. A connection of such a provider may be created without secrets and
+// take each one from a recorded handshake.
+type HandshakeSecreter interface {
+	// HandshakeSecret is the secret r carries, "" when r is no handshake.
+	HandshakeSecret(r *Request) string
+}
+
 var registry = map[string]Adapter{}
 
 // Register adds an adapter; each provider file registers itself in init.

@@ -15,6 +15,18 @@ type ConnectionsCmd struct {
 	List   ConnectionsListCmd   `cmd:"" help:"List connections."`
 	Show   ConnectionsShowCmd   `cmd:"" help:"Show one connection."`
 	Delete ConnectionsDeleteCmd `cmd:"" help:"Delete a connection and its endpoints (their history stays)."`
+	Adopt  ConnectionsAdoptCmd  `cmd:"" name:"adopt-secret" help:"Add the signing secret a provider handed over in a recorded handshake (Asana)."`
+}
+
+// ConnectionsAdoptCmd adds a handshake's secret to a connection.
+type ConnectionsAdoptCmd struct {
+	ID      string `arg:"" help:"Connection id."`
+	Message string `name:"message" required:"" help:"Id of the recorded handshake message."`
+}
+
+// Run adopts the secret; the secret itself is never printed.
+func (c *ConnectionsAdoptCmd) Run(cl *Client) error {
+	return cl.send(http.MethodPost, idPath("/api/v1/connections", c.ID, "/adopt-handshake-secret"), api.AdoptSecretRequest{MessageID: c.Message})
 }
 
 // ConnectionsCreateCmd creates a connection.

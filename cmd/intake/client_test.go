@@ -273,3 +273,21 @@ func TestCLIReportsAnUnreachableServer(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestCLIAdoptsAnAsanaHandshakeSecret(t *testing.T) {
+	s := newServer(t)
+	org := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
+	conn := decodeOut[api.Connection](t, s.mustRun(t, org.APIKey, "connections", "create", "--provider", "asana", "--name", "tasks"))
+	ep := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
+	now := time.Now().UTC()
+	m := &intake.Message{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, EndpointID: ep.ID, Method: "POST",
+		Header: http.Header{"X-Hook-Secret": {"asana-handshake-secret"}}, Body: []byte{}, Digest: "d", ReceivedAt: now,
+		State: intake.MessageQueued, MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: now}
+	if err := s.store.Ingest(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	out := s.mustRun(t, org.APIKey, "connections", "adopt-secret", conn.ID, "--message", m.ID)
+	if got := decodeOut[api.Connection](t, out); got.SecretCount == nil || *got.SecretCount != 1 || strings.Contains(out, "asana-handshake-secret") {
+		t.Fatalf("adopt-secret printed %s", out)
+	}
+}
