@@ -99,7 +99,7 @@ func New(cfg Config) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.ops = &ops.Ops{Store: s.store, Clock: s.clock, Logger: s.log}
+	s.ops = &ops.Ops{Store: s.store, Sealer: s.sealer, Clock: s.clock, Logger: s.log}
 	s.routes()
 	return s
 }

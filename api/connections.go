@@ -87,9 +87,7 @@ func (s *Server) replaceSecrets(w http.ResponseWriter, r *http.Request, sc intak
 }
 
 // adoptHandshakeSecret adds to a connection the signing secret its
-// provider handed over in a recorded handshake (Asana's X-Hook-Secret). The
-// secret goes from the stored request into the sealed list without being
-// shown to anyone; the request's header stays hidden as every credential is.
+// provider handed over in a recorded handshake (ops.AdoptHandshakeSecret).
 func (s *Server) adoptHandshakeSecret(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
 	id, err := pathID(r)
 	if err != nil {
@@ -99,54 +97,12 @@ func (s *Server) adoptHandshakeSecret(w http.ResponseWriter, r *http.Request, sc
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	if !intake.ValidID(req.MessageID) {
-		return intake.Errorf(intake.EINVALID, "message_id must be a message's id")
-	}
-	c, err := s.store.Connection(r.Context(), sc, id)
+	c, added, err := s.ops.AdoptHandshakeSecret(r.Context(), sc, id, req.MessageID)
 	if err != nil {
 		return err
 	}
-	a, _ := provider.Lookup(c.Provider)
-	hs, ok := a.(provider.HandshakeSecreter)
-	if !ok {
-		return intake.Errorf(intake.EINVALID, "provider %s does not hand its secret over in a handshake; set it with PUT /api/v1/connections/%s/secrets", c.Provider, c.ID)
-	}
-	m, err := s.store.Message(r.Context(), sc, req.MessageID)
-	if err != nil {
-		return err
-	}
-	if m.ConnectionID != c.ID {
-		return intake.Errorf(intake.EINVALID, "message %s was not received for connection %s", m.ID, c.ID)
-	}
-	body, header, err := s.store.MessageBody(r.Context(), sc, m.ID)
-	if err != nil {
-		return err
-	}
-	secret := hs.HandshakeSecret(&provider.Request{Method: m.Method, Header: header, Body: body, ReceivedAt: m.ReceivedAt})
-	if secret == "" {
-		return intake.Errorf(intake.EINVALID, "message %s is not a %s handshake carrying a secret", m.ID, c.Provider)
-	}
-	opened, err := s.sealer.ConnectionSecrets(c)
-	if err != nil {
-		return err
-	}
-	secrets := make([]string, 0, len(opened)+1)
-	isNew := true
-	for _, o := range opened {
-		secrets = append(secrets, string(o))
-		isNew = isNew && string(o) != secret
-	}
-	if isNew {
-		if err := provider.CheckSecrets(c.Provider, append(secrets, secret)); err != nil {
-			return err
-		}
-		if c.SealedSecrets, err = s.sealer.SealConnectionSecrets(c, append(secrets, secret)); err != nil {
-			return err
-		}
-		if err := s.store.ReplaceConnectionSecrets(r.Context(), sc, c.ID, c.SealedSecrets); err != nil {
-			return err
-		}
-		s.audit(r, c.OrgID, "connection.secrets.adopt", "connection", c.ID, "message=", m.ID, " secrets=", len(secrets)+1)
+	if added {
+		s.audit(r, c.OrgID, "connection.secrets.adopt", "connection", c.ID, "message=", req.MessageID)
 	}
 	writeJSON(w, http.StatusOK, s.connectionView(r.Context(), c))
 	return nil

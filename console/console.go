@@ -96,7 +96,7 @@ func New(cfg Config) *Console {
 	if cfg.StaffToken != "" {
 		c.sessions.staffHash = token.Hash(cfg.StaffToken)
 	}
-	c.ops = &ops.Ops{Store: c.store, Clock: c.clock, Logger: c.log}
+	c.ops = &ops.Ops{Store: c.store, Sealer: c.sealer, Clock: c.clock, Logger: c.log}
 	c.pages = parsePages()
 	c.routes()
 	return c
@@ -136,6 +136,7 @@ func (c *Console) routes() {
 	c.page("GET /console/messages/{id}", c.message)
 	c.page("GET /console/messages/{id}/body", c.messageBody)
 	c.action("POST /console/messages/{id}/replay", c.replayMessage)
+	c.action("POST /console/messages/{id}/adopt-secret", c.adoptSecret)
 	c.page("GET /console/events", c.events)
 	c.page("GET /console/events/{id}", c.event)
 	c.action("POST /console/events/{id}/reroute", c.rerouteEvent)

@@ -697,3 +697,40 @@ func TestMessagesFilterByProviderEventAndEventsByConsumer(t *testing.T) {
 		t.Fatal("events of a consumer that got none are listed")
 	}
 }
+
+func TestAsanaHandshakeSecretIsAdoptedFromItsMessagePageUnseen(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	conn := apiCall[api.Connection](e, acme.org.APIKey, "POST", "/api/v1/connections", api.CreateConnectionRequest{Provider: "asana", Name: "tasks"})
+	ep := apiCall[api.Endpoint](e, acme.org.APIKey, "POST", "/api/v1/endpoints", api.CreateEndpointRequest{ConnectionID: conn.ID})
+	const secret = "asana-handshake-secret-6b1e"
+	m := e.post(tenant{org: acme.org, conn: conn, ep: ep}, http.Header{"X-Hook-Secret": {secret}}, nil)
+	b := e.browser()
+	b.signIn(acme.org.APIKey)
+
+	page := b.get("/console/messages/" + m.ID)
+	if !strings.Contains(page.body, `id="adopt-secret"`) || strings.Contains(page.body, secret) {
+		t.Fatalf("handshake page: adopt button %v, secret shown %v", strings.Contains(page.body, `id="adopt-secret"`), strings.Contains(page.body, secret))
+	}
+	if other := b.get("/console/messages/" + e.send(acme, "invoice.paid").ID); strings.Contains(other.body, `id="adopt-secret"`) {
+		t.Fatal("a Stripe message offers to adopt a handshake secret")
+	}
+	for _, flash := range []string{"secret-adopted", "secret-known"} {
+		p := b.post("/console/messages/"+m.ID+"/adopt-secret", url.Values{"csrf": {b.csrf()}})
+		wantStatus(t, p, http.StatusSeeOther)
+		if loc := p.header.Get("Location"); !strings.HasSuffix(loc, "?flash="+flash) {
+			t.Fatalf("adopting: redirected to %q, want flash %s", loc, flash)
+		}
+	}
+	stored, err := e.store.Connection(context.Background(), intake.Scope{}, conn.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opened, err := e.sealer.OpenSecrets(stored.SealedSecrets, []byte(conn.ID)); err != nil || len(opened) != 1 || string(opened[0]) != secret {
+		t.Fatalf("the connection's secrets open to %q, %v", opened, err)
+	}
+	audit, err := e.store.ListAudit(context.Background(), intake.Scope{OrgID: acme.org.ID}, intake.AuditFilter{Limit: 10})
+	if err != nil || len(audit.Items) == 0 || audit.Items[0].Action != "connection.secrets.adopt" || audit.Items[0].TargetID != conn.ID {
+		t.Fatalf("audit: %+v %v", audit.Items, err)
+	}
+}

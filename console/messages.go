@@ -10,6 +10,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/rawbody"
 	"github.com/intakehq/intake/internal/redact"
+	"github.com/intakehq/intake/provider"
 )
 
 // pageSize is how many rows a list shows; lists page by keyset, so a page
@@ -157,6 +158,9 @@ type messageView struct {
 	BodyExpired bool
 	Events      []intake.Event
 	Attempts    []intake.Attempt
+	// HandshakeSecret: the message is a handshake whose provider hands its
+	// signing secret over in it (Asana), so the connection can adopt it.
+	HandshakeSecret bool
 }
 
 type header struct {
@@ -187,6 +191,15 @@ func (c *Console) message(w http.ResponseWriter, r *http.Request, s *session) er
 		v.Headers = append(v.Headers, header{Name: http.CanonicalHeaderKey(name), Value: strings.Join(values, ", ")})
 	}
 	slices.SortFunc(v.Headers, func(a, b header) int { return strings.Compare(a.Name, b.Name) })
+	if conn, err := c.store.Connection(r.Context(), s.scope(), m.ConnectionID); err == nil {
+		if a, ok := provider.Lookup(conn.Provider); ok {
+			if hs, ok := a.(provider.HandshakeSecreter); ok {
+				v.HandshakeSecret = hs.HandshakeSecret(&provider.Request{Method: m.Method, Header: m.Header}) != ""
+			}
+		}
+	} else if intake.ErrorCode(err) != intake.ENOTFOUND {
+		return err
+	}
 	if !m.BodyExpired {
 		body, _, err := c.store.MessageBody(r.Context(), s.scope(), id)
 		switch {
@@ -242,6 +255,28 @@ func (c *Console) replayMessage(w http.ResponseWriter, r *http.Request, s *sessi
 	}
 	c.audit(r, s, m.OrgID, "message.replay", "message", id, "replay="+m.ID)
 	return redirect(w, r, "/console/messages/"+m.ID+"?flash=replayed")
+}
+
+// adoptSecret adds the signing secret a handshake carried to the
+// message's connection (ops.AdoptHandshakeSecret).
+func (c *Console) adoptSecret(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	m, err := c.store.Message(r.Context(), s.scope(), id)
+	if err != nil {
+		return err
+	}
+	conn, added, err := c.ops.AdoptHandshakeSecret(r.Context(), s.scope(), m.ConnectionID, m.ID)
+	if err != nil {
+		return err
+	}
+	if !added {
+		return redirect(w, r, "/console/messages/"+m.ID+"?flash=secret-known")
+	}
+	c.audit(r, s, conn.OrgID, "connection.secrets.adopt", "connection", conn.ID, "message="+m.ID)
+	return redirect(w, r, "/console/messages/"+m.ID+"?flash=secret-adopted")
 }
 
 func short(id string) string {

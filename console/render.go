@@ -75,6 +75,8 @@ var flashes = map[string]string{
 	"connection-disabled": "Every endpoint of the connection now refuses webhooks.",
 	"consumer-enabled":    "The consumer receives events again.",
 	"consumer-disabled":   "The consumer no longer receives events.",
+	"secret-adopted":      "The connection now verifies with this handshake's secret.",
+	"secret-known":        "The connection already had this handshake's secret.",
 }
 
 func flash(r *http.Request) string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/seal"
 )
 
 // MaxReplayWindow is the longest endpoint window one replay may cover.
@@ -22,6 +23,7 @@ const replayBatch = 200
 // Ops performs operator actions on a store.
 type Ops struct {
 	Store  intake.Store
+	Sealer *seal.Sealer // opens and seals connection secrets
 	Clock  intake.Clock
 	Logger *slog.Logger
 
