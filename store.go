@@ -117,6 +117,20 @@ type Store interface {
 	// events is still being routed; it returns how many messages it deleted.
 	DeleteSettled(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error)
 
+	// CreateReplayJob records a new window replay, unleased, for a runner to
+	// claim.
+	CreateReplayJob(ctx context.Context, j ReplayJob) error
+	// ReplayJob returns a window replay visible in sc.
+	ReplayJob(ctx context.Context, sc Scope, id string) (ReplayJob, error)
+	// ClaimReplayJob takes the oldest unfinished window replay whose lease
+	// has ended (or that never had one), leased until now+lease to a new
+	// Owner; ok is false when there is none.
+	ClaimReplayJob(ctx context.Context, now time.Time, lease time.Duration) (j ReplayJob, ok bool, err error)
+	// SaveReplayJob records a claimed job's progress (Done, Cursor, Error,
+	// FinishedAt) and holds its lease until now+lease. It fails with ESTALE
+	// when j.Owner no longer holds the job: another runner has claimed it.
+	SaveReplayJob(ctx context.Context, j ReplayJob, now time.Time, lease time.Duration) error
+
 	// RecordAudit appends an operator action to the audit log.
 	RecordAudit(ctx context.Context, a AuditEntry) error
 	// ListAudit lists audit entries visible in sc, newest first.

@@ -29,7 +29,8 @@ type ReplayWindowRequest struct {
 	Until time.Time `json:"until"`
 }
 
-// replayWindow starts replaying an endpoint's window in the background.
+// replayWindow records a replay of an endpoint's window, which a replay
+// runner of any process carries out in the background.
 func (s *Server) replayWindow(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
 	id, err := pathID(r)
 	if err != nil {
@@ -49,7 +50,7 @@ func (s *Server) replayWindow(w http.ResponseWriter, r *http.Request, sc intake.
 	return nil
 }
 
-// getReplay reports a window replay's progress.
+// getReplay reports a window replay's progress, whichever process runs it.
 func (s *Server) getReplay(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
 	id, err := pathID(r)
 	if err != nil {
@@ -59,7 +60,8 @@ func (s *Server) getReplay(w http.ResponseWriter, r *http.Request, sc intake.Sco
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, job.Progress())
+	writeJSON(w, http.StatusOK, Replay{ID: job.ID, EndpointID: job.EndpointID, Since: job.Since.UTC(), Until: job.Until.UTC(),
+		Total: job.Total, Done: job.Done, Finished: job.Finished(), Error: job.Error, UpdatedAt: job.UpdatedAt.UTC()})
 	return nil
 }
 

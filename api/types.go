@@ -69,6 +69,19 @@ type SecretsRequest struct {
 	Secrets []string `json:"secrets"`
 }
 
+// Replay is a window replay's progress.
+type Replay struct {
+	ID         string    `json:"id"`
+	EndpointID string    `json:"endpoint_id"`
+	Since      time.Time `json:"since"`
+	Until      time.Time `json:"until"`
+	Total      int       `json:"total"`
+	Done       int       `json:"done"`
+	Finished   bool      `json:"finished"`
+	Error      string    `json:"error,omitempty"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
 // AdoptSecretRequest names a recorded handshake whose secret a connection
 // takes on (providers that hand their secret over in a handshake: Asana).
 type AdoptSecretRequest struct {

@@ -5,8 +5,6 @@ package ops
 import (
 	"context"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/intakehq/intake"
@@ -17,8 +15,9 @@ import (
 const MaxReplayWindow = 7 * 24 * time.Hour
 
 // replayBatch bounds how many messages one step of a window replay reads
-// and commits, so a large window holds neither a transaction nor memory.
-const replayBatch = 200
+// and commits before it saves its progress, so a large window holds neither
+// a transaction nor memory.
+const replayBatch = 50
 
 // Ops performs operator actions on a store.
 type Ops struct {
@@ -26,9 +25,6 @@ type Ops struct {
 	Sealer *seal.Sealer // opens and seals connection secrets
 	Clock  intake.Clock
 	Logger *slog.Logger
-
-	mu   sync.Mutex
-	jobs map[string]*ReplayJob
 }
 
 // ReplayMessage makes a new message from a stored one: same request,
@@ -70,115 +66,111 @@ func (o *Ops) replay(ctx context.Context, sc intake.Scope, orig intake.Message) 
 	return m, nil
 }
 
-// ReplayJob is a window replay running in the background.
-type ReplayJob struct {
-	ID         string    `json:"id"`
-	OrgID      string    `json:"org_id"`
-	EndpointID string    `json:"endpoint_id"`
-	Since      time.Time `json:"since"`
-	Until      time.Time `json:"until"`
-	Total      int       `json:"total"`
-	done       atomic.Int64
-	finished   atomic.Bool
-	over       chan struct{}
-	mu         sync.Mutex
-	err        string
-}
+// replayLease is how long a runner holds a window replay between two saves
+// of its progress; a runner that stops loses the job after that long.
+const replayLease = 30 * time.Second
 
-// ReplayProgress is a job's state as reported to operators.
-type ReplayProgress struct {
-	ID       string `json:"id"`
-	Total    int    `json:"total"`
-	Done     int    `json:"done"`
-	Finished bool   `json:"finished"`
-	Error    string `json:"error,omitempty"`
-}
-
-// Finished is closed when the job ends.
-func (j *ReplayJob) Finished() <-chan struct{} { return j.over }
-
-// Progress reports how far the job is.
-func (j *ReplayJob) Progress() ReplayProgress {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return ReplayProgress{ID: j.ID, Total: j.Total, Done: int(j.done.Load()), Finished: j.finished.Load(), Error: j.err}
-}
-
-// ReplayWindow starts replaying every original message an endpoint received
-// in [since, until), at most seven days, in the background in bounded
-// batches. The job's Total is known when it returns.
-func (o *Ops) ReplayWindow(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time) (*ReplayJob, error) {
+// ReplayWindow records a replay of every original message an endpoint
+// received in [since, until), at most seven days, for a runner (RunReplays,
+// on any process) to carry out in bounded batches. Total is counted now.
+func (o *Ops) ReplayWindow(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time) (intake.ReplayJob, error) {
 	switch {
 	case since.IsZero() || until.IsZero():
-		return nil, intake.Errorf(intake.EINVALID, "since and until are required")
+		return intake.ReplayJob{}, intake.Errorf(intake.EINVALID, "since and until are required")
 	case !since.Before(until):
-		return nil, intake.Errorf(intake.EINVALID, "since must be before until")
+		return intake.ReplayJob{}, intake.Errorf(intake.EINVALID, "since must be before until")
 	case until.Sub(since) > MaxReplayWindow:
-		return nil, intake.Errorf(intake.EINVALID, "a replay window is at most 7 days; this one is %s", until.Sub(since).Round(time.Minute))
+		return intake.ReplayJob{}, intake.Errorf(intake.EINVALID, "a replay window is at most 7 days; this one is %s", until.Sub(since).Round(time.Minute))
 	}
 	ep, err := o.Store.Endpoint(ctx, sc, endpointID)
 	if err != nil {
-		return nil, err
+		return intake.ReplayJob{}, err
 	}
-	f := intake.MessageFilter{EndpointID: endpointID, Since: since, Until: until, Originals: true, Limit: replayBatch}
-	total, err := o.Store.CountMessages(ctx, sc, f)
+	total, err := o.Store.CountMessages(ctx, sc, windowFilter(endpointID, since, until))
 	if err != nil {
-		return nil, err
+		return intake.ReplayJob{}, err
 	}
-	job := &ReplayJob{ID: intake.NewID(), OrgID: ep.OrgID, EndpointID: endpointID, Since: since, Until: until, Total: total, over: make(chan struct{})}
-	o.mu.Lock()
-	if o.jobs == nil {
-		o.jobs = map[string]*ReplayJob{}
-	}
-	o.jobs[job.ID] = job
-	o.mu.Unlock()
-	go o.runWindow(context.WithoutCancel(ctx), sc, f, job)
-	return job, nil
+	now := o.Clock.Now().UTC()
+	j := intake.ReplayJob{ID: intake.NewID(), OrgID: ep.OrgID, EndpointID: endpointID, Since: since, Until: until, Total: total,
+		CreatedAt: now, UpdatedAt: now}
+	return j, o.Store.CreateReplayJob(ctx, j)
 }
 
-func (o *Ops) runWindow(ctx context.Context, sc intake.Scope, f intake.MessageFilter, job *ReplayJob) {
-	defer func() { job.finished.Store(true); close(job.over) }()
+func windowFilter(endpointID string, since, until time.Time) intake.MessageFilter {
+	return intake.MessageFilter{EndpointID: endpointID, Since: since, Until: until, Originals: true, Limit: replayBatch}
+}
+
+// Job returns a window replay visible in sc, whichever process runs it.
+func (o *Ops) Job(ctx context.Context, sc intake.Scope, id string) (intake.ReplayJob, error) {
+	return o.Store.ReplayJob(ctx, sc, id)
+}
+
+// RunReplays carries out window replays until ctx ends, one at a time,
+// looking for new ones every poll.
+func (o *Ops) RunReplays(ctx context.Context, poll time.Duration) {
+	t := time.NewTicker(poll)
+	defer t.Stop()
 	for {
+		ran, err := o.RunReplayOnce(ctx)
+		if err != nil && o.Logger != nil && ctx.Err() == nil {
+			o.Logger.Error("replay runner", "err", err)
+		}
+		if ran && err == nil {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// RunReplayOnce claims one window replay and carries it out from where it
+// got to, saving its progress after every batch, until it ends, its lease
+// is lost or ctx ends. ran is false when no replay was waiting. A runner
+// that stops mid-batch leaves that batch to be replayed again by the next:
+// at most replayBatch messages are replayed twice.
+func (o *Ops) RunReplayOnce(ctx context.Context) (ran bool, err error) {
+	j, ok, err := o.Store.ClaimReplayJob(ctx, o.Clock.Now(), replayLease)
+	if err != nil || !ok {
+		return false, err
+	}
+	sc := intake.Scope{OrgID: j.OrgID}
+	f := windowFilter(j.EndpointID, j.Since, j.Until)
+	f.Cursor = j.Cursor
+	for ctx.Err() == nil {
 		page, err := o.Store.ListMessages(ctx, sc, f)
-		if err != nil {
-			o.fail(job, err)
-			return
-		}
-		for _, m := range page.Items {
-			if _, err := o.replay(ctx, sc, m); err != nil {
-				o.fail(job, err)
-				return
+		if err == nil {
+			for _, m := range page.Items {
+				if _, err = o.replay(ctx, sc, m); err != nil {
+					break
+				}
+				j.Done++
+				j.Cursor = m.ID
 			}
-			job.done.Add(1)
 		}
-		if page.NextCursor == "" {
-			return
+		if err != nil {
+			if o.Logger != nil {
+				o.Logger.Error("replay window stopped", "replay_id", j.ID, "err", err)
+			}
+			j.Error = intake.ErrorMessage(err)
+		}
+		if err != nil || page.NextCursor == "" {
+			j.FinishedAt = o.Clock.Now().UTC()
+		}
+		if err := o.Store.SaveReplayJob(context.WithoutCancel(ctx), j, o.Clock.Now(), replayLease); err != nil {
+			if intake.ErrorCode(err) == intake.ESTALE {
+				return true, nil // another runner took the job over
+			}
+			return true, err
+		}
+		if j.Finished() {
+			return true, nil
 		}
 		f.Cursor = page.NextCursor
 	}
-}
-
-func (o *Ops) fail(job *ReplayJob, err error) {
-	if o.Logger != nil {
-		o.Logger.Error("replay window stopped", "job", job.ID, "err", err)
-	}
-	job.mu.Lock()
-	job.err = intake.ErrorMessage(err)
-	job.mu.Unlock()
-}
-
-// Job returns a window replay of this process visible in sc.
-func (o *Ops) Job(ctx context.Context, sc intake.Scope, id string) (*ReplayJob, error) {
-	o.mu.Lock()
-	job := o.jobs[id]
-	o.mu.Unlock()
-	if job == nil {
-		return nil, intake.Errorf(intake.ENOTFOUND, "replay %s not found", id)
-	}
-	if _, err := o.Store.Endpoint(ctx, sc, job.EndpointID); err != nil {
-		return nil, intake.Errorf(intake.ENOTFOUND, "replay %s not found", id)
-	}
-	return job, nil
+	return true, nil
 }
 
 // Reroute takes one dead or no_consumer event back to pending.

@@ -219,9 +219,11 @@ func TestReplayWindowIsBoundedToSevenDaysAndReplaysOriginalsOnly(t *testing.T) {
 	if err != nil || job.Total != 3 {
 		t.Fatalf("job %+v %v", job, err)
 	}
-	<-job.Finished()
-	if p := job.Progress(); p.Done != 3 || p.Error != "" {
-		t.Fatalf("progress %+v", p)
+	if ran, err := e.ops.RunReplayOnce(ctx); !ran || err != nil {
+		t.Fatalf("runner: ran %v, %v", ran, err)
+	}
+	if p, err := e.ops.Job(ctx, intake.Scope{OrgID: e.org.ID}, job.ID); err != nil || p.Done != 3 || p.Error != "" || !p.Finished() {
+		t.Fatalf("progress %+v %v", p, err)
 	}
 	replays, _ := e.store.CountMessages(ctx, intake.Scope{}, intake.MessageFilter{})
 	if replays != 8 {
@@ -287,4 +289,72 @@ func TestRerouteOfDeadEventSkipsTheConsumerThatHandledIt(t *testing.T) {
 	if ev.State != intake.EventDelivered || len(good.envelopes()) != 1 || len(bad.envelopes()) != 7 {
 		t.Fatalf("event %s; calls good %d bad %d", ev.State, len(good.envelopes()), len(bad.envelopes()))
 	}
+}
+
+// A window replay whose runner stopped is taken over once its lease ends
+// and goes on from the last batch it saved: every original is replayed,
+// none of the saved batch twice.
+func TestStoppedWindowReplayIsTakenOverWhereItStopped(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	start := e.clock.Now()
+	const n = 120 // more than two batches
+	for i := range n {
+		e.receive(t, fmt.Sprintf("d-%d", i))
+	}
+	e.settle(t)
+	job, err := e.ops.ReplayWindow(ctx, intake.Scope{}, e.ep.ID, start, start.Add(time.Hour))
+	if err != nil || job.Total != n {
+		t.Fatalf("job %+v %v", job, err)
+	}
+	// A runner replays the first batch and its process ends mid-job: its
+	// context is cancelled once the first batch is saved.
+	stopped, cancel := context.WithCancel(ctx)
+	first := &ops.Ops{Store: stopAfterSave{Store: e.store, cancel: cancel}, Sealer: e.sealer, Clock: e.clock}
+	if ran, err := first.RunReplayOnce(stopped); !ran || err != nil {
+		t.Fatalf("first runner: ran %v, %v", ran, err)
+	}
+	p, _ := e.ops.Job(ctx, intake.Scope{}, job.ID)
+	if p.Finished() || p.Done == 0 || p.Done >= n {
+		t.Fatalf("after the first runner stopped: %+v", p)
+	}
+	// Nobody takes it while the lease holds; once it ends, another runner
+	// finishes the job.
+	if ran, _ := e.ops.RunReplayOnce(ctx); ran {
+		t.Fatal("a leased replay was taken over")
+	}
+	e.clock.Advance(time.Minute)
+	if ran, err := e.ops.RunReplayOnce(ctx); !ran || err != nil {
+		t.Fatalf("second runner: ran %v, %v", ran, err)
+	}
+	if p, _ := e.ops.Job(ctx, intake.Scope{}, job.ID); !p.Finished() || p.Done != n || p.Error != "" {
+		t.Fatalf("after the takeover: %+v", p)
+	}
+	replays, _ := e.store.ListMessages(ctx, intake.Scope{}, intake.MessageFilter{Limit: 1000})
+	per := map[string]int{}
+	for _, m := range replays.Items {
+		if m.ReplayOf != "" {
+			per[m.ReplayOf]++
+		}
+	}
+	if len(per) != n {
+		t.Fatalf("%d originals replayed, want %d", len(per), n)
+	}
+	for id, k := range per {
+		if k != 1 {
+			t.Errorf("original %s replayed %d times", id, k)
+		}
+	}
+}
+
+// stopAfterSave ends its runner's context once the runner has saved a
+// replay's progress: the process running the replay stops there.
+type stopAfterSave struct {
+	intake.Store
+	cancel context.CancelFunc
+}
+
+func (s stopAfterSave) SaveReplayJob(ctx context.Context, j intake.ReplayJob, now time.Time, lease time.Duration) error {
+	defer s.cancel()
+	return s.Store.SaveReplayJob(ctx, j, now, lease)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/intakehq/intake/api"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/ops"
 	"github.com/intakehq/intake/store/sqlite"
 )
 
@@ -50,6 +51,14 @@ func newServer(t *testing.T) server {
 	srv.Config.Handler = api.New(api.Config{Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL,
 		ConsumerPolicy: delivery.DefaultPolicy()}).Handler()
 	t.Cleanup(srv.Close)
+	// The replay runner every `intake serve` runs beside its API.
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		(&ops.Ops{Store: st, Sealer: sealer, Clock: intake.SystemClock{}}).RunReplays(ctx, 10*time.Millisecond)
+	}()
+	t.Cleanup(func() { stop(); <-done })
 	return server{url: srv.URL, store: st}
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
+	"github.com/intakehq/intake/ops"
 	"github.com/intakehq/intake/router"
 	"github.com/intakehq/intake/store/postgres"
 	"github.com/intakehq/intake/store/sqlite"
@@ -149,6 +150,10 @@ func (c *ServeCmd) Run() error {
 	wg.Go(func() { w.Run(workCtx) })
 	wg.Go(func() { rt.Run(workCtx) })
 	wg.Go(func() { quota.Watch(workCtx, store, 5*time.Second, log) })
+	// Window replays recorded by any process's API or console; claims
+	// spread them over the processes and a stopped one's are taken over.
+	replays := &ops.Ops{Store: store, Sealer: sealer, Clock: clock, Logger: log}
+	wg.Go(func() { replays.RunReplays(workCtx, time.Second) })
 	wg.Go(func() {
 		sw := sweeper.New(sweeper.Config{Store: store, Clock: clock, BodyRetention: c.BodyRetention, Retention: c.Retention,
 			Logger: log})

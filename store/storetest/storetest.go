@@ -53,6 +53,7 @@ func Run(t *testing.T, open Opener) {
 		{"EachOrgKeepsItsOwnRetention", testOrgRetention},
 		{"ListsFilterByProviderEventAndByConsumer", testFilters},
 		{"ErasedBodiesAreGoneButTheirIdentitiesStay", testEraseBodies},
+		{"ReplayJobsAreScopedLeasedAndTakenOverWhenTheLeaseEnds", testReplayJobs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -979,5 +980,69 @@ func testFilters(t *testing.T, s intake.Store) {
 	events, err := s.ListEvents(ctx, intake.Scope{OrgID: f.org.ID}, intake.EventFilter{ConsumerID: consumer})
 	if err != nil || len(events.Items) != 1 || events.Items[0].ID != e2.ID {
 		t.Fatalf("by consumer: %+v %v", events.Items, err)
+	}
+}
+
+func testReplayJobs(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	other := newFixture(t, s, "other")
+	if _, ok, err := s.ClaimReplayJob(ctx, t0, time.Minute); err != nil || ok {
+		t.Fatalf("claimed from no jobs: %v %v", ok, err)
+	}
+	first := intake.ReplayJob{ID: intake.NewID(), OrgID: f.org.ID, EndpointID: f.ep.ID, Since: t0.Add(-time.Hour), Until: t0,
+		Total: 3, CreatedAt: t0, UpdatedAt: t0}
+	second := first
+	second.ID, second.CreatedAt, second.UpdatedAt = intake.NewID(), t0.Add(time.Second), t0.Add(time.Second)
+	for _, j := range []intake.ReplayJob{first, second} {
+		if err := s.CreateReplayJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.ReplayJob(ctx, intake.Scope{OrgID: f.org.ID}, first.ID)
+	if err != nil || got.Total != 3 || got.Done != 0 || got.Finished() || !got.Since.Equal(first.Since) || !got.Until.Equal(t0) || got.EndpointID != f.ep.ID {
+		t.Fatalf("job = %+v, %v", got, err)
+	}
+	_, err = s.ReplayJob(ctx, intake.Scope{OrgID: other.org.ID}, first.ID)
+	wantCode(t, err, intake.ENOTFOUND)
+
+	// The oldest is claimed first, and a leased job is not claimed again.
+	a, ok, err := s.ClaimReplayJob(ctx, t0, time.Minute)
+	if err != nil || !ok || a.ID != first.ID || !a.LeaseUntil.Equal(t0.Add(time.Minute)) || a.Owner == "" {
+		t.Fatalf("first claim = %+v %v %v", a, ok, err)
+	}
+	b, ok, err := s.ClaimReplayJob(ctx, t0, time.Minute)
+	if err != nil || !ok || b.ID != second.ID {
+		t.Fatalf("second claim = %+v %v %v", b, ok, err)
+	}
+	if _, ok, _ := s.ClaimReplayJob(ctx, t0.Add(30*time.Second), time.Minute); ok {
+		t.Fatal("a job was claimed while both are leased")
+	}
+	a.Done, a.Cursor = 2, "cursor-2"
+	if err := s.SaveReplayJob(ctx, a, t0.Add(30*time.Second), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ReplayJob(ctx, intake.Scope{}, a.ID); got.Done != 2 || got.Cursor != "cursor-2" || !got.UpdatedAt.Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("saved progress reads as %+v", got)
+	}
+
+	// The runner of a stops; once its lease ends another takes a over from
+	// where it got to, and the first can no longer save.
+	c, ok, err := s.ClaimReplayJob(ctx, t0.Add(95*time.Second), time.Minute)
+	if err != nil || !ok || c.ID != a.ID || c.Done != 2 || c.Cursor != "cursor-2" || c.Owner == a.Owner {
+		t.Fatalf("takeover = %+v %v %v", c, ok, err)
+	}
+	a.Done = 3
+	wantCode(t, s.SaveReplayJob(ctx, a, t0.Add(96*time.Second), time.Minute), intake.ESTALE)
+	c.Done, c.Cursor, c.FinishedAt = 3, "cursor-3", t0.Add(97*time.Second)
+	if err := s.SaveReplayJob(ctx, c, t0.Add(97*time.Second), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ReplayJob(ctx, intake.Scope{OrgID: f.org.ID}, a.ID); !got.Finished() || got.Done != 3 {
+		t.Fatalf("finished job reads as %+v", got)
+	}
+	// A finished job is never claimed again, however long after.
+	if j, ok, _ := s.ClaimReplayJob(ctx, t0.Add(time.Hour), time.Minute); ok && j.ID == a.ID {
+		t.Fatal("a finished job was claimed")
 	}
 }
