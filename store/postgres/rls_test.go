@@ -16,7 +16,7 @@ import (
 var orgColumn = map[string]string{
 	"orgs": "id", "connections": "org_id", "endpoints": "org_id", "messages": "org_id", "message_bodies": "org_id",
 	"message_identities": "org_id", "events": "org_id", "consumers": "org_id", "subject_links": "org_id", "deliveries": "org_id",
-	"audit_log": "org_id", "api_keys": "org_id", "replay_jobs": "org_id",
+	"audit_log": "org_id", "api_keys": "org_id", "replay_jobs": "org_id", "message_attempts": "org_id",
 }
 
 // appendOnly tables grant an org no UPDATE or DELETE at all.
