@@ -150,6 +150,11 @@ func (o *Ops) RunReplayOnce(ctx context.Context) (ran bool, err error) {
 				j.Cursor = m.ID
 			}
 		}
+		if err != nil && ctx.Err() != nil {
+			// The process is stopping mid-batch: the job is not failed, it
+			// is taken over from its last save once the lease ends.
+			return true, nil
+		}
 		if err != nil {
 			if o.Logger != nil {
 				o.Logger.Error("replay window stopped", "replay_id", j.ID, "err", err)

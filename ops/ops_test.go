@@ -358,3 +358,51 @@ func (s stopAfterSave) SaveReplayJob(ctx context.Context, j intake.ReplayJob, no
 	defer s.cancel()
 	return s.Store.SaveReplayJob(ctx, j, now, lease)
 }
+
+// A runner stopped in the middle of a batch leaves the job unfinished and
+// without an error, for another runner to take over.
+func TestWindowReplayStoppedMidBatchIsNotFailed(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	start := e.clock.Now()
+	for i := range 10 {
+		e.receive(t, fmt.Sprintf("d-%d", i))
+	}
+	e.settle(t)
+	job, err := e.ops.ReplayWindow(ctx, intake.Scope{}, e.ep.ID, start, start.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopping, cancel := context.WithCancel(ctx)
+	runner := &ops.Ops{Store: &stopOnIngest{Store: e.store, left: 5, cancel: cancel}, Sealer: e.sealer, Clock: e.clock}
+	if ran, err := runner.RunReplayOnce(stopping); !ran || err != nil {
+		t.Fatalf("runner: ran %v, %v", ran, err)
+	}
+	if p, _ := e.ops.Job(ctx, intake.Scope{}, job.ID); p.Finished() || p.Error != "" {
+		t.Fatalf("a replay stopped mid-batch reads as %+v", p)
+	}
+	e.clock.Advance(time.Minute)
+	if ran, err := e.ops.RunReplayOnce(ctx); !ran || err != nil {
+		t.Fatalf("second runner: ran %v, %v", ran, err)
+	}
+	if p, _ := e.ops.Job(ctx, intake.Scope{}, job.ID); !p.Finished() || p.Done != 10 || p.Error != "" {
+		t.Fatalf("after the takeover: %+v", p)
+	}
+}
+
+// stopOnIngest lets left ingests through, then stops its runner's process:
+// the next ingest finds the context ended.
+type stopOnIngest struct {
+	intake.Store
+	left   int
+	cancel context.CancelFunc
+}
+
+func (s *stopOnIngest) Ingest(ctx context.Context, m *intake.Message) error {
+	if s.left == 0 {
+		s.cancel()
+		return ctx.Err()
+	}
+	s.left--
+	return s.Store.Ingest(ctx, m)
+}
