@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -26,7 +25,7 @@ func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, sc int
 	if !ok {
 		return intake.Errorf(intake.EINVALID, "unknown provider %q (one of %s)", truncate(req.Provider, 64), strings.Join(provider.Names(), ", "))
 	}
-	config, err := checkConfig(adapter, req.Config)
+	config, err := provider.CheckConfig(adapter, req.Config)
 	if err != nil {
 		return err
 	}
@@ -156,29 +155,6 @@ func (s *Server) connectionView(ctx context.Context, c intake.Connection) Connec
 	n := len(secrets)
 	out.SecretCount = &n
 	return out
-}
-
-// checkConfig validates a connection's provider settings with its adapter and
-// returns them compacted; absent settings are {}.
-func checkConfig(adapter provider.Adapter, raw json.RawMessage) (json.RawMessage, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = json.RawMessage("{}")
-	}
-	if raw[0] != '{' {
-		return nil, intake.Errorf(intake.EINVALID, "config must be a JSON object")
-	}
-	cfg, err := provider.ParseConfig(raw)
-	if err != nil {
-		return nil, intake.Errorf(intake.EINVALID, "%v", err)
-	}
-	if err := adapter.ValidateConfig(cfg); err != nil {
-		return nil, intake.Errorf(intake.EINVALID, "config for %s: %v", adapter.Name(), err)
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return nil, intake.Errorf(intake.EINVALID, "config: %v", err)
-	}
-	return buf.Bytes(), nil
 }
 
 // nonNil keeps an empty secret list sealed as [] rather than null.

@@ -5,7 +5,6 @@ package console
 // the consumer address policy) are the same packages the API uses.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -252,7 +251,7 @@ func (c *Console) createConnection(w http.ResponseWriter, r *http.Request, s *se
 	if !ok {
 		return intake.Errorf(intake.EINVALID, "choose a provider")
 	}
-	config, err := checkConfig(adapter, form.Config)
+	config, err := provider.CheckConfig(adapter, json.RawMessage(form.Config))
 	if err != nil {
 		return err
 	}
@@ -277,30 +276,6 @@ func (c *Console) createConnection(w http.ResponseWriter, r *http.Request, s *se
 	}
 	c.audit(r, s, cn.OrgID, "connection.create", "connection", cn.ID, "provider="+cn.Provider+" secrets="+strconv.Itoa(len(secrets)))
 	return redirect(w, r, "/console/endpoints?connection="+cn.ID)
-}
-
-// checkConfig validates a connection's provider settings with its adapter
-// and returns them compacted; blank settings are {}.
-func checkConfig(adapter provider.Adapter, raw string) (json.RawMessage, error) {
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		raw = "{}"
-	}
-	if raw[0] != '{' {
-		return nil, intake.Errorf(intake.EINVALID, "config must be a JSON object")
-	}
-	cfg, err := provider.ParseConfig(json.RawMessage(raw))
-	if err != nil {
-		return nil, intake.Errorf(intake.EINVALID, "%v", err)
-	}
-	if err := adapter.ValidateConfig(cfg); err != nil {
-		return nil, intake.Errorf(intake.EINVALID, "config for %s: %v", adapter.Name(), err)
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, []byte(raw)); err != nil {
-		return nil, intake.Errorf(intake.EINVALID, "config: %v", err)
-	}
-	return buf.Bytes(), nil
 }
 
 // disableConnection stops a connection's webhooks: every endpoint of it

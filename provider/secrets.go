@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 
 	"github.com/intakehq/intake"
@@ -44,4 +46,29 @@ func CheckSecrets(providerName string, secrets []string) error {
 		}
 	}
 	return nil
+}
+
+// CheckConfig is the one rule for a connection's provider settings, for the
+// API and the console alike: a JSON object (absent or null: {}) that the
+// adapter accepts. It returns the settings compacted.
+func CheckConfig(a Adapter, raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	if raw[0] != '{' {
+		return nil, intake.Errorf(intake.EINVALID, "config must be a JSON object")
+	}
+	cfg, err := ParseConfig(raw)
+	if err != nil {
+		return nil, intake.Errorf(intake.EINVALID, "%v", err)
+	}
+	if err := a.ValidateConfig(cfg); err != nil {
+		return nil, intake.Errorf(intake.EINVALID, "config for %s: %v", a.Name(), err)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, intake.Errorf(intake.EINVALID, "config: %v", err)
+	}
+	return buf.Bytes(), nil
 }

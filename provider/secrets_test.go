@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -33,6 +34,20 @@ func TestCheckSecrets(t *testing.T) {
 			t.Errorf("%s %d secrets: %v", c.provider, len(c.secrets), err)
 		case c.want != "" && (intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s %d secrets: %v, want EINVALID %q", c.provider, len(c.secrets), err, c.want)
+		}
+	}
+}
+
+func TestCheckConfig(t *testing.T) {
+	a, _ := Lookup("stripe")
+	for raw, want := range map[string]string{"": "{}", " null ": "{}", `{ "tolerance" : "5m" }`: `{"tolerance":"5m"}`} {
+		if got, err := CheckConfig(a, json.RawMessage(raw)); err != nil || string(got) != want {
+			t.Errorf("CheckConfig(%q) = %s, %v; want %s", raw, got, err, want)
+		}
+	}
+	for raw, want := range map[string]string{`[1]`: "must be a JSON object", `{"tolerance":"soon"}`: "config for stripe"} {
+		if _, err := CheckConfig(a, json.RawMessage(raw)); intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckConfig(%q) = %v, want EINVALID %q", raw, err, want)
 		}
 	}
 }

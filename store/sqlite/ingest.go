@@ -24,14 +24,16 @@ type writeJob struct {
 var errClosed = errors.New("sqlite: store closed")
 
 // tx runs fn as part of the next group commit and returns once that commit
-// is durable (or fn failed). Every write of the store goes through here:
+// is durable (or fn failed). Every write of the store goes through submit:
 // SQLite has one writer, and one fsync serves every job of a batch.
 func (s *Store) tx(ctx context.Context, fn func(*wtx) error) error {
-	return s.write1(ctx, fn, nil)
+	return s.submit(writeJob{ctx: ctx, fn: fn})
 }
 
-func (s *Store) write1(ctx context.Context, fn func(*wtx) error, after func()) error {
-	job := writeJob{ctx: ctx, fn: fn, after: after, done: make(chan error, 1)}
+// submit hands a job to the writer and waits for the commit that holds it.
+func (s *Store) submit(job writeJob) error {
+	job.done = make(chan error, 1)
+	ctx := job.ctx
 	select {
 	case s.jobs <- job:
 	case <-s.stop:
@@ -52,15 +54,7 @@ func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
 	if err != nil {
 		return err
 	}
-	job := writeJob{ctx: ctx, msg: m, hdr: string(hdr), after: func() { s.hub.Notify(intake.TopicMessages) }, done: make(chan error, 1)}
-	select {
-	case s.jobs <- job:
-	case <-s.stop:
-		return unavailable(errClosed)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return <-job.done
+	return s.submit(writeJob{ctx: ctx, msg: m, hdr: string(hdr), after: func() { s.hub.Notify(intake.TopicMessages) }})
 }
 
 // commitLoop is the writer: it takes the jobs waiting (a lone job commits
