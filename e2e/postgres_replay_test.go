@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"testing"
 	"time"
-
-	"github.com/intakehq/intake/store/postgres/pgtest"
 )
 
 // TestWindowReplayAskedOfOneProcessIsReportedByAnother runs two processes
@@ -17,12 +15,8 @@ func TestWindowReplayAskedOfOneProcessIsReportedByAnother(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the real binary")
 	}
-	db := pgtest.Database(t)
-	env := postgresEnv()
-	a := launch(t, env, t.TempDir(), "--db", withPool(db))
-	b := launch(t, env, t.TempDir(), "--db", withPool(db))
-	a.waitServing(t)
-	b.waitServing(t)
+	procs, _ := onePostgres(t, 2)
+	a, b := procs[0], procs[1]
 	path := setupGitHub(t, a)
 	from := time.Now().UTC().Add(-time.Minute)
 	client := &http.Client{Timeout: 30 * time.Second}

@@ -32,6 +32,23 @@ func withPool(db string) string {
 
 // postgresEnv is what every process sharing one database needs alike: the
 // master key that seals the secrets they all read.
+// onePostgres launches n processes on one fresh database, all at once, with
+// the same master key, and waits until each serves. It returns them and the
+// database's URL.
+func onePostgres(t *testing.T, n int, extra ...string) ([]*server, string) {
+	t.Helper()
+	db := pgtest.Database(t)
+	env := postgresEnv()
+	procs := make([]*server, n)
+	for i := range procs {
+		procs[i] = launch(t, env, t.TempDir(), append([]string{"--db", withPool(db)}, extra...)...)
+	}
+	for _, s := range procs {
+		s.waitServing(t)
+	}
+	return procs, db
+}
+
 func postgresEnv() []string {
 	key := make([]byte, 32)
 	rand.Read(key)
@@ -187,17 +204,8 @@ func TestThreeProcessesOnOnePostgresDeliverEveryEventOnceAndSurviveAKill(t *test
 	if testing.Short() {
 		t.Skip("starts and kills the real binary")
 	}
-	db := pgtest.Database(t)
-	env := postgresEnv()
 	// Routing leases last delivery timeout + lease: 5s here.
-	extra := []string{"--db", withPool(db), "--delivery-timeout", "3s"}
-	procs := make([]*server, 3)
-	for i := range procs {
-		procs[i] = launch(t, env, t.TempDir(), extra...)
-	}
-	for _, s := range procs {
-		s.waitServing(t)
-	}
+	procs, _ := onePostgres(t, 3, "--delivery-timeout", "3s")
 
 	consumer := newCountingConsumer()
 	defer consumer.Close()

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/intakehq/intake/store/postgres/pgtest"
 )
 
 // TestTwoProcessesStartingOnAnEmptyDatabaseBothServe starts two processes
@@ -18,12 +16,8 @@ func TestTwoProcessesStartingOnAnEmptyDatabaseBothServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the real binary")
 	}
-	db := pgtest.Database(t)
-	env := postgresEnv()
-	a := launch(t, env, t.TempDir(), "--db", withPool(db))
-	b := launch(t, env, t.TempDir(), "--db", withPool(db))
-	a.waitServing(t)
-	b.waitServing(t)
+	procs, db := onePostgres(t, 2)
+	a, b := procs[0], procs[1]
 	for _, s := range []*server{a, b} {
 		resp, err := http.Get(s.url + "/readyz")
 		if err != nil {
