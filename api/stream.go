@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/bodyurl"
 )
@@ -39,7 +40,8 @@ const (
 // resumes with Last-Event-ID (or ?after=): events committed since, and any
 // of the few seconds before it, are sent, so delivery is at least once and
 // clients deduplicate on the id, as consumers do.
-func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	sc := who.Scope
 	q := r.URL.Query()
 	t := &eventTail{store: s.store, scope: sc, sent: map[string]int64{}}
 	if id := q.Get("endpoint_id"); id != "" {

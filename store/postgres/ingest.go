@@ -203,3 +203,18 @@ func timestamptz(t time.Time) pgtype.Timestamptz {
 	}
 	return pgtype.Timestamptz{Time: t.UTC().Truncate(time.Microsecond), Valid: true}
 }
+
+// InsertReplay records an operator's replay of a message, with its audit
+// entries, in one transaction of its own.
+func (s *Store) InsertReplay(ctx context.Context, m *intake.Message, audit ...intake.AuditEntry) error {
+	if err := intake.CheckReplay(m); err != nil {
+		return err
+	}
+	err := s.audited(ctx, audit, func(tx pgx.Tx) error {
+		return s.insertMessages(ctx, tx, []ingestRequest{{m: m}})
+	})
+	if err == nil {
+		s.hub.Notify(intake.TopicMessages)
+	}
+	return err
+}

@@ -420,12 +420,12 @@ func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration
 
 // EraseBodies deletes an endpoint's bodies in a time range, on its org's
 // request; the messages and their identities stay.
-func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time) (int, error) {
+func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time, audit ...intake.AuditEntry) (int, error) {
 	if !validIDs(endpointID) {
 		return 0, notFound("endpoint", endpointID)
 	}
 	var n int64
-	err := s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+	err := s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM endpoints WHERE deleted_at IS NULL AND id = $1 AND ($2::uuid IS NULL OR org_id = $2)`,
 			endpointID, nullID(sc.OrgID)).Scan(&one)

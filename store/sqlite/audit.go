@@ -9,10 +9,23 @@ import (
 
 // RecordAudit appends an operator action.
 func (s *Store) RecordAudit(ctx context.Context, a intake.AuditEntry) error {
+	return s.audited(ctx, []intake.AuditEntry{a}, func(*wtx) error { return nil })
+}
+
+// audited runs fn in a write transaction and appends audit in the same
+// one: an action and its audit entry commit together or not at all.
+func (s *Store) audited(ctx context.Context, audit []intake.AuditEntry, fn func(*wtx) error) error {
 	return s.tx(ctx, func(tx *wtx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO audit_log (id, org_id, actor, action, target_type, target_id, detail, at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.OrgID, a.Actor, a.Action, a.TargetType, a.TargetID, a.Detail, ts(a.At))
-		return err
+		if err := fn(tx); err != nil {
+			return err
+		}
+		for _, a := range audit {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO audit_log (id, org_id, actor, action, target_type, target_id, detail, at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.OrgID, a.Actor, a.Action, a.TargetType, a.TargetID, a.Detail, ts(a.At)); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

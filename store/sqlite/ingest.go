@@ -317,3 +317,20 @@ const (
 	bodyRow          = `(?, ?, ?)`
 	insertBodySQL    = "INSERT" + insertBodyCols + bodyRow
 )
+
+// InsertReplay records an operator's replay of a message, with its audit
+// entries, in a write of its own.
+func (s *Store) InsertReplay(ctx context.Context, m *intake.Message, audit ...intake.AuditEntry) error {
+	if err := intake.CheckReplay(m); err != nil {
+		return err
+	}
+	hdr, err := json.Marshal(m.Header)
+	if err != nil {
+		return err
+	}
+	err = s.audited(ctx, audit, func(tx *wtx) error { return insertMessage(ctx, tx, m, string(hdr)) })
+	if err == nil && m.State == intake.MessageQueued {
+		s.hub.Notify(intake.TopicMessages)
+	}
+	return err
+}

@@ -351,9 +351,9 @@ func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration
 }
 
 // EraseBodies deletes an endpoint's bodies in a time range.
-func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time) (int, error) {
+func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time, audit ...intake.AuditEntry) (int, error) {
 	var n int64
-	err := s.tx(ctx, func(tx *wtx) error {
+	err := s.audited(ctx, audit, func(tx *wtx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM endpoints WHERE deleted_at IS NULL AND id = ?1 AND (?2 = '' OR org_id = ?2)`, endpointID, sc.OrgID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
