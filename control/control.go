@@ -75,6 +75,8 @@ type Caller struct {
 	// Actor is "staff", or an org key's first characters ("key:ik_a1b2c3"):
 	// enough to tell keys apart, too few to use one.
 	Actor string
+	// OrgName names an org key's org, for display.
+	OrgName string
 }
 
 // Staff reports whether the caller holds the staff token.
@@ -111,7 +113,7 @@ func (p *Plane) AuthenticateHash(ctx context.Context, hash []byte, actor string)
 	if err != nil {
 		return Caller{}, err
 	}
-	return Caller{Scope: intake.Scope{OrgID: org.ID}, Actor: actor}, nil
+	return Caller{Scope: intake.Scope{OrgID: org.ID}, Actor: actor, OrgName: org.Name}, nil
 }
 
 // keyActor names an org key in the audit log.

@@ -24,13 +24,13 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
 	"github.com/intakehq/intake/console"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
-	"github.com/intakehq/intake/ops"
 	"github.com/intakehq/intake/router"
 	"github.com/intakehq/intake/store/postgres"
 	"github.com/intakehq/intake/store/sqlite"
@@ -96,8 +96,11 @@ func (c *ServeCmd) Run() error {
 	m.WatchQuota(quota.Used, quota.Limit)
 	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
 		Logger: log, Quota: quota})
-	admin := api.New(api.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
-		Clock: clock, BodyURLKey: derive(key, "body-url"), ConsumerPolicy: delivery.DefaultPolicy(), Logger: log})
+	// The one control plane: the API and the console are transports over it.
+	ctl := control.New(control.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
+		Clock: clock, ConsumerPolicy: delivery.DefaultPolicy(), Logger: log})
+	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
+		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
 		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Metrics: m, Logger: log})
 
@@ -112,8 +115,8 @@ func (c *ServeCmd) Run() error {
 	mux.Handle("/webhooks/{token}", in)
 	mux.Handle("/api/", admin.Handler())
 	mux.Handle("/body/", admin.Handler())
-	mux.Handle("/console/", console.New(console.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
-		Clock: clock, SessionKey: derive(key, "console-session"), ConsumerPolicy: delivery.DefaultPolicy(), Logger: log}).Handler())
+	mux.Handle("/console/", console.New(console.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
+		Clock: clock, SessionKey: derive(key, "console-session"), Logger: log}).Handler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -152,8 +155,8 @@ func (c *ServeCmd) Run() error {
 	wg.Go(func() { quota.Watch(workCtx, store, 5*time.Second, log) })
 	// Window replays recorded by any process's API or console; claims
 	// spread them over the processes and a stopped one's are taken over.
-	replays := &ops.Ops{Store: store, Sealer: sealer, Clock: clock, Logger: log}
-	wg.Go(func() { replays.RunReplays(workCtx, time.Second) })
+	replays := &control.ReplayRunner{Store: store, Clock: clock, Logger: log}
+	wg.Go(func() { _ = replays.Run(workCtx) })
 	wg.Go(func() {
 		sw := sweeper.New(sweeper.Config{Store: store, Clock: clock, BodyRetention: c.BodyRetention, Retention: c.Retention,
 			Logger: log})
