@@ -74,8 +74,13 @@ type Tenancy interface {
 	PutSubjectLink(ctx context.Context, sc Scope, l SubjectLink, audit ...AuditEntry) error
 }
 
-// Ingester takes requests in at the edge.
+// Ingester takes requests in at the edge: it finds the endpoint a token
+// addresses, opens the connection for handshakes answered inline, and
+// commits what arrives.
 type Ingester interface {
+	// EndpointByTokenHash finds an endpoint for ingress, enabled or not.
+	EndpointByTokenHash(ctx context.Context, tokenHash []byte) (Endpoint, error)
+	Connection(ctx context.Context, sc Scope, id string) (Connection, error)
 	// Ingest durably commits a received message in state queued, sharing
 	// the commit with concurrent callers; it returns only once the commit
 	// holding m is on disk, and wakes the workers.
@@ -99,6 +104,9 @@ type MessageQueue interface {
 	ReleaseMessage(ctx context.Context, now time.Time, id string, attempt int) error
 	// Connection returns a connection (its sealed secrets and config).
 	Connection(ctx context.Context, sc Scope, id string) (Connection, error)
+	// Endpoint returns an endpoint (its sealed token, for providers that
+	// sign the URL they post to).
+	Endpoint(ctx context.Context, sc Scope, id string) (Endpoint, error)
 	Listener
 }
 
@@ -193,6 +201,13 @@ type Audit interface {
 	RecordAudit(ctx context.Context, a AuditEntry) error
 	// ListAudit lists audit entries visible in sc, newest first.
 	ListAudit(ctx context.Context, sc Scope, f AuditFilter) (Page[AuditEntry], error)
+}
+
+// Loop is a background loop of the process: the worker, the router, the
+// sweeper, the replay runner, the quota watch. serve starts them together
+// and stops them together; Run returns once ctx ends.
+type Loop interface {
+	Run(ctx context.Context) error
 }
 
 // Wake-up topics.

@@ -148,20 +148,24 @@ func (c *ServeCmd) Run() error {
 	}
 	log.Info("intake serving", "addr", ln.Addr().String(), "data", c.Data, "public_url", c.publicURL())
 
-	workCtx, stopWork := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { w.Run(workCtx) })
-	wg.Go(func() { rt.Run(workCtx) })
-	wg.Go(func() { quota.Watch(workCtx, store, 5*time.Second, log) })
 	// Window replays recorded by any process's API or console; claims
 	// spread them over the processes and a stopped one's are taken over.
-	replays := &control.ReplayRunner{Store: store, Clock: clock, Logger: log}
-	wg.Go(func() { _ = replays.Run(workCtx) })
-	wg.Go(func() {
-		sw := sweeper.New(sweeper.Config{Store: store, Clock: clock, BodyRetention: c.BodyRetention, Retention: c.Retention,
-			Logger: log})
-		lead(workCtx, "sweeper", sw.Run)
-	})
+	// The sweeper runs on one process at a time.
+	loops := []intake.Loop{w, rt,
+		&ingress.QuotaWatch{Quota: quota, Store: store, Every: 5 * time.Second, Logger: log},
+		&control.ReplayRunner{Store: store, Clock: clock, Logger: log},
+		leading{job: "sweeper", lead: lead, loop: sweeper.New(sweeper.Config{Store: store, Clock: clock,
+			BodyRetention: c.BodyRetention, Retention: c.Retention, Logger: log})},
+	}
+	workCtx, stopWork := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, l := range loops {
+		wg.Go(func() {
+			if err := l.Run(workCtx); err != nil {
+				log.Error("background loop stopped", "loop", fmt.Sprintf("%T", l), "err", err)
+			}
+		})
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
@@ -190,6 +194,19 @@ func (c *ServeCmd) Run() error {
 // lead runs a maintenance job (fn) so that one process at a time does, for
 // as long as its context lasts.
 type lead func(ctx context.Context, job string, fn func(context.Context))
+
+// leading is a loop that runs on one process at a time.
+type leading struct {
+	job  string
+	lead lead
+	loop intake.Loop
+}
+
+func (l leading) Run(ctx context.Context) error {
+	var err error
+	l.lead(ctx, l.job, func(ctx context.Context) { err = l.loop.Run(ctx) })
+	return err
+}
 
 // openStore opens PostgreSQL when --db names it, else the embedded store
 // under --data. On PostgreSQL, where several processes share the database,
