@@ -292,20 +292,14 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// Listing defaults.
-const (
-	defaultLimit = 50
-	maxLimit     = 500
-)
-
 // pageParams reads limit and cursor from the query string.
 func pageParams(r *http.Request) (limit int, cursor string, err error) {
 	q := r.URL.Query()
-	limit = defaultLimit
+	limit = intake.DefaultPageSize
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxLimit {
-			return 0, "", intake.Errorf(intake.EINVALID, "limit must be an integer between 1 and %d", maxLimit)
+		if err != nil || n < 1 || n > intake.MaxPageSize {
+			return 0, "", intake.Errorf(intake.EINVALID, "limit must be an integer between 1 and %d", intake.MaxPageSize)
 		}
 		limit = n
 	}

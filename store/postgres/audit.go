@@ -44,16 +44,13 @@ func (s *Store) ListAudit(ctx context.Context, sc intake.Scope, f intake.AuditFi
 	if f.Cursor != "" && !validIDs(f.Cursor) {
 		return page, intake.Errorf(intake.EINVALID, "malformed cursor")
 	}
-	limit := pageLimit(f.Limit)
+	limit := intake.PageLimit(f.Limit)
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
 		queueRows(b, &page.Items, scanAudit, `SELECT id, org_id, actor, action, target_type, target_id, detail, at FROM audit_log
 			WHERE ($1::uuid IS NULL OR org_id = $1) AND ($2::uuid IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
 			nullID(sc.OrgID), nullID(f.Cursor), limit+1)
 	})
-	if len(page.Items) > limit {
-		page.Items = page.Items[:limit]
-		page.NextCursor = page.Items[limit-1].ID
-	}
+	page = intake.KeysetPage(page.Items, limit)
 	return page, err
 }
 

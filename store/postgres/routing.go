@@ -227,21 +227,21 @@ func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, eventID strin
 	}
 	err := s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		var state intake.EventState
-		err := tx.QueryRow(ctx, `SELECT state FROM events WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2) FOR UPDATE`,
-			eventID, nullID(sc.OrgID)).Scan(&state)
+		var attempt int
+		err := tx.QueryRow(ctx, `SELECT state, attempt FROM events WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2) FOR UPDATE`,
+			eventID, nullID(sc.OrgID)).Scan(&state, &attempt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound("event", eventID)
 		}
 		if err != nil {
 			return err
 		}
-		if err := intake.CheckEventTransition(state, intake.EventPending); err != nil {
-			return intake.Errorf(intake.ECONFLICT, "only dead or no_consumer events can be re-routed; this one is %s", state)
+		max, err := intake.Reroute(state, attempt)
+		if err != nil {
+			return err
 		}
-		// The attempt number keeps counting (stale attempts stay stale); the
-		// budget starts afresh from it.
-		if _, err := tx.Exec(ctx, `UPDATE events SET state = 'pending', max_attempts = attempt + $1, next_attempt_at = $2,
-			lease_until = NULL WHERE id = $3`, intake.DefaultMaxAttempts, ts(now), eventID); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE events SET state = 'pending', max_attempts = $1, next_attempt_at = $2,
+			lease_until = NULL WHERE id = $3`, max, ts(now), eventID); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], s.instance)

@@ -394,13 +394,3 @@ func validIDs(ids ...string) bool {
 	}
 	return true
 }
-
-func pageLimit(n int) int {
-	switch {
-	case n <= 0:
-		return 50
-	case n > 500:
-		return 500
-	}
-	return n
-}

@@ -218,20 +218,20 @@ func (t eventTx) UpdateEvent(ctx context.Context, st intake.EventSettlement, now
 func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, id string, now time.Time, audit ...intake.AuditEntry) error {
 	err := s.audited(ctx, audit, func(tx *wtx) error {
 		var state intake.EventState
-		err := tx.QueryRowContext(ctx, `SELECT state FROM events WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID).Scan(&state)
+		var attempt int
+		err := tx.QueryRowContext(ctx, `SELECT state, attempt FROM events WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID).Scan(&state, &attempt)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("event", id)
 		}
 		if err != nil {
 			return err
 		}
-		if err := intake.CheckEventTransition(state, intake.EventPending); err != nil {
-			return intake.Errorf(intake.ECONFLICT, "only dead or no_consumer events can be re-routed; this one is %s", state)
+		max, err := intake.Reroute(state, attempt)
+		if err != nil {
+			return err
 		}
-		// The attempt number keeps counting (stale attempts stay stale); the
-		// budget starts afresh from it.
-		_, err = tx.ExecContext(ctx, `UPDATE events SET state = 'pending', max_attempts = attempt + ?, next_attempt_at = ?,
-			lease_until = NULL WHERE id = ?`, intake.DefaultMaxAttempts, ts(now), id)
+		_, err = tx.ExecContext(ctx, `UPDATE events SET state = 'pending', max_attempts = ?, next_attempt_at = ?,
+			lease_until = NULL WHERE id = ?`, max, ts(now), id)
 		return err
 	})
 	if err == nil {

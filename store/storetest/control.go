@@ -97,9 +97,17 @@ func testReplayRecords(t *testing.T, s intake.Store) {
 		t.Fatalf("audit = %+v, want the replay's entry", page.Items)
 	}
 	for name, m := range map[string]*intake.Message{
-		"no replay_of":              f.message("x", t0),
-		"dead without body_expired": func() *intake.Message { m := f.message("x", t0); m.ReplayOf, m.State = orig.ID, intake.MessageDead; return m }(),
-		"processed":                 func() *intake.Message { m := f.message("x", t0); m.ReplayOf, m.State = orig.ID, intake.MessageProcessed; return m }(),
+		"no replay_of": f.message("x", t0),
+		"dead without body_expired": func() *intake.Message {
+			m := f.message("x", t0)
+			m.ReplayOf, m.State = orig.ID, intake.MessageDead
+			return m
+		}(),
+		"processed": func() *intake.Message {
+			m := f.message("x", t0)
+			m.ReplayOf, m.State = orig.ID, intake.MessageProcessed
+			return m
+		}(),
 	} {
 		if err := s.InsertReplay(ctx, m); intake.ErrorCode(err) != intake.EINVALID {
 			t.Errorf("replay %s: %v, want invalid", name, err)
