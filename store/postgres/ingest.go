@@ -31,6 +31,9 @@ const committers = 2
 // returns. A lone request commits at once; requests that arrive while
 // commits are in flight share the next one.
 func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
+	if m.State != intake.MessageQueued {
+		return intake.Errorf(intake.EINVALID, "ingest records a queued message, not %s (a replay uses InsertReplay)", m.State)
+	}
 	req := ingestRequest{m: m, done: make(chan error, 1)}
 	select {
 	case s.ingest <- req:

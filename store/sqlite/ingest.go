@@ -48,6 +48,9 @@ func (s *Store) submit(job writeJob) error {
 
 // Ingest commits a received message; concurrent calls share commits.
 func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
+	if m.State != intake.MessageQueued {
+		return intake.Errorf(intake.EINVALID, "ingest records a queued message, not %s (a replay uses InsertReplay)", m.State)
+	}
 	// Encoded here, on the caller's goroutine: the writer is the one
 	// goroutine every write waits for.
 	hdr, err := json.Marshal(m.Header)
