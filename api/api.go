@@ -272,24 +272,9 @@ func jsonKind(kind string) string {
 func pathID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
 	if !intake.ValidID(id) {
-		return "", intake.Errorf(intake.EINVALID, "malformed id %q: want a UUID", truncate(id, 64))
+		return "", intake.Errorf(intake.EINVALID, "malformed id %.64q: want a UUID", id)
 	}
 	return id, nil
-}
-
-// checkID refuses a malformed id given in a body or query field.
-func checkID(field, id string) error {
-	if !intake.ValidID(id) {
-		return intake.Errorf(intake.EINVALID, "%s %q is not a valid id", field, truncate(id, 64))
-	}
-	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }
 
 // pageParams reads limit and cursor from the query string.

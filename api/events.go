@@ -13,7 +13,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, who control.
 	q := r.URL.Query()
 	f := intake.EventFilter{State: intake.EventState(q.Get("state")), Type: q.Get("type"), ConsumerID: q.Get("consumer_id")}
 	if f.ConsumerID != "" {
-		if err := checkID("consumer_id", f.ConsumerID); err != nil {
+		if err := intake.CheckID("consumer_id", f.ConsumerID); err != nil {
 			return err
 		}
 	}

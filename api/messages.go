@@ -19,7 +19,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, who contro
 		return intake.Errorf(intake.EINVALID, "provider_event_id must be at most 500 bytes")
 	}
 	if f.EndpointID != "" {
-		if err := checkID("endpoint_id", f.EndpointID); err != nil {
+		if err := intake.CheckID("endpoint_id", f.EndpointID); err != nil {
 			return err
 		}
 	}

@@ -45,7 +45,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, who contro
 	q := r.URL.Query()
 	t := &eventTail{store: s.store, scope: sc, sent: map[string]int64{}}
 	if id := q.Get("endpoint_id"); id != "" {
-		if err := checkID("endpoint_id", id); err != nil {
+		if err := intake.CheckID("endpoint_id", id); err != nil {
 			return err
 		}
 		ep, err := s.store.Endpoint(r.Context(), sc, id)
@@ -62,7 +62,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, who contro
 	// stream's horizon is judged by the wall clock too, not s.clock.
 	now := time.Now()
 	if after != "" {
-		if err := checkID("after", after); err != nil {
+		if err := intake.CheckID("after", after); err != nil {
 			return err
 		}
 		t.newest = max(idMillis(after), now.Add(-streamBacklog).UnixMilli())

@@ -30,7 +30,7 @@ func (p *Plane) CreateConnection(ctx context.Context, c Caller, n NewConnection)
 	}
 	adapter, ok := provider.Lookup(n.Provider)
 	if !ok {
-		return intake.Connection{}, intake.Errorf(intake.EINVALID, "unknown provider %q (one of %s)", truncate(n.Provider, 64), strings.Join(provider.Names(), ", "))
+		return intake.Connection{}, intake.Errorf(intake.EINVALID, "unknown provider %.64q (one of %s)", n.Provider, strings.Join(provider.Names(), ", "))
 	}
 	config, err := provider.CheckConfig(adapter, n.Config)
 	if err != nil {
@@ -59,7 +59,7 @@ func (p *Plane) CreateConnection(ctx context.Context, c Caller, n NewConnection)
 // provider's rotation the old and the new are given together. The next
 // request verifies against the new list.
 func (p *Plane) ReplaceSecrets(ctx context.Context, c Caller, id string, secrets []string) (intake.Connection, error) {
-	if err := checkID("id", id); err != nil {
+	if err := intake.CheckID("id", id); err != nil {
 		return intake.Connection{}, err
 	}
 	cn, err := p.store.Connection(ctx, c.Scope, id)
@@ -85,7 +85,7 @@ func (p *Plane) ReplaceSecrets(ctx context.Context, c Caller, id string, secrets
 // anyone; the request's header stays hidden as every credential is. added
 // is false when the connection already had it.
 func (p *Plane) AdoptHandshakeSecret(ctx context.Context, c Caller, connectionID, messageID string) (cn intake.Connection, added bool, err error) {
-	if err := checkID("id", connectionID); err != nil {
+	if err := intake.CheckID("id", connectionID); err != nil {
 		return cn, false, err
 	}
 	if !intake.ValidID(messageID) {
@@ -142,7 +142,7 @@ func (p *Plane) AdoptHandshakeSecret(ctx context.Context, c Caller, connectionID
 // DisableConnection stops a connection's webhooks: every enabled endpoint
 // of it refuses them from now on. It returns how many it disabled.
 func (p *Plane) DisableConnection(ctx context.Context, c Caller, id string) (int, error) {
-	if err := checkID("id", id); err != nil {
+	if err := intake.CheckID("id", id); err != nil {
 		return 0, err
 	}
 	if _, err := p.store.Connection(ctx, c.Scope, id); err != nil {

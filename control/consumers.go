@@ -95,7 +95,7 @@ type ConsumerUpdate struct {
 
 // UpdateConsumer changes a consumer's settings.
 func (p *Plane) UpdateConsumer(ctx context.Context, c Caller, id string, u ConsumerUpdate) (intake.Consumer, error) {
-	if err := checkID("id", id); err != nil {
+	if err := intake.CheckID("id", id); err != nil {
 		return intake.Consumer{}, err
 	}
 	if u.Enabled == nil {

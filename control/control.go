@@ -145,22 +145,7 @@ func orgFor(c Caller, orgID string) (string, error) {
 	if orgID == "" {
 		return "", intake.Errorf(intake.EINVALID, "org_id is required with the staff token")
 	}
-	return orgID, checkID("org_id", orgID)
-}
-
-// checkID refuses a malformed id before it reaches a query.
-func checkID(field, id string) error {
-	if !intake.ValidID(id) {
-		return intake.Errorf(intake.EINVALID, "%s %q is not a valid id", field, truncate(id, 64))
-	}
-	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
+	return orgID, intake.CheckID("org_id", orgID)
 }
 
 // entry is the audit entry of an action: committed with it, in the same

@@ -30,7 +30,7 @@ func (p *Plane) CreateEndpoint(ctx context.Context, c Caller, connectionID strin
 	if connectionID == "" {
 		return CreatedEndpoint{}, intake.Errorf(intake.EINVALID, "connection_id is required")
 	}
-	if err := checkID("connection_id", connectionID); err != nil {
+	if err := intake.CheckID("connection_id", connectionID); err != nil {
 		return CreatedEndpoint{}, err
 	}
 	cn, err := p.store.Connection(ctx, c.Scope, connectionID)
@@ -56,7 +56,7 @@ func (p *Plane) CreateEndpoint(ctx context.Context, c Caller, connectionID strin
 // UpdateEndpoint enables or disables an endpoint and sets its limits; a
 // disabled endpoint refuses the very next request.
 func (p *Plane) UpdateEndpoint(ctx context.Context, c Caller, id string, l Limits) (intake.Endpoint, error) {
-	if err := checkID("id", id); err != nil {
+	if err := intake.CheckID("id", id); err != nil {
 		return intake.Endpoint{}, err
 	}
 	e, err := p.store.Endpoint(ctx, c.Scope, id)

@@ -27,7 +27,7 @@ func (p *Plane) PutSubjectLink(ctx context.Context, c Caller, n NewSubjectLink) 
 	if n.ConnectionID == "" {
 		return intake.SubjectLink{}, intake.Errorf(intake.EINVALID, "connection_id is required")
 	}
-	if err := checkID("connection_id", n.ConnectionID); err != nil {
+	if err := intake.CheckID("connection_id", n.ConnectionID); err != nil {
 		return intake.SubjectLink{}, err
 	}
 	if n.ProviderObjectID == "" {
@@ -57,7 +57,7 @@ func (p *Plane) PutSubjectLink(ctx context.Context, c Caller, n NewSubjectLink) 
 // Delete soft-deletes a connection (with its endpoints), an endpoint or a
 // consumer: it disappears from every read at once, its history stays.
 func (p *Plane) Delete(ctx context.Context, c Caller, kind intake.DeleteKind, id string) error {
-	if err := checkID("id", id); err != nil {
+	if err := intake.CheckID("id", id); err != nil {
 		return err
 	}
 	var orgID string
@@ -88,7 +88,7 @@ func (p *Plane) Delete(ctx context.Context, c Caller, kind intake.DeleteKind, id
 // until) on the org's request; the messages and their deduplication keys
 // stay. It returns how many bodies it erased.
 func (p *Plane) EraseBodies(ctx context.Context, c Caller, endpointID string, since, until time.Time) (int, error) {
-	if err := checkID("id", endpointID); err != nil {
+	if err := intake.CheckID("id", endpointID); err != nil {
 		return 0, err
 	}
 	if err := checkRange(since, until); err != nil {
@@ -117,7 +117,7 @@ func checkRange(since, until time.Time) error {
 // with a fresh budget of attempts; consumers that handled it are not called
 // again.
 func (p *Plane) Reroute(ctx context.Context, c Caller, id string) error {
-	if err := checkID("id", id); err != nil {
+	if err := intake.CheckID("id", id); err != nil {
 		return err
 	}
 	e, err := p.store.Event(ctx, c.Scope, id)

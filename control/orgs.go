@@ -42,7 +42,7 @@ type OrgUpdate struct {
 
 // UpdateOrg sets an org's own retention, within bounds.
 func (p *Plane) UpdateOrg(ctx context.Context, c Caller, id string, u OrgUpdate) (intake.Org, error) {
-	if err := checkID("id", id); err != nil {
+	if err := intake.CheckID("id", id); err != nil {
 		return intake.Org{}, err
 	}
 	orgs, err := p.store.ListOrgs(ctx, c.Scope)
@@ -110,7 +110,7 @@ func (p *Plane) CreateKey(ctx context.Context, c Caller, orgID string) (intake.A
 // RevokeKey stops a key at once: the next request with it is refused, and
 // the console sessions signed in with it end.
 func (p *Plane) RevokeKey(ctx context.Context, c Caller, id string) error {
-	if err := checkID("id", id); err != nil {
+	if err := intake.CheckID("id", id); err != nil {
 		return err
 	}
 	keys, err := p.store.ListAPIKeys(ctx, c.Scope)

@@ -25,7 +25,7 @@ const maxBulkReplay = 1000
 // received_at is the original's, so signature timestamps still verify. If
 // the body has expired, the new record is dead with body_expired.
 func (p *Plane) ReplayMessage(ctx context.Context, c Caller, id string) (intake.Message, error) {
-	if err := checkID("id", id); err != nil {
+	if err := intake.CheckID("id", id); err != nil {
 		return intake.Message{}, err
 	}
 	orig, err := p.store.Message(ctx, c.Scope, id)
@@ -102,7 +102,7 @@ func replay(ctx context.Context, st intake.History, clock intake.Clock, orig int
 // received in [since, until), at most seven days, for a ReplayRunner (on
 // any process) to carry out in bounded batches. Total is counted now.
 func (p *Plane) ReplayWindow(ctx context.Context, c Caller, endpointID string, since, until time.Time) (intake.ReplayJob, error) {
-	if err := checkID("id", endpointID); err != nil {
+	if err := intake.CheckID("id", endpointID); err != nil {
 		return intake.ReplayJob{}, err
 	}
 	if err := checkRange(since, until); err != nil {
@@ -134,7 +134,7 @@ func windowFilter(endpointID string, since, until time.Time) intake.MessageFilte
 // ReplayJob returns a window replay visible to the caller, whichever
 // process runs it.
 func (p *Plane) ReplayJob(ctx context.Context, c Caller, id string) (intake.ReplayJob, error) {
-	if err := checkID("id", id); err != nil {
+	if err := intake.CheckID("id", id); err != nil {
 		return intake.ReplayJob{}, err
 	}
 	return p.store.ReplayJob(ctx, c.Scope, id)
