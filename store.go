@@ -52,6 +52,8 @@ type Tenancy interface {
 	// ReplaceConnectionSecrets stores a connection's new sealed secret list
 	// (the old and new secrets together during a rotation).
 	ReplaceConnectionSecrets(ctx context.Context, sc Scope, id string, sealed []byte, audit ...AuditEntry) error
+	// UpdateConnection saves a connection's name, config and filter.
+	UpdateConnection(ctx context.Context, sc Scope, c Connection, audit ...AuditEntry) error
 
 	CreateEndpoint(ctx context.Context, e Endpoint, audit ...AuditEntry) error
 	Endpoint(ctx context.Context, sc Scope, id string) (Endpoint, error)
@@ -67,7 +69,9 @@ type Tenancy interface {
 	CreateConsumer(ctx context.Context, c Consumer, audit ...AuditEntry) error
 	Consumer(ctx context.Context, sc Scope, id string) (Consumer, error)
 	ListConsumers(ctx context.Context, sc Scope) ([]Consumer, error)
-	SetConsumerEnabled(ctx context.Context, sc Scope, id string, enabled bool, audit ...AuditEntry) error
+	// UpdateConsumer saves a consumer's settings: everything but its id,
+	// org, secret and creation time.
+	UpdateConsumer(ctx context.Context, sc Scope, c Consumer, audit ...AuditEntry) error
 
 	// PutSubjectLink records (connection, provider object id) → (app,
 	// record); a later link for the same object replaces the earlier.

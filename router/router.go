@@ -223,7 +223,7 @@ func (r *Router) route(ctx context.Context, c intake.EventClaim, oc orgConsumers
 		r.settle(ctx, c, st)
 		return
 	}
-	st.To = intake.RoutingOutcome(len(selected), pending, c.Attempt, e.MaxAttempts)
+	st.To = intake.RoutingOutcome(len(selected), filtered, pending, c.Attempt, e.MaxAttempts)
 	if st.To == intake.EventRetrying {
 		st.NextAttemptAt = r.cfg.Clock.Now().Add(max(wait, r.cfg.Backoff.Delay(c.Attempt)))
 	}
