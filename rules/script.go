@@ -63,7 +63,7 @@ const (
 // runner wraps the script's entry function: it parses the arguments from
 // one JSON string and returns the result as one JSON string, or its length
 // when that is over the limit, so an oversized result never crosses into
-// Go. Go checks what comes back all the same: the script could have
+// Go (and an oversized string body is not even copied into JSON). Go checks what comes back all the same: the script could have
 // replaced JSON or this wrapper.
 const runner = `(function (f, parse, stringify, withJSON) {
 	if (typeof f !== "function") return false;
@@ -74,6 +74,7 @@ const runner = `(function (f, parse, stringify, withJSON) {
 		}
 		var r = f.apply(undefined, args);
 		if (r !== null && typeof r === "object" && typeof r.then === "function") return %d;
+		if (r !== null && typeof r === "object" && typeof r.body === "string" && r.body.length > max) return r.body.length;
 		var s = stringify(r);
 		if (typeof s !== "string") return %d;
 		return s.length > max ? s.length : s;
