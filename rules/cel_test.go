@@ -5,12 +5,19 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/intakehq/intake"
 )
 
+// newEngine returns an engine for a test. Unless the test is about the time
+// limit, it gets a generous one: the race detector slows QuickJS many times
+// over, and on two busy cores a goroutine can wait longer than 50ms for a CPU.
 func newEngine(t testing.TB, cfg Config) *Engine {
 	t.Helper()
+	if cfg.ScriptTimeout == 0 {
+		cfg.ScriptTimeout = 10 * time.Second
+	}
 	e, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +148,7 @@ func TestFilterRuntimeErrorIsAnErrorNotAMatch(t *testing.T) {
 // comprehension, so over a long list the time limit may come first; either
 // stops it.
 func TestFilterOverAHugeListStopsAtItsLimit(t *testing.T) {
-	e := newEngine(t, Config{CostLimit: 100_000})
+	e := newEngine(t, Config{CostLimit: 100_000, ScriptTimeout: DefaultScriptTimeout})
 	items := make([]any, 20_000)
 	for i := range items {
 		items[i] = float64(i)

@@ -27,9 +27,15 @@ type pool struct {
 // pooledVM is a VM loaded with one script version, used by one caller at a
 // time.
 type pooledVM struct {
-	js  *quickjs.VM
-	key [sha256.Size]byte
-	el  *list.Element // in lru while idle
+	js   *quickjs.VM
+	call quickjs.Value // the script's wrapped entry function, kept so a call parses nothing
+	key  [sha256.Size]byte
+	el   *list.Element // in lru while idle
+}
+
+func (v *pooledVM) close() {
+	v.call.Free()
+	v.js.Close()
 }
 
 func newPool(max int) *pool {
@@ -37,7 +43,7 @@ func newPool(max int) *pool {
 }
 
 // get returns an idle VM of version key, or one made by create.
-func (p *pool) get(ctx context.Context, key [sha256.Size]byte, create func() (*quickjs.VM, error)) (*pooledVM, error) {
+func (p *pool) get(ctx context.Context, key [sha256.Size]byte, create func() (*pooledVM, error)) (*pooledVM, error) {
 	for {
 		p.mu.Lock()
 		if vms := p.idle[key]; len(vms) > 0 {
@@ -58,14 +64,15 @@ func (p *pool) get(ctx context.Context, key [sha256.Size]byte, create func() (*q
 			p.live++
 			p.mu.Unlock()
 			if victim != nil {
-				victim.js.Close()
+				victim.close()
 			}
-			js, err := create()
+			v, err := create()
 			if err != nil {
 				p.gone()
 				return nil, err
 			}
-			return &pooledVM{js: js, key: key}, nil
+			v.key = key
+			return v, nil
 		}
 		wait := p.freed
 		p.mu.Unlock()
@@ -83,7 +90,7 @@ func (p *pool) put(v *pooledVM, keep bool) {
 	p.mu.Lock()
 	if !keep || p.closed {
 		p.mu.Unlock()
-		v.js.Close()
+		v.close()
 		p.gone()
 		return
 	}
@@ -152,6 +159,6 @@ func (p *pool) close() {
 	p.signal()
 	p.mu.Unlock()
 	for _, v := range idle {
-		v.js.Close()
+		v.close()
 	}
 }

@@ -135,7 +135,7 @@ type TestResult struct {
 	Result   any           `json:"result"` // bool, key string, *Output, or []Event
 	Output   string        `json:"output,omitempty"`
 	Error    string        `json:"error,omitempty"`
-	Duration time.Duration `json:"duration"`
+	Duration time.Duration `json:"-"` // the API shows it as duration_ms
 }
 
 // Test runs source once on in, as the data plane would, and writes nothing.

@@ -92,7 +92,7 @@ func runnerFor(kind Kind) string {
 
 // newVM makes a VM bounded by the engine's limits with source loaded and
 // its entry function wrapped. A fault in source is an EINVALID error.
-func (e *Engine) newVM(kind Kind, source string) (*quickjs.VM, error) {
+func (e *Engine) newVM(kind Kind, source string) (*pooledVM, error) {
 	vm, err := quickjs.NewVM()
 	if err != nil {
 		return nil, fmt.Errorf("rules: new VM: %w", err)
@@ -116,7 +116,12 @@ func (e *Engine) newVM(kind Kind, source string) (*quickjs.VM, error) {
 		vm.Close()
 		return nil, intake.Errorf(intake.EINVALID, "%s: the script does not define %s", kind, entry[kind])
 	}
-	return vm, nil
+	call, err := vm.EvalValue("__intake_call", quickjs.EvalGlobal)
+	if err != nil {
+		vm.Close()
+		return nil, fmt.Errorf("rules: wrapper: %w", err)
+	}
+	return &pooledVM{js: vm, call: call}, nil
 }
 
 // checkScript loads source once, as a call would, and frees the VM.
@@ -125,7 +130,7 @@ func (e *Engine) checkScript(kind Kind, source string) error {
 	if err != nil {
 		return err
 	}
-	vm.Close()
+	vm.close()
 	return nil
 }
 
@@ -175,12 +180,12 @@ func bytesString(n int) string {
 // of the script's own is closed, never reused.
 func (e *Engine) call(ctx context.Context, kind Kind, s Script, args string) ([]byte, error) {
 	key := version(string(kind), s.Scope, s.Source)
-	vm, err := e.vms.get(ctx, key, func() (*quickjs.VM, error) { return e.newVM(kind, s.Source) })
+	vm, err := e.vms.get(ctx, key, func() (*pooledVM, error) { return e.newVM(kind, s.Source) })
 	if err != nil {
 		return nil, err
 	}
 	stop := context.AfterFunc(ctx, vm.js.Interrupt)
-	v, err := vm.js.Call("__intake_call", args, e.cfg.MaxOutput)
+	v, err := vm.call.Call(quickjs.UndefinedValue, args, e.cfg.MaxOutput)
 	interrupted := !stop()
 	if interrupted || ctx.Err() != nil {
 		e.vms.put(vm, false)

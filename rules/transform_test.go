@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/intakehq/intake"
 )
@@ -154,7 +155,7 @@ func TestScriptWithoutItsFunctionIsInvalid(t *testing.T) {
 }
 
 func TestScriptThatFailsWhileLoadingIsInvalid(t *testing.T) {
-	e := newEngine(t, Config{})
+	e := newEngine(t, Config{ScriptTimeout: 200 * time.Millisecond})
 	for src, want := range map[string]string{
 		`null.x; function transform() {}`:   "TypeError",
 		`for(;;){} function transform() {}`: "time limit",
