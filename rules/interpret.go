@@ -18,7 +18,9 @@ type Request struct {
 	Method  string            `json:"method"`
 	Query   map[string]string `json:"query"`
 	Headers map[string]string `json:"headers"` // lower-case names, first value
-	Body    string            `json:"body"`    // the script also gets it parsed, as request.json (null when not JSON)
+	// Body is the raw body (bytes that are not UTF-8 arrive as U+FFFD); the
+	// script also gets it parsed, as request.json (null when not JSON).
+	Body string `json:"body"`
 }
 
 // NewRequest builds the script's view of a request: lower-case header names
@@ -80,7 +82,7 @@ func parseEvents(raw []byte) ([]Event, error) {
 	bad := func(format string, args ...any) error {
 		return &ScriptError{Kind: KindInterpret, Reason: ReasonResult, Message: fmt.Sprintf(format, args...)}
 	}
-	if raw[0] != '[' {
+	if len(raw) == 0 || raw[0] != '[' {
 		return nil, bad("interpret must return an array of events, got %s", preview(raw))
 	}
 	var items []json.RawMessage

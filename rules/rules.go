@@ -107,7 +107,7 @@ func (e *Engine) VMs() int { return e.vms.size() }
 
 // Check compiles a rule as it would be saved: nil, or an EINVALID error
 // whose message names the position of the fault.
-func (e *Engine) Check(kind Kind, source string) error {
+func (e *Engine) Check(ctx context.Context, kind Kind, source string) error {
 	if len(source) > e.cfg.MaxSource {
 		return intake.Errorf(intake.EINVALID, "%s: source is %d bytes, at most %d", kind, len(source), e.cfg.MaxSource)
 	}
@@ -116,7 +116,7 @@ func (e *Engine) Check(kind Kind, source string) error {
 		_, err := e.cel.program(kind, source)
 		return err
 	case KindTransform, KindInterpret:
-		return e.checkScript(kind, source)
+		return e.checkScript(ctx, kind, source)
 	}
 	return intake.Errorf(intake.EINVALID, "rule kind %q: want filter, key, transform or interpret", kind)
 }
@@ -142,7 +142,7 @@ type TestResult struct {
 // A rule that does not compile is an EINVALID error; a rule that compiles
 // but fails on in is a TestResult with Error set.
 func (e *Engine) Test(ctx context.Context, kind Kind, source string, in TestInput) (TestResult, error) {
-	if err := e.Check(kind, source); err != nil {
+	if err := e.Check(ctx, kind, source); err != nil {
 		return TestResult{}, err
 	}
 	if in.Event == nil && len(in.EventJSON) > 0 && (kind == KindFilter || kind == KindKey) {

@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -133,7 +134,7 @@ func TestSandboxHasNoIOTimersOrModules(t *testing.T) {
 	if se := scriptErr(t, err, ReasonResult); !strings.Contains(se.Message, "Promise") {
 		t.Errorf("dynamic import: %q", se)
 	}
-	if err := e.Check(KindTransform, `import * as os from "os"; function transform() {}`); err == nil {
+	if err := e.Check(context.Background(), KindTransform, `import * as os from "os"; function transform() {}`); err == nil {
 		t.Error("a static import compiled")
 	}
 }
@@ -300,5 +301,41 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached within 10s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestScriptThatSubvertsItsWrapperStillGetsItsOutputChecked(t *testing.T) {
+	e := newEngine(t, Config{})
+	for name, src := range map[string]string{
+		"empty JSON":       `JSON.stringify = function () { return ""; }; function transform() { return {body: 1}; }`,
+		"bad JSON":         `JSON.stringify = function () { return "{nope"; }; function transform() { return {body: 1}; }`,
+		"not a string":     `JSON.stringify = function () { return 5; }; function transform() { return {body: 1}; }`,
+		"replaced wrapper": `function transform() { globalThis.__intake_call = function () { return "{}"; }; return {headers: {}}; }`,
+	} {
+		_, err := e.Transform(context.Background(), script(src), json.RawMessage(`{}`), nil)
+		var se *ScriptError
+		if !errors.As(err, &se) {
+			t.Errorf("%s: %v, want a script error", name, err)
+		}
+	}
+}
+
+func TestEndlessRecursionIsStoppedAndItsVMDiscarded(t *testing.T) {
+	e := newEngine(t, Config{})
+	_, err := e.Transform(context.Background(), script(`function transform(e) { return transform(e); }`), json.RawMessage(`{}`), nil)
+	if se := scriptErr(t, err, ReasonInternal); !strings.Contains(se.Message, "stack overflow") {
+		t.Errorf("error %q, want the stack overflow", se)
+	}
+	if e.VMs() != 0 {
+		t.Errorf("%d VMs alive after a stack overflow, want it closed", e.VMs())
+	}
+}
+
+func TestCancelledCallerStopsTheScriptEvenBeforeItStarts(t *testing.T) {
+	e := newEngine(t, Config{ScriptTimeout: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.Transform(ctx, script(counter), json.RawMessage(`{"spin": true}`), nil); err != context.Canceled {
+		t.Fatalf("cancelled call: %v, want context.Canceled", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
+	"time"
 
 	"modernc.org/quickjs"
 
@@ -124,13 +126,15 @@ func (e *Engine) newVM(kind Kind, source string) (*pooledVM, error) {
 	return &pooledVM{js: vm, call: call}, nil
 }
 
-// checkScript loads source once, as a call would, and frees the VM.
-func (e *Engine) checkScript(kind Kind, source string) error {
-	vm, err := e.newVM(kind, source)
+// checkScript loads source once, as a call would, in a VM that counts
+// against the cap like any other and is closed at once.
+func (e *Engine) checkScript(ctx context.Context, kind Kind, source string) error {
+	key := version("check", intake.NewID())
+	vm, err := e.vms.get(ctx, key, func() (*pooledVM, error) { return e.newVM(kind, source) })
 	if err != nil {
 		return err
 	}
-	vm.close()
+	e.vms.put(vm, false)
 	return nil
 }
 
@@ -142,6 +146,10 @@ func (e *Engine) loadError(kind Kind, err error) error {
 	se := e.scriptError(kind, err)
 	return intake.Errorf(intake.EINVALID, "%s fails while loading: %s", kind, se.Message)
 }
+
+// maxMessage bounds what of a thrown message is kept: it is stored on every
+// delivery the script fails.
+const maxMessage = 1 << 10
 
 // frame finds the first position of the script in a stack trace.
 var frame = regexp.MustCompile(`<eval>:(\d+):(\d+)`)
@@ -162,6 +170,9 @@ func (e *Engine) scriptError(kind Kind, err error) *ScriptError {
 		return &ScriptError{Kind: kind, Reason: ReasonInternal, Message: js.Error()}
 	}
 	msg := js.Error()
+	if len(msg) > maxMessage {
+		msg = strings.ToValidUTF8(msg[:maxMessage], "") + "…"
+	}
 	if m := frame.FindStringSubmatch(js.Stack); m != nil {
 		msg += " (line " + m[1] + ", column " + m[2] + ")"
 	}
@@ -184,8 +195,14 @@ func (e *Engine) call(ctx context.Context, kind Kind, s Script, args string) ([]
 	if err != nil {
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, vm.js.Interrupt)
+	if err := ctx.Err(); err != nil {
+		e.vms.put(vm, true)
+		return nil, err
+	}
+	done := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() { interruptUntil(vm.js, done) })
 	v, err := vm.call.Call(quickjs.UndefinedValue, args, e.cfg.MaxOutput)
+	close(done)
 	interrupted := !stop()
 	if interrupted || ctx.Err() != nil {
 		e.vms.put(vm, false)
@@ -215,6 +232,22 @@ func (e *Engine) call(ctx context.Context, kind Kind, s Script, args string) ([]
 		return nil, e.outputError(kind, int(r))
 	}
 	return nil, &ScriptError{Kind: kind, Reason: ReasonResult, Message: fmt.Sprintf("the script's wrapper returned %T", v)}
+}
+
+// interruptUntil interrupts js until done is closed: the engine clears an
+// interrupt that arrives before the call has entered JavaScript, so one
+// Interrupt could be lost.
+func interruptUntil(js *quickjs.VM, done <-chan struct{}) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		js.Interrupt()
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 func (e *Engine) outputError(kind Kind, n int) error {

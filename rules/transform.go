@@ -79,7 +79,7 @@ func parseOutput(raw []byte) (*Output, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	if raw[0] != '{' || dec.Decode(&res) != nil {
+	if len(raw) == 0 || raw[0] != '{' || dec.Decode(&res) != nil {
 		return nil, bad("transform must return {body, headers} or null, got %s", preview(raw))
 	}
 	if res.Body == nil {

@@ -38,7 +38,7 @@ const reshape = `function transform(event, context) {
 
 func TestTransformReshapesTheBodyAndAddsHeaders(t *testing.T) {
 	e := newEngine(t, Config{})
-	if err := e.Check(KindTransform, reshape); err != nil {
+	if err := e.Check(context.Background(), KindTransform, reshape); err != nil {
 		t.Fatal(err)
 	}
 	out, err := e.Transform(context.Background(), script(reshape), json.RawMessage(stripeInvoice), map[string]string{"app": "billing"})
@@ -127,9 +127,18 @@ func TestTransformThatThrowsGivesTheJSMessage(t *testing.T) {
 	}
 }
 
+func TestThrownMessageIsCutToASize(t *testing.T) {
+	e := newEngine(t, Config{})
+	_, err := e.Transform(context.Background(), script(`function transform() { throw "€".repeat(100000); }`), json.RawMessage(`{}`), nil)
+	se := scriptErr(t, err, ReasonThrow)
+	if len(se.Message) > maxMessage+len("…") || !strings.HasSuffix(se.Message, "…") {
+		t.Fatalf("message of %d bytes, want at most %d and cut", len(se.Message), maxMessage)
+	}
+}
+
 func TestScriptThatDoesNotCompileIsInvalidAndNamesThePosition(t *testing.T) {
 	e := newEngine(t, Config{})
-	err := e.Check(KindTransform, "function transform(event) {\n  return event +;\n}")
+	err := e.Check(context.Background(), KindTransform, "function transform(event) {\n  return event +;\n}")
 	if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(intake.ErrorMessage(err), "line 2, column 17") {
 		t.Fatalf("Check = %v, want EINVALID at line 2, column 17", err)
 	}
@@ -144,12 +153,12 @@ func TestScriptWithoutItsFunctionIsInvalid(t *testing.T) {
 		KindTransform: `function transfrom(event) { return null; }`,
 		KindInterpret: `var interpret = 42;`,
 	} {
-		err := e.Check(kind, src)
+		err := e.Check(context.Background(), kind, src)
 		if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(intake.ErrorMessage(err), "does not define "+entry[kind]) {
 			t.Errorf("Check(%s) = %v, want EINVALID naming %s", kind, err, entry[kind])
 		}
 	}
-	if err := e.Check(KindTransform, `const transform = (event) => null;`); err != nil {
+	if err := e.Check(context.Background(), KindTransform, `const transform = (event) => null;`); err != nil {
 		t.Errorf("an arrow function bound to a const is a transform too: %v", err)
 	}
 }
@@ -160,7 +169,7 @@ func TestScriptThatFailsWhileLoadingIsInvalid(t *testing.T) {
 		`null.x; function transform() {}`:   "TypeError",
 		`for(;;){} function transform() {}`: "time limit",
 	} {
-		err := e.Check(KindTransform, src)
+		err := e.Check(context.Background(), KindTransform, src)
 		if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(intake.ErrorMessage(err), want) {
 			t.Errorf("Check(%q) = %v, want EINVALID naming %q", src, err, want)
 		}
