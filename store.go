@@ -126,6 +126,10 @@ type EventQueue interface {
 	// attempt is not current.
 	SettleEvent(ctx context.Context, now time.Time, s EventSettlement) error
 	ListConsumers(ctx context.Context, sc Scope) ([]Consumer, error)
+	// MessageRequest returns the raw query and the headers of the request
+	// an event came from, for the filters that read them; the headers are
+	// nil once the message's body has expired.
+	MessageRequest(ctx context.Context, messageID string) (query string, header http.Header, err error)
 	Listener
 }
 

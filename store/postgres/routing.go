@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -278,4 +280,27 @@ func scanDelivery(row pgx.Row) (intake.Delivery, error) {
 	err := row.Scan(&d.ID, &d.OrgID, &d.EventID, &d.ConsumerID, &d.Attempt, &d.Outcome, &d.StatusCode, &latency, &d.Error, &at)
 	d.Latency, d.At = time.Duration(latency)*time.Microsecond, fromTS(at)
 	return d, err
+}
+
+// MessageRequest returns the query and headers of the request an event
+// came from, for the filters that read them; the headers are nil once the
+// body has expired.
+func (s *Store) MessageRequest(ctx context.Context, messageID string) (string, http.Header, error) {
+	if !validIDs(messageID) {
+		return "", nil, notFound("message", messageID)
+	}
+	var query string
+	var header []byte
+	err := s.read(ctx, intake.Scope{}, func(b *pgx.Batch) {
+		b.Queue(`SELECT m.query, b.header FROM messages m LEFT JOIN message_bodies b ON b.message_id = m.id WHERE m.id = $1`, messageID).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&query, &header) })
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil, notFound("message", messageID)
+	}
+	if err != nil || header == nil {
+		return query, nil, err
+	}
+	var h http.Header
+	return query, h, json.Unmarshal(header, &h)
 }

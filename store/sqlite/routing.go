@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"time"
 
@@ -288,3 +289,21 @@ const insertDeliverySQL = `INSERT INTO deliveries (id, org_id, event_id, consume
 
 const updateEventSQL = `UPDATE events SET state = ?, next_attempt_at = ?, lease_until = NULL, max_attempts = max_attempts + ?
 		WHERE id = ? AND attempt = ?`
+
+// MessageRequest returns the query and headers of the request an event
+// came from, for the filters that read them; the headers are nil once the
+// body has expired.
+func (s *Store) MessageRequest(ctx context.Context, messageID string) (string, http.Header, error) {
+	var query string
+	var header sql.NullString
+	err := s.read.QueryRowContext(ctx, `SELECT m.query, b.header FROM messages m LEFT JOIN message_bodies b ON b.message_id = m.id
+		WHERE m.id = ?`, messageID).Scan(&query, &header)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil, notFound("message", messageID)
+	}
+	if err != nil || !header.Valid {
+		return query, nil, err
+	}
+	var h http.Header
+	return query, h, json.Unmarshal([]byte(header.String), &h)
+}
