@@ -26,6 +26,7 @@ COPY --from=build /rootfs/ /
 FROM scratch
 ARG VERSION=dev
 ARG COMMIT=unknown
+# Copies between stages keep the owners image-rootfs.sh set (/data: 65532).
 COPY --from=rootfs / /
 USER 65532:65532
 ENV PATH=/usr/local/bin INTAKE_DATA=/data
