@@ -2,135 +2,80 @@ package deploy
 
 import (
 	"bytes"
-	"encoding/base64"
-	"errors"
-	"io"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/intakehq/intake/internal/seal"
 )
 
 const chart = "helm/intake"
 
-// object is one rendered manifest, the fields the checks read.
-type object struct {
-	Kind     string `yaml:"kind"`
-	Metadata struct {
-		Name        string            `yaml:"name"`
-		Labels      map[string]string `yaml:"labels"`
-		Annotations map[string]string `yaml:"annotations"`
-	} `yaml:"metadata"`
-	Data map[string]string `yaml:"data"`
-	Spec struct {
-		Replicas *int `yaml:"replicas"`
-		Strategy struct {
-			Type string `yaml:"type"`
-		} `yaml:"strategy"`
-		Selector struct {
-			MatchLabels map[string]string `yaml:"matchLabels"`
-		} `yaml:"selector"`
-		Template struct {
-			Metadata struct {
-				Labels map[string]string `yaml:"labels"`
-			} `yaml:"metadata"`
-			Spec podSpec `yaml:"spec"`
-		} `yaml:"template"`
-		Ports []struct {
-			Name       string `yaml:"name"`
-			TargetPort string `yaml:"targetPort"`
-		} `yaml:"ports"`
+// serviceMonitor is the part of the Prometheus Operator's ServiceMonitor
+// the chart renders (its Go types live in the operator's own module).
+type serviceMonitor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Selector  metav1.LabelSelector `json:"selector"`
 		Endpoints []struct {
-			Port string `yaml:"port"`
-			Path string `yaml:"path"`
-		} `yaml:"endpoints"`
-		MaxUnavailable *int `yaml:"maxUnavailable"`
-	} `yaml:"spec"`
+			Port          string `json:"port"`
+			Path          string `json:"path"`
+			Interval      string `json:"interval"`
+			ScrapeTimeout string `json:"scrapeTimeout"`
+		} `json:"endpoints"`
+	} `json:"spec"`
 }
 
-type podSpec struct {
-	TerminationGracePeriodSeconds int `yaml:"terminationGracePeriodSeconds"`
-	SecurityContext               struct {
-		RunAsNonRoot bool `yaml:"runAsNonRoot"`
-		RunAsUser    int  `yaml:"runAsUser"`
-		FSGroup      int  `yaml:"fsGroup"`
-	} `yaml:"securityContext"`
-	Containers []struct {
-		Image string   `yaml:"image"`
-		Args  []string `yaml:"args"`
-		Env   []struct {
-			Name      string `yaml:"name"`
-			Value     string `yaml:"value"`
-			ValueFrom *struct {
-				SecretKeyRef struct {
-					Name string `yaml:"name"`
-					Key  string `yaml:"key"`
-				} `yaml:"secretKeyRef"`
-			} `yaml:"valueFrom"`
-		} `yaml:"env"`
-		Ports []struct {
-			Name          string `yaml:"name"`
-			ContainerPort int    `yaml:"containerPort"`
-		} `yaml:"ports"`
-		LivenessProbe  probe `yaml:"livenessProbe"`
-		ReadinessProbe probe `yaml:"readinessProbe"`
-		StartupProbe   probe `yaml:"startupProbe"`
-		Resources      struct {
-			Requests map[string]string `yaml:"requests"`
-			Limits   map[string]string `yaml:"limits"`
-		} `yaml:"resources"`
-		SecurityContext struct {
-			AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
-			ReadOnlyRootFilesystem   bool  `yaml:"readOnlyRootFilesystem"`
-			RunAsNonRoot             bool  `yaml:"runAsNonRoot"`
-			RunAsUser                int   `yaml:"runAsUser"`
-			Capabilities             struct {
-				Drop []string `yaml:"drop"`
-			} `yaml:"capabilities"`
-		} `yaml:"securityContext"`
-		VolumeMounts []struct {
-			Name      string `yaml:"name"`
-			MountPath string `yaml:"mountPath"`
-		} `yaml:"volumeMounts"`
-	} `yaml:"containers"`
-	Volumes []struct {
-		Name                  string `yaml:"name"`
-		PersistentVolumeClaim *struct {
-			ClaimName string `yaml:"claimName"`
-		} `yaml:"persistentVolumeClaim"`
-		EmptyDir any `yaml:"emptyDir"`
-	} `yaml:"volumes"`
+// rendered is one `helm template` of the chart, decoded into the Kubernetes
+// API's own types.
+type rendered struct {
+	deployments []appsv1.Deployment
+	services    []corev1.Service
+	secrets     []corev1.Secret
+	claims      []corev1.PersistentVolumeClaim
+	budgets     []policyv1.PodDisruptionBudget
+	monitors    []serviceMonitor
 }
 
-type probe struct {
-	HTTPGet struct {
-		Path string `yaml:"path"`
-		Port string `yaml:"port"`
-	} `yaml:"httpGet"`
-}
-
-// rendered is one `helm template` of the chart, by kind.
-type rendered map[string][]object
-
-func (r rendered) one(t *testing.T, kind string) object {
+func one[T any](t *testing.T, kind string, objs []T) T {
 	t.Helper()
-	if len(r[kind]) != 1 {
-		t.Fatalf("%d %s rendered, want 1", len(r[kind]), kind)
+	if len(objs) != 1 {
+		t.Fatalf("%d %s rendered, want 1", len(objs), kind)
 	}
-	return r[kind][0]
+	return objs[0]
 }
 
-// env returns the container's environment: values, and name/key of the
-// Secret for those read from one.
-func (o object) env() map[string]string {
+func (r rendered) deployment(t *testing.T) appsv1.Deployment {
+	return one(t, "Deployment", r.deployments)
+}
+
+// container is the Deployment's only container.
+func (r rendered) container(t *testing.T) corev1.Container {
+	t.Helper()
+	cs := r.deployment(t).Spec.Template.Spec.Containers
+	if len(cs) != 1 {
+		t.Fatalf("%d containers, want 1", len(cs))
+	}
+	return cs[0]
+}
+
+// env returns the container's environment: values, and "secret:name/key"
+// for those read from a Secret.
+func (r rendered) env(t *testing.T) map[string]string {
+	t.Helper()
 	m := map[string]string{}
-	for _, e := range o.Spec.Template.Spec.Containers[0].Env {
-		if e.ValueFrom != nil {
+	for _, e := range r.container(t).Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 			m[e.Name] = "secret:" + e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
 		} else {
 			m[e.Name] = e.Value
@@ -145,37 +90,63 @@ func helm(t *testing.T, args ...string) (string, error) {
 	var out, stderr bytes.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &stderr
-	err := cmd.Run()
-	if err != nil {
+	if err := cmd.Run(); err != nil {
 		return stderr.String(), err
 	}
 	return out.String(), nil
 }
 
-// template renders the chart with --set values and parses every manifest.
-func template(t *testing.T, set ...string) rendered {
-	t.Helper()
-	args := []string{"template", "rel", chart, "--namespace", "hooks"}
+func withValues(args []string, set []string) []string {
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
+	return args
+}
+
+var separator = regexp.MustCompile(`(?m)^---$`)
+
+// template renders the chart with --set values and decodes every manifest
+// strictly: a field the Kubernetes API does not know fails the test.
+func template(t *testing.T, set ...string) rendered {
+	t.Helper()
+	args := withValues([]string{"template", "rel", chart, "--namespace", "hooks"}, set)
 	out, err := helm(t, args...)
 	if err != nil {
 		t.Fatalf("helm %v: %v\n%s", args, err, out)
 	}
-	r := rendered{}
-	dec := yaml.NewDecoder(strings.NewReader(out))
-	for {
-		var o object
-		err := dec.Decode(&o)
-		if errors.Is(err, io.EOF) {
-			break
+	var r rendered
+	for _, doc := range separator.Split(out, -1) {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("rendered manifest: %v\n%s", err, doc)
 		}
-		if err != nil {
-			t.Fatalf("rendered manifests: %v\n%s", err, out)
+		var target any
+		switch meta.Kind {
+		case "":
+			continue
+		case "Deployment":
+			r.deployments = append(r.deployments, appsv1.Deployment{})
+			target = &r.deployments[len(r.deployments)-1]
+		case "Service":
+			r.services = append(r.services, corev1.Service{})
+			target = &r.services[len(r.services)-1]
+		case "Secret":
+			r.secrets = append(r.secrets, corev1.Secret{})
+			target = &r.secrets[len(r.secrets)-1]
+		case "PersistentVolumeClaim":
+			r.claims = append(r.claims, corev1.PersistentVolumeClaim{})
+			target = &r.claims[len(r.claims)-1]
+		case "PodDisruptionBudget":
+			r.budgets = append(r.budgets, policyv1.PodDisruptionBudget{})
+			target = &r.budgets[len(r.budgets)-1]
+		case "ServiceMonitor":
+			r.monitors = append(r.monitors, serviceMonitor{})
+			target = &r.monitors[len(r.monitors)-1]
+		default:
+			t.Fatalf("the chart rendered a %s, which these tests do not know", meta.Kind)
 		}
-		if o.Kind != "" {
-			r[o.Kind] = append(r[o.Kind], o)
+		if err := yaml.UnmarshalStrict([]byte(doc), target); err != nil {
+			t.Errorf("%s is not a valid %s: %v", meta.Kind, meta.Kind, err)
 		}
 	}
 	return r
@@ -186,10 +157,7 @@ var onPostgres = []string{"replicaCount=3", "postgres.enabled=true", "postgres.u
 
 func TestChartLintsWithDefaultAndPostgreSQLValues(t *testing.T) {
 	for _, set := range [][]string{nil, onPostgres} {
-		args := []string{"lint", "--strict", chart}
-		for _, s := range set {
-			args = append(args, "--set", s)
-		}
+		args := withValues([]string{"lint", "--strict", chart}, set)
 		if out, err := helm(t, args...); err != nil {
 			t.Errorf("helm %v: %v\n%s", args, err, out)
 		}
@@ -198,14 +166,16 @@ func TestChartLintsWithDefaultAndPostgreSQLValues(t *testing.T) {
 
 func TestChartRunsTheImageAsUser65532WithNothingWritableButItsVolumes(t *testing.T) {
 	for _, set := range [][]string{nil, onPostgres} {
-		pod := template(t, set...).one(t, "Deployment").Spec.Template.Spec
-		if sc := pod.SecurityContext; !sc.RunAsNonRoot || sc.RunAsUser != 65532 || sc.FSGroup != 65532 {
-			t.Errorf("%v: pod securityContext %+v", set, sc)
+		r := template(t, set...)
+		pod := r.deployment(t).Spec.Template.Spec
+		if sc := pod.SecurityContext; sc == nil || !isTrue(sc.RunAsNonRoot) || !is(sc.RunAsUser, 65532) || !is(sc.FSGroup, 65532) {
+			t.Errorf("%v: pod securityContext %+v", set, pod.SecurityContext)
 		}
-		c := pod.Containers[0]
+		c := r.container(t)
 		sc := c.SecurityContext
-		if !sc.RunAsNonRoot || sc.RunAsUser != 65532 || !sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil ||
-			*sc.AllowPrivilegeEscalation || strings.Join(sc.Capabilities.Drop, ",") != "ALL" {
+		if sc == nil || !isTrue(sc.RunAsNonRoot) || !is(sc.RunAsUser, 65532) || !isTrue(sc.ReadOnlyRootFilesystem) ||
+			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil ||
+			len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
 			t.Errorf("%v: container securityContext %+v", set, sc)
 		}
 		mounts := map[string]bool{}
@@ -215,7 +185,7 @@ func TestChartRunsTheImageAsUser65532WithNothingWritableButItsVolumes(t *testing
 		if len(mounts) != 2 || !mounts["/data"] || !mounts["/tmp"] {
 			t.Errorf("%v: mounts %+v, want /data and /tmp", set, c.VolumeMounts)
 		}
-		if c.Resources.Requests["memory"] == "" || c.Resources.Limits["memory"] == "" {
+		if c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 			t.Errorf("%v: resources %+v", set, c.Resources)
 		}
 		if strings.Join(c.Args, " ") != "serve" || len(c.Ports) != 1 || c.Ports[0].ContainerPort != 8080 {
@@ -224,121 +194,128 @@ func TestChartRunsTheImageAsUser65532WithNothingWritableButItsVolumes(t *testing
 	}
 }
 
+func isTrue(b *bool) bool          { return b != nil && *b }
+func is(n *int64, want int64) bool { return n != nil && *n == want }
+
 func TestChartProbesHealthzForLivenessAndReadyzForReadiness(t *testing.T) {
-	c := template(t).one(t, "Deployment").Spec.Template.Spec.Containers[0]
-	port := c.Ports[0].Name
+	c := template(t).container(t)
 	for name, p := range map[string]struct {
-		got  probe
+		got  *corev1.Probe
 		path string
 	}{"liveness": {c.LivenessProbe, "/healthz"}, "readiness": {c.ReadinessProbe, "/readyz"}, "startup": {c.StartupProbe, "/healthz"}} {
-		if p.got.HTTPGet.Path != p.path || p.got.HTTPGet.Port != port {
-			t.Errorf("%s probe %+v, want %s on port %s", name, p.got.HTTPGet, p.path, port)
+		if p.got == nil || p.got.HTTPGet == nil || p.got.HTTPGet.Path != p.path || p.got.HTTPGet.Port.String() != c.Ports[0].Name {
+			t.Errorf("%s probe %+v, want %s on port %s", name, p.got, p.path, c.Ports[0].Name)
 		}
 	}
 }
 
 func TestChartTerminationGraceOutlastsTheShutdownGrace(t *testing.T) {
 	for _, grace := range []int{30, 120} {
-		d := template(t, "shutdownGraceSeconds="+strconv.Itoa(grace)).one(t, "Deployment")
-		flag, err := time.ParseDuration(d.env()["INTAKE_SHUTDOWN_GRACE"])
+		r := template(t, "shutdownGraceSeconds="+strconv.Itoa(grace))
+		flag, err := time.ParseDuration(r.env(t)["INTAKE_SHUTDOWN_GRACE"])
 		if err != nil || flag != time.Duration(grace)*time.Second {
-			t.Fatalf("shutdownGraceSeconds=%d: INTAKE_SHUTDOWN_GRACE %q", grace, d.env()["INTAKE_SHUTDOWN_GRACE"])
+			t.Fatalf("shutdownGraceSeconds=%d: INTAKE_SHUTDOWN_GRACE %q", grace, r.env(t)["INTAKE_SHUTDOWN_GRACE"])
 		}
-		if tg := d.Spec.Template.Spec.TerminationGracePeriodSeconds; time.Duration(tg)*time.Second <= flag {
-			t.Errorf("terminationGracePeriodSeconds %d does not outlast --shutdown-grace %s", tg, flag)
+		tg := r.deployment(t).Spec.Template.Spec.TerminationGracePeriodSeconds
+		if tg == nil || time.Duration(*tg)*time.Second <= flag {
+			t.Errorf("terminationGracePeriodSeconds %v does not outlast --shutdown-grace %s", tg, flag)
 		}
 	}
 }
 
 func TestChartDefaultsToOneReplicaOnTheEmbeddedStoreWithAVolumeAndAGeneratedKey(t *testing.T) {
 	r := template(t)
-	d := r.one(t, "Deployment")
-	if *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != "Recreate" {
-		t.Errorf("replicas %d, strategy %q; want 1, Recreate (one process owns the store)", *d.Spec.Replicas, d.Spec.Strategy.Type)
+	d := r.deployment(t)
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("replicas %v, strategy %q; want 1, Recreate (one process owns the store)", d.Spec.Replicas, d.Spec.Strategy.Type)
 	}
-	pvc := r.one(t, "PersistentVolumeClaim")
+	pvc := one(t, "PersistentVolumeClaim", r.claims)
 	var claim string
 	for _, v := range d.Spec.Template.Spec.Volumes {
 		if v.Name == "data" && v.PersistentVolumeClaim != nil {
 			claim = v.PersistentVolumeClaim.ClaimName
 		}
 	}
-	if claim != pvc.Metadata.Name {
-		t.Errorf("/data is claim %q, the chart's claim is %q", claim, pvc.Metadata.Name)
+	if claim != pvc.Name {
+		t.Errorf("/data is claim %q, the chart's claim is %q", claim, pvc.Name)
 	}
-	if env := d.env(); env["INTAKE_DB"] != "" || env["INTAKE_DATA"] != "/data" {
+	env := r.env(t)
+	if env["INTAKE_DB"] != "" || env["INTAKE_DATA"] != "/data" {
 		t.Errorf("embedded store: INTAKE_DB %q, INTAKE_DATA %q", env["INTAKE_DB"], env["INTAKE_DATA"])
 	}
-	secret := r.one(t, "Secret")
-	if secret.Metadata.Annotations["helm.sh/resource-policy"] != "keep" {
+	secret := one(t, "Secret", r.secrets)
+	if secret.Annotations["helm.sh/resource-policy"] != "keep" {
 		t.Error("the Secret holding the master key is deleted with the release")
 	}
-	key, err := base64.StdEncoding.DecodeString(secret.Data["master-key"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := seal.ParseKey(string(key)); err != nil {
+	if _, err := seal.ParseKey(string(secret.Data["master-key"])); err != nil {
 		t.Errorf("the generated master key is not one intake accepts: %v", err)
 	}
-	if env := d.env(); env["INTAKE_MASTER_KEY"] != "secret:"+secret.Metadata.Name+"/master-key" ||
-		env["INTAKE_ADMIN_TOKEN"] != "secret:"+secret.Metadata.Name+"/admin-token" {
+	if !strings.HasPrefix(string(secret.Data["admin-token"]), "ist_") {
+		t.Errorf("generated staff token %q", secret.Data["admin-token"])
+	}
+	if env["INTAKE_MASTER_KEY"] != "secret:"+secret.Name+"/master-key" || env["INTAKE_ADMIN_TOKEN"] != "secret:"+secret.Name+"/admin-token" {
 		t.Errorf("master key and staff token are not read from the Secret: %v", env)
 	}
-	if len(r["PodDisruptionBudget"]) != 0 || len(r["ServiceMonitor"]) != 0 {
+	if len(r.budgets) != 0 || len(r.monitors) != 0 {
 		t.Error("one replica rendered a PodDisruptionBudget, or a ServiceMonitor was rendered unasked")
 	}
 }
 
 func TestChartRunsReplicasOnPostgreSQLWithTheURLFromASecretAndNoVolume(t *testing.T) {
 	r := template(t, onPostgres...)
-	d := r.one(t, "Deployment")
-	if *d.Spec.Replicas != 3 || d.Spec.Strategy.Type != "RollingUpdate" {
-		t.Errorf("replicas %d, strategy %q", *d.Spec.Replicas, d.Spec.Strategy.Type)
+	d := r.deployment(t)
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 3 || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		t.Errorf("replicas %v, strategy %q", d.Spec.Replicas, d.Spec.Strategy.Type)
 	}
-	secret := r.one(t, "Secret")
-	if got := d.env()["INTAKE_DB"]; got != "secret:"+secret.Metadata.Name+"/database-url" {
+	secret := one(t, "Secret", r.secrets)
+	if got := r.env(t)["INTAKE_DB"]; got != "secret:"+secret.Name+"/database-url" {
 		t.Errorf("INTAKE_DB is %q", got)
 	}
-	url, _ := base64.StdEncoding.DecodeString(secret.Data["database-url"])
-	if string(url) != "postgres://intake:pw@db:5432/intake" {
-		t.Errorf("the Secret's database-url is %q", url)
+	if got := string(secret.Data["database-url"]); got != "postgres://intake:pw@db:5432/intake" {
+		t.Errorf("the Secret's database-url is %q", got)
 	}
-	if len(r["PersistentVolumeClaim"]) != 0 {
+	if len(r.claims) != 0 {
 		t.Error("a volume claim was rendered for the PostgreSQL store")
 	}
-	pdb := r.one(t, "PodDisruptionBudget")
-	if pdb.Spec.MaxUnavailable == nil || *pdb.Spec.MaxUnavailable != 1 || !selects(pdb.Spec.Selector.MatchLabels, d) {
+	pdb := one(t, "PodDisruptionBudget", r.budgets)
+	if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 || !selects(pdb.Spec.Selector, d) {
 		t.Errorf("PodDisruptionBudget %+v", pdb.Spec)
 	}
-	svc := r.one(t, "Service")
-	sm := r.one(t, "ServiceMonitor")
+	svc := one(t, "Service", r.services)
+	if !selects(&metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, d) {
+		t.Errorf("the Service selects %v, not the Deployment's pods", svc.Spec.Selector)
+	}
+	sm := one(t, "ServiceMonitor", r.monitors)
 	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Path != "/metrics" || sm.Spec.Endpoints[0].Port != svc.Spec.Ports[0].Name {
 		t.Errorf("ServiceMonitor endpoints %+v, Service ports %+v", sm.Spec.Endpoints, svc.Spec.Ports)
 	}
 	for k, v := range sm.Spec.Selector.MatchLabels {
-		if svc.Metadata.Labels[k] != v {
+		if svc.Labels[k] != v {
 			t.Errorf("the ServiceMonitor does not select the Service: %s=%s", k, v)
 		}
 	}
 }
 
-// selects reports whether labels select the Deployment's pods.
-func selects(labels map[string]string, d object) bool {
-	for k, v := range labels {
-		if d.Spec.Template.Metadata.Labels[k] != v {
+// selects reports whether sel selects the Deployment's pods.
+func selects(sel *metav1.LabelSelector, d appsv1.Deployment) bool {
+	if sel == nil || len(sel.MatchLabels) == 0 {
+		return false
+	}
+	for k, v := range sel.MatchLabels {
+		if d.Spec.Template.Labels[k] != v {
 			return false
 		}
 	}
-	return len(labels) > 0
+	return true
 }
 
 func TestChartReadsAnExistingSecretInsteadOfRenderingOne(t *testing.T) {
 	r := template(t, "secrets.existingSecret=mine", "postgres.enabled=true", "postgres.existingSecret=db",
 		"postgres.secretKey=url")
-	if len(r["Secret"]) != 0 {
-		t.Errorf("rendered %d Secrets beside existing ones", len(r["Secret"]))
+	if len(r.secrets) != 0 {
+		t.Errorf("rendered %d Secrets beside existing ones", len(r.secrets))
 	}
-	env := r.one(t, "Deployment").env()
+	env := r.env(t)
 	if env["INTAKE_MASTER_KEY"] != "secret:mine/master-key" || env["INTAKE_ADMIN_TOKEN"] != "secret:mine/admin-token" ||
 		env["INTAKE_DB"] != "secret:db/url" {
 		t.Errorf("environment %v", env)
@@ -357,10 +334,7 @@ func TestChartRefusesValuesThatCannotRun(t *testing.T) {
 		{[]string{"secrets.masterKey=short"}, "/secrets/masterKey"},
 		{[]string{"replicas=3"}, "additional properties 'replicas' not allowed"},
 	} {
-		args := []string{"template", "rel", chart}
-		for _, s := range c.set {
-			args = append(args, "--set", s)
-		}
+		args := withValues([]string{"template", "rel", chart}, c.set)
 		out, err := helm(t, args...)
 		if err == nil || !strings.Contains(out, c.want) {
 			t.Errorf("%v: %v, want an error containing %q\n%s", c.set, err, c.want, out)
