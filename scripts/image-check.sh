@@ -84,13 +84,18 @@ for _ in $(seq 300); do # up to 30 s
 	sleep 0.1
 done
 [ -n "$addr" ] || fail "intake serve did not start in 30 s: $(cat "$work/serve.log")"
-in_image /usr/local/bin/intake healthcheck --addr "$addr" || fail "healthcheck failed on a serving process"
+# The image's own HEALTHCHECK command, as an engine would run it.
+read -r -a probe <<<"$(inspect '{{range slice .HealthCheck.Test 1}}{{.}} {{end}}')"
+healthy() {
+	env -i PATH=/usr/local/bin INTAKE_DATA=/data INTAKE_ADDR="$addr" "$chroot" --userspec=65532:65532 "$fs" "${probe[@]}"
+}
+healthy || fail "the image's healthcheck (${probe[*]}) failed on a serving process"
 expect "data written by 65532" "$(stat -c '%u' "$fs/data/intake.db" "$fs/data/master.key" | sort -u)" 65532
 kill -TERM "$server"
 wait "$server" || fail "intake serve did not exit 0 after SIGTERM: $(cat "$work/serve.log")"
 server=""
-if in_image /usr/local/bin/intake healthcheck --addr "$addr" 2>/dev/null; then
+if healthy 2>/dev/null; then
 	fail "healthcheck passed with no server"
 fi
-step "inside the image filesystem as 65532: serve started on $addr, healthcheck 0, wrote /data, SIGTERM exit 0, healthcheck 1 after ($(elapsed "$t"))"
+step "inside the image filesystem as 65532: serve started on $addr, the image's healthcheck 0, wrote /data, SIGTERM exit 0, healthcheck 1 after ($(elapsed "$t"))"
 echo "image-check: ok ($version, $commit)"
