@@ -93,6 +93,7 @@ func (c *ServeCmd) Run() error {
 	defer store.Close()
 
 	m := metrics.New()
+	m.Registry.MustRegister(currentBuild().collector())
 	clock := intake.SystemClock{}
 	m.WatchStore(store, clock)
 	quota := &ingress.Quota{Limit: c.StorageQuota}
