@@ -42,9 +42,11 @@ type env struct {
 	// truncate makes the next events' data truncated, as adapters mark
 	// payloads over 64 KiB.
 	truncate bool
-	// header and query are the next events' original request's.
+	// header and query are the next events' original request's; data,
+	// when set, their data.
 	header http.Header
 	query  string
+	data   string
 }
 
 func setup(t *testing.T, opts ...func(*router.Config)) *env {
@@ -94,6 +96,9 @@ func (e *env) event(t *testing.T, typ string, objectIDs ...string) string {
 	t.Helper()
 	ctx := context.Background()
 	body := fmt.Sprintf(`{"type":%q,"n":%q}`, typ, intake.NewID())
+	if e.data != "" {
+		body = e.data
+	}
 	sum := sha256.Sum256([]byte(body))
 	m := &intake.Message{ID: intake.NewID(), OrgID: e.org.ID, ConnectionID: e.conn.ID, EndpointID: e.ep.ID, Method: "POST",
 		Header: e.header, Query: e.query, Body: []byte(body), Digest: hex.EncodeToString(sum[:]), ReceivedAt: e.clock.Now(), State: intake.MessageQueued,
