@@ -59,8 +59,11 @@ type Endpoint struct {
 	ID           string
 	OrgID        string
 	ConnectionID string
-	Provider     string // the connection's provider, for ingress-time challenges
-	TokenHash    []byte
+	// Name tells an org's endpoints apart and is what `intake apply` matches
+	// them by; empty: unnamed, left alone by apply.
+	Name      string
+	Provider  string // the connection's provider, for ingress-time challenges
+	TokenHash []byte
 	// SealedToken lets the worker rebuild the URL the provider was given,
 	// which URL-signing providers (Twilio) sign; it is never shown again.
 	SealedToken  []byte

@@ -250,20 +250,20 @@ func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint, audit ...
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO endpoints (id, org_id, connection_id, token_hash, sealed_token, enabled, max_body_bytes, rate_per_sec, burst, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			e.ID, org, e.ConnectionID, e.TokenHash, e.SealedToken, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, ts(e.CreatedAt))
+		_, err = tx.Exec(ctx, `INSERT INTO endpoints (id, org_id, connection_id, name, token_hash, sealed_token, enabled, max_body_bytes, rate_per_sec, burst, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			e.ID, org, e.ConnectionID, e.Name, e.TokenHash, e.SealedToken, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, ts(e.CreatedAt))
 		return err
 	})
 }
 
-const endpointColumns = `e.id, e.org_id, e.connection_id, c.provider, e.token_hash, e.sealed_token, e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at`
+const endpointColumns = `e.id, e.org_id, e.connection_id, e.name, c.provider, e.token_hash, e.sealed_token, e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at`
 
 func scanEndpoint(row pgx.Row) (intake.Endpoint, error) {
 	var e intake.Endpoint
 	var created *time.Time
 	var burst int32
-	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Provider, &e.TokenHash, &e.SealedToken, &e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &burst, &created)
+	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Name, &e.Provider, &e.TokenHash, &e.SealedToken, &e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &burst, &created)
 	e.Burst, e.CreatedAt = int(burst), fromTS(created)
 	return e, err
 }
@@ -295,15 +295,15 @@ func (s *Store) EndpointByTokenHash(ctx context.Context, tokenHash []byte) (inta
 	return e, unavailable(err)
 }
 
-// UpdateEndpoint saves an endpoint's enabled flag and limits.
+// UpdateEndpoint saves an endpoint's name, enabled flag and limits.
 func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.Endpoint, audit ...intake.AuditEntry) error {
 	if !validIDs(e.ID) {
 		return notFound("endpoint", e.ID)
 	}
 	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE endpoints SET enabled = $1, max_body_bytes = $2, rate_per_sec = $3, burst = $4
-			WHERE deleted_at IS NULL AND id = $5 AND ($6::uuid IS NULL OR org_id = $6)`,
-			e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, nullID(sc.OrgID))
+		tag, err := tx.Exec(ctx, `UPDATE endpoints SET name = $1, enabled = $2, max_body_bytes = $3, rate_per_sec = $4, burst = $5
+			WHERE deleted_at IS NULL AND id = $6 AND ($7::uuid IS NULL OR org_id = $7)`,
+			e.Name, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, nullID(sc.OrgID))
 		if err != nil {
 			return err
 		}

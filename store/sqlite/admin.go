@@ -239,19 +239,19 @@ func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint, audit ...
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO endpoints (id, org_id, connection_id, token_hash, sealed_token, enabled, max_body_bytes, rate_per_sec, burst, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.ID, org, e.ConnectionID, e.TokenHash, e.SealedToken, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, ts(e.CreatedAt))
+		_, err = tx.ExecContext(ctx, `INSERT INTO endpoints (id, org_id, connection_id, name, token_hash, sealed_token, enabled, max_body_bytes, rate_per_sec, burst, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, org, e.ConnectionID, e.Name, e.TokenHash, e.SealedToken, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, ts(e.CreatedAt))
 		return err
 	})
 }
 
-const endpointColumns = `e.id, e.org_id, e.connection_id, c.provider, e.token_hash, e.sealed_token, e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at`
+const endpointColumns = `e.id, e.org_id, e.connection_id, e.name, c.provider, e.token_hash, e.sealed_token, e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at`
 
 func scanEndpoint(row interface{ Scan(...any) error }) (intake.Endpoint, error) {
 	var e intake.Endpoint
 	var created sql.NullInt64
-	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Provider, &e.TokenHash, &e.SealedToken, &e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &e.Burst, &created)
+	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Name, &e.Provider, &e.TokenHash, &e.SealedToken, &e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &e.Burst, &created)
 	e.CreatedAt = fromTS(created)
 	return e, err
 }
@@ -277,12 +277,12 @@ func (s *Store) EndpointByTokenHash(ctx context.Context, tokenHash []byte) (inta
 	return e, err
 }
 
-// UpdateEndpoint saves an endpoint's enabled flag and limits.
+// UpdateEndpoint saves an endpoint's name, enabled flag and limits.
 func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.Endpoint, audit ...intake.AuditEntry) error {
 	return s.audited(ctx, audit, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE endpoints SET enabled = ?, max_body_bytes = ?, rate_per_sec = ?, burst = ?
+		res, err := tx.ExecContext(ctx, `UPDATE endpoints SET name = ?, enabled = ?, max_body_bytes = ?, rate_per_sec = ?, burst = ?
 			WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
-			e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, sc.OrgID, sc.OrgID)
+			e.Name, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, sc.OrgID, sc.OrgID)
 		if err != nil {
 			return err
 		}

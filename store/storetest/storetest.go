@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 		{"OrgScopeHidesOtherOrgsRows", testScope},
 		{"ListsPaginateNewestFirst", testPagination},
 		{"EndpointUpdatesAndTokenLookup", testEndpoints},
+		{"EndpointNameIsKeptAndRenamed", testEndpointName},
 		{"EventClaimsAreNumberedLeasedAndKnowWhoIsDone", testEventClaims},
 		{"EventSettleRecordsDeliveriesAndRefusesStaleAttempts", testEventSettle},
 		{"ExpiredEventLeaseIsTakenOverAsRetrying", testEventLeaseTakeover},
