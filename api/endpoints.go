@@ -13,7 +13,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, who cont
 		return err
 	}
 	e, err := s.ctl.CreateEndpoint(r.Context(), who, req.ConnectionID,
-		control.Limits{MaxBodyBytes: req.MaxBodyBytes, RatePerSec: req.RatePerSec, Burst: req.Burst})
+		control.Limits{Name: req.Name, MaxBodyBytes: req.MaxBodyBytes, RatePerSec: req.RatePerSec, Burst: req.Burst})
 	if err != nil {
 		return err
 	}
@@ -34,7 +34,7 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request, who cont
 		return err
 	}
 	e, err := s.ctl.UpdateEndpoint(r.Context(), who, id,
-		control.Limits{Enabled: req.Enabled, MaxBodyBytes: req.MaxBodyBytes, RatePerSec: req.RatePerSec, Burst: req.Burst})
+		control.Limits{Name: req.Name, Enabled: req.Enabled, MaxBodyBytes: req.MaxBodyBytes, RatePerSec: req.RatePerSec, Burst: req.Burst})
 	if err != nil {
 		return err
 	}
@@ -75,6 +75,7 @@ func endpointView(e intake.Endpoint) Endpoint {
 		ID:           e.ID,
 		OrgID:        e.OrgID,
 		ConnectionID: e.ConnectionID,
+		Name:         e.Name,
 		Provider:     e.Provider,
 		Enabled:      e.Enabled,
 		MaxBodyBytes: e.MaxBodyBytes,

@@ -115,6 +115,7 @@ type UpdateConnectionRequest struct {
 // the defaults; RatePerSec 0 means no rate limit.
 type CreateEndpointRequest struct {
 	ConnectionID string   `json:"connection_id"`
+	Name         *string  `json:"name,omitempty"`
 	MaxBodyBytes *int64   `json:"max_body_bytes,omitempty"`
 	RatePerSec   *float64 `json:"rate_per_sec,omitempty"`
 	Burst        *int     `json:"burst,omitempty"`
@@ -122,6 +123,7 @@ type CreateEndpointRequest struct {
 
 // UpdateEndpointRequest changes the fields it sets and leaves the others.
 type UpdateEndpointRequest struct {
+	Name         *string  `json:"name,omitempty"`
 	Enabled      *bool    `json:"enabled,omitempty"`
 	MaxBodyBytes *int64   `json:"max_body_bytes,omitempty"`
 	RatePerSec   *float64 `json:"rate_per_sec,omitempty"`
@@ -134,6 +136,7 @@ type Endpoint struct {
 	ID           string    `json:"id"`
 	OrgID        string    `json:"org_id"`
 	ConnectionID string    `json:"connection_id"`
+	Name         string    `json:"name"`
 	Provider     string    `json:"provider"`
 	Token        string    `json:"token,omitempty"`
 	URL          string    `json:"url,omitempty"`

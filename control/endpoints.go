@@ -11,6 +11,9 @@ import (
 // Limits are an endpoint's settings a create or an update may give; nil
 // keeps the default (create) or the current value (update).
 type Limits struct {
+	// Name is unique among the named endpoints of a connection; "" leaves
+	// (or makes) it unnamed.
+	Name         *string
 	Enabled      *bool
 	MaxBodyBytes *int64
 	RatePerSec   *float64
@@ -46,8 +49,11 @@ func (p *Plane) CreateEndpoint(ctx context.Context, c Caller, connectionID strin
 	if err := applyLimits(&e, l); err != nil {
 		return CreatedEndpoint{}, err
 	}
+	if err := p.checkEndpointName(ctx, c, e); err != nil {
+		return CreatedEndpoint{}, err
+	}
 	e.SealedToken = p.sealer.Seal([]byte(tok), []byte(e.ID))
-	if err := p.store.CreateEndpoint(ctx, e, p.entry(c, e.OrgID, "endpoint.create", "endpoint", e.ID, "connection=", e.ConnectionID)); err != nil {
+	if err := p.store.CreateEndpoint(ctx, e, p.entry(c, e.OrgID, "endpoint.create", "endpoint", e.ID, "connection=", e.ConnectionID, " name=", e.Name)); err != nil {
 		return CreatedEndpoint{}, err
 	}
 	return CreatedEndpoint{Endpoint: e, Token: tok, URL: p.publicURL + "/webhooks/" + tok}, nil
@@ -66,8 +72,11 @@ func (p *Plane) UpdateEndpoint(ctx context.Context, c Caller, id string, l Limit
 	if err := applyLimits(&e, l); err != nil {
 		return intake.Endpoint{}, err
 	}
+	if err := p.checkEndpointName(ctx, c, e); err != nil {
+		return intake.Endpoint{}, err
+	}
 	a := p.entry(c, e.OrgID, "endpoint.update", "endpoint", e.ID,
-		fmt.Sprintf("enabled=%v max_body_bytes=%d rate_per_sec=%g burst=%d", e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst))
+		fmt.Sprintf("name=%q enabled=%v max_body_bytes=%d rate_per_sec=%g burst=%d", e.Name, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst))
 	if err := p.store.UpdateEndpoint(ctx, c.Scope, e, a); err != nil {
 		return intake.Endpoint{}, err
 	}
@@ -76,6 +85,14 @@ func (p *Plane) UpdateEndpoint(ctx context.Context, c Caller, id string, l Limit
 
 // applyLimits sets the settings l gives and validates the result.
 func applyLimits(e *intake.Endpoint, l Limits) error {
+	if l.Name != nil {
+		if *l.Name != "" {
+			if err := intake.CheckName("name", *l.Name); err != nil {
+				return err
+			}
+		}
+		e.Name = *l.Name
+	}
 	if l.Enabled != nil {
 		e.Enabled = *l.Enabled
 	}
@@ -92,4 +109,22 @@ func applyLimits(e *intake.Endpoint, l Limits) error {
 		e.Burst = *l.Burst
 	}
 	return e.Validate()
+}
+
+// checkEndpointName refuses a name another endpoint of the same connection
+// already has: apply matches endpoints by it.
+func (p *Plane) checkEndpointName(ctx context.Context, c Caller, e intake.Endpoint) error {
+	if e.Name == "" {
+		return nil
+	}
+	eps, err := p.store.ListEndpoints(ctx, c.Scope)
+	if err != nil {
+		return err
+	}
+	for _, o := range eps {
+		if o.ID != e.ID && o.ConnectionID == e.ConnectionID && o.Name == e.Name {
+			return intake.Errorf(intake.ECONFLICT, "connection %s already has an endpoint named %.64q", e.ConnectionID, e.Name)
+		}
+	}
+	return nil
 }

@@ -21,6 +21,7 @@ type EndpointsCmd struct {
 // defaults.
 type EndpointsCreateCmd struct {
 	Connection   string   `name:"connection" required:"" help:"Connection id."`
+	Name         *string  `name:"name" help:"A name unique among the connection's endpoints (what intake apply matches)."`
 	MaxBodyBytes *int64   `name:"max-body-bytes" help:"Largest body accepted (default 1 MiB)."`
 	RatePerSec   *float64 `name:"rate-per-sec" help:"Requests per second allowed; 0 for no limit."`
 	Burst        *int     `name:"burst" help:"Requests allowed at once above the rate."`
@@ -30,6 +31,7 @@ type EndpointsCreateCmd struct {
 func (c *EndpointsCreateCmd) Run(cl *Client) error {
 	return cl.send(http.MethodPost, "/api/v1/endpoints", api.CreateEndpointRequest{
 		ConnectionID: c.Connection,
+		Name:         c.Name,
 		MaxBodyBytes: c.MaxBodyBytes,
 		RatePerSec:   c.RatePerSec,
 		Burst:        c.Burst,
