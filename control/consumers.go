@@ -133,6 +133,7 @@ func checkEventTypes(patterns []string) error {
 // ConsumerUpdate is a change to a consumer; nil leaves a setting as it is.
 type ConsumerUpdate struct {
 	Name       *string
+	App        *string
 	URL        *string
 	EventTypes *[]string
 	Completion *bool
@@ -160,6 +161,12 @@ func (p *Plane) UpdateConsumer(ctx context.Context, c Caller, id string, u Consu
 			return intake.Consumer{}, err
 		}
 		cs.Name = *u.Name
+	}
+	if u.App != nil {
+		if err := intake.CheckName("app", *u.App); err != nil {
+			return intake.Consumer{}, err
+		}
+		cs.App = *u.App
 	}
 	if u.EventTypes != nil {
 		if err := checkEventTypes(*u.EventTypes); err != nil {
@@ -209,6 +216,9 @@ func consumerChanges(old, new intake.Consumer) string {
 	var d []string
 	if old.Name != new.Name {
 		d = append(d, fmt.Sprintf("name=%s", new.Name))
+	}
+	if old.App != new.App {
+		d = append(d, fmt.Sprintf("app=%s", new.App))
 	}
 	if old.URL != new.URL {
 		d = append(d, fmt.Sprintf("url=%s", new.URL))
