@@ -150,6 +150,8 @@ func (s *Server) routes() {
 	s.handle("DELETE /api/v1/endpoints/{id}", s.deleteHandler(intake.DeleteEndpoint))
 	s.handle("DELETE /api/v1/consumers/{id}", s.deleteHandler(intake.DeleteConsumer))
 	s.handle("DELETE /api/v1/endpoints/{id}/bodies", s.eraseBodies)
+	s.handle("POST /api/v1/apply", s.applyDocument)
+	s.handle("GET /api/v1/export", s.exportDocument)
 
 	s.mux.HandleFunc("GET /body/{signed}", s.serveSignedBody)
 }

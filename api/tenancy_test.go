@@ -9,6 +9,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/control"
 )
 
 // TestEveryRouteKeepsAnotherOrgsRowsOutOfReach calls every authenticated
@@ -75,6 +76,9 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 		"DELETE /api/v1/endpoints/{id}":                        {"/api/v1/endpoints/" + acme.ep.ID, nil, notFound},
 		"DELETE /api/v1/consumers/{id}":                        {"/api/v1/consumers/" + cons.ID, nil, notFound},
 		"DELETE /api/v1/endpoints/{id}/bodies":                 {"/api/v1/endpoints/" + acme.ep.ID + "/bodies?since=2000-01-01T00:00:00Z&until=2100-01-01T00:00:00Z", nil, notFound},
+		"POST /api/v1/apply": {"/api/v1/apply?prune=true", control.Document{Orgs: []control.OrgSpec{{Name: "acme",
+			Consumers: []control.ConsumerSpec{{Name: "x", App: "x", URL: "http://127.0.0.1:9/", EventTypes: []string{"*"}}}}}}, forbidden},
+		"GET /api/v1/export": {"/api/v1/export?org_id=" + acme.org.ID, nil, notFound},
 	}
 	routes := api.New(api.Config{Store: e.store, Sealer: e.sealer}).Routes()
 	for _, pattern := range routes {
