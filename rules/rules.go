@@ -121,11 +121,12 @@ func (e *Engine) Check(ctx context.Context, kind Kind, source string) error {
 	return intake.Errorf(intake.EINVALID, "rule kind %q: want filter, key, transform or interpret", kind)
 }
 
-// TestInput is what a dry run feeds a rule: Event and Input.Headers/Query
-// for filters, keys and transforms, Request for interpret.
+// TestInput is what a dry run feeds a rule: the event (as JSON or decoded,
+// either one) and Headers/Query for filters, keys and transforms, Request
+// for interpret.
 type TestInput struct {
 	Input
-	EventJSON json.RawMessage // the envelope as JSON; Input.Event is decoded from it when nil
+	EventJSON json.RawMessage // the envelope as JSON
 	Context   any             // the transform's context argument
 	Request   Request
 }
@@ -144,6 +145,13 @@ type TestResult struct {
 func (e *Engine) Test(ctx context.Context, kind Kind, source string, in TestInput) (TestResult, error) {
 	if err := e.Check(ctx, kind, source); err != nil {
 		return TestResult{}, err
+	}
+	if len(in.EventJSON) == 0 && in.Event != nil {
+		raw, err := json.Marshal(in.Event)
+		if err != nil {
+			return TestResult{}, intake.Errorf(intake.EINVALID, "event: %v", err)
+		}
+		in.EventJSON = raw
 	}
 	if in.Event == nil && len(in.EventJSON) > 0 && (kind == KindFilter || kind == KindKey) {
 		ev, err := DecodeEvent(in.EventJSON)

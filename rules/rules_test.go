@@ -49,6 +49,11 @@ func TestDryRunOfEachKind(t *testing.T) {
 	if err != nil || res.Result != "acme" {
 		t.Errorf("key dry run: %+v, %v", res, err)
 	}
+	decoded := TestInput{Input: Input{Event: mustEvent(t, stripeInvoice)}}
+	res, err = e.Test(ctx, KindTransform, `function transform(e) { return {body: e.data.object.currency}; }`, decoded)
+	if err != nil || res.Output != "eur" {
+		t.Errorf("transform dry run on a decoded event: %+v, %v", res, err)
+	}
 	res, err = e.Test(ctx, KindTransform, reshape, in)
 	if err != nil || res.Error != "" || !strings.Contains(res.Output, "Invoice paid: 2500 EUR") {
 		t.Errorf("transform dry run: %+v, %v", res, err)
