@@ -95,12 +95,19 @@ func TestDryRunOfARuleThatDoesNotCompileIsInvalid(t *testing.T) {
 	}
 }
 
-func TestDryRunSharesNoStateWithAnOrganisation(t *testing.T) {
+func TestDryRunSharesNoStateAndKeepsNoVM(t *testing.T) {
 	e := newTestEngine(t)
 	for range 3 {
-		if _, err := e.Test(context.Background(), KindTransform, counter, TestInput{EventJSON: json.RawMessage(`{}`)}); err != nil {
+		res, err := e.Test(context.Background(), KindTransform, counter, TestInput{EventJSON: json.RawMessage(`{}`)})
+		if err != nil {
 			t.Fatal(err)
 		}
+		if res.Output != "1" {
+			t.Fatalf("a dry run counted %s, want 1: it saw an earlier run's state", res.Output)
+		}
+	}
+	if e.VMs() != 0 {
+		t.Fatalf("dry runs left %d VMs alive", e.VMs())
 	}
 	if got := count(t, e, script(counter)); got != "1" {
 		t.Fatalf("the organisation's first call counted %s, want 1: it saw the dry runs' state", got)
