@@ -21,8 +21,8 @@ import (
 // top-level variable it changes) may be seen by a later call of the same
 // script in the same scope, and never by any other script or scope. Scripts
 // must not rely on it either way: a VM is dropped whenever it hits a limit
-// or the pool needs room. A fresh VM per call would cost more than the call
-// itself (see BenchmarkTransformFreshVM against BenchmarkTransform).
+// or the pool needs room. A fresh VM per call would cost some twenty times
+// the call itself (BenchmarkTransformFreshVM against BenchmarkTransform).
 type Script struct {
 	// Scope is whose script this is, an organisation's id: two organisations
 	// that save the same source never share a VM.
