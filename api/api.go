@@ -132,6 +132,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/consumers", s.listConsumers)
 	s.handle("GET /api/v1/consumers/{id}", s.getConsumer)
 	s.handle("PATCH /api/v1/consumers/{id}", s.updateConsumer)
+	s.handle("POST /api/v1/consumers/{id}/rotate-secret", s.rotateConsumerSecret)
 
 	s.handle("POST /api/v1/subject-links", s.createSubjectLink)
 	s.handle("POST /api/v1/rules/test", s.testRule)
