@@ -63,7 +63,8 @@ func setup(t *testing.T, opts ...func(*router.Config)) *env {
 	}
 	cfg := router.Config{Store: s, Sealer: sealer, Clock: e.clock, Backoff: intake.Backoff{Base: 10 * time.Second},
 		BodyURLs: bodyurl.Signer{Key: []byte("body-url-key"), PublicURL: "https://intake.example.com"},
-		Sender:   delivery.NewSender(delivery.Options{Timeout: 5 * time.Second, Policy: delivery.DefaultPolicy()})}
+		Sender:   delivery.NewSender(delivery.Options{Timeout: 5 * time.Second, Policy: delivery.DefaultPolicy()}),
+		Rules:    testkit.Rules(t)}
 	for _, o := range opts {
 		o(&cfg)
 	}
