@@ -99,6 +99,11 @@ type Store interface {
 	// Listen returns a channel that receives (coalesced) when work of the
 	// topic commits, and a function that stops listening.
 	Listen(topic string) (<-chan struct{}, func())
+	// Changes is the store's counter of operator changes: every write
+	// that disables, deletes, rotates or revokes moves it before it
+	// returns, and a change committed by another process on the same
+	// database moves it within a second.
+	Changes() *Changes
 
 	// DropBodies deletes up to limit stored bodies of settled messages
 	// received more than their org's body retention (def where the org sets

@@ -40,7 +40,8 @@ type Config struct {
 type Worker struct {
 	cfg Config
 	// Connection and endpoint rows (secrets still sealed) are reused for a
-	// few seconds: a burst from one provider costs one read of each.
+	// few seconds, or until the store's change counter moves: a burst from
+	// one provider costs one read of each.
 	conns cache.TTL[string, intake.Connection]
 	eps   cache.TTL[string, intake.Endpoint]
 }
@@ -76,6 +77,7 @@ func New(cfg Config) *Worker {
 	}
 	w := &Worker{cfg: cfg}
 	w.conns.TTL, w.eps.TTL = rowTTL, rowTTL
+	w.conns.Changes, w.eps.Changes = cfg.Store.Changes(), cfg.Store.Changes()
 	return w
 }
 

@@ -73,7 +73,7 @@ func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, consume
 		if tag.RowsAffected() == 0 {
 			return notFound("consumer", consumerID)
 		}
-		return nil
+		return s.announce(ctx, tx)
 	})
 }
 

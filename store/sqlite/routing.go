@@ -81,6 +81,7 @@ func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, id stri
 		if n, _ := res.RowsAffected(); n == 0 {
 			return notFound("consumer", id)
 		}
+		tx.announce()
 		return nil
 	})
 }

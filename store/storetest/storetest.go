@@ -54,6 +54,7 @@ func Run(t *testing.T, open Opener) {
 		{"ListsFilterByProviderEventAndByConsumer", testFilters},
 		{"ErasedBodiesAreGoneButTheirIdentitiesStay", testEraseBodies},
 		{"ReplayJobsAreScopedLeasedAndTakenOverWhenTheLeaseEnds", testReplayJobs},
+		{"OperatorChangesMoveTheChangeCounterBeforeReturning", testChanges},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
