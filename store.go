@@ -149,6 +149,13 @@ type Store interface {
 	// storage quota: cheap to ask, approximate by design.
 	StorageBytes(ctx context.Context) (int64, error)
 
+	// KeyFingerprint is the fingerprint of the master key the store's
+	// secrets are sealed with; "" before one is recorded.
+	KeyFingerprint(ctx context.Context) (string, error)
+	// RecordKeyFingerprint records fp unless a fingerprint is recorded
+	// already, and returns the one the store holds: fp, or the earlier one.
+	RecordKeyFingerprint(ctx context.Context, fp string) (string, error)
+
 	// Ping reports whether the store can serve.
 	Ping(ctx context.Context) error
 	Close() error

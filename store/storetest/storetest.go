@@ -55,6 +55,7 @@ func Run(t *testing.T, open Opener) {
 		{"ErasedBodiesAreGoneButTheirIdentitiesStay", testEraseBodies},
 		{"ReplayJobsAreScopedLeasedAndTakenOverWhenTheLeaseEnds", testReplayJobs},
 		{"OperatorChangesMoveTheChangeCounterBeforeReturning", testChanges},
+		{"TheFirstKeyFingerprintRecordedIsKept", testKeyFingerprint},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
