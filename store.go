@@ -54,9 +54,11 @@ type Store interface {
 	// SettleMessage applies a processing result in one transaction (see
 	// ApplySettlement). It fails with ESTALE if the attempt is not current.
 	SettleMessage(ctx context.Context, now time.Time, s Settlement) (Settled, error)
-	// ReleaseMessage ends a held lease at once so another worker can take
-	// the message as its next attempt.
-	ReleaseMessage(ctx context.Context, now time.Time, id string, attempt int) error
+	// ReleaseMessage ends a held lease so another worker can take the
+	// message from at on. The released attempt was never made: the next
+	// claim takes the same attempt number, so a release spends none of
+	// the message's attempts.
+	ReleaseMessage(ctx context.Context, at time.Time, id string, attempt int) error
 
 	Message(ctx context.Context, sc Scope, id string) (Message, error)
 	// MessageBody returns the stored request; ENOTFOUND once the body expired.

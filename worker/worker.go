@@ -34,6 +34,11 @@ type Config struct {
 	Concurrency int           // messages processed at once (default 64: a batch's settlements share commits)
 	Metrics     *metrics.Metrics
 	Logger      *slog.Logger
+
+	// KeyRetry is how long a message whose connection secrets this
+	// process's master key cannot open waits, released, before any process
+	// claims it again (default 10s).
+	KeyRetry time.Duration
 }
 
 // Worker claims and processes messages until its context ends.
@@ -44,6 +49,9 @@ type Worker struct {
 	// one provider costs one read of each.
 	conns cache.TTL[string, intake.Connection]
 	eps   cache.TTL[string, intake.Endpoint]
+	// unopenable holds the connections whose secrets this process could
+	// not open, so each is logged once, not once per message.
+	unopenable sync.Map
 }
 
 // rowTTL is how long a worker reuses connection and endpoint rows.
@@ -68,6 +76,9 @@ func New(cfg Config) *Worker {
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 64
+	}
+	if cfg.KeyRetry == 0 {
+		cfg.KeyRetry = 10 * time.Second
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
@@ -148,6 +159,10 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 	start := time.Now()
 	st := w.attempt(ctx, c)
+	if st.ErrorCode == errCodeUnopenable {
+		w.releaseUnopenable(ctx, c, st.ErrorMessage)
+		return
+	}
 	out, err := w.cfg.Store.SettleMessage(ctx, w.cfg.Clock.Now(), st)
 	switch {
 	case intake.ErrorCode(err) == intake.ESTALE:
@@ -206,7 +221,7 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement 
 	}
 	secrets, err := w.leaseSecrets(conn)
 	if err != nil {
-		return w.transient(st, m, err)
+		return unopenable(st, err)
 	}
 	req := &provider.Request{Method: m.Method, URL: w.publicURL(ctx, m), Header: m.Header, Body: m.Body, ReceivedAt: m.ReceivedAt}
 	if req.Query, err = url.ParseQuery(m.Query); err != nil {
