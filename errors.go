@@ -24,9 +24,24 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	// Err is the cause, kept for logs; it is never shown to callers.
+	Err error
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Unavailable marks err, a failure to reach storage, as EUNAVAILABLE: the
+// caller answers 503 and may try again; err stays the cause for the logs.
+func Unavailable(err error) *Error {
+	return &Error{Code: EUNAVAILABLE, Message: "storage is unavailable; try again shortly", Err: err}
+}
 
 // Errorf returns an *Error with the given code and formatted message.
 func Errorf(code, format string, args ...any) *Error {

@@ -34,3 +34,15 @@ func ValidID(s string) bool {
 	_, err := uuid.Parse(s)
 	return err == nil && len(s) == 36
 }
+
+// CheckID refuses a malformed id given in field, naming it (at most 64
+// bytes of it) in the error.
+func CheckID(field, id string) error {
+	if !ValidID(id) {
+		if len(id) > 64 {
+			id = id[:64] + "…"
+		}
+		return Errorf(EINVALID, "%s %q is not a valid id", field, id)
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 )
@@ -127,4 +128,38 @@ func MessageStatesInto(to MessageState) []MessageState {
 		}
 	}
 	return out
+}
+
+// ClaimBodies gives claimed messages their stored bodies as a store reads
+// them after the claim: a message stays body-expired until its body is
+// found.
+type ClaimBodies struct {
+	byID map[string]*Message
+	ids  []string
+}
+
+// NewClaimBodies prepares claims for their bodies.
+func NewClaimBodies(claims []Claim) ClaimBodies {
+	b := ClaimBodies{byID: make(map[string]*Message, len(claims)), ids: make([]string, 0, len(claims))}
+	for i := range claims {
+		m := &claims[i].Message
+		m.BodyExpired = true
+		b.byID[m.ID] = m
+		b.ids = append(b.ids, m.ID)
+	}
+	return b
+}
+
+// IDs are the messages whose bodies to read.
+func (b ClaimBodies) IDs() []string { return b.ids }
+
+// Fill gives message id its stored request: the JSON of its header and
+// its body.
+func (b ClaimBodies) Fill(id string, header, body []byte) error {
+	m := b.byID[id]
+	if m == nil {
+		return nil
+	}
+	m.Body, m.BodyExpired = body, false
+	return json.Unmarshal(header, &m.Header)
 }

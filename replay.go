@@ -26,3 +26,18 @@ type ReplayJob struct {
 
 // Finished reports whether the job has ended, done or failed.
 func (j ReplayJob) Finished() bool { return !j.FinishedAt.IsZero() }
+
+// CheckReplay holds a replay record to what a replay may be: a new message
+// with replay_of set, either queued with the original's request, or dead
+// with body_expired when the original's body is gone.
+func CheckReplay(m *Message) error {
+	switch {
+	case m.ReplayOf == "":
+		return Errorf(EINVALID, "a replay names the message it replays")
+	case m.State == MessageQueued && !m.BodyExpired:
+		return nil
+	case m.State == MessageDead && m.BodyExpired && m.ErrorCode == ErrCodeBodyExpired:
+		return nil
+	}
+	return Errorf(EINVALID, "a replay is queued, or dead with %s; not %s", ErrCodeBodyExpired, m.State)
+}

@@ -6,47 +6,94 @@ import (
 	"time"
 )
 
-// Store is everything intake keeps. Each backend (store/sqlite,
-// store/postgres) implements it and passes the one conformance suite in
-// store/storetest. Methods that read org-owned rows take a Scope so an org's
-// API key can never reach another org's rows.
+// Store is everything intake keeps: the union of the narrow interfaces
+// below, one per kind of work. Each backend (store/sqlite, store/postgres)
+// implements it and passes the one conformance suite in store/storetest; a
+// component asks only for the interface it uses. Methods that read
+// org-owned rows take a Scope so an org's API key can never reach another
+// org's rows. Every operator write takes the audit entries to record in the
+// same transaction (package control passes them).
 type Store interface {
+	Tenancy
+	Ingester
+	MessageQueue
+	EventQueue
+	History
+	Retention
+	ReplayJobs
+	Audit
+	MasterKeys
+	// Stats counts messages and events by state and finds the oldest due
+	// work, for gauges and alarms.
+	Stats(ctx context.Context, now time.Time) (Stats, error)
+	// Ping reports whether the store can serve.
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Tenancy keeps the rows an operator configures: orgs and their API keys,
+// connections, endpoints, consumers and subject links.
+type Tenancy interface {
 	// CreateOrg inserts an org with its first API key.
-	CreateOrg(ctx context.Context, o Org, key APIKey) error
+	CreateOrg(ctx context.Context, o Org, key APIKey, audit ...AuditEntry) error
 	// OrgByKeyHash finds the org of an unrevoked API key.
 	OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (Org, error)
-	CreateAPIKey(ctx context.Context, sc Scope, k APIKey) error
+	CreateAPIKey(ctx context.Context, sc Scope, k APIKey, audit ...AuditEntry) error
 	ListAPIKeys(ctx context.Context, sc Scope) ([]APIKey, error)
 	// RevokeAPIKey stops a key at once.
-	RevokeAPIKey(ctx context.Context, sc Scope, id string, at time.Time) error
+	RevokeAPIKey(ctx context.Context, sc Scope, id string, at time.Time, audit ...AuditEntry) error
 	ListOrgs(ctx context.Context, sc Scope) ([]Org, error)
 	// SetOrgRetention sets an org's retention overrides (zero: the
 	// server's default).
-	SetOrgRetention(ctx context.Context, sc Scope, orgID string, body, rows time.Duration) error
+	SetOrgRetention(ctx context.Context, sc Scope, orgID string, body, rows time.Duration, audit ...AuditEntry) error
 
-	CreateConnection(ctx context.Context, c Connection) error
+	CreateConnection(ctx context.Context, c Connection, audit ...AuditEntry) error
 	Connection(ctx context.Context, sc Scope, id string) (Connection, error)
 	ListConnections(ctx context.Context, sc Scope) ([]Connection, error)
 	// ReplaceConnectionSecrets stores a connection's new sealed secret list
 	// (the old and new secrets together during a rotation).
-	ReplaceConnectionSecrets(ctx context.Context, sc Scope, id string, sealed []byte) error
+	ReplaceConnectionSecrets(ctx context.Context, sc Scope, id string, sealed []byte, audit ...AuditEntry) error
 
-	CreateEndpoint(ctx context.Context, e Endpoint) error
+	CreateEndpoint(ctx context.Context, e Endpoint, audit ...AuditEntry) error
 	Endpoint(ctx context.Context, sc Scope, id string) (Endpoint, error)
 	// EndpointByTokenHash finds an endpoint for ingress, enabled or not.
 	EndpointByTokenHash(ctx context.Context, tokenHash []byte) (Endpoint, error)
-	UpdateEndpoint(ctx context.Context, sc Scope, e Endpoint) error
+	UpdateEndpoint(ctx context.Context, sc Scope, e Endpoint, audit ...AuditEntry) error
 	// Delete marks a connection, endpoint or consumer deleted (seed 003's
 	// soft delete): every read ignores it from then on, its history stays.
 	// Deleting a connection deletes its endpoints.
-	Delete(ctx context.Context, sc Scope, kind DeleteKind, id string, at time.Time) error
+	Delete(ctx context.Context, sc Scope, kind DeleteKind, id string, at time.Time, audit ...AuditEntry) error
 	ListEndpoints(ctx context.Context, sc Scope) ([]Endpoint, error)
 
+	CreateConsumer(ctx context.Context, c Consumer, audit ...AuditEntry) error
+	Consumer(ctx context.Context, sc Scope, id string) (Consumer, error)
+	ListConsumers(ctx context.Context, sc Scope) ([]Consumer, error)
+	SetConsumerEnabled(ctx context.Context, sc Scope, id string, enabled bool, audit ...AuditEntry) error
+
+	// PutSubjectLink records (connection, provider object id) → (app,
+	// record); a later link for the same object replaces the earlier.
+	PutSubjectLink(ctx context.Context, sc Scope, l SubjectLink, audit ...AuditEntry) error
+}
+
+// Ingester takes requests in at the edge: it finds the endpoint a token
+// addresses, opens the connection for handshakes answered inline, and
+// commits what arrives.
+type Ingester interface {
+	// EndpointByTokenHash finds an endpoint for ingress, enabled or not.
+	EndpointByTokenHash(ctx context.Context, tokenHash []byte) (Endpoint, error)
+	Connection(ctx context.Context, sc Scope, id string) (Connection, error)
 	// Ingest durably commits a received message in state queued, sharing
 	// the commit with concurrent callers; it returns only once the commit
 	// holding m is on disk, and wakes the workers.
 	Ingest(ctx context.Context, m *Message) error
+	// StorageBytes is how much space the store's data takes, for the
+	// storage quota: cheap to ask, approximate by design.
+	StorageBytes(ctx context.Context) (int64, error)
+	ChangeFeed
+}
 
+// MessageQueue is the worker's view: messages are the work items.
+type MessageQueue interface {
 	// ClaimMessages takes up to limit due messages (queued or failed and due,
 	// or processing with an expired lease) as their next numbered attempt,
 	// leased until now+lease.
@@ -59,30 +106,17 @@ type Store interface {
 	// claim takes the same attempt number, so a release spends none of
 	// the message's attempts.
 	ReleaseMessage(ctx context.Context, at time.Time, id string, attempt int) error
+	// Connection returns a connection (its sealed secrets and config).
+	Connection(ctx context.Context, sc Scope, id string) (Connection, error)
+	// Endpoint returns an endpoint (its sealed token, for providers that
+	// sign the URL they post to).
+	Endpoint(ctx context.Context, sc Scope, id string) (Endpoint, error)
+	Listener
+	ChangeFeed
+}
 
-	Message(ctx context.Context, sc Scope, id string) (Message, error)
-	// MessageBody returns the stored request; ENOTFOUND once the body expired.
-	MessageBody(ctx context.Context, sc Scope, id string) ([]byte, http.Header, error)
-	ListMessages(ctx context.Context, sc Scope, f MessageFilter) (Page[Message], error)
-	// MessageAttempts lists a message's settled attempts, oldest first.
-	MessageAttempts(ctx context.Context, sc Scope, id string) ([]Attempt, error)
-	// CountMessages counts what ListMessages would list over all pages.
-	CountMessages(ctx context.Context, sc Scope, f MessageFilter) (int, error)
-
-	Event(ctx context.Context, sc Scope, id string) (Event, error)
-	ListEvents(ctx context.Context, sc Scope, f EventFilter) (Page[Event], error)
-	// Deliveries lists an event's delivery attempts, oldest first.
-	Deliveries(ctx context.Context, sc Scope, eventID string) ([]Delivery, error)
-
-	CreateConsumer(ctx context.Context, c Consumer) error
-	Consumer(ctx context.Context, sc Scope, id string) (Consumer, error)
-	ListConsumers(ctx context.Context, sc Scope) ([]Consumer, error)
-	SetConsumerEnabled(ctx context.Context, sc Scope, id string, enabled bool) error
-
-	// PutSubjectLink records (connection, provider object id) → (app,
-	// record); a later link for the same object replaces the earlier.
-	PutSubjectLink(ctx context.Context, sc Scope, l SubjectLink) error
-
+// EventQueue is the router's view: events are the work items.
+type EventQueue interface {
 	// ClaimEvents takes up to limit due events (pending or retrying, not
 	// leased) as their next numbered routing attempt, leased until
 	// now+lease. An event whose previous lease expired unsettled is taken as
@@ -92,41 +126,77 @@ type Store interface {
 	// event through its transition table in one transaction; ESTALE if the
 	// attempt is not current.
 	SettleEvent(ctx context.Context, now time.Time, s EventSettlement) error
-	// RerouteEvent is the operator's re-route: a dead or no_consumer event
-	// back to pending, due now, with a fresh budget of attempts. Its
-	// deliveries are kept, so consumers that handled it are not called
-	// again.
-	RerouteEvent(ctx context.Context, sc Scope, id string, now time.Time) error
+	ListConsumers(ctx context.Context, sc Scope) ([]Consumer, error)
+	Listener
+}
 
+// Listener wakes a loop when work it waits for commits.
+type Listener interface {
 	// Listen returns a channel that receives (coalesced) when work of the
 	// topic commits, and a function that stops listening.
 	Listen(topic string) (<-chan struct{}, func())
+}
+
+// ChangeFeed lets a component's caches see an operator's change at once.
+type ChangeFeed interface {
 	// Changes is the store's counter of operator changes: every write
 	// that disables, deletes, rotates or revokes moves it before it
 	// returns, and a change committed by another process on the same
 	// database moves it within a second.
 	Changes() *Changes
+}
 
-	// DropBodies deletes up to limit stored bodies of settled messages
-	// received more than their org's body retention (def where the org sets
-	// none) before now, returning how many. The messages, and their
-	// deduplication identities, stay.
-	DropBodies(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error)
+// History is what an operator reads and acts on after the fact: messages,
+// events, their attempts and deliveries.
+type History interface {
+	Message(ctx context.Context, sc Scope, id string) (Message, error)
+	// MessageBody returns the stored request; ENOTFOUND once the body expired.
+	MessageBody(ctx context.Context, sc Scope, id string) ([]byte, http.Header, error)
+	ListMessages(ctx context.Context, sc Scope, f MessageFilter) (Page[Message], error)
+	// MessageAttempts lists a message's settled attempts, oldest first.
+	MessageAttempts(ctx context.Context, sc Scope, id string) ([]Attempt, error)
+	// CountMessages counts what ListMessages would list over all pages.
+	CountMessages(ctx context.Context, sc Scope, f MessageFilter) (int, error)
+	// InsertReplay records an operator's replay of a message: m is queued
+	// (the workers are woken) or, when the original's body has expired,
+	// already dead with body_expired.
+	InsertReplay(ctx context.Context, m *Message, audit ...AuditEntry) error
 	// EraseBodies deletes, on an org's request, the stored bodies of an
 	// endpoint's messages received in [since, until) that are visible in
 	// sc, keeping the messages and their deduplication identities (so an
 	// erased delivery re-sent later is still a duplicate). It returns how
 	// many bodies it erased.
-	EraseBodies(ctx context.Context, sc Scope, endpointID string, since, until time.Time) (int, error)
+	EraseBodies(ctx context.Context, sc Scope, endpointID string, since, until time.Time, audit ...AuditEntry) (int, error)
+
+	Event(ctx context.Context, sc Scope, id string) (Event, error)
+	ListEvents(ctx context.Context, sc Scope, f EventFilter) (Page[Event], error)
+	// Deliveries lists an event's delivery attempts, oldest first.
+	Deliveries(ctx context.Context, sc Scope, eventID string) ([]Delivery, error)
+	// RerouteEvent is the operator's re-route (see Reroute): the event back
+	// to pending, due now, with a fresh budget of attempts. Its deliveries
+	// are kept, so consumers that handled it are not called again.
+	RerouteEvent(ctx context.Context, sc Scope, id string, now time.Time, audit ...AuditEntry) error
+}
+
+// Retention forgets what is older than its org keeps.
+type Retention interface {
+	// DropBodies deletes up to limit stored bodies of settled messages
+	// received more than their org's body retention (def where the org sets
+	// none) before now, returning how many. The messages, and their
+	// deduplication identities, stay.
+	DropBodies(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error)
 	// DeleteSettled deletes up to limit settled messages received more than
 	// their org's retention (def where the org sets none) before now, with
 	// their bodies, identities, events and deliveries, once none of their
 	// events is still being routed; it returns how many messages it deleted.
 	DeleteSettled(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error)
+}
 
+// ReplayJobs keeps window replays, so any process reports and runs them.
+type ReplayJobs interface {
 	// CreateReplayJob records a new window replay, unleased, for a runner to
 	// claim.
-	CreateReplayJob(ctx context.Context, j ReplayJob) error
+	CreateReplayJob(ctx context.Context, j ReplayJob, audit ...AuditEntry) error
 	// ReplayJob returns a window replay visible in sc.
 	ReplayJob(ctx context.Context, sc Scope, id string) (ReplayJob, error)
 	// ClaimReplayJob takes the oldest unfinished window replay whose lease
@@ -137,30 +207,32 @@ type Store interface {
 	// FinishedAt) and holds its lease until now+lease. It fails with ESTALE
 	// when j.Owner no longer holds the job: another runner has claimed it.
 	SaveReplayJob(ctx context.Context, j ReplayJob, now time.Time, lease time.Duration) error
+}
 
-	// RecordAudit appends an operator action to the audit log.
+// Audit is the log of operator actions.
+type Audit interface {
+	// RecordAudit appends an operator action on its own.
 	RecordAudit(ctx context.Context, a AuditEntry) error
 	// ListAudit lists audit entries visible in sc, newest first.
 	ListAudit(ctx context.Context, sc Scope, f AuditFilter) (Page[AuditEntry], error)
+}
 
-	// Stats counts messages and events by state and finds the oldest due
-	// work, for gauges and alarms.
-	Stats(ctx context.Context, now time.Time) (Stats, error)
-
-	// StorageBytes is how much space the store's data takes, for the
-	// storage quota: cheap to ask, approximate by design.
-	StorageBytes(ctx context.Context) (int64, error)
-
+// MasterKeys records which master key the store's secrets are sealed
+// with, so a process started with another key refuses to serve.
+type MasterKeys interface {
 	// KeyFingerprint is the fingerprint of the master key the store's
 	// secrets are sealed with; "" before one is recorded.
 	KeyFingerprint(ctx context.Context) (string, error)
 	// RecordKeyFingerprint records fp unless a fingerprint is recorded
 	// already, and returns the one the store holds: fp, or the earlier one.
 	RecordKeyFingerprint(ctx context.Context, fp string) (string, error)
+}
 
-	// Ping reports whether the store can serve.
-	Ping(ctx context.Context) error
-	Close() error
+// Loop is a background loop of the process: the worker, the router, the
+// sweeper, the replay runner, the quota watch. serve starts them together
+// and stops them together; Run returns once ctx ends.
+type Loop interface {
+	Run(ctx context.Context) error
 }
 
 // Wake-up topics.

@@ -4,9 +4,7 @@
 package api
 
 import (
-	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"io"
@@ -17,20 +15,22 @@ import (
 	"sync"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/seal"
-	"github.com/intakehq/intake/internal/token"
-	"github.com/intakehq/intake/ops"
 )
 
 // maxRequestBody bounds every JSON request body.
 const maxRequestBody = 1 << 20
 
-// Config is what the admin API needs. Store, Sealer and PublicURL are
-// required; the rest have working zero values.
+// Config is what the admin API needs. Store and PublicURL are required, and
+// Control or Sealer; the rest have working zero values.
 type Config struct {
-	Store      intake.Store
+	// Control performs every operator action; nil: one over Store, Sealer,
+	// StaffToken, PublicURL, Clock and ConsumerPolicy.
+	Control    *control.Plane
+	Store      intake.Store // what the API reads
 	Sealer     *seal.Sealer
 	StaffToken string // empty: no staff access
 	PublicURL  string // e.g. "http://localhost:8080"
@@ -44,23 +44,19 @@ type Config struct {
 	Logger         *slog.Logger
 }
 
-// Server is the admin API.
+// Server is the admin API: a transport over the control plane, and the
+// reads of the store.
 type Server struct {
+	ctl       *control.Plane
 	store     intake.Store
-	sealer    *seal.Sealer
-	staffHash []byte
 	publicURL string
 	clock     intake.Clock
 	bodyURLs  bodyurl.Signer
-	// consumerPolicy is checked when a consumer registers; the router
-	// checks it again at connect time.
-	consumerPolicy delivery.Policy
-	log            *slog.Logger
-	mux            *http.ServeMux
-	ops            *ops.Ops
-	patterns       []string
-	closing        chan struct{} // closed by CloseStreams
-	closeOnce      sync.Once
+	log       *slog.Logger
+	mux       *http.ServeMux
+	patterns  []string
+	closing   chan struct{} // closed by CloseStreams
+	closeOnce sync.Once
 }
 
 // CloseStreams ends every open event stream, so a shutdown does not wait
@@ -74,18 +70,18 @@ func (s *Server) Routes() []string { return append([]string(nil), s.patterns...)
 // New returns the admin API for cfg.
 func New(cfg Config) *Server {
 	s := &Server{
-		store:          cfg.Store,
-		sealer:         cfg.Sealer,
-		publicURL:      strings.TrimRight(cfg.PublicURL, "/"),
-		clock:          cfg.Clock,
-		bodyURLs:       bodyurl.Signer{Key: cfg.BodyURLKey, PublicURL: cfg.PublicURL},
-		consumerPolicy: cfg.ConsumerPolicy,
-		log:            cfg.Logger,
-		mux:            http.NewServeMux(),
-		closing:        make(chan struct{}),
+		ctl:       cfg.Control,
+		store:     cfg.Store,
+		publicURL: strings.TrimRight(cfg.PublicURL, "/"),
+		clock:     cfg.Clock,
+		bodyURLs:  bodyurl.Signer{Key: cfg.BodyURLKey, PublicURL: cfg.PublicURL},
+		log:       cfg.Logger,
+		mux:       http.NewServeMux(),
+		closing:   make(chan struct{}),
 	}
-	if cfg.StaffToken != "" {
-		s.staffHash = token.Hash(cfg.StaffToken)
+	if s.ctl == nil {
+		s.ctl = control.New(control.Config{Store: cfg.Store, Sealer: cfg.Sealer, StaffToken: cfg.StaffToken,
+			PublicURL: cfg.PublicURL, Clock: cfg.Clock, ConsumerPolicy: cfg.ConsumerPolicy, Logger: cfg.Logger})
 	}
 	if s.clock == nil {
 		s.clock = intake.SystemClock{}
@@ -99,7 +95,6 @@ func New(cfg Config) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.ops = &ops.Ops{Store: s.store, Sealer: s.sealer, Clock: s.clock, Logger: s.log}
 	s.routes()
 	return s
 }
@@ -149,39 +144,26 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/keys", s.createKey)
 	s.handle("GET /api/v1/keys", s.listKeys)
 	s.handle("DELETE /api/v1/keys/{id}", s.revokeKey)
-	s.handle("DELETE /api/v1/connections/{id}", s.deleteHandler(intake.DeleteConnection,
-		func(r *http.Request, sc intake.Scope, id string) (string, error) {
-			c, err := s.store.Connection(r.Context(), sc, id)
-			return c.OrgID, err
-		}))
-	s.handle("DELETE /api/v1/endpoints/{id}", s.deleteHandler(intake.DeleteEndpoint,
-		func(r *http.Request, sc intake.Scope, id string) (string, error) {
-			e, err := s.store.Endpoint(r.Context(), sc, id)
-			return e.OrgID, err
-		}))
-	s.handle("DELETE /api/v1/consumers/{id}", s.deleteHandler(intake.DeleteConsumer,
-		func(r *http.Request, sc intake.Scope, id string) (string, error) {
-			c, err := s.store.Consumer(r.Context(), sc, id)
-			return c.OrgID, err
-		}))
+	s.handle("DELETE /api/v1/connections/{id}", s.deleteHandler(intake.DeleteConnection))
+	s.handle("DELETE /api/v1/endpoints/{id}", s.deleteHandler(intake.DeleteEndpoint))
+	s.handle("DELETE /api/v1/consumers/{id}", s.deleteHandler(intake.DeleteConsumer))
 	s.handle("DELETE /api/v1/endpoints/{id}/bodies", s.eraseBodies)
 
 	s.mux.HandleFunc("GET /body/{signed}", s.serveSignedBody)
 }
 
-// apiFunc is an admin API handler: it runs with the caller's scope and
+// apiFunc is an admin API handler: it runs for an authenticated caller and
 // returns its error for writeError to answer.
-type apiFunc func(w http.ResponseWriter, r *http.Request, sc intake.Scope) error
+type apiFunc func(w http.ResponseWriter, r *http.Request, who control.Caller) error
 
 func (s *Server) handle(pattern string, h apiFunc) {
 	s.patterns = append(s.patterns, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		// Answers carry API keys, tokens and request data: never cache them.
 		w.Header().Set("Cache-Control", "no-store")
-		sc, actor, err := s.authenticate(r)
+		who, err := s.authenticate(r)
 		if err == nil {
-			r = r.WithContext(context.WithValue(r.Context(), actorKey{}, actor))
-			err = h(w, r, sc)
+			err = h(w, r, who)
 		}
 		if err != nil {
 			s.writeError(w, r, err)
@@ -189,71 +171,32 @@ func (s *Server) handle(pattern string, h apiFunc) {
 	})
 }
 
-// authenticate turns the bearer token into a scope: the staff token sees
-// every org, an org's API key its own.
-func (s *Server) authenticate(r *http.Request) (intake.Scope, string, error) {
+// authenticate reads the bearer token for the control plane to judge.
+func (s *Server) authenticate(r *http.Request) (control.Caller, error) {
 	auth := r.Header.Get("Authorization")
 	scheme, tok, ok := strings.Cut(auth, " ")
 	if auth == "" {
-		return intake.Scope{}, "", intake.Errorf(intake.EUNAUTHORIZED, "missing bearer token")
+		return control.Caller{}, intake.Errorf(intake.EUNAUTHORIZED, "missing bearer token")
 	}
 	tok = strings.TrimSpace(tok)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
-		return intake.Scope{}, "", intake.Errorf(intake.EUNAUTHORIZED, "authorization must be a bearer token")
+		return control.Caller{}, intake.Errorf(intake.EUNAUTHORIZED, "authorization must be a bearer token")
 	}
-	hash := token.Hash(tok)
-	// Comparing hashes keeps the comparison constant-time whatever the lengths.
-	if s.staffHash != nil && subtle.ConstantTimeCompare(hash, s.staffHash) == 1 {
-		return intake.Scope{}, "staff", nil
-	}
-	org, err := s.store.OrgByKeyHash(r.Context(), hash)
-	if intake.ErrorCode(err) == intake.ENOTFOUND {
-		return intake.Scope{}, "", intake.Errorf(intake.EUNAUTHORIZED, "invalid token")
-	}
-	if err != nil {
-		return intake.Scope{}, "", err
-	}
-	return intake.Scope{OrgID: org.ID}, keyActor(tok), nil
-}
-
-// staffOnly refuses org API keys.
-func staffOnly(sc intake.Scope) error {
-	if !sc.Staff() {
-		return intake.Errorf(intake.EFORBIDDEN, "only the staff token may do this")
-	}
-	return nil
-}
-
-// statusOf is the one map from error codes to HTTP statuses.
-func statusOf(code string) int {
-	switch code {
-	case intake.EINVALID:
-		return http.StatusBadRequest
-	case intake.ENOTFOUND:
-		return http.StatusNotFound
-	case intake.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case intake.EFORBIDDEN:
-		return http.StatusForbidden
-	case intake.ECONFLICT:
-		return http.StatusConflict
-	case intake.ETOOLARGE:
-		return http.StatusRequestEntityTooLarge
-	case intake.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
+	return s.ctl.Authenticate(r.Context(), tok)
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := intake.ErrorCode(err)
-	status := statusOf(code)
+	status := control.HTTPStatus(err)
 	msg := intake.ErrorMessage(err)
-	if status == http.StatusInternalServerError {
+	switch status {
+	case http.StatusInternalServerError:
 		s.log.Error("admin api", "method", r.Method, "path", r.URL.Path, "err", err)
 		code, msg = intake.EINTERNAL, "internal error"
-	}
-	if status == http.StatusUnauthorized {
+	case http.StatusServiceUnavailable:
+		s.log.Warn("admin api: storage unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", control.RetryAfterSeconds)
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="intake"`)
 	}
 	writeJSON(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: msg}})
@@ -329,40 +272,19 @@ func jsonKind(kind string) string {
 func pathID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
 	if !intake.ValidID(id) {
-		return "", intake.Errorf(intake.EINVALID, "malformed id %q: want a UUID", truncate(id, 64))
+		return "", intake.Errorf(intake.EINVALID, "malformed id %.64q: want a UUID", id)
 	}
 	return id, nil
 }
 
-// checkID refuses a malformed id given in a body or query field.
-func checkID(field, id string) error {
-	if !intake.ValidID(id) {
-		return intake.Errorf(intake.EINVALID, "%s %q is not a valid id", field, truncate(id, 64))
-	}
-	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
-}
-
-// Listing defaults.
-const (
-	defaultLimit = 50
-	maxLimit     = 500
-)
-
 // pageParams reads limit and cursor from the query string.
 func pageParams(r *http.Request) (limit int, cursor string, err error) {
 	q := r.URL.Query()
-	limit = defaultLimit
+	limit = intake.DefaultPageSize
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxLimit {
-			return 0, "", intake.Errorf(intake.EINVALID, "limit must be an integer between 1 and %d", maxLimit)
+		if err != nil || n < 1 || n > intake.MaxPageSize {
+			return 0, "", intake.Errorf(intake.EINVALID, "limit must be an integer between 1 and %d", intake.MaxPageSize)
 		}
 		limit = n
 	}
@@ -371,20 +293,4 @@ func pageParams(r *http.Request) (limit int, cursor string, err error) {
 		return 0, "", intake.Errorf(intake.EINVALID, "malformed cursor")
 	}
 	return limit, cursor, nil
-}
-
-// orgFor decides which org a create request acts in: an org key acts in its
-// own (org_id may be omitted); staff must name one (the store refuses one
-// that does not exist).
-func orgFor(sc intake.Scope, orgID string) (string, error) {
-	if !sc.Staff() {
-		if orgID != "" && orgID != sc.OrgID {
-			return "", intake.Errorf(intake.EFORBIDDEN, "an org's API key acts in its own org only")
-		}
-		return sc.OrgID, nil
-	}
-	if orgID == "" {
-		return "", intake.Errorf(intake.EINVALID, "org_id is required with the staff token")
-	}
-	return orgID, checkID("org_id", orgID)
 }

@@ -1,43 +1,12 @@
 package api
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/control"
 )
-
-type actorKey struct{}
-
-// actorOf names who made a request: "staff", or the first characters of
-// the org key used (enough to tell keys apart, too few to use one).
-func actorOf(ctx context.Context) string {
-	if a, ok := ctx.Value(actorKey{}).(string); ok {
-		return a
-	}
-	return "unknown"
-}
-
-func keyActor(tok string) string {
-	if len(tok) > keyPrefixLen {
-		tok = tok[:keyPrefixLen]
-	}
-	return "key:" + tok
-}
-
-// audit records an operator action after it succeeded. A failure to record
-// is logged: the action itself has already committed.
-func (s *Server) audit(r *http.Request, orgID, action, targetType, targetID string, detail ...any) {
-	a := intake.AuditEntry{
-		ID: intake.NewID(), OrgID: orgID, Actor: actorOf(r.Context()), Action: action,
-		TargetType: targetType, TargetID: targetID, Detail: fmt.Sprint(detail...), At: s.clock.Now().UTC(),
-	}
-	if err := s.store.RecordAudit(context.WithoutCancel(r.Context()), a); err != nil {
-		s.log.Error("audit: could not record an action", "action", action, "target_id", targetID, "err", err)
-	}
-}
 
 // AuditEntry is one recorded operator action.
 type AuditEntry struct {
@@ -51,7 +20,8 @@ type AuditEntry struct {
 	At         time.Time `json:"at"`
 }
 
-func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	sc := who.Scope
 	limit, cursor, err := pageParams(r)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/rawbody"
 )
@@ -14,7 +15,8 @@ const BodyURLTTL = bodyurl.TTL
 
 // createBodyURL signs a short-lived address for a message's raw body, for
 // tools that should not hold an API key.
-func (s *Server) createBodyURL(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) createBodyURL(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	sc := who.Scope
 	id, err := pathID(r)
 	if err != nil {
 		return err

@@ -5,13 +5,15 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/control"
 )
 
-func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	sc := who.Scope
 	q := r.URL.Query()
 	f := intake.EventFilter{State: intake.EventState(q.Get("state")), Type: q.Get("type"), ConsumerID: q.Get("consumer_id")}
 	if f.ConsumerID != "" {
-		if err := checkID("consumer_id", f.ConsumerID); err != nil {
+		if err := intake.CheckID("consumer_id", f.ConsumerID); err != nil {
 			return err
 		}
 	}
@@ -30,8 +32,8 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, sc intake.Sc
 
 // listUnclaimed lists the events no consumer wanted, across every org, so
 // staff can see which integrations nobody subscribes to yet.
-func (s *Server) listUnclaimed(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
-	if err := staffOnly(sc); err != nil {
+func (s *Server) listUnclaimed(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	if err := who.RequireStaff(); err != nil {
 		return err
 	}
 	f := intake.EventFilter{State: intake.EventNoConsumer}
@@ -55,7 +57,8 @@ func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, sc intake.S
 	return nil
 }
 
-func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	sc := who.Scope
 	id, err := pathID(r)
 	if err != nil {
 		return err

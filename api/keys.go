@@ -5,19 +5,8 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/internal/token"
+	"github.com/intakehq/intake/control"
 )
-
-// keyPrefixLen is how much of a key is kept in the clear to tell keys
-// apart: "ik_" and six random characters (36 bits of the 256).
-const keyPrefixLen = len(apiKeyPrefix) + 6
-
-// newKey makes an org API key: the key itself, shown once, and the row
-// that stores its hash.
-func newKey(orgID string, at time.Time) (string, intake.APIKey) {
-	key := token.New(apiKeyPrefix)
-	return key, intake.APIKey{ID: intake.NewID(), OrgID: orgID, Prefix: key[:keyPrefixLen], Hash: token.Hash(key), CreatedAt: at}
-}
 
 // APIKey is an org key as listed: its prefix, never the key.
 type APIKey struct {
@@ -43,28 +32,23 @@ func keyView(k intake.APIKey) APIKey {
 	return v
 }
 
-func (s *Server) createKey(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request, who control.Caller) error {
 	var req CreateKeyRequest
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	orgID, err := orgFor(sc, req.OrgID)
+	k, key, err := s.ctl.CreateKey(r.Context(), who, req.OrgID)
 	if err != nil {
 		return err
 	}
-	key, k := newKey(orgID, s.clock.Now().UTC())
-	if err := s.store.CreateAPIKey(r.Context(), sc, k); err != nil {
-		return err
-	}
-	s.audit(r, orgID, "key.create", "api_key", k.ID, "prefix=", k.Prefix)
 	out := keyView(k)
 	out.Key = key
 	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
 
-func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
-	keys, err := s.store.ListAPIKeys(r.Context(), sc)
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	keys, err := s.store.ListAPIKeys(r.Context(), who.Scope)
 	if err != nil {
 		return err
 	}
@@ -77,23 +61,14 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, sc intake.Scop
 }
 
 // revokeKey stops a key at once; the next request with it is refused.
-func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, who control.Caller) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	if err := s.store.RevokeAPIKey(r.Context(), sc, id, s.clock.Now().UTC()); err != nil {
+	if err := s.ctl.RevokeKey(r.Context(), who, id); err != nil {
 		return err
 	}
-	orgID := sc.OrgID
-	if keys, err := s.store.ListAPIKeys(r.Context(), sc); err == nil {
-		for _, k := range keys {
-			if k.ID == id {
-				orgID = k.OrgID
-			}
-		}
-	}
-	s.audit(r, orgID, "key.revoke", "api_key", id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

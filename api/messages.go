@@ -5,11 +5,13 @@ import (
 	"strings"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/internal/rawbody"
 	"github.com/intakehq/intake/internal/redact"
 )
 
-func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	sc := who.Scope
 	q := r.URL.Query()
 	f := intake.MessageFilter{EndpointID: q.Get("endpoint_id"), State: intake.MessageState(q.Get("state")),
 		ProviderEventID: q.Get("provider_event_id")}
@@ -17,7 +19,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, sc intake.
 		return intake.Errorf(intake.EINVALID, "provider_event_id must be at most 500 bytes")
 	}
 	if f.EndpointID != "" {
-		if err := checkID("endpoint_id", f.EndpointID); err != nil {
+		if err := intake.CheckID("endpoint_id", f.EndpointID); err != nil {
 			return err
 		}
 	}
@@ -40,7 +42,8 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, sc intake.
 	return nil
 }
 
-func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	sc := who.Scope
 	id, err := pathID(r)
 	if err != nil {
 		return err
@@ -72,7 +75,8 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, sc intake.Sc
 	return nil
 }
 
-func (s *Server) getMessageBody(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) getMessageBody(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	sc := who.Scope
 	id, err := pathID(r)
 	if err != nil {
 		return err

@@ -1,24 +1,23 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/control"
 )
 
 // replayMessage makes a new message from a stored one (DESIGN §2.8).
-func (s *Server) replayMessage(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) replayMessage(w http.ResponseWriter, r *http.Request, who control.Caller) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	m, err := s.ops.ReplayMessage(r.Context(), sc, id)
+	m, err := s.ctl.ReplayMessage(r.Context(), who, id)
 	if err != nil {
 		return err
 	}
-	s.audit(r, m.OrgID, "message.replay", "message", id, "replay=", m.ID)
 	writeJSON(w, http.StatusCreated, map[string]any{"id": m.ID, "replay_of": m.ReplayOf, "state": m.State})
 	return nil
 }
@@ -31,7 +30,7 @@ type ReplayWindowRequest struct {
 
 // replayWindow records a replay of an endpoint's window, which a replay
 // runner of any process carries out in the background.
-func (s *Server) replayWindow(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) replayWindow(w http.ResponseWriter, r *http.Request, who control.Caller) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
@@ -40,23 +39,21 @@ func (s *Server) replayWindow(w http.ResponseWriter, r *http.Request, sc intake.
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	job, err := s.ops.ReplayWindow(r.Context(), sc, id, req.Since, req.Until)
+	job, err := s.ctl.ReplayWindow(r.Context(), who, id, req.Since, req.Until)
 	if err != nil {
 		return err
 	}
-	s.audit(r, job.OrgID, "endpoint.replay", "endpoint", id, fmt.Sprintf("since=%s until=%s count=%d",
-		req.Since.UTC().Format(time.RFC3339), req.Until.UTC().Format(time.RFC3339), job.Total))
 	writeJSON(w, http.StatusAccepted, map[string]any{"count": job.Total, "replay_id": job.ID})
 	return nil
 }
 
 // getReplay reports a window replay's progress, whichever process runs it.
-func (s *Server) getReplay(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) getReplay(w http.ResponseWriter, r *http.Request, who control.Caller) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	job, err := s.ops.Job(r.Context(), sc, id)
+	job, err := s.ctl.ReplayJob(r.Context(), who, id)
 	if err != nil {
 		return err
 	}
@@ -66,16 +63,13 @@ func (s *Server) getReplay(w http.ResponseWriter, r *http.Request, sc intake.Sco
 }
 
 // rerouteEvent takes a dead or no_consumer event back to pending.
-func (s *Server) rerouteEvent(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) rerouteEvent(w http.ResponseWriter, r *http.Request, who control.Caller) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	if err := s.ops.Reroute(r.Context(), sc, id); err != nil {
+	if err := s.ctl.Reroute(r.Context(), who, id); err != nil {
 		return err
-	}
-	if ev, err := s.store.Event(r.Context(), sc, id); err == nil {
-		s.audit(r, ev.OrgID, "event.reroute", "event", id)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "state": intake.EventPending})
 	return nil
@@ -89,24 +83,23 @@ type RerouteRequest struct {
 	Until time.Time         `json:"until"`
 }
 
-// rerouteEvents re-routes every dead or no_consumer event a filter selects.
-func (s *Server) rerouteEvents(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+// rerouteEvents re-routes every re-routable event a filter selects.
+func (s *Server) rerouteEvents(w http.ResponseWriter, r *http.Request, who control.Caller) error {
 	var req RerouteRequest
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	n, err := s.ops.RerouteWhere(r.Context(), sc, intake.EventFilter{State: req.State, Type: req.Type, Since: req.Since, Until: req.Until})
+	n, err := s.ctl.RerouteWhere(r.Context(), who, intake.EventFilter{State: req.State, Type: req.Type, Since: req.Since, Until: req.Until})
 	if err != nil {
 		return err
 	}
-	s.audit(r, sc.OrgID, "events.reroute", "events", "", fmt.Sprintf("state=%s type=%s count=%d", req.State, req.Type, n))
 	writeJSON(w, http.StatusOK, map[string]any{"count": n})
 	return nil
 }
 
 // eraseBodies deletes an endpoint's stored payloads in a time range on the
 // org's request; the messages and their deduplication keys stay.
-func (s *Server) eraseBodies(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) eraseBodies(w http.ResponseWriter, r *http.Request, who control.Caller) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
@@ -115,16 +108,10 @@ func (s *Server) eraseBodies(w http.ResponseWriter, r *http.Request, sc intake.S
 	if err != nil {
 		return err
 	}
-	ep, err := s.store.Endpoint(r.Context(), sc, id)
+	n, err := s.ctl.EraseBodies(r.Context(), who, id, since, until)
 	if err != nil {
 		return err
 	}
-	n, err := s.store.EraseBodies(r.Context(), sc, id, since, until)
-	if err != nil {
-		return err
-	}
-	s.audit(r, ep.OrgID, "endpoint.erase", "endpoint", id, fmt.Sprintf("since=%s until=%s count=%d",
-		since.Format(time.RFC3339), until.Format(time.RFC3339), n))
 	writeJSON(w, http.StatusOK, map[string]any{"count": n})
 	return nil
 }
@@ -144,28 +131,20 @@ func timeRange(r *http.Request) (since, until time.Time, err error) {
 			return since, until, intake.Errorf(intake.EINVALID, "%s must be an RFC 3339 time", p.name)
 		}
 	}
-	if !since.Before(until) {
-		return since, until, intake.Errorf(intake.EINVALID, "since must be before until")
-	}
 	return since, until, nil
 }
 
 // deleteHandler soft-deletes one kind of row: it disappears from every
 // read, its history stays.
-func (s *Server) deleteHandler(kind intake.DeleteKind, orgOf func(r *http.Request, sc intake.Scope, id string) (string, error)) apiFunc {
-	return func(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) deleteHandler(kind intake.DeleteKind) apiFunc {
+	return func(w http.ResponseWriter, r *http.Request, who control.Caller) error {
 		id, err := pathID(r)
 		if err != nil {
 			return err
 		}
-		org, err := orgOf(r, sc, id)
-		if err != nil {
+		if err := s.ctl.Delete(r.Context(), who, kind, id); err != nil {
 			return err
 		}
-		if err := s.store.Delete(r.Context(), sc, kind, id, s.clock.Now().UTC()); err != nil {
-			return err
-		}
-		s.audit(r, org, string(kind)+".delete", string(kind), id)
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/internal/token"
-	"github.com/intakehq/intake/ops"
 )
 
 func TestReplayRoutesAreScopedAndTheWindowIsBounded(t *testing.T) {
@@ -41,10 +41,10 @@ func TestReplayRoutesAreScopedAndTheWindowIsBounded(t *testing.T) {
 	if p := must[api.Replay](e, 200, "GET", "/api/v1/replays/"+job.ReplayID, acme.org.APIKey, nil); p.Total != 1 || p.Done != 0 || p.Finished {
 		t.Fatalf("progress before any runner: %+v", p)
 	}
-	// A runner of another process (another Ops on the same store) carries
-	// it out; this server reports it.
-	runner := &ops.Ops{Store: e.store, Sealer: e.sealer, Clock: e.clock}
-	if ran, err := runner.RunReplayOnce(t.Context()); !ran || err != nil {
+	// A runner of another process (on the same store) carries it out;
+	// this server reports it.
+	runner := &control.ReplayRunner{Store: e.store, Clock: e.clock}
+	if ran, err := runner.RunOnce(t.Context()); !ran || err != nil {
 		t.Fatalf("runner: ran %v, %v", ran, err)
 	}
 	if p := must[api.Replay](e, 200, "GET", "/api/v1/replays/"+job.ReplayID, acme.org.APIKey, nil); p.Done != 1 || !p.Finished || p.Error != "" {

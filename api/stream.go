@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/bodyurl"
 )
@@ -39,11 +40,12 @@ const (
 // resumes with Last-Event-ID (or ?after=): events committed since, and any
 // of the few seconds before it, are sent, so delivery is at least once and
 // clients deduplicate on the id, as consumers do.
-func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, sc intake.Scope) error {
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	sc := who.Scope
 	q := r.URL.Query()
 	t := &eventTail{store: s.store, scope: sc, sent: map[string]int64{}}
 	if id := q.Get("endpoint_id"); id != "" {
-		if err := checkID("endpoint_id", id); err != nil {
+		if err := intake.CheckID("endpoint_id", id); err != nil {
 			return err
 		}
 		ep, err := s.store.Endpoint(r.Context(), sc, id)
@@ -60,7 +62,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, sc intake.
 	// stream's horizon is judged by the wall clock too, not s.clock.
 	now := time.Now()
 	if after != "" {
-		if err := checkID("after", after); err != nil {
+		if err := intake.CheckID("after", after); err != nil {
 			return err
 		}
 		t.newest = max(idMillis(after), now.Add(-streamBacklog).UnixMilli())

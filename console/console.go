@@ -18,19 +18,21 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/seal"
-	"github.com/intakehq/intake/internal/token"
-	"github.com/intakehq/intake/ops"
 )
 
 //go:embed templates static
 var assets embed.FS
 
-// Config is what the console needs. Store and Sealer are required; the rest
-// have working zero values.
+// Config is what the console needs. Store is required, and Control or
+// Sealer; the rest have working zero values.
 type Config struct {
-	Store      intake.Store
+	// Control performs every operator action; nil: one over Store, Sealer,
+	// StaffToken, PublicURL, Clock and ConsumerPolicy.
+	Control    *control.Plane
+	Store      intake.Store // what the console reads
 	Sealer     *seal.Sealer
 	StaffToken string // empty: no staff sign-in
 	PublicURL  string // where providers reach ingress; endpoint URLs are shown under it
@@ -49,14 +51,12 @@ type Config struct {
 
 // Console is the web console.
 type Console struct {
+	ctl       *control.Plane
 	store     intake.Store
-	sealer    *seal.Sealer
 	publicURL string
 	httpsURL  bool
 	clock     intake.Clock
-	policy    delivery.Policy
 	log       *slog.Logger
-	ops       *ops.Ops
 	sessions  *sessions
 	pages     map[string]*template.Template
 	mux       *http.ServeMux
@@ -66,14 +66,17 @@ type Console struct {
 // New returns the console for cfg.
 func New(cfg Config) *Console {
 	c := &Console{
+		ctl:       cfg.Control,
 		store:     cfg.Store,
-		sealer:    cfg.Sealer,
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"),
 		httpsURL:  strings.HasPrefix(cfg.PublicURL, "https://"),
 		clock:     cfg.Clock,
-		policy:    cfg.ConsumerPolicy,
 		log:       cfg.Logger,
 		mux:       http.NewServeMux(),
+	}
+	if c.ctl == nil {
+		c.ctl = control.New(control.Config{Store: cfg.Store, Sealer: cfg.Sealer, StaffToken: cfg.StaffToken,
+			PublicURL: cfg.PublicURL, Clock: cfg.Clock, ConsumerPolicy: cfg.ConsumerPolicy, Logger: cfg.Logger})
 	}
 	if c.clock == nil {
 		c.clock = intake.SystemClock{}
@@ -92,11 +95,7 @@ func New(cfg Config) *Console {
 	if ttl <= 0 {
 		ttl = 12 * time.Hour
 	}
-	c.sessions = &sessions{key: key, ttl: ttl, store: c.store}
-	if cfg.StaffToken != "" {
-		c.sessions.staffHash = token.Hash(cfg.StaffToken)
-	}
-	c.ops = &ops.Ops{Store: c.store, Sealer: c.sealer, Clock: c.clock, Logger: c.log}
+	c.sessions = &sessions{key: key, ttl: ttl, ctl: c.ctl}
 	c.pages = parsePages()
 	c.routes()
 	return c
@@ -249,8 +248,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	s, err := c.sessions.login(r.Context(), r.PostFormValue("token"), c.clock.Now())
 	if err != nil {
-		status, msg := http.StatusUnauthorized, intake.ErrorMessage(err)
-		if intake.ErrorCode(err) != intake.EUNAUTHORIZED {
+		status, msg := control.HTTPStatus(err), intake.ErrorMessage(err)
+		switch status {
+		case http.StatusUnauthorized:
+		case http.StatusServiceUnavailable:
+			c.log.Warn("console sign-in: storage unavailable", "err", err)
+			w.Header().Set("Retry-After", control.RetryAfterSeconds)
+			msg = "The console cannot check tokens right now; try again shortly."
+		default:
 			c.log.Error("console sign-in", "err", err)
 			status, msg = http.StatusInternalServerError, "The console cannot check tokens right now."
 		}
@@ -284,25 +289,26 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 	if errors.As(err, &tooLarge) {
 		err = intake.Errorf(intake.ETOOLARGE, "the form is too large")
 	}
-	code := intake.ErrorCode(err)
-	status, title, msg := http.StatusInternalServerError, "Something went wrong", "The console could not do that. The server log has the details."
-	switch code {
-	case intake.ENOTFOUND:
-		status, title, msg = http.StatusNotFound, "Not found", "There is nothing here, or it belongs to another org."
-	case intake.EINVALID, intake.ETOOLARGE:
-		status, title, msg = http.StatusBadRequest, "That did not work", intake.ErrorMessage(err)
-	case intake.ECONFLICT:
-		status, title, msg = http.StatusConflict, "That did not work", intake.ErrorMessage(err)
-	case intake.EFORBIDDEN:
-		status, title, msg = http.StatusForbidden, "Not allowed", intake.ErrorMessage(err)
-	case intake.EUNAUTHORIZED:
+	status := control.HTTPStatus(err)
+	title, msg := "That did not work", intake.ErrorMessage(err)
+	switch status {
+	case http.StatusNotFound:
+		title, msg = "Not found", "There is nothing here, or it belongs to another org."
+	case http.StatusRequestEntityTooLarge:
+		status = http.StatusBadRequest
+	case http.StatusForbidden:
+		title = "Not allowed"
+	case http.StatusUnauthorized:
 		c.setCookie(w, r, "", -1)
 		http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 		return
-	case intake.EUNAVAILABLE:
-		status, title, msg = http.StatusServiceUnavailable, "Unavailable", intake.ErrorMessage(err)
-	default:
+	case http.StatusServiceUnavailable:
+		c.log.Warn("console: storage unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", control.RetryAfterSeconds)
+		title = "Unavailable"
+	case http.StatusInternalServerError:
 		c.log.Error("console", "method", r.Method, "path", r.URL.Path, "err", err)
+		title, msg = "Something went wrong", "The console could not do that. The server log has the details."
 	}
 	c.render(w, r, s, status, "error", title, errorView{Message: msg, Back: backLink(r)})
 }
@@ -324,18 +330,6 @@ func pathID(r *http.Request) (string, error) {
 		return "", intake.Errorf(intake.ENOTFOUND, "no such id")
 	}
 	return id, nil
-}
-
-// audit records a console action in the audit log, as the admin API does
-// for its own; a failure to record is logged, the action has committed.
-func (c *Console) audit(r *http.Request, s *session, orgID, action, targetType, targetID, detail string) {
-	a := intake.AuditEntry{
-		ID: intake.NewID(), OrgID: orgID, Actor: s.Actor + " (console)", Action: action,
-		TargetType: targetType, TargetID: targetID, Detail: detail, At: c.clock.Now().UTC(),
-	}
-	if err := c.store.RecordAudit(r.Context(), a); err != nil {
-		c.log.Error("console audit: could not record an action", "action", action, "target_id", targetID, "err", err)
-	}
 }
 
 // redirect answers a form with the page to show next (post/redirect/get).

@@ -7,10 +7,6 @@ import (
 	"github.com/intakehq/intake"
 )
 
-// maxBulkReplay bounds what one click replays, so a click never turns into
-// an unbounded job inside a request; the page says when more remain.
-const maxBulkReplay = 1000
-
 // deadView is the dead-letters page: dead messages and dead events, each
 // filtered, with bulk replay and re-route of what the filters select.
 type deadView struct {
@@ -96,29 +92,9 @@ func (c *Console) replayDead(w http.ResponseWriter, r *http.Request, s *session)
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
-	n := 0
-	mf.Limit = 200
-	for n < maxBulkReplay {
-		page, err := c.store.ListMessages(ctx, s.scope(), mf)
-		if err != nil {
-			return err
-		}
-		for _, m := range page.Items {
-			if m.BodyExpired || m.ErrorCode == intake.ErrCodeBodyExpired || n >= maxBulkReplay {
-				continue
-			}
-			replay, err := c.ops.ReplayMessage(ctx, s.scope(), m.ID)
-			if err != nil {
-				return err
-			}
-			c.audit(r, s, m.OrgID, "message.replay", "message", m.ID, "replay="+replay.ID+" (dead letters)")
-			n++
-		}
-		if page.NextCursor == "" {
-			break
-		}
-		mf.Cursor = page.NextCursor
+	n, err := c.ctl.ReplayDead(r.Context(), s.caller(), mf)
+	if err != nil {
+		return err
 	}
 	return redirect(w, r, "/console/dead"+queryString("endpoint", df.Endpoint, "since", df.Since, "until", df.Until,
 		"type", df.Type, "flash", "replayed-dead", "n", strconv.Itoa(n)))
@@ -131,11 +107,10 @@ func (c *Console) rerouteDead(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		return err
 	}
-	n, err := c.ops.RerouteWhere(r.Context(), s.scope(), ef)
+	n, err := c.ctl.RerouteWhere(r.Context(), s.caller(), ef)
 	if err != nil {
 		return err
 	}
-	c.audit(r, s, s.OrgID, "events.reroute", "events", "", "state=dead type="+ef.Type+" count="+strconv.Itoa(n)+" (dead letters)")
 	return redirect(w, r, "/console/dead"+queryString("endpoint", df.Endpoint, "since", df.Since, "until", df.Until,
 		"type", df.Type, "flash", "rerouted-dead", "n", strconv.Itoa(n)))
 }

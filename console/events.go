@@ -143,13 +143,8 @@ func (c *Console) rerouteEvent(w http.ResponseWriter, r *http.Request, s *sessio
 	if err != nil {
 		return err
 	}
-	e, err := c.store.Event(r.Context(), s.scope(), id)
-	if err != nil {
+	if err := c.ctl.Reroute(r.Context(), s.caller(), id); err != nil {
 		return err
 	}
-	if err := c.ops.Reroute(r.Context(), s.scope(), id); err != nil {
-		return err
-	}
-	c.audit(r, s, e.OrgID, "event.reroute", "event", id, "")
 	return redirect(w, r, "/console/events/"+id+"?flash=rerouted")
 }

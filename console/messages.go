@@ -249,16 +249,15 @@ func (c *Console) replayMessage(w http.ResponseWriter, r *http.Request, s *sessi
 	if err != nil {
 		return err
 	}
-	m, err := c.ops.ReplayMessage(r.Context(), s.scope(), id)
+	m, err := c.ctl.ReplayMessage(r.Context(), s.caller(), id)
 	if err != nil {
 		return err
 	}
-	c.audit(r, s, m.OrgID, "message.replay", "message", id, "replay="+m.ID)
 	return redirect(w, r, "/console/messages/"+m.ID+"?flash=replayed")
 }
 
 // adoptSecret adds the signing secret a handshake carried to the
-// message's connection (ops.AdoptHandshakeSecret).
+// message's connection.
 func (c *Console) adoptSecret(w http.ResponseWriter, r *http.Request, s *session) error {
 	id, err := pathID(r)
 	if err != nil {
@@ -268,14 +267,13 @@ func (c *Console) adoptSecret(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		return err
 	}
-	conn, added, err := c.ops.AdoptHandshakeSecret(r.Context(), s.scope(), m.ConnectionID, m.ID)
+	_, added, err := c.ctl.AdoptHandshakeSecret(r.Context(), s.caller(), m.ConnectionID, m.ID)
 	if err != nil {
 		return err
 	}
 	if !added {
 		return redirect(w, r, "/console/messages/"+m.ID+"?flash=secret-known")
 	}
-	c.audit(r, s, conn.OrgID, "connection.secrets.adopt", "connection", conn.ID, "message="+m.ID)
 	return redirect(w, r, "/console/messages/"+m.ID+"?flash=secret-adopted")
 }
 

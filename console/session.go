@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/internal/token"
 )
 
@@ -39,12 +40,14 @@ type session struct {
 // scope is the session's view of the store.
 func (s *session) scope() intake.Scope { return intake.Scope{OrgID: s.OrgID} }
 
+// caller is who the session acts as in the control plane.
+func (s *session) caller() control.Caller { return control.Caller{Scope: s.scope(), Actor: s.Actor} }
+
 // sessions signs, checks and revokes session cookies.
 type sessions struct {
-	key       []byte
-	ttl       time.Duration
-	staffHash []byte
-	store     intake.Store
+	key []byte
+	ttl time.Duration
+	ctl *control.Plane
 
 	mu sync.Mutex
 	// revoked holds the nonces of sessions signed out on this process until
@@ -58,30 +61,13 @@ func (ss *sessions) login(ctx context.Context, tok string, now time.Time) (*sess
 	if tok == "" {
 		return nil, intake.Errorf(intake.EUNAUTHORIZED, "enter the staff token or an org's API key")
 	}
-	hash := token.Hash(tok)
-	s := &session{KeyHash: hash, Nonce: randomToken(), Expires: now.Add(ss.ttl).Unix()}
-	if ss.staffHash != nil && subtle.ConstantTimeCompare(hash, ss.staffHash) == 1 {
-		s.Actor, s.staff = "staff", true
-		return s, nil
-	}
-	org, err := ss.store.OrgByKeyHash(ctx, hash)
-	if intake.ErrorCode(err) == intake.ENOTFOUND {
-		return nil, intake.Errorf(intake.EUNAUTHORIZED, "that token is not valid")
-	}
+	who, err := ss.ctl.Authenticate(ctx, tok)
 	if err != nil {
 		return nil, err
 	}
-	s.OrgID, s.orgName, s.Actor = org.ID, org.Name, keyActor(tok)
+	s := &session{KeyHash: token.Hash(tok), Nonce: randomToken(), Expires: now.Add(ss.ttl).Unix(),
+		OrgID: who.Scope.OrgID, Actor: who.Actor, staff: who.Staff(), orgName: who.OrgName}
 	return s, nil
-}
-
-// keyActor names an org key in the audit log as the admin API does: its
-// first characters, enough to tell keys apart, too few to use one.
-func keyActor(tok string) string {
-	if len(tok) > 10 {
-		tok = tok[:10]
-	}
-	return "key:" + tok + "…"
 }
 
 // cookie encodes a session as "<payload>.<mac>", both base64url.
@@ -114,21 +100,16 @@ func (ss *sessions) open(ctx context.Context, value string, now time.Time) (*ses
 	if json.Unmarshal(payload, &s) != nil || now.Unix() >= s.Expires || s.Nonce == "" || ss.isRevoked(s.Nonce) {
 		return nil, invalid
 	}
-	if s.OrgID == "" {
-		if ss.staffHash == nil || subtle.ConstantTimeCompare(s.KeyHash, ss.staffHash) != 1 {
-			return nil, invalid // the staff token changed
-		}
-		s.staff = true
-		return &s, nil
-	}
-	org, err := ss.store.OrgByKeyHash(ctx, s.KeyHash)
-	if intake.ErrorCode(err) == intake.ENOTFOUND || (err == nil && org.ID != s.OrgID) {
-		return nil, invalid // the key was revoked
+	// The credential must still work: a changed staff token or a revoked
+	// key ends its sessions at once.
+	who, err := ss.ctl.AuthenticateHash(ctx, s.KeyHash, s.Actor)
+	if intake.ErrorCode(err) == intake.EUNAUTHORIZED || (err == nil && who.Scope.OrgID != s.OrgID) {
+		return nil, invalid
 	}
 	if err != nil {
 		return nil, err
 	}
-	s.orgName = org.Name
+	s.staff, s.orgName = who.Staff(), who.OrgName
 	return &s, nil
 }
 

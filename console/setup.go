@@ -1,8 +1,7 @@
 package console
 
-// The forms here create what the admin API creates, with the same checks;
-// the shared parts (sealing, token hashing, the provider's config check,
-// the consumer address policy) are the same packages the API uses.
+// The forms here decode into the control plane's actions, the same ones
+// the admin API performs.
 
 import (
 	"context"
@@ -11,19 +10,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/delivery"
-	"github.com/intakehq/intake/internal/token"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/provider"
-)
-
-// Form limits, as the admin API's.
-const (
-	maxEventTypes  = 100
-	maxConsumerURL = 2048
-	resolveTimeout = 5 * time.Second
 )
 
 // orgChoice is what a create form needs to know about orgs: staff pick one,
@@ -121,52 +111,43 @@ func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 	if !intake.ValidID(connID) {
 		return intake.Errorf(intake.EINVALID, "choose a connection")
 	}
-	conn, err := c.store.Connection(r.Context(), s.scope(), connID)
+	l, err := formLimits(r)
 	if err != nil {
 		return err
 	}
-	tok := token.New("")
-	e := intake.Endpoint{
-		ID: intake.NewID(), OrgID: conn.OrgID, ConnectionID: conn.ID, Provider: conn.Provider, TokenHash: token.Hash(tok),
-		Enabled: true, MaxBodyBytes: intake.DefaultMaxBodyBytes, RatePerSec: intake.DefaultRatePerSec, Burst: intake.DefaultBurst,
-		CreatedAt: c.clock.Now().UTC(),
-	}
-	if err := formLimits(r, &e); err != nil {
+	e, err := c.ctl.CreateEndpoint(r.Context(), s.caller(), connID, l)
+	if err != nil {
 		return err
 	}
-	e.SealedToken = c.sealer.Seal([]byte(tok), []byte(e.ID))
-	if err := c.store.CreateEndpoint(r.Context(), e); err != nil {
-		return err
-	}
-	c.audit(r, s, e.OrgID, "endpoint.create", "endpoint", e.ID, "connection="+e.ConnectionID)
-	return c.renderEndpoints(w, r, s, &createdEndpoint{ID: e.ID, URL: c.publicURL + "/webhooks/" + tok})
+	return c.renderEndpoints(w, r, s, &createdEndpoint{ID: e.ID, URL: e.URL})
 }
 
 // formLimits reads the endpoint limits a form sets; blank fields keep the
 // defaults.
-func formLimits(r *http.Request, e *intake.Endpoint) error {
+func formLimits(r *http.Request) (control.Limits, error) {
+	var l control.Limits
 	if v := strings.TrimSpace(r.PostFormValue("max_body_bytes")); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return intake.Errorf(intake.EINVALID, "max body bytes must be a whole number")
+			return l, intake.Errorf(intake.EINVALID, "max body bytes must be a whole number")
 		}
-		e.MaxBodyBytes = n
+		l.MaxBodyBytes = &n
 	}
 	if v := strings.TrimSpace(r.PostFormValue("rate_per_sec")); v != "" {
 		n, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return intake.Errorf(intake.EINVALID, "rate per second must be a number (0 for no limit)")
+			return l, intake.Errorf(intake.EINVALID, "rate per second must be a number (0 for no limit)")
 		}
-		e.RatePerSec = n
+		l.RatePerSec = &n
 	}
 	if v := strings.TrimSpace(r.PostFormValue("burst")); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return intake.Errorf(intake.EINVALID, "burst must be a whole number")
+		if err != nil {
+			return l, intake.Errorf(intake.EINVALID, "burst must be a whole number")
 		}
-		e.Burst = n
+		l.Burst = &n
 	}
-	return e.Validate()
+	return l, nil
 }
 
 func (c *Console) setEndpointEnabled(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -174,16 +155,11 @@ func (c *Console) setEndpointEnabled(w http.ResponseWriter, r *http.Request, s *
 	if err != nil {
 		return err
 	}
-	e, err := c.store.Endpoint(r.Context(), s.scope(), id)
-	if err != nil {
+	enabled := r.PostFormValue("enabled") == "true"
+	if _, err := c.ctl.UpdateEndpoint(r.Context(), s.caller(), id, control.Limits{Enabled: &enabled}); err != nil {
 		return err
 	}
-	e.Enabled = r.PostFormValue("enabled") == "true"
-	if err := c.store.UpdateEndpoint(r.Context(), s.scope(), e); err != nil {
-		return err
-	}
-	c.audit(r, s, e.OrgID, "endpoint.update", "endpoint", e.ID, "enabled="+strconv.FormatBool(e.Enabled))
-	if e.Enabled {
+	if enabled {
 		return redirect(w, r, "/console/endpoints?flash=endpoint-enabled")
 	}
 	return redirect(w, r, "/console/endpoints?flash=endpoint-disabled")
@@ -221,8 +197,8 @@ func (c *Console) connections(w http.ResponseWriter, r *http.Request, s *session
 	v := connectionsView{Providers: provider.Names(), Orgs: oc}
 	for _, cn := range slices.Backward(conns) {
 		row := connectionRow{Connection: cn, Secrets: "?"}
-		if secrets, err := c.sealer.ConnectionSecrets(cn); err == nil {
-			row.Secrets = strconv.Itoa(len(secrets))
+		if n, ok := c.ctl.SecretCount(cn); ok {
+			row.Secrets = strconv.Itoa(n)
 		}
 		for _, e := range eps {
 			if e.ConnectionID == cn.ID {
@@ -239,19 +215,7 @@ func (c *Console) connections(w http.ResponseWriter, r *http.Request, s *session
 }
 
 func (c *Console) createConnection(w http.ResponseWriter, r *http.Request, s *session) error {
-	form := struct{ Provider, Name, Config string }{r.PostFormValue("provider"), r.PostFormValue("name"), r.PostFormValue("config")}
 	orgID, err := formOrg(r, s)
-	if err != nil {
-		return err
-	}
-	if err := intake.CheckName("name", form.Name); err != nil {
-		return err
-	}
-	adapter, ok := provider.Lookup(form.Provider)
-	if !ok {
-		return intake.Errorf(intake.EINVALID, "choose a provider")
-	}
-	config, err := provider.CheckConfig(adapter, json.RawMessage(form.Config))
 	if err != nil {
 		return err
 	}
@@ -261,20 +225,11 @@ func (c *Console) createConnection(w http.ResponseWriter, r *http.Request, s *se
 			secrets = append(secrets, line)
 		}
 	}
-	if err := provider.CheckSecrets(form.Provider, secrets); err != nil {
+	cn, err := c.ctl.CreateConnection(r.Context(), s.caller(), control.NewConnection{OrgID: orgID, Provider: r.PostFormValue("provider"),
+		Name: r.PostFormValue("name"), Secrets: secrets, Config: json.RawMessage(r.PostFormValue("config"))})
+	if err != nil {
 		return err
 	}
-	cn := intake.Connection{ID: intake.NewID(), OrgID: orgID, Provider: form.Provider, Name: form.Name, Config: config, CreatedAt: c.clock.Now().UTC()}
-	if secrets == nil {
-		secrets = []string{}
-	}
-	if cn.SealedSecrets, err = c.sealer.SealConnectionSecrets(cn, secrets); err != nil {
-		return err
-	}
-	if err := c.store.CreateConnection(r.Context(), cn); err != nil {
-		return err
-	}
-	c.audit(r, s, cn.OrgID, "connection.create", "connection", cn.ID, "provider="+cn.Provider+" secrets="+strconv.Itoa(len(secrets)))
 	return redirect(w, r, "/console/endpoints?connection="+cn.ID)
 }
 
@@ -285,22 +240,8 @@ func (c *Console) disableConnection(w http.ResponseWriter, r *http.Request, s *s
 	if err != nil {
 		return err
 	}
-	if _, err := c.store.Connection(r.Context(), s.scope(), id); err != nil {
+	if _, err := c.ctl.DisableConnection(r.Context(), s.caller(), id); err != nil {
 		return err
-	}
-	eps, err := c.store.ListEndpoints(r.Context(), s.scope())
-	if err != nil {
-		return err
-	}
-	for _, e := range eps {
-		if e.ConnectionID != id || !e.Enabled {
-			continue
-		}
-		e.Enabled = false
-		if err := c.store.UpdateEndpoint(r.Context(), s.scope(), e); err != nil {
-			return err
-		}
-		c.audit(r, s, e.OrgID, "endpoint.update", "endpoint", e.ID, "enabled=false (connection disabled)")
 	}
 	return redirect(w, r, "/console/connections?flash=connection-disabled")
 }
@@ -338,47 +279,19 @@ func (c *Console) renderConsumers(w http.ResponseWriter, r *http.Request, s *ses
 }
 
 func (c *Console) createConsumer(w http.ResponseWriter, r *http.Request, s *session) error {
-	f := struct{ Name, App, URL, Types string }{Name: r.PostFormValue("name"), App: r.PostFormValue("app"),
-		URL: strings.TrimSpace(r.PostFormValue("url")), Types: r.PostFormValue("event_types")}
 	orgID, err := formOrg(r, s)
 	if err != nil {
 		return err
 	}
-	if err := intake.CheckName("name", f.Name); err != nil {
-		return err
-	}
-	if err := intake.CheckName("app", f.App); err != nil {
-		return err
-	}
-	types := strings.FieldsFunc(f.Types, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
-	if len(types) == 0 {
-		return intake.Errorf(intake.EINVALID, "give at least one event type pattern (e.g. stripe.invoice.paid, stripe.invoice.*, *)")
-	}
-	if len(types) > maxEventTypes {
-		return intake.Errorf(intake.EINVALID, "at most %d event type patterns", maxEventTypes)
-	}
-	for _, p := range types {
-		if err := intake.ValidatePattern(p); err != nil {
-			return err
-		}
-	}
-	if f.URL == "" || len(f.URL) > maxConsumerURL {
-		return intake.Errorf(intake.EINVALID, "the URL is required (at most %d bytes)", maxConsumerURL)
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), resolveTimeout)
-	err = c.policy.CheckURL(ctx, f.URL)
-	cancel()
+	types := strings.FieldsFunc(r.PostFormValue("event_types"), func(r rune) bool {
+		return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t'
+	})
+	cn, secret, err := c.ctl.CreateConsumer(r.Context(), s.caller(), control.NewConsumer{OrgID: orgID, Name: r.PostFormValue("name"),
+		App: r.PostFormValue("app"), URL: strings.TrimSpace(r.PostFormValue("url")), EventTypes: types,
+		Completion: r.PostFormValue("completion") == "on"})
 	if err != nil {
-		return intake.Errorf(intake.EINVALID, "%v", err)
-	}
-	cn := intake.Consumer{ID: intake.NewID(), OrgID: orgID, Name: f.Name, App: f.App, URL: f.URL, EventTypes: types,
-		Completion: r.PostFormValue("completion") == "on", Enabled: true, CreatedAt: c.clock.Now().UTC()}
-	secret := delivery.NewSecret()
-	cn.SealedSecret = c.sealer.Seal([]byte(secret), []byte(cn.ID))
-	if err := c.store.CreateConsumer(r.Context(), cn); err != nil {
 		return err
 	}
-	c.audit(r, s, cn.OrgID, "consumer.create", "consumer", cn.ID, "url="+cn.URL)
 	return c.renderConsumers(w, r, s, &createdConsumer{ID: cn.ID, Name: cn.Name, Secret: secret})
 }
 
@@ -388,14 +301,9 @@ func (c *Console) setConsumerEnabled(w http.ResponseWriter, r *http.Request, s *
 		return err
 	}
 	enabled := r.PostFormValue("enabled") == "true"
-	cn, err := c.store.Consumer(r.Context(), s.scope(), id)
-	if err != nil {
+	if _, err := c.ctl.UpdateConsumer(r.Context(), s.caller(), id, control.ConsumerUpdate{Enabled: &enabled}); err != nil {
 		return err
 	}
-	if err := c.store.SetConsumerEnabled(r.Context(), s.scope(), id, enabled); err != nil {
-		return err
-	}
-	c.audit(r, s, cn.OrgID, "consumer.update", "consumer", id, "enabled="+strconv.FormatBool(enabled))
 	if enabled {
 		return redirect(w, r, "/console/consumers?flash=consumer-enabled")
 	}

@@ -28,7 +28,7 @@ import (
 
 // Config wires a Handler.
 type Config struct {
-	Store     intake.Store
+	Store     intake.Ingester
 	Sealer    *seal.Sealer // opens connection secrets for handshakes that depend on them
 	PublicURL string       // the base URL providers were given, for URL-signing schemes
 	Clock     intake.Clock

@@ -24,7 +24,7 @@ func (q *Quota) Used() int64 { return q.used.Load() }
 func (q *Quota) Exceeded() bool { return q != nil && q.Limit > 0 && q.used.Load() >= q.Limit }
 
 // Sample reads the store's size now.
-func (q *Quota) Sample(ctx context.Context, s intake.Store) error {
+func (q *Quota) Sample(ctx context.Context, s intake.Ingester) error {
 	n, err := s.StorageBytes(ctx)
 	if err == nil {
 		q.used.Store(n)
@@ -32,17 +32,25 @@ func (q *Quota) Sample(ctx context.Context, s intake.Store) error {
 	return err
 }
 
-// Watch samples every interval until ctx ends.
-func (q *Quota) Watch(ctx context.Context, s intake.Store, every time.Duration, log *slog.Logger) {
-	t := time.NewTicker(every)
+// QuotaWatch samples the store's size for a Quota in the background.
+type QuotaWatch struct {
+	Quota  *Quota
+	Store  intake.Ingester
+	Every  time.Duration
+	Logger *slog.Logger
+}
+
+// Run samples every Every until ctx ends.
+func (w *QuotaWatch) Run(ctx context.Context) error {
+	t := time.NewTicker(w.Every)
 	defer t.Stop()
 	for {
-		if err := q.Sample(ctx, s); err != nil && ctx.Err() == nil {
-			log.Warn("quota: could not read the store's size", "err", err)
+		if err := w.Quota.Sample(ctx, w.Store); err != nil && ctx.Err() == nil {
+			w.Logger.Warn("quota: could not read the store's size", "err", err)
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.C:
 		}
 	}

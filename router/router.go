@@ -19,7 +19,7 @@ import (
 
 // Config wires a Router.
 type Config struct {
-	Store  intake.Store
+	Store  intake.EventQueue
 	Sealer *seal.Sealer
 	Sender *delivery.Sender
 	// BodyURLs signs the raw-body address sent with events whose data was

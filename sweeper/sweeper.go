@@ -13,7 +13,7 @@ import (
 
 // Config wires a Sweeper.
 type Config struct {
-	Store         intake.Store
+	Store         intake.Retention
 	Clock         intake.Clock
 	BodyRetention time.Duration // default 7 days: the replay window
 	Retention     time.Duration // default 30 days
@@ -49,7 +49,7 @@ func New(cfg Config) *Sweeper {
 }
 
 // Run sweeps every Interval until ctx ends.
-func (s *Sweeper) Run(ctx context.Context) {
+func (s *Sweeper) Run(ctx context.Context) error {
 	t := time.NewTicker(s.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -60,7 +60,7 @@ func (s *Sweeper) Run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.C:
 		}
 	}

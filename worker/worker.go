@@ -23,7 +23,7 @@ import (
 
 // Config wires a Worker.
 type Config struct {
-	Store       intake.Store
+	Store       intake.MessageQueue
 	Sealer      *seal.Sealer
 	PublicURL   string // the base URL providers were given, for URL-signing schemes
 	Clock       intake.Clock

@@ -18,9 +18,9 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/seal"
-	"github.com/intakehq/intake/ops"
 	"github.com/intakehq/intake/store/sqlite"
 )
 
@@ -56,7 +56,7 @@ func newServer(t *testing.T) server {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		(&ops.Ops{Store: st, Sealer: sealer, Clock: intake.SystemClock{}}).RunReplays(ctx, 10*time.Millisecond)
+		_ = (&control.ReplayRunner{Store: st, Clock: intake.SystemClock{}, Poll: 10 * time.Millisecond}).Run(ctx)
 	}()
 	t.Cleanup(func() { stop(); <-done })
 	return server{url: srv.URL, store: st}

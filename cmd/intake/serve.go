@@ -24,13 +24,13 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
 	"github.com/intakehq/intake/console"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
-	"github.com/intakehq/intake/ops"
 	"github.com/intakehq/intake/router"
 	"github.com/intakehq/intake/store/postgres"
 	"github.com/intakehq/intake/store/sqlite"
@@ -102,8 +102,11 @@ func (c *ServeCmd) Run() error {
 	m.WatchQuota(quota.Used, quota.Limit)
 	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
 		Logger: log, Quota: quota})
-	admin := api.New(api.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
-		Clock: clock, BodyURLKey: derive(key, "body-url"), ConsumerPolicy: delivery.DefaultPolicy(), Logger: log})
+	// The one control plane: the API and the console are transports over it.
+	ctl := control.New(control.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
+		Clock: clock, ConsumerPolicy: delivery.DefaultPolicy(), Logger: log})
+	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
+		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
 		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Metrics: m, Logger: log})
 
@@ -118,8 +121,8 @@ func (c *ServeCmd) Run() error {
 	mux.Handle("/webhooks/{token}", in)
 	mux.Handle("/api/", admin.Handler())
 	mux.Handle("/body/", admin.Handler())
-	mux.Handle("/console/", console.New(console.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
-		Clock: clock, SessionKey: derive(key, "console-session"), ConsumerPolicy: delivery.DefaultPolicy(), Logger: log}).Handler())
+	mux.Handle("/console/", console.New(console.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
+		Clock: clock, SessionKey: derive(key, "console-session"), Logger: log}).Handler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -151,20 +154,24 @@ func (c *ServeCmd) Run() error {
 	}
 	log.Info("intake serving", "addr", ln.Addr().String(), "data", c.Data, "public_url", c.publicURL())
 
-	workCtx, stopWork := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { w.Run(workCtx) })
-	wg.Go(func() { rt.Run(workCtx) })
-	wg.Go(func() { quota.Watch(workCtx, store, 5*time.Second, log) })
 	// Window replays recorded by any process's API or console; claims
 	// spread them over the processes and a stopped one's are taken over.
-	replays := &ops.Ops{Store: store, Sealer: sealer, Clock: clock, Logger: log}
-	wg.Go(func() { replays.RunReplays(workCtx, time.Second) })
-	wg.Go(func() {
-		sw := sweeper.New(sweeper.Config{Store: store, Clock: clock, BodyRetention: c.BodyRetention, Retention: c.Retention,
-			Logger: log})
-		lead(workCtx, "sweeper", sw.Run)
-	})
+	// The sweeper runs on one process at a time.
+	loops := []intake.Loop{w, rt,
+		&ingress.QuotaWatch{Quota: quota, Store: store, Every: 5 * time.Second, Logger: log},
+		&control.ReplayRunner{Store: store, Clock: clock, Logger: log},
+		leading{job: "sweeper", lead: lead, loop: sweeper.New(sweeper.Config{Store: store, Clock: clock,
+			BodyRetention: c.BodyRetention, Retention: c.Retention, Logger: log})},
+	}
+	workCtx, stopWork := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, l := range loops {
+		wg.Go(func() {
+			if err := l.Run(workCtx); err != nil {
+				log.Error("background loop stopped", "loop", fmt.Sprintf("%T", l), "err", err)
+			}
+		})
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
@@ -193,6 +200,19 @@ func (c *ServeCmd) Run() error {
 // lead runs a maintenance job (fn) so that one process at a time does, for
 // as long as its context lasts.
 type lead func(ctx context.Context, job string, fn func(context.Context))
+
+// leading is a loop that runs on one process at a time.
+type leading struct {
+	job  string
+	lead lead
+	loop intake.Loop
+}
+
+func (l leading) Run(ctx context.Context) error {
+	var err error
+	l.lead(ctx, l.job, func(ctx context.Context) { err = l.loop.Run(ctx) })
+	return err
+}
 
 // openStore opens PostgreSQL when --db names it, else the embedded store
 // under --data. On PostgreSQL, where several processes share the database,

@@ -12,8 +12,8 @@ import (
 )
 
 // CreateOrg inserts an org with its first API key.
-func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey) error {
-	return s.tx(ctx, func(tx pgx.Tx) error {
+func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3)`,
 			o.ID, o.Name, ts(o.CreatedAt)); err != nil {
 			return err
@@ -46,11 +46,11 @@ func (s *Store) OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (intake.Org
 }
 
 // CreateAPIKey adds a key to an org visible in sc.
-func (s *Store) CreateAPIKey(ctx context.Context, sc intake.Scope, k intake.APIKey) error {
+func (s *Store) CreateAPIKey(ctx context.Context, sc intake.Scope, k intake.APIKey, audit ...intake.AuditEntry) error {
 	if !sc.Allows(k.OrgID) {
 		return notFound("org", k.OrgID)
 	}
-	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		if err := orgExists(ctx, tx, k.OrgID); err != nil {
 			return err
 		}
@@ -78,11 +78,11 @@ func scanAPIKey(row pgx.Row) (intake.APIKey, error) {
 
 // RevokeAPIKey stops a key visible in sc; revoking it again keeps the
 // first revocation's time.
-func (s *Store) RevokeAPIKey(ctx context.Context, sc intake.Scope, keyID string, at time.Time) error {
+func (s *Store) RevokeAPIKey(ctx context.Context, sc intake.Scope, keyID string, at time.Time, audit ...intake.AuditEntry) error {
 	if !validIDs(keyID) {
 		return notFound("api key", keyID)
 	}
-	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $1) WHERE id = $2 AND ($3::uuid IS NULL OR org_id = $3)`,
 			ts(at), keyID, nullID(sc.OrgID))
 		if err != nil {
@@ -116,11 +116,11 @@ func scanOrg(row pgx.Row) (intake.Org, error) {
 }
 
 // SetOrgRetention sets an org's retention overrides.
-func (s *Store) SetOrgRetention(ctx context.Context, sc intake.Scope, orgID string, body, rows time.Duration) error {
+func (s *Store) SetOrgRetention(ctx context.Context, sc intake.Scope, orgID string, body, rows time.Duration, audit ...intake.AuditEntry) error {
 	if !validIDs(orgID) {
 		return notFound("org", orgID)
 	}
-	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE orgs SET body_retention_us = nullif($1::bigint, 0), retention_us = nullif($2::bigint, 0)
 			WHERE id = $3 AND ($4::uuid IS NULL OR id = $4)`, body.Microseconds(), rows.Microseconds(), orgID, nullID(sc.OrgID))
 		if err != nil {
@@ -134,8 +134,8 @@ func (s *Store) SetOrgRetention(ctx context.Context, sc intake.Scope, orgID stri
 }
 
 // CreateConnection inserts a connection; its org must exist.
-func (s *Store) CreateConnection(ctx context.Context, c intake.Connection) error {
-	return s.tx(ctx, func(tx pgx.Tx) error {
+func (s *Store) CreateConnection(ctx context.Context, c intake.Connection, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx pgx.Tx) error {
 		if err := orgExists(ctx, tx, c.OrgID); err != nil {
 			return err
 		}
@@ -199,11 +199,11 @@ func (s *Store) ListConnections(ctx context.Context, sc intake.Scope) ([]intake.
 }
 
 // ReplaceConnectionSecrets swaps a connection's sealed secret list.
-func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, connID string, sealed []byte) error {
+func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, connID string, sealed []byte, audit ...intake.AuditEntry) error {
 	if !validIDs(connID) {
 		return notFound("connection", connID)
 	}
-	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE connections SET sealed_secrets = $1 WHERE deleted_at IS NULL AND id = $2 AND ($3::uuid IS NULL OR org_id = $3)`,
 			sealed, connID, nullID(sc.OrgID))
 		if err != nil {
@@ -218,11 +218,11 @@ func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, c
 
 // CreateEndpoint inserts an endpoint of an existing connection; its org is
 // the connection's.
-func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint) error {
+func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint, audit ...intake.AuditEntry) error {
 	if !validIDs(e.ConnectionID) {
 		return notFound("connection", e.ConnectionID)
 	}
-	return s.tx(ctx, func(tx pgx.Tx) error {
+	return s.audited(ctx, audit, func(tx pgx.Tx) error {
 		var org string
 		err := tx.QueryRow(ctx, `SELECT org_id FROM connections WHERE deleted_at IS NULL AND id = $1`, e.ConnectionID).Scan(&org)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && e.OrgID != "" && org != e.OrgID) {
@@ -277,11 +277,11 @@ func (s *Store) EndpointByTokenHash(ctx context.Context, tokenHash []byte) (inta
 }
 
 // UpdateEndpoint saves an endpoint's enabled flag and limits.
-func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.Endpoint) error {
+func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.Endpoint, audit ...intake.AuditEntry) error {
 	if !validIDs(e.ID) {
 		return notFound("endpoint", e.ID)
 	}
-	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE endpoints SET enabled = $1, max_body_bytes = $2, rate_per_sec = $3, burst = $4
 			WHERE deleted_at IS NULL AND id = $5 AND ($6::uuid IS NULL OR org_id = $6)`,
 			e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, nullID(sc.OrgID))

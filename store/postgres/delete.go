@@ -11,7 +11,7 @@ import (
 
 // Delete soft-deletes a connection (with its endpoints), an endpoint or a
 // consumer visible in sc.
-func (s *Store) Delete(ctx context.Context, sc intake.Scope, kind intake.DeleteKind, id string, at time.Time) error {
+func (s *Store) Delete(ctx context.Context, sc intake.Scope, kind intake.DeleteKind, id string, at time.Time, audit ...intake.AuditEntry) error {
 	table := map[intake.DeleteKind]string{intake.DeleteConnection: "connections", intake.DeleteEndpoint: "endpoints",
 		intake.DeleteConsumer: "consumers"}[kind]
 	if table == "" {
@@ -20,7 +20,7 @@ func (s *Store) Delete(ctx context.Context, sc intake.Scope, kind intake.DeleteK
 	if !validIDs(id) {
 		return notFound(string(kind), id)
 	}
-	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE `+table+` SET deleted_at = $1 WHERE deleted_at IS NULL AND id = $2
 			AND ($3::uuid IS NULL OR org_id = $3)`, ts(at), id, nullID(sc.OrgID))
 		if err != nil {

@@ -62,7 +62,7 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 	if f.Cursor != "" && !validIDs(f.Cursor) {
 		return page, intake.Errorf(intake.EINVALID, "malformed cursor")
 	}
-	limit := pageLimit(f.Limit)
+	limit := intake.PageLimit(f.Limit)
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
 		queueRows(b, &page.Items, func(row pgx.Row) (intake.Event, error) { return scanEvent(row) }, `SELECT `+eventColumns+` FROM events
 			WHERE ($1::uuid IS NULL OR org_id = $1) AND ($2 = '' OR state = $2) AND ($3 = '' OR type = $3)
@@ -72,9 +72,6 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 			ORDER BY id DESC LIMIT $5`, nullID(sc.OrgID), string(f.State), text(f.Type), nullID(f.Cursor), limit+1, ts(f.Since), ts(f.Until),
 			nullID(f.ConsumerID))
 	})
-	if len(page.Items) > limit {
-		page.Items = page.Items[:limit]
-		page.NextCursor = page.Items[limit-1].ID
-	}
+	page = intake.KeysetPage(page.Items, limit)
 	return page, err
 }

@@ -31,6 +31,9 @@ const committers = 2
 // returns. A lone request commits at once; requests that arrive while
 // commits are in flight share the next one.
 func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
+	if m.State != intake.MessageQueued {
+		return intake.Errorf(intake.EINVALID, "ingest records a queued message, not %s (a replay uses InsertReplay)", m.State)
+	}
 	req := ingestRequest{m: m, done: make(chan error, 1)}
 	select {
 	case s.ingest <- req:
@@ -202,4 +205,19 @@ func timestamptz(t time.Time) pgtype.Timestamptz {
 		return pgtype.Timestamptz{}
 	}
 	return pgtype.Timestamptz{Time: t.UTC().Truncate(time.Microsecond), Valid: true}
+}
+
+// InsertReplay records an operator's replay of a message, with its audit
+// entries, in one transaction of its own.
+func (s *Store) InsertReplay(ctx context.Context, m *intake.Message, audit ...intake.AuditEntry) error {
+	if err := intake.CheckReplay(m); err != nil {
+		return err
+	}
+	err := s.audited(ctx, audit, func(tx pgx.Tx) error {
+		return s.insertMessages(ctx, tx, []ingestRequest{{m: m}})
+	})
+	if err == nil {
+		s.hub.Notify(intake.TopicMessages)
+	}
+	return err
 }

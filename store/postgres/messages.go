@@ -16,13 +16,7 @@ import (
 // claimable is the SQL list of states the transition table lets a claim
 // move to processing from. It is written into the query literally, so the
 // planner matches it to the messages_due partial index.
-var claimable = func() string {
-	var q []string
-	for _, s := range intake.MessageStatesInto(intake.MessageProcessing) {
-		q = append(q, "'"+string(s)+"'")
-	}
-	return strings.Join(q, ", ")
-}()
+var claimable = intake.ClaimableStates()
 
 // ClaimMessages takes processing messages whose lease expired, then due
 // ones, as their next numbered attempt. Rows another process is claiming
@@ -70,15 +64,8 @@ func loadBodies(ctx context.Context, q querier, claims []intake.Claim) error {
 	if len(claims) == 0 {
 		return nil
 	}
-	byID := make(map[string]*intake.Message, len(claims))
-	ids := make([]string, 0, len(claims))
-	for i := range claims {
-		m := &claims[i].Message
-		m.BodyExpired = true
-		byID[m.ID] = m
-		ids = append(ids, m.ID)
-	}
-	rows, err := q.Query(ctx, `SELECT message_id, header, body FROM message_bodies WHERE message_id = ANY($1::uuid[])`, ids)
+	b := intake.NewClaimBodies(claims)
+	rows, err := q.Query(ctx, `SELECT message_id, header, body FROM message_bodies WHERE message_id = ANY($1::uuid[])`, b.IDs())
 	if err != nil {
 		return err
 	}
@@ -89,9 +76,7 @@ func loadBodies(ctx context.Context, q querier, claims []intake.Claim) error {
 		if err := rows.Scan(&mid, &header, &body); err != nil {
 			return err
 		}
-		m := byID[mid]
-		m.BodyExpired, m.Body = false, body
-		if err := json.Unmarshal(header, &m.Header); err != nil {
+		if err := b.Fill(mid, header, body); err != nil {
 			return err
 		}
 	}
@@ -371,16 +356,13 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 	if f.Cursor != "" && !validIDs(f.Cursor) {
 		return page, intake.Errorf(intake.EINVALID, "malformed cursor")
 	}
-	limit := pageLimit(f.Limit)
+	limit := intake.PageLimit(f.Limit)
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
 		queueRows(b, &page.Items, scanMessage, `SELECT `+messageColumns+` FROM messages
 			WHERE `+messageWhere+` AND ($8::uuid IS NULL OR id < $8)
 			ORDER BY id DESC LIMIT $9`, append(messageArgs(sc, f), nullID(f.Cursor), limit+1)...)
 	})
-	if len(page.Items) > limit {
-		page.Items = page.Items[:limit]
-		page.NextCursor = page.Items[limit-1].ID
-	}
+	page = intake.KeysetPage(page.Items, limit)
 	return page, err
 }
 
@@ -420,12 +402,12 @@ func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration
 
 // EraseBodies deletes an endpoint's bodies in a time range, on its org's
 // request; the messages and their identities stay.
-func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time) (int, error) {
+func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time, audit ...intake.AuditEntry) (int, error) {
 	if !validIDs(endpointID) {
 		return 0, notFound("endpoint", endpointID)
 	}
 	var n int64
-	err := s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+	err := s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM endpoints WHERE deleted_at IS NULL AND id = $1 AND ($2::uuid IS NULL OR org_id = $2)`,
 			endpointID, nullID(sc.OrgID)).Scan(&one)

@@ -24,11 +24,11 @@ func scanReplayJob(row pgx.Row) (intake.ReplayJob, error) {
 }
 
 // CreateReplayJob records a new window replay, unleased.
-func (s *Store) CreateReplayJob(ctx context.Context, j intake.ReplayJob) error {
+func (s *Store) CreateReplayJob(ctx context.Context, j intake.ReplayJob, audit ...intake.AuditEntry) error {
 	if !validIDs(j.ID, j.OrgID, j.EndpointID) {
 		return intake.Errorf(intake.EINVALID, "malformed replay job ids")
 	}
-	return s.tx(ctx, func(tx pgx.Tx) error {
+	return s.audited(ctx, audit, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO replay_jobs (id, org_id, endpoint_id, since, until, total, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			j.ID, j.OrgID, j.EndpointID, ts(j.Since), ts(j.Until), j.Total, ts(j.CreatedAt), ts(j.UpdatedAt))

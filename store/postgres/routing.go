@@ -11,8 +11,8 @@ import (
 )
 
 // CreateConsumer inserts a consumer; its org must exist.
-func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer) error {
-	return s.tx(ctx, func(tx pgx.Tx) error {
+func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx pgx.Tx) error {
 		if err := orgExists(ctx, tx, c.OrgID); err != nil {
 			return err
 		}
@@ -60,11 +60,11 @@ func (s *Store) ListConsumers(ctx context.Context, sc intake.Scope) ([]intake.Co
 }
 
 // SetConsumerEnabled enables or disables a consumer visible in sc.
-func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, consumerID string, enabled bool) error {
+func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, consumerID string, enabled bool, audit ...intake.AuditEntry) error {
 	if !validIDs(consumerID) {
 		return notFound("consumer", consumerID)
 	}
-	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE consumers SET enabled = $1 WHERE deleted_at IS NULL AND id = $2 AND ($3::uuid IS NULL OR org_id = $3)`,
 			enabled, consumerID, nullID(sc.OrgID))
 		if err != nil {
@@ -78,11 +78,11 @@ func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, consume
 }
 
 // PutSubjectLink records or replaces the link of a provider object.
-func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.SubjectLink) error {
+func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.SubjectLink, audit ...intake.AuditEntry) error {
 	if !validIDs(l.ConnectionID) {
 		return notFound("connection", l.ConnectionID)
 	}
-	return s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		var org string
 		err := tx.QueryRow(ctx, `SELECT org_id FROM connections WHERE deleted_at IS NULL AND id = $1 AND ($2::uuid IS NULL OR org_id = $2)`,
 			l.ConnectionID, nullID(sc.OrgID)).Scan(&org)
@@ -221,27 +221,27 @@ func (t eventTx) UpdateEvent(ctx context.Context, st intake.EventSettlement, now
 
 // RerouteEvent takes a dead or no_consumer event back to pending, and wakes
 // the routers of every process.
-func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, eventID string, now time.Time) error {
+func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, eventID string, now time.Time, audit ...intake.AuditEntry) error {
 	if !validIDs(eventID) {
 		return notFound("event", eventID)
 	}
-	err := s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
+	err := s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		var state intake.EventState
-		err := tx.QueryRow(ctx, `SELECT state FROM events WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2) FOR UPDATE`,
-			eventID, nullID(sc.OrgID)).Scan(&state)
+		var attempt int
+		err := tx.QueryRow(ctx, `SELECT state, attempt FROM events WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2) FOR UPDATE`,
+			eventID, nullID(sc.OrgID)).Scan(&state, &attempt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound("event", eventID)
 		}
 		if err != nil {
 			return err
 		}
-		if err := intake.CheckEventTransition(state, intake.EventPending); err != nil {
-			return intake.Errorf(intake.ECONFLICT, "only dead or no_consumer events can be re-routed; this one is %s", state)
+		max, err := intake.Reroute(state, attempt)
+		if err != nil {
+			return err
 		}
-		// The attempt number keeps counting (stale attempts stay stale); the
-		// budget starts afresh from it.
-		if _, err := tx.Exec(ctx, `UPDATE events SET state = 'pending', max_attempts = attempt + $1, next_attempt_at = $2,
-			lease_until = NULL WHERE id = $3`, intake.DefaultMaxAttempts, ts(now), eventID); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE events SET state = 'pending', max_attempts = $1, next_attempt_at = $2,
+			lease_until = NULL WHERE id = $3`, max, ts(now), eventID); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], s.instance)

@@ -12,9 +12,12 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -292,7 +295,33 @@ func unavailable(err error) error {
 	if errors.As(err, &ie) {
 		return err
 	}
+	if unreachable(err) {
+		return intake.Unavailable(err)
+	}
 	return &storageError{err}
+}
+
+// unreachable reports whether err says PostgreSQL could not be reached or
+// went away (as against a statement it refused): the server is down,
+// restarting, out of connections, or the network between is broken.
+func unreachable(err error) bool {
+	var (
+		pe *pgconn.PgError
+		ce *pgconn.ConnectError
+		ne net.Error
+	)
+	switch {
+	case errors.As(err, &pe):
+		// Class 08 is connection exceptions; 57P01-03 a server shutting
+		// down or starting; 53300 too many connections.
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03" || pe.Code == "53300"
+	case errors.As(err, &ce), errors.As(err, &ne), pgconn.Timeout(err):
+		return true
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE), errors.Is(err, errClosed):
+		return true
+	}
+	return false
 }
 
 type storageError struct{ err error }
@@ -373,14 +402,4 @@ func validIDs(ids ...string) bool {
 		}
 	}
 	return true
-}
-
-func pageLimit(n int) int {
-	switch {
-	case n <= 0:
-		return 50
-	case n > 500:
-		return 500
-	}
-	return n
 }

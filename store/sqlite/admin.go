@@ -11,8 +11,8 @@ import (
 )
 
 // CreateOrg inserts an org with its first API key.
-func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey) error {
-	return s.tx(ctx, func(tx *wtx) error {
+func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO orgs (id, name, created_at) VALUES (?, ?, ?)`,
 			o.ID, o.Name, ts(o.CreatedAt)); err != nil {
 			return err
@@ -45,11 +45,11 @@ func (s *Store) OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (intake.Org
 }
 
 // CreateAPIKey adds a key to an org visible in sc.
-func (s *Store) CreateAPIKey(ctx context.Context, sc intake.Scope, k intake.APIKey) error {
+func (s *Store) CreateAPIKey(ctx context.Context, sc intake.Scope, k intake.APIKey, audit ...intake.AuditEntry) error {
 	if !sc.Allows(k.OrgID) {
 		return notFound("org", k.OrgID)
 	}
-	return s.tx(ctx, func(tx *wtx) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
 		if err := orgExists(ctx, tx, k.OrgID); err != nil {
 			return err
 		}
@@ -79,8 +79,8 @@ func (s *Store) ListAPIKeys(ctx context.Context, sc intake.Scope) ([]intake.APIK
 }
 
 // RevokeAPIKey stops a key visible in sc.
-func (s *Store) RevokeAPIKey(ctx context.Context, sc intake.Scope, id string, at time.Time) error {
-	return s.tx(ctx, func(tx *wtx) error {
+func (s *Store) RevokeAPIKey(ctx context.Context, sc intake.Scope, id string, at time.Time, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ? AND (? = '' OR org_id = ?)`,
 			ts(at), id, sc.OrgID, sc.OrgID)
 		if err != nil {
@@ -118,8 +118,8 @@ func (s *Store) ListOrgs(ctx context.Context, sc intake.Scope) ([]intake.Org, er
 }
 
 // SetOrgRetention sets an org's retention overrides.
-func (s *Store) SetOrgRetention(ctx context.Context, sc intake.Scope, orgID string, body, rows time.Duration) error {
-	return s.tx(ctx, func(tx *wtx) error {
+func (s *Store) SetOrgRetention(ctx context.Context, sc intake.Scope, orgID string, body, rows time.Duration, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE orgs SET body_retention_us = nullif(?, 0), retention_us = nullif(?, 0)
 			WHERE id = ? AND (? = '' OR id = ?)`, body.Microseconds(), rows.Microseconds(), orgID, sc.OrgID, sc.OrgID)
 		if err != nil {
@@ -133,8 +133,8 @@ func (s *Store) SetOrgRetention(ctx context.Context, sc intake.Scope, orgID stri
 }
 
 // CreateConnection inserts a connection; its org must exist.
-func (s *Store) CreateConnection(ctx context.Context, c intake.Connection) error {
-	return s.tx(ctx, func(tx *wtx) error {
+func (s *Store) CreateConnection(ctx context.Context, c intake.Connection, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
 		if err := orgExists(ctx, tx, c.OrgID); err != nil {
 			return err
 		}
@@ -198,8 +198,8 @@ func (s *Store) ListConnections(ctx context.Context, sc intake.Scope) ([]intake.
 }
 
 // ReplaceConnectionSecrets swaps a connection's sealed secret list.
-func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, id string, sealed []byte) error {
-	return s.tx(ctx, func(tx *wtx) error {
+func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, id string, sealed []byte, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE connections SET sealed_secrets = ? WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
 			sealed, id, sc.OrgID, sc.OrgID)
 		if err != nil {
@@ -215,8 +215,8 @@ func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, i
 
 // CreateEndpoint inserts an endpoint of an existing connection; its org is
 // the connection's.
-func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint) error {
-	return s.tx(ctx, func(tx *wtx) error {
+func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
 		var org string
 		err := tx.QueryRowContext(ctx, `SELECT org_id FROM connections WHERE deleted_at IS NULL AND id = ?`, e.ConnectionID).Scan(&org)
 		if errors.Is(err, sql.ErrNoRows) || (err == nil && e.OrgID != "" && org != e.OrgID) {
@@ -264,8 +264,8 @@ func (s *Store) EndpointByTokenHash(ctx context.Context, tokenHash []byte) (inta
 }
 
 // UpdateEndpoint saves an endpoint's enabled flag and limits.
-func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.Endpoint) error {
-	return s.tx(ctx, func(tx *wtx) error {
+func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.Endpoint, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE endpoints SET enabled = ?, max_body_bytes = ?, rate_per_sec = ?, burst = ?
 			WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
 			e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, sc.OrgID, sc.OrgID)

@@ -9,13 +9,13 @@ import (
 
 // Delete soft-deletes a connection (with its endpoints), an endpoint or a
 // consumer visible in sc.
-func (s *Store) Delete(ctx context.Context, sc intake.Scope, kind intake.DeleteKind, id string, at time.Time) error {
+func (s *Store) Delete(ctx context.Context, sc intake.Scope, kind intake.DeleteKind, id string, at time.Time, audit ...intake.AuditEntry) error {
 	table := map[intake.DeleteKind]string{intake.DeleteConnection: "connections", intake.DeleteEndpoint: "endpoints",
 		intake.DeleteConsumer: "consumers"}[kind]
 	if table == "" {
 		return intake.Errorf(intake.EINVALID, "cannot delete a %q", kind)
 	}
-	return s.tx(ctx, func(tx *wtx) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET deleted_at = ? WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
 			ts(at), id, sc.OrgID, sc.OrgID)
 		if err != nil {

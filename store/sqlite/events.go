@@ -44,7 +44,7 @@ func (s *Store) Event(ctx context.Context, sc intake.Scope, id string) (intake.E
 
 // ListEvents lists events newest first, a page at a time.
 func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventFilter) (intake.Page[intake.Event], error) {
-	limit := pageLimit(f.Limit)
+	limit := intake.PageLimit(f.Limit)
 	rows, err := s.read.QueryContext(ctx, `SELECT `+eventColumns+` FROM events
 		WHERE (?1 = '' OR org_id = ?1) AND (?2 = '' OR state = ?2) AND (?3 = '' OR type = ?3) AND (?4 = '' OR id < ?4)
 		  AND (?6 IS NULL OR created_at >= ?6) AND (?7 IS NULL OR created_at < ?7)
@@ -62,9 +62,6 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 		}
 		page.Items = append(page.Items, e)
 	}
-	if len(page.Items) > limit {
-		page.Items = page.Items[:limit]
-		page.NextCursor = page.Items[limit-1].ID
-	}
+	page = intake.KeysetPage(page.Items, limit)
 	return page, rows.Err()
 }

@@ -48,6 +48,9 @@ func (s *Store) submit(job writeJob) error {
 
 // Ingest commits a received message; concurrent calls share commits.
 func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
+	if m.State != intake.MessageQueued {
+		return intake.Errorf(intake.EINVALID, "ingest records a queued message, not %s (a replay uses InsertReplay)", m.State)
+	}
 	// Encoded here, on the caller's goroutine: the writer is the one
 	// goroutine every write waits for.
 	hdr, err := json.Marshal(m.Header)
@@ -323,3 +326,20 @@ const (
 	bodyRow          = `(?, ?, ?)`
 	insertBodySQL    = "INSERT" + insertBodyCols + bodyRow
 )
+
+// InsertReplay records an operator's replay of a message, with its audit
+// entries, in a write of its own.
+func (s *Store) InsertReplay(ctx context.Context, m *intake.Message, audit ...intake.AuditEntry) error {
+	if err := intake.CheckReplay(m); err != nil {
+		return err
+	}
+	hdr, err := json.Marshal(m.Header)
+	if err != nil {
+		return err
+	}
+	err = s.audited(ctx, audit, func(tx *wtx) error { return insertMessage(ctx, tx, m, string(hdr)) })
+	if err == nil && m.State == intake.MessageQueued {
+		s.hub.Notify(intake.TopicMessages)
+	}
+	return err
+}

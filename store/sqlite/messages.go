@@ -14,13 +14,7 @@ import (
 
 // claimable is the SQL list of states the transition table lets a claim
 // move to processing from.
-var claimable = func() string {
-	var q []string
-	for _, s := range intake.MessageStatesInto(intake.MessageProcessing) {
-		q = append(q, "'"+string(s)+"'")
-	}
-	return strings.Join(q, ", ")
-}()
+var claimable = intake.ClaimableStates()
 
 // ClaimMessages takes due messages, and processing ones whose lease expired,
 // as their next numbered attempt.
@@ -60,13 +54,10 @@ func (s *Store) loadBodies(ctx context.Context, claims []intake.Claim) error {
 	if len(claims) == 0 {
 		return nil
 	}
-	byID := make(map[string]*intake.Message, len(claims))
+	b := intake.NewClaimBodies(claims)
 	args := make([]any, 0, len(claims))
-	for i := range claims {
-		m := &claims[i].Message
-		m.BodyExpired = true // until its body is found
-		byID[m.ID] = m
-		args = append(args, m.ID)
+	for _, id := range b.IDs() {
+		args = append(args, id)
 	}
 	rows, err := s.read.QueryContext(ctx, `SELECT message_id, header, body FROM message_bodies
 		WHERE message_id IN (?`+strings.Repeat(", ?", len(args)-1)+`)`, args...)
@@ -80,9 +71,7 @@ func (s *Store) loadBodies(ctx context.Context, claims []intake.Claim) error {
 		if err := rows.Scan(&id, &header, &body); err != nil {
 			return err
 		}
-		m := byID[id]
-		m.Body, m.BodyExpired = body, false
-		if err := json.Unmarshal([]byte(header), &m.Header); err != nil {
+		if err := b.Fill(id, []byte(header), body); err != nil {
 			return err
 		}
 	}
@@ -304,7 +293,7 @@ func (s *Store) MessageBody(ctx context.Context, sc intake.Scope, id string) ([]
 
 // ListMessages lists messages newest first, a page at a time.
 func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (intake.Page[intake.Message], error) {
-	limit := pageLimit(f.Limit)
+	limit := intake.PageLimit(f.Limit)
 	rows, err := s.read.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
 		WHERE (?1 = '' OR org_id = ?1) AND (?2 = '' OR endpoint_id = ?2) AND (?3 = '' OR state = ?3)
 		  AND (?4 = '' OR id < ?4) AND (?6 IS NULL OR received_at >= ?6) AND (?7 IS NULL OR received_at < ?7)
@@ -323,10 +312,7 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 		}
 		page.Items = append(page.Items, m)
 	}
-	if len(page.Items) > limit {
-		page.Items = page.Items[:limit]
-		page.NextCursor = page.Items[limit-1].ID
-	}
+	page = intake.KeysetPage(page.Items, limit)
 	return page, rows.Err()
 }
 
@@ -351,9 +337,9 @@ func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration
 }
 
 // EraseBodies deletes an endpoint's bodies in a time range.
-func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time) (int, error) {
+func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time, audit ...intake.AuditEntry) (int, error) {
 	var n int64
-	err := s.tx(ctx, func(tx *wtx) error {
+	err := s.audited(ctx, audit, func(tx *wtx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM endpoints WHERE deleted_at IS NULL AND id = ?1 AND (?2 = '' OR org_id = ?2)`, endpointID, sc.OrgID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -473,16 +459,6 @@ func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.Mes
 		  AND (?7 = '' OR provider_event_id = ?7)`,
 		sc.OrgID, f.EndpointID, string(f.State), ts(f.Since), ts(f.Until), f.Originals, f.ProviderEventID).Scan(&n)
 	return n, err
-}
-
-func pageLimit(n int) int {
-	switch {
-	case n <= 0:
-		return 50
-	case n > 500:
-		return 500
-	}
-	return n
 }
 
 // claimMessagesSQL takes the earliest due of two kinds: claimable messages

@@ -13,8 +13,8 @@ const replayJobColumns = `id, org_id, endpoint_id, since, until, total, done, cu
 	finished_at, lease_until, owner`
 
 // CreateReplayJob records a new window replay, unleased.
-func (s *Store) CreateReplayJob(ctx context.Context, j intake.ReplayJob) error {
-	return s.tx(ctx, func(tx *wtx) error {
+func (s *Store) CreateReplayJob(ctx context.Context, j intake.ReplayJob, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO replay_jobs (id, org_id, endpoint_id, since, until, total, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, j.ID, j.OrgID, j.EndpointID, ts(j.Since), ts(j.Until), j.Total, ts(j.CreatedAt), ts(j.UpdatedAt))
 		return err

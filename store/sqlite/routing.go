@@ -12,12 +12,12 @@ import (
 )
 
 // CreateConsumer inserts a consumer; its org must exist.
-func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer) error {
+func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer, audit ...intake.AuditEntry) error {
 	types, err := json.Marshal(c.EventTypes)
 	if err != nil {
 		return err
 	}
-	return s.tx(ctx, func(tx *wtx) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
 		if err := orgExists(ctx, tx, c.OrgID); err != nil {
 			return err
 		}
@@ -71,8 +71,8 @@ func (s *Store) ListConsumers(ctx context.Context, sc intake.Scope) ([]intake.Co
 }
 
 // SetConsumerEnabled enables or disables a consumer visible in sc.
-func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, id string, enabled bool) error {
-	return s.tx(ctx, func(tx *wtx) error {
+func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, id string, enabled bool, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE consumers SET enabled = ? WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
 			enabled, id, sc.OrgID, sc.OrgID)
 		if err != nil {
@@ -87,8 +87,8 @@ func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, id stri
 }
 
 // PutSubjectLink records or replaces the link of a provider object.
-func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.SubjectLink) error {
-	return s.tx(ctx, func(tx *wtx) error {
+func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.SubjectLink, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
 		var org string
 		err := tx.QueryRowContext(ctx, `SELECT org_id FROM connections WHERE deleted_at IS NULL AND id = ?1 AND (?2 = '' OR org_id = ?2)`,
 			l.ConnectionID, sc.OrgID).Scan(&org)
@@ -216,23 +216,23 @@ func (t eventTx) UpdateEvent(ctx context.Context, st intake.EventSettlement, now
 }
 
 // RerouteEvent takes a dead or no_consumer event back to pending.
-func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, id string, now time.Time) error {
-	err := s.tx(ctx, func(tx *wtx) error {
+func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, id string, now time.Time, audit ...intake.AuditEntry) error {
+	err := s.audited(ctx, audit, func(tx *wtx) error {
 		var state intake.EventState
-		err := tx.QueryRowContext(ctx, `SELECT state FROM events WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID).Scan(&state)
+		var attempt int
+		err := tx.QueryRowContext(ctx, `SELECT state, attempt FROM events WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID).Scan(&state, &attempt)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("event", id)
 		}
 		if err != nil {
 			return err
 		}
-		if err := intake.CheckEventTransition(state, intake.EventPending); err != nil {
-			return intake.Errorf(intake.ECONFLICT, "only dead or no_consumer events can be re-routed; this one is %s", state)
+		max, err := intake.Reroute(state, attempt)
+		if err != nil {
+			return err
 		}
-		// The attempt number keeps counting (stale attempts stay stale); the
-		// budget starts afresh from it.
-		_, err = tx.ExecContext(ctx, `UPDATE events SET state = 'pending', max_attempts = attempt + ?, next_attempt_at = ?,
-			lease_until = NULL WHERE id = ?`, intake.DefaultMaxAttempts, ts(now), id)
+		_, err = tx.ExecContext(ctx, `UPDATE events SET state = 'pending', max_attempts = ?, next_attempt_at = ?,
+			lease_until = NULL WHERE id = ?`, max, ts(now), id)
 		return err
 	})
 	if err == nil {

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
-	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+	"modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/notify"
@@ -210,7 +211,28 @@ func unavailable(err error) error {
 	if errors.As(err, &ie) {
 		return err
 	}
+	if unreachable(err) {
+		return intake.Unavailable(err)
+	}
 	return &storageError{err}
+}
+
+// unreachable reports whether err says the database file cannot be used
+// right now (closed, busy past the timeout, full, read-only or failing I/O),
+// as against a statement it refused.
+func unreachable(err error) bool {
+	if errors.Is(err, errClosed) {
+		return true
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL,
+			sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY:
+			return true
+		}
+	}
+	return false
 }
 
 type storageError struct{ err error }

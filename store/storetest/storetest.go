@@ -57,6 +57,8 @@ func Run(t *testing.T, open Opener) {
 		{"OperatorChangesMoveTheChangeCounterBeforeReturning", testChanges},
 		{"TheFirstKeyFingerprintRecordedIsKept", testKeyFingerprint},
 		{"AMessageReleasedUntilLaterIsClaimedThenAsTheSameAttempt", testReleaseUntilLater},
+		{"AuditEntryCommitsWithItsActionOrNeither", testAuditCommitsWithItsAction},
+		{"ReplayIsQueuedOrDeadWithAnExpiredBody", testReplayRecords},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })

@@ -1,4 +1,4 @@
-package ops_test
+package control_test
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/seal"
-	"github.com/intakehq/intake/ops"
 	"github.com/intakehq/intake/router"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/worker"
@@ -46,8 +46,12 @@ type env struct {
 	ep     intake.Endpoint
 	w      *worker.Worker
 	r      *router.Router
-	ops    *ops.Ops
+	ctl    *control.Plane
+	runner *control.ReplayRunner
 }
+
+// as acts in sc, as the audit log's actor "test".
+func as(sc intake.Scope) control.Caller { return control.Caller{Scope: sc, Actor: "test"} }
 
 func setup(t *testing.T) *env {
 	t.Helper()
@@ -71,7 +75,8 @@ func setup(t *testing.T) *env {
 	}
 	e.w = worker.New(worker.Config{Store: s, Sealer: sealer, Clock: e.clock, Backoff: intake.Backoff{Base: time.Second}})
 	e.r = router.New(router.Config{Store: s, Sealer: sealer, Clock: e.clock, Backoff: intake.Backoff{Base: time.Second}})
-	e.ops = &ops.Ops{Store: s, Clock: e.clock}
+	e.ctl = control.New(control.Config{Store: s, Sealer: sealer, Clock: e.clock})
+	e.runner = &control.ReplayRunner{Store: s, Clock: e.clock}
 	return e
 }
 
@@ -153,7 +158,7 @@ func TestReplayedMessageReachesTheConsumerAgainMarkedAsAReplay(t *testing.T) {
 	e.settle(t)
 	// Days later, past the provider's timestamp tolerances: still verifies.
 	e.clock.Advance(72 * time.Hour)
-	r, err := e.ops.ReplayMessage(context.Background(), intake.Scope{OrgID: e.org.ID}, orig)
+	r, err := e.ctl.ReplayMessage(context.Background(), as(intake.Scope{OrgID: e.org.ID}), orig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +180,7 @@ func TestReplayedMessageReachesTheConsumerAgainMarkedAsAReplay(t *testing.T) {
 		t.Fatalf("replay message %+v", m)
 	}
 	// A replay of the replay still points at what the provider sent.
-	rr, err := e.ops.ReplayMessage(context.Background(), intake.Scope{}, r.ID)
+	rr, err := e.ctl.ReplayMessage(context.Background(), as(intake.Scope{}), r.ID)
 	if err != nil || rr.ReplayOf != orig {
 		t.Fatalf("replay of replay = %+v %v", rr, err)
 	}
@@ -189,7 +194,7 @@ func TestReplayOfAnExpiredBodyIsADeadRecord(t *testing.T) {
 	if n, err := e.store.DropBodies(context.Background(), e.clock.Now(), 7*24*time.Hour, 100); err != nil || n != 1 {
 		t.Fatalf("dropped %d bodies, %v", n, err)
 	}
-	r, err := e.ops.ReplayMessage(context.Background(), intake.Scope{}, orig)
+	r, err := e.ctl.ReplayMessage(context.Background(), as(intake.Scope{}), orig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,18 +216,18 @@ func TestReplayWindowIsBoundedToSevenDaysAndReplaysOriginalsOnly(t *testing.T) {
 		e.clock.Advance(time.Hour)
 	}
 	e.settle(t)
-	_, err := e.ops.ReplayWindow(ctx, intake.Scope{}, e.ep.ID, start, start.Add(8*24*time.Hour))
+	_, err := e.ctl.ReplayWindow(ctx, as(intake.Scope{}), e.ep.ID, start, start.Add(8*24*time.Hour))
 	if intake.ErrorCode(err) != intake.EINVALID {
 		t.Fatalf("8-day window: %v", err)
 	}
-	job, err := e.ops.ReplayWindow(ctx, intake.Scope{OrgID: e.org.ID}, e.ep.ID, start.Add(time.Hour), start.Add(4*time.Hour))
+	job, err := e.ctl.ReplayWindow(ctx, as(intake.Scope{OrgID: e.org.ID}), e.ep.ID, start.Add(time.Hour), start.Add(4*time.Hour))
 	if err != nil || job.Total != 3 {
 		t.Fatalf("job %+v %v", job, err)
 	}
-	if ran, err := e.ops.RunReplayOnce(ctx); !ran || err != nil {
+	if ran, err := e.runner.RunOnce(ctx); !ran || err != nil {
 		t.Fatalf("runner: ran %v, %v", ran, err)
 	}
-	if p, err := e.ops.Job(ctx, intake.Scope{OrgID: e.org.ID}, job.ID); err != nil || p.Done != 3 || p.Error != "" || !p.Finished() {
+	if p, err := e.ctl.ReplayJob(ctx, as(intake.Scope{OrgID: e.org.ID}), job.ID); err != nil || p.Done != 3 || p.Error != "" || !p.Finished() {
 		t.Fatalf("progress %+v %v", p, err)
 	}
 	replays, _ := e.store.CountMessages(ctx, intake.Scope{}, intake.MessageFilter{})
@@ -230,7 +235,7 @@ func TestReplayWindowIsBoundedToSevenDaysAndReplaysOriginalsOnly(t *testing.T) {
 		t.Fatalf("%d messages, want 5 originals and 3 replays", replays)
 	}
 	// A second window over the same span replays originals, not replays.
-	job2, err := e.ops.ReplayWindow(ctx, intake.Scope{}, e.ep.ID, start, start.Add(7*24*time.Hour))
+	job2, err := e.ctl.ReplayWindow(ctx, as(intake.Scope{}), e.ep.ID, start, start.Add(7*24*time.Hour))
 	if err != nil || job2.Total != 5 {
 		t.Fatalf("job2 %+v %v", job2, err)
 	}
@@ -249,14 +254,14 @@ func TestRerouteOfNoConsumerEventDeliversToALaterConsumer(t *testing.T) {
 	if len(c.envelopes()) != 0 {
 		t.Fatal("a new consumer re-routed an old event by itself")
 	}
-	if err := e.ops.Reroute(context.Background(), intake.Scope{OrgID: e.org.ID}, page.Items[0].ID); err != nil {
+	if err := e.ctl.Reroute(context.Background(), as(intake.Scope{OrgID: e.org.ID}), page.Items[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	e.settle(t)
 	if got := c.envelopes(); len(got) != 1 || got[0].ID != page.Items[0].ID {
 		t.Fatalf("after re-route the consumer got %+v", got)
 	}
-	err := e.ops.Reroute(context.Background(), intake.Scope{}, page.Items[0].ID)
+	err := e.ctl.Reroute(context.Background(), as(intake.Scope{}), page.Items[0].ID)
 	if intake.ErrorCode(err) != intake.ECONFLICT {
 		t.Fatalf("re-route of a delivered event: %v", err)
 	}
@@ -280,7 +285,7 @@ func TestRerouteOfDeadEventSkipsTheConsumerThatHandledIt(t *testing.T) {
 	bad.mu.Lock()
 	bad.status = 200
 	bad.mu.Unlock()
-	n, err := e.ops.RerouteWhere(context.Background(), intake.Scope{OrgID: e.org.ID}, intake.EventFilter{Type: "github.issues.opened"})
+	n, err := e.ctl.RerouteWhere(context.Background(), as(intake.Scope{OrgID: e.org.ID}), intake.EventFilter{Type: "github.issues.opened"})
 	if err != nil || n != 1 {
 		t.Fatalf("bulk re-route %d %v", n, err)
 	}
@@ -303,31 +308,31 @@ func TestStoppedWindowReplayIsTakenOverWhereItStopped(t *testing.T) {
 		e.receive(t, fmt.Sprintf("d-%d", i))
 	}
 	e.settle(t)
-	job, err := e.ops.ReplayWindow(ctx, intake.Scope{}, e.ep.ID, start, start.Add(time.Hour))
+	job, err := e.ctl.ReplayWindow(ctx, as(intake.Scope{}), e.ep.ID, start, start.Add(time.Hour))
 	if err != nil || job.Total != n {
 		t.Fatalf("job %+v %v", job, err)
 	}
 	// A runner replays the first batch and its process ends mid-job: its
 	// context is cancelled once the first batch is saved.
 	stopped, cancel := context.WithCancel(ctx)
-	first := &ops.Ops{Store: stopAfterSave{Store: e.store, cancel: cancel}, Sealer: e.sealer, Clock: e.clock}
-	if ran, err := first.RunReplayOnce(stopped); !ran || err != nil {
+	first := &control.ReplayRunner{Store: stopAfterSave{Store: e.store, cancel: cancel}, Clock: e.clock}
+	if ran, err := first.RunOnce(stopped); !ran || err != nil {
 		t.Fatalf("first runner: ran %v, %v", ran, err)
 	}
-	p, _ := e.ops.Job(ctx, intake.Scope{}, job.ID)
+	p, _ := e.ctl.ReplayJob(ctx, as(intake.Scope{}), job.ID)
 	if p.Finished() || p.Done == 0 || p.Done >= n {
 		t.Fatalf("after the first runner stopped: %+v", p)
 	}
 	// Nobody takes it while the lease holds; once it ends, another runner
 	// finishes the job.
-	if ran, _ := e.ops.RunReplayOnce(ctx); ran {
+	if ran, _ := e.runner.RunOnce(ctx); ran {
 		t.Fatal("a leased replay was taken over")
 	}
 	e.clock.Advance(time.Minute)
-	if ran, err := e.ops.RunReplayOnce(ctx); !ran || err != nil {
+	if ran, err := e.runner.RunOnce(ctx); !ran || err != nil {
 		t.Fatalf("second runner: ran %v, %v", ran, err)
 	}
-	if p, _ := e.ops.Job(ctx, intake.Scope{}, job.ID); !p.Finished() || p.Done != n || p.Error != "" {
+	if p, _ := e.ctl.ReplayJob(ctx, as(intake.Scope{}), job.ID); !p.Finished() || p.Done != n || p.Error != "" {
 		t.Fatalf("after the takeover: %+v", p)
 	}
 	replays, _ := e.store.ListMessages(ctx, intake.Scope{}, intake.MessageFilter{Limit: 1000})
@@ -369,23 +374,23 @@ func TestWindowReplayStoppedMidBatchIsNotFailed(t *testing.T) {
 		e.receive(t, fmt.Sprintf("d-%d", i))
 	}
 	e.settle(t)
-	job, err := e.ops.ReplayWindow(ctx, intake.Scope{}, e.ep.ID, start, start.Add(time.Hour))
+	job, err := e.ctl.ReplayWindow(ctx, as(intake.Scope{}), e.ep.ID, start, start.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
 	stopping, cancel := context.WithCancel(ctx)
-	runner := &ops.Ops{Store: &stopOnIngest{Store: e.store, left: 5, cancel: cancel}, Sealer: e.sealer, Clock: e.clock}
-	if ran, err := runner.RunReplayOnce(stopping); !ran || err != nil {
+	runner := &control.ReplayRunner{Store: &stopOnIngest{Store: e.store, left: 5, cancel: cancel}, Clock: e.clock}
+	if ran, err := runner.RunOnce(stopping); !ran || err != nil {
 		t.Fatalf("runner: ran %v, %v", ran, err)
 	}
-	if p, _ := e.ops.Job(ctx, intake.Scope{}, job.ID); p.Finished() || p.Error != "" {
+	if p, _ := e.ctl.ReplayJob(ctx, as(intake.Scope{}), job.ID); p.Finished() || p.Error != "" {
 		t.Fatalf("a replay stopped mid-batch reads as %+v", p)
 	}
 	e.clock.Advance(time.Minute)
-	if ran, err := e.ops.RunReplayOnce(ctx); !ran || err != nil {
+	if ran, err := e.runner.RunOnce(ctx); !ran || err != nil {
 		t.Fatalf("second runner: ran %v, %v", ran, err)
 	}
-	if p, _ := e.ops.Job(ctx, intake.Scope{}, job.ID); !p.Finished() || p.Done != 10 || p.Error != "" {
+	if p, _ := e.ctl.ReplayJob(ctx, as(intake.Scope{}), job.ID); !p.Finished() || p.Done != 10 || p.Error != "" {
 		t.Fatalf("after the takeover: %+v", p)
 	}
 }
@@ -398,11 +403,11 @@ type stopOnIngest struct {
 	cancel context.CancelFunc
 }
 
-func (s *stopOnIngest) Ingest(ctx context.Context, m *intake.Message) error {
+func (s *stopOnIngest) InsertReplay(ctx context.Context, m *intake.Message, audit ...intake.AuditEntry) error {
 	if s.left == 0 {
 		s.cancel()
 		return ctx.Err()
 	}
 	s.left--
-	return s.Store.Ingest(ctx, m)
+	return s.Store.InsertReplay(ctx, m, audit...)
 }

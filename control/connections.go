@@ -1,0 +1,187 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/provider"
+)
+
+// NewConnection is what a connection is created from. OrgID may be empty
+// for an org's key.
+type NewConnection struct {
+	OrgID    string
+	Provider string
+	Name     string
+	Secrets  []string
+	Config   json.RawMessage
+}
+
+// CreateConnection links an org to a provider account; its secrets are
+// sealed to the connection's id and never returned.
+func (p *Plane) CreateConnection(ctx context.Context, c Caller, n NewConnection) (intake.Connection, error) {
+	if err := intake.CheckName("name", n.Name); err != nil {
+		return intake.Connection{}, err
+	}
+	if n.Provider == "" {
+		return intake.Connection{}, intake.Errorf(intake.EINVALID, "provider is required (one of %s)", strings.Join(provider.Names(), ", "))
+	}
+	adapter, ok := provider.Lookup(n.Provider)
+	if !ok {
+		return intake.Connection{}, intake.Errorf(intake.EINVALID, "unknown provider %.64q (one of %s)", n.Provider, strings.Join(provider.Names(), ", "))
+	}
+	config, err := provider.CheckConfig(adapter, n.Config)
+	if err != nil {
+		return intake.Connection{}, err
+	}
+	if err := provider.CheckSecrets(n.Provider, n.Secrets); err != nil {
+		return intake.Connection{}, err
+	}
+	orgID, err := orgFor(c, n.OrgID)
+	if err != nil {
+		return intake.Connection{}, err
+	}
+	// The id is made first because the sealed secrets are bound to it.
+	cn := intake.Connection{ID: intake.NewID(), OrgID: orgID, Provider: n.Provider, Name: n.Name, Config: config, CreatedAt: p.now()}
+	if cn.SealedSecrets, err = p.sealer.SealConnectionSecrets(cn, nonNil(n.Secrets)); err != nil {
+		return intake.Connection{}, err
+	}
+	a := p.entry(c, cn.OrgID, "connection.create", "connection", cn.ID, "provider=", cn.Provider, " secrets=", len(n.Secrets))
+	if err := p.store.CreateConnection(ctx, cn, a); err != nil {
+		return intake.Connection{}, err
+	}
+	return cn, nil
+}
+
+// ReplaceSecrets replaces a connection's signing secrets; during a
+// provider's rotation the old and the new are given together. The next
+// request verifies against the new list.
+func (p *Plane) ReplaceSecrets(ctx context.Context, c Caller, id string, secrets []string) (intake.Connection, error) {
+	if err := intake.CheckID("id", id); err != nil {
+		return intake.Connection{}, err
+	}
+	cn, err := p.store.Connection(ctx, c.Scope, id)
+	if err != nil {
+		return intake.Connection{}, err
+	}
+	if err := provider.CheckSecrets(cn.Provider, secrets); err != nil {
+		return intake.Connection{}, err
+	}
+	if cn.SealedSecrets, err = p.sealer.SealConnectionSecrets(cn, nonNil(secrets)); err != nil {
+		return intake.Connection{}, err
+	}
+	a := p.entry(c, cn.OrgID, "connection.secrets.replace", "connection", cn.ID, "secrets=", len(secrets))
+	if err := p.store.ReplaceConnectionSecrets(ctx, c.Scope, cn.ID, cn.SealedSecrets, a); err != nil {
+		return intake.Connection{}, err
+	}
+	return cn, nil
+}
+
+// AdoptHandshakeSecret adds to a connection the signing secret its provider
+// handed over in a recorded handshake (Asana's X-Hook-Secret). The secret
+// goes from the stored request into the sealed list without being shown to
+// anyone; the request's header stays hidden as every credential is. added
+// is false when the connection already had it.
+func (p *Plane) AdoptHandshakeSecret(ctx context.Context, c Caller, connectionID, messageID string) (cn intake.Connection, added bool, err error) {
+	if err := intake.CheckID("id", connectionID); err != nil {
+		return cn, false, err
+	}
+	if !intake.ValidID(messageID) {
+		return cn, false, intake.Errorf(intake.EINVALID, "message_id must be a message's id")
+	}
+	if cn, err = p.store.Connection(ctx, c.Scope, connectionID); err != nil {
+		return cn, false, err
+	}
+	a, _ := provider.Lookup(cn.Provider)
+	hs, ok := a.(provider.HandshakeSecreter)
+	if !ok {
+		return cn, false, intake.Errorf(intake.EINVALID, "provider %s does not hand its secret over in a handshake; set its secrets instead", cn.Provider)
+	}
+	m, err := p.store.Message(ctx, c.Scope, messageID)
+	if err != nil {
+		return cn, false, err
+	}
+	if m.ConnectionID != cn.ID {
+		return cn, false, intake.Errorf(intake.EINVALID, "message %s was not received for connection %s", m.ID, cn.ID)
+	}
+	body, header, err := p.store.MessageBody(ctx, c.Scope, m.ID)
+	if err != nil {
+		return cn, false, err
+	}
+	secret := hs.HandshakeSecret(&provider.Request{Method: m.Method, Header: header, Body: body, ReceivedAt: m.ReceivedAt})
+	if secret == "" {
+		return cn, false, intake.Errorf(intake.EINVALID, "message %s is not a %s handshake carrying a secret", m.ID, cn.Provider)
+	}
+	opened, err := p.sealer.ConnectionSecrets(cn)
+	if err != nil {
+		return cn, false, err
+	}
+	secrets := make([]string, 0, len(opened)+1)
+	for _, s := range opened {
+		if string(s) == secret {
+			return cn, false, nil
+		}
+		secrets = append(secrets, string(s))
+	}
+	secrets = append(secrets, secret)
+	if err := provider.CheckSecrets(cn.Provider, secrets); err != nil {
+		return cn, false, err
+	}
+	if cn.SealedSecrets, err = p.sealer.SealConnectionSecrets(cn, secrets); err != nil {
+		return cn, false, err
+	}
+	entry := p.entry(c, cn.OrgID, "connection.secrets.adopt", "connection", cn.ID, "message=", m.ID)
+	if err := p.store.ReplaceConnectionSecrets(ctx, c.Scope, cn.ID, cn.SealedSecrets, entry); err != nil {
+		return cn, false, err
+	}
+	return cn, true, nil
+}
+
+// DisableConnection stops a connection's webhooks: every enabled endpoint
+// of it refuses them from now on. It returns how many it disabled.
+func (p *Plane) DisableConnection(ctx context.Context, c Caller, id string) (int, error) {
+	if err := intake.CheckID("id", id); err != nil {
+		return 0, err
+	}
+	if _, err := p.store.Connection(ctx, c.Scope, id); err != nil {
+		return 0, err
+	}
+	eps, err := p.store.ListEndpoints(ctx, c.Scope)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range eps {
+		if e.ConnectionID != id || !e.Enabled {
+			continue
+		}
+		e.Enabled = false
+		a := p.entry(c, e.OrgID, "endpoint.update", "endpoint", e.ID, "enabled=false (connection disabled)")
+		if err := p.store.UpdateEndpoint(ctx, c.Scope, e, a); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// SecretCount is how many signing secrets a connection holds; ok is false
+// when they do not open (the master key changed). Counting them means
+// opening them; the plaintext goes no further than this function.
+func (p *Plane) SecretCount(cn intake.Connection) (n int, ok bool) {
+	secrets, err := p.sealer.ConnectionSecrets(cn)
+	if err != nil {
+		return 0, false
+	}
+	return len(secrets), true
+}
+
+// nonNil keeps an empty secret list sealed as [] rather than null.
+func nonNil(secrets []string) []string {
+	if secrets == nil {
+		return []string{}
+	}
+	return secrets
+}

@@ -1,0 +1,160 @@
+// Package control is intake's control plane: every operator action, written
+// once. Each action authorizes the caller, validates its input, mints and
+// seals what it needs, writes the change together with its audit entry in
+// one store transaction, and leaves the store to announce it. The admin
+// API, the console and `intake apply` only decode a request, call a method
+// here, and encode the answer; HTTPStatus is their one map from error codes
+// to statuses.
+package control
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/token"
+)
+
+// Config is what the control plane needs. Store and Sealer are required;
+// the rest have working zero values.
+type Config struct {
+	Store      intake.Store
+	Sealer     *seal.Sealer
+	StaffToken string // empty: no staff access
+	PublicURL  string // where providers reach ingress, for endpoint URLs
+	Clock      intake.Clock
+	// ConsumerPolicy checks consumer URLs when they are registered (the
+	// zero Policy refuses nothing); the router checks again at connect time.
+	ConsumerPolicy delivery.Policy
+	Logger         *slog.Logger
+}
+
+// Plane performs operator actions on a store.
+type Plane struct {
+	store     intake.Store
+	sealer    *seal.Sealer
+	staffHash []byte
+	publicURL string
+	clock     intake.Clock
+	policy    delivery.Policy
+	log       *slog.Logger
+}
+
+// New returns the control plane for cfg.
+func New(cfg Config) *Plane {
+	p := &Plane{
+		store:     cfg.Store,
+		sealer:    cfg.Sealer,
+		publicURL: strings.TrimRight(cfg.PublicURL, "/"),
+		clock:     cfg.Clock,
+		policy:    cfg.ConsumerPolicy,
+		log:       cfg.Logger,
+	}
+	if cfg.StaffToken != "" {
+		p.staffHash = token.Hash(cfg.StaffToken)
+	}
+	if p.clock == nil {
+		p.clock = intake.SystemClock{}
+	}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	return p
+}
+
+// Caller is who performs an action: the scope it may see and act in, and
+// the actor the audit log names.
+type Caller struct {
+	Scope intake.Scope
+	// Actor is "staff", or an org key's first characters ("key:ik_a1b2c3"):
+	// enough to tell keys apart, too few to use one.
+	Actor string
+	// OrgName names an org key's org, for display.
+	OrgName string
+}
+
+// Staff reports whether the caller holds the staff token.
+func (c Caller) Staff() bool { return c.Scope.Staff() }
+
+// keyPrefixLen is how much of an org key is kept in the clear to tell keys
+// apart: "ik_" and six random characters (36 bits of the 256).
+const keyPrefixLen = len(apiKeyPrefix) + 6
+
+// apiKeyPrefix marks org API keys, so a leaked one is recognisable.
+const apiKeyPrefix = "ik_"
+
+// Authenticate turns a token into a caller: the staff token sees every org,
+// an org's unrevoked API key its own. Anything else is EUNAUTHORIZED.
+func (p *Plane) Authenticate(ctx context.Context, tok string) (Caller, error) {
+	tok = strings.TrimSpace(tok)
+	if tok == "" {
+		return Caller{}, intake.Errorf(intake.EUNAUTHORIZED, "a token is required: the staff token or an org's API key")
+	}
+	return p.AuthenticateHash(ctx, token.Hash(tok), keyActor(tok))
+}
+
+// AuthenticateHash is Authenticate for a credential known by its SHA-256
+// alone (a console session keeps no credential), naming it actor.
+func (p *Plane) AuthenticateHash(ctx context.Context, hash []byte, actor string) (Caller, error) {
+	// Comparing hashes keeps the comparison constant-time whatever the lengths.
+	if p.staffHash != nil && subtle.ConstantTimeCompare(hash, p.staffHash) == 1 {
+		return Caller{Actor: "staff"}, nil
+	}
+	org, err := p.store.OrgByKeyHash(ctx, hash)
+	if intake.ErrorCode(err) == intake.ENOTFOUND {
+		return Caller{}, intake.Errorf(intake.EUNAUTHORIZED, "invalid token")
+	}
+	if err != nil {
+		return Caller{}, err
+	}
+	return Caller{Scope: intake.Scope{OrgID: org.ID}, Actor: actor, OrgName: org.Name}, nil
+}
+
+// keyActor names an org key in the audit log.
+func keyActor(tok string) string {
+	if len(tok) > keyPrefixLen {
+		tok = tok[:keyPrefixLen]
+	}
+	return "key:" + tok
+}
+
+// RequireStaff refuses org API keys: for what only staff may see or do.
+func (c Caller) RequireStaff() error {
+	if !c.Staff() {
+		return intake.Errorf(intake.EFORBIDDEN, "only the staff token may do this")
+	}
+	return nil
+}
+
+// orgFor decides which org a create acts in: an org key acts in its own
+// (orgID may be empty); staff must name one (the store refuses one that does
+// not exist).
+func orgFor(c Caller, orgID string) (string, error) {
+	if !c.Staff() {
+		if orgID != "" && orgID != c.Scope.OrgID {
+			return "", intake.Errorf(intake.EFORBIDDEN, "an org's API key acts in its own org only")
+		}
+		return c.Scope.OrgID, nil
+	}
+	if orgID == "" {
+		return "", intake.Errorf(intake.EINVALID, "org_id is required with the staff token")
+	}
+	return orgID, intake.CheckID("org_id", orgID)
+}
+
+// entry is the audit entry of an action: committed with it, in the same
+// transaction.
+func (p *Plane) entry(c Caller, orgID, action, targetType, targetID string, detail ...any) intake.AuditEntry {
+	return intake.AuditEntry{
+		ID: intake.NewID(), OrgID: orgID, Actor: c.Actor, Action: action,
+		TargetType: targetType, TargetID: targetID, Detail: fmt.Sprint(detail...), At: p.now(),
+	}
+}
+
+func (p *Plane) now() time.Time { return p.clock.Now().UTC() }

@@ -1,0 +1,95 @@
+package control
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/token"
+)
+
+// Limits are an endpoint's settings a create or an update may give; nil
+// keeps the default (create) or the current value (update).
+type Limits struct {
+	Enabled      *bool
+	MaxBodyBytes *int64
+	RatePerSec   *float64
+	Burst        *int
+}
+
+// CreatedEndpoint is a new endpoint with the token and URL that address
+// it, returned once: only the token's hash is kept.
+type CreatedEndpoint struct {
+	intake.Endpoint
+	Token string
+	URL   string
+}
+
+// CreateEndpoint adds an ingress address to a connection.
+func (p *Plane) CreateEndpoint(ctx context.Context, c Caller, connectionID string, l Limits) (CreatedEndpoint, error) {
+	if connectionID == "" {
+		return CreatedEndpoint{}, intake.Errorf(intake.EINVALID, "connection_id is required")
+	}
+	if err := intake.CheckID("connection_id", connectionID); err != nil {
+		return CreatedEndpoint{}, err
+	}
+	cn, err := p.store.Connection(ctx, c.Scope, connectionID)
+	if err != nil {
+		return CreatedEndpoint{}, err
+	}
+	tok := token.New("")
+	e := intake.Endpoint{
+		ID: intake.NewID(), OrgID: cn.OrgID, ConnectionID: cn.ID, Provider: cn.Provider, TokenHash: token.Hash(tok),
+		Enabled: true, MaxBodyBytes: intake.DefaultMaxBodyBytes, RatePerSec: intake.DefaultRatePerSec, Burst: intake.DefaultBurst,
+		CreatedAt: p.now(),
+	}
+	if err := applyLimits(&e, l); err != nil {
+		return CreatedEndpoint{}, err
+	}
+	e.SealedToken = p.sealer.Seal([]byte(tok), []byte(e.ID))
+	if err := p.store.CreateEndpoint(ctx, e, p.entry(c, e.OrgID, "endpoint.create", "endpoint", e.ID, "connection=", e.ConnectionID)); err != nil {
+		return CreatedEndpoint{}, err
+	}
+	return CreatedEndpoint{Endpoint: e, Token: tok, URL: p.publicURL + "/webhooks/" + tok}, nil
+}
+
+// UpdateEndpoint enables or disables an endpoint and sets its limits; a
+// disabled endpoint refuses the very next request.
+func (p *Plane) UpdateEndpoint(ctx context.Context, c Caller, id string, l Limits) (intake.Endpoint, error) {
+	if err := intake.CheckID("id", id); err != nil {
+		return intake.Endpoint{}, err
+	}
+	e, err := p.store.Endpoint(ctx, c.Scope, id)
+	if err != nil {
+		return intake.Endpoint{}, err
+	}
+	if err := applyLimits(&e, l); err != nil {
+		return intake.Endpoint{}, err
+	}
+	a := p.entry(c, e.OrgID, "endpoint.update", "endpoint", e.ID,
+		fmt.Sprintf("enabled=%v max_body_bytes=%d rate_per_sec=%g burst=%d", e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst))
+	if err := p.store.UpdateEndpoint(ctx, c.Scope, e, a); err != nil {
+		return intake.Endpoint{}, err
+	}
+	return e, nil
+}
+
+// applyLimits sets the settings l gives and validates the result.
+func applyLimits(e *intake.Endpoint, l Limits) error {
+	if l.Enabled != nil {
+		e.Enabled = *l.Enabled
+	}
+	if l.MaxBodyBytes != nil {
+		e.MaxBodyBytes = *l.MaxBodyBytes
+	}
+	if l.RatePerSec != nil {
+		e.RatePerSec = *l.RatePerSec
+	}
+	if l.Burst != nil {
+		if *l.Burst < 0 {
+			return intake.Errorf(intake.EINVALID, "burst must not be negative")
+		}
+		e.Burst = *l.Burst
+	}
+	return e.Validate()
+}

@@ -1,0 +1,194 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// maxObjectID bounds a provider object id: provider ids and node ids are
+// far shorter.
+const maxObjectID = 500
+
+// NewSubjectLink is an app's claim that a provider object is one of its
+// records.
+type NewSubjectLink struct {
+	ConnectionID     string
+	ProviderObjectID string
+	App              string
+	RecordID         string
+}
+
+// PutSubjectLink records that a provider object is a record of an app, so
+// the events about it go back to that app's completion consumers.
+func (p *Plane) PutSubjectLink(ctx context.Context, c Caller, n NewSubjectLink) (intake.SubjectLink, error) {
+	if n.ConnectionID == "" {
+		return intake.SubjectLink{}, intake.Errorf(intake.EINVALID, "connection_id is required")
+	}
+	if err := intake.CheckID("connection_id", n.ConnectionID); err != nil {
+		return intake.SubjectLink{}, err
+	}
+	if n.ProviderObjectID == "" {
+		return intake.SubjectLink{}, intake.Errorf(intake.EINVALID, "provider_object_id is required")
+	}
+	if len(n.ProviderObjectID) > maxObjectID {
+		return intake.SubjectLink{}, intake.Errorf(intake.EINVALID, "provider_object_id must be at most %d bytes", maxObjectID)
+	}
+	if err := intake.CheckName("app", n.App); err != nil {
+		return intake.SubjectLink{}, err
+	}
+	if err := intake.CheckName("record_id", n.RecordID); err != nil {
+		return intake.SubjectLink{}, err
+	}
+	cn, err := p.store.Connection(ctx, c.Scope, n.ConnectionID)
+	if err != nil {
+		return intake.SubjectLink{}, err
+	}
+	l := intake.SubjectLink{ID: intake.NewID(), OrgID: cn.OrgID, ConnectionID: cn.ID, ProviderObjectID: n.ProviderObjectID,
+		App: n.App, RecordID: n.RecordID, CreatedAt: p.now()}
+	if err := p.store.PutSubjectLink(ctx, c.Scope, l, p.entry(c, l.OrgID, "subject_link.put", "subject_link", l.ID, "app=", l.App)); err != nil {
+		return intake.SubjectLink{}, err
+	}
+	return l, nil
+}
+
+// Delete soft-deletes a connection (with its endpoints), an endpoint or a
+// consumer: it disappears from every read at once, its history stays.
+func (p *Plane) Delete(ctx context.Context, c Caller, kind intake.DeleteKind, id string) error {
+	if err := intake.CheckID("id", id); err != nil {
+		return err
+	}
+	var orgID string
+	var err error
+	switch kind {
+	case intake.DeleteConnection:
+		var cn intake.Connection
+		cn, err = p.store.Connection(ctx, c.Scope, id)
+		orgID = cn.OrgID
+	case intake.DeleteEndpoint:
+		var e intake.Endpoint
+		e, err = p.store.Endpoint(ctx, c.Scope, id)
+		orgID = e.OrgID
+	case intake.DeleteConsumer:
+		var cs intake.Consumer
+		cs, err = p.store.Consumer(ctx, c.Scope, id)
+		orgID = cs.OrgID
+	default:
+		return intake.Errorf(intake.EINVALID, "cannot delete a %s", kind)
+	}
+	if err != nil {
+		return err
+	}
+	return p.store.Delete(ctx, c.Scope, kind, id, p.now(), p.entry(c, orgID, string(kind)+".delete", string(kind), id))
+}
+
+// EraseBodies deletes an endpoint's stored payloads received in [since,
+// until) on the org's request; the messages and their deduplication keys
+// stay. It returns how many bodies it erased.
+func (p *Plane) EraseBodies(ctx context.Context, c Caller, endpointID string, since, until time.Time) (int, error) {
+	if err := intake.CheckID("id", endpointID); err != nil {
+		return 0, err
+	}
+	if err := checkRange(since, until); err != nil {
+		return 0, err
+	}
+	ep, err := p.store.Endpoint(ctx, c.Scope, endpointID)
+	if err != nil {
+		return 0, err
+	}
+	a := p.entry(c, ep.OrgID, "endpoint.erase", "endpoint", ep.ID,
+		fmt.Sprintf("since=%s until=%s", since.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339)))
+	return p.store.EraseBodies(ctx, c.Scope, ep.ID, since, until, a)
+}
+
+func checkRange(since, until time.Time) error {
+	switch {
+	case since.IsZero() || until.IsZero():
+		return intake.Errorf(intake.EINVALID, "since and until are required")
+	case !since.Before(until):
+		return intake.Errorf(intake.EINVALID, "since must be before until")
+	}
+	return nil
+}
+
+// Reroute takes one dead, no_consumer or filtered event back to pending
+// with a fresh budget of attempts; consumers that handled it are not called
+// again.
+func (p *Plane) Reroute(ctx context.Context, c Caller, id string) error {
+	if err := intake.CheckID("id", id); err != nil {
+		return err
+	}
+	e, err := p.store.Event(ctx, c.Scope, id)
+	if err != nil {
+		return err
+	}
+	return p.store.RerouteEvent(ctx, c.Scope, id, p.clock.Now(), p.entry(c, e.OrgID, "event.reroute", "event", id))
+}
+
+// RerouteWhere re-routes every re-routable event f selects (f.State empty:
+// every such state), a page at a time, each with its own audit entry, and
+// returns how many.
+func (p *Plane) RerouteWhere(ctx context.Context, c Caller, f intake.EventFilter) (int, error) {
+	states := reroutable()
+	if f.State != "" {
+		if intake.CheckEventTransition(f.State, intake.EventPending) != nil {
+			return 0, intake.Errorf(intake.EINVALID, "only %s events can be re-routed", joinStates(states))
+		}
+		states = []intake.EventState{f.State}
+	}
+	n := 0
+	for _, st := range states {
+		g := f
+		g.State, g.Limit, g.Cursor = st, 200, ""
+		for {
+			page, err := p.store.ListEvents(ctx, c.Scope, g)
+			if err != nil {
+				return n, err
+			}
+			for _, e := range page.Items {
+				a := p.entry(c, e.OrgID, "event.reroute", "event", e.ID, "bulk state=", st)
+				err := p.store.RerouteEvent(ctx, c.Scope, e.ID, p.clock.Now(), a)
+				if err != nil && intake.ErrorCode(err) != intake.ECONFLICT {
+					return n, err
+				}
+				if err == nil {
+					n++
+				}
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			g.Cursor = page.NextCursor
+		}
+	}
+	return n, nil
+}
+
+// reroutable lists the event states an operator may take back to pending,
+// as the transition table says.
+func reroutable() []intake.EventState {
+	var out []intake.EventState
+	for _, st := range intake.EventStates {
+		if intake.CheckEventTransition(st, intake.EventPending) == nil {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func joinStates(states []intake.EventState) string {
+	s := ""
+	for i, st := range states {
+		switch {
+		case i == 0:
+		case i == len(states)-1:
+			s += " or "
+		default:
+			s += ", "
+		}
+		s += string(st)
+	}
+	return s
+}

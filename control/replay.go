@@ -1,0 +1,237 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// MaxReplayWindow is the longest endpoint window one replay may cover.
+const MaxReplayWindow = 7 * 24 * time.Hour
+
+// replayBatch bounds how many messages one step of a window replay reads
+// and commits before it saves its progress, so a large window holds neither
+// a transaction nor memory.
+const replayBatch = 50
+
+// maxBulkReplay bounds how many dead messages one bulk replay makes again.
+const maxBulkReplay = 1000
+
+// ReplayMessage makes a new message from a stored one: same request,
+// replay_of set, processed like any other but without deduplication. Its
+// received_at is the original's, so signature timestamps still verify. If
+// the body has expired, the new record is dead with body_expired.
+func (p *Plane) ReplayMessage(ctx context.Context, c Caller, id string) (intake.Message, error) {
+	if err := intake.CheckID("id", id); err != nil {
+		return intake.Message{}, err
+	}
+	orig, err := p.store.Message(ctx, c.Scope, id)
+	if err != nil {
+		return intake.Message{}, err
+	}
+	return replay(ctx, p.store, p.clock, orig, func(m intake.Message) []intake.AuditEntry {
+		return []intake.AuditEntry{p.entry(c, orig.OrgID, "message.replay", "message", orig.ID, "replay=", m.ID)}
+	})
+}
+
+// ReplayDead replays every dead message f selects whose body is still kept
+// (a replay of one whose body expired would only be dead again), at most
+// maxBulkReplay, and returns how many.
+func (p *Plane) ReplayDead(ctx context.Context, c Caller, f intake.MessageFilter) (int, error) {
+	f.State, f.Limit, f.Cursor = intake.MessageDead, 200, ""
+	n := 0
+	for n < maxBulkReplay {
+		page, err := p.store.ListMessages(ctx, c.Scope, f)
+		if err != nil {
+			return n, err
+		}
+		for _, m := range page.Items {
+			if m.BodyExpired || m.ErrorCode == intake.ErrCodeBodyExpired || n >= maxBulkReplay {
+				continue
+			}
+			_, err := replay(ctx, p.store, p.clock, m, func(r intake.Message) []intake.AuditEntry {
+				return []intake.AuditEntry{p.entry(c, m.OrgID, "message.replay", "message", m.ID, "replay=", r.ID, " (dead letters)")}
+			})
+			if err != nil {
+				return n, err
+			}
+			n++
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		f.Cursor = page.NextCursor
+	}
+	return n, nil
+}
+
+// replay records a new message from orig, with the audit entries audit
+// makes for it, in one transaction.
+func replay(ctx context.Context, st intake.History, clock intake.Clock, orig intake.Message, audit func(intake.Message) []intake.AuditEntry) (intake.Message, error) {
+	now := clock.Now()
+	m := intake.Message{
+		ID: intake.NewID(), OrgID: orig.OrgID, ConnectionID: orig.ConnectionID, EndpointID: orig.EndpointID,
+		Method: orig.Method, Query: orig.Query, Digest: orig.Digest, ReceivedAt: orig.ReceivedAt,
+		State: intake.MessageQueued, MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: now, ReplayOf: orig.ID,
+	}
+	if orig.ReplayOf != "" {
+		m.ReplayOf = orig.ReplayOf // always the message the provider sent
+	}
+	sc := intake.Scope{OrgID: orig.OrgID}
+	body, header, err := st.MessageBody(ctx, sc, orig.ID)
+	switch {
+	case intake.ErrorCode(err) == intake.ENOTFOUND:
+		m.State, m.BodyExpired = intake.MessageDead, true
+		m.ErrorCode, m.ErrorMessage = intake.ErrCodeBodyExpired, "the original message's body has expired"
+		m.NextAttemptAt = time.Time{}
+	case err != nil:
+		return intake.Message{}, err
+	default:
+		m.Body, m.Header = body, header
+	}
+	if err := st.InsertReplay(ctx, &m, audit(m)...); err != nil {
+		return intake.Message{}, err
+	}
+	return m, nil
+}
+
+// ReplayWindow records a replay of every original message an endpoint
+// received in [since, until), at most seven days, for a ReplayRunner (on
+// any process) to carry out in bounded batches. Total is counted now.
+func (p *Plane) ReplayWindow(ctx context.Context, c Caller, endpointID string, since, until time.Time) (intake.ReplayJob, error) {
+	if err := intake.CheckID("id", endpointID); err != nil {
+		return intake.ReplayJob{}, err
+	}
+	if err := checkRange(since, until); err != nil {
+		return intake.ReplayJob{}, err
+	}
+	if until.Sub(since) > MaxReplayWindow {
+		return intake.ReplayJob{}, intake.Errorf(intake.EINVALID, "a replay window is at most 7 days; this one is %s", until.Sub(since).Round(time.Minute))
+	}
+	ep, err := p.store.Endpoint(ctx, c.Scope, endpointID)
+	if err != nil {
+		return intake.ReplayJob{}, err
+	}
+	total, err := p.store.CountMessages(ctx, c.Scope, windowFilter(endpointID, since, until))
+	if err != nil {
+		return intake.ReplayJob{}, err
+	}
+	now := p.now()
+	j := intake.ReplayJob{ID: intake.NewID(), OrgID: ep.OrgID, EndpointID: endpointID, Since: since, Until: until, Total: total,
+		CreatedAt: now, UpdatedAt: now}
+	a := p.entry(c, ep.OrgID, "endpoint.replay", "endpoint", endpointID, fmt.Sprintf("since=%s until=%s count=%d",
+		since.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339), total))
+	return j, p.store.CreateReplayJob(ctx, j, a)
+}
+
+func windowFilter(endpointID string, since, until time.Time) intake.MessageFilter {
+	return intake.MessageFilter{EndpointID: endpointID, Since: since, Until: until, Originals: true, Limit: replayBatch}
+}
+
+// ReplayJob returns a window replay visible to the caller, whichever
+// process runs it.
+func (p *Plane) ReplayJob(ctx context.Context, c Caller, id string) (intake.ReplayJob, error) {
+	if err := intake.CheckID("id", id); err != nil {
+		return intake.ReplayJob{}, err
+	}
+	return p.store.ReplayJob(ctx, c.Scope, id)
+}
+
+// replayLease is how long a runner holds a window replay between two saves
+// of its progress; a runner that stops loses the job after that long.
+const replayLease = 30 * time.Second
+
+// ReplayStore is what a ReplayRunner uses.
+type ReplayStore interface {
+	intake.ReplayJobs
+	intake.History
+}
+
+// ReplayRunner carries out window replays, one at a time; every process
+// runs one, and a job whose runner stopped is taken over where it got to.
+type ReplayRunner struct {
+	Store  ReplayStore
+	Clock  intake.Clock
+	Logger *slog.Logger
+	Poll   time.Duration // how often to look for a new job (default 1s)
+}
+
+// Run carries out window replays until ctx ends.
+func (r *ReplayRunner) Run(ctx context.Context) error {
+	poll := r.Poll
+	if poll <= 0 {
+		poll = time.Second
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		ran, err := r.RunOnce(ctx)
+		if err != nil && r.Logger != nil && ctx.Err() == nil {
+			r.Logger.Error("replay runner", "err", err)
+		}
+		if ran && err == nil {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// RunOnce claims one window replay and carries it out from where it got
+// to, saving its progress after every batch, until it ends, its lease is
+// lost or ctx ends. ran is false when no replay was waiting. A runner that
+// stops mid-batch leaves that batch to be replayed again by the next: at
+// most replayBatch messages are replayed twice.
+func (r *ReplayRunner) RunOnce(ctx context.Context) (ran bool, err error) {
+	j, ok, err := r.Store.ClaimReplayJob(ctx, r.Clock.Now(), replayLease)
+	if err != nil || !ok {
+		return false, err
+	}
+	sc := intake.Scope{OrgID: j.OrgID}
+	f := windowFilter(j.EndpointID, j.Since, j.Until)
+	f.Cursor = j.Cursor
+	for ctx.Err() == nil {
+		page, err := r.Store.ListMessages(ctx, sc, f)
+		if err == nil {
+			for _, m := range page.Items {
+				// The job's own audit entry covers its messages.
+				if _, err = replay(ctx, r.Store, r.Clock, m, func(intake.Message) []intake.AuditEntry { return nil }); err != nil {
+					break
+				}
+				j.Done++
+				j.Cursor = m.ID
+			}
+		}
+		if err != nil && ctx.Err() != nil {
+			// The process is stopping mid-batch: the job is not failed, it
+			// is taken over from its last save once the lease ends.
+			return true, nil
+		}
+		if err != nil {
+			if r.Logger != nil {
+				r.Logger.Error("replay window stopped", "replay_id", j.ID, "err", err)
+			}
+			j.Error = intake.ErrorMessage(err)
+		}
+		if err != nil || page.NextCursor == "" {
+			j.FinishedAt = r.Clock.Now().UTC()
+		}
+		if err := r.Store.SaveReplayJob(context.WithoutCancel(ctx), j, r.Clock.Now(), replayLease); err != nil {
+			if intake.ErrorCode(err) == intake.ESTALE {
+				return true, nil // another runner took the job over
+			}
+			return true, err
+		}
+		if j.Finished() {
+			return true, nil
+		}
+		f.Cursor = page.NextCursor
+	}
+	return true, nil
+}

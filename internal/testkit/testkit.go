@@ -1,0 +1,162 @@
+// Package testkit is what intake's tests share: a clock they move by hand,
+// a store of each backend on a fresh database, and a TCP proxy that can
+// cut a store off from its server.
+package testkit
+
+import (
+	"context"
+	"io"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake/store/postgres"
+	"github.com/intakehq/intake/store/postgres/pgtest"
+	"github.com/intakehq/intake/store/sqlite"
+)
+
+// Clock is an intake.Clock that moves only when a test says so.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock showing t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// Advance moves the clock on by d.
+func (c *Clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+// SQLite opens the embedded store on a fresh file, closed when the test
+// ends.
+func SQLite(t testing.TB) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), "intake.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Postgres opens the PostgreSQL store on a fresh database (pgtest: it
+// fails under CI=true when the server cannot be reached), closed when the
+// test ends.
+func Postgres(t testing.TB) *postgres.Store {
+	t.Helper()
+	return PostgresAt(t, pgtest.Database(t))
+}
+
+// PostgresAt opens the PostgreSQL store at url, closed when the test ends.
+func PostgresAt(t testing.TB, url string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), postgres.Options{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Proxy forwards TCP connections from its own address to a target, and
+// can be cut (every connection closed, new ones refused) and restored on
+// the same address: a database server that went away and came back.
+type Proxy struct {
+	target string
+	addr   string
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// NewProxy starts a proxy to target, stopped when the test ends.
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	p := &Proxy{target: target, conns: map[net.Conn]struct{}{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(func() { p.Cut(); p.wg.Wait() })
+	return p
+}
+
+// Addr is the address clients dial.
+func (p *Proxy) Addr() string { return p.addr }
+
+func (p *Proxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	p.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			if !p.track(c, up) {
+				continue
+			}
+			p.wg.Go(func() { io.Copy(up, c); up.Close() })
+			p.wg.Go(func() { io.Copy(c, up); c.Close() })
+		}
+	})
+}
+
+// track records a proxied pair, or closes it if the proxy was cut
+// meanwhile.
+func (p *Proxy) track(conns ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln == nil {
+		for _, c := range conns {
+			c.Close()
+		}
+		return false
+	}
+	for _, c := range conns {
+		p.conns[c] = struct{}{}
+	}
+	return true
+}
+
+// Cut closes every proxied connection and stops accepting new ones.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+		delete(p.conns, c)
+	}
+}
+
+// Restore accepts connections again on the same address.
+func (p *Proxy) Restore(t testing.TB) {
+	t.Helper()
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.serve(ln)
+}

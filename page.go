@@ -1,0 +1,69 @@
+package intake
+
+import "strings"
+
+// Page sizes: a list asks for at most MaxPageSize rows, DefaultPageSize
+// when it names none.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 500
+)
+
+// PageLimit is the page size a list asking for n reads.
+func PageLimit(n int) int {
+	switch {
+	case n <= 0:
+		return DefaultPageSize
+	case n > MaxPageSize:
+		return MaxPageSize
+	}
+	return n
+}
+
+// Keyed is a row of a keyset-paginated list: its id orders the list.
+type Keyed interface{ Key() string }
+
+// Key is the message's place in its lists.
+func (m Message) Key() string { return m.ID }
+
+// Key is the event's place in its lists.
+func (e Event) Key() string { return e.ID }
+
+// Key is the entry's place in the audit log.
+func (a AuditEntry) Key() string { return a.ID }
+
+// KeysetPage makes a page of items read newest first with one row more
+// than limit: that extra row, when present, says there is a next page,
+// which starts after the last item kept.
+func KeysetPage[T Keyed](items []T, limit int) Page[T] {
+	p := Page[T]{Items: items}
+	if len(items) > limit {
+		p.Items = items[:limit]
+		p.NextCursor = items[limit-1].Key()
+	}
+	return p
+}
+
+// Reroute is the rule of an operator's re-route, for a store to apply
+// inside its transaction: an event in state may go back to pending only as
+// the transition table allows, and its attempt number keeps counting (stale
+// attempts stay stale) while its budget starts afresh from it. It returns
+// the new max attempts.
+func Reroute(state EventState, attempt int) (maxAttempts int, err error) {
+	if CheckEventTransition(state, EventPending) != nil {
+		return 0, Errorf(ECONFLICT, "only dead or no_consumer events can be re-routed; this one is %s", state)
+	}
+	return attempt + DefaultMaxAttempts, nil
+}
+
+// ClaimableStates are the message states a claim may take to processing,
+// from the transition table, as a quoted SQL list ('queued', 'failed') for
+// the stores to write into their claim queries literally (so the planner
+// matches their partial indexes).
+func ClaimableStates() string {
+	var q []string
+	for _, s := range MessageStatesInto(MessageProcessing) {
+		q = append(q, "'"+string(s)+"'")
+	}
+	return strings.Join(q, ", ")
+}
