@@ -4,8 +4,8 @@ import "sync/atomic"
 
 // Changes lets every cache of a process see an operator's change on the
 // very next request: an endpoint disabled or deleted, a connection's
-// secrets rotated or the connection deleted, a key revoked, a consumer
-// disabled or deleted. The store moves it once such a write has committed
+// secrets rotated, its settings changed or the connection deleted, a key
+// revoked, a consumer updated or deleted. The store moves it once such a write has committed
 // and before the write returns, and again whenever it hears (or may have
 // missed) that another process made one. A cache tags what it loads with
 // the version it saw before loading and uses an entry only while the

@@ -18,6 +18,12 @@ type Consumer struct {
 	Enabled      bool
 	SealedSecret []byte
 	CreatedAt    time.Time
+	// Filter is a CEL expression over the event, its request's headers and
+	// query; when set, the consumer receives only the events it accepts.
+	Filter string
+	// Transform is JavaScript defining transform(event, context): what the
+	// consumer receives instead of the envelope, or null to skip.
+	Transform string
 }
 
 // ValidatePattern checks one event type pattern.
@@ -90,6 +96,9 @@ const (
 	DeliveryHandled = "handled"
 	DeliveryIgnored = "ignored"
 	DeliveryRetry   = "retry"
+	// DeliveryFiltered: the consumer's filter declined the event (or its
+	// transform skipped it); no call was made and no attempt spent.
+	DeliveryFiltered = "filtered"
 )
 
 // Delivery is one attempt of one event to one consumer.
@@ -106,9 +115,10 @@ type Delivery struct {
 	At         time.Time
 }
 
-// Succeeded reports whether the consumer is done with the event.
+// Succeeded reports whether the consumer is done with the event on this
+// attempt: it handled or ignored it, or its filter declined it.
 func (d *Delivery) Succeeded() bool {
-	return d.Outcome == DeliveryHandled || d.Outcome == DeliveryIgnored
+	return d.Outcome == DeliveryHandled || d.Outcome == DeliveryIgnored || d.Outcome == DeliveryFiltered
 }
 
 // EventClaim is a numbered routing attempt of an event held under a lease.
@@ -133,13 +143,16 @@ type EventSettlement struct {
 	Deferred bool
 }
 
-// RoutingOutcome decides an event's next state from one attempt: every
-// selected consumer done → delivered; none selected → no_consumer; else
-// retrying, or dead once the attempts are spent.
-func RoutingOutcome(selected int, pending int, attempt, maxAttempts int) EventState {
+// RoutingOutcome decides an event's next state from one attempt: none
+// selected → no_consumer; every selected consumer declined it on this
+// attempt (its filter or transform) → filtered; every one done →
+// delivered; else retrying, or dead once the attempts are spent.
+func RoutingOutcome(selected, filtered, pending int, attempt, maxAttempts int) EventState {
 	switch {
 	case selected == 0:
 		return EventNoConsumer
+	case pending == 0 && filtered == selected:
+		return EventFiltered
 	case pending == 0:
 		return EventDelivered
 	case attempt >= maxAttempts:

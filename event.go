@@ -15,18 +15,23 @@ const (
 	EventRetrying   EventState = "retrying"
 	EventDead       EventState = "dead"
 	EventNoConsumer EventState = "no_consumer"
+	// EventFiltered: consumers' type patterns matched, but every one of
+	// their filters (or transforms) declined the event. By design, so it is
+	// not listed as unclaimed; an operator may re-route it.
+	EventFiltered EventState = "filtered"
 )
 
 // EventStates lists every event state.
-var EventStates = []EventState{EventPending, EventDelivered, EventRetrying, EventDead, EventNoConsumer}
+var EventStates = []EventState{EventPending, EventDelivered, EventRetrying, EventDead, EventNoConsumer, EventFiltered}
 
 // eventTransitions is the one table every event state write goes through.
-// dead|no_consumer → pending is the operator's re-route.
+// dead|no_consumer|filtered → pending is the operator's re-route.
 var eventTransitions = map[EventState][]EventState{
-	EventPending:    {EventDelivered, EventRetrying, EventNoConsumer},
-	EventRetrying:   {EventRetrying, EventDelivered, EventDead, EventNoConsumer},
+	EventPending:    {EventDelivered, EventRetrying, EventNoConsumer, EventFiltered},
+	EventRetrying:   {EventRetrying, EventDelivered, EventDead, EventNoConsumer, EventFiltered},
 	EventDead:       {EventPending},
 	EventNoConsumer: {EventPending},
+	EventFiltered:   {EventPending},
 }
 
 // Valid reports whether s is a declared event state.

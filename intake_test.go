@@ -53,6 +53,9 @@ func TestEveryEventTransitionPairIsJudgedByTheTable(t *testing.T) {
 		{"retrying", "no_consumer"}: true,
 		{"dead", "pending"}:         true,
 		{"no_consumer", "pending"}:  true,
+		{"pending", "filtered"}:     true,
+		{"retrying", "filtered"}:    true,
+		{"filtered", "pending"}:     true,
 	}
 	states := append([]intake.EventState{"failed", ""}, intake.EventStates...)
 	for _, from := range states {

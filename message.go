@@ -58,6 +58,7 @@ const (
 	OutcomeSignature = "signature" // ignored: the signature did not verify
 	OutcomeDuplicate = "duplicate" // ignored: the same identity was processed before
 	OutcomeConflict  = "conflict"  // ignored: same provider event id, different content
+	OutcomeFiltered  = "filtered"  // processed, but the connection's filter dropped every event
 )
 
 // Error codes recorded on failed and dead messages.
@@ -66,6 +67,7 @@ const (
 	ErrCodePermanent    = "permanent"
 	ErrCodeLeaseExpired = "lease_expired"
 	ErrCodeBodyExpired  = "body_expired"
+	ErrCodeScript       = "script" // the connection's interpret script failed
 )
 
 // DefaultMaxAttempts is how many processing or routing attempts run before a

@@ -51,7 +51,7 @@ func KeysetPage[T Keyed](items []T, limit int) Page[T] {
 // the new max attempts.
 func Reroute(state EventState, attempt int) (maxAttempts int, err error) {
 	if CheckEventTransition(state, EventPending) != nil {
-		return 0, Errorf(ECONFLICT, "only dead or no_consumer events can be re-routed; this one is %s", state)
+		return 0, Errorf(ECONFLICT, "only dead, no_consumer or filtered events can be re-routed; this one is %s", state)
 	}
 	return attempt + DefaultMaxAttempts, nil
 }

@@ -53,6 +53,8 @@ type Tenancy interface {
 	// ReplaceConnectionSecrets stores a connection's new sealed secret list
 	// (the old and new secrets together during a rotation).
 	ReplaceConnectionSecrets(ctx context.Context, sc Scope, id string, sealed []byte, audit ...AuditEntry) error
+	// UpdateConnection saves a connection's name, config and filter.
+	UpdateConnection(ctx context.Context, sc Scope, c Connection, audit ...AuditEntry) error
 
 	CreateEndpoint(ctx context.Context, e Endpoint, audit ...AuditEntry) error
 	Endpoint(ctx context.Context, sc Scope, id string) (Endpoint, error)
@@ -68,7 +70,9 @@ type Tenancy interface {
 	CreateConsumer(ctx context.Context, c Consumer, audit ...AuditEntry) error
 	Consumer(ctx context.Context, sc Scope, id string) (Consumer, error)
 	ListConsumers(ctx context.Context, sc Scope) ([]Consumer, error)
-	SetConsumerEnabled(ctx context.Context, sc Scope, id string, enabled bool, audit ...AuditEntry) error
+	// UpdateConsumer saves a consumer's settings: everything but its id,
+	// org, secret and creation time.
+	UpdateConsumer(ctx context.Context, sc Scope, c Consumer, audit ...AuditEntry) error
 
 	// PutSubjectLink records (connection, provider object id) → (app,
 	// record); a later link for the same object replaces the earlier.
@@ -127,6 +131,10 @@ type EventQueue interface {
 	// attempt is not current.
 	SettleEvent(ctx context.Context, now time.Time, s EventSettlement) error
 	ListConsumers(ctx context.Context, sc Scope) ([]Consumer, error)
+	// MessageRequest returns the raw query and the headers of the request
+	// an event came from, for the filters that read them; the headers are
+	// nil once the message's body has expired.
+	MessageRequest(ctx context.Context, messageID string) (query string, header http.Header, err error)
 	Listener
 }
 

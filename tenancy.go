@@ -39,8 +39,11 @@ type Connection struct {
 	Provider      string
 	Name          string
 	SealedSecrets []byte          // AES-256-GCM under the master key; never leaves the server
-	Config        json.RawMessage // provider settings (tolerance, hmac scheme, …)
+	Config        json.RawMessage // provider settings (tolerance, hmac scheme, script, …)
 	CreatedAt     time.Time
+	// Filter is a CEL expression each interpreted event must pass to be
+	// created at all; empty: every event.
+	Filter string
 }
 
 // Endpoint defaults.

@@ -110,6 +110,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/connections", s.createConnection)
 	s.handle("GET /api/v1/connections", s.listConnections)
 	s.handle("GET /api/v1/connections/{id}", s.getConnection)
+	s.handle("PATCH /api/v1/connections/{id}", s.updateConnection)
 	s.handle("PUT /api/v1/connections/{id}/secrets", s.replaceSecrets)
 	s.handle("POST /api/v1/connections/{id}/adopt-handshake-secret", s.adoptHandshakeSecret)
 
@@ -133,6 +134,7 @@ func (s *Server) routes() {
 	s.handle("PATCH /api/v1/consumers/{id}", s.updateConsumer)
 
 	s.handle("POST /api/v1/subject-links", s.createSubjectLink)
+	s.handle("POST /api/v1/rules/test", s.testRule)
 
 	s.handle("POST /api/v1/messages/{id}/replay", s.replayMessage)
 	s.handle("POST /api/v1/endpoints/{id}/replay", s.replayWindow)

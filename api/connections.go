@@ -22,6 +22,24 @@ func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, who co
 	return nil
 }
 
+// updateConnection changes a connection's name, config or filter.
+func (s *Server) updateConnection(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var req UpdateConnectionRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	c, err := s.ctl.UpdateConnection(r.Context(), who, id, control.ConnectionUpdate{Name: req.Name, Config: req.Config, Filter: req.Filter})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.connectionView(c))
+	return nil
+}
+
 // replaceSecrets replaces a connection's list of signing secrets; during a
 // provider's rotation the old and the new are given together.
 func (s *Server) replaceSecrets(w http.ResponseWriter, r *http.Request, who control.Caller) error {
@@ -96,6 +114,7 @@ func (s *Server) connectionView(c intake.Connection) Connection {
 		Name:      c.Name,
 		Config:    c.Config,
 		CreatedAt: c.CreatedAt.UTC(),
+		Filter:    c.Filter,
 	}
 	if len(out.Config) == 0 {
 		out.Config = json.RawMessage("{}")

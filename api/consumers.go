@@ -13,7 +13,7 @@ func (s *Server) createConsumer(w http.ResponseWriter, r *http.Request, who cont
 		return err
 	}
 	c, secret, err := s.ctl.CreateConsumer(r.Context(), who, control.NewConsumer{OrgID: req.OrgID, Name: req.Name, App: req.App,
-		URL: req.URL, EventTypes: req.EventTypes, Completion: req.Completion})
+		URL: req.URL, EventTypes: req.EventTypes, Completion: req.Completion, Filter: req.Filter, Transform: req.Transform})
 	if err != nil {
 		return err
 	}
@@ -32,7 +32,8 @@ func (s *Server) updateConsumer(w http.ResponseWriter, r *http.Request, who cont
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	c, err := s.ctl.UpdateConsumer(r.Context(), who, id, control.ConsumerUpdate{Enabled: req.Enabled})
+	c, err := s.ctl.UpdateConsumer(r.Context(), who, id, control.ConsumerUpdate{Name: req.Name, URL: req.URL,
+		EventTypes: req.EventTypes, Completion: req.Completion, Enabled: req.Enabled, Filter: req.Filter, Transform: req.Transform})
 	if err != nil {
 		return err
 	}
@@ -82,6 +83,8 @@ func consumerView(c intake.Consumer) Consumer {
 		EventTypes: types,
 		Completion: c.Completion,
 		Enabled:    c.Enabled,
+		Filter:     c.Filter,
+		Transform:  c.Transform,
 		CreatedAt:  c.CreatedAt.UTC(),
 	}
 }

@@ -110,9 +110,10 @@ func TestConsumerRequestsWithBadPatternsOrURLsAre400WithAClearMessage(t *testing
 	}
 	c := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, ok)
 	for body, want := range map[string]string{
-		`{}`:                "enabled is required",
+		`{}`:                "at least one setting",
 		`{"enabled":"yes"}`: "enabled must be true or false",
-		`{"url":"x"}`:       `unknown field "url"`,
+		`{"url":"x"}`:       "url must be an absolute",
+		`{"bogus":1}`:       `unknown field "bogus"`,
 	} {
 		wantError(t, e.do("PATCH", "/api/v1/consumers/"+c.ID, acme.org.APIKey, body), 400, intake.EINVALID, want)
 	}

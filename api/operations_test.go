@@ -62,9 +62,9 @@ func TestRerouteRoutesAreScoped(t *testing.T) {
 		t.Fatalf("another org re-routed %d events", n.Count)
 	}
 	must[map[string]any](e, 200, "POST", "/api/v1/events/"+ev.ID+"/reroute", acme.org.APIKey, nil)
-	wantError(t, e.do("POST", "/api/v1/events/"+ev.ID+"/reroute", acme.org.APIKey, nil), 409, intake.ECONFLICT, "only dead or no_consumer")
+	wantError(t, e.do("POST", "/api/v1/events/"+ev.ID+"/reroute", acme.org.APIKey, nil), 409, intake.ECONFLICT, "only dead, no_consumer or filtered")
 	wantError(t, e.do("POST", "/api/v1/events/reroute", acme.org.APIKey, api.RerouteRequest{State: intake.EventDelivered}),
-		400, intake.EINVALID, "only dead or no_consumer")
+		400, intake.EINVALID, "only dead, no_consumer or filtered")
 }
 
 func TestErasingAnEndpointsBodiesKeepsTheMessages(t *testing.T) {

@@ -41,6 +41,8 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 		"POST /api/v1/connections":                             {"/api/v1/connections", map[string]any{"org_id": acme.org.ID, "provider": testProvider, "name": "x", "secrets": []string{"s"}}, forbidden},
 		"GET /api/v1/connections":                              {"/api/v1/connections", nil, emptyList},
 		"GET /api/v1/connections/{id}":                         {"/api/v1/connections/" + acme.conn.ID, nil, notFound},
+		"PATCH /api/v1/connections/{id}":                       {"/api/v1/connections/" + acme.conn.ID, map[string]any{"filter": "true"}, notFound},
+		"POST /api/v1/rules/test":                              {"/api/v1/rules/test", api.RuleTestRequest{Kind: "filter", Source: "true", EventID: ev.ID}, notFound},
 		"PUT /api/v1/connections/{id}/secrets":                 {"/api/v1/connections/" + acme.conn.ID + "/secrets", api.SecretsRequest{Secrets: []string{"x"}}, notFound},
 		"POST /api/v1/connections/{id}/adopt-handshake-secret": {"/api/v1/connections/" + acme.conn.ID + "/adopt-handshake-secret", api.AdoptSecretRequest{MessageID: msg.ID}, notFound},
 		"POST /api/v1/endpoints":                               {"/api/v1/endpoints", api.CreateEndpointRequest{ConnectionID: acme.conn.ID}, notFound},

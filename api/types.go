@@ -99,6 +99,16 @@ type Connection struct {
 	Config      json.RawMessage `json:"config"`
 	SecretCount *int            `json:"secret_count"`
 	CreatedAt   time.Time       `json:"created_at"`
+	// Filter is the CEL expression each interpreted event must pass.
+	Filter string `json:"filter"`
+}
+
+// UpdateConnectionRequest changes a connection's name, provider config
+// (config.script for hmac and none) or filter; absent fields stay.
+type UpdateConnectionRequest struct {
+	Name   *string         `json:"name"`
+	Config json.RawMessage `json:"config,omitempty"`
+	Filter *string         `json:"filter"`
 }
 
 // CreateEndpointRequest asks for a new ingress address. Absent limits take
@@ -233,11 +243,20 @@ type CreateConsumerRequest struct {
 	URL        string   `json:"url"`
 	EventTypes []string `json:"event_types"`
 	Completion bool     `json:"completion"`
+	Filter     string   `json:"filter,omitempty"`
+	Transform  string   `json:"transform,omitempty"`
 }
 
-// UpdateConsumerRequest turns a consumer on or off.
+// UpdateConsumerRequest changes a consumer's settings; absent fields stay,
+// "" removes a filter or transform.
 type UpdateConsumerRequest struct {
-	Enabled *bool `json:"enabled"`
+	Name       *string   `json:"name"`
+	URL        *string   `json:"url"`
+	EventTypes *[]string `json:"event_types"`
+	Completion *bool     `json:"completion"`
+	Enabled    *bool     `json:"enabled"`
+	Filter     *string   `json:"filter"`
+	Transform  *string   `json:"transform"`
 }
 
 // Consumer is a consumer as the API shows it. SigningSecret is only set in
@@ -252,6 +271,8 @@ type Consumer struct {
 	EventTypes    []string  `json:"event_types"`
 	Completion    bool      `json:"completion"`
 	Enabled       bool      `json:"enabled"`
+	Filter        string    `json:"filter"`
+	Transform     string    `json:"transform"`
 	CreatedAt     time.Time `json:"created_at"`
 	SigningSecret string    `json:"signing_secret,omitempty"`
 }

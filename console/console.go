@@ -152,6 +152,9 @@ func (c *Console) routes() {
 	c.page("GET /console/consumers", c.consumers)
 	c.action("POST /console/consumers", c.createConsumer)
 	c.action("POST /console/consumers/{id}/enabled", c.setConsumerEnabled)
+	c.page("GET /console/consumers/{id}", c.consumer)
+	c.action("POST /console/consumers/{id}/test", c.testConsumerRules)
+	c.action("POST /console/consumers/{id}/rules", c.saveConsumerRules)
 	c.page("/console/", func(w http.ResponseWriter, r *http.Request, s *session) error {
 		return intake.Errorf(intake.ENOTFOUND, "no such page")
 	})

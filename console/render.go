@@ -18,7 +18,7 @@ import (
 // pageNames are the templates under templates/, each rendered inside
 // layout.html.
 var pageNames = []string{"login", "error", "overview", "messages", "message", "events", "event", "unclaimed",
-	"dead", "endpoints", "connections", "consumers"}
+	"dead", "endpoints", "connections", "consumers", "consumer"}
 
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
@@ -75,6 +75,7 @@ var flashes = map[string]string{
 	"connection-disabled": "Every endpoint of the connection now refuses webhooks.",
 	"consumer-enabled":    "The consumer receives events again.",
 	"consumer-disabled":   "The consumer no longer receives events.",
+	"rules-saved":         "Rules saved: the next events are routed with them.",
 	"secret-adopted":      "The connection now verifies with this handshake's secret.",
 	"secret-known":        "The connection already had this handshake's secret.",
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/provider"
+	"github.com/intakehq/intake/rules"
 )
 
 // NewConnection is what a connection is created from. OrgID may be empty
@@ -17,6 +18,7 @@ type NewConnection struct {
 	Name     string
 	Secrets  []string
 	Config   json.RawMessage
+	Filter   string // CEL over each interpreted event; empty: all
 }
 
 // CreateConnection links an org to a provider account; its secrets are
@@ -36,6 +38,9 @@ func (p *Plane) CreateConnection(ctx context.Context, c Caller, n NewConnection)
 	if err != nil {
 		return intake.Connection{}, err
 	}
+	if err := p.checkConnectionRules(ctx, n.Provider, config, n.Filter); err != nil {
+		return intake.Connection{}, err
+	}
 	if err := provider.CheckSecrets(n.Provider, n.Secrets); err != nil {
 		return intake.Connection{}, err
 	}
@@ -44,15 +49,97 @@ func (p *Plane) CreateConnection(ctx context.Context, c Caller, n NewConnection)
 		return intake.Connection{}, err
 	}
 	// The id is made first because the sealed secrets are bound to it.
-	cn := intake.Connection{ID: intake.NewID(), OrgID: orgID, Provider: n.Provider, Name: n.Name, Config: config, CreatedAt: p.now()}
+	cn := intake.Connection{ID: intake.NewID(), OrgID: orgID, Provider: n.Provider, Name: n.Name, Config: config, CreatedAt: p.now(),
+		Filter: n.Filter}
 	if cn.SealedSecrets, err = p.sealer.SealConnectionSecrets(cn, nonNil(n.Secrets)); err != nil {
 		return intake.Connection{}, err
 	}
-	a := p.entry(c, cn.OrgID, "connection.create", "connection", cn.ID, "provider=", cn.Provider, " secrets=", len(n.Secrets))
+	a := p.entry(c, cn.OrgID, "connection.create", "connection", cn.ID, "provider=", cn.Provider, " secrets=", len(n.Secrets),
+		ruleChange("filter", "", cn.Filter), ruleChange("script", "", script(cn.Config)))
 	if err := p.store.CreateConnection(ctx, cn, a); err != nil {
 		return intake.Connection{}, err
 	}
 	return cn, nil
+}
+
+// ConnectionUpdate is a change to a connection; nil leaves a setting as it
+// is.
+type ConnectionUpdate struct {
+	Name   *string
+	Config json.RawMessage // the whole provider config; nil: unchanged
+	Filter *string         // "" removes the filter
+}
+
+// UpdateConnection changes a connection's name, provider config (an hmac
+// or none connection's interpret script among it) or filter, checked as on
+// creation; a changed rule is audited with its old and new source.
+func (p *Plane) UpdateConnection(ctx context.Context, c Caller, id string, u ConnectionUpdate) (intake.Connection, error) {
+	if err := intake.CheckID("id", id); err != nil {
+		return intake.Connection{}, err
+	}
+	cn, err := p.store.Connection(ctx, c.Scope, id)
+	if err != nil {
+		return intake.Connection{}, err
+	}
+	old := cn
+	if u.Name != nil {
+		if err := intake.CheckName("name", *u.Name); err != nil {
+			return intake.Connection{}, err
+		}
+		cn.Name = *u.Name
+	}
+	if u.Config != nil {
+		adapter, _ := provider.Lookup(cn.Provider)
+		if cn.Config, err = provider.CheckConfig(adapter, u.Config); err != nil {
+			return intake.Connection{}, err
+		}
+	}
+	if u.Filter != nil {
+		cn.Filter = *u.Filter
+	}
+	if err := p.checkConnectionRules(ctx, cn.Provider, cn.Config, changed(old.Filter, cn.Filter)); err != nil {
+		return intake.Connection{}, err
+	}
+	detail := ""
+	if old.Name != cn.Name {
+		detail = "name=" + cn.Name
+	}
+	if string(old.Config) != string(cn.Config) {
+		detail += " config changed"
+	}
+	detail += ruleChange("filter", old.Filter, cn.Filter) + ruleChange("script", script(old.Config), script(cn.Config))
+	a := p.entry(c, cn.OrgID, "connection.update", "connection", cn.ID, strings.TrimSpace(detail))
+	if err := p.store.UpdateConnection(ctx, c.Scope, cn, a); err != nil {
+		return intake.Connection{}, err
+	}
+	return cn, nil
+}
+
+// checkConnectionRules compiles a connection's filter and, for the
+// providers described without code (hmac, none), its interpret script.
+func (p *Plane) checkConnectionRules(ctx context.Context, prov string, config json.RawMessage, filter string) error {
+	if filter != "" {
+		if err := p.rules.Check(ctx, rules.KindFilter, filter); err != nil {
+			return err
+		}
+	}
+	src := script(config)
+	if src == "" {
+		return nil
+	}
+	if prov != "hmac" && prov != "none" {
+		return intake.Errorf(intake.EINVALID, "config.script describes a provider intake does not know; it is for hmac and none connections, not %s", prov)
+	}
+	return p.rules.Check(ctx, rules.KindInterpret, src)
+}
+
+// script is a connection config's interpret script, or "".
+func script(config json.RawMessage) string {
+	cfg, err := provider.ParseConfig(config)
+	if err != nil {
+		return ""
+	}
+	return cfg.String("script", "")
 }
 
 // ReplaceSecrets replaces a connection's signing secrets; during a

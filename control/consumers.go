@@ -2,10 +2,13 @@ package control
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/rules"
 )
 
 // Consumer limits: room for any real subscription, small enough to refuse
@@ -26,6 +29,8 @@ type NewConsumer struct {
 	URL        string
 	EventTypes []string
 	Completion bool
+	Filter     string // CEL; empty: every event its patterns match
+	Transform  string // JavaScript; empty: the envelope as it is
 }
 
 // CreateConsumer registers an application; its signing secret is returned
@@ -40,33 +45,70 @@ func (p *Plane) CreateConsumer(ctx context.Context, c Caller, n NewConsumer) (in
 	if err := checkEventTypes(n.EventTypes); err != nil {
 		return intake.Consumer{}, "", err
 	}
-	if n.URL == "" {
-		return intake.Consumer{}, "", intake.Errorf(intake.EINVALID, "url is required")
-	}
-	if len(n.URL) > maxConsumerURL {
-		return intake.Consumer{}, "", intake.Errorf(intake.EINVALID, "url must be at most %d bytes", maxConsumerURL)
+	if err := p.checkRules(ctx, n.Filter, n.Transform); err != nil {
+		return intake.Consumer{}, "", err
 	}
 	orgID, err := orgFor(c, n.OrgID)
 	if err != nil {
 		return intake.Consumer{}, "", err
 	}
-	// Resolving the host is the slowest check, so it comes last, and a
-	// resolver that does not answer cannot hold the request.
-	rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
-	err = p.policy.CheckURL(rctx, n.URL)
-	cancel()
-	if err != nil {
-		return intake.Consumer{}, "", intake.Errorf(intake.EINVALID, "%v", err)
+	if err := p.checkURL(ctx, n.URL); err != nil {
+		return intake.Consumer{}, "", err
 	}
 	// The id is made first because the sealed secret is bound to it.
 	cs := intake.Consumer{ID: intake.NewID(), OrgID: orgID, Name: n.Name, App: n.App, URL: n.URL, EventTypes: n.EventTypes,
-		Completion: n.Completion, Enabled: true, CreatedAt: p.now()}
+		Completion: n.Completion, Enabled: true, CreatedAt: p.now(), Filter: n.Filter, Transform: n.Transform}
 	secret := delivery.NewSecret()
 	cs.SealedSecret = p.sealer.Seal([]byte(secret), []byte(cs.ID))
-	if err := p.store.CreateConsumer(ctx, cs, p.entry(c, cs.OrgID, "consumer.create", "consumer", cs.ID, "url=", cs.URL)); err != nil {
+	a := p.entry(c, cs.OrgID, "consumer.create", "consumer", cs.ID, "url=", cs.URL, ruleChange("filter", "", cs.Filter),
+		ruleChange("transform", "", cs.Transform))
+	if err := p.store.CreateConsumer(ctx, cs, a); err != nil {
 		return intake.Consumer{}, "", err
 	}
 	return cs, secret, nil
+}
+
+// checkURL holds a consumer URL to its length and the address policy.
+// Resolving the host is the slowest check, so it comes last among a
+// request's, and a resolver that does not answer cannot hold the request.
+func (p *Plane) checkURL(ctx context.Context, u string) error {
+	if u == "" {
+		return intake.Errorf(intake.EINVALID, "url is required")
+	}
+	if len(u) > maxConsumerURL {
+		return intake.Errorf(intake.EINVALID, "url must be at most %d bytes", maxConsumerURL)
+	}
+	rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	err := p.policy.CheckURL(rctx, u)
+	cancel()
+	if err != nil {
+		return intake.Errorf(intake.EINVALID, "%v", err)
+	}
+	return nil
+}
+
+// checkRules compiles a consumer's filter and transform as they would run.
+func (p *Plane) checkRules(ctx context.Context, filter, transform string) error {
+	if filter != "" {
+		if err := p.rules.Check(ctx, rules.KindFilter, filter); err != nil {
+			return err
+		}
+	}
+	if transform != "" {
+		if err := p.rules.Check(ctx, rules.KindTransform, transform); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ruleChange is the audit detail of a rule that changed: its old and new
+// source, quoted; nothing when it stayed the same.
+func ruleChange(name, old, new string) string {
+	if old == new {
+		return ""
+	}
+	return fmt.Sprintf(" %s: %q → %q", name, old, new)
 }
 
 // checkEventTypes requires at least one pattern and every one well formed.
@@ -90,25 +132,96 @@ func checkEventTypes(patterns []string) error {
 
 // ConsumerUpdate is a change to a consumer; nil leaves a setting as it is.
 type ConsumerUpdate struct {
-	Enabled *bool
+	Name       *string
+	URL        *string
+	EventTypes *[]string
+	Completion *bool
+	Enabled    *bool
+	Filter     *string // "" removes the filter
+	Transform  *string // "" removes the transform
 }
 
-// UpdateConsumer changes a consumer's settings.
+// UpdateConsumer changes a consumer's settings, checked as on creation; a
+// change of a rule is audited with its old and new source.
 func (p *Plane) UpdateConsumer(ctx context.Context, c Caller, id string, u ConsumerUpdate) (intake.Consumer, error) {
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Consumer{}, err
 	}
-	if u.Enabled == nil {
-		return intake.Consumer{}, intake.Errorf(intake.EINVALID, "enabled is required")
+	if u == (ConsumerUpdate{}) {
+		return intake.Consumer{}, intake.Errorf(intake.EINVALID, "give at least one setting to change: name, url, event_types, completion, enabled, filter or transform")
 	}
 	cs, err := p.store.Consumer(ctx, c.Scope, id)
 	if err != nil {
 		return intake.Consumer{}, err
 	}
-	a := p.entry(c, cs.OrgID, "consumer.update", "consumer", cs.ID, "enabled=", *u.Enabled)
-	if err := p.store.SetConsumerEnabled(ctx, c.Scope, id, *u.Enabled, a); err != nil {
+	old := cs
+	if u.Name != nil {
+		if err := intake.CheckName("name", *u.Name); err != nil {
+			return intake.Consumer{}, err
+		}
+		cs.Name = *u.Name
+	}
+	if u.EventTypes != nil {
+		if err := checkEventTypes(*u.EventTypes); err != nil {
+			return intake.Consumer{}, err
+		}
+		cs.EventTypes = *u.EventTypes
+	}
+	if u.Completion != nil {
+		cs.Completion = *u.Completion
+	}
+	if u.Enabled != nil {
+		cs.Enabled = *u.Enabled
+	}
+	if u.Filter != nil {
+		cs.Filter = *u.Filter
+	}
+	if u.Transform != nil {
+		cs.Transform = *u.Transform
+	}
+	if err := p.checkRules(ctx, changed(old.Filter, cs.Filter), changed(old.Transform, cs.Transform)); err != nil {
 		return intake.Consumer{}, err
 	}
-	cs.Enabled = *u.Enabled
+	if u.URL != nil && *u.URL != cs.URL {
+		if err := p.checkURL(ctx, *u.URL); err != nil {
+			return intake.Consumer{}, err
+		}
+		cs.URL = *u.URL
+	}
+	a := p.entry(c, cs.OrgID, "consumer.update", "consumer", cs.ID, consumerChanges(old, cs))
+	if err := p.store.UpdateConsumer(ctx, c.Scope, cs, a); err != nil {
+		return intake.Consumer{}, err
+	}
 	return cs, nil
+}
+
+// changed is new when it differs from old, else "" (nothing to check).
+func changed(old, new string) string {
+	if old == new {
+		return ""
+	}
+	return new
+}
+
+// consumerChanges is the audit detail of an update: each setting that
+// changed, the rules with their old and new source.
+func consumerChanges(old, new intake.Consumer) string {
+	var d []string
+	if old.Name != new.Name {
+		d = append(d, fmt.Sprintf("name=%s", new.Name))
+	}
+	if old.URL != new.URL {
+		d = append(d, fmt.Sprintf("url=%s", new.URL))
+	}
+	if strings.Join(old.EventTypes, ",") != strings.Join(new.EventTypes, ",") {
+		d = append(d, fmt.Sprintf("event_types=%s", strings.Join(new.EventTypes, ",")))
+	}
+	if old.Completion != new.Completion {
+		d = append(d, fmt.Sprintf("completion=%v", new.Completion))
+	}
+	if old.Enabled != new.Enabled {
+		d = append(d, fmt.Sprintf("enabled=%v", new.Enabled))
+	}
+	detail := strings.Join(d, " ")
+	return strings.TrimSpace(detail + ruleChange("filter", old.Filter, new.Filter) + ruleChange("transform", old.Transform, new.Transform))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
+	"github.com/intakehq/intake/rules"
 )
 
 // Config is what the control plane needs. Store and Sealer are required;
@@ -32,7 +33,10 @@ type Config struct {
 	// ConsumerPolicy checks consumer URLs when they are registered (the
 	// zero Policy refuses nothing); the router checks again at connect time.
 	ConsumerPolicy delivery.Policy
-	Logger         *slog.Logger
+	// Rules checks filters and scripts when they are saved, and runs dry
+	// runs; nil: an engine with the default bounds.
+	Rules  *rules.Engine
+	Logger *slog.Logger
 }
 
 // Plane performs operator actions on a store.
@@ -43,6 +47,7 @@ type Plane struct {
 	publicURL string
 	clock     intake.Clock
 	policy    delivery.Policy
+	rules     *rules.Engine
 	log       *slog.Logger
 }
 
@@ -54,6 +59,7 @@ func New(cfg Config) *Plane {
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"),
 		clock:     cfg.Clock,
 		policy:    cfg.ConsumerPolicy,
+		rules:     cfg.Rules,
 		log:       cfg.Logger,
 	}
 	if cfg.StaffToken != "" {
@@ -64,6 +70,13 @@ func New(cfg Config) *Plane {
 	}
 	if p.log == nil {
 		p.log = slog.Default()
+	}
+	if p.rules == nil {
+		e, err := rules.New(rules.Config{}, p.clock)
+		if err != nil {
+			panic(err) // the default CEL environment always builds
+		}
+		p.rules = e
 	}
 	return p
 }

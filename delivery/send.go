@@ -116,7 +116,16 @@ func (s *Sender) Send(ctx context.Context, url, secret string, env Envelope, now
 	if err != nil {
 		return Result{Outcome: intake.DeliveryRetry, Err: "encode envelope: " + err.Error()}
 	}
-	sig, err := Sign(secret, env.ID, now.Unix(), body)
+	return s.SendBody(ctx, url, secret, env.ID, body, nil, now)
+}
+
+// SendBody posts body (a transform's output, or the envelope) as event id,
+// signed under secret: the Standard Webhooks signature covers exactly the
+// bytes sent. header holds extra headers (a transform's); Content-Type is
+// application/json unless header sets another. The webhook-* headers are
+// always the sender's own.
+func (s *Sender) SendBody(ctx context.Context, url, secret, id string, body []byte, header http.Header, now time.Time) Result {
+	sig, err := Sign(secret, id, now.Unix(), body)
 	if err != nil {
 		return Result{Outcome: intake.DeliveryRetry, Err: err.Error()}
 	}
@@ -125,8 +134,11 @@ func (s *Sender) Send(ctx context.Context, url, secret string, env Envelope, now
 		return Result{Outcome: intake.DeliveryRetry, Err: "bad consumer url"}
 	}
 	req.Header.Set("Content-Type", "application/json")
+	for k, vs := range header {
+		req.Header[http.CanonicalHeaderKey(k)] = vs
+	}
 	req.Header.Set("User-Agent", s.opts.UserAgent)
-	req.Header.Set("webhook-id", env.ID)
+	req.Header.Set("webhook-id", id)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set("webhook-signature", sig)
 	start := time.Now()

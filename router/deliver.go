@@ -2,12 +2,15 @@ package router
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/bodyurl"
+	"github.com/intakehq/intake/rules"
 )
 
 // result is one delivery and how long its consumer asked us to wait.
@@ -24,10 +27,11 @@ func (r *Router) deliverAll(ctx context.Context, e *intake.Event, attempt int, c
 	if e.DataTruncated && len(r.cfg.BodyURLs.Key) > 0 {
 		env.BodyURL = r.cfg.BodyURLs.URL(e.MessageID, r.cfg.Clock.Now().Add(bodyurl.TTL))
 	}
+	in := &ruleInput{r: r, e: e, env: env}
 	var wg sync.WaitGroup
 	for i, c := range consumers {
 		wg.Go(func() {
-			res := r.deliver(ctx, c, env)
+			res := r.deliver(ctx, c, env, in, attempt)
 			outcome := res.Outcome
 			if res.Deferred {
 				outcome = "deferred"
@@ -56,7 +60,37 @@ func (r *Router) deliverAll(ctx context.Context, e *intake.Event, attempt int, c
 // concurrent calls. A consumer at its limit is waited for only briefly:
 // then the call is deferred, so a slow consumer's backlog never holds the
 // router's other events for long.
-func (r *Router) deliver(ctx context.Context, c intake.Consumer, env delivery.Envelope) delivery.Result {
+func (r *Router) deliver(ctx context.Context, c intake.Consumer, env delivery.Envelope, in *ruleInput, attempt int) delivery.Result {
+	if c.Filter != "" {
+		fin, err := in.filter(ctx)
+		var ok bool
+		if err == nil {
+			ok, err = r.cfg.Rules.Filter(ctx, c.Filter, fin)
+		}
+		switch {
+		case err != nil:
+			return delivery.Result{Outcome: intake.DeliveryFiltered, Err: "filter_error: " + err.Error()}
+		case !ok:
+			return delivery.Result{Outcome: intake.DeliveryFiltered}
+		}
+	}
+	var out *rules.Output
+	if c.Transform != "" {
+		body, err := in.json()
+		if err == nil {
+			fin, _ := in.filter(ctx) // the headers and query, when they could be read
+			out, err = r.cfg.Rules.Transform(ctx, rules.Script{Scope: c.OrgID, Source: c.Transform}, body,
+				rules.TransformContext{ConsumerID: c.ID, Consumer: c.Name, App: c.App, Attempt: attempt, Headers: fin.Headers, Query: fin.Query})
+		}
+		switch {
+		case err != nil:
+			// A failed attempt, retried on the event's schedule: fixing
+			// the script heals what is still retrying.
+			return delivery.Result{Outcome: intake.DeliveryRetry, Err: err.Error()}
+		case out.Skip:
+			return delivery.Result{Outcome: intake.DeliveryFiltered, Err: "transform returned null"}
+		}
+	}
 	slots := r.consumerSlots(c.ID)
 	select {
 	case slots <- struct{}{}:
@@ -74,7 +108,63 @@ func (r *Router) deliver(ctx context.Context, c intake.Consumer, env delivery.En
 	if err != nil {
 		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "consumer secret cannot be opened"}
 	}
+	if out != nil {
+		header := out.Header
+		if !out.JSON && header.Get("Content-Type") == "" {
+			header = header.Clone()
+			if header == nil {
+				header = http.Header{}
+			}
+			header.Set("Content-Type", "text/plain; charset=utf-8")
+		}
+		return r.cfg.Sender.SendBody(ctx, c.URL, string(secret), env.ID, out.Body, header, r.cfg.Clock.Now())
+	}
 	return r.cfg.Sender.Send(ctx, c.URL, string(secret), env, r.cfg.Clock.Now())
+}
+
+// ruleInput is what the rules of one event's consumers see, built once per
+// event however many consumers ask for it.
+type ruleInput struct {
+	r   *Router
+	e   *intake.Event
+	env delivery.Envelope
+
+	jsonOnce sync.Once
+	body     []byte
+	jsonErr  error
+
+	inOnce sync.Once
+	in     rules.Input
+	inErr  error
+}
+
+// json is the envelope as the consumer would receive it.
+func (ri *ruleInput) json() ([]byte, error) {
+	ri.jsonOnce.Do(func() { ri.body, ri.jsonErr = json.Marshal(ri.env) })
+	return ri.body, ri.jsonErr
+}
+
+// filter is a filter's view of the event: the envelope, and the original
+// request's headers (lower-case names, first value, credentials removed)
+// and query.
+func (ri *ruleInput) filter(ctx context.Context) (rules.Input, error) {
+	ri.inOnce.Do(func() {
+		body, err := ri.json()
+		if err != nil {
+			ri.inErr = err
+			return
+		}
+		if ri.in.Event, ri.inErr = rules.DecodeEvent(body); ri.inErr != nil {
+			return
+		}
+		query, header, err := ri.r.cfg.Store.MessageRequest(ctx, ri.e.MessageID)
+		if err != nil && intake.ErrorCode(err) != intake.ENOTFOUND {
+			ri.inErr = err
+			return
+		}
+		ri.in.Headers, ri.in.Query = rules.RequestView(header, query)
+	})
+	return ri.in, ri.inErr
 }
 
 func (r *Router) consumerSlots(id string) chan struct{} {

@@ -15,6 +15,7 @@ import (
 	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/rules"
 )
 
 // Config wires a Router.
@@ -39,8 +40,11 @@ type Config struct {
 	PerConsumer int
 	SlotWait    time.Duration // default 1s
 	DeferDelay  time.Duration // default 1s
-	Metrics     *metrics.Metrics
-	Logger      *slog.Logger
+	// Rules runs consumers' filters and transforms; nil: an engine with
+	// the default bounds.
+	Rules   *rules.Engine
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
 }
 
 // Router claims and routes events until its context ends.
@@ -86,6 +90,13 @@ func New(cfg Config) *Router {
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
+	}
+	if cfg.Rules == nil {
+		e, err := rules.New(rules.Config{}, cfg.Clock)
+		if err != nil {
+			panic(err) // the default CEL environment always builds
+		}
+		cfg.Rules = e
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -201,7 +212,7 @@ func (r *Router) route(ctx context.Context, c intake.EventClaim, oc orgConsumers
 		}
 	}
 	results := r.deliverAll(ctx, e, c.Attempt, todo)
-	pending, deferred := 0, 0
+	pending, deferred, filtered := 0, 0, 0
 	wait := time.Duration(0)
 	for _, res := range results {
 		if res.deferred {
@@ -210,6 +221,9 @@ func (r *Router) route(ctx context.Context, c intake.EventClaim, oc orgConsumers
 			continue // no call was made: nothing to record
 		}
 		st.Deliveries = append(st.Deliveries, res.Delivery)
+		if res.Outcome == intake.DeliveryFiltered {
+			filtered++
+		}
 		if !res.Succeeded() {
 			pending++
 			wait = max(wait, res.retryAfter)
@@ -223,7 +237,7 @@ func (r *Router) route(ctx context.Context, c intake.EventClaim, oc orgConsumers
 		r.settle(ctx, c, st)
 		return
 	}
-	st.To = intake.RoutingOutcome(len(selected), pending, c.Attempt, e.MaxAttempts)
+	st.To = intake.RoutingOutcome(len(selected), filtered, pending, c.Attempt, e.MaxAttempts)
 	if st.To == intake.EventRetrying {
 		st.NextAttemptAt = r.cfg.Clock.Now().Add(max(wait, r.cfg.Backoff.Delay(c.Attempt)))
 	}

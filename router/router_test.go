@@ -42,6 +42,9 @@ type env struct {
 	// truncate makes the next events' data truncated, as adapters mark
 	// payloads over 64 KiB.
 	truncate bool
+	// header and query are the next events' original request's.
+	header http.Header
+	query  string
 }
 
 func setup(t *testing.T, opts ...func(*router.Config)) *env {
@@ -93,7 +96,7 @@ func (e *env) event(t *testing.T, typ string, objectIDs ...string) string {
 	body := fmt.Sprintf(`{"type":%q,"n":%q}`, typ, intake.NewID())
 	sum := sha256.Sum256([]byte(body))
 	m := &intake.Message{ID: intake.NewID(), OrgID: e.org.ID, ConnectionID: e.conn.ID, EndpointID: e.ep.ID, Method: "POST",
-		Body: []byte(body), Digest: hex.EncodeToString(sum[:]), ReceivedAt: e.clock.Now(), State: intake.MessageQueued,
+		Header: e.header, Query: e.query, Body: []byte(body), Digest: hex.EncodeToString(sum[:]), ReceivedAt: e.clock.Now(), State: intake.MessageQueued,
 		MaxAttempts: 6, NextAttemptAt: e.clock.Now()}
 	if err := e.store.Ingest(ctx, m); err != nil {
 		t.Fatal(err)

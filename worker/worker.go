@@ -6,6 +6,7 @@ package worker
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,10 +16,12 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/cache"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/provider"
+	"github.com/intakehq/intake/rules"
 )
 
 // Config wires a Worker.
@@ -32,8 +35,11 @@ type Config struct {
 	Poll        time.Duration // fallback poll when no wake-up arrives (default 1s)
 	Batch       int           // messages claimed per round (default 64)
 	Concurrency int           // messages processed at once (default 64: a batch's settlements share commits)
-	Metrics     *metrics.Metrics
-	Logger      *slog.Logger
+	// Rules runs connections' filters and interpret scripts; nil: an
+	// engine with the default bounds.
+	Rules   *rules.Engine
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
 
 	// KeyRetry is how long a message whose connection secrets this
 	// process's master key cannot open waits, released, before any process
@@ -85,6 +91,13 @@ func New(cfg Config) *Worker {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Rules == nil {
+		e, err := rules.New(rules.Config{}, cfg.Clock)
+		if err != nil {
+			panic(err) // the default CEL environment always builds
+		}
+		cfg.Rules = e
 	}
 	w := &Worker{cfg: cfg}
 	w.conns.TTL, w.eps.TTL = rowTTL, rowTTL
@@ -246,7 +259,16 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement 
 		st.ErrorMessage = "signature: " + verifyReason(err)
 		return st
 	}
-	in, err := adapter.Interpret(req, cfg)
+	var in provider.Interpretation
+	if src := cfg.String("script", ""); src != "" {
+		// A provider described without code: its script reads the
+		// verified request.
+		if in, err = w.interpret(ctx, m, req, src); err != nil {
+			return dead(st, intake.ErrCodeScript, err.Error())
+		}
+	} else {
+		in, err = adapter.Interpret(req, cfg)
+	}
 	switch {
 	case errors.As(err, &perm):
 		return dead(st, intake.ErrCodePermanent, err.Error())
@@ -268,7 +290,61 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement 
 	if len(st.Events) == 0 {
 		st.Outcome = intake.OutcomeNoEvents
 	}
+	if conn.Filter != "" && len(st.Events) > 0 {
+		kept, err := w.filter(ctx, conn, m, st.Events)
+		if err != nil {
+			return w.transient(st, m, err)
+		}
+		w.cfg.Metrics.EventsFiltered.Add(float64(len(st.Events) - len(kept)))
+		if st.Events = kept; len(kept) == 0 {
+			st.Outcome = intake.OutcomeFiltered
+		}
+	}
 	return st
+}
+
+// interpret runs a connection's interpret script on a verified request.
+func (w *Worker) interpret(ctx context.Context, m intake.Message, req *provider.Request, src string) (provider.Interpretation, error) {
+	evs, err := w.cfg.Rules.Interpret(ctx, rules.Script{Scope: m.OrgID, Source: src}, rules.NewRequest(m.Method, req.Query, m.Header, m.Body))
+	if err != nil {
+		return provider.Interpretation{}, err
+	}
+	var in provider.Interpretation
+	for _, e := range evs {
+		in.Events = append(in.Events, provider.EventSpec{ProviderEventID: e.ProviderEventID, Type: e.Type, Kind: e.Kind,
+			OccurredAt: e.OccurredAt, Data: e.Data, ObjectIDs: e.ObjectIDs})
+	}
+	if len(evs) == 1 {
+		// One event: its id is the message's identity, for deduplication.
+		in.ProviderEventID, in.EventType, in.Kind = evs[0].ProviderEventID, evs[0].Type, evs[0].Kind
+	}
+	return in, nil
+}
+
+// filter keeps the events the connection's filter accepts. A filter that
+// fails on an event drops it, as a consumer's does; only a failure to read
+// the request is an error.
+func (w *Worker) filter(ctx context.Context, conn intake.Connection, m intake.Message, events []intake.Event) ([]intake.Event, error) {
+	headers, query := rules.RequestView(m.Header, m.Query)
+	var kept []intake.Event
+	for _, e := range events {
+		body, err := json.Marshal(delivery.NewEnvelope(&e))
+		if err != nil {
+			return nil, err
+		}
+		ev, err := rules.DecodeEvent(body)
+		if err != nil {
+			return nil, err
+		}
+		ok, err := w.cfg.Rules.Filter(ctx, conn.Filter, rules.Input{Event: ev, Headers: headers, Query: query})
+		if err != nil {
+			w.cfg.Logger.Info("worker: connection filter failed on an event; dropped", "message_id", m.ID, "connection_id", conn.ID, "err", err)
+		}
+		if ok {
+			kept = append(kept, e)
+		}
+	}
+	return kept, nil
 }
 
 // publicURL rebuilds the address the provider posted to. Empty when the

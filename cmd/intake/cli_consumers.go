@@ -14,6 +14,7 @@ type ConsumersCmd struct {
 	Add     ConsumersAddCmd     `cmd:"" help:"Register a consumer and print its signing secret (shown only once)."`
 	List    ConsumersListCmd    `cmd:"" help:"List consumers."`
 	Show    ConsumersShowCmd    `cmd:"" help:"Show one consumer."`
+	Update  ConsumersUpdateCmd  `cmd:"" help:"Change a consumer's filter or transform."`
 	Enable  ConsumersEnableCmd  `cmd:"" help:"Send events to a consumer again."`
 	Disable ConsumersDisableCmd `cmd:"" help:"Stop sending events to a consumer."`
 	Delete  ConsumersDeleteCmd  `cmd:"" help:"Delete a consumer (its deliveries stay)."`
@@ -28,11 +29,18 @@ type ConsumersAddCmd struct {
 	URL        string   `name:"consumer-url" required:"" help:"Where events are posted (http or https)."`
 	EventType  []string `name:"event-type" required:"" sep:"none" help:"Event type or prefix (stripe.invoice.paid, stripe.invoice.*, *); repeat for several."`
 	Completion bool     `name:"completion" help:"Receive the events about records its app initiated."`
+	ruleFlags
 }
 
 // Run registers the consumer.
 func (c *ConsumersAddCmd) Run(cl *Client) error {
-	err := cl.send(http.MethodPost, "/api/v1/consumers", api.CreateConsumerRequest{
+	filter, transform, _, _, err := c.rules()
+	if err != nil {
+		return err
+	}
+	err = cl.send(http.MethodPost, "/api/v1/consumers", api.CreateConsumerRequest{
+		Filter:     filter,
+		Transform:  transform,
 		OrgID:      c.Org,
 		Name:       c.Name,
 		App:        c.App,

@@ -29,6 +29,7 @@ type Client struct {
 	Messages    MessagesCmd    `cmd:"" help:"Inspect received messages."`
 	Events      EventsCmd      `cmd:"" help:"Inspect interpreted events."`
 	Consumers   ConsumersCmd   `cmd:"" help:"Manage the apps that receive events."`
+	Rules       RulesCmd       `cmd:"" help:"Try a filter or transformation against a stored event before saving it."`
 	Links       LinksCmd       `cmd:"" help:"Link provider objects to the app records they belong to."`
 	Replay      ReplayCmd      `cmd:"" help:"Replay a message, or an endpoint's window of at most 7 days."`
 	Listen      ListenCmd      `cmd:"" help:"Forward the org's events, as they are routed, to a local URL (signed like a consumer delivery)."`

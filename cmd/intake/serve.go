@@ -32,6 +32,7 @@ import (
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/router"
+	"github.com/intakehq/intake/rules"
 	"github.com/intakehq/intake/store/postgres"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/sweeper"
@@ -57,6 +58,8 @@ type ServeCmd struct {
 	ReadHeaderTimeout time.Duration `default:"10s" env:"INTAKE_READ_HEADER_TIMEOUT" help:"How long a client may take to send request headers."`
 	ReadTimeout       time.Duration `default:"60s" env:"INTAKE_READ_TIMEOUT" help:"How long a client may take to send a whole request."`
 	ShutdownGrace     time.Duration `default:"30s" env:"INTAKE_SHUTDOWN_GRACE" help:"How long SIGTERM waits for in-flight requests."`
+	ScriptTimeout     time.Duration `default:"50ms" env:"INTAKE_SCRIPT_TIMEOUT" help:"How long one call of a rule (filter, transform, interpret script) may run."`
+	ScriptMemory      int           `default:"16777216" env:"INTAKE_SCRIPT_MEMORY" help:"Bytes of memory one JavaScript VM may use."`
 }
 
 // Run serves until SIGTERM or SIGINT, then drains and exits.
@@ -96,25 +99,33 @@ func (c *ServeCmd) Run() error {
 	log.Info("master key matches the store", "fingerprint", sealer.Fingerprint())
 
 	m := metrics.New()
+	m.Registry.MustRegister(currentBuild().collector())
 	clock := intake.SystemClock{}
 	m.WatchStore(store, clock)
 	quota := &ingress.Quota{Limit: c.StorageQuota}
 	m.WatchQuota(quota.Used, quota.Limit)
 	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
 		Logger: log, Quota: quota})
+	// One rules engine: its VM pools and compiled programs serve the worker,
+	// the router and the control plane's checks and dry runs.
+	engine, err := rules.New(rules.Config{ScriptTimeout: c.ScriptTimeout, ScriptMemory: c.ScriptMemory}, clock)
+	if err != nil {
+		return err
+	}
+	defer engine.Close()
 	// The one control plane: the API and the console are transports over it.
 	ctl := control.New(control.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
-		Clock: clock, ConsumerPolicy: delivery.DefaultPolicy(), Logger: log})
+		Clock: clock, ConsumerPolicy: delivery.DefaultPolicy(), Rules: engine, Logger: log})
 	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
-		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Metrics: m, Logger: log})
+		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
 
 	rt := router.New(router.Config{Store: store, Sealer: sealer, Clock: clock,
 		BodyURLs: bodyurl.Signer{Key: derive(key, "body-url"), PublicURL: c.publicURL()},
 		Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: delivery.DefaultPolicy(), UserAgent: "intake"}),
 		Backoff:  intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
-		Metrics: m, Logger: log})
+		Rules: engine, Metrics: m, Logger: log})
 
 	var draining atomic.Bool
 	mux := http.NewServeMux()

@@ -17,6 +17,7 @@ type Metrics struct {
 	Messages        *prometheus.CounterVec   // settled messages by state and outcome
 	ProcessSeconds  prometheus.Histogram     // one processing attempt
 	EventsCreated   prometheus.Counter       // events committed by processing
+	EventsFiltered  prometheus.Counter       // interpreted events a connection's filter dropped
 	Conflicts       prometheus.Counter       // same provider event id, different content
 	WorkerClaims    *prometheus.CounterVec   // claim calls by result: work, empty, error
 	Deliveries      *prometheus.CounterVec   // delivery attempts by outcome
@@ -51,6 +52,9 @@ func New() *Metrics {
 		EventsCreated: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "intake_events_created_total", Help: "Events committed by message processing.",
 		}),
+		EventsFiltered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "intake_events_filtered_total", Help: "Interpreted events a connection's filter dropped before they were created.",
+		}),
 		Conflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "intake_message_conflicts_total", Help: "Messages whose provider event id was seen with other content.",
 		}),
@@ -72,7 +76,7 @@ func New() *Metrics {
 		Name: "intake_end_to_end_seconds", Help: "Time from a webhook's receipt to a consumer handling its event (first deliveries).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
 	})
-	r.MustRegister(m.EndToEnd, m.IngressRequests, m.IngestSeconds, m.Messages, m.ProcessSeconds, m.EventsCreated, m.Conflicts,
+	r.MustRegister(m.EndToEnd, m.IngressRequests, m.IngestSeconds, m.Messages, m.ProcessSeconds, m.EventsCreated, m.EventsFiltered, m.Conflicts,
 		m.WorkerClaims, m.Deliveries, m.EventStates, m.DeliverySeconds)
 	m.KeyFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "intake_worker_key_failures_total", Help: "Messages released because this process's master key cannot open their connection's secrets.",

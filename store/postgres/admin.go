@@ -139,9 +139,9 @@ func (s *Store) CreateConnection(ctx context.Context, c intake.Connection, audit
 		if err := orgExists(ctx, tx, c.OrgID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO connections (id, org_id, provider, name, sealed_secrets, config, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			c.ID, c.OrgID, c.Provider, c.Name, c.SealedSecrets, nullJSON(c.Config), ts(c.CreatedAt))
+		_, err := tx.Exec(ctx, `INSERT INTO connections (id, org_id, provider, name, sealed_secrets, config, created_at, filter)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			c.ID, c.OrgID, c.Provider, c.Name, c.SealedSecrets, nullJSON(c.Config), ts(c.CreatedAt), text(c.Filter))
 		return err
 	})
 }
@@ -158,13 +158,13 @@ func orgExists(ctx context.Context, q querier, orgID string) error {
 	return err
 }
 
-const connectionColumns = `id, org_id, provider, name, sealed_secrets, config, created_at`
+const connectionColumns = `id, org_id, provider, name, sealed_secrets, config, created_at, filter`
 
 func scanConnection(row pgx.Row) (intake.Connection, error) {
 	var c intake.Connection
 	var config []byte
 	var created *time.Time
-	err := row.Scan(&c.ID, &c.OrgID, &c.Provider, &c.Name, &c.SealedSecrets, &config, &created)
+	err := row.Scan(&c.ID, &c.OrgID, &c.Provider, &c.Name, &c.SealedSecrets, &config, &created, &c.Filter)
 	if config != nil {
 		c.Config = config
 	}
@@ -211,6 +211,25 @@ func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, c
 		}
 		if tag.RowsAffected() == 0 {
 			return notFound("connection", connID)
+		}
+		return s.announce(ctx, tx)
+	})
+}
+
+// UpdateConnection saves a connection's name, config and filter.
+func (s *Store) UpdateConnection(ctx context.Context, sc intake.Scope, c intake.Connection, audit ...intake.AuditEntry) error {
+	if !validIDs(c.ID) {
+		return notFound("connection", c.ID)
+	}
+	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE connections SET name = $1, config = $2, filter = $3
+			WHERE deleted_at IS NULL AND id = $4 AND ($5::uuid IS NULL OR org_id = $5)`,
+			text(c.Name), nullJSON(c.Config), text(c.Filter), c.ID, nullID(sc.OrgID))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound("connection", c.ID)
 		}
 		return s.announce(ctx, tx)
 	})

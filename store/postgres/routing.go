@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,19 +18,21 @@ func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer, audit ...
 		if err := orgExists(ctx, tx, c.OrgID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO consumers (id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			c.ID, c.OrgID, c.Name, c.App, c.URL, texts(c.EventTypes), c.Completion, c.Enabled, c.SealedSecret, ts(c.CreatedAt))
+		_, err := tx.Exec(ctx, `INSERT INTO consumers (id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at,
+			filter, transform) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			c.ID, c.OrgID, c.Name, c.App, c.URL, texts(c.EventTypes), c.Completion, c.Enabled, c.SealedSecret, ts(c.CreatedAt),
+			text(c.Filter), text(c.Transform))
 		return err
 	})
 }
 
-const consumerColumns = `id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at`
+const consumerColumns = `id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at, filter, transform`
 
 func scanConsumer(row pgx.Row) (intake.Consumer, error) {
 	var c intake.Consumer
 	var created *time.Time
-	err := row.Scan(&c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &c.EventTypes, &c.Completion, &c.Enabled, &c.SealedSecret, &created)
+	err := row.Scan(&c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &c.EventTypes, &c.Completion, &c.Enabled, &c.SealedSecret, &created,
+		&c.Filter, &c.Transform)
 	c.CreatedAt = fromTS(created)
 	return c, err
 }
@@ -59,19 +63,22 @@ func (s *Store) ListConsumers(ctx context.Context, sc intake.Scope) ([]intake.Co
 	return out, err
 }
 
-// SetConsumerEnabled enables or disables a consumer visible in sc.
-func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, consumerID string, enabled bool, audit ...intake.AuditEntry) error {
-	if !validIDs(consumerID) {
-		return notFound("consumer", consumerID)
+// UpdateConsumer saves a consumer's settings (everything but its id, org,
+// secret and creation time).
+func (s *Store) UpdateConsumer(ctx context.Context, sc intake.Scope, c intake.Consumer, audit ...intake.AuditEntry) error {
+	if !validIDs(c.ID) {
+		return notFound("consumer", c.ID)
 	}
 	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE consumers SET enabled = $1 WHERE deleted_at IS NULL AND id = $2 AND ($3::uuid IS NULL OR org_id = $3)`,
-			enabled, consumerID, nullID(sc.OrgID))
+		tag, err := tx.Exec(ctx, `UPDATE consumers SET name = $1, app = $2, url = $3, event_types = $4, completion = $5, enabled = $6,
+			filter = $7, transform = $8 WHERE deleted_at IS NULL AND id = $9 AND ($10::uuid IS NULL OR org_id = $10)`,
+			text(c.Name), text(c.App), text(c.URL), texts(c.EventTypes), c.Completion, c.Enabled, text(c.Filter), text(c.Transform),
+			c.ID, nullID(sc.OrgID))
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return notFound("consumer", consumerID)
+			return notFound("consumer", c.ID)
 		}
 		return s.announce(ctx, tx)
 	})
@@ -273,4 +280,27 @@ func scanDelivery(row pgx.Row) (intake.Delivery, error) {
 	err := row.Scan(&d.ID, &d.OrgID, &d.EventID, &d.ConsumerID, &d.Attempt, &d.Outcome, &d.StatusCode, &latency, &d.Error, &at)
 	d.Latency, d.At = time.Duration(latency)*time.Microsecond, fromTS(at)
 	return d, err
+}
+
+// MessageRequest returns the query and headers of the request an event
+// came from, for the filters that read them; the headers are nil once the
+// body has expired.
+func (s *Store) MessageRequest(ctx context.Context, messageID string) (string, http.Header, error) {
+	if !validIDs(messageID) {
+		return "", nil, notFound("message", messageID)
+	}
+	var query string
+	var header []byte
+	err := s.read(ctx, intake.Scope{}, func(b *pgx.Batch) {
+		b.Queue(`SELECT m.query, b.header FROM messages m LEFT JOIN message_bodies b ON b.message_id = m.id WHERE m.id = $1`, messageID).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&query, &header) })
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil, notFound("message", messageID)
+	}
+	if err != nil || header == nil {
+		return query, nil, err
+	}
+	var h http.Header
+	return query, h, json.Unmarshal(header, &h)
 }

@@ -138,9 +138,9 @@ func (s *Store) CreateConnection(ctx context.Context, c intake.Connection, audit
 		if err := orgExists(ctx, tx, c.OrgID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO connections (id, org_id, provider, name, sealed_secrets, config, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			c.ID, c.OrgID, c.Provider, c.Name, c.SealedSecrets, nullJSON(c.Config), ts(c.CreatedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO connections (id, org_id, provider, name, sealed_secrets, config, created_at, filter)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.OrgID, c.Provider, c.Name, c.SealedSecrets, nullJSON(c.Config), ts(c.CreatedAt), c.Filter)
 		return err
 	})
 }
@@ -154,13 +154,13 @@ func orgExists(ctx context.Context, tx *wtx, id string) error {
 	return err
 }
 
-const connectionColumns = `id, org_id, provider, name, sealed_secrets, config, created_at`
+const connectionColumns = `id, org_id, provider, name, sealed_secrets, config, created_at, filter`
 
 func scanConnection(row interface{ Scan(...any) error }) (intake.Connection, error) {
 	var c intake.Connection
 	var config sql.NullString
 	var created sql.NullInt64
-	err := row.Scan(&c.ID, &c.OrgID, &c.Provider, &c.Name, &c.SealedSecrets, &config, &created)
+	err := row.Scan(&c.ID, &c.OrgID, &c.Provider, &c.Name, &c.SealedSecrets, &config, &created, &c.Filter)
 	if config.Valid {
 		c.Config = []byte(config.String)
 	}
@@ -207,6 +207,23 @@ func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, i
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return notFound("connection", id)
+		}
+		tx.announce()
+		return nil
+	})
+}
+
+// UpdateConnection saves a connection's name, config and filter.
+func (s *Store) UpdateConnection(ctx context.Context, sc intake.Scope, c intake.Connection, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE connections SET name = ?, config = ?, filter = ?
+			WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
+			c.Name, nullJSON(c.Config), c.Filter, c.ID, sc.OrgID, sc.OrgID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("connection", c.ID)
 		}
 		tx.announce()
 		return nil

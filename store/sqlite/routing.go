@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"time"
 
@@ -21,20 +22,21 @@ func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer, audit ...
 		if err := orgExists(ctx, tx, c.OrgID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO consumers (id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.ID, c.OrgID, c.Name, c.App, c.URL, string(types), c.Completion, c.Enabled, c.SealedSecret, ts(c.CreatedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO consumers (id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at,
+			filter, transform) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.OrgID, c.Name, c.App, c.URL, string(types), c.Completion, c.Enabled, c.SealedSecret, ts(c.CreatedAt), c.Filter, c.Transform)
 		return err
 	})
 }
 
-const consumerColumns = `id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at`
+const consumerColumns = `id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at, filter, transform`
 
 func scanConsumer(row interface{ Scan(...any) error }) (intake.Consumer, error) {
 	var c intake.Consumer
 	var types string
 	var created sql.NullInt64
-	if err := row.Scan(&c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &types, &c.Completion, &c.Enabled, &c.SealedSecret, &created); err != nil {
+	if err := row.Scan(&c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &types, &c.Completion, &c.Enabled, &c.SealedSecret, &created,
+		&c.Filter, &c.Transform); err != nil {
 		return c, err
 	}
 	c.CreatedAt = fromTS(created)
@@ -70,16 +72,22 @@ func (s *Store) ListConsumers(ctx context.Context, sc intake.Scope) ([]intake.Co
 	return out, rows.Err()
 }
 
-// SetConsumerEnabled enables or disables a consumer visible in sc.
-func (s *Store) SetConsumerEnabled(ctx context.Context, sc intake.Scope, id string, enabled bool, audit ...intake.AuditEntry) error {
+// UpdateConsumer saves a consumer's settings (everything but its id, org,
+// secret and creation time).
+func (s *Store) UpdateConsumer(ctx context.Context, sc intake.Scope, c intake.Consumer, audit ...intake.AuditEntry) error {
+	types, err := json.Marshal(c.EventTypes)
+	if err != nil {
+		return err
+	}
 	return s.audited(ctx, audit, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE consumers SET enabled = ? WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
-			enabled, id, sc.OrgID, sc.OrgID)
+		res, err := tx.ExecContext(ctx, `UPDATE consumers SET name = ?, app = ?, url = ?, event_types = ?, completion = ?, enabled = ?,
+			filter = ?, transform = ? WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
+			c.Name, c.App, c.URL, string(types), c.Completion, c.Enabled, c.Filter, c.Transform, c.ID, sc.OrgID, sc.OrgID)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return notFound("consumer", id)
+			return notFound("consumer", c.ID)
 		}
 		tx.announce()
 		return nil
@@ -282,3 +290,21 @@ const insertDeliverySQL = `INSERT INTO deliveries (id, org_id, event_id, consume
 
 const updateEventSQL = `UPDATE events SET state = ?, next_attempt_at = ?, lease_until = NULL, max_attempts = max_attempts + ?
 		WHERE id = ? AND attempt = ?`
+
+// MessageRequest returns the query and headers of the request an event
+// came from, for the filters that read them; the headers are nil once the
+// body has expired.
+func (s *Store) MessageRequest(ctx context.Context, messageID string) (string, http.Header, error) {
+	var query string
+	var header sql.NullString
+	err := s.read.QueryRowContext(ctx, `SELECT m.query, b.header FROM messages m LEFT JOIN message_bodies b ON b.message_id = m.id
+		WHERE m.id = ?`, messageID).Scan(&query, &header)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil, notFound("message", messageID)
+	}
+	if err != nil || !header.Valid {
+		return query, nil, err
+	}
+	var h http.Header
+	return query, h, json.Unmarshal([]byte(header.String), &h)
+}

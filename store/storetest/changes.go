@@ -40,7 +40,12 @@ func testChanges(t *testing.T, s intake.Store) {
 	moves("disabling an endpoint", func() error { return s.UpdateEndpoint(ctx, org, disabled) })
 	moves("rotating a connection's secrets", func() error { return s.ReplaceConnectionSecrets(ctx, org, f.conn.ID, []byte{4, 5, 6}) })
 	moves("revoking a key", func() error { return s.RevokeAPIKey(ctx, org, key.ID, t0) })
-	moves("disabling a consumer", func() error { return s.SetConsumerEnabled(ctx, org, consumer.ID, false) })
+	disabledConsumer := consumer
+	disabledConsumer.Enabled = false
+	moves("disabling a consumer", func() error { return s.UpdateConsumer(ctx, org, disabledConsumer) })
+	changedConn := f.conn
+	changedConn.Filter = `event.type != "stripe.charge.refunded"`
+	moves("changing a connection's filter", func() error { return s.UpdateConnection(ctx, org, changedConn) })
 	moves("deleting a consumer", func() error { return s.Delete(ctx, org, intake.DeleteConsumer, consumer.ID, t0) })
 	moves("deleting an endpoint", func() error { return s.Delete(ctx, org, intake.DeleteEndpoint, f.ep.ID, t0) })
 	moves("deleting a connection", func() error { return s.Delete(ctx, intake.Scope{}, intake.DeleteConnection, other.conn.ID, t0) })

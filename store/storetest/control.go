@@ -31,7 +31,9 @@ func testAuditCommitsWithItsAction(t *testing.T, s intake.Store) {
 	// The same audit id again: the entry fails, and so does the action.
 	dup := first
 	dup.Action = "consumer.update"
-	if err := s.SetConsumerEnabled(ctx, intake.Scope{OrgID: f.org.ID}, c.ID, false, dup); err == nil {
+	off := c
+	off.Enabled = false
+	if err := s.UpdateConsumer(ctx, intake.Scope{OrgID: f.org.ID}, off, dup); err == nil {
 		t.Fatal("a write whose audit entry failed succeeded")
 	}
 	if got, err := s.Consumer(ctx, intake.Scope{}, c.ID); err != nil || !got.Enabled {

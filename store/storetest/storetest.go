@@ -717,15 +717,30 @@ func testConsumers(t *testing.T, s intake.Store) {
 	}
 	_, err = s.Consumer(ctx, intake.Scope{OrgID: b.org.ID}, c.ID)
 	wantCode(t, err, intake.ENOTFOUND)
-	wantCode(t, s.SetConsumerEnabled(ctx, intake.Scope{OrgID: b.org.ID}, c.ID, false), intake.ENOTFOUND)
+	off := c
+	off.Enabled = false
+	wantCode(t, s.UpdateConsumer(ctx, intake.Scope{OrgID: b.org.ID}, off), intake.ENOTFOUND)
 	if l, _ := s.ListConsumers(ctx, intake.Scope{OrgID: b.org.ID}); len(l) != 0 {
 		t.Fatal("org b lists org a's consumers")
 	}
-	if err := s.SetConsumerEnabled(ctx, intake.Scope{OrgID: a.org.ID}, c.ID, false); err != nil {
+	if err := s.UpdateConsumer(ctx, intake.Scope{OrgID: a.org.ID}, off); err != nil {
 		t.Fatal(err)
 	}
 	if l, _ := s.ListConsumers(ctx, intake.Scope{OrgID: a.org.ID}); len(l) != 1 || l[0].Enabled {
 		t.Fatalf("consumers = %+v", l)
+	}
+	// Every setting saves, the rules among them; the secret stays.
+	edited := off
+	edited.Name, edited.URL, edited.EventTypes, edited.Completion, edited.Enabled = "ledger", "http://127.0.0.1:9/v2", []string{"*"}, false, true
+	edited.Filter, edited.Transform = `event.type == "x"`, "function transform(e) { return null }"
+	edited.SealedSecret = []byte("other")
+	if err := s.UpdateConsumer(ctx, intake.Scope{}, edited); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.Consumer(ctx, intake.Scope{}, c.ID)
+	if got.Name != "ledger" || got.URL != edited.URL || len(got.EventTypes) != 1 || got.Completion || !got.Enabled ||
+		got.Filter != edited.Filter || got.Transform != edited.Transform || string(got.SealedSecret) != "sealed" {
+		t.Fatalf("updated consumer = %+v", got)
 	}
 }
 
@@ -872,7 +887,7 @@ func testSoftDelete(t *testing.T, s intake.Store) {
 	if l, _ := s.ListConsumers(ctx, intake.Scope{OrgID: f.org.ID}); len(l) != 0 {
 		t.Fatalf("a deleted consumer is listed: %+v", l)
 	}
-	wantCode(t, s.SetConsumerEnabled(ctx, intake.Scope{}, c.ID, true), intake.ENOTFOUND)
+	wantCode(t, s.UpdateConsumer(ctx, intake.Scope{}, c), intake.ENOTFOUND)
 	wantCode(t, s.Delete(ctx, intake.Scope{}, intake.DeleteConsumer, c.ID, t0), intake.ENOTFOUND)
 
 	// Deleting the connection deletes its endpoint; the messages stay.

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/rules"
+)
+
+// RulesCmd tries filters and transformations before they are saved.
+type RulesCmd struct {
+	Test RulesTestCmd `cmd:"" help:"Run a rule once against a stored event or message and print what it did; nothing is written."`
+}
+
+// RulesTestCmd is a dry run: a consumer's saved rules, or a rule from a
+// file, against a stored event (or, for an interpret script, a message).
+type RulesTestCmd struct {
+	Consumer string `name:"consumer" xor:"what" help:"Try this consumer's saved filter and transform."`
+	Source   string `name:"source" xor:"what" type:"existingfile" help:"Try the rule in this file (.cel: a filter; .js: a transform or an interpret script)."`
+	Kind     string `name:"kind" enum:",filter,key,transform,interpret" default:"" help:"What the --source file is, when its name does not say: filter, key, transform or interpret."`
+	Event    string `name:"event" help:"Stored event id to try the rule against."`
+	Message  string `name:"message" help:"Stored message id, for an interpret script."`
+}
+
+// Run performs the dry run and prints each result.
+func (c *RulesTestCmd) Run(cl *Client) error {
+	if c.Consumer == "" && c.Source == "" {
+		return errors.New("give --consumer ID or --source FILE")
+	}
+	if c.Event == "" && c.Message == "" {
+		return errors.New("give --event ID (or --message ID for an interpret script)")
+	}
+	var tests []api.RuleTestRequest
+	if c.Consumer != "" {
+		var cons api.Consumer
+		if _, err := cl.get(idPath("/api/v1/consumers", c.Consumer), nil, &cons); err != nil {
+			return err
+		}
+		if cons.Filter == "" && cons.Transform == "" {
+			return fmt.Errorf("consumer %s has no filter and no transform", c.Consumer)
+		}
+		if cons.Filter != "" {
+			tests = append(tests, api.RuleTestRequest{Kind: rules.KindFilter, Source: cons.Filter, EventID: c.Event})
+		}
+		if cons.Transform != "" {
+			tests = append(tests, api.RuleTestRequest{Kind: rules.KindTransform, Source: cons.Transform, EventID: c.Event})
+		}
+	} else {
+		src, err := os.ReadFile(c.Source)
+		if err != nil {
+			return err
+		}
+		kind := rules.Kind(c.Kind)
+		if kind == "" {
+			kind = kindOf(c.Source, string(src))
+		}
+		tests = append(tests, api.RuleTestRequest{Kind: kind, Source: string(src), EventID: c.Event, MessageID: c.Message})
+	}
+	for _, t := range tests {
+		fmt.Fprintf(cl.stdout(), "%s:\n", t.Kind)
+		if err := cl.send(http.MethodPost, "/api/v1/rules/test", t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kindOf tells a rule file's kind from its name and source.
+func kindOf(name, src string) rules.Kind {
+	switch {
+	case strings.HasSuffix(name, ".cel"):
+		return rules.KindFilter
+	case strings.Contains(src, "function interpret"):
+		return rules.KindInterpret
+	}
+	return rules.KindTransform
+}
+
+// ruleFlags set a consumer's rules from the command line or from files.
+type ruleFlags struct {
+	Filter        string `name:"filter" help:"CEL filter: the consumer receives only the events it accepts (e.g. 'event.data.object.amount >= 100000')."`
+	FilterFile    string `name:"filter-file" type:"existingfile" help:"Read the CEL filter from this file."`
+	TransformFile string `name:"transform-file" type:"existingfile" help:"Read the JavaScript transform (function transform(event, context)) from this file."`
+}
+
+// rules returns the filter and transform the flags give; set reports
+// which were given.
+func (f ruleFlags) rules() (filter, transform string, setFilter, setTransform bool, err error) {
+	filter, setFilter = f.Filter, f.Filter != ""
+	if f.FilterFile != "" {
+		if setFilter {
+			return "", "", false, false, errors.New("give --filter or --filter-file, not both")
+		}
+		b, err := os.ReadFile(f.FilterFile)
+		if err != nil {
+			return "", "", false, false, err
+		}
+		filter, setFilter = strings.TrimSpace(string(b)), true
+	}
+	if f.TransformFile != "" {
+		b, err := os.ReadFile(f.TransformFile)
+		if err != nil {
+			return "", "", false, false, err
+		}
+		transform, setTransform = string(b), true
+	}
+	return filter, transform, setFilter, setTransform, nil
+}
+
+// ConsumersUpdateCmd changes a consumer's rules.
+type ConsumersUpdateCmd struct {
+	ID string `arg:"" help:"Consumer id."`
+	ruleFlags
+	ClearFilter    bool `name:"clear-filter" help:"Remove the consumer's filter."`
+	ClearTransform bool `name:"clear-transform" help:"Remove the consumer's transform."`
+}
+
+// Run saves the change.
+func (c *ConsumersUpdateCmd) Run(cl *Client) error {
+	filter, transform, setFilter, setTransform, err := c.rules()
+	if err != nil {
+		return err
+	}
+	var req api.UpdateConsumerRequest
+	if setFilter || c.ClearFilter {
+		req.Filter = &filter
+	}
+	if setTransform || c.ClearTransform {
+		req.Transform = &transform
+	}
+	if req.Filter == nil && req.Transform == nil {
+		return errors.New("nothing to change: give --filter, --filter-file, --transform-file, --clear-filter or --clear-transform")
+	}
+	return cl.send(http.MethodPatch, idPath("/api/v1/consumers", c.ID), req)
+}

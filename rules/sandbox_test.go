@@ -1,0 +1,341 @@
+package rules
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// counter counts its calls in a global, and spins or allocates without end
+// when the event asks it to, so a test sees whether the next call got the
+// same VM (the count goes on) or a fresh one (it starts again).
+const counter = `var n = 0;
+function transform(event) {
+  n++;
+  if (event.spin) { for (;;) {} }
+  if (event.grow) { var b = []; for (;;) { b.push(new Uint8Array(1 << 20)); } }
+  if (event.hoard) { var a = []; for (;;) { a.push(new Array(100000).fill(n)); } }
+  return {body: n};
+}`
+
+func count(t *testing.T, e *Engine, s Script) string {
+	t.Helper()
+	out, err := e.Transform(context.Background(), s, json.RawMessage(`{}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out.Body)
+}
+
+func TestEndlessLoopIsStoppedAtTheTimeLimitAndItsVMDiscarded(t *testing.T) {
+	e := newEngine(t, Config{ScriptTimeout: 200 * time.Millisecond})
+	s := script(counter)
+	if got := count(t, e, s); got != "1" {
+		t.Fatalf("first call counted %s", got)
+	}
+	_, err := e.Transform(context.Background(), s, json.RawMessage(`{"spin": true}`), nil)
+	se := scriptErr(t, err, ReasonTimeout)
+	if se.Error() != "transform_error: the script ran over its time limit of 200ms" {
+		t.Errorf("error %q", se)
+	}
+	if e.VMs() != 0 {
+		t.Fatalf("%d VMs alive after the timeout, want the spinning one closed", e.VMs())
+	}
+	if got := count(t, e, s); got != "1" {
+		t.Fatalf("the call after the timeout counted %s, want 1 from a fresh VM", got)
+	}
+}
+
+func TestEndlessAllocationIsStoppedAtTheMemoryLimitAndItsVMDiscarded(t *testing.T) {
+	e := newEngine(t, Config{})
+	s := script(counter)
+	for _, bomb := range []string{`{"grow": true}`, `{"hoard": true}`} {
+		if got := count(t, e, s); got != "1" {
+			t.Fatalf("call before %s counted %s, want 1 from a fresh VM", bomb, got)
+		}
+		_, err := e.Transform(context.Background(), s, json.RawMessage(bomb), nil)
+		se := scriptErr(t, err, ReasonMemory)
+		if se.Error() != "transform_error: the script ran out of its memory limit of 16 MiB" {
+			t.Errorf("error %q", se)
+		}
+		if e.VMs() != 0 {
+			t.Fatalf("%d VMs alive after running out of memory, want it closed", e.VMs())
+		}
+	}
+}
+
+func TestOutputOverTheLimitIsRefusedNotTruncated(t *testing.T) {
+	e := newEngine(t, Config{})
+	for name, tc := range map[string]struct {
+		ret    string
+		reason string
+	}{
+		// Concatenation shares one 1 MiB piece, so 50 MB fit in the VM.
+		"50 MB string body":  {`var piece = "x".repeat(1 << 20), s = ""; for (var i = 0; i < 50; i++) s += piece; return {body: s};`, ReasonOutput},
+		"50 MB in one piece": {`return {body: "x".repeat(50 << 20)};`, ReasonMemory},
+		"2 MiB JSON body":    {`return {body: {text: "x".repeat(2 << 20)}};`, ReasonOutput},
+		"1 MiB header":       {`return {body: 1, headers: {"x-big": "x".repeat(1 << 20)}};`, ReasonOutput},
+	} {
+		src := "function transform(event) { " + tc.ret + " }"
+		out, err := e.Transform(context.Background(), script(src), json.RawMessage(`{}`), nil)
+		if out != nil {
+			t.Fatalf("%s: %d bytes came back, want it refused", name, len(out.Body))
+		}
+		se := scriptErr(t, err, tc.reason)
+		if tc.reason == ReasonOutput && (!strings.Contains(se.Message, "over the limit of 1048576 bytes") || !strings.Contains(se.Message, "refused whole")) {
+			t.Errorf("%s: error %q, want it to name the limit", name, se)
+		}
+	}
+	src := `function transform(event) { return {body: "x".repeat((1 << 20) - 100)}; }`
+	if _, err := e.Transform(context.Background(), script(src), json.RawMessage(`{}`), nil); err != nil {
+		t.Fatalf("output just under the limit: %v", err)
+	}
+}
+
+func TestSandboxHasNoIOTimersOrModules(t *testing.T) {
+	e := newEngine(t, Config{})
+	names := []string{"require", "fetch", "std", "os", "process", "module", "exports", "setTimeout", "setInterval",
+		"setImmediate", "queueMicrotask", "XMLHttpRequest", "WebSocket", "importScripts", "Deno", "Bun", "print",
+		"console", "scriptArgs", "WebAssembly"}
+	quoted, _ := json.Marshal(names)
+	src := `function transform(event) {
+  return {body: ` + string(quoted) + `.filter(function (n) { return typeof globalThis[n] !== "undefined"; })};
+}`
+	out, err := e.Transform(context.Background(), script(src), json.RawMessage(`{}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out.Body) != "[]" {
+		t.Fatalf("globals present in the sandbox: %s", out.Body)
+	}
+
+	for call, want := range map[string]string{
+		`require("fs")`:                                                "ReferenceError: 'require' is not defined",
+		`fetch("http://169.254.169.254/")`:                             "ReferenceError: 'fetch' is not defined",
+		`setTimeout(function () {}, 1)`:                                "ReferenceError: 'setTimeout' is not defined",
+		`std.open("/etc/passwd", "r")`:                                 "ReferenceError: 'std' is not defined",
+		`Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0)`: "TypeError",
+	} {
+		src := `function transform(event) { return {body: ` + call + `}; }`
+		_, err := e.Transform(context.Background(), script(src), json.RawMessage(`{}`), nil)
+		if se := scriptErr(t, err, ReasonThrow); !strings.Contains(se.Message, want) {
+			t.Errorf("%s: %q, want %q", call, se, want)
+		}
+	}
+
+	// A dynamic import only ever makes a Promise, which no job loop settles
+	// and which is refused as a result.
+	_, err = e.Transform(context.Background(), script(`function transform(event) { return import("os"); }`), json.RawMessage(`{}`), nil)
+	if se := scriptErr(t, err, ReasonResult); !strings.Contains(se.Message, "Promise") {
+		t.Errorf("dynamic import: %q", se)
+	}
+	if err := e.Check(context.Background(), KindTransform, `import * as os from "os"; function transform() {}`); err == nil {
+		t.Error("a static import compiled")
+	}
+}
+
+func TestScriptStateNeverCrossesScopes(t *testing.T) {
+	e := newEngine(t, Config{})
+	a, b := Script{Scope: "org-a", Source: counter}, Script{Scope: "org-b", Source: counter}
+	if got := count(t, e, a); got != "1" {
+		t.Fatal(got)
+	}
+	if got := count(t, e, a); got != "2" {
+		t.Fatalf("second call in one scope counted %s, want 2 from the pooled VM", got)
+	}
+	if got := count(t, e, b); got != "1" {
+		t.Fatalf("the same source in another scope counted %s, want 1: it saw org-a's state", got)
+	}
+}
+
+func TestConcurrentCallsEachGetTheirOwnVM(t *testing.T) {
+	e := newEngine(t, Config{MaxVMs: 4})
+	const goroutines, calls, scripts = 16, 40, 6
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range calls {
+				k := (g + i) % scripts
+				src := fmt.Sprintf(`function transform(event) { var s = 0; for (var i = 0; i < 1000; i++) s += i; return {body: {k: %d, id: event.id, s: s}}; }`, k)
+				ev := fmt.Sprintf(`{"id": "%d-%d"}`, g, i)
+				out, err := e.Transform(context.Background(), script(src), json.RawMessage(ev), nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				want := fmt.Sprintf(`{"k":%d,"id":"%d-%d","s":499500}`, k, g, i)
+				if string(out.Body) != want {
+					errs <- fmt.Errorf("got %s, want %s", out.Body, want)
+					return
+				}
+				if n := e.VMs(); n > 4 {
+					errs <- fmt.Errorf("%d VMs alive, over the cap of 4", n)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestOtherScriptsRunWhileOneSpins(t *testing.T) {
+	e := newEngine(t, Config{ScriptTimeout: time.Hour, MaxVMs: 4})
+	spinCtx, stopSpinning := context.WithCancel(context.Background())
+	defer stopSpinning()
+	spun := make(chan error, 1)
+	go func() {
+		_, err := e.Transform(spinCtx, script(counter), json.RawMessage(`{"spin": true}`), nil)
+		spun <- err
+	}()
+	waitFor(t, func() bool { return e.VMs() == 1 && e.vms.idleCount() == 0 })
+
+	other := script(`function transform(event) { return {body: event.n * 2}; }`)
+	var wg sync.WaitGroup
+	results := make(chan string, 30)
+	for i := range 30 {
+		wg.Go(func() {
+			out, err := e.Transform(context.Background(), other, json.RawMessage(fmt.Sprintf(`{"n": %d}`, i)), nil)
+			if err != nil {
+				results <- err.Error()
+				return
+			}
+			results <- string(out.Body)
+		})
+	}
+	wg.Wait()
+	close(results)
+	n := 0
+	for r := range results {
+		if r == "" || strings.Contains(r, "error") {
+			t.Errorf("call beside the spinning script: %s", r)
+		}
+		n++
+	}
+	select {
+	case err := <-spun:
+		t.Fatalf("the spinning script returned (%v) before the others were checked", err)
+	default:
+	}
+	if n != 30 {
+		t.Fatalf("%d calls completed, want 30", n)
+	}
+
+	stopSpinning()
+	if err := <-spun; err != context.Canceled {
+		t.Fatalf("spinning script after its context ended: %v, want context.Canceled", err)
+	}
+	if e.vms.idleCount() != e.VMs() {
+		t.Errorf("the interrupted VM went back to the pool: %d alive, %d idle", e.VMs(), e.vms.idleCount())
+	}
+}
+
+func TestAThousandScriptsStayWithinTheVMCap(t *testing.T) {
+	e := newEngine(t, Config{MaxVMs: 8})
+	for i := range 1000 {
+		src := fmt.Sprintf(`var big = new Array(1000).fill(%d); function transform(event) { return {body: big[0]}; }`, i)
+		out, err := e.Transform(context.Background(), Script{Scope: fmt.Sprintf("org-%d", i%7), Source: src}, json.RawMessage(`{}`), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out.Body) != fmt.Sprint(i) {
+			t.Fatalf("script %d returned %s", i, out.Body)
+		}
+		if n := e.VMs(); n > 8 {
+			t.Fatalf("after script %d: %d VMs alive, over the cap of 8", i, n)
+		}
+	}
+	if n := e.VMs(); n != 8 {
+		t.Fatalf("%d VMs alive after 1000 scripts, want the cap of 8 filled with the most recent", n)
+	}
+	e.Close()
+	if n := e.VMs(); n != 0 {
+		t.Fatalf("%d VMs alive after Close", n)
+	}
+}
+
+func TestCallerWaitsForAVMWhenAllAreBusyAndGivesUpWithItsContext(t *testing.T) {
+	e := newEngine(t, Config{ScriptTimeout: time.Hour, MaxVMs: 1})
+	spinCtx, stopSpinning := context.WithCancel(context.Background())
+	spun := make(chan error, 1)
+	go func() {
+		_, err := e.Transform(spinCtx, script(counter), json.RawMessage(`{"spin": true}`), nil)
+		spun <- err
+	}()
+	waitFor(t, func() bool { return e.VMs() == 1 && e.vms.idleCount() == 0 })
+
+	waitCtx, giveUp := context.WithCancel(context.Background())
+	waited := make(chan error, 1)
+	go func() {
+		_, err := e.Transform(waitCtx, script(`function transform() { return null; }`), json.RawMessage(`{}`), nil)
+		waited <- err
+	}()
+	giveUp()
+	if err := <-waited; err != context.Canceled {
+		t.Fatalf("caller waiting for a VM: %v, want context.Canceled", err)
+	}
+
+	stopSpinning()
+	<-spun
+	out, err := e.Transform(context.Background(), script(`function transform() { return null; }`), json.RawMessage(`{}`), nil)
+	if err != nil || !out.Skip {
+		t.Fatalf("call once the VM came back: %v, %v", out, err)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after a deadline.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestScriptThatSubvertsItsWrapperStillGetsItsOutputChecked(t *testing.T) {
+	e := newEngine(t, Config{})
+	for name, src := range map[string]string{
+		"empty JSON":       `JSON.stringify = function () { return ""; }; function transform() { return {body: 1}; }`,
+		"bad JSON":         `JSON.stringify = function () { return "{nope"; }; function transform() { return {body: 1}; }`,
+		"not a string":     `JSON.stringify = function () { return 5; }; function transform() { return {body: 1}; }`,
+		"replaced wrapper": `function transform() { globalThis.__intake_call = function () { return "{}"; }; return {headers: {}}; }`,
+	} {
+		_, err := e.Transform(context.Background(), script(src), json.RawMessage(`{}`), nil)
+		var se *ScriptError
+		if !errors.As(err, &se) {
+			t.Errorf("%s: %v, want a script error", name, err)
+		}
+	}
+}
+
+func TestEndlessRecursionIsStoppedAndItsVMDiscarded(t *testing.T) {
+	e := newEngine(t, Config{})
+	_, err := e.Transform(context.Background(), script(`function transform(e) { return transform(e); }`), json.RawMessage(`{}`), nil)
+	if se := scriptErr(t, err, ReasonInternal); !strings.Contains(se.Message, "stack overflow") {
+		t.Errorf("error %q, want the stack overflow", se)
+	}
+	if e.VMs() != 0 {
+		t.Errorf("%d VMs alive after a stack overflow, want it closed", e.VMs())
+	}
+}
+
+func TestCancelledCallerStopsTheScriptEvenBeforeItStarts(t *testing.T) {
+	e := newEngine(t, Config{ScriptTimeout: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.Transform(ctx, script(counter), json.RawMessage(`{"spin": true}`), nil); err != context.Canceled {
+		t.Fatalf("cancelled call: %v, want context.Canceled", err)
+	}
+}
