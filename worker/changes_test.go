@@ -32,3 +32,22 @@ func TestARetiredSecretStopsVerifyingOnTheNextMessage(t *testing.T) {
 		t.Fatalf("signed with the new secret: %s %s", m.State, m.Outcome)
 	}
 }
+
+func TestAConnectionFilterSavedTakesEffectOnTheNextMessage(t *testing.T) {
+	e := setup(t)
+	before := e.receive(t, "new-secret", `{"id":"evt_1","type":"paid","amount":5}`)
+	e.run(t)
+	if m := e.message(t, before); m.Outcome != intake.OutcomeEvents {
+		t.Fatalf("before the filter: %s %s", m.State, m.Outcome)
+	}
+	e.conn.Filter = `event.data.amount >= 100`
+	if err := e.store.UpdateConnection(context.Background(), intake.Scope{}, e.conn); err != nil {
+		t.Fatal(err)
+	}
+	// The clock stands still: the connection row is still inside its TTL.
+	after := e.receive(t, "new-secret", `{"id":"evt_2","type":"paid","amount":5}`)
+	e.run(t)
+	if m := e.message(t, after); m.State != intake.MessageProcessed || m.Outcome != intake.OutcomeFiltered {
+		t.Fatalf("right after the filter was saved: %s %s", m.State, m.Outcome)
+	}
+}
