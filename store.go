@@ -73,6 +73,9 @@ type Tenancy interface {
 	// UpdateConsumer saves a consumer's settings: everything but its id,
 	// org, secret and creation time.
 	UpdateConsumer(ctx context.Context, sc Scope, c Consumer, audit ...AuditEntry) error
+	// RotateConsumerSecret replaces a consumer's sealed signing secret,
+	// keeping the old one beside it until oldUntil (zero: not at all).
+	RotateConsumerSecret(ctx context.Context, sc Scope, id string, sealedNew, sealedOld []byte, oldUntil time.Time, audit ...AuditEntry) error
 
 	// PutSubjectLink records (connection, provider object id) → (app,
 	// record); a later link for the same object replaces the earlier.

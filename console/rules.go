@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/intakehq/intake"
@@ -129,4 +130,139 @@ func (c *Console) saveConsumerRules(w http.ResponseWriter, r *http.Request, s *s
 		return err
 	}
 	return redirect(w, r, "/console/consumers/"+id+"?flash=rules-saved")
+}
+
+// connectionView is a connection's page: its filter, and the interpret
+// script of a provider described without code.
+type connectionView struct {
+	C              intake.Connection
+	Secrets        string
+	Scripted       bool // hmac or none: a script may describe the provider
+	Filter, Script string
+	Events         []intake.Event
+	Messages       []intake.Message
+	Target         string
+	Results        []ruleResult
+}
+
+func (c *Console) connection(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	cn, err := c.store.Connection(r.Context(), s.scope(), id)
+	if err != nil {
+		return err
+	}
+	return c.renderConnection(w, r, s, connectionView{C: cn, Filter: cn.Filter, Script: scriptOf(cn)})
+}
+
+func scriptOf(cn intake.Connection) string {
+	var cfg struct{ Script string }
+	_ = json.Unmarshal(cn.Config, &cfg) // a config that does not decode has no script
+	return cfg.Script
+}
+
+func (c *Console) renderConnection(w http.ResponseWriter, r *http.Request, s *session, v connectionView) error {
+	ctx := r.Context()
+	v.Scripted = v.C.Provider == "hmac" || v.C.Provider == "none"
+	v.Secrets = "?"
+	if n, ok := c.ctl.SecretCount(v.C); ok {
+		v.Secrets = strconv.Itoa(n)
+	}
+	events, err := c.store.ListEvents(ctx, intake.Scope{OrgID: v.C.OrgID}, intake.EventFilter{Limit: 200})
+	if err != nil {
+		return err
+	}
+	for _, e := range events.Items {
+		if e.ConnectionID == v.C.ID && len(v.Events) < maxTestEvents {
+			v.Events = append(v.Events, e)
+		}
+	}
+	eps, err := c.store.ListEndpoints(ctx, intake.Scope{OrgID: v.C.OrgID})
+	if err != nil {
+		return err
+	}
+	for _, ep := range eps {
+		if ep.ConnectionID != v.C.ID || !v.Scripted {
+			continue
+		}
+		page, err := c.store.ListMessages(ctx, intake.Scope{OrgID: v.C.OrgID}, intake.MessageFilter{EndpointID: ep.ID, Limit: maxTestEvents})
+		if err != nil {
+			return err
+		}
+		v.Messages = append(v.Messages, page.Items...)
+	}
+	c.render(w, r, s, http.StatusOK, "connection", "Connection "+v.C.Name, v)
+	return nil
+}
+
+// testConnectionRules tries the editor's filter against a stored event of
+// the connection, or its script against a stored message; nothing is saved.
+func (c *Console) testConnectionRules(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	cn, err := c.store.Connection(r.Context(), s.scope(), id)
+	if err != nil {
+		return err
+	}
+	v := connectionView{C: cn, Filter: strings.TrimSpace(r.PostFormValue("filter")), Script: r.PostFormValue("script")}
+	kind, target, _ := strings.Cut(r.PostFormValue("target"), ":")
+	if !intake.ValidID(target) {
+		return intake.Errorf(intake.EINVALID, "choose an event or a message to test against")
+	}
+	v.Target = target
+	t := control.RuleTest{Kind: rules.KindFilter, Source: v.Filter, EventID: target}
+	if kind == "message" {
+		t = control.RuleTest{Kind: rules.KindInterpret, Source: v.Script, MessageID: target}
+	}
+	if strings.TrimSpace(t.Source) == "" {
+		return intake.Errorf(intake.EINVALID, "write the %s to test", t.Kind)
+	}
+	res, err := c.ctl.TestRule(r.Context(), s.caller(), t)
+	out := ruleResult{Kind: t.Kind, DurationMS: float64(res.Duration.Microseconds()) / 1000, Error: res.Error}
+	switch {
+	case intake.ErrorCode(err) == intake.EINVALID:
+		out.Error = intake.ErrorMessage(err)
+	case err != nil:
+		return err
+	default:
+		b, _ := json.MarshalIndent(res.Result, "", "  ")
+		out.Result = string(b)
+	}
+	v.Results = []ruleResult{out}
+	return c.renderConnection(w, r, s, v)
+}
+
+// saveConnectionRules saves the editor's filter (and script) through the
+// control plane.
+func (c *Console) saveConnectionRules(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	cn, err := c.store.Connection(r.Context(), s.scope(), id)
+	if err != nil {
+		return err
+	}
+	filter := strings.TrimSpace(r.PostFormValue("filter"))
+	u := control.ConnectionUpdate{Filter: &filter}
+	if cn.Provider == "hmac" || cn.Provider == "none" {
+		cfg := map[string]any{}
+		_ = json.Unmarshal(cn.Config, &cfg) // a config that does not decode is replaced
+		if script := r.PostFormValue("script"); strings.TrimSpace(script) != "" {
+			cfg["script"] = script
+		} else {
+			delete(cfg, "script")
+		}
+		if u.Config, err = json.Marshal(cfg); err != nil {
+			return err
+		}
+	}
+	if _, err := c.ctl.UpdateConnection(r.Context(), s.caller(), id, u); err != nil {
+		return err
+	}
+	return redirect(w, r, "/console/connections/"+id+"?flash=rules-saved")
 }

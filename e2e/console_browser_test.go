@@ -214,7 +214,7 @@ func TestConsoleInBrowserRefusesAWrongToken(t *testing.T) {
 	s := start(t, t.TempDir())
 	tab := browserTab(t)
 	signIn(t, tab, s.url, "ik_this-is-not-a-key", "p.error")
-	if msg := read(t, tab, "error", chromedp.Text(chromedp.CSS("p.error"))); !strings.Contains(msg, "not valid") {
+	if msg := read(t, tab, "error", chromedp.Text(chromedp.CSS("p.error"))); !strings.Contains(msg, "invalid token") {
 		t.Fatalf("refusal says %q", msg)
 	}
 	cookies := read(t, tab, "cookies", chromedp.Action[[]*network.Cookie](func(ctx context.Context, tg *chromedp.Target) ([]*network.Cookie, error) {

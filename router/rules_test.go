@@ -95,6 +95,52 @@ func TestFiltersReadTheOriginalRequestsHeadersAndQueryWithoutItsCredentials(t *t
 	}
 }
 
+// TestTheDocumentedFilterExamplesChooseTheEventsTheySay runs each example
+// of the README on an event it accepts and one it declines.
+func TestTheDocumentedFilterExamplesChooseTheEventsTheySay(t *testing.T) {
+	for _, c := range []struct {
+		filter, typ, data     string
+		header                http.Header
+		declineData, declineT string
+	}{
+		{filter: `event.data.object.amount >= 100000`, typ: "stripe.charge.succeeded",
+			data: `{"object":{"amount":250000}}`, declineData: `{"object":{"amount":99}}`},
+		{filter: `headers["x-github-event"] == "push" && event.data.ref == "refs/heads/main"`, typ: "github.push",
+			header: http.Header{"X-Github-Event": {"push"}}, data: `{"ref":"refs/heads/main"}`, declineData: `{"ref":"refs/heads/dev"}`},
+		{filter: `event.type.startsWith("stripe.invoice.") && !event.replay`, typ: "stripe.invoice.paid",
+			data: `{}`, declineT: "stripe.charge.succeeded"},
+		{filter: `has(event.data.object.metadata.tenant)`, typ: "stripe.customer.created",
+			data: `{"object":{"metadata":{"tenant":"t1"}}}`, declineData: `{"object":{"metadata":{}}}`},
+	} {
+		t.Run(c.filter, func(t *testing.T) {
+			e := setup(t)
+			rec, url := newRecorder(t, 200)
+			cons, _ := e.consumer(t, "app", url, false, "*")
+			e.withRules(t, cons, c.filter, "")
+			e.header, e.data = c.header, c.data
+			accepted := e.event(t, c.typ)
+			declineType := c.typ
+			if c.declineT != "" {
+				declineType = c.declineT
+			}
+			if c.declineData != "" {
+				e.data = c.declineData
+			}
+			declined := e.event(t, declineType)
+			e.run(t)
+			if ev, _ := e.get(t, accepted); ev.State != intake.EventDelivered {
+				t.Errorf("the matching event is %s", ev.State)
+			}
+			if ev, _ := e.get(t, declined); ev.State != intake.EventFiltered {
+				t.Errorf("the other event is %s, want filtered", ev.State)
+			}
+			if rec.calls() != 1 {
+				t.Errorf("%d calls, want 1", rec.calls())
+			}
+		})
+	}
+}
+
 func TestATransformReshapesTheBodyAndTheSignatureCoversWhatIsSent(t *testing.T) {
 	e := setup(t)
 	rec, url := newRecorder(t, 200)
