@@ -81,7 +81,7 @@ func (s *Store) UpdateConsumer(ctx context.Context, sc intake.Scope, c intake.Co
 		if tag.RowsAffected() == 0 {
 			return notFound("consumer", c.ID)
 		}
-		return nil
+		return s.announce(ctx, tx)
 	})
 }
 
@@ -101,7 +101,7 @@ func (s *Store) RotateConsumerSecret(ctx context.Context, sc intake.Scope, id st
 		if tag.RowsAffected() == 0 {
 			return notFound("consumer", id)
 		}
-		return nil
+		return s.announce(ctx, tx)
 	})
 }
 

@@ -90,6 +90,7 @@ func (s *Store) UpdateConsumer(ctx context.Context, sc intake.Scope, c intake.Co
 		if n, _ := res.RowsAffected(); n == 0 {
 			return notFound("consumer", c.ID)
 		}
+		tx.announce()
 		return nil
 	})
 }
@@ -107,6 +108,7 @@ func (s *Store) RotateConsumerSecret(ctx context.Context, sc intake.Scope, id st
 		if n, _ := res.RowsAffected(); n == 0 {
 			return notFound("consumer", id)
 		}
+		tx.announce()
 		return nil
 	})
 }
