@@ -24,6 +24,16 @@ type Consumer struct {
 	// Transform is JavaScript defining transform(event, context): what the
 	// consumer receives instead of the envelope, or null to skip.
 	Transform string
+	// SealedOldSecret is the secret a rotation replaced; deliveries are
+	// signed with it too, beside the new one, until OldSecretUntil.
+	SealedOldSecret []byte
+	OldSecretUntil  time.Time
+}
+
+// SignsWithOld reports whether deliveries at now still carry a signature
+// under the consumer's previous secret.
+func (c *Consumer) SignsWithOld(now time.Time) bool {
+	return len(c.SealedOldSecret) > 0 && now.Before(c.OldSecretUntil)
 }
 
 // ValidatePattern checks one event type pattern.

@@ -22,6 +22,7 @@ type Store interface {
 	Retention
 	ReplayJobs
 	Audit
+	MasterKeys
 	// Stats counts messages and events by state and finds the oldest due
 	// work, for gauges and alarms.
 	Stats(ctx context.Context, now time.Time) (Stats, error)
@@ -72,6 +73,9 @@ type Tenancy interface {
 	// UpdateConsumer saves a consumer's settings: everything but its id,
 	// org, secret and creation time.
 	UpdateConsumer(ctx context.Context, sc Scope, c Consumer, audit ...AuditEntry) error
+	// RotateConsumerSecret replaces a consumer's sealed signing secret,
+	// keeping the old one beside it until oldUntil (zero: not at all).
+	RotateConsumerSecret(ctx context.Context, sc Scope, id string, sealedNew, sealedOld []byte, oldUntil time.Time, audit ...AuditEntry) error
 
 	// PutSubjectLink records (connection, provider object id) → (app,
 	// record); a later link for the same object replaces the earlier.
@@ -92,6 +96,7 @@ type Ingester interface {
 	// StorageBytes is how much space the store's data takes, for the
 	// storage quota: cheap to ask, approximate by design.
 	StorageBytes(ctx context.Context) (int64, error)
+	ChangeFeed
 }
 
 // MessageQueue is the worker's view: messages are the work items.
@@ -103,15 +108,18 @@ type MessageQueue interface {
 	// SettleMessage applies a processing result in one transaction (see
 	// ApplySettlement). It fails with ESTALE if the attempt is not current.
 	SettleMessage(ctx context.Context, now time.Time, s Settlement) (Settled, error)
-	// ReleaseMessage ends a held lease at once so another worker can take
-	// the message as its next attempt.
-	ReleaseMessage(ctx context.Context, now time.Time, id string, attempt int) error
+	// ReleaseMessage ends a held lease so another worker can take the
+	// message from at on. The released attempt was never made: the next
+	// claim takes the same attempt number, so a release spends none of
+	// the message's attempts.
+	ReleaseMessage(ctx context.Context, at time.Time, id string, attempt int) error
 	// Connection returns a connection (its sealed secrets and config).
 	Connection(ctx context.Context, sc Scope, id string) (Connection, error)
 	// Endpoint returns an endpoint (its sealed token, for providers that
 	// sign the URL they post to).
 	Endpoint(ctx context.Context, sc Scope, id string) (Endpoint, error)
 	Listener
+	ChangeFeed
 }
 
 // EventQueue is the router's view: events are the work items.
@@ -138,6 +146,15 @@ type Listener interface {
 	// Listen returns a channel that receives (coalesced) when work of the
 	// topic commits, and a function that stops listening.
 	Listen(topic string) (<-chan struct{}, func())
+}
+
+// ChangeFeed lets a component's caches see an operator's change at once.
+type ChangeFeed interface {
+	// Changes is the store's counter of operator changes: every write
+	// that disables, deletes, rotates or revokes moves it before it
+	// returns, and a change committed by another process on the same
+	// database moves it within a second.
+	Changes() *Changes
 }
 
 // History is what an operator reads and acts on after the fact: messages,
@@ -209,6 +226,17 @@ type Audit interface {
 	RecordAudit(ctx context.Context, a AuditEntry) error
 	// ListAudit lists audit entries visible in sc, newest first.
 	ListAudit(ctx context.Context, sc Scope, f AuditFilter) (Page[AuditEntry], error)
+}
+
+// MasterKeys records which master key the store's secrets are sealed
+// with, so a process started with another key refuses to serve.
+type MasterKeys interface {
+	// KeyFingerprint is the fingerprint of the master key the store's
+	// secrets are sealed with; "" before one is recorded.
+	KeyFingerprint(ctx context.Context) (string, error)
+	// RecordKeyFingerprint records fp unless a fingerprint is recorded
+	// already, and returns the one the store holds: fp, or the earlier one.
+	RecordKeyFingerprint(ctx context.Context, fp string) (string, error)
 }
 
 // Loop is a background loop of the process: the worker, the router, the

@@ -19,6 +19,7 @@ import (
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/rules"
 )
 
 // maxRequestBody bounds every JSON request body.
@@ -41,7 +42,10 @@ type Config struct {
 	// ConsumerPolicy checks consumer URLs at registration; the zero Policy
 	// refuses nothing (serve passes delivery.DefaultPolicy()).
 	ConsumerPolicy delivery.Policy
-	Logger         *slog.Logger
+	// Rules is the engine of the default control plane (nil: the default
+	// bounds).
+	Rules  *rules.Engine
+	Logger *slog.Logger
 }
 
 // Server is the admin API: a transport over the control plane, and the
@@ -81,7 +85,7 @@ func New(cfg Config) *Server {
 	}
 	if s.ctl == nil {
 		s.ctl = control.New(control.Config{Store: cfg.Store, Sealer: cfg.Sealer, StaffToken: cfg.StaffToken,
-			PublicURL: cfg.PublicURL, Clock: cfg.Clock, ConsumerPolicy: cfg.ConsumerPolicy, Logger: cfg.Logger})
+			PublicURL: cfg.PublicURL, Clock: cfg.Clock, ConsumerPolicy: cfg.ConsumerPolicy, Rules: cfg.Rules, Logger: cfg.Logger})
 	}
 	if s.clock == nil {
 		s.clock = intake.SystemClock{}
@@ -132,6 +136,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/consumers", s.listConsumers)
 	s.handle("GET /api/v1/consumers/{id}", s.getConsumer)
 	s.handle("PATCH /api/v1/consumers/{id}", s.updateConsumer)
+	s.handle("POST /api/v1/consumers/{id}/rotate-secret", s.rotateConsumerSecret)
 
 	s.handle("POST /api/v1/subject-links", s.createSubjectLink)
 	s.handle("POST /api/v1/rules/test", s.testRule)

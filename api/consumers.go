@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
@@ -87,4 +88,50 @@ func consumerView(c intake.Consumer) Consumer {
 		Transform:  c.Transform,
 		CreatedAt:  c.CreatedAt.UTC(),
 	}
+}
+
+// RotateSecretRequest asks for a consumer's new signing secret; the old
+// one keeps signing beside it for keep_old_for ("24h" when absent, "0s"
+// for not at all).
+type RotateSecretRequest struct {
+	KeepOldFor string `json:"keep_old_for,omitempty"`
+}
+
+// RotatedSecret is the new signing secret, shown once, and until when the
+// old one still signs (absent when it stopped at once).
+type RotatedSecret struct {
+	SigningSecret string     `json:"signing_secret"`
+	OldValidUntil *time.Time `json:"old_valid_until,omitempty"`
+}
+
+func (s *Server) rotateConsumerSecret(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var req RotateSecretRequest
+	if r.ContentLength != 0 {
+		if err := decode(w, r, &req); err != nil {
+			return err
+		}
+	}
+	var keep *time.Duration
+	if req.KeepOldFor != "" {
+		d, err := time.ParseDuration(req.KeepOldFor)
+		if err != nil {
+			return intake.Errorf(intake.EINVALID, "keep_old_for must be a duration such as \"24h\"")
+		}
+		keep = &d
+	}
+	secret, until, err := s.ctl.RotateConsumerSecret(r.Context(), who, id, keep)
+	if err != nil {
+		return err
+	}
+	out := RotatedSecret{SigningSecret: secret}
+	if !until.IsZero() {
+		u := until.UTC()
+		out.OldValidUntil = &u
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
 }

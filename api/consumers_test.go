@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
@@ -181,5 +182,28 @@ func TestDisabledConsumerStaysListedAndCanBeEnabledAgain(t *testing.T) {
 	}
 	if got := must[api.Consumer](e, 200, "PATCH", path, acme.org.APIKey, `{"enabled":true}`); !got.Enabled {
 		t.Fatalf("after enable: %+v", got)
+	}
+}
+
+func TestRotatingAConsumerSecretShowsTheNewOneOnceAndBoundsTheOverlap(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	c := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, api.CreateConsumerRequest{Name: "b", App: "b",
+		URL: "http://127.0.0.1:9/", EventTypes: []string{"*"}})
+	r := must[api.RotatedSecret](e, 201, "POST", "/api/v1/consumers/"+c.ID+"/rotate-secret", acme.org.APIKey, api.RotateSecretRequest{KeepOldFor: "1h"})
+	if !strings.HasPrefix(r.SigningSecret, "whsec_") || r.SigningSecret == c.SigningSecret || r.OldValidUntil == nil ||
+		r.OldValidUntil.Sub(e.clock.Now()).Round(time.Second) != time.Hour {
+		t.Fatalf("rotation = %+v", r)
+	}
+	if got := e.do("GET", "/api/v1/consumers/"+c.ID, acme.org.APIKey, nil).Body.String(); strings.Contains(got, r.SigningSecret) {
+		t.Fatal("the consumer shows its new secret")
+	}
+	for _, keep := range []string{"-1h", "999h", "soon"} {
+		wantError(t, e.do("POST", "/api/v1/consumers/"+c.ID+"/rotate-secret", acme.org.APIKey, api.RotateSecretRequest{KeepOldFor: keep}),
+			400, intake.EINVALID, "keep_old_for")
+	}
+	r = must[api.RotatedSecret](e, 201, "POST", "/api/v1/consumers/"+c.ID+"/rotate-secret", acme.org.APIKey, api.RotateSecretRequest{KeepOldFor: "0s"})
+	if r.OldValidUntil != nil {
+		t.Fatalf("keep_old_for 0s still keeps the old secret until %v", r.OldValidUntil)
 	}
 }

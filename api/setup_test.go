@@ -23,6 +23,7 @@ import (
 	"github.com/intakehq/intake/api"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/provider"
 	"github.com/intakehq/intake/store/sqlite"
 )
@@ -118,6 +119,7 @@ func newEnvWith(t *testing.T, wrap func(intake.Store) intake.Store) *env {
 		Clock:          e.clock,
 		BodyURLKey:     []byte("body-url-key"),
 		ConsumerPolicy: delivery.DefaultPolicy(),
+		Rules:          testkit.Rules(t),
 		Logger:         slog.New(slog.NewTextHandler(e.logs, nil)),
 	}).Handler()
 	return e

@@ -61,6 +61,7 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 		"POST /api/v1/consumers":                               {"/api/v1/consumers", map[string]any{"org_id": acme.org.ID, "name": "x", "app": "x", "url": "http://127.0.0.1:9/", "event_types": []string{"*"}}, forbidden},
 		"GET /api/v1/consumers":                                {"/api/v1/consumers", nil, emptyList},
 		"GET /api/v1/consumers/{id}":                           {"/api/v1/consumers/" + cons.ID, nil, notFound},
+		"POST /api/v1/consumers/{id}/rotate-secret":            {"/api/v1/consumers/" + cons.ID + "/rotate-secret", api.RotateSecretRequest{}, notFound},
 		"PATCH /api/v1/consumers/{id}":                         {"/api/v1/consumers/" + cons.ID, map[string]any{"enabled": false}, notFound},
 		"POST /api/v1/subject-links":                           {"/api/v1/subject-links", map[string]any{"connection_id": acme.conn.ID, "provider_object_id": "o", "app": "a", "record_id": "r"}, notFound},
 		"POST /api/v1/messages/{id}/replay":                    {"/api/v1/messages/" + msg.ID + "/replay", nil, notFound},

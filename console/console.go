@@ -21,6 +21,7 @@ import (
 	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/rules"
 )
 
 //go:embed templates static
@@ -46,7 +47,10 @@ type Config struct {
 	// ConsumerPolicy checks consumer URLs at registration, as the admin
 	// API does; the zero Policy refuses nothing.
 	ConsumerPolicy delivery.Policy
-	Logger         *slog.Logger
+	// Rules is the engine of the default control plane (nil: the default
+	// bounds).
+	Rules  *rules.Engine
+	Logger *slog.Logger
 }
 
 // Console is the web console.
@@ -76,7 +80,7 @@ func New(cfg Config) *Console {
 	}
 	if c.ctl == nil {
 		c.ctl = control.New(control.Config{Store: cfg.Store, Sealer: cfg.Sealer, StaffToken: cfg.StaffToken,
-			PublicURL: cfg.PublicURL, Clock: cfg.Clock, ConsumerPolicy: cfg.ConsumerPolicy, Logger: cfg.Logger})
+			PublicURL: cfg.PublicURL, Clock: cfg.Clock, ConsumerPolicy: cfg.ConsumerPolicy, Rules: cfg.Rules, Logger: cfg.Logger})
 	}
 	if c.clock == nil {
 		c.clock = intake.SystemClock{}

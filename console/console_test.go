@@ -27,6 +27,8 @@ import (
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit"
+	"github.com/intakehq/intake/rules"
 	"github.com/intakehq/intake/provider/fixtures"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/worker"
@@ -47,6 +49,7 @@ type env struct {
 	sessionKey []byte
 	sealer     *seal.Sealer
 	worker     *worker.Worker
+	rules      *rules.Engine
 }
 
 func newEnv(t *testing.T) *env {
@@ -61,17 +64,17 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, store: st, sessionKey: []byte("console-session-key"), sealer: sealer}
+	e := &env{t: t, store: st, sessionKey: []byte("console-session-key"), sealer: sealer, rules: testkit.Rules(t)}
 	srv := httptest.NewServer(nil)
 	e.url = srv.URL
 	mux := http.NewServeMux()
 	// Endpoints are read afresh on every request: a test that disables one
 	// sees the next request refused, with no cache to outwait.
 	mux.Handle("/webhooks/{token}", ingress.New(ingress.Config{Store: st, Sealer: sealer, PublicURL: srv.URL, EndpointTTL: time.Nanosecond}))
-	mux.Handle("/api/", api.New(api.Config{Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL}).Handler())
+	mux.Handle("/api/", api.New(api.Config{Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL, Rules: e.rules}).Handler())
 	mux.Handle("/console/", e.console().Handler())
 	srv.Config.Handler = mux
-	e.worker = worker.New(worker.Config{Store: st, Sealer: sealer, PublicURL: srv.URL})
+	e.worker = worker.New(worker.Config{Store: st, Sealer: sealer, PublicURL: srv.URL, Rules: e.rules})
 	t.Cleanup(func() { srv.Close(); st.Close() })
 	return e
 }
@@ -79,7 +82,7 @@ func newEnv(t *testing.T) *env {
 // console is another console process of the same deployment.
 func (e *env) console() *console.Console {
 	return console.New(console.Config{Store: e.store, Sealer: e.sealer, StaffToken: staffToken, PublicURL: e.url, SessionKey: e.sessionKey,
-		ConsumerPolicy: delivery.DefaultPolicy()})
+		ConsumerPolicy: delivery.DefaultPolicy(), Rules: e.rules})
 }
 
 // apiCall calls the admin API and decodes its answer.

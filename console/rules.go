@@ -30,6 +30,23 @@ type ruleResult struct {
 	DurationMS float64
 }
 
+// tryRule is one dry run as a page shows it: a rule that does not compile
+// is its result too, with the position, so the editor stays open.
+func (c *Console) tryRule(ctx context.Context, s *session, t control.RuleTest) (ruleResult, error) {
+	res, err := c.ctl.TestRule(ctx, s.caller(), t)
+	out := ruleResult{Kind: t.Kind, DurationMS: float64(res.Duration.Microseconds()) / 1000, Error: res.Error}
+	switch {
+	case intake.ErrorCode(err) == intake.EINVALID:
+		out.Error = intake.ErrorMessage(err)
+	case err != nil:
+		return out, err
+	default:
+		b, _ := json.MarshalIndent(res.Result, "", "  ")
+		out.Result = string(b)
+	}
+	return out, nil
+}
+
 // maxTestEvents bounds the events offered to test rules against.
 const maxTestEvents = 25
 
@@ -96,16 +113,9 @@ func (c *Console) testConsumerRules(w http.ResponseWriter, r *http.Request, s *s
 		if strings.TrimSpace(t.src) == "" {
 			continue
 		}
-		res, err := c.ctl.TestRule(r.Context(), s.caller(), control.RuleTest{Kind: t.kind, Source: t.src, EventID: v.EventID})
-		out := ruleResult{Kind: t.kind, DurationMS: float64(res.Duration.Microseconds()) / 1000, Error: res.Error}
-		switch {
-		case intake.ErrorCode(err) == intake.EINVALID:
-			out.Error = intake.ErrorMessage(err)
-		case err != nil:
+		out, err := c.tryRule(r.Context(), s, control.RuleTest{Kind: t.kind, Source: t.src, EventID: v.EventID})
+		if err != nil {
 			return err
-		default:
-			b, _ := json.MarshalIndent(res.Result, "", "  ")
-			out.Result = string(b)
 		}
 		v.Results = append(v.Results, out)
 	}
@@ -221,16 +231,9 @@ func (c *Console) testConnectionRules(w http.ResponseWriter, r *http.Request, s 
 	if strings.TrimSpace(t.Source) == "" {
 		return intake.Errorf(intake.EINVALID, "write the %s to test", t.Kind)
 	}
-	res, err := c.ctl.TestRule(r.Context(), s.caller(), t)
-	out := ruleResult{Kind: t.Kind, DurationMS: float64(res.Duration.Microseconds()) / 1000, Error: res.Error}
-	switch {
-	case intake.ErrorCode(err) == intake.EINVALID:
-		out.Error = intake.ErrorMessage(err)
-	case err != nil:
+	out, err := c.tryRule(r.Context(), s, t)
+	if err != nil {
 		return err
-	default:
-		b, _ := json.MarshalIndent(res.Result, "", "  ")
-		out.Result = string(b)
 	}
 	v.Results = []ruleResult{out}
 	return c.renderConnection(w, r, s, v)

@@ -235,3 +235,43 @@ func consumerChanges(old, new intake.Consumer) string {
 	detail := strings.Join(d, " ")
 	return strings.TrimSpace(detail + ruleChange("filter", old.Filter, new.Filter) + ruleChange("transform", old.Transform, new.Transform))
 }
+
+// Rotation bounds: the old secret may be kept beside the new one for a
+// consumer to switch over, at most maxKeepOld.
+const (
+	defaultKeepOld = 24 * time.Hour
+	maxKeepOld     = 30 * 24 * time.Hour
+)
+
+// RotateConsumerSecret gives a consumer a new signing secret, returned
+// once. For keepOld (nil: 24 h; 0: not at all) deliveries carry a signature
+// under the old secret too, so the consumer can switch without refusing
+// one.
+func (p *Plane) RotateConsumerSecret(ctx context.Context, c Caller, id string, keepOld *time.Duration) (string, time.Time, error) {
+	if err := intake.CheckID("id", id); err != nil {
+		return "", time.Time{}, err
+	}
+	keep := defaultKeepOld
+	if keepOld != nil {
+		keep = *keepOld
+	}
+	if keep < 0 || keep > maxKeepOld {
+		return "", time.Time{}, intake.Errorf(intake.EINVALID, "keep_old_for must be between 0s and %s", maxKeepOld)
+	}
+	cs, err := p.store.Consumer(ctx, c.Scope, id)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	secret := delivery.NewSecret()
+	sealed := p.sealer.Seal([]byte(secret), []byte(cs.ID))
+	var old []byte
+	var until time.Time
+	if keep > 0 {
+		old, until = cs.SealedSecret, p.now().Add(keep)
+	}
+	a := p.entry(c, cs.OrgID, "consumer.secret.rotate", "consumer", cs.ID, "keep_old_for=", keep)
+	if err := p.store.RotateConsumerSecret(ctx, c.Scope, cs.ID, sealed, old, until, a); err != nil {
+		return "", time.Time{}, err
+	}
+	return secret, until, nil
+}

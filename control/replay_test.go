@@ -20,18 +20,11 @@ import (
 	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/router"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/worker"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 const secret = "gh-secret"
 
@@ -40,7 +33,7 @@ const secret = "gh-secret"
 type env struct {
 	store  *sqlite.Store
 	sealer *seal.Sealer
-	clock  *clock
+	clock  *testkit.Clock
 	org    intake.Org
 	conn   intake.Connection
 	ep     intake.Endpoint
@@ -62,12 +55,12 @@ func setup(t *testing.T) *env {
 	}
 	t.Cleanup(func() { s.Close() })
 	sealer, _ := seal.New(bytes.Repeat([]byte{3}, 32))
-	e := &env{store: s, sealer: sealer, clock: &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}}
-	e.org = intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: e.clock.t}
-	e.conn = intake.Connection{ID: intake.NewID(), OrgID: e.org.ID, Provider: "github", Name: "gh", CreatedAt: e.clock.t}
+	e := &env{store: s, sealer: sealer, clock: testkit.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}
+	e.org = intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: e.clock.Now()}
+	e.conn = intake.Connection{ID: intake.NewID(), OrgID: e.org.ID, Provider: "github", Name: "gh", CreatedAt: e.clock.Now()}
 	e.conn.SealedSecrets, _ = sealer.SealSecrets([]string{secret}, []byte(e.conn.ID))
 	e.ep = intake.Endpoint{ID: intake.NewID(), OrgID: e.org.ID, ConnectionID: e.conn.ID, TokenHash: []byte(e.org.ID),
-		Enabled: true, MaxBodyBytes: 1 << 20, CreatedAt: e.clock.t}
+		Enabled: true, MaxBodyBytes: 1 << 20, CreatedAt: e.clock.Now()}
 	for _, err := range []error{s.CreateOrg(ctx, e.org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte(e.org.ID)}), s.CreateConnection(ctx, e.conn), s.CreateEndpoint(ctx, e.ep)} {
 		if err != nil {
 			t.Fatal(err)

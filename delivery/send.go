@@ -116,19 +116,25 @@ func (s *Sender) Send(ctx context.Context, url, secret string, env Envelope, now
 	if err != nil {
 		return Result{Outcome: intake.DeliveryRetry, Err: "encode envelope: " + err.Error()}
 	}
-	return s.SendBody(ctx, url, secret, env.ID, body, nil, now)
+	return s.SendBody(ctx, url, []string{secret}, env.ID, body, nil, now)
 }
 
 // SendBody posts body (a transform's output, or the envelope) as event id,
-// signed under secret: the Standard Webhooks signature covers exactly the
-// bytes sent. header holds extra headers (a transform's); Content-Type is
-// application/json unless header sets another. The webhook-* headers are
-// always the sender's own.
-func (s *Sender) SendBody(ctx context.Context, url, secret, id string, body []byte, header http.Header, now time.Time) Result {
-	sig, err := Sign(secret, id, now.Unix(), body)
-	if err != nil {
-		return Result{Outcome: intake.DeliveryRetry, Err: err.Error()}
+// signed under each of secrets (the current one first, then one a rotation
+// keeps for a while): the Standard Webhooks signatures, space-separated,
+// cover exactly the bytes sent. header holds extra headers (a
+// transform's); Content-Type is application/json unless header sets
+// another. The webhook-* headers are always the sender's own.
+func (s *Sender) SendBody(ctx context.Context, url string, secrets []string, id string, body []byte, header http.Header, now time.Time) Result {
+	sigs := make([]string, 0, len(secrets))
+	for _, secret := range secrets {
+		sig, err := Sign(secret, id, now.Unix(), body)
+		if err != nil {
+			return Result{Outcome: intake.DeliveryRetry, Err: err.Error()}
+		}
+		sigs = append(sigs, sig)
 	}
+	sig := strings.Join(sigs, " ")
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return Result{Outcome: intake.DeliveryRetry, Err: "bad consumer url"}

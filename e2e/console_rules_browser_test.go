@@ -24,7 +24,9 @@ func TestConsoleInBrowserAddsRulesTestsThemAndTheNextWebhookArrivesReshaped(t *t
 	}))
 	defer consumer.Close()
 
-	s := start(t, t.TempDir())
+	// A generous time limit: these tests are about what rules do, not
+	// their limits, and CI machines are loaded.
+	s := start(t, t.TempDir(), "--script-timeout", "2s")
 	acme := setupStripeOrg(t, s, "acme")
 	var cons struct{ ID string }
 	s.api(t, "POST", "/api/v1/consumers", map[string]any{"org_id": acme.id, "name": "chat", "app": "chat", "url": consumer.URL,

@@ -47,7 +47,9 @@ func TestRulesFromTheCLIFilterAndReshapeWhatAConsumerReceives(t *testing.T) {
 	}))
 	defer consumer.Close()
 
-	s := start(t, t.TempDir())
+	// A generous time limit: these tests are about what rules do, not
+	// their limits, and CI machines are loaded.
+	s := start(t, t.TempDir(), "--script-timeout", "2s")
 	path := setupGitHub(t, s)
 	var orgs struct{ Items []struct{ ID string } }
 	s.api(t, "GET", "/api/v1/orgs", nil, &orgs)

@@ -10,11 +10,12 @@ import (
 	"github.com/intakehq/intake/provider"
 )
 
-// connTTL bounds how long a rotated secret can go unseen by handshakes.
+// connTTL bounds how long a rotated secret could go unseen by handshakes
+// if a change notification were lost.
 const connTTL = 5 * time.Second
 
 // endpoint finds the endpoint a token addresses. Found endpoints are cached
-// briefly (a change takes effect within the TTL, on every process);
+// briefly, and dropped as soon as the store's change counter moves;
 // unknown tokens never are, so random tokens cannot fill the cache.
 func (h *Handler) endpoint(ctx context.Context, hash []byte, now time.Time) (intake.Endpoint, error) {
 	return h.eps.Get(string(hash), now, func() (intake.Endpoint, error) {

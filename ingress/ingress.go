@@ -38,7 +38,7 @@ type Config struct {
 	// Quota, when set, refuses webhooks while the store is over its limit.
 	Quota *Quota
 	// EndpointTTL is how long an endpoint looked up by its token is reused
-	// (default 1s); changes to endpoints take effect within it.
+	// (default 1s) unless the store's change counter moves first.
 	EndpointTTL time.Duration
 }
 
@@ -69,6 +69,7 @@ func New(cfg Config) *Handler {
 	}
 	h := &Handler{cfg: cfg}
 	h.eps.TTL, h.conns.TTL = cfg.EndpointTTL, connTTL
+	h.eps.Changes, h.conns.Changes = cfg.Store.Changes(), cfg.Store.Changes()
 	return h
 }
 

@@ -104,7 +104,7 @@ func (r *Router) deliver(ctx context.Context, c intake.Consumer, env delivery.En
 		}
 	}
 	defer func() { <-slots }()
-	secret, err := r.cfg.Sealer.Open(c.SealedSecret, []byte(c.ID))
+	secrets, err := r.secrets(c)
 	if err != nil {
 		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "consumer secret cannot be opened"}
 	}
@@ -117,9 +117,31 @@ func (r *Router) deliver(ctx context.Context, c intake.Consumer, env delivery.En
 			}
 			header.Set("Content-Type", "text/plain; charset=utf-8")
 		}
-		return r.cfg.Sender.SendBody(ctx, c.URL, string(secret), env.ID, out.Body, header, r.cfg.Clock.Now())
+		return r.cfg.Sender.SendBody(ctx, c.URL, secrets, env.ID, out.Body, header, r.cfg.Clock.Now())
 	}
-	return r.cfg.Sender.Send(ctx, c.URL, string(secret), env, r.cfg.Clock.Now())
+	body, err := in.json()
+	if err != nil {
+		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "encode envelope: " + err.Error()}
+	}
+	return r.cfg.Sender.SendBody(ctx, c.URL, secrets, env.ID, body, nil, r.cfg.Clock.Now())
+}
+
+// secrets are the consumer's signing secrets, opened for one delivery: the
+// current one, and the one a rotation keeps beside it while it lasts.
+func (r *Router) secrets(c intake.Consumer) ([]string, error) {
+	secret, err := r.cfg.Sealer.Open(c.SealedSecret, []byte(c.ID))
+	if err != nil {
+		return nil, err
+	}
+	out := []string{string(secret)}
+	if c.SignsWithOld(r.cfg.Clock.Now()) {
+		old, err := r.cfg.Sealer.Open(c.SealedOldSecret, []byte(c.ID))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, string(old))
+	}
+	return out, nil
 }
 
 // ruleInput is what the rules of one event's consumers see, built once per

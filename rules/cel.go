@@ -50,7 +50,8 @@ func DecodeEvent(raw []byte) (map[string]any, error) {
 
 // Filter reports whether the filter source accepts in. A runtime error or a
 // result that is not a bool is an error: the caller records the consumer as
-// filtered, with the error.
+// filtered, with the error. The caller's own context ending is ctx.Err(),
+// which is no verdict on the event.
 func (e *Engine) Filter(ctx context.Context, source string, in Input) (bool, error) {
 	v, err := e.cel.eval(ctx, KindFilter, source, in)
 	if err != nil {

@@ -61,6 +61,10 @@ const maxType = 256
 // intake.MaxEventData of JSON, object_ids strings. Every failure is a
 // *ScriptError, except the caller's own context ending, which is ctx.Err().
 func (e *Engine) Interpret(ctx context.Context, s Script, r Request) ([]Event, error) {
+	return e.interpret(ctx, s, r, true)
+}
+
+func (e *Engine) interpret(ctx context.Context, s Script, r Request, reuse bool) ([]Event, error) {
 	if r.Query == nil {
 		r.Query = map[string]string{}
 	}
@@ -71,7 +75,7 @@ func (e *Engine) Interpret(ctx context.Context, s Script, r Request) ([]Event, e
 	if err != nil {
 		return nil, fmt.Errorf("rules: interpret request: %w", err)
 	}
-	raw, err := e.call(ctx, KindInterpret, s, string(args))
+	raw, err := e.call(ctx, KindInterpret, s, string(args), reuse)
 	if err != nil {
 		return nil, err
 	}

@@ -121,11 +121,12 @@ func (e *Engine) Check(ctx context.Context, kind Kind, source string) error {
 	return intake.Errorf(intake.EINVALID, "rule kind %q: want filter, key, transform or interpret", kind)
 }
 
-// TestInput is what a dry run feeds a rule: Event and Input.Headers/Query
-// for filters, keys and transforms, Request for interpret.
+// TestInput is what a dry run feeds a rule: the event (as JSON or decoded,
+// either one) and Headers/Query for filters, keys and transforms, Request
+// for interpret.
 type TestInput struct {
 	Input
-	EventJSON json.RawMessage // the envelope as JSON; Input.Event is decoded from it when nil
+	EventJSON json.RawMessage // the envelope as JSON
 	Context   any             // the transform's context argument
 	Request   Request
 }
@@ -138,12 +139,21 @@ type TestResult struct {
 	Duration time.Duration `json:"-"` // the API shows it as duration_ms
 }
 
-// Test runs source once on in, as the data plane would, and writes nothing.
-// A rule that does not compile is an EINVALID error; a rule that compiles
-// but fails on in is a TestResult with Error set.
+// Test runs source once on in, as the data plane would, and writes nothing:
+// a script runs in a VM of its own, closed after the call, so a dry run
+// shares no state with any other. A rule that does not compile is an
+// EINVALID error; a rule that compiles but fails on in is a TestResult
+// with Error set.
 func (e *Engine) Test(ctx context.Context, kind Kind, source string, in TestInput) (TestResult, error) {
 	if err := e.Check(ctx, kind, source); err != nil {
 		return TestResult{}, err
+	}
+	if len(in.EventJSON) == 0 && in.Event != nil {
+		raw, err := json.Marshal(in.Event)
+		if err != nil {
+			return TestResult{}, intake.Errorf(intake.EINVALID, "event: %v", err)
+		}
+		in.EventJSON = raw
 	}
 	if in.Event == nil && len(in.EventJSON) > 0 && (kind == KindFilter || kind == KindKey) {
 		ev, err := DecodeEvent(in.EventJSON)
@@ -166,13 +176,13 @@ func (e *Engine) Test(ctx context.Context, kind Kind, source string, in TestInpu
 		res.Result = key
 	case KindTransform:
 		var out *Output
-		out, err = e.Transform(ctx, Script{Scope: testScope, Source: source}, in.EventJSON, in.Context)
+		out, err = e.transform(ctx, Script{Source: source}, in.EventJSON, in.Context, false)
 		if out != nil {
 			res.Result, res.Output = out, string(out.Body)
 		}
 	case KindInterpret:
 		var evs []Event
-		evs, err = e.Interpret(ctx, Script{Scope: testScope, Source: source}, in.Request)
+		evs, err = e.interpret(ctx, Script{Source: source}, in.Request, false)
 		res.Result = evs
 	}
 	res.Duration = e.clock.Now().Sub(start)
@@ -184,9 +194,6 @@ func (e *Engine) Test(ctx context.Context, kind Kind, source string, in TestInpu
 	}
 	return res, nil
 }
-
-// testScope keeps dry runs' VMs apart from every organisation's.
-const testScope = "\x00test"
 
 // version names one rule's source for the caches: the same source under
 // another kind or scope is another version.

@@ -49,6 +49,11 @@ func TestDryRunOfEachKind(t *testing.T) {
 	if err != nil || res.Result != "acme" {
 		t.Errorf("key dry run: %+v, %v", res, err)
 	}
+	decoded := TestInput{Input: Input{Event: mustEvent(t, stripeInvoice)}}
+	res, err = e.Test(ctx, KindTransform, `function transform(e) { return {body: e.data.object.currency}; }`, decoded)
+	if err != nil || res.Output != "eur" {
+		t.Errorf("transform dry run on a decoded event: %+v, %v", res, err)
+	}
 	res, err = e.Test(ctx, KindTransform, reshape, in)
 	if err != nil || res.Error != "" || !strings.Contains(res.Output, "Invoice paid: 2500 EUR") {
 		t.Errorf("transform dry run: %+v, %v", res, err)
@@ -90,12 +95,19 @@ func TestDryRunOfARuleThatDoesNotCompileIsInvalid(t *testing.T) {
 	}
 }
 
-func TestDryRunSharesNoStateWithAnOrganisation(t *testing.T) {
+func TestDryRunSharesNoStateAndKeepsNoVM(t *testing.T) {
 	e := newTestEngine(t)
 	for range 3 {
-		if _, err := e.Test(context.Background(), KindTransform, counter, TestInput{EventJSON: json.RawMessage(`{}`)}); err != nil {
+		res, err := e.Test(context.Background(), KindTransform, counter, TestInput{EventJSON: json.RawMessage(`{}`)})
+		if err != nil {
 			t.Fatal(err)
 		}
+		if res.Output != "1" {
+			t.Fatalf("a dry run counted %s, want 1: it saw an earlier run's state", res.Output)
+		}
+	}
+	if e.VMs() != 0 {
+		t.Fatalf("dry runs left %d VMs alive", e.VMs())
 	}
 	if got := count(t, e, script(counter)); got != "1" {
 		t.Fatalf("the organisation's first call counted %s, want 1: it saw the dry runs' state", got)

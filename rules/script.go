@@ -21,8 +21,8 @@ import (
 // top-level variable it changes) may be seen by a later call of the same
 // script in the same scope, and never by any other script or scope. Scripts
 // must not rely on it either way: a VM is dropped whenever it hits a limit
-// or the pool needs room. A fresh VM per call would cost more than the call
-// itself (see BenchmarkTransformFreshVM against BenchmarkTransform).
+// or the pool needs room. A fresh VM per call would cost some twenty times
+// the call itself (BenchmarkTransformFreshVM against BenchmarkTransform).
 type Script struct {
 	// Scope is whose script this is, an organisation's id: two organisations
 	// that save the same source never share a VM.
@@ -188,15 +188,19 @@ func bytesString(n int) string {
 
 // call runs the script's entry function on the JSON array args in a pooled
 // VM and returns the result JSON. A VM that failed in any way but a throw
-// of the script's own is closed, never reused.
-func (e *Engine) call(ctx context.Context, kind Kind, s Script, args string) ([]byte, error) {
+// of the script's own is closed, never reused; so is every VM of a call
+// that is not to reuse one (a dry run).
+func (e *Engine) call(ctx context.Context, kind Kind, s Script, args string, reuse bool) ([]byte, error) {
 	key := version(string(kind), s.Scope, s.Source)
+	if !reuse {
+		key = version("once", intake.NewID())
+	}
 	vm, err := e.vms.get(ctx, key, func() (*pooledVM, error) { return e.newVM(kind, s.Source) })
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		e.vms.put(vm, true)
+		e.vms.put(vm, reuse)
 		return nil, err
 	}
 	done := make(chan struct{})
@@ -210,10 +214,10 @@ func (e *Engine) call(ctx context.Context, kind Kind, s Script, args string) ([]
 	}
 	if err != nil {
 		se := e.scriptError(kind, err)
-		e.vms.put(vm, se.Reason == ReasonThrow)
+		e.vms.put(vm, reuse && se.Reason == ReasonThrow)
 		return nil, se
 	}
-	e.vms.put(vm, true)
+	e.vms.put(vm, reuse)
 	switch r := v.(type) {
 	case string:
 		if len(r) > e.cfg.MaxOutput {

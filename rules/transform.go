@@ -47,6 +47,10 @@ func (o *Output) MarshalJSON() ([]byte, error) {
 // JSON; nil is {}). Every failure is a *ScriptError, except the caller's
 // own context ending, which is ctx.Err().
 func (e *Engine) Transform(ctx context.Context, s Script, event json.RawMessage, tctx any) (*Output, error) {
+	return e.transform(ctx, s, event, tctx, true)
+}
+
+func (e *Engine) transform(ctx context.Context, s Script, event json.RawMessage, tctx any, reuse bool) (*Output, error) {
 	if tctx == nil {
 		tctx = struct{}{}
 	}
@@ -59,7 +63,7 @@ func (e *Engine) Transform(ctx context.Context, s Script, event json.RawMessage,
 	}
 	args := make([]byte, 0, len(event)+len(c)+3)
 	args = append(append(append(append(append(args, '['), event...), ','), c...), ']')
-	raw, err := e.call(ctx, KindTransform, s, string(args))
+	raw, err := e.call(ctx, KindTransform, s, string(args), reuse)
 	if err != nil {
 		return nil, err
 	}

@@ -12,13 +12,10 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/sweeper"
 )
-
-type clock struct{ t time.Time }
-
-func (c *clock) Now() time.Time { return c.t }
 
 func TestRetentionDropsBodiesThenRowsAndDuplicatesStayRecognised(t *testing.T) {
 	ctx := context.Background()
@@ -27,11 +24,11 @@ func TestRetentionDropsBodiesThenRowsAndDuplicatesStayRecognised(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	c := &clock{t: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}
-	org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: c.t}
-	conn := intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "stripe", Name: "s", CreatedAt: c.t}
+	c := testkit.NewClock(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: c.Now()}
+	conn := intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "stripe", Name: "s", CreatedAt: c.Now()}
 	ep := intake.Endpoint{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, TokenHash: []byte("t"), Enabled: true,
-		MaxBodyBytes: 1024, CreatedAt: c.t}
+		MaxBodyBytes: 1024, CreatedAt: c.Now()}
 	for _, err := range []error{s.CreateOrg(ctx, org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte("k")}), s.CreateConnection(ctx, conn), s.CreateEndpoint(ctx, ep)} {
 		if err != nil {
 			t.Fatal(err)
@@ -43,28 +40,28 @@ func TestRetentionDropsBodiesThenRowsAndDuplicatesStayRecognised(t *testing.T) {
 		body := fmt.Sprintf(`{"id":%q}`, eventID)
 		sum := sha256.Sum256([]byte(body))
 		m := &intake.Message{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, EndpointID: ep.ID, Method: "POST",
-			Header: http.Header{}, Body: []byte(body), Digest: hex.EncodeToString(sum[:]), ReceivedAt: c.t,
-			State: intake.MessageQueued, MaxAttempts: 6, NextAttemptAt: c.t}
+			Header: http.Header{}, Body: []byte(body), Digest: hex.EncodeToString(sum[:]), ReceivedAt: c.Now(),
+			State: intake.MessageQueued, MaxAttempts: 6, NextAttemptAt: c.Now()}
 		if err := s.Ingest(ctx, m); err != nil {
 			t.Fatal(err)
 		}
-		claims, err := s.ClaimMessages(ctx, c.t, time.Minute, 1)
+		claims, err := s.ClaimMessages(ctx, c.Now(), time.Minute, 1)
 		if err != nil || len(claims) != 1 {
 			t.Fatalf("claim %v %d", err, len(claims))
 		}
 		id, _ := intake.IdentityFor(m, eventID, "stripe.x", intake.KindEvent)
 		ev := intake.Event{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, MessageID: m.ID, Provider: "stripe",
-			Type: "stripe.x", Kind: intake.KindEvent, ProviderEventID: eventID, OccurredAt: c.t, ReceivedAt: c.t,
-			Data: json.RawMessage(body), State: intake.EventPending, MaxAttempts: 6, NextAttemptAt: c.t, CreatedAt: c.t}
-		out, err := s.SettleMessage(ctx, c.t, intake.Settlement{MessageID: m.ID, Attempt: 1, To: intake.MessageProcessed,
+			Type: "stripe.x", Kind: intake.KindEvent, ProviderEventID: eventID, OccurredAt: c.Now(), ReceivedAt: c.Now(),
+			Data: json.RawMessage(body), State: intake.EventPending, MaxAttempts: 6, NextAttemptAt: c.Now(), CreatedAt: c.Now()}
+		out, err := s.SettleMessage(ctx, c.Now(), intake.Settlement{MessageID: m.ID, Attempt: 1, To: intake.MessageProcessed,
 			Outcome: intake.OutcomeEvents, ProviderEventID: eventID, Identity: &id, Events: []intake.Event{ev}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Route it: no consumer, so routing is finished.
-		ecs, _ := s.ClaimEvents(ctx, c.t, time.Minute, 10)
+		ecs, _ := s.ClaimEvents(ctx, c.Now(), time.Minute, 10)
 		for _, ec := range ecs {
-			if err := s.SettleEvent(ctx, c.t, intake.EventSettlement{EventID: ec.Event.ID, Attempt: ec.Attempt, To: intake.EventNoConsumer}); err != nil {
+			if err := s.SettleEvent(ctx, c.Now(), intake.EventSettlement{EventID: ec.Event.ID, Attempt: ec.Attempt, To: intake.EventNoConsumer}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -73,11 +70,11 @@ func TestRetentionDropsBodiesThenRowsAndDuplicatesStayRecognised(t *testing.T) {
 	first := process("evt_1")
 	sw := sweeper.New(sweeper.Config{Store: s, Clock: c, Batch: 2})
 
-	c.t = c.t.Add(6 * 24 * time.Hour)
+	c.Advance(6 * 24 * time.Hour)
 	if b, m, err := sw.RunOnce(ctx); err != nil || b != 0 || m != 0 {
 		t.Fatalf("day 6: dropped %d bodies, %d messages, %v", b, m, err)
 	}
-	c.t = c.t.Add(2 * 24 * time.Hour)
+	c.Advance(2 * 24 * time.Hour)
 	if b, m, err := sw.RunOnce(ctx); err != nil || b != 1 || m != 0 {
 		t.Fatalf("day 8: dropped %d bodies, %d messages, %v", b, m, err)
 	}
@@ -92,7 +89,7 @@ func TestRetentionDropsBodiesThenRowsAndDuplicatesStayRecognised(t *testing.T) {
 	if again := process("evt_1"); again.Outcome != intake.OutcomeDuplicate || first.State != intake.MessageProcessed {
 		t.Fatalf("re-sent after body drop: %+v", again)
 	}
-	c.t = c.t.Add(31 * 24 * time.Hour)
+	c.Advance(31 * 24 * time.Hour)
 	b, m, err := sw.RunOnce(ctx)
 	if err != nil || m != 2 || b != 1 {
 		t.Fatalf("day 39: dropped %d bodies, %d messages, %v", b, m, err)

@@ -40,15 +40,24 @@ type Config struct {
 	Rules   *rules.Engine
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
+
+	// KeyRetry is how long a message whose connection secrets this
+	// process's master key cannot open waits, released, before any process
+	// claims it again (default 10s).
+	KeyRetry time.Duration
 }
 
 // Worker claims and processes messages until its context ends.
 type Worker struct {
 	cfg Config
 	// Connection and endpoint rows (secrets still sealed) are reused for a
-	// few seconds: a burst from one provider costs one read of each.
+	// few seconds, or until the store's change counter moves: a burst from
+	// one provider costs one read of each.
 	conns cache.TTL[string, intake.Connection]
 	eps   cache.TTL[string, intake.Endpoint]
+	// unopenable holds the connections whose secrets this process could
+	// not open, so each is logged once, not once per message.
+	unopenable sync.Map
 }
 
 // rowTTL is how long a worker reuses connection and endpoint rows.
@@ -74,6 +83,9 @@ func New(cfg Config) *Worker {
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 64
 	}
+	if cfg.KeyRetry == 0 {
+		cfg.KeyRetry = 10 * time.Second
+	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
 	}
@@ -89,6 +101,7 @@ func New(cfg Config) *Worker {
 	}
 	w := &Worker{cfg: cfg}
 	w.conns.TTL, w.eps.TTL = rowTTL, rowTTL
+	w.conns.Changes, w.eps.Changes = cfg.Store.Changes(), cfg.Store.Changes()
 	return w
 }
 
@@ -159,6 +172,10 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 	start := time.Now()
 	st := w.attempt(ctx, c)
+	if st.ErrorCode == errCodeUnopenable {
+		w.releaseUnopenable(ctx, c, st.ErrorMessage)
+		return
+	}
 	out, err := w.cfg.Store.SettleMessage(ctx, w.cfg.Clock.Now(), st)
 	switch {
 	case intake.ErrorCode(err) == intake.ESTALE:
@@ -217,7 +234,7 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement 
 	}
 	secrets, err := w.leaseSecrets(conn)
 	if err != nil {
-		return w.transient(st, m, err)
+		return unopenable(st, err)
 	}
 	req := &provider.Request{Method: m.Method, URL: w.publicURL(ctx, m), Header: m.Header, Body: m.Body, ReceivedAt: m.ReceivedAt}
 	if req.Query, err = url.ParseQuery(m.Query); err != nil {

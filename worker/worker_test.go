@@ -15,6 +15,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/provider"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/worker"
@@ -103,7 +104,7 @@ func setup(t *testing.T) *env {
 		}
 	}
 	e.w = worker.New(worker.Config{Store: s, Sealer: sealer, Clock: e.clock, PublicURL: "https://hooks.example.com/",
-		Backoff: intake.Backoff{Base: 10 * time.Second}})
+		Backoff: intake.Backoff{Base: 10 * time.Second}, Rules: testkit.Rules(t)})
 	return e
 }
 

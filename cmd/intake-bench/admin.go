@@ -127,15 +127,37 @@ func githubSigner(secret []byte) signer {
 // errNoConsumers means the server has no consumer routing yet.
 var errNoConsumers = errors.New("POST /api/v1/consumers answered 404: this intake has no consumer routing")
 
-// registerConsumer subscribes url to the bench's events.
-func registerConsumer(a *admin, b *setup, url string) error {
+// benchFilter accepts every event the bench sends, after reading its
+// headers and data as a real filter would.
+const benchFilter = `event.type.startsWith("github.") && headers["x-github-event"] == "push" && has(event.data.id)`
+
+// benchTransform is a 10-line reshaping that keeps provider_event_id, which
+// the bench's consumer matches deliveries on.
+const benchTransform = `function transform(event, context) {
+  var d = event.data || {};
+  var summary = {
+    id: d.id,
+    bytes: (d.pad || "").length,
+    received: event.received_at,
+  };
+  return {body: {provider_event_id: event.provider_event_id, type: event.type,
+    summary: summary, attempt: context.attempt}, headers: {"X-Bench": "rules"}};
+}`
+
+// registerConsumer subscribes url to the bench's events, with the bench's
+// rules when withRules.
+func registerConsumer(a *admin, b *setup, url string, withRules bool) error {
 	var out struct {
 		ID string `json:"id"`
 	}
-	err := a.post("/api/v1/consumers", map[string]any{
+	req := map[string]any{
 		"org_id": b.orgID, "name": "intake-bench", "app": "intake-bench", "url": url,
 		"event_types": []string{b.eventType}, "completion": false,
-	}, &out)
+	}
+	if withRules {
+		req["filter"], req["transform"] = benchFilter, benchTransform
+	}
+	err := a.post("/api/v1/consumers", req, &out)
 	var se *statusError
 	if errors.As(err, &se) && se.status == http.StatusNotFound {
 		return errNoConsumers

@@ -36,6 +36,7 @@ type options struct {
 	json         bool
 	e2e          bool
 	consumerAddr string
+	rules        bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -54,6 +55,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON on stdout")
 	fs.BoolVar(&o.e2e, "e2e", false, "measure end-to-end latency through a local consumer (needs consumer routing)")
 	fs.StringVar(&o.consumerAddr, "consumer-addr", "127.0.0.1:0", "where the --e2e consumer listens; intake must reach it")
+	fs.BoolVar(&o.rules, "rules", false, "with --e2e: give the consumer a CEL filter and a 10-line JavaScript transform that every event passes through")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -128,7 +130,7 @@ func bench(ctx context.Context, o options, progress io.Writer) (*Report, error) 
 			return nil, err
 		}
 		defer c.close()
-		switch err := registerConsumer(a, b, c.url); {
+		switch err := registerConsumer(a, b, c.url, o.rules); {
 		case errors.Is(err, errNoConsumers):
 			fmt.Fprintln(progress, "end-to-end skipped:", err)
 			track, e2e = nil, &E2E{Skipped: err.Error()}

@@ -11,13 +11,14 @@ import (
 
 // ConsumersCmd manages the apps that receive events.
 type ConsumersCmd struct {
-	Add     ConsumersAddCmd     `cmd:"" help:"Register a consumer and print its signing secret (shown only once)."`
-	List    ConsumersListCmd    `cmd:"" help:"List consumers."`
-	Show    ConsumersShowCmd    `cmd:"" help:"Show one consumer."`
-	Update  ConsumersUpdateCmd  `cmd:"" help:"Change a consumer's filter or transform."`
-	Enable  ConsumersEnableCmd  `cmd:"" help:"Send events to a consumer again."`
-	Disable ConsumersDisableCmd `cmd:"" help:"Stop sending events to a consumer."`
-	Delete  ConsumersDeleteCmd  `cmd:"" help:"Delete a consumer (its deliveries stay)."`
+	Add          ConsumersAddCmd          `cmd:"" help:"Register a consumer and print its signing secret (shown only once)."`
+	List         ConsumersListCmd         `cmd:"" help:"List consumers."`
+	Show         ConsumersShowCmd         `cmd:"" help:"Show one consumer."`
+	Update       ConsumersUpdateCmd       `cmd:"" help:"Change a consumer's filter or transform."`
+	RotateSecret ConsumersRotateSecretCmd `cmd:"" name:"rotate-secret" help:"Give a consumer a new signing secret (shown once); the old one keeps signing beside it for a while."`
+	Enable       ConsumersEnableCmd       `cmd:"" help:"Send events to a consumer again."`
+	Disable      ConsumersDisableCmd      `cmd:"" help:"Stop sending events to a consumer."`
+	Delete       ConsumersDeleteCmd       `cmd:"" help:"Delete a consumer (its deliveries stay)."`
 }
 
 // ConsumersAddCmd registers a consumer. Its address is --consumer-url
@@ -121,4 +122,19 @@ func (c *LinksAddCmd) Run(cl *Client) error {
 		App:              c.App,
 		RecordID:         c.Record,
 	})
+}
+
+// ConsumersRotateSecretCmd rotates a consumer's signing secret.
+type ConsumersRotateSecretCmd struct {
+	ID         string `arg:"" help:"Consumer id."`
+	KeepOldFor string `name:"keep-old-for" default:"24h" help:"How long the old secret keeps signing beside the new one (0s: not at all)."`
+}
+
+// Run rotates the secret and prints the new one.
+func (c *ConsumersRotateSecretCmd) Run(cl *Client) error {
+	if err := cl.send(http.MethodPost, idPath("/api/v1/consumers", c.ID, "/rotate-secret"), api.RotateSecretRequest{KeepOldFor: c.KeepOldFor}); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(cl.stderr(), "intake: store the new signing_secret now; it will not be shown again.")
+	return err
 }

@@ -91,6 +91,12 @@ func (c *ServeCmd) Run() error {
 		return err
 	}
 	defer store.Close()
+	// Before anything serves or claims work: with another key every
+	// secret would fail to open.
+	if err := sealer.CheckStore(ctx, store); err != nil {
+		return fmt.Errorf("master key: %w", err)
+	}
+	log.Info("master key matches the store", "fingerprint", sealer.Fingerprint())
 
 	m := metrics.New()
 	m.Registry.MustRegister(currentBuild().collector())

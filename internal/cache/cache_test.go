@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/intakehq/intake"
 )
 
 func TestValuesAreReusedUntilTheTTLAndErrorsAreNotCached(t *testing.T) {
@@ -29,5 +31,42 @@ func TestValuesAreReusedUntilTheTTLAndErrorsAreNotCached(t *testing.T) {
 	c.Get("c", t0, load) // past Max: starts over
 	if v, _ := c.Get("a", t0.Add(time.Second), load); v != 5 {
 		t.Fatalf("after overflow = %d", v)
+	}
+}
+
+func TestAChangeVoidsEveryEntryLoadedBeforeIt(t *testing.T) {
+	var changes intake.Changes
+	c := TTL[string, int]{TTL: time.Hour, Changes: &changes}
+	t0 := time.Unix(0, 0)
+	loads := 0
+	load := func() (int, error) { loads++; return loads, nil }
+	c.Get("a", t0, load)
+	c.Get("b", t0, load)
+	if v, _ := c.Get("a", t0, load); v != 1 || loads != 2 {
+		t.Fatalf("before the change = %d after %d loads", v, loads)
+	}
+	changes.Move()
+	if v, _ := c.Get("a", t0, load); v != 3 {
+		t.Fatalf("a after the change = %d, want a fresh load", v)
+	}
+	if v, _ := c.Get("b", t0, load); v != 4 {
+		t.Fatalf("b after the change = %d, want a fresh load", v)
+	}
+	if v, _ := c.Get("a", t0, load); v != 3 || loads != 4 {
+		t.Fatalf("a reloaded after the change is not reused: %d after %d loads", v, loads)
+	}
+}
+
+func TestAValueLoadedAcrossAChangeServesOnlyItsCaller(t *testing.T) {
+	var changes intake.Changes
+	c := TTL[string, string]{TTL: time.Hour, Changes: &changes}
+	t0 := time.Unix(0, 0)
+	// The change commits while the load reads the old row.
+	v, err := c.Get("a", t0, func() (string, error) { changes.Move(); return "old", nil })
+	if err != nil || v != "old" {
+		t.Fatalf("the caller got %q, %v", v, err)
+	}
+	if v, _ := c.Get("a", t0, func() (string, error) { return "new", nil }); v != "new" {
+		t.Fatalf("the next lookup got %q: a value loaded across a change was kept", v)
 	}
 }

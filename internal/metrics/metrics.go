@@ -24,6 +24,9 @@ type Metrics struct {
 	EventStates     *prometheus.CounterVec   // event settlements by state
 	DeliverySeconds *prometheus.HistogramVec // consumer call latency by outcome
 	EndToEnd        prometheus.Histogram     // received → handled by a consumer (replays excluded)
+	// KeyFailures counts messages released because this process's master
+	// key cannot open their connection's secrets: a configuration error.
+	KeyFailures prometheus.Counter
 }
 
 // New registers intake's metrics and the Go runtime's on a new registry.
@@ -75,5 +78,9 @@ func New() *Metrics {
 	})
 	r.MustRegister(m.EndToEnd, m.IngressRequests, m.IngestSeconds, m.Messages, m.ProcessSeconds, m.EventsCreated, m.EventsFiltered, m.Conflicts,
 		m.WorkerClaims, m.Deliveries, m.EventStates, m.DeliverySeconds)
+	m.KeyFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "intake_worker_key_failures_total", Help: "Messages released because this process's master key cannot open their connection's secrets.",
+	})
+	r.MustRegister(m.KeyFailures)
 	return m
 }

@@ -23,7 +23,8 @@ const KeySize = 32
 
 // Sealer seals and opens secrets with one master key.
 type Sealer struct {
-	aead cipher.AEAD
+	aead        cipher.AEAD
+	fingerprint string
 }
 
 // New returns a Sealer for a 32-byte key.
@@ -39,7 +40,7 @@ func New(key []byte) (*Sealer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sealer{aead: aead}, nil
+	return &Sealer{aead: aead, fingerprint: Fingerprint(key)}, nil
 }
 
 // Seal encrypts plaintext; the nonce travels in front of the ciphertext.

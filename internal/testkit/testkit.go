@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intakehq/intake/rules"
 	"github.com/intakehq/intake/store/postgres"
 	"github.com/intakehq/intake/store/postgres/pgtest"
 	"github.com/intakehq/intake/store/sqlite"
@@ -159,4 +160,18 @@ func (p *Proxy) Restore(t testing.TB) {
 		t.Fatal(err)
 	}
 	p.serve(ln)
+}
+
+// Rules is a rules engine for tests: the default bounds, but a time limit
+// generous enough for a loaded machine and the race detector, where
+// starting a JavaScript VM alone can take tens of milliseconds. Tests of
+// the limits build their own.
+func Rules(t testing.TB) *rules.Engine {
+	t.Helper()
+	e, err := rules.New(rules.Config{ScriptTimeout: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
 }

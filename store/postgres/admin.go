@@ -91,7 +91,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, sc intake.Scope, keyID string,
 		if tag.RowsAffected() == 0 {
 			return notFound("api key", keyID)
 		}
-		return nil
+		return s.announce(ctx, tx)
 	})
 }
 
@@ -212,7 +212,7 @@ func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, c
 		if tag.RowsAffected() == 0 {
 			return notFound("connection", connID)
 		}
-		return nil
+		return s.announce(ctx, tx)
 	})
 }
 
@@ -231,7 +231,7 @@ func (s *Store) UpdateConnection(ctx context.Context, sc intake.Scope, c intake.
 		if tag.RowsAffected() == 0 {
 			return notFound("connection", c.ID)
 		}
-		return nil
+		return s.announce(ctx, tx)
 	})
 }
 
@@ -310,7 +310,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.En
 		if tag.RowsAffected() == 0 {
 			return notFound("endpoint", e.ID)
 		}
-		return nil
+		return s.announce(ctx, tx)
 	})
 }
 

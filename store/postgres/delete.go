@@ -30,8 +30,10 @@ func (s *Store) Delete(ctx context.Context, sc intake.Scope, kind intake.DeleteK
 			return notFound(string(kind), id)
 		}
 		if kind == intake.DeleteConnection {
-			_, err = tx.Exec(ctx, `UPDATE endpoints SET deleted_at = $1 WHERE deleted_at IS NULL AND connection_id = $2`, ts(at), id)
+			if _, err = tx.Exec(ctx, `UPDATE endpoints SET deleted_at = $1 WHERE deleted_at IS NULL AND connection_id = $2`, ts(at), id); err != nil {
+				return err
+			}
 		}
-		return err
+		return s.announce(ctx, tx)
 	})
 }

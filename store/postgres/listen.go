@@ -54,9 +54,14 @@ func (s *Store) listenOnce(ctx context.Context) (listening bool, err error) {
 		}
 		topics[ch] = topic
 	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{changesChannel}.Sanitize()); err != nil {
+		return false, err
+	}
 	for topic := range channels {
 		s.hub.Notify(topic)
 	}
+	// Changes other processes made while nothing listened went unheard.
+	s.changes.Move()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -64,6 +69,10 @@ func (s *Store) listenOnce(ctx context.Context) (listening bool, err error) {
 		}
 		if n.Payload == s.instance {
 			continue // this process's own commit; the hub already woke it
+		}
+		if n.Channel == changesChannel {
+			s.changes.Move()
+			continue
 		}
 		if topic, ok := topics[n.Channel]; ok {
 			s.hub.Notify(topic)

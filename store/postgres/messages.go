@@ -237,15 +237,15 @@ func (s *Store) MessageAttempts(ctx context.Context, sc intake.Scope, msgID stri
 	return out, err
 }
 
-// ReleaseMessage ends a lease at once; the message is claimable as its next
-// attempt by any worker of any process.
-func (s *Store) ReleaseMessage(ctx context.Context, now time.Time, msgID string, attempt int) error {
+// ReleaseMessage ends a lease; from at on any worker of any process claims
+// the message as the same attempt again.
+func (s *Store) ReleaseMessage(ctx context.Context, at time.Time, msgID string, attempt int) error {
 	if !validIDs(msgID) {
 		return nil
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE messages SET lease_until = $1 WHERE id = $2 AND attempt = $3 AND state = 'processing'`,
-			ts(now), msgID, attempt)
+		tag, err := tx.Exec(ctx, `UPDATE messages SET lease_until = $1, attempt = attempt - 1 WHERE id = $2 AND attempt = $3 AND state = 'processing'`,
+			ts(at), msgID, attempt)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}

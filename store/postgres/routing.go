@@ -26,14 +26,15 @@ func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer, audit ...
 	})
 }
 
-const consumerColumns = `id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at, filter, transform`
+const consumerColumns = `id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at, filter, transform,
+	sealed_old_secret, old_secret_until`
 
 func scanConsumer(row pgx.Row) (intake.Consumer, error) {
 	var c intake.Consumer
-	var created *time.Time
+	var created, oldUntil *time.Time
 	err := row.Scan(&c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &c.EventTypes, &c.Completion, &c.Enabled, &c.SealedSecret, &created,
-		&c.Filter, &c.Transform)
-	c.CreatedAt = fromTS(created)
+		&c.Filter, &c.Transform, &c.SealedOldSecret, &oldUntil)
+	c.CreatedAt, c.OldSecretUntil = fromTS(created), fromTS(oldUntil)
 	return c, err
 }
 
@@ -80,7 +81,27 @@ func (s *Store) UpdateConsumer(ctx context.Context, sc intake.Scope, c intake.Co
 		if tag.RowsAffected() == 0 {
 			return notFound("consumer", c.ID)
 		}
-		return nil
+		return s.announce(ctx, tx)
+	})
+}
+
+// RotateConsumerSecret replaces a consumer's signing secret, keeping the
+// old one beside it until oldUntil (zero: not at all).
+func (s *Store) RotateConsumerSecret(ctx context.Context, sc intake.Scope, id string, sealedNew, sealedOld []byte, oldUntil time.Time,
+	audit ...intake.AuditEntry) error {
+	if !validIDs(id) {
+		return notFound("consumer", id)
+	}
+	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE consumers SET sealed_secret = $1, sealed_old_secret = $2, old_secret_until = $3
+			WHERE deleted_at IS NULL AND id = $4 AND ($5::uuid IS NULL OR org_id = $5)`, sealedNew, sealedOld, ts(oldUntil), id, nullID(sc.OrgID))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound("consumer", id)
+		}
+		return s.announce(ctx, tx)
 	})
 }
 

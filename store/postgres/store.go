@@ -65,6 +65,8 @@ type Store struct {
 
 	stopListen context.CancelFunc
 	listenDone chan struct{}
+
+	changes intake.Changes
 }
 
 var _ intake.Store = (*Store)(nil)
@@ -222,10 +224,17 @@ func (s *Store) runTx(ctx context.Context, sc intake.Scope, fn func(pgx.Tx) erro
 			return err
 		}
 	}
-	if err := fn(tx); err != nil {
+	ct := &changeTx{Tx: tx}
+	if err := fn(ct); err != nil {
 		return err
 	}
-	return tx.Commit(ctx)
+	err = tx.Commit(ctx)
+	if ct.changed {
+		// Even after a failed commit: whether it landed is unknown, and a
+		// needless move costs caches one reload.
+		s.changes.Move()
+	}
+	return err
 }
 
 // scopeSQL confines the rest of a transaction to one org: its statements

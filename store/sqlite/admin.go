@@ -89,6 +89,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, sc intake.Scope, id string, at
 		if n, _ := res.RowsAffected(); n == 0 {
 			return notFound("api key", id)
 		}
+		tx.announce()
 		return nil
 	})
 }
@@ -207,6 +208,7 @@ func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, i
 		if n, _ := res.RowsAffected(); n == 0 {
 			return notFound("connection", id)
 		}
+		tx.announce()
 		return nil
 	})
 }
@@ -223,6 +225,7 @@ func (s *Store) UpdateConnection(ctx context.Context, sc intake.Scope, c intake.
 		if n, _ := res.RowsAffected(); n == 0 {
 			return notFound("connection", c.ID)
 		}
+		tx.announce()
 		return nil
 	})
 }
@@ -289,6 +292,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.En
 		if n, _ := res.RowsAffected(); n == 0 {
 			return notFound("endpoint", e.ID)
 		}
+		tx.announce()
 		return nil
 	})
 }

@@ -24,6 +24,7 @@ func (s *Store) Delete(ctx context.Context, sc intake.Scope, kind intake.DeleteK
 		if n, _ := res.RowsAffected(); n == 0 {
 			return notFound(string(kind), id)
 		}
+		tx.announce()
 		if kind == intake.DeleteConnection {
 			_, err = tx.ExecContext(ctx, `UPDATE endpoints SET deleted_at = ? WHERE deleted_at IS NULL AND connection_id = ?`, ts(at), id)
 		}

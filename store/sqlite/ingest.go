@@ -156,7 +156,13 @@ func (s *Store) commitBatch(batch []writeJob) {
 			results[i] = s.runJob(tx, j)
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	err = tx.Commit()
+	if tx.changed {
+		// Even after a failed commit: whether it landed is unknown, and a
+		// needless move costs caches one reload.
+		s.changes.Move()
+	}
+	if err != nil {
 		fail(err)
 		return
 	}

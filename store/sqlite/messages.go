@@ -204,12 +204,12 @@ func (s *Store) MessageAttempts(ctx context.Context, sc intake.Scope, id string)
 	return out, rows.Err()
 }
 
-// ReleaseMessage ends a lease at once; the message is claimable as its next
-// attempt by any worker.
-func (s *Store) ReleaseMessage(ctx context.Context, now time.Time, id string, attempt int) error {
+// ReleaseMessage ends a lease; from at on any worker claims the message
+// as the same attempt again.
+func (s *Store) ReleaseMessage(ctx context.Context, at time.Time, id string, attempt int) error {
 	err := s.tx(ctx, func(tx *wtx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE messages SET lease_until = ? WHERE id = ? AND attempt = ? AND state = 'processing'`,
-			ts(now), id, attempt)
+		_, err := tx.ExecContext(ctx, `UPDATE messages SET lease_until = ?, attempt = attempt - 1 WHERE id = ? AND attempt = ? AND state = 'processing'`,
+			ts(at), id, attempt)
 		return err
 	})
 	if err == nil {

@@ -29,17 +29,18 @@ func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer, audit ...
 	})
 }
 
-const consumerColumns = `id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at, filter, transform`
+const consumerColumns = `id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at, filter, transform,
+	sealed_old_secret, old_secret_until`
 
 func scanConsumer(row interface{ Scan(...any) error }) (intake.Consumer, error) {
 	var c intake.Consumer
 	var types string
-	var created sql.NullInt64
+	var created, oldUntil sql.NullInt64
 	if err := row.Scan(&c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &types, &c.Completion, &c.Enabled, &c.SealedSecret, &created,
-		&c.Filter, &c.Transform); err != nil {
+		&c.Filter, &c.Transform, &c.SealedOldSecret, &oldUntil); err != nil {
 		return c, err
 	}
-	c.CreatedAt = fromTS(created)
+	c.CreatedAt, c.OldSecretUntil = fromTS(created), fromTS(oldUntil)
 	return c, json.Unmarshal([]byte(types), &c.EventTypes)
 }
 
@@ -89,6 +90,25 @@ func (s *Store) UpdateConsumer(ctx context.Context, sc intake.Scope, c intake.Co
 		if n, _ := res.RowsAffected(); n == 0 {
 			return notFound("consumer", c.ID)
 		}
+		tx.announce()
+		return nil
+	})
+}
+
+// RotateConsumerSecret replaces a consumer's signing secret, keeping the
+// old one beside it until oldUntil (zero: not at all).
+func (s *Store) RotateConsumerSecret(ctx context.Context, sc intake.Scope, id string, sealedNew, sealedOld []byte, oldUntil time.Time,
+	audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE consumers SET sealed_secret = ?, sealed_old_secret = ?, old_secret_until = ?
+			WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`, sealedNew, sealedOld, ts(oldUntil), id, sc.OrgID, sc.OrgID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("consumer", id)
+		}
+		tx.announce()
 		return nil
 	})
 }

@@ -47,6 +47,8 @@ type Store struct {
 	stmts map[string]*sql.Stmt // the writer's hot statements, prepared at open
 	stop  chan struct{}
 	done  chan struct{}
+
+	changes intake.Changes
 }
 
 var _ intake.Store = (*Store)(nil)

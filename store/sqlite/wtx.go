@@ -12,6 +12,8 @@ import (
 type wtx struct {
 	*sql.Tx
 	s *Store
+	// changed: a job announced an operator change (see announce).
+	changed bool
 }
 
 // prepareOnce prepares queries on the writer's connection unless they

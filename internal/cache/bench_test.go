@@ -1,0 +1,21 @@
+package cache
+
+import (
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// BenchmarkHitCheckingChanges is the cost of a cached lookup that also
+// checks the store's change counter, as ingress pays on every webhook.
+func BenchmarkHitCheckingChanges(b *testing.B) {
+	c := TTL[string, int]{TTL: time.Hour, Changes: &intake.Changes{}}
+	now := time.Unix(0, 0)
+	load := func() (int, error) { return 1, nil }
+	c.Get("endpoint", now, load)
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Get("endpoint", now, load)
+	}
+}

@@ -1,0 +1,35 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+)
+
+// keyFingerprint is the meta row holding the master key's fingerprint.
+const keyFingerprint = "master_key_fingerprint"
+
+// KeyFingerprint is the fingerprint of the master key the store's secrets
+// are sealed with; "" before one is recorded.
+func (s *Store) KeyFingerprint(ctx context.Context) (string, error) {
+	var fp string
+	err := s.read.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = ?`, keyFingerprint).Scan(&fp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return fp, unavailable(err)
+}
+
+// RecordKeyFingerprint records fp unless a fingerprint is recorded already,
+// and returns the one the store holds.
+func (s *Store) RecordKeyFingerprint(ctx context.Context, fp string) (string, error) {
+	var held string
+	err := s.tx(ctx, func(tx *wtx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
+			keyFingerprint, fp); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = ?`, keyFingerprint).Scan(&held)
+	})
+	return held, err
+}
