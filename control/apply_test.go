@@ -12,6 +12,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/store/sqlite"
 )
 
@@ -31,7 +32,7 @@ func newApplyEnv(t *testing.T) *applyEnv {
 	}
 	t.Cleanup(func() { s.Close() })
 	sealer, _ := seal.New(bytes.Repeat([]byte{5}, 32))
-	clk := &clock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	clk := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	return &applyEnv{store: s, sealer: sealer, staff: control.Caller{Actor: "staff"},
 		ctl: control.New(control.Config{Store: s, Sealer: sealer, Clock: clk, PublicURL: "https://hooks.example"})}
 }
