@@ -36,6 +36,8 @@ type Client struct {
 	Send        SendCmd        `cmd:"" help:"Post a correctly signed sample webhook of a provider to an endpoint."`
 	Keys        KeysCmd        `cmd:"" help:"Manage an org's API keys."`
 	Audit       AuditCmd       `cmd:"" help:"Read the log of operator actions."`
+	Apply       ApplyCmd       `cmd:"" help:"Make the server hold what a configuration file declares (matched by name; --dry-run to see the plan first)."`
+	Export      ExportCmd      `cmd:"" help:"Write the current orgs, connections, endpoints and consumers as a configuration file, without secrets."`
 
 	out    io.Writer    // stdout when nil
 	errOut io.Writer    // stderr when nil
