@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/intakehq/intake"
 )
@@ -43,12 +44,7 @@ func (p *Plane) Export(ctx context.Context, c Caller, orgID string) (Document, e
 
 func (p *Plane) exportOrg(ctx context.Context, o intake.Org) (OrgSpec, error) {
 	spec := OrgSpec{Name: o.Name}
-	if o.BodyRetention != 0 {
-		spec.BodyRetention = o.BodyRetention.String()
-	}
-	if o.Retention != 0 {
-		spec.Retention = o.Retention.String()
-	}
+	spec.BodyRetention, spec.Retention = durationText(o.BodyRetention), durationText(o.Retention)
 	sc := intake.Scope{OrgID: o.ID}
 	conns, err := p.store.ListConnections(ctx, sc)
 	if err != nil {
@@ -88,6 +84,18 @@ func (p *Plane) exportOrg(ctx context.Context, o intake.Org) (OrgSpec, error) {
 			Completion: cs.Completion, Enabled: &cs.Enabled, Filter: cs.Filter, Transform: cs.Transform})
 	}
 	return spec, nil
+}
+
+// durationText writes a retention as an operator would: "720h", not
+// "720h0m0s"; zero (the server's default) as "".
+func durationText(d time.Duration) string {
+	switch {
+	case d == 0:
+		return ""
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	}
+	return d.String()
 }
 
 // SecretPlaceholder is the ${env:…} an export writes for a connection's
