@@ -8,7 +8,8 @@ import (
 )
 
 // testEndpointName: the name `intake apply` matches an endpoint by is
-// stored on create, read back by every read and changed by an update.
+// stored on create, read back by every read, changed by an update and
+// unique among a connection's live endpoints.
 func testEndpointName(t *testing.T, s intake.Store) {
 	ctx := context.Background()
 	f := newFixture(t, s, "acme")
@@ -42,5 +43,18 @@ func testEndpointName(t *testing.T, s intake.Store) {
 	byToken, err := s.EndpointByTokenHash(ctx, ep.TokenHash)
 	if err != nil || byToken.Name != "secondary" {
 		t.Fatalf("by token = %+v %v", byToken, err)
+	}
+	// A name is one endpoint's among a connection's live ones, even when
+	// two writers race past control's check.
+	twin := ep
+	twin.ID, twin.Name, twin.TokenHash = intake.NewID(), "secondary", []byte("twin-"+f.org.ID)
+	if err := s.CreateEndpoint(ctx, twin); err == nil {
+		t.Fatal("a second endpoint of the connection took the name")
+	}
+	if err := s.Delete(ctx, intake.Scope{}, intake.DeleteEndpoint, ep.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateEndpoint(ctx, twin); err != nil {
+		t.Fatalf("the name of a deleted endpoint is not free: %v", err)
 	}
 }
