@@ -441,3 +441,42 @@ func TestExportWritesNoSecretAndApplyingItBackChangesNothing(t *testing.T) {
 		t.Fatalf("applying the export: %v", actions(plan))
 	}
 }
+
+// failConsumerCreate is a store whose next consumer insert fails, as a
+// lost connection would make it.
+type failConsumerCreate struct {
+	intake.Store
+	failed bool
+}
+
+func (s *failConsumerCreate) CreateConsumer(ctx context.Context, c intake.Consumer, audit ...intake.AuditEntry) error {
+	if !s.failed {
+		s.failed = true
+		return intake.Unavailable(context.DeadlineExceeded)
+	}
+	return s.Store.CreateConsumer(ctx, c, audit...)
+}
+
+func TestApplyStoppedPartWayNamesTheChangeAndApplyingAgainFinishes(t *testing.T) {
+	e := newApplyEnv(t)
+	ctx := context.Background()
+	st := &failConsumerCreate{Store: e.store}
+	ctl := control.New(control.Config{Store: st, Sealer: e.sealer})
+	_, err := ctl.Apply(ctx, e.staff, acmeDoc(), control.ApplyOptions{})
+	if intake.ErrorCode(err) != intake.EUNAVAILABLE || !strings.Contains(intake.ErrorMessage(err), "create consumer acme/billing") ||
+		!strings.Contains(intake.ErrorMessage(err), "applying again finishes the rest") {
+		t.Fatalf("err = %v", err)
+	}
+	plan, err := ctl.Apply(ctx, e.staff, acmeDoc(), control.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantActions(t, plan, map[string]string{
+		"org acme/acme":                "unchanged",
+		"connection acme/github":       "unchanged",
+		"endpoint acme/github/primary": "unchanged",
+		"connection acme/acme-hooks":   "unchanged",
+		"endpoint acme/acme-hooks/in":  "unchanged",
+		"consumer acme/billing":        "create",
+	})
+}
