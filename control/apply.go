@@ -71,9 +71,9 @@ func (pl *planner) add(ch Change, run step) {
 	pl.runs = append(pl.runs, run)
 }
 
-// orgRef is an org's id, known at planning time or set by the step that
-// creates it.
-type orgRef struct{ id string }
+// idRef is an org's or a connection's id: known when planning, or set by the
+// step that creates it for the steps after it.
+type idRef struct{ id string }
 
 func (pl *planner) document(ctx context.Context, doc Document) error {
 	if len(doc.Orgs) == 0 {
@@ -126,7 +126,7 @@ func (pl *planner) org(ctx context.Context, spec OrgSpec, existing *intake.Org) 
 	}
 	ch := Change{Kind: "org", Org: spec.Name, Name: spec.Name}
 	u := OrgUpdate{BodyRetention: &spec.BodyRetention, Retention: &spec.Retention}
-	ref := &orgRef{}
+	oref := &idRef{}
 	if existing == nil {
 		ch.Action = ActionCreate
 		pl.add(ch, func(ctx context.Context, ch *Change) error {
@@ -134,15 +134,15 @@ func (pl *planner) org(ctx context.Context, spec OrgSpec, existing *intake.Org) 
 			if err != nil {
 				return err
 			}
-			ref.id, ch.ID, ch.APIKey = o.ID, o.ID, key
+			oref.id, ch.ID, ch.APIKey = o.ID, o.ID, key
 			if body != 0 || rows != 0 {
 				_, err = pl.p.UpdateOrg(ctx, pl.c, o.ID, u)
 			}
 			return err
 		})
-		return pl.orgContents(ctx, spec, ref, nil)
+		return pl.orgContents(ctx, spec, oref, nil)
 	}
-	ref.id, ch.ID = existing.ID, existing.ID
+	oref.id, ch.ID = existing.ID, existing.ID
 	if existing.BodyRetention != body {
 		ch.Fields = append(ch.Fields, "body_retention")
 	}
@@ -150,10 +150,10 @@ func (pl *planner) org(ctx context.Context, spec OrgSpec, existing *intake.Org) 
 		ch.Fields = append(ch.Fields, "retention")
 	}
 	pl.update(ch, func(ctx context.Context, ch *Change) error {
-		_, err := pl.p.UpdateOrg(ctx, pl.c, ref.id, u)
+		_, err := pl.p.UpdateOrg(ctx, pl.c, oref.id, u)
 		return err
 	})
-	return pl.orgContents(ctx, spec, ref, existing)
+	return pl.orgContents(ctx, spec, oref, existing)
 }
 
 // update adds ch as an update when it changes fields, else as unchanged.
@@ -170,7 +170,7 @@ func (pl *planner) update(ch Change, run step) {
 // orgContents plans an org's connections (each followed by its endpoints),
 // its consumers and, with prune, the deletes. existing is nil for an org
 // the apply creates.
-func (pl *planner) orgContents(ctx context.Context, spec OrgSpec, ref *orgRef, existing *intake.Org) error {
+func (pl *planner) orgContents(ctx context.Context, spec OrgSpec, oref *idRef, existing *intake.Org) error {
 	var conns []intake.Connection
 	var eps []intake.Endpoint
 	var consumers []intake.Consumer
@@ -200,7 +200,7 @@ func (pl *planner) orgContents(ctx context.Context, spec OrgSpec, ref *orgRef, e
 		if err != nil {
 			return err
 		}
-		if err := pl.connection(ctx, spec.Name, cs, ref, cn, eps); err != nil {
+		if err := pl.connection(ctx, spec.Name, cs, oref, cn, eps); err != nil {
 			return err
 		}
 	}
@@ -217,7 +217,7 @@ func (pl *planner) orgContents(ctx context.Context, spec OrgSpec, ref *orgRef, e
 		if err != nil {
 			return err
 		}
-		if err := pl.consumer(ctx, spec.Name, cs, ref, old); err != nil {
+		if err := pl.consumer(ctx, spec.Name, cs, oref, old); err != nil {
 			return err
 		}
 	}
@@ -260,11 +260,7 @@ func only[T any](rows []T, name string, nameOf func(T) string, what, org string)
 	return found, nil
 }
 
-// connRef is a connection's id, known at planning time or set by the step
-// that creates it.
-type connRef struct{ id string }
-
-func (pl *planner) connection(ctx context.Context, org string, spec ConnectionSpec, oref *orgRef, old *intake.Connection, eps []intake.Endpoint) error {
+func (pl *planner) connection(ctx context.Context, org string, spec ConnectionSpec, oref *idRef, old *intake.Connection, eps []intake.Endpoint) error {
 	where := fmt.Sprintf("connection %s/%s", org, spec.Name)
 	adapter, ok := provider.Lookup(spec.Provider)
 	if !ok {
@@ -289,7 +285,7 @@ func (pl *planner) connection(ctx context.Context, org string, spec ConnectionSp
 		}
 	}
 	ch := Change{Kind: "connection", Org: org, Name: spec.Name}
-	ref := &connRef{}
+	cref := &idRef{}
 	if old == nil {
 		if err := pl.p.checkConnectionRules(ctx, spec.Provider, config, spec.Filter); err != nil {
 			return inside(where, err)
@@ -298,15 +294,15 @@ func (pl *planner) connection(ctx context.Context, org string, spec ConnectionSp
 		pl.add(ch, func(ctx context.Context, ch *Change) error {
 			cn, err := pl.p.CreateConnection(ctx, pl.c, NewConnection{OrgID: oref.id, Provider: spec.Provider, Name: spec.Name,
 				Secrets: spec.Secrets, Config: config, Filter: spec.Filter})
-			ref.id, ch.ID = cn.ID, cn.ID
+			cref.id, ch.ID = cn.ID, cn.ID
 			return err
 		})
-		return pl.endpoints(org, spec, ref, nil)
+		return pl.endpoints(org, spec, cref, nil)
 	}
 	if old.Provider != spec.Provider {
 		return intake.Errorf(intake.EINVALID, "%s is a %s connection; its provider cannot become %.64q (delete it and create another)", where, old.Provider, spec.Provider)
 	}
-	ref.id, ch.ID = old.ID, old.ID
+	cref.id, ch.ID = old.ID, old.ID
 	u := ConnectionUpdate{}
 	if !sameJSON(old.Config, config) {
 		u.Config = config
@@ -330,12 +326,12 @@ func (pl *planner) connection(ctx context.Context, org string, spec ConnectionSp
 	}
 	pl.update(ch, func(ctx context.Context, ch *Change) error {
 		if u.Config != nil || u.Filter != nil {
-			if _, err := pl.p.UpdateConnection(ctx, pl.c, ref.id, u); err != nil {
+			if _, err := pl.p.UpdateConnection(ctx, pl.c, cref.id, u); err != nil {
 				return err
 			}
 		}
 		if replace {
-			_, err := pl.p.ReplaceSecrets(ctx, pl.c, ref.id, spec.Secrets)
+			_, err := pl.p.ReplaceSecrets(ctx, pl.c, cref.id, spec.Secrets)
 			return err
 		}
 		return nil
@@ -346,7 +342,7 @@ func (pl *planner) connection(ctx context.Context, org string, spec ConnectionSp
 			mine = append(mine, e)
 		}
 	}
-	return pl.endpoints(org, spec, ref, mine)
+	return pl.endpoints(org, spec, cref, mine)
 }
 
 // inside prefixes an error's message with where it was found, keeping its
@@ -391,7 +387,7 @@ func withoutScript(config json.RawMessage) json.RawMessage {
 	return b
 }
 
-func (pl *planner) endpoints(org string, spec ConnectionSpec, ref *connRef, existing []intake.Endpoint) error {
+func (pl *planner) endpoints(org string, spec ConnectionSpec, cref *idRef, existing []intake.Endpoint) error {
 	named := map[string]bool{}
 	for _, es := range spec.Endpoints {
 		where := fmt.Sprintf("endpoint %s/%s/%s", org, spec.Name, es.Name)
@@ -419,7 +415,7 @@ func (pl *planner) endpoints(org string, spec ConnectionSpec, ref *connRef, exis
 		if old == nil {
 			ch.Action = ActionCreate
 			pl.add(ch, func(ctx context.Context, ch *Change) error {
-				e, err := pl.p.CreateEndpoint(ctx, pl.c, ref.id, l)
+				e, err := pl.p.CreateEndpoint(ctx, pl.c, cref.id, l)
 				ch.ID, ch.Token, ch.URL = e.ID, e.Token, e.URL
 				return err
 			})
@@ -454,7 +450,7 @@ func (pl *planner) endpoints(org string, spec ConnectionSpec, ref *connRef, exis
 	return nil
 }
 
-func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, oref *orgRef, old *intake.Consumer) error {
+func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, oref *idRef, old *intake.Consumer) error {
 	where := fmt.Sprintf("consumer %s/%s", org, spec.Name)
 	if err := intake.CheckName("app", spec.App); err != nil {
 		return inside(where, err)
