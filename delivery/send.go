@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/tracing"
 )
 
 // maxAnswer is the most of a consumer's answer that is read.
@@ -129,6 +130,7 @@ func (s *Sender) Send(ctx context.Context, url, secret string, env Envelope, now
 	req.Header.Set("webhook-id", env.ID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set("webhook-signature", sig)
+	tracing.Inject(ctx, req.Header)
 	start := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {
