@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/intakehq/intake/internal/tracing"
@@ -16,7 +15,7 @@ const tracingFlushTimeout = 5 * time.Second
 // startTracing turns OpenTelemetry tracing on when OTEL_* variables
 // configure it, and returns what flushes it on exit.
 func startTracing(ctx context.Context, log *slog.Logger) (flush func(), err error) {
-	shutdown, enabled, err := tracing.Setup(ctx, os.Environ())
+	shutdown, enabled, err := tracing.Setup(ctx)
 	if err != nil {
 		return nil, err
 	}

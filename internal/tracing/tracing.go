@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -49,10 +50,12 @@ type Shutdown func(context.Context) error
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, …), sampled as OTEL_TRACES_SAMPLER
 // says, under OTEL_SERVICE_NAME (default "intake"). Otherwise nothing is
 // installed: the global tracer provider stays the no-op one. enabled says
-// which; the returned Shutdown is safe to call either way.
-func Setup(ctx context.Context, environ []string) (shutdown Shutdown, enabled bool, err error) {
+// which; the returned Shutdown is safe to call either way. The variables
+// are read from the process environment, as the exporter and the SDK read
+// them.
+func Setup(ctx context.Context) (shutdown Shutdown, enabled bool, err error) {
 	env := map[string]string{}
-	for _, kv := range environ {
+	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "OTEL_") && v != "" {
 			env[k] = v
