@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/tracing"
@@ -15,12 +16,16 @@ import (
 // provider's traceparent when it sends one. Only while tracing is on does
 // the request get a new context and its writer a status recorder.
 func startReceive(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request, trace.Span) {
+	if !tracing.Enabled() {
+		return w, r, noop.Span{}
+	}
 	ctx, span := tracing.Start(tracing.Extract(r.Context(), r.Header), "ingress.receive", trace.SpanKindServer)
+	r = r.WithContext(ctx) // an unsampled span still carries the trace on
 	if !span.IsRecording() {
 		return w, r, span
 	}
 	span.SetAttributes(tracing.HTTPMethod(r.Method), tracing.HTTPRoute(tracing.WebhookRoute))
-	return &statusRecorder{ResponseWriter: w}, r.WithContext(ctx), span
+	return &statusRecorder{ResponseWriter: w}, r, span
 }
 
 // endReceive records what the request came to and ends its span.
@@ -46,11 +51,12 @@ func traceEndpoint(ctx context.Context, ep intake.Endpoint) {
 }
 
 // traceMessage ties a message to the request's span: the span names the
-// message, and the message keeps the span's traceparent for the worker.
+// message, and the message keeps the span's traceparent for the worker,
+// sampled or not, so every later step follows the same sampling decision.
 func traceMessage(ctx context.Context, m *intake.Message) {
+	m.TraceParent = tracing.TraceParent(ctx)
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.SetAttributes(tracing.MessageID.String(m.ID))
-		m.TraceParent = tracing.TraceParent(ctx)
 	}
 }
 

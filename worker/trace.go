@@ -24,12 +24,12 @@ func startProcess(ctx context.Context, c intake.Claim) (context.Context, trace.S
 }
 
 // traceEvents gives the events an attempt creates its span's traceparent,
-// so routing them continues the message's trace.
+// sampled or not, so routing them continues the message's trace.
 func traceEvents(ctx context.Context, events []intake.Event) {
-	if !trace.SpanFromContext(ctx).IsRecording() {
+	tp := tracing.TraceParent(ctx)
+	if tp == "" {
 		return
 	}
-	tp := tracing.TraceParent(ctx)
 	for i := range events {
 		events[i].TraceParent = tp
 	}

@@ -272,3 +272,17 @@ func names(spans tracetest.SpanStubs) []string {
 	}
 	return out
 }
+
+func TestAProviderTraceNotSampledStaysUnsampledAtEveryStep(t *testing.T) {
+	exp := recordSpans(t)
+	p := newPipeline(t)
+	p.post(t, "00-"+providerTrace+"-"+providerSpan+"-00")
+	p.run(t)
+	tp := (<-p.received).Get("traceparent")
+	if !strings.HasPrefix(tp, "00-"+providerTrace+"-") || !strings.HasSuffix(tp, "-00") {
+		t.Errorf("consumer received traceparent %q, want the provider's trace %s, not sampled", tp, providerTrace)
+	}
+	if spans := exp.GetSpans(); len(spans) != 0 {
+		t.Errorf("recorded spans %v of a trace the provider did not sample", names(spans))
+	}
+}
