@@ -39,7 +39,7 @@ func traceRouted(ctx context.Context, st intake.EventSettlement, err error) {
 	case err != nil:
 		span.SetStatus(codes.Error, "settle failed")
 	default:
-		span.SetAttributes(tracing.State.String(string(st.To)), tracing.Consumers.Int(len(st.Deliveries)))
+		span.SetAttributes(tracing.State.String(string(st.To)), tracing.Deliveries.Int(len(st.Deliveries)))
 		if st.To == intake.EventDead {
 			span.SetStatus(codes.Error, "dead")
 		}

@@ -177,11 +177,11 @@ const (
 	Attempt      = attribute.Key("intake.attempt")
 	// Outcome is what the step came to: an ingress result, a message's
 	// state and outcome, an event's routing state, a delivery's outcome.
-	Outcome   = attribute.Key("intake.outcome")
-	State     = attribute.Key("intake.state")
-	ErrorCode = attribute.Key("intake.error.code")
-	Consumers = attribute.Key("intake.consumers")
-	Events    = attribute.Key("intake.events")
+	Outcome    = attribute.Key("intake.outcome")
+	State      = attribute.Key("intake.state")
+	ErrorCode  = attribute.Key("intake.error.code")
+	Deliveries = attribute.Key("intake.deliveries")
+	Events     = attribute.Key("intake.events")
 )
 
 // version is intake's module version as the build recorded it.
