@@ -68,6 +68,11 @@ func (c *ServeCmd) Run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	flushTraces, err := startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer flushTraces()
 	if err := os.MkdirAll(c.Data, 0o700); err != nil {
 		return err
 	}

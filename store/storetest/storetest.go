@@ -59,6 +59,7 @@ func Run(t *testing.T, open Opener) {
 		{"AMessageReleasedUntilLaterIsClaimedThenAsTheSameAttempt", testReleaseUntilLater},
 		{"AuditEntryCommitsWithItsActionOrNeither", testAuditCommitsWithItsAction},
 		{"ReplayIsQueuedOrDeadWithAnExpiredBody", testReplayRecords},
+		{"TraceContextSurvivesTheStore", testTraceParent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
