@@ -42,7 +42,11 @@ func TestMain(m *testing.M) {
 	if _, ok := provider.Lookup("none"); !ok {
 		provider.Register(testAdapter{name: "none"})
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		code = checkOpenAPICoverage()
+	}
+	os.Exit(code)
 }
 
 // testAdapter accepts any config but one holding "bad".
@@ -110,7 +114,7 @@ func newEnvWith(t *testing.T, wrap func(intake.Store) intake.Store) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, dir: dir, store: st, sealer: sealer, clock: &fakeClock{now: t0}, logs: &bytes.Buffer{}}
-	e.h = api.New(api.Config{
+	e.h = validating(t, api.New(api.Config{
 		Store:          wrap(st),
 		Sealer:         sealer,
 		StaffToken:     staffToken,
@@ -119,7 +123,7 @@ func newEnvWith(t *testing.T, wrap func(intake.Store) intake.Store) *env {
 		BodyURLKey:     []byte("body-url-key"),
 		ConsumerPolicy: delivery.DefaultPolicy(),
 		Logger:         slog.New(slog.NewTextHandler(e.logs, nil)),
-	}).Handler()
+	}).Handler())
 	return e
 }
 
