@@ -231,8 +231,8 @@ func timeSchema() *openapi3.Schema {
 
 func enumSchema[S ~string](values []S) *openapi3.Schema {
 	s := openapi3.NewStringSchema()
-	for _, v := range values {
-		s.Enum = append(s.Enum, string(v))
+	for _, v := range names(values) {
+		s.Enum = append(s.Enum, v)
 	}
 	return s
 }
@@ -264,11 +264,14 @@ func buildOpenAPIDocument(t *testing.T) []byte {
 			}}},
 		},
 	}
+	enumsUsed := map[string]bool{}
 	gen := openapi3gen.NewGenerator(
 		openapi3gen.CreateComponentSchemas(openapi3gen.ExportComponentSchemasOptions{
 			ExportComponentSchemas: true, ExportTopLevelSchema: true, ExportGenerics: true}),
 		openapi3gen.CreateTypeNameGenerator(schemaName),
-		openapi3gen.SchemaCustomizer(wireSchema),
+		openapi3gen.SchemaCustomizer(func(_ string, t reflect.Type, _ reflect.StructTag, s *openapi3.Schema) error {
+			return wireSchema(t, s, enumsUsed)
+		}),
 	)
 	schema := func(v any) *openapi3.SchemaRef {
 		ref, err := gen.NewSchemaRefForValue(v, doc.Components.Schemas)
@@ -356,6 +359,11 @@ func buildOpenAPIDocument(t *testing.T) []byte {
 		item.SetOperation(method, o)
 	}
 
+	for key := range enums {
+		if !enumsUsed[key] {
+			t.Errorf("enums names %s, which no wire type has", key)
+		}
+	}
 	out, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -386,9 +394,34 @@ func schemaName(t reflect.Type) string {
 
 var timeType = reflect.TypeFor[time.Time]()
 
+// enums lists the values of wire members that are plain strings in Go,
+// keyed by "Type.member".
+var enums = func() map[string][]string {
+	messageStates, eventStates := names(intake.MessageStates), names(intake.EventStates)
+	return map[string][]string{
+		"Message.state":       messageStates,
+		"MessageDetail.state": messageStates,
+		"Attempt.state":       messageStates,
+		"Event.state":         eventStates,
+		"EventDetail.state":   eventStates,
+		// Every code an answer carries; others (stale) are internal.
+		"ErrorDetail.code": {intake.EINVALID, intake.EUNAUTHORIZED, intake.EFORBIDDEN, intake.ENOTFOUND,
+			intake.ECONFLICT, intake.ETOOLARGE, intake.EINTERNAL, intake.EUNAVAILABLE},
+	}
+}()
+
+func names[S ~string](values []S) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
+}
+
 // wireSchema states what encoding/json does with a struct: a member without
 // omitempty is always written (required), and a pointer may be null.
-func wireSchema(_ string, t reflect.Type, _ reflect.StructTag, s *openapi3.Schema) error {
+// It gives the members enums names their values, recording each in used.
+func wireSchema(t reflect.Type, s *openapi3.Schema, used map[string]bool) error {
 	if t.Kind() != reflect.Struct || t == timeType {
 		return nil
 	}
@@ -403,6 +436,12 @@ func wireSchema(_ string, t reflect.Type, _ reflect.StructTag, s *openapi3.Schem
 		}
 		if !strings.Contains(","+opts+",", ",omitempty,") {
 			s.Required = append(s.Required, name)
+		}
+		if values, ok := enums[t.Name()+"."+name]; ok {
+			used[t.Name()+"."+name] = true
+			for _, v := range values {
+				s.Properties[name].Value.Enum = append(s.Properties[name].Value.Enum, v)
+			}
 		}
 		if f.Type.Kind() != reflect.Pointer {
 			continue

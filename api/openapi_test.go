@@ -64,8 +64,8 @@ func validating(t *testing.T, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var reqBody []byte
 		if r.Body != nil {
-			reqBody, err = io.ReadAll(r.Body)
-			if err != nil {
+			var err error
+			if reqBody, err = io.ReadAll(r.Body); err != nil {
 				t.Errorf("%s %s: reading the request body: %v", r.Method, r.URL.Path, err)
 				return
 			}
@@ -263,31 +263,41 @@ func TestOpenAPIDocumentIsServedWithoutToken(t *testing.T) {
 	}
 }
 
-// TestValidatorRefusesAnAnswerTheDocumentDoesNotDescribe proves the
-// checking middleware can fail: an answer with a member missing, and a
-// status the operation does not list, are both reported.
-func TestValidatorRefusesAnAnswerTheDocumentDoesNotDescribe(t *testing.T) {
+// TestValidatorRefusesExchangesTheDocumentDoesNotDescribe proves the
+// checking middleware can fail: each exchange below is reported.
+func TestValidatorRefusesExchangesTheDocumentDoesNotDescribe(t *testing.T) {
 	router, err := openAPIRouter()
 	if err != nil {
 		t.Fatal(err)
 	}
+	org := `{"id":"0190a0d6-0000-7000-8000-000000000000","name":"acme","created_at":"2025-03-01T12:00:00Z"}`
 	for name, c := range map[string]struct {
-		status int
-		body   string
+		method, path, request string
+		status                int
+		body                  string
 	}{
-		"missing member":      {200, `{"items":[{"id":"0190a0d6-0000-7000-8000-000000000000","name":"acme"}]}`},
-		"undocumented status": {422, `{"error":{"code":"invalid","message":"no"}}`},
-		"not an error body":   {400, `{"message":"bad"}`},
+		"answer missing a member":      {"GET", "/api/v1/orgs", "", 200, `{"items":[{"id":"0190a0d6-0000-7000-8000-000000000000","name":"acme"}]}`},
+		"undocumented status":          {"GET", "/api/v1/orgs", "", 422, `{"error":{"code":"invalid","message":"no"}}`},
+		"error without the error body": {"GET", "/api/v1/orgs", "", 400, `{"message":"bad"}`},
+		"unknown error code":           {"GET", "/api/v1/orgs", "", 400, `{"error":{"code":"oops","message":"bad"}}`},
+		"accepted unknown member":      {"POST", "/api/v1/orgs", `{"name":"acme","color":"red"}`, 201, org},
+		"accepted without a required":  {"POST", "/api/v1/orgs", `{}`, 201, org},
+		"undocumented route":           {"GET", "/api/v1/nowhere", "", 200, `{}`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			req := httptest.NewRequest("GET", "/api/v1/orgs", nil)
+			req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.request))
 			req.Header.Set("Authorization", "Bearer "+staffToken)
 			h := http.Header{"Content-Type": {"application/json"}}
-			if err := checkExchange(router, req, nil, c.status, h, []byte(c.body)); err == nil {
-				t.Fatalf("an answer %d %s passed validation", c.status, c.body)
-			} else {
-				t.Log(err)
+			if err := checkExchange(router, req, []byte(c.request), c.status, h, []byte(c.body)); err == nil {
+				t.Fatalf("%s %s %s answered %d %s passed validation", c.method, c.path, c.request, c.status, c.body)
 			}
 		})
+	}
+	// The same exchange, as the document describes it, passes.
+	req := httptest.NewRequest("POST", "/api/v1/orgs", strings.NewReader(`{"name":"acme"}`))
+	req.Header.Set("Authorization", "Bearer "+staffToken)
+	h := http.Header{"Content-Type": {"application/json"}}
+	if err := checkExchange(router, req, []byte(`{"name":"acme"}`), 201, h, []byte(org)); err != nil {
+		t.Fatal(err)
 	}
 }
