@@ -5,8 +5,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/doc"
+	"go/parser"
+	"go/token"
 	"net/http"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -264,13 +269,17 @@ func buildOpenAPIDocument(t *testing.T) []byte {
 			}}},
 		},
 	}
-	enumsUsed := map[string]bool{}
+	docs, err := goDocs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire := &wireSchemas{docs: docs, enumsUsed: map[string]bool{}}
 	gen := openapi3gen.NewGenerator(
 		openapi3gen.CreateComponentSchemas(openapi3gen.ExportComponentSchemasOptions{
 			ExportComponentSchemas: true, ExportTopLevelSchema: true, ExportGenerics: true}),
 		openapi3gen.CreateTypeNameGenerator(schemaName),
 		openapi3gen.SchemaCustomizer(func(_ string, t reflect.Type, _ reflect.StructTag, s *openapi3.Schema) error {
-			return wireSchema(t, s, enumsUsed)
+			return wire.customize(t, s)
 		}),
 	)
 	schema := func(v any) *openapi3.SchemaRef {
@@ -360,7 +369,7 @@ func buildOpenAPIDocument(t *testing.T) []byte {
 	}
 
 	for key := range enums {
-		if !enumsUsed[key] {
+		if !wire.enumsUsed[key] {
 			t.Errorf("enums names %s, which no wire type has", key)
 		}
 	}
@@ -418,13 +427,21 @@ func names[S ~string](values []S) []string {
 	return out
 }
 
-// wireSchema states what encoding/json does with a struct: a member without
-// omitempty is always written (required), and a pointer may be null.
-// It gives the members enums names their values, recording each in used.
-func wireSchema(t reflect.Type, s *openapi3.Schema, used map[string]bool) error {
+// wireSchemas completes the schemas openapi3gen makes of the wire types.
+type wireSchemas struct {
+	docs      map[string]string // "Type" and "Type.Field" to their doc comments
+	enumsUsed map[string]bool
+}
+
+// customize states what encoding/json does with a struct (a member without
+// omitempty is always written, so it is required; a pointer may be null),
+// gives the members enums names their values, and carries the Go doc
+// comments over as descriptions.
+func (w *wireSchemas) customize(t reflect.Type, s *openapi3.Schema) error {
 	if t.Kind() != reflect.Struct || t == timeType {
 		return nil
 	}
+	s.Description = w.docs[goTypeName(t)]
 	s.Required = nil
 	for _, f := range reflect.VisibleFields(t) {
 		if f.Anonymous || !f.IsExported() {
@@ -434,33 +451,114 @@ func wireSchema(t reflect.Type, s *openapi3.Schema, used map[string]bool) error 
 		if name == "-" || name == "" {
 			continue
 		}
-		if !strings.Contains(","+opts+",", ",omitempty,") {
-			s.Required = append(s.Required, name)
-		}
-		if values, ok := enums[t.Name()+"."+name]; ok {
-			used[t.Name()+"."+name] = true
-			for _, v := range values {
-				s.Properties[name].Value.Enum = append(s.Properties[name].Value.Enum, v)
-			}
-		}
-		if f.Type.Kind() != reflect.Pointer {
-			continue
-		}
 		prop := s.Properties[name]
 		if prop == nil {
 			return fmt.Errorf("%s.%s has no schema", t.Name(), f.Name)
 		}
-		if strings.HasPrefix(prop.Ref, "#/components/schemas/") {
-			s.Properties[name] = &openapi3.SchemaRef{Value: &openapi3.Schema{
-				AnyOf: openapi3.SchemaRefs{{Ref: prop.Ref}, {Value: &openapi3.Schema{Type: &openapi3.Types{"null"}}}}}}
-			continue
+		if !strings.Contains(","+opts+",", ",omitempty,") {
+			s.Required = append(s.Required, name)
 		}
-		prop.Value.Nullable = false
-		if prop.Value.Type != nil && !prop.Value.Type.Includes("null") {
-			*prop.Value.Type = append(*prop.Value.Type, "null")
+		if values, ok := enums[t.Name()+"."+name]; ok {
+			w.enumsUsed[t.Name()+"."+name] = true
+			for _, v := range values {
+				prop.Value.Enum = append(prop.Value.Enum, v)
+			}
+		}
+		if f.Type.Kind() == reflect.Pointer {
+			if strings.HasPrefix(prop.Ref, "#/components/schemas/") {
+				prop = &openapi3.SchemaRef{Value: &openapi3.Schema{
+					AnyOf: openapi3.SchemaRefs{{Ref: prop.Ref}, {Value: &openapi3.Schema{Type: &openapi3.Types{"null"}}}}}}
+				s.Properties[name] = prop
+			} else if prop.Value.Type != nil && !prop.Value.Type.Includes("null") {
+				prop.Value.Nullable = false
+				*prop.Value.Type = append(*prop.Value.Type, "null")
+			}
+		}
+		if !strings.HasPrefix(prop.Ref, "#/") {
+			owner := t
+			if len(f.Index) > 1 {
+				owner = t.FieldByIndex(f.Index[:len(f.Index)-1]).Type
+			}
+			prop.Value.Description = w.docs[goTypeName(owner)+"."+f.Name]
 		}
 	}
 	return nil
+}
+
+// goTypeName is a type's name in its declaration: List, not List[api.Org].
+func goTypeName(t reflect.Type) string {
+	if t.PkgPath() != reflect.TypeFor[api.Org]().PkgPath() {
+		return ""
+	}
+	name, _, _ := strings.Cut(t.Name(), "[")
+	return name
+}
+
+// goDocs reads the doc comments of the api package's types and their
+// fields, so the document says what the code says.
+func goDocs() (map[string]string, error) {
+	paths, err := filepath.Glob("*.go")
+	if err != nil {
+		return nil, err
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	pkg, err := doc.NewFromFiles(fset, files, "github.com/intakehq/intake/api")
+	if err != nil {
+		return nil, err
+	}
+	docs := map[string]string{}
+	for _, typ := range pkg.Types {
+		// Comments name fields as Go does; the document names them as
+		// JSON does.
+		words := []string{`\bnil\b`, "null"}
+		fieldDocs := map[string]string{}
+		for _, spec := range typ.Decl.Specs {
+			st, ok := spec.(*ast.TypeSpec).Type.(*ast.StructType)
+			if !ok {
+				continue
+			}
+			for _, field := range st.Fields.List {
+				text := field.Doc.Text()
+				if text == "" {
+					text = field.Comment.Text()
+				}
+				var tag string
+				if field.Tag != nil {
+					tag, _ = strconv.Unquote(field.Tag.Value)
+				}
+				json, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
+				for _, n := range field.Names {
+					fieldDocs[n.Name] = text
+					if json != "" && json != "-" {
+						words = append(words, `\b`+n.Name+`\b`, "`"+json+"`")
+					}
+				}
+			}
+		}
+		jsonNames := func(text string) string {
+			text = strings.Join(strings.Fields(text), " ")
+			for i := 0; i < len(words); i += 2 {
+				text = regexp.MustCompile(words[i]).ReplaceAllLiteralString(text, words[i+1])
+			}
+			return text
+		}
+		docs[typ.Name] = jsonNames(typ.Doc)
+		for name, text := range fieldDocs {
+			docs[typ.Name+"."+name] = jsonNames(text)
+		}
+	}
+	return docs, nil
 }
 
 // TestOpenAPIDocumentIsCurrent fails when api/openapi.json differs from
