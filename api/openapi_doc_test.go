@@ -76,26 +76,6 @@ var errorDescriptions = map[int]string{
 	http.StatusServiceUnavailable:    "Storage cannot be reached (code `unavailable`); retry after `Retry-After` seconds.",
 }
 
-// The answers of a few routes are small objects built in their handlers.
-type (
-	replayedMessage struct {
-		ID       string `json:"id"`
-		ReplayOf string `json:"replay_of"`
-		State    string `json:"state"`
-	}
-	replayStarted struct {
-		Count    int    `json:"count"`
-		ReplayID string `json:"replay_id"`
-	}
-	rerouted struct {
-		ID    string `json:"id"`
-		State string `json:"state"`
-	}
-	count struct {
-		Count int `json:"count"`
-	}
-)
-
 func operations() []operation {
 	page := []*openapi3.Parameter{
 		queryParam("limit", "Page size.", &openapi3.Schema{Type: &openapi3.Types{"integer"},
@@ -135,13 +115,13 @@ func operations() []operation {
 		{route: "DELETE /api/v1/endpoints/{id}", id: "deleteEndpoint", summary: "Delete an endpoint: its address stops answering at once; its history stays.",
 			status: 204},
 		{route: "POST /api/v1/endpoints/{id}/replay", id: "replayWindow", summary: "Replay an endpoint's window of at most 7 days as new messages, in the background.",
-			request: api.ReplayWindowRequest{}, requires: []string{"since", "until"}, status: 202, response: replayStarted{}},
+			request: api.ReplayWindowRequest{}, requires: []string{"since", "until"}, status: 202, response: api.ReplayStarted{}},
 		{route: "DELETE /api/v1/endpoints/{id}/bodies", id: "eraseBodies", summary: "Erase the stored bodies an endpoint received in a time range; the messages stay.",
 			query: []*openapi3.Parameter{
 				requiredQuery(queryParam("since", "Start of the range (RFC 3339).", timeSchema())),
 				requiredQuery(queryParam("until", "End of the range (RFC 3339).", timeSchema())),
 			},
-			status: 200, response: count{}},
+			status: 200, response: api.Count{}},
 
 		{route: "GET /api/v1/messages", id: "listMessages", summary: "List received messages, newest first.",
 			query: append([]*openapi3.Parameter{
@@ -157,7 +137,7 @@ func operations() []operation {
 		{route: "POST /api/v1/messages/{id}/body-url", id: "createBodyURL", summary: "A signed address that serves the raw body without a token for 5 minutes.",
 			status: 200, response: api.BodyURL{}},
 		{route: "POST /api/v1/messages/{id}/replay", id: "replayMessage", summary: "Replay a message as a new message (`replay_of` names the original).",
-			status: 201, response: replayedMessage{}},
+			status: 201, response: api.ReplayedMessage{}},
 
 		{route: "GET /api/v1/events", id: "listEvents", summary: "List events, newest first.",
 			query: append([]*openapi3.Parameter{
@@ -177,9 +157,9 @@ func operations() []operation {
 				Description: "Resume after this event id.", Schema: uuidSchema().NewRef()}},
 			status: 200, content: map[string]*openapi3.MediaType{"text/event-stream": {Schema: openapi3.NewStringSchema().NewRef()}}},
 		{route: "POST /api/v1/events/{id}/reroute", id: "rerouteEvent", summary: "Take a dead or no_consumer event back to pending.",
-			status: 200, response: rerouted{}},
+			status: 200, response: api.Rerouted{}},
 		{route: "POST /api/v1/events/reroute", id: "rerouteEvents", summary: "Re-route every re-routable event the filter selects.",
-			request: api.RerouteRequest{}, status: 200, response: count{}},
+			request: api.RerouteRequest{}, status: 200, response: api.Count{}},
 		{route: "GET /api/v1/unclaimed", id: "listUnclaimed", summary: "Events no consumer wanted, across every org (staff).",
 			query: page, status: 200, response: api.List[api.Event]{}},
 
@@ -390,15 +370,14 @@ func pathParams(path string) []string {
 	return names
 }
 
-// schemaName names a wire type's component: List[api.Org] is OrgList,
-// replayStarted is ReplayStarted.
+// schemaName names a wire type's component: List[api.Org] is OrgList.
 func schemaName(t reflect.Type) string {
 	name := t.Name()
 	if generic, arg, ok := strings.Cut(name, "["); ok {
 		arg = strings.TrimSuffix(arg, "]")
 		name = arg[strings.LastIndex(arg, ".")+1:] + generic
 	}
-	return strings.ToUpper(name[:1]) + name[1:]
+	return name
 }
 
 var timeType = reflect.TypeFor[time.Time]()
@@ -408,11 +387,13 @@ var timeType = reflect.TypeFor[time.Time]()
 var enums = func() map[string][]string {
 	messageStates, eventStates := names(intake.MessageStates), names(intake.EventStates)
 	return map[string][]string{
-		"Message.state":       messageStates,
-		"MessageDetail.state": messageStates,
-		"Attempt.state":       messageStates,
-		"Event.state":         eventStates,
-		"EventDetail.state":   eventStates,
+		"Message.state":         messageStates,
+		"MessageDetail.state":   messageStates,
+		"Attempt.state":         messageStates,
+		"ReplayedMessage.state": messageStates,
+		"Rerouted.state":        eventStates,
+		"Event.state":           eventStates,
+		"EventDetail.state":     eventStates,
 		// Every code an answer carries; others (stale) are internal.
 		"ErrorDetail.code": {intake.EINVALID, intake.EUNAUTHORIZED, intake.EFORBIDDEN, intake.ENOTFOUND,
 			intake.ECONFLICT, intake.ETOOLARGE, intake.EINTERNAL, intake.EUNAVAILABLE},
