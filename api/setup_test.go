@@ -43,7 +43,11 @@ func TestMain(m *testing.M) {
 	if _, ok := provider.Lookup("none"); !ok {
 		provider.Register(testAdapter{name: "none"})
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		code = checkOpenAPICoverage()
+	}
+	os.Exit(code)
 }
 
 // testAdapter accepts any config but one holding "bad".
@@ -111,7 +115,7 @@ func newEnvWith(t *testing.T, wrap func(intake.Store) intake.Store) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, dir: dir, store: st, sealer: sealer, clock: &fakeClock{now: t0}, logs: &bytes.Buffer{}}
-	e.h = api.New(api.Config{
+	e.h = validating(t, api.New(api.Config{
 		Store:          wrap(st),
 		Sealer:         sealer,
 		StaffToken:     staffToken,
@@ -121,7 +125,7 @@ func newEnvWith(t *testing.T, wrap func(intake.Store) intake.Store) *env {
 		ConsumerPolicy: delivery.DefaultPolicy(),
 		Rules:          testkit.Rules(t),
 		Logger:         slog.New(slog.NewTextHandler(e.logs, nil)),
-	}).Handler()
+	}).Handler())
 	return e
 }
 
