@@ -28,8 +28,8 @@ import (
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
-	"github.com/intakehq/intake/rules"
 	"github.com/intakehq/intake/provider/fixtures"
+	"github.com/intakehq/intake/rules"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/worker"
 )
