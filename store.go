@@ -136,6 +136,23 @@ type Store interface {
 	// ListAudit lists audit entries visible in sc, newest first.
 	ListAudit(ctx context.Context, sc Scope, f AuditFilter) (Page[AuditEntry], error)
 
+	// SummarizeMessages counts, in one pass over the window, the originals
+	// received in each hour of q by state now, and the live messages of any
+	// age, as visible in sc.
+	SummarizeMessages(ctx context.Context, sc Scope, q SummaryQuery) (MessageSummary, error)
+
+	// CreateSession records a console sign-in.
+	CreateSession(ctx context.Context, s ConsoleSession) error
+	// SessionByHash finds a session by the SHA-256 of its cookie value:
+	// ENOTFOUND once it expired at now or was revoked, or when its org's
+	// API key has been revoked.
+	SessionByHash(ctx context.Context, idHash []byte, now time.Time) (ConsoleSession, error)
+	// RevokeSession ends a session for every process (sign-out).
+	RevokeSession(ctx context.Context, idHash []byte, at time.Time) error
+	// DeleteExpiredSessions deletes up to limit sessions that expired
+	// before now, returning how many.
+	DeleteExpiredSessions(ctx context.Context, now time.Time, limit int) (int, error)
+
 	// Stats counts messages and events by state and finds the oldest due
 	// work, for gauges and alarms.
 	Stats(ctx context.Context, now time.Time) (Stats, error)

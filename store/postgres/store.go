@@ -62,6 +62,9 @@ type Store struct {
 
 	stopListen context.CancelFunc
 	listenDone chan struct{}
+
+	// exactBelow is where Stats starts to estimate the settled states.
+	exactBelow int
 }
 
 var _ intake.Store = (*Store)(nil)
@@ -123,6 +126,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		done:       make(chan struct{}),
 		stopListen: stopListen,
 		listenDone: make(chan struct{}),
+		exactBelow: exactBelow,
 	}
 	go s.commitLoop()
 	go s.listen(listenCtx)

@@ -54,6 +54,8 @@ func Run(t *testing.T, open Opener) {
 		{"ListsFilterByProviderEventAndByConsumer", testFilters},
 		{"ErasedBodiesAreGoneButTheirIdentitiesStay", testEraseBodies},
 		{"ReplayJobsAreScopedLeasedAndTakenOverWhenTheLeaseEnds", testReplayJobs},
+		{"ConsoleSessionsExpireRevokeWithTheirKeyAndAreSwept", testSessions},
+		{"SummaryCountsEachHourByStateAndTheLiveWork", testSummary},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
