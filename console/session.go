@@ -2,16 +2,16 @@ package console
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/token"
@@ -20,18 +20,18 @@ import (
 // cookieName is the console's session cookie, scoped to /console.
 const cookieName = "intake_console"
 
-// session is who is signed in. It travels in the cookie, signed, so any
-// process holding the same key accepts it; the credential itself never
-// does: only its SHA-256, the value the store already keeps in its place,
-// so every request checks that the key still works (a revoked key ends its
+// session is who is signed in. The cookie carries only a random value; the
+// store keeps the session under its SHA-256, so every process of a
+// deployment accepts it, a restart keeps it, and a sign-out on any process
+// ends it on all. The credential itself is never stored, only its SHA-256,
+// and every request checks that it still works (a revoked key ends its
 // sessions at once).
 type session struct {
-	OrgID   string `json:"o,omitempty"` // "" for staff
-	KeyHash []byte `json:"k"`
-	Actor   string `json:"a"`
-	Nonce   string `json:"n"` // the CSRF token is derived from it
-	Expires int64  `json:"e"`
+	OrgID string // "" for staff
+	Actor string
 
+	idHash  []byte
+	csrf    string
 	staff   bool
 	orgName string
 }
@@ -39,40 +39,39 @@ type session struct {
 // scope is the session's view of the store.
 func (s *session) scope() intake.Scope { return intake.Scope{OrgID: s.OrgID} }
 
-// sessions signs, checks and revokes session cookies.
+// sessions signs in, checks and signs out sessions.
 type sessions struct {
-	key       []byte
 	ttl       time.Duration
 	staffHash []byte
 	store     intake.Store
-
-	mu sync.Mutex
-	// revoked holds the nonces of sessions signed out on this process until
-	// they would have expired anyway.
-	revoked map[string]int64
+	limits    signInLimits
 }
 
-// login checks a token and returns a new session for it.
-func (ss *sessions) login(ctx context.Context, tok string, now time.Time) (*session, error) {
+// login checks a token and records a new session for it, returning the
+// value its cookie carries.
+func (ss *sessions) login(ctx context.Context, tok string, now time.Time) (string, error) {
 	tok = strings.TrimSpace(tok)
 	if tok == "" {
-		return nil, intake.Errorf(intake.EUNAUTHORIZED, "enter the staff token or an org's API key")
+		return "", intake.Errorf(intake.EUNAUTHORIZED, "enter the staff token or an org's API key")
 	}
 	hash := token.Hash(tok)
-	s := &session{KeyHash: hash, Nonce: randomToken(), Expires: now.Add(ss.ttl).Unix()}
-	if ss.staffHash != nil && subtle.ConstantTimeCompare(hash, ss.staffHash) == 1 {
-		s.Actor, s.staff = "staff", true
-		return s, nil
+	row := intake.ConsoleSession{KeyHash: hash, Actor: "staff", CSRF: randomToken(), CreatedAt: now, ExpiresAt: now.Add(ss.ttl)}
+	if ss.staffHash == nil || subtle.ConstantTimeCompare(hash, ss.staffHash) != 1 {
+		org, err := ss.store.OrgByKeyHash(ctx, hash)
+		if intake.ErrorCode(err) == intake.ENOTFOUND {
+			return "", intake.Errorf(intake.EUNAUTHORIZED, "that token is not valid")
+		}
+		if err != nil {
+			return "", err
+		}
+		row.OrgID, row.Actor = org.ID, keyActor(tok)
 	}
-	org, err := ss.store.OrgByKeyHash(ctx, hash)
-	if intake.ErrorCode(err) == intake.ENOTFOUND {
-		return nil, intake.Errorf(intake.EUNAUTHORIZED, "that token is not valid")
+	value := randomToken()
+	row.IDHash = token.Hash(value)
+	if err := ss.store.CreateSession(ctx, row); err != nil {
+		return "", err
 	}
-	if err != nil {
-		return nil, err
-	}
-	s.OrgID, s.orgName, s.Actor = org.ID, org.Name, keyActor(tok)
-	return s, nil
+	return value, nil
 }
 
 // keyActor names an org key in the audit log as the admin API does: its
@@ -84,91 +83,74 @@ func keyActor(tok string) string {
 	return "key:" + tok + "…"
 }
 
-// cookie encodes a session as "<payload>.<mac>", both base64url.
-func (ss *sessions) cookie(s *session) string {
-	payload, err := json.Marshal(s)
-	if err != nil {
-		panic(err) // a struct of strings and bytes always marshals
-	}
-	p := base64.RawURLEncoding.EncodeToString(payload)
-	return p + "." + base64.RawURLEncoding.EncodeToString(ss.mac("session:"+p))
-}
-
-// open checks a cookie's signature and expiry, then that its credential
-// still works, and returns the session.
+// open finds the session a cookie names, unexpired, not signed out, and
+// with a credential that still works.
 func (ss *sessions) open(ctx context.Context, value string, now time.Time) (*session, error) {
 	invalid := intake.Errorf(intake.EUNAUTHORIZED, "sign in again")
-	p, mac, ok := strings.Cut(value, ".")
-	if !ok {
+	if value == "" || len(value) > 64 {
 		return nil, invalid
 	}
-	got, err := base64.RawURLEncoding.DecodeString(mac)
-	if err != nil || !hmac.Equal(got, ss.mac("session:"+p)) {
+	row, err := ss.store.SessionByHash(ctx, token.Hash(value), now)
+	if intake.ErrorCode(err) == intake.ENOTFOUND {
 		return nil, invalid
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(p)
-	if err != nil {
-		return nil, invalid
-	}
-	var s session
-	if json.Unmarshal(payload, &s) != nil || now.Unix() >= s.Expires || s.Nonce == "" || ss.isRevoked(s.Nonce) {
-		return nil, invalid
-	}
-	if s.OrgID == "" {
-		if ss.staffHash == nil || subtle.ConstantTimeCompare(s.KeyHash, ss.staffHash) != 1 {
-			return nil, invalid // the staff token changed
-		}
-		s.staff = true
-		return &s, nil
-	}
-	org, err := ss.store.OrgByKeyHash(ctx, s.KeyHash)
-	if intake.ErrorCode(err) == intake.ENOTFOUND || (err == nil && org.ID != s.OrgID) {
-		return nil, invalid // the key was revoked
 	}
 	if err != nil {
 		return nil, err
 	}
-	s.orgName = org.Name
-	return &s, nil
+	s := &session{OrgID: row.OrgID, Actor: row.Actor, idHash: row.IDHash, csrf: row.CSRF, orgName: row.OrgName}
+	if s.OrgID == "" {
+		if ss.staffHash == nil || subtle.ConstantTimeCompare(row.KeyHash, ss.staffHash) != 1 {
+			return nil, invalid // the staff token changed
+		}
+		s.staff = true
+	}
+	return s, nil
 }
 
-// csrf is the session's CSRF token: bound to the session, so a form from
-// one session is refused in another.
-func (ss *sessions) csrf(s *session) string {
-	return base64.RawURLEncoding.EncodeToString(ss.mac("csrf:" + s.Nonce))
-}
+// csrf is the session's CSRF token: its own, so a form from one session is
+// refused in another.
+func (ss *sessions) csrf(s *session) string { return s.csrf }
 
 // checkCSRF compares a form's token with the session's in constant time.
 func (ss *sessions) checkCSRF(s *session, got string) bool {
-	return subtle.ConstantTimeCompare([]byte(got), []byte(ss.csrf(s))) == 1
+	return s.csrf != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) == 1
 }
 
-// revoke ends a session on this process; other processes end it at expiry.
-func (ss *sessions) revoke(s *session, now time.Time) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.revoked == nil {
-		ss.revoked = map[string]int64{}
+// revoke ends a session on every process.
+func (ss *sessions) revoke(ctx context.Context, s *session, now time.Time) error {
+	return ss.store.RevokeSession(ctx, s.idHash, now)
+}
+
+// signInLimits holds each client address to a few sign-in tries a minute,
+// so tokens cannot be guessed at speed. Behind a proxy every client shares
+// its address, and so its budget.
+type signInLimits struct {
+	mu  sync.Mutex
+	ips map[string]*rate.Limiter
+}
+
+const (
+	signInsPerMinute = 10
+	signInBurst      = 10
+)
+
+// allow spends one try of r's client at now.
+func (l *signInLimits) allow(r *http.Request, now time.Time) bool {
+	ip, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		ip = r.RemoteAddr
 	}
-	for n, exp := range ss.revoked {
-		if exp <= now.Unix() {
-			delete(ss.revoked, n)
-		}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ips == nil || len(l.ips) > 10_000 {
+		l.ips = map[string]*rate.Limiter{} // a flood of addresses costs bounded memory
 	}
-	ss.revoked[s.Nonce] = s.Expires
-}
-
-func (ss *sessions) isRevoked(nonce string) bool {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	_, ok := ss.revoked[nonce]
-	return ok
-}
-
-func (ss *sessions) mac(msg string) []byte {
-	m := hmac.New(sha256.New, ss.key)
-	m.Write([]byte(msg))
-	return m.Sum(nil)
+	lim := l.ips[ip]
+	if lim == nil {
+		lim = rate.NewLimiter(rate.Every(time.Minute/signInsPerMinute), signInBurst)
+		l.ips[ip] = lim
+	}
+	return lim.AllowN(now, 1)
 }
 
 // setCookie writes the session cookie: HttpOnly, SameSite=Strict, Secure
@@ -181,8 +163,9 @@ func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, value string
 	})
 }
 
+// randomToken is 256 random bits, base64url.
 func randomToken() string {
-	b := make([]byte, 24)
+	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
 	}

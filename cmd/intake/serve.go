@@ -113,7 +113,7 @@ func (c *ServeCmd) Run() error {
 	mux.Handle("/api/", admin.Handler())
 	mux.Handle("/body/", admin.Handler())
 	mux.Handle("/console/", console.New(console.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
-		Clock: clock, SessionKey: derive(key, "console-session"), ConsumerPolicy: delivery.DefaultPolicy(), Logger: log}).Handler())
+		Clock: clock, ConsumerPolicy: delivery.DefaultPolicy(), Logger: log}).Handler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
