@@ -136,10 +136,10 @@ type Store interface {
 	// ListAudit lists audit entries visible in sc, newest first.
 	ListAudit(ctx context.Context, sc Scope, f AuditFilter) (Page[AuditEntry], error)
 
-	// SummarizeMessages counts, in one pass over the window, the originals
-	// received in each hour of q by state now, and the live messages of any
-	// age, as visible in sc.
-	SummarizeMessages(ctx context.Context, sc Scope, q SummaryQuery) (MessageSummary, error)
+	// Overview counts, in one pass over q's window, the originals received
+	// in each hour by state now, and from small partial indexes the work of
+	// any age that is not settled or needs an operator, as visible in sc.
+	Overview(ctx context.Context, sc Scope, q OverviewQuery) (Overview, error)
 
 	// CreateSession records a console sign-in.
 	CreateSession(ctx context.Context, s ConsoleSession) error

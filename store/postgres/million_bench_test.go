@@ -50,7 +50,7 @@ func seedMessages(b testing.TB, s *Store, n int, span time.Duration, now time.Ti
 	return orgs
 }
 
-// BenchmarkMillion reads the console overview's summary and the metrics'
+// BenchmarkMillion reads the console's Overview and the metrics'
 // Stats with 1 000 000 stored messages and events, received over 10 days
 // (about 100 000 in the overview's last 24 hours) and, the worst case, all
 // within that last day.
@@ -63,13 +63,13 @@ func BenchmarkMillion(b *testing.B) {
 		b.Run(fmt.Sprintf("span=%s", span), func(b *testing.B) {
 			s := openURL(b, pgtest.Database(b), 4)
 			orgs := seedMessages(b, s, n, span, now)
-			q := intake.SummaryQuery{Since: now.Truncate(time.Hour).Add(-23 * time.Hour), Hours: 24, QueuedBefore: now.Add(-time.Minute)}
+			q := intake.OverviewQuery{Since: now.Truncate(time.Hour).Add(-23 * time.Hour), Hours: 24, Now: now, QueuedBefore: now.Add(-time.Minute)}
 			for name, sc := range map[string]intake.Scope{"staff": {}, "org": {OrgID: orgs[3]}} {
-				b.Run("Summary/"+name, func(b *testing.B) {
+				b.Run("Overview/"+name, func(b *testing.B) {
 					for b.Loop() {
-						sum, err := s.SummarizeMessages(context.Background(), sc, q)
+						sum, err := s.Overview(context.Background(), sc, q)
 						if err != nil || len(sum.Hours[23]) == 0 {
-							b.Fatalf("summary %+v %v", sum, err)
+							b.Fatalf("overview %+v %v", sum, err)
 						}
 					}
 				})

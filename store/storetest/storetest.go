@@ -55,7 +55,7 @@ func Run(t *testing.T, open Opener) {
 		{"ErasedBodiesAreGoneButTheirIdentitiesStay", testEraseBodies},
 		{"ReplayJobsAreScopedLeasedAndTakenOverWhenTheLeaseEnds", testReplayJobs},
 		{"ConsoleSessionsExpireRevokeWithTheirKeyAndAreSwept", testSessions},
-		{"SummaryCountsEachHourByStateAndTheLiveWork", testSummary},
+		{"OverviewCountsEachHourByStateAndTheOpenWorkExactly", testOverview},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })

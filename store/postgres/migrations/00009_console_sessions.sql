@@ -25,7 +25,7 @@ CREATE POLICY console_sessions_tenant ON console_sessions TO intake_tenant
 -- table's size, so Stats and the overview count them exactly and cheaply.
 CREATE INDEX messages_live ON messages (org_id, state, received_at) WHERE state IN ('queued', 'processing', 'failed');
 CREATE INDEX messages_dead ON messages (org_id) WHERE state = 'dead';
-CREATE INDEX events_counted_exactly ON events (provider, state) WHERE state IN ('pending', 'retrying', 'dead', 'no_consumer');
+CREATE INDEX events_counted_exactly ON events (org_id, provider, state) WHERE state IN ('pending', 'retrying', 'dead', 'no_consumer');
 -- Stats estimates the many settled events per provider and state from
 -- these statistics, which ANALYZE keeps.
 CREATE STATISTICS events_provider_state (mcv) ON provider, state FROM events;

@@ -20,10 +20,13 @@ CREATE INDEX console_sessions_expires ON console_sessions (expires_at);
 -- for the retention and replay windows too.
 CREATE INDEX messages_received_state ON messages (received_at, state, org_id, replay_of);
 DROP INDEX messages_received;
--- Work that is not settled yet, few rows whatever the table's size.
+-- Work that is not settled yet or needs an operator: few rows whatever the
+-- table's size.
 CREATE INDEX messages_live ON messages (org_id, state, received_at) WHERE state IN ('queued', 'processing', 'failed');
+CREATE INDEX events_open ON events (org_id, state) WHERE state IN ('pending', 'retrying', 'dead', 'no_consumer');
 
 -- +goose Down
+DROP INDEX events_open;
 DROP INDEX messages_live;
 CREATE INDEX messages_received ON messages (received_at);
 DROP INDEX messages_received_state;
