@@ -15,11 +15,9 @@ CREATE TABLE console_sessions (
 -- The sweeper deletes expired sessions oldest first.
 CREATE INDEX console_sessions_expires ON console_sessions (expires_at);
 
--- The overview counts a window's messages by hour and state from this
--- index alone, without reading the rows; it replaces messages_received
--- for the retention and replay windows too.
-CREATE INDEX messages_received_state ON messages (received_at, state, org_id, replay_of);
-DROP INDEX messages_received;
+-- The overview counts each (state, hour) of a window as one range of this
+-- index, without reading rows or sorting them.
+CREATE INDEX messages_state_received ON messages (state, received_at, org_id, replay_of);
 -- Work that is not settled yet or needs an operator: few rows whatever the
 -- table's size.
 CREATE INDEX messages_live ON messages (org_id, state, received_at) WHERE state IN ('queued', 'processing', 'failed');
@@ -28,6 +26,5 @@ CREATE INDEX events_open ON events (org_id, state) WHERE state IN ('pending', 'r
 -- +goose Down
 DROP INDEX events_open;
 DROP INDEX messages_live;
-CREATE INDEX messages_received ON messages (received_at);
-DROP INDEX messages_received_state;
+DROP INDEX messages_state_received;
 DROP TABLE console_sessions;
