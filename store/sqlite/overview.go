@@ -11,9 +11,9 @@ import (
 
 // Overview counts a window's originals of each state and hour as one range
 // of messages_state_received: a count per range, with no rows read and
-// none sorted, costs a fraction of one GROUP BY over the window. The live
-// work comes from the small partial indexes messages_live, events_open
-// and messages_due.
+// none sorted, costs a fraction of one GROUP BY over the window. The same
+// index holds the few live messages as the ranges of their states; open
+// events come from the small partial index events_open.
 func (s *Store) Overview(ctx context.Context, sc intake.Scope, q intake.OverviewQuery) (intake.Overview, error) {
 	if q.Hours <= 0 || q.Hours > intake.MaxOverviewHours {
 		return intake.Overview{}, intake.Errorf(intake.EINVALID, "an overview spans 1 to %d hours", intake.MaxOverviewHours)
@@ -58,7 +58,7 @@ func (s *Store) Overview(ctx context.Context, sc intake.Scope, q intake.Overview
 		out.Live[state], out.QueuedBefore = n, out.QueuedBefore+before
 		return nil
 	}, `SELECT state, count(*), count(*) FILTER (WHERE state = 'queued' AND received_at < ?2)
-		FROM messages INDEXED BY messages_live
+		FROM messages INDEXED BY messages_state_received
 		WHERE state IN ('queued', 'processing', 'failed') AND (?1 = '' OR org_id = ?1) GROUP BY state`, sc.OrgID, ts(q.QueuedBefore))
 	if err != nil {
 		return out, err

@@ -15,16 +15,15 @@ CREATE TABLE console_sessions (
 -- The sweeper deletes expired sessions oldest first.
 CREATE INDEX console_sessions_expires ON console_sessions (expires_at);
 
--- The overview counts each (state, hour) of a window as one range of this
--- index, without reading rows or sorting them.
+-- The overview counts each (state, hour) of a window's originals as one
+-- range of this index, without reading rows or sorting them, and the
+-- messages not settled yet, few whatever the table's size, as the ranges of
+-- their states.
 CREATE INDEX messages_state_received ON messages (state, received_at, org_id, replay_of);
--- Work that is not settled yet or needs an operator: few rows whatever the
--- table's size.
-CREATE INDEX messages_live ON messages (org_id, state, received_at) WHERE state IN ('queued', 'processing', 'failed');
+-- Events that are not settled yet or need an operator.
 CREATE INDEX events_open ON events (org_id, state) WHERE state IN ('pending', 'retrying', 'dead', 'no_consumer');
 
 -- +goose Down
 DROP INDEX events_open;
-DROP INDEX messages_live;
 DROP INDEX messages_state_received;
 DROP TABLE console_sessions;
