@@ -30,7 +30,8 @@ const exactBelow = 100_000
 // exactBelow rows or more, estimated: the table's size from
 // PostgreSQL's statistics, split between those states by the frequencies
 // ANALYZE sampled. Autovacuum keeps those statistics within about a tenth
-// of the table's changes.
+// of the table's changes; until it has first analyzed a table, that table
+// is counted.
 func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) {
 	st := intake.Stats{Messages: map[intake.MessageState]int{}, Events: map[[2]string]int{}}
 	var messageRows, eventRows float64
