@@ -97,12 +97,6 @@ func (c *Console) computeOverview(ctx context.Context, s *session, now time.Time
 // alarms are the conditions an operator should act on, worst first.
 func alarms(v overviewView, now time.Time, stalledQueued int, staff bool) []alarm {
 	var out []alarm
-	count := func(sc stateCount) string {
-		if sc.More {
-			return strconv.Itoa(sc.Count) + "+"
-		}
-		return strconv.Itoa(sc.Count)
-	}
 	if !v.OldestDue.IsZero() && now.Sub(v.OldestDue) > stalledAfter {
 		out = append(out, alarm{"bad", fmt.Sprintf("Messages are waiting: the oldest has been due for %s. Are the workers running?",
 			roughly(now.Sub(v.OldestDue))), "/console/messages?state=queued"})
@@ -119,14 +113,14 @@ func alarms(v overviewView, now time.Time, stalledQueued int, staff bool) []alar
 		out = append(out, alarm{"bad", fmt.Sprintf("%d messages received in the last 24 h are dead.", v.Totals.Dead), "/console/dead"})
 	}
 	if v.DeadEvents.Count > 0 {
-		out = append(out, alarm{"bad", count(v.DeadEvents) + " events are dead: their consumers never took them.", "/console/dead"})
+		out = append(out, alarm{"bad", strconv.Itoa(v.DeadEvents.Count) + " events are dead: their consumers never took them.", "/console/dead"})
 	}
 	if v.NoConsumer.Count > 0 {
 		link := "/console/events?state=no_consumer"
 		if staff {
 			link = "/console/unclaimed"
 		}
-		out = append(out, alarm{"warn", count(v.NoConsumer) + " events matched no consumer.", link})
+		out = append(out, alarm{"warn", strconv.Itoa(v.NoConsumer.Count) + " events matched no consumer.", link})
 	}
 	for _, st := range v.States {
 		if st.State == string(intake.MessageFailed) && st.Count > 0 {
