@@ -465,34 +465,6 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 	return n, err
 }
 
-// Stats counts messages and events by state and finds the oldest due work.
-func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) {
-	st := intake.Stats{Messages: map[intake.MessageState]int{}, Events: map[[2]string]int{}}
-	b := &pgx.Batch{}
-	b.Queue(`SELECT state, count(*) FROM messages GROUP BY state`).Query(func(rows pgx.Rows) error {
-		var state intake.MessageState
-		var n int
-		_, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error { st.Messages[state] = n; return nil })
-		return err
-	})
-	b.Queue(`SELECT provider, state, count(*) FROM events GROUP BY provider, state`).Query(func(rows pgx.Rows) error {
-		var provider, state string
-		var n int
-		_, err := pgx.ForEachRow(rows, []any{&provider, &state, &n}, func() error { st.Events[[2]string{provider, state}] = n; return nil })
-		return err
-	})
-	var m, e *time.Time
-	b.Queue(`SELECT min(next_attempt_at) FROM messages WHERE state IN (`+claimable+`) AND next_attempt_at <= $1`, ts(now)).
-		QueryRow(func(row pgx.Row) error { return row.Scan(&m) })
-	b.Queue(`SELECT min(next_attempt_at) FROM events WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $1`, ts(now)).
-		QueryRow(func(row pgx.Row) error { return row.Scan(&e) })
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return st, unavailable(err)
-	}
-	st.OldestDueMessage, st.OldestDueEvent = fromTS(m), fromTS(e)
-	return st, nil
-}
-
 // prefixed qualifies each of a column list's names with a table alias.
 func prefixed(alias, columns string) string {
 	cols := strings.Split(columns, ",")
