@@ -7,35 +7,17 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/console"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/store/postgres"
 	"github.com/intakehq/intake/store/postgres/pgtest"
 	"github.com/intakehq/intake/store/sqlite"
 )
-
-// manualClock is a clock the test moves by hand.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // process is one console process of a deployment, on its own server.
 type process struct {
@@ -187,15 +169,15 @@ func TestSessionEndsWhenItExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	clock := &manualClock{now: time.Now()}
+	clock := testkit.NewClock(time.Now())
 	p := startProcess(t, st, clock)
 	v := &visitor{t: t}
 	v.signIn(p, staffToken)
-	clock.advance(12*time.Hour - time.Second)
+	clock.Advance(12*time.Hour - time.Second)
 	if got := v.status(p); got != http.StatusOK {
 		t.Fatalf("a second before its expiry the session answered %d", got)
 	}
-	clock.advance(time.Second)
+	clock.Advance(time.Second)
 	if got := v.status(p); got != http.StatusSeeOther {
 		t.Fatalf("at its expiry the session answered %d", got)
 	}
@@ -207,7 +189,7 @@ func TestSignInIsRateLimitedPerClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	clock := &manualClock{now: time.Now()}
+	clock := testkit.NewClock(time.Now())
 	p := startProcess(t, st, clock)
 	v := &visitor{t: t}
 	for i := range 10 {
@@ -220,7 +202,7 @@ func TestSignInIsRateLimitedPerClient(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || len(resp.Cookies()) != 0 {
 		t.Fatalf("the eleventh try answered %d (Retry-After %q, cookies %v)", resp.StatusCode, resp.Header.Get("Retry-After"), resp.Cookies())
 	}
-	clock.advance(6 * time.Second) // one try a sixth of a minute
+	clock.Advance(6 * time.Second) // one try a sixth of a minute
 	v.signIn(p, staffToken)
 	if got := v.status(p); got != http.StatusOK {
 		t.Fatalf("signed in after waiting, the console answered %d", got)
