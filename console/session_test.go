@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/console"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/store/postgres"
 	"github.com/intakehq/intake/store/postgres/pgtest"

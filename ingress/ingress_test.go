@@ -18,12 +18,11 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/ingress"
-	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/store/sqlite"
 )
-
 
 type env struct {
 	store intake.Store
