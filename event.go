@@ -99,4 +99,7 @@ type Event struct {
 	Replay          bool
 	ReplayOf        string
 	CreatedAt       time.Time
+	// TraceParent is the W3C traceparent of the processing attempt that
+	// created the event, so its routing continues that trace.
+	TraceParent string
 }

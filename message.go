@@ -99,6 +99,9 @@ type Message struct {
 	ReplayOf        string
 	EventIDs        []string
 	BodyExpired     bool
+	// TraceParent is the W3C traceparent of the request that brought the
+	// message, so its processing continues that trace; "" when untraced.
+	TraceParent string
 }
 
 // Attempt is the record of one settled processing attempt of a message:

@@ -23,6 +23,7 @@ type Store interface {
 	ReplayJobs
 	Audit
 	MasterKeys
+	Sessions
 	// Stats counts messages and events by state and finds the oldest due
 	// work, for gauges and alarms.
 	Stats(ctx context.Context, now time.Time) (Stats, error)
@@ -168,6 +169,10 @@ type History interface {
 	MessageAttempts(ctx context.Context, sc Scope, id string) ([]Attempt, error)
 	// CountMessages counts what ListMessages would list over all pages.
 	CountMessages(ctx context.Context, sc Scope, f MessageFilter) (int, error)
+	// Overview counts, in one pass over q's window, the originals received
+	// in each hour by state now, and from small partial indexes the work of
+	// any age that is not settled or needs an operator, as visible in sc.
+	Overview(ctx context.Context, sc Scope, q OverviewQuery) (Overview, error)
 	// InsertReplay records an operator's replay of a message: m is queued
 	// (the workers are woken) or, when the original's body has expired,
 	// already dead with body_expired.
@@ -201,6 +206,9 @@ type Retention interface {
 	// their bodies, identities, events and deliveries, once none of their
 	// events is still being routed; it returns how many messages it deleted.
 	DeleteSettled(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error)
+	// DeleteExpiredSessions deletes up to limit console sessions that
+	// expired before now, returning how many.
+	DeleteExpiredSessions(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
 // ReplayJobs keeps window replays, so any process reports and runs them.
@@ -237,6 +245,19 @@ type MasterKeys interface {
 	// RecordKeyFingerprint records fp unless a fingerprint is recorded
 	// already, and returns the one the store holds: fp, or the earlier one.
 	RecordKeyFingerprint(ctx context.Context, fp string) (string, error)
+}
+
+// Sessions keeps console sign-ins, so every process of a deployment
+// knows them and a sign-out ends them everywhere.
+type Sessions interface {
+	// CreateSession records a console sign-in.
+	CreateSession(ctx context.Context, s ConsoleSession) error
+	// SessionByHash finds a session by the SHA-256 of its cookie value:
+	// ENOTFOUND once it expired at now or was revoked, or when its org's
+	// API key has been revoked.
+	SessionByHash(ctx context.Context, idHash []byte, now time.Time) (ConsoleSession, error)
+	// RevokeSession ends a session for every process (sign-out).
+	RevokeSession(ctx context.Context, idHash []byte, at time.Time) error
 }
 
 // Loop is a background loop of the process: the worker, the router, the

@@ -59,6 +59,7 @@ type Server struct {
 	log       *slog.Logger
 	mux       *http.ServeMux
 	patterns  []string
+	public    []string      // patterns served without a token
 	closing   chan struct{} // closed by CloseStreams
 	closeOnce sync.Once
 }
@@ -70,6 +71,10 @@ func (s *Server) CloseStreams() { s.closeOnce.Do(func() { close(s.closing) }) }
 // Routes lists the authenticated routes' patterns, so a test can prove
 // each one keeps orgs apart.
 func (s *Server) Routes() []string { return append([]string(nil), s.patterns...) }
+
+// PublicRoutes lists the patterns served without a token, so a test can
+// prove the OpenAPI document describes every route.
+func (s *Server) PublicRoutes() []string { return append([]string(nil), s.public...) }
 
 // New returns the admin API for cfg.
 func New(cfg Config) *Server {
@@ -103,7 +108,7 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// Handler serves /api/v1/… and GET /body/{signed}.
+// Handler serves /api/v1/…, GET /api/v1/openapi.json and GET /body/{signed}.
 func (s *Server) Handler() http.Handler { return s.mux }
 
 func (s *Server) routes() {
@@ -158,7 +163,16 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/apply", s.applyDocument)
 	s.handle("GET /api/v1/export", s.exportDocument)
 
-	s.mux.HandleFunc("GET /body/{signed}", s.serveSignedBody)
+	// The signature in the address is the authorisation.
+	s.handlePublic("GET /body/{signed}", s.serveSignedBody)
+	// The API's description is public information, like its documentation.
+	s.handlePublic("GET /api/v1/openapi.json", serveOpenAPI)
+}
+
+// handlePublic serves a route that needs no token.
+func (s *Server) handlePublic(pattern string, h http.HandlerFunc) {
+	s.public = append(s.public, pattern)
+	s.mux.HandleFunc(pattern, h)
 }
 
 // apiFunc is an admin API handler: it runs for an authenticated caller and

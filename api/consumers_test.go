@@ -127,8 +127,8 @@ func TestConsumerRequestsWithBadPatternsOrURLsAre400WithAClearMessage(t *testing
 func TestZeroConsumerPolicyRefusesNoAddress(t *testing.T) {
 	e := newEnv(t)
 	acme := e.newTenant("acme")
-	e.h = api.New(api.Config{Store: e.store, Sealer: e.sealer, StaffToken: staffToken, PublicURL: publicURL,
-		Logger: slog.New(slog.NewTextHandler(e.logs, nil))}).Handler()
+	e.h = validating(t, api.New(api.Config{Store: e.store, Sealer: e.sealer, StaffToken: staffToken, PublicURL: publicURL,
+		Logger: slog.New(slog.NewTextHandler(e.logs, nil))}).Handler())
 	req := newConsumer("metadata", "*")
 	req.URL = "http://169.254.169.254/"
 	must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, req)

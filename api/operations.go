@@ -18,8 +18,15 @@ func (s *Server) replayMessage(w http.ResponseWriter, r *http.Request, who contr
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"id": m.ID, "replay_of": m.ReplayOf, "state": m.State})
+	writeJSON(w, http.StatusCreated, ReplayedMessage{ID: m.ID, ReplayOf: m.ReplayOf, State: string(m.State)})
 	return nil
+}
+
+// ReplayedMessage is the answer to a message's replay: the new message.
+type ReplayedMessage struct {
+	ID       string `json:"id"`
+	ReplayOf string `json:"replay_of"`
+	State    string `json:"state"`
 }
 
 // ReplayWindowRequest is the body of POST /api/v1/endpoints/{id}/replay.
@@ -43,8 +50,15 @@ func (s *Server) replayWindow(w http.ResponseWriter, r *http.Request, who contro
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"count": job.Total, "replay_id": job.ID})
+	writeJSON(w, http.StatusAccepted, ReplayStarted{Count: job.Total, ReplayID: job.ID})
 	return nil
+}
+
+// ReplayStarted is the answer to a window replay: how many messages it
+// will replay, and the job to follow at GET /api/v1/replays/{id}.
+type ReplayStarted struct {
+	Count    int    `json:"count"`
+	ReplayID string `json:"replay_id"`
 }
 
 // getReplay reports a window replay's progress, whichever process runs it.
@@ -71,8 +85,19 @@ func (s *Server) rerouteEvent(w http.ResponseWriter, r *http.Request, who contro
 	if err := s.ctl.Reroute(r.Context(), who, id); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "state": intake.EventPending})
+	writeJSON(w, http.StatusOK, Rerouted{ID: id, State: string(intake.EventPending)})
 	return nil
+}
+
+// Rerouted is the answer to an event's re-route: its new state.
+type Rerouted struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+}
+
+// Count is the answer to an action on many rows: how many it took.
+type Count struct {
+	Count int `json:"count"`
 }
 
 // RerouteRequest selects events for a bulk re-route.
@@ -93,7 +118,7 @@ func (s *Server) rerouteEvents(w http.ResponseWriter, r *http.Request, who contr
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"count": n})
+	writeJSON(w, http.StatusOK, Count{Count: n})
 	return nil
 }
 
@@ -112,7 +137,7 @@ func (s *Server) eraseBodies(w http.ResponseWriter, r *http.Request, who control
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"count": n})
+	writeJSON(w, http.StatusOK, Count{Count: n})
 	return nil
 }
 

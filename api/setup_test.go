@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,7 +42,11 @@ func TestMain(m *testing.M) {
 	if _, ok := provider.Lookup("none"); !ok {
 		provider.Register(testAdapter{name: "none"})
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		code = checkOpenAPICoverage()
+	}
+	os.Exit(code)
 }
 
 // testAdapter accepts any config but one holding "bad".
@@ -61,31 +64,13 @@ func (testAdapter) Interpret(*provider.Request, provider.Config) (provider.Inter
 	return provider.Interpretation{}, nil
 }
 
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // env is an admin API over a real SQLite store in a temporary directory.
 type env struct {
 	t      *testing.T
 	dir    string
 	store  *sqlite.Store
 	sealer *seal.Sealer
-	clock  *fakeClock
+	clock  *testkit.Clock
 	logs   *bytes.Buffer
 	h      http.Handler
 }
@@ -110,8 +95,8 @@ func newEnvWith(t *testing.T, wrap func(intake.Store) intake.Store) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, dir: dir, store: st, sealer: sealer, clock: &fakeClock{now: t0}, logs: &bytes.Buffer{}}
-	e.h = api.New(api.Config{
+	e := &env{t: t, dir: dir, store: st, sealer: sealer, clock: testkit.NewClock(t0), logs: &bytes.Buffer{}}
+	e.h = validating(t, api.New(api.Config{
 		Store:          wrap(st),
 		Sealer:         sealer,
 		StaffToken:     staffToken,
@@ -121,7 +106,7 @@ func newEnvWith(t *testing.T, wrap func(intake.Store) intake.Store) *env {
 		ConsumerPolicy: delivery.DefaultPolicy(),
 		Rules:          testkit.Rules(t),
 		Logger:         slog.New(slog.NewTextHandler(e.logs, nil)),
-	}).Handler()
+	}).Handler())
 	return e
 }
 

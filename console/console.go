@@ -6,7 +6,6 @@
 package console
 
 import (
-	"crypto/rand"
 	"embed"
 	"errors"
 	"html/template"
@@ -38,10 +37,6 @@ type Config struct {
 	StaffToken string // empty: no staff sign-in
 	PublicURL  string // where providers reach ingress; endpoint URLs are shown under it
 	Clock      intake.Clock
-	// SessionKey signs session cookies. Serve derives it from the master
-	// key, so every process of a deployment accepts every other's cookies.
-	// Empty: a random key, so sessions work on this process only.
-	SessionKey []byte
 	// SessionTTL is how long a sign-in lasts (default 12h).
 	SessionTTL time.Duration
 	// ConsumerPolicy checks consumer URLs at registration, as the admin
@@ -88,18 +83,11 @@ func New(cfg Config) *Console {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
-	key := cfg.SessionKey
-	if len(key) == 0 {
-		key = make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			panic(err) // crypto/rand never fails on supported platforms
-		}
-	}
 	ttl := cfg.SessionTTL
 	if ttl <= 0 {
 		ttl = 12 * time.Hour
 	}
-	c.sessions = &sessions{key: key, ttl: ttl, ctl: c.ctl}
+	c.sessions = &sessions{ttl: ttl, ctl: c.ctl, store: c.store}
 	c.pages = parsePages()
 	c.routes()
 	return c
@@ -256,7 +244,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, nil, http.StatusForbidden, "login", "Sign in", loginView{Next: next, Error: "This form did not come from the console."})
 		return
 	}
-	s, err := c.sessions.login(r.Context(), r.PostFormValue("token"), c.clock.Now())
+	now := c.clock.Now()
+	if !c.sessions.limits.allow(r, now) {
+		w.Header().Set("Retry-After", "60")
+		c.render(w, r, nil, http.StatusTooManyRequests, "login", "Sign in", loginView{Next: next, Error: "Too many sign-in attempts; wait a minute and try again."})
+		return
+	}
+	value, err := c.sessions.login(r.Context(), r.PostFormValue("token"), now)
 	if err != nil {
 		status, msg := control.HTTPStatus(err), intake.ErrorMessage(err)
 		switch status {
@@ -272,12 +266,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, nil, status, "login", "Sign in", loginView{Next: next, Error: msg})
 		return
 	}
-	c.setCookie(w, r, c.sessions.cookie(s), int(c.sessions.ttl.Seconds()))
+	c.setCookie(w, r, value, int(c.sessions.ttl.Seconds()))
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) error {
-	c.sessions.revoke(s, c.clock.Now())
+	if err := c.sessions.revoke(r.Context(), s, c.clock.Now()); err != nil {
+		return err
+	}
 	c.setCookie(w, r, "", -1)
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 	return nil

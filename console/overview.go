@@ -20,20 +20,18 @@ const (
 	// stalledAfter is how long due work may wait before the overview
 	// raises an alarm (workers or router not keeping up, or stopped).
 	stalledAfter = time.Minute
-	// countBound is where the event counts stop: they are read a page at a
-	// time, and "500+" says enough.
-	countBound = 500
 )
 
 // overviewView is the overview page.
 type overviewView struct {
-	At           time.Time
-	Chart        chart
-	Totals       hourCounts
+	At     time.Time
+	Chart  chart
+	Totals hourCounts
+	// States counts the messages not settled yet, however old.
 	States       []stateCount
 	DeadEvents   stateCount
 	NoConsumer   stateCount
-	OldestDue    time.Time // staff only: across every org
+	OldestDue    time.Time
 	OldestDueEvt time.Time
 	Alarms       []alarm
 }
@@ -59,82 +57,26 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) e
 	return nil
 }
 
-// computeOverview counts through the store's scoped counts, each a scan of
-// the messages: one per hour for what was received, one per state for the
-// window. The states other than processed are usually few, so they are
-// listed and placed by hour in one read each; processed is the rest. A
-// store query that groups by hour and state would do all of it in one
-// pass; until the Store has one, overviewCache keeps the result so that
-// only the first visit waits.
+// computeOverview reads the store's Overview of the scope: one grouped
+// pass over the last day's messages and a few small partial indexes, so
+// its cost follows the day's traffic, not the size of the store.
 func (c *Console) computeOverview(ctx context.Context, s *session, now time.Time) (overviewView, error) {
-	sc := s.scope()
 	v := overviewView{At: now}
 	end := now.Truncate(time.Hour).Add(time.Hour)
 	since := end.Add(-chartHours * time.Hour)
-	window := intake.MessageFilter{Since: since, Until: end, Originals: true}
-	rest := []intake.MessageState{intake.MessageIgnored, intake.MessageDead, intake.MessageQueued, intake.MessageProcessing, intake.MessageFailed}
-
-	received := make([]int, chartHours)
-	restTotals := make([]int, len(rest))
-	counts := make([]int, len(intake.MessageStates))
-	var stalled int
-	var jobs []countJob
-	for h := range received {
-		f := window
-		f.Since, f.Until = since.Add(time.Duration(h)*time.Hour), since.Add(time.Duration(h+1)*time.Hour)
-		jobs = append(jobs, countJob{f, &received[h]})
-	}
-	for i, st := range rest {
-		f := window
-		f.State = st
-		jobs = append(jobs, countJob{f, &restTotals[i]})
-	}
-	for i, st := range intake.MessageStates {
-		jobs = append(jobs, countJob{intake.MessageFilter{State: st}, &counts[i]})
-	}
-	if !s.staff {
-		jobs = append(jobs, countJob{intake.MessageFilter{State: intake.MessageQueued, Until: now.Add(-stalledAfter)}, &stalled})
-	}
-	if err := c.count(ctx, sc, jobs); err != nil {
-		return v, err
-	}
-
-	byHour := map[intake.MessageState][]int{}
-	jobs = jobs[:0]
-	for i, st := range rest {
-		byHour[st] = make([]int, chartHours)
-		switch n := restTotals[i]; {
-		case n == 0:
-		case n <= countBound:
-			f := window
-			f.State, f.Limit = st, countBound
-			page, err := c.store.ListMessages(ctx, sc, f)
-			if err != nil {
-				return v, err
-			}
-			for _, m := range page.Items {
-				if h := int(m.ReceivedAt.Sub(since) / time.Hour); h >= 0 && h < chartHours {
-					byHour[st][h]++
-				}
-			}
-		default:
-			for h := range chartHours {
-				f := window
-				f.State, f.Since, f.Until = st, since.Add(time.Duration(h)*time.Hour), since.Add(time.Duration(h+1)*time.Hour)
-				jobs = append(jobs, countJob{f, &byHour[st][h]})
-			}
-		}
-	}
-	if err := c.count(ctx, sc, jobs); err != nil {
+	o, err := c.store.Overview(ctx, s.scope(), intake.OverviewQuery{Since: since, Hours: chartHours, Now: now, QueuedBefore: now.Add(-stalledAfter)})
+	if err != nil {
 		return v, err
 	}
 	hours := make([]hourCounts, chartHours)
 	for h := range hours {
-		hc := &hours[h]
-		hc.Start, hc.Received = since.Add(time.Duration(h)*time.Hour), received[h]
-		hc.Ignored, hc.Dead = byHour[intake.MessageIgnored][h], byHour[intake.MessageDead][h]
-		hc.In = byHour[intake.MessageQueued][h] + byHour[intake.MessageProcessing][h] + byHour[intake.MessageFailed][h]
-		hc.Processed = max(hc.Received-hc.Ignored-hc.Dead-hc.In, 0)
+		n, hc := o.Hours[h], &hours[h]
+		hc.Start = since.Add(time.Duration(h) * time.Hour)
+		hc.Processed, hc.Ignored, hc.Dead = n[intake.MessageProcessed], n[intake.MessageIgnored], n[intake.MessageDead]
+		hc.In = n[intake.MessageQueued] + n[intake.MessageProcessing] + n[intake.MessageFailed]
+		for _, k := range n {
+			hc.Received += k
+		}
 		v.Totals.Received += hc.Received
 		v.Totals.Processed += hc.Processed
 		v.Totals.Ignored += hc.Ignored
@@ -142,78 +84,19 @@ func (c *Console) computeOverview(ctx context.Context, s *session, now time.Time
 		v.Totals.In += hc.In
 	}
 	v.Chart = newChart(hours)
-	for i, st := range intake.MessageStates {
-		v.States = append(v.States, stateCount{State: string(st), Count: counts[i]})
+	for _, st := range intake.LiveMessageStates {
+		v.States = append(v.States, stateCount{State: string(st), Count: o.Live[st]})
 	}
-	var err error
-	if v.DeadEvents, err = c.countEvents(ctx, sc, intake.EventDead); err != nil {
-		return v, err
-	}
-	if v.NoConsumer, err = c.countEvents(ctx, sc, intake.EventNoConsumer); err != nil {
-		return v, err
-	}
-	if s.staff {
-		// Stats sees every org: only staff may know what it says.
-		st, err := c.store.Stats(ctx, now)
-		if err != nil {
-			return v, err
-		}
-		v.OldestDue, v.OldestDueEvt = st.OldestDueMessage, st.OldestDueEvent
-	}
-	v.Alarms = alarms(v, now, stalled, s.staff)
+	v.DeadEvents = stateCount{State: string(intake.EventDead), Count: o.Events[intake.EventDead]}
+	v.NoConsumer = stateCount{State: string(intake.EventNoConsumer), Count: o.Events[intake.EventNoConsumer]}
+	v.OldestDue, v.OldestDueEvt = o.OldestDueMessage, o.OldestDueEvent
+	v.Alarms = alarms(v, now, o.QueuedBefore, s.staff)
 	return v, nil
-}
-
-// countJob is one count of messages, and where its result goes.
-type countJob struct {
-	f   intake.MessageFilter
-	out *int
-}
-
-// count runs the counts, a few at once (each is a scan; more at once only
-// queue on the cores), and returns the first error.
-func (c *Console) count(ctx context.Context, sc intake.Scope, jobs []countJob) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sem := make(chan struct{}, 2)
-	errs := make(chan error, len(jobs))
-	var wg sync.WaitGroup
-	for _, j := range jobs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			n, err := c.store.CountMessages(ctx, sc, j.f)
-			if err != nil {
-				errs <- err
-				cancel()
-				return
-			}
-			*j.out = n
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
-}
-
-// countEvents counts a scope's events in a state, up to countBound.
-func (c *Console) countEvents(ctx context.Context, sc intake.Scope, st intake.EventState) (stateCount, error) {
-	page, err := c.store.ListEvents(ctx, sc, intake.EventFilter{State: st, Limit: countBound})
-	if err != nil {
-		return stateCount{}, err
-	}
-	return stateCount{State: string(st), Count: len(page.Items), More: page.NextCursor != ""}, nil
 }
 
 // alarms are the conditions an operator should act on, worst first.
 func alarms(v overviewView, now time.Time, stalledQueued int, staff bool) []alarm {
 	var out []alarm
-	count := func(sc stateCount) string {
-		if sc.More {
-			return strconv.Itoa(sc.Count) + "+"
-		}
-		return strconv.Itoa(sc.Count)
-	}
 	if !v.OldestDue.IsZero() && now.Sub(v.OldestDue) > stalledAfter {
 		out = append(out, alarm{"bad", fmt.Sprintf("Messages are waiting: the oldest has been due for %s. Are the workers running?",
 			roughly(now.Sub(v.OldestDue))), "/console/messages?state=queued"})
@@ -222,7 +105,7 @@ func alarms(v overviewView, now time.Time, stalledQueued int, staff bool) []alar
 		out = append(out, alarm{"bad", fmt.Sprintf("Events are waiting to be routed: the oldest has been due for %s.",
 			roughly(now.Sub(v.OldestDueEvt))), "/console/events?state=pending"})
 	}
-	if stalledQueued > 0 {
+	if stalledQueued > 0 && (v.OldestDue.IsZero() || now.Sub(v.OldestDue) <= stalledAfter) {
 		out = append(out, alarm{"bad", fmt.Sprintf("%d messages have been queued for over %s. Are the workers running?",
 			stalledQueued, roughly(stalledAfter)), "/console/messages?state=queued"})
 	}
@@ -230,14 +113,14 @@ func alarms(v overviewView, now time.Time, stalledQueued int, staff bool) []alar
 		out = append(out, alarm{"bad", fmt.Sprintf("%d messages received in the last 24 h are dead.", v.Totals.Dead), "/console/dead"})
 	}
 	if v.DeadEvents.Count > 0 {
-		out = append(out, alarm{"bad", count(v.DeadEvents) + " events are dead: their consumers never took them.", "/console/dead"})
+		out = append(out, alarm{"bad", strconv.Itoa(v.DeadEvents.Count) + " events are dead: their consumers never took them.", "/console/dead"})
 	}
 	if v.NoConsumer.Count > 0 {
 		link := "/console/events?state=no_consumer"
 		if staff {
 			link = "/console/unclaimed"
 		}
-		out = append(out, alarm{"warn", count(v.NoConsumer) + " events matched no consumer.", link})
+		out = append(out, alarm{"warn", strconv.Itoa(v.NoConsumer.Count) + " events matched no consumer.", link})
 	}
 	for _, st := range v.States {
 		if st.State == string(intake.MessageFailed) && st.Count > 0 {

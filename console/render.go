@@ -213,7 +213,6 @@ func showBody(b []byte) shownBody {
 type stateCount struct {
 	State string
 	Count int
-	More  bool // the count stopped at a bound
 }
 
 // errorView is the error page's data.

@@ -2,16 +2,16 @@ package console
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
@@ -21,18 +21,18 @@ import (
 // cookieName is the console's session cookie, scoped to /console.
 const cookieName = "intake_console"
 
-// session is who is signed in. It travels in the cookie, signed, so any
-// process holding the same key accepts it; the credential itself never
-// does: only its SHA-256, the value the store already keeps in its place,
-// so every request checks that the key still works (a revoked key ends its
+// session is who is signed in. The cookie carries only a random value; the
+// store keeps the session under its SHA-256, so every process of a
+// deployment accepts it, a restart keeps it, and a sign-out on any process
+// ends it on all. The credential itself is never stored, only its SHA-256,
+// and every request checks that it still works (a revoked key ends its
 // sessions at once).
 type session struct {
-	OrgID   string `json:"o,omitempty"` // "" for staff
-	KeyHash []byte `json:"k"`
-	Actor   string `json:"a"`
-	Nonce   string `json:"n"` // the CSRF token is derived from it
-	Expires int64  `json:"e"`
+	OrgID string // "" for staff
+	Actor string
 
+	idHash  []byte
+	csrf    string
 	staff   bool
 	orgName string
 }
@@ -43,113 +43,104 @@ func (s *session) scope() intake.Scope { return intake.Scope{OrgID: s.OrgID} }
 // caller is who the session acts as in the control plane.
 func (s *session) caller() control.Caller { return control.Caller{Scope: s.scope(), Actor: s.Actor} }
 
-// sessions signs, checks and revokes session cookies.
+// sessions signs in, checks and signs out sessions.
 type sessions struct {
-	key []byte
-	ttl time.Duration
-	ctl *control.Plane
-
-	mu sync.Mutex
-	// revoked holds the nonces of sessions signed out on this process until
-	// they would have expired anyway.
-	revoked map[string]int64
+	ttl    time.Duration
+	ctl    *control.Plane
+	store  intake.Sessions
+	limits signInLimits
 }
 
-// login checks a token and returns a new session for it.
-func (ss *sessions) login(ctx context.Context, tok string, now time.Time) (*session, error) {
+// login checks a token and records a new session for it, returning the
+// value its cookie carries.
+func (ss *sessions) login(ctx context.Context, tok string, now time.Time) (string, error) {
 	tok = strings.TrimSpace(tok)
 	if tok == "" {
-		return nil, intake.Errorf(intake.EUNAUTHORIZED, "enter the staff token or an org's API key")
+		return "", intake.Errorf(intake.EUNAUTHORIZED, "enter the staff token or an org's API key")
 	}
 	who, err := ss.ctl.Authenticate(ctx, tok)
 	if err != nil {
+		return "", err
+	}
+	row := intake.ConsoleSession{KeyHash: token.Hash(tok), OrgID: who.Scope.OrgID, Actor: who.Actor, CSRF: randomToken(),
+		CreatedAt: now, ExpiresAt: now.Add(ss.ttl)}
+	value := randomToken()
+	row.IDHash = token.Hash(value)
+	if err := ss.store.CreateSession(ctx, row); err != nil {
+		return "", err
+	}
+	return value, nil
+}
+
+// open finds the session a cookie names, unexpired, not signed out, and
+// with a credential that still works.
+func (ss *sessions) open(ctx context.Context, value string, now time.Time) (*session, error) {
+	invalid := intake.Errorf(intake.EUNAUTHORIZED, "sign in again")
+	if value == "" || len(value) > 64 {
+		return nil, invalid
+	}
+	row, err := ss.store.SessionByHash(ctx, token.Hash(value), now)
+	if intake.ErrorCode(err) == intake.ENOTFOUND {
+		return nil, invalid
+	}
+	if err != nil {
 		return nil, err
 	}
-	s := &session{KeyHash: token.Hash(tok), Nonce: randomToken(), Expires: now.Add(ss.ttl).Unix(),
-		OrgID: who.Scope.OrgID, Actor: who.Actor, staff: who.Staff(), orgName: who.OrgName}
+	s := &session{OrgID: row.OrgID, Actor: row.Actor, idHash: row.IDHash, csrf: row.CSRF, orgName: row.OrgName}
+	if s.OrgID == "" {
+		// The store checked an org key's; staff's is the server's to judge.
+		if who, err := ss.ctl.AuthenticateHash(ctx, row.KeyHash, row.Actor); err != nil || !who.Staff() {
+			return nil, invalid // the staff token changed
+		}
+		s.staff = true
+	}
 	return s, nil
 }
 
-// cookie encodes a session as "<payload>.<mac>", both base64url.
-func (ss *sessions) cookie(s *session) string {
-	payload, err := json.Marshal(s)
-	if err != nil {
-		panic(err) // a struct of strings and bytes always marshals
-	}
-	p := base64.RawURLEncoding.EncodeToString(payload)
-	return p + "." + base64.RawURLEncoding.EncodeToString(ss.mac("session:"+p))
-}
-
-// open checks a cookie's signature and expiry, then that its credential
-// still works, and returns the session.
-func (ss *sessions) open(ctx context.Context, value string, now time.Time) (*session, error) {
-	invalid := intake.Errorf(intake.EUNAUTHORIZED, "sign in again")
-	p, mac, ok := strings.Cut(value, ".")
-	if !ok {
-		return nil, invalid
-	}
-	got, err := base64.RawURLEncoding.DecodeString(mac)
-	if err != nil || !hmac.Equal(got, ss.mac("session:"+p)) {
-		return nil, invalid
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(p)
-	if err != nil {
-		return nil, invalid
-	}
-	var s session
-	if json.Unmarshal(payload, &s) != nil || now.Unix() >= s.Expires || s.Nonce == "" || ss.isRevoked(s.Nonce) {
-		return nil, invalid
-	}
-	// The credential must still work: a changed staff token or a revoked
-	// key ends its sessions at once.
-	who, err := ss.ctl.AuthenticateHash(ctx, s.KeyHash, s.Actor)
-	if intake.ErrorCode(err) == intake.EUNAUTHORIZED || (err == nil && who.Scope.OrgID != s.OrgID) {
-		return nil, invalid
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.staff, s.orgName = who.Staff(), who.OrgName
-	return &s, nil
-}
-
-// csrf is the session's CSRF token: bound to the session, so a form from
-// one session is refused in another.
-func (ss *sessions) csrf(s *session) string {
-	return base64.RawURLEncoding.EncodeToString(ss.mac("csrf:" + s.Nonce))
-}
+// csrf is the session's CSRF token: its own, so a form from one session is
+// refused in another.
+func (ss *sessions) csrf(s *session) string { return s.csrf }
 
 // checkCSRF compares a form's token with the session's in constant time.
 func (ss *sessions) checkCSRF(s *session, got string) bool {
-	return subtle.ConstantTimeCompare([]byte(got), []byte(ss.csrf(s))) == 1
+	return s.csrf != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) == 1
 }
 
-// revoke ends a session on this process; other processes end it at expiry.
-func (ss *sessions) revoke(s *session, now time.Time) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.revoked == nil {
-		ss.revoked = map[string]int64{}
+// revoke ends a session on every process.
+func (ss *sessions) revoke(ctx context.Context, s *session, now time.Time) error {
+	return ss.store.RevokeSession(ctx, s.idHash, now)
+}
+
+// signInLimits holds each client address to a few sign-in tries a minute,
+// so tokens cannot be guessed at speed. Behind a proxy every client shares
+// its address, and so its budget.
+type signInLimits struct {
+	mu  sync.Mutex
+	ips map[string]*rate.Limiter
+}
+
+const (
+	signInsPerMinute = 10
+	signInBurst      = 10
+)
+
+// allow spends one try of r's client at now.
+func (l *signInLimits) allow(r *http.Request, now time.Time) bool {
+	ip, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		ip = r.RemoteAddr
 	}
-	for n, exp := range ss.revoked {
-		if exp <= now.Unix() {
-			delete(ss.revoked, n)
-		}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ips == nil || len(l.ips) > 10_000 {
+		l.ips = map[string]*rate.Limiter{} // a flood of addresses costs bounded memory
 	}
-	ss.revoked[s.Nonce] = s.Expires
-}
-
-func (ss *sessions) isRevoked(nonce string) bool {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	_, ok := ss.revoked[nonce]
-	return ok
-}
-
-func (ss *sessions) mac(msg string) []byte {
-	m := hmac.New(sha256.New, ss.key)
-	m.Write([]byte(msg))
-	return m.Sum(nil)
+	lim := l.ips[ip]
+	if lim == nil {
+		lim = rate.NewLimiter(rate.Every(time.Minute/signInsPerMinute), signInBurst)
+		l.ips[ip] = lim
+	}
+	return lim.AllowN(now, 1)
 }
 
 // setCookie writes the session cookie: HttpOnly, SameSite=Strict, Secure
@@ -162,8 +153,9 @@ func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, value string
 	})
 }
 
+// randomToken is 256 random bits, base64url.
 func randomToken() string {
-	b := make([]byte, 24)
+	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/tracing"
 )
 
 // maxAnswer is the most of a consumer's answer that is read.
@@ -147,6 +148,7 @@ func (s *Sender) SendBody(ctx context.Context, url string, secrets []string, id 
 	req.Header.Set("webhook-id", id)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set("webhook-signature", sig)
+	tracing.Inject(ctx, req.Header)
 	start := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {

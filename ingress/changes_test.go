@@ -33,7 +33,7 @@ func TestDeletingAnEndpointTakesEffectOnTheNextRequest(t *testing.T) {
 	if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusOK {
 		t.Fatalf("before deleting: %d", w.Code)
 	}
-	if err := e.store.Delete(context.Background(), intake.Scope{}, intake.DeleteEndpoint, e.ep.ID, e.clock.t); err != nil {
+	if err := e.store.Delete(context.Background(), intake.Scope{}, intake.DeleteEndpoint, e.ep.ID, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusNotFound {

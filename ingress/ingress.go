@@ -92,7 +92,9 @@ var (
 )
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w, r, span := startReceive(w, r)
 	result := h.serve(w, r)
+	endReceive(w, span, result)
 	h.cfg.Metrics.IngressRequests.WithLabelValues(result).Inc()
 }
 
@@ -112,6 +114,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 		answer(w, http.StatusNotFound, bodyNotFound)
 		return "unknown_endpoint"
 	}
+	traceEndpoint(r.Context(), ep)
 	if !ep.Enabled {
 		answer(w, http.StatusNotFound, bodyNotFound)
 		return "disabled"
@@ -148,6 +151,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 		return "too_large"
 	}
 	m := newMessage(ep, r, body, now)
+	traceMessage(r.Context(), m)
 	challenge, isChallenge := h.challenge(r.Context(), ep, m, h.publicURL(r), now)
 	start := time.Now()
 	if err := h.cfg.Store.Ingest(context.WithoutCancel(r.Context()), m); err != nil {

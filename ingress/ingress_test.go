@@ -19,17 +19,14 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/store/sqlite"
 )
 
-type fixedClock struct{ t time.Time }
-
-func (c *fixedClock) Now() time.Time { return c.t }
-
 type env struct {
 	store intake.Store
-	clock *fixedClock
+	clock *testkit.Clock
 	h     *ingress.Handler
 	mux   *http.ServeMux
 	ep    intake.Endpoint
@@ -44,12 +41,12 @@ func setup(t *testing.T, cfg ingress.Config, edit func(*intake.Endpoint)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	e := &env{store: s, clock: &fixedClock{time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}}
-	org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: e.clock.t}
-	conn := intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "none", Name: "test", CreatedAt: e.clock.t}
+	e := &env{store: s, clock: testkit.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}
+	org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: e.clock.Now()}
+	conn := intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "none", Name: "test", CreatedAt: e.clock.Now()}
 	e.token = token.New("")
 	e.ep = intake.Endpoint{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, TokenHash: token.Hash(e.token),
-		Enabled: true, MaxBodyBytes: 1024, RatePerSec: 500, Burst: 1000, CreatedAt: e.clock.t}
+		Enabled: true, MaxBodyBytes: 1024, RatePerSec: 500, Burst: 1000, CreatedAt: e.clock.Now()}
 	if edit != nil {
 		edit(&e.ep)
 	}
@@ -121,7 +118,7 @@ func TestIngressStoresRequestThenAcknowledges(t *testing.T) {
 		t.Fatalf("%d messages stored", len(msgs))
 	}
 	m := msgs[0]
-	if m.State != intake.MessageQueued || m.Query != "x=1" || m.Method != "POST" || !m.ReceivedAt.Equal(e.clock.t) ||
+	if m.State != intake.MessageQueued || m.Query != "x=1" || m.Method != "POST" || !m.ReceivedAt.Equal(e.clock.Now()) ||
 		m.Digest != sha256hex(`{"hello":"world"}`) {
 		t.Fatalf("message = %+v", m)
 	}
@@ -210,7 +207,7 @@ func TestIngressRateLimitsWithRetryAfter(t *testing.T) {
 	if n := len(e.stored(t)); n != 2 {
 		t.Fatalf("%d messages recorded, want 2", n)
 	}
-	e.clock.t = e.clock.t.Add(time.Second) // the bucket refills with the injected clock
+	e.clock.Advance(time.Second) // the bucket refills with the injected clock
 	if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusOK {
 		t.Fatalf("after refill: %d", w.Code)
 	}
@@ -275,7 +272,7 @@ func TestIngressAnswersSlackURLVerificationAfterStoringIt(t *testing.T) {
 	e := setup(t, ingress.Config{Sealer: sealer}, nil)
 	ctx := context.Background()
 	const secret = "8f742231b10e8888abcd99yyyzzz85a5"
-	conn := intake.Connection{ID: intake.NewID(), OrgID: e.ep.OrgID, Provider: "slack", Name: "slack", CreatedAt: e.clock.t}
+	conn := intake.Connection{ID: intake.NewID(), OrgID: e.ep.OrgID, Provider: "slack", Name: "slack", CreatedAt: e.clock.Now()}
 	if conn.SealedSecrets, err = sealer.SealConnectionSecrets(conn, []string{secret}); err != nil {
 		t.Fatal(err)
 	}
@@ -284,13 +281,13 @@ func TestIngressAnswersSlackURLVerificationAfterStoringIt(t *testing.T) {
 	}
 	tok := token.New("")
 	ep := intake.Endpoint{ID: intake.NewID(), OrgID: e.ep.OrgID, ConnectionID: conn.ID, TokenHash: token.Hash(tok),
-		Enabled: true, MaxBodyBytes: 1024, CreatedAt: e.clock.t}
+		Enabled: true, MaxBodyBytes: 1024, CreatedAt: e.clock.Now()}
 	if err := e.store.CreateEndpoint(ctx, ep); err != nil {
 		t.Fatal(err)
 	}
 	const body = `{"token":"x","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}`
 	signed := func(key string) http.Header {
-		ts := strconv.FormatInt(e.clock.t.Unix(), 10)
+		ts := strconv.FormatInt(e.clock.Now().Unix(), 10)
 		mac := hmac.New(sha256.New, []byte(key))
 		mac.Write([]byte("v0:" + ts + ":" + body))
 		return http.Header{"Content-Type": {"application/json"}, "X-Slack-Request-Timestamp": {ts},
@@ -313,13 +310,13 @@ func TestIngressAnswersSlackURLVerificationAfterStoringIt(t *testing.T) {
 func TestIngressEchoesTheAsanaHookSecretInTheHandshakeAnswer(t *testing.T) {
 	e := setup(t, ingress.Config{}, nil)
 	ctx := context.Background()
-	conn := intake.Connection{ID: intake.NewID(), OrgID: e.ep.OrgID, Provider: "asana", Name: "asana", CreatedAt: e.clock.t}
+	conn := intake.Connection{ID: intake.NewID(), OrgID: e.ep.OrgID, Provider: "asana", Name: "asana", CreatedAt: e.clock.Now()}
 	if err := e.store.CreateConnection(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	tok := token.New("")
 	ep := intake.Endpoint{ID: intake.NewID(), OrgID: e.ep.OrgID, ConnectionID: conn.ID, TokenHash: token.Hash(tok),
-		Enabled: true, MaxBodyBytes: 1024, CreatedAt: e.clock.t}
+		Enabled: true, MaxBodyBytes: 1024, CreatedAt: e.clock.Now()}
 	if err := e.store.CreateEndpoint(ctx, ep); err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +335,7 @@ func TestDisablingAnEndpointTakesEffectWithinTheCacheTTL(t *testing.T) {
 	if err := e.store.UpdateEndpoint(context.Background(), intake.Scope{}, e.ep); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.t = e.clock.t.Add(time.Second) // the default TTL
+	e.clock.Advance(time.Second) // the default TTL
 	if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusNotFound {
 		t.Fatalf("a second after disabling: %d", w.Code)
 	}

@@ -31,7 +31,9 @@ func (r *Router) deliverAll(ctx context.Context, e *intake.Event, attempt int, c
 	var wg sync.WaitGroup
 	for i, c := range consumers {
 		wg.Go(func() {
+			ctx, span := startDelivery(ctx, e, c, attempt)
 			res := r.deliver(ctx, c, env, in, attempt)
+			endDelivery(span, res)
 			outcome := res.Outcome
 			if res.Deferred {
 				outcome = "deferred"

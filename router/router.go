@@ -192,6 +192,8 @@ func (r *Router) consumersOf(ctx context.Context, claims []intake.EventClaim) ma
 
 // route runs one claimed routing attempt to its settlement.
 func (r *Router) route(ctx context.Context, c intake.EventClaim, oc orgConsumers) {
+	ctx, span := startRoute(ctx, c)
+	defer span.End()
 	e := &c.Event
 	st := intake.EventSettlement{EventID: e.ID, Attempt: c.Attempt}
 	if c.Attempt > e.MaxAttempts {
@@ -202,6 +204,7 @@ func (r *Router) route(ctx context.Context, c intake.EventClaim, oc orgConsumers
 	}
 	if oc.err != nil {
 		r.cfg.Logger.Error("router: consumers unavailable; the lease will expire and the event retry", "event_id", e.ID, "err", oc.err)
+		traceUnrouted(ctx)
 		return
 	}
 	selected := intake.SelectConsumers(e, oc.list)
@@ -246,6 +249,7 @@ func (r *Router) route(ctx context.Context, c intake.EventClaim, oc orgConsumers
 
 func (r *Router) settle(ctx context.Context, c intake.EventClaim, st intake.EventSettlement) {
 	err := r.cfg.Store.SettleEvent(ctx, r.cfg.Clock.Now(), st)
+	traceRouted(ctx, st, err)
 	switch {
 	case intake.ErrorCode(err) == intake.ESTALE:
 		r.cfg.Logger.Info("router: attempt lost its lease; result dropped", "event_id", c.Event.ID, "attempt", c.Attempt)

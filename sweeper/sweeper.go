@@ -1,6 +1,7 @@
 // Package sweeper enforces retention: message bodies are dropped after the
-// replay window, and settled messages with their events and deliveries are
-// deleted after the metadata retention, in small batches.
+// replay window, settled messages with their events and deliveries are
+// deleted after the metadata retention, and expired console sessions are
+// deleted, in small batches.
 package sweeper
 
 import (
@@ -66,8 +67,8 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	}
 }
 
-// RunOnce drops expired bodies and deletes expired messages, a batch at a
-// time, until none is left.
+// RunOnce drops expired bodies and deletes expired messages and console
+// sessions, a batch at a time, until none is left.
 func (s *Sweeper) RunOnce(ctx context.Context) (bodies, messages int, err error) {
 	now := s.cfg.Clock.Now()
 	for {
@@ -83,6 +84,15 @@ func (s *Sweeper) RunOnce(ctx context.Context) (bodies, messages int, err error)
 	for {
 		n, err := s.cfg.Store.DeleteSettled(ctx, now, s.cfg.Retention, s.cfg.Batch)
 		messages += n
+		if err != nil || n < s.cfg.Batch {
+			if err != nil {
+				return bodies, messages, err
+			}
+			break
+		}
+	}
+	for {
+		n, err := s.cfg.Store.DeleteExpiredSessions(ctx, now, s.cfg.Batch)
 		if err != nil || n < s.cfg.Batch {
 			return bodies, messages, err
 		}

@@ -170,16 +170,20 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 
 // Process runs one claimed attempt to its settlement.
 func (w *Worker) Process(ctx context.Context, c intake.Claim) {
+	ctx, span := startProcess(ctx, c)
+	defer span.End()
 	start := time.Now()
 	st := w.attempt(ctx, c)
 	if st.ErrorCode == errCodeUnopenable {
 		w.releaseUnopenable(ctx, c, st.ErrorMessage)
 		return
 	}
+	traceEvents(ctx, st.Events)
 	out, err := w.cfg.Store.SettleMessage(ctx, w.cfg.Clock.Now(), st)
 	switch {
 	case intake.ErrorCode(err) == intake.ESTALE:
 		w.cfg.Logger.Info("worker: attempt lost its lease; result dropped", "message_id", c.Message.ID, "attempt", c.Attempt)
+		traceSettled(span, st, out, err)
 		return
 	case err != nil:
 		// The result could not be committed (a subject lookup or the store
@@ -188,9 +192,11 @@ func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 		w.cfg.Logger.Error("worker: settle failed", "message_id", c.Message.ID, "attempt", c.Attempt, "err", err)
 		st = w.transient(intake.Settlement{MessageID: st.MessageID, Attempt: st.Attempt}, c.Message, fmt.Errorf("commit result: %w", err))
 		if out, err = w.cfg.Store.SettleMessage(ctx, w.cfg.Clock.Now(), st); err != nil {
+			traceSettled(span, st, out, err)
 			return
 		}
 	}
+	traceSettled(span, st, out, nil)
 	w.cfg.Metrics.ProcessSeconds.Observe(time.Since(start).Seconds())
 	w.cfg.Metrics.Messages.WithLabelValues(string(out.State), out.Outcome).Inc()
 	w.cfg.Metrics.EventsCreated.Add(float64(len(out.EventIDs)))

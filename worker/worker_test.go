@@ -65,17 +65,9 @@ var adapter = &testAdapter{}
 
 func init() { provider.Register(adapter) }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 type env struct {
 	store *sqlite.Store
-	clock *clock
+	clock *testkit.Clock
 	w     *worker.Worker
 	conn  intake.Connection
 	ep    intake.Endpoint
@@ -90,13 +82,13 @@ func setup(t *testing.T) *env {
 	}
 	t.Cleanup(func() { s.Close() })
 	sealer, _ := seal.New(bytes.Repeat([]byte{7}, 32))
-	e := &env{store: s, clock: &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}}
-	org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: e.clock.t}
-	e.conn = intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "worker-test", Name: "t", CreatedAt: e.clock.t}
+	e := &env{store: s, clock: testkit.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}
+	org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: e.clock.Now()}
+	e.conn = intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "worker-test", Name: "t", CreatedAt: e.clock.Now()}
 	// Two active secrets, as during a rotation.
 	e.conn.SealedSecrets, _ = sealer.SealSecrets([]string{"old-secret", "new-secret"}, []byte(e.conn.ID))
 	e.ep = intake.Endpoint{ID: intake.NewID(), OrgID: org.ID, ConnectionID: e.conn.ID, TokenHash: []byte(e.conn.ID),
-		Enabled: true, MaxBodyBytes: 1 << 20, CreatedAt: e.clock.t}
+		Enabled: true, MaxBodyBytes: 1 << 20, CreatedAt: e.clock.Now()}
 	e.ep.SealedToken = sealer.Seal([]byte("tok123"), []byte(e.ep.ID))
 	for _, err := range []error{s.CreateOrg(ctx, org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte(org.ID)}), s.CreateConnection(ctx, e.conn), s.CreateEndpoint(ctx, e.ep)} {
 		if err != nil {

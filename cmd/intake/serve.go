@@ -68,6 +68,11 @@ func (c *ServeCmd) Run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	flushTraces, err := startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer flushTraces()
 	if err := os.MkdirAll(c.Data, 0o700); err != nil {
 		return err
 	}
@@ -133,7 +138,7 @@ func (c *ServeCmd) Run() error {
 	mux.Handle("/api/", admin.Handler())
 	mux.Handle("/body/", admin.Handler())
 	mux.Handle("/console/", console.New(console.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
-		Clock: clock, SessionKey: derive(key, "console-session"), Logger: log}).Handler())
+		Clock: clock, Logger: log}).Handler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {

@@ -23,8 +23,10 @@ type storeCollector struct {
 func (m *Metrics) WatchStore(s intake.Store, clock intake.Clock) {
 	m.Registry.MustRegister(&storeCollector{
 		store: s, clock: clock,
-		messages: prometheus.NewDesc("intake_messages", "Stored messages by state.", []string{"state"}, nil),
-		events:   prometheus.NewDesc("intake_events", "Stored events by provider and state.", []string{"provider", "state"}, nil),
+		messages: prometheus.NewDesc("intake_messages", "Stored messages by state. On PostgreSQL above 100 000 rows, "+
+			"processed and ignored are estimated from table statistics; the other states are exact.", []string{"state"}, nil),
+		events: prometheus.NewDesc("intake_events", "Stored events by provider and state. On PostgreSQL above 100 000 rows, "+
+			"delivered is estimated from table statistics; the other states are exact.", []string{"provider", "state"}, nil),
 		oldestMessage: prometheus.NewDesc("intake_oldest_due_message_age_seconds",
 			"How long the longest-waiting due message has waited (0: none due).", nil, nil),
 		oldestEvent: prometheus.NewDesc("intake_oldest_due_event_age_seconds",

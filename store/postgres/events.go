@@ -13,7 +13,7 @@ import (
 
 const eventColumns = `id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at,
 	received_at, subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
-	next_attempt_at, replay, replay_of, created_at`
+	next_attempt_at, replay, replay_of, created_at, traceparent`
 
 // scanEvent reads eventColumns, then any extra columns into extra.
 func scanEvent(row pgx.Row, extra ...any) (intake.Event, error) {
@@ -24,7 +24,7 @@ func scanEvent(row pgx.Row, extra ...any) (intake.Event, error) {
 	var replayOf *string
 	err := row.Scan(append([]any{&e.ID, &e.OrgID, &e.ConnectionID, &e.MessageID, &e.Provider, &e.Type, &e.Kind, &e.ProviderEventID,
 		&occurred, &received, &app, &record, &data, &e.DataTruncated, &e.ObjectIDs, &e.State, &e.Attempt,
-		&e.MaxAttempts, &next, &e.Replay, &replayOf, &created}, extra...)...)
+		&e.MaxAttempts, &next, &e.Replay, &replayOf, &created, &e.TraceParent}, extra...)...)
 	if err != nil {
 		return e, err
 	}

@@ -122,6 +122,7 @@ func (s *Store) commitBatch(batch []ingestRequest) {
 type messageRows struct {
 	id, org, conn, endpoint, method, query, digest, state       []string
 	providerEventID, outcome, errorCode, errorMessage, replayOf []string
+	traceparent                                                 []string
 	receivedAt, nextAttemptAt                                   []pgtype.Timestamptz
 	attempt, maxAttempts                                        []int32
 
@@ -134,7 +135,7 @@ func (r *messageRows) add(m *intake.Message) error {
 	r.method, r.query, r.digest = append(r.method, text(m.Method)), append(r.query, text(m.Query)), append(r.digest, text(m.Digest))
 	r.state, r.providerEventID = append(r.state, string(m.State)), append(r.providerEventID, text(m.ProviderEventID))
 	r.outcome, r.errorCode, r.errorMessage = append(r.outcome, m.Outcome), append(r.errorCode, m.ErrorCode), append(r.errorMessage, text(m.ErrorMessage))
-	r.replayOf = append(r.replayOf, m.ReplayOf)
+	r.replayOf, r.traceparent = append(r.replayOf, m.ReplayOf), append(r.traceparent, text(m.TraceParent))
 	r.receivedAt, r.nextAttemptAt = append(r.receivedAt, timestamptz(m.ReceivedAt)), append(r.nextAttemptAt, timestamptz(m.NextAttemptAt))
 	r.attempt, r.maxAttempts = append(r.attempt, int32(m.Attempt)), append(r.maxAttempts, int32(m.MaxAttempts))
 	if m.BodyExpired {
@@ -164,17 +165,18 @@ func (s *Store) insertMessages(ctx context.Context, tx pgx.Tx, batch []ingestReq
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO messages
 		(id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts,
-		 next_attempt_at, provider_event_id, outcome, error_code, error_message, replay_of)
+		 next_attempt_at, provider_event_id, outcome, error_code, error_message, replay_of, traceparent)
 		SELECT id::uuid, org_id::uuid, connection_id::uuid, endpoint_id::uuid, method, query, digest, received_at, state,
 		       attempt, max_attempts, next_attempt_at, provider_event_id, outcome, error_code, error_message,
-		       NULLIF(replay_of, '')::uuid
+		       NULLIF(replay_of, '')::uuid, traceparent
 		  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		              $8::timestamptz[], $9::text[], $10::int[], $11::int[], $12::timestamptz[], $13::text[],
-		              $14::text[], $15::text[], $16::text[], $17::text[])
+		              $14::text[], $15::text[], $16::text[], $17::text[], $18::text[])
 		    AS t(id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt,
-		         max_attempts, next_attempt_at, provider_event_id, outcome, error_code, error_message, replay_of)`,
+		         max_attempts, next_attempt_at, provider_event_id, outcome, error_code, error_message, replay_of,
+		         traceparent)`,
 		r.id, r.org, r.conn, r.endpoint, r.method, r.query, r.digest, r.receivedAt, r.state, r.attempt, r.maxAttempts,
-		r.nextAttemptAt, r.providerEventID, r.outcome, r.errorCode, r.errorMessage, r.replayOf)
+		r.nextAttemptAt, r.providerEventID, r.outcome, r.errorCode, r.errorMessage, r.replayOf, r.traceparent)
 	b.Queue(`INSERT INTO message_bodies (message_id, org_id, header, body)
 		SELECT id::uuid, org_id::uuid, header::jsonb, body FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[])
 		    AS t(id, org_id, header, body)`,

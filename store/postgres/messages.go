@@ -186,12 +186,13 @@ func (t settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error)
 	tag, err := t.tx.Exec(ctx, `INSERT INTO events
 		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
 		 subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
-		 next_attempt_at, replay, replay_of, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::text::json, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+		 next_attempt_at, replay, replay_of, created_at, traceparent)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::text::json, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
 		ON CONFLICT DO NOTHING`,
 		e.ID, e.OrgID, e.ConnectionID, e.MessageID, text(e.Provider), text(e.Type), string(e.Kind), text(e.ProviderEventID),
 		ts(e.OccurredAt), ts(e.ReceivedAt), app, record, string(validUTF8(data)), e.DataTruncated, texts(e.ObjectIDs),
-		string(e.State), e.Attempt, e.MaxAttempts, ts(e.NextAttemptAt), e.Replay, nullID(e.ReplayOf), ts(e.CreatedAt))
+		string(e.State), e.Attempt, e.MaxAttempts, ts(e.NextAttemptAt), e.Replay, nullID(e.ReplayOf), ts(e.CreatedAt),
+		text(e.TraceParent))
 	if err != nil {
 		return false, err
 	}
@@ -259,7 +260,8 @@ func (s *Store) ReleaseMessage(ctx context.Context, at time.Time, msgID string, 
 }
 
 const messageColumns = `id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt,
-	max_attempts, next_attempt_at, lease_until, provider_event_id, outcome, error_code, error_message, replay_of`
+	max_attempts, next_attempt_at, lease_until, provider_event_id, outcome, error_code, error_message, replay_of,
+	traceparent`
 
 func scanMessage(row pgx.Row) (intake.Message, error) {
 	var m intake.Message
@@ -267,7 +269,7 @@ func scanMessage(row pgx.Row) (intake.Message, error) {
 	var replayOf *string
 	err := row.Scan(&m.ID, &m.OrgID, &m.ConnectionID, &m.EndpointID, &m.Method, &m.Query, &m.Digest, &received,
 		&m.State, &m.Attempt, &m.MaxAttempts, &next, &lease, &m.ProviderEventID, &m.Outcome, &m.ErrorCode,
-		&m.ErrorMessage, &replayOf)
+		&m.ErrorMessage, &replayOf, &m.TraceParent)
 	m.ReceivedAt, m.NextAttemptAt, m.LeaseUntil, m.ReplayOf = fromTS(received), fromTS(next), fromTS(lease), fromID(replayOf)
 	return m, err
 }
@@ -461,34 +463,6 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 		return nil
 	})
 	return n, err
-}
-
-// Stats counts messages and events by state and finds the oldest due work.
-func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) {
-	st := intake.Stats{Messages: map[intake.MessageState]int{}, Events: map[[2]string]int{}}
-	b := &pgx.Batch{}
-	b.Queue(`SELECT state, count(*) FROM messages GROUP BY state`).Query(func(rows pgx.Rows) error {
-		var state intake.MessageState
-		var n int
-		_, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error { st.Messages[state] = n; return nil })
-		return err
-	})
-	b.Queue(`SELECT provider, state, count(*) FROM events GROUP BY provider, state`).Query(func(rows pgx.Rows) error {
-		var provider, state string
-		var n int
-		_, err := pgx.ForEachRow(rows, []any{&provider, &state, &n}, func() error { st.Events[[2]string{provider, state}] = n; return nil })
-		return err
-	})
-	var m, e *time.Time
-	b.Queue(`SELECT min(next_attempt_at) FROM messages WHERE state IN (`+claimable+`) AND next_attempt_at <= $1`, ts(now)).
-		QueryRow(func(row pgx.Row) error { return row.Scan(&m) })
-	b.Queue(`SELECT min(next_attempt_at) FROM events WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $1`, ts(now)).
-		QueryRow(func(row pgx.Row) error { return row.Scan(&e) })
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return st, unavailable(err)
-	}
-	st.OldestDueMessage, st.OldestDueEvent = fromTS(m), fromTS(e)
-	return st, nil
 }
 
 // prefixed qualifies each of a column list's names with a table alias.

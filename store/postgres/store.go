@@ -67,6 +67,8 @@ type Store struct {
 	listenDone chan struct{}
 
 	changes intake.Changes
+	// exactBelow is where Stats starts to estimate the settled states.
+	exactBelow int
 }
 
 var _ intake.Store = (*Store)(nil)
@@ -128,6 +130,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		done:       make(chan struct{}),
 		stopListen: stopListen,
 		listenDone: make(chan struct{}),
+		exactBelow: exactBelow,
 	}
 	go s.commitLoop()
 	go s.listen(listenCtx)

@@ -11,7 +11,7 @@ import (
 
 const eventColumns = `id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at,
 	received_at, subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
-	next_attempt_at, replay, replay_of, created_at`
+	next_attempt_at, replay, replay_of, created_at, traceparent`
 
 // scanEvent reads eventColumns, then any extra columns into extra.
 func scanEvent(row interface{ Scan(...any) error }, extra ...any) (intake.Event, error) {
@@ -20,7 +20,7 @@ func scanEvent(row interface{ Scan(...any) error }, extra ...any) (intake.Event,
 	var app, record, data, objectIDs string
 	err := row.Scan(append([]any{&e.ID, &e.OrgID, &e.ConnectionID, &e.MessageID, &e.Provider, &e.Type, &e.Kind, &e.ProviderEventID,
 		&occurred, &received, &app, &record, &data, &e.DataTruncated, &objectIDs, &e.State, &e.Attempt,
-		&e.MaxAttempts, &next, &e.Replay, &e.ReplayOf, &created}, extra...)...)
+		&e.MaxAttempts, &next, &e.Replay, &e.ReplayOf, &created, &e.TraceParent}, extra...)...)
 	if err != nil {
 		return e, err
 	}

@@ -247,13 +247,13 @@ func insertIngests(tx *wtx, batch []writeJob) error {
 	}
 	for start := 0; start < len(ingests); start += insertChunk {
 		part := ingests[start:min(start+insertChunk, len(ingests))]
-		margs := make([]any, 0, 17*len(part))
+		margs := make([]any, 0, 18*len(part))
 		bargs := make([]any, 0, 3*len(part))
 		for _, j := range part {
 			m := j.msg
 			margs = append(margs, m.ID, m.OrgID, m.ConnectionID, m.EndpointID, m.Method, m.Query, m.Digest, ts(m.ReceivedAt),
 				m.State, m.Attempt, m.MaxAttempts, ts(m.NextAttemptAt), m.ProviderEventID, m.Outcome, m.ErrorCode,
-				m.ErrorMessage, m.ReplayOf)
+				m.ErrorMessage, m.ReplayOf, m.TraceParent)
 			if !m.BodyExpired {
 				bargs = append(bargs, m.ID, j.hdr, m.Body)
 			}
@@ -305,7 +305,8 @@ func unavailableUnlessCoded(err error) error {
 func insertMessage(ctx context.Context, tx *wtx, m *intake.Message, header string) error {
 	if _, err := tx.ExecContext(ctx, insertMessageSQL,
 		m.ID, m.OrgID, m.ConnectionID, m.EndpointID, m.Method, m.Query, m.Digest, ts(m.ReceivedAt), m.State, m.Attempt,
-		m.MaxAttempts, ts(m.NextAttemptAt), m.ProviderEventID, m.Outcome, m.ErrorCode, m.ErrorMessage, m.ReplayOf); err != nil {
+		m.MaxAttempts, ts(m.NextAttemptAt), m.ProviderEventID, m.Outcome, m.ErrorCode, m.ErrorMessage, m.ReplayOf,
+		m.TraceParent); err != nil {
 		return err
 	}
 	if m.BodyExpired {
@@ -318,9 +319,9 @@ func insertMessage(ctx context.Context, tx *wtx, m *intake.Message, header strin
 const (
 	insertMessageCols = ` INTO messages
 		(id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts,
-		 next_attempt_at, provider_event_id, outcome, error_code, error_message, replay_of)
+		 next_attempt_at, provider_event_id, outcome, error_code, error_message, replay_of, traceparent)
 		VALUES `
-	messageRow       = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	messageRow       = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	insertMessageSQL = "INSERT" + insertMessageCols + messageRow
 	insertBodyCols   = ` INTO message_bodies (message_id, header, body) VALUES `
 	bodyRow          = `(?, ?, ?)`

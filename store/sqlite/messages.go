@@ -155,7 +155,7 @@ func (t settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error)
 	res, err := t.tx.ExecContext(ctx, insertEventSQL,
 		e.ID, e.OrgID, e.ConnectionID, e.MessageID, e.Provider, e.Type, e.Kind, e.ProviderEventID, ts(e.OccurredAt),
 		ts(e.ReceivedAt), app, record, string(e.Data), e.DataTruncated, string(objectIDs), e.State, e.Attempt,
-		e.MaxAttempts, ts(e.NextAttemptAt), e.Replay, e.ReplayOf, ts(e.CreatedAt))
+		e.MaxAttempts, ts(e.NextAttemptAt), e.Replay, e.ReplayOf, ts(e.CreatedAt), e.TraceParent)
 	if err != nil {
 		return false, err
 	}
@@ -219,14 +219,15 @@ func (s *Store) ReleaseMessage(ctx context.Context, at time.Time, id string, att
 }
 
 const messageColumns = `id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt,
-	max_attempts, next_attempt_at, lease_until, provider_event_id, outcome, error_code, error_message, replay_of`
+	max_attempts, next_attempt_at, lease_until, provider_event_id, outcome, error_code, error_message, replay_of,
+	traceparent`
 
 func scanMessage(row interface{ Scan(...any) error }) (intake.Message, error) {
 	var m intake.Message
 	var received, next, lease sql.NullInt64
 	err := row.Scan(&m.ID, &m.OrgID, &m.ConnectionID, &m.EndpointID, &m.Method, &m.Query, &m.Digest, &received,
 		&m.State, &m.Attempt, &m.MaxAttempts, &next, &lease, &m.ProviderEventID, &m.Outcome, &m.ErrorCode,
-		&m.ErrorMessage, &m.ReplayOf)
+		&m.ErrorMessage, &m.ReplayOf, &m.TraceParent)
 	m.ReceivedAt, m.NextAttemptAt, m.LeaseUntil = fromTS(received), fromTS(next), fromTS(lease)
 	return m, err
 }
@@ -491,8 +492,8 @@ const originalEventSQL = `SELECT id FROM events WHERE connection_id = ? AND prov
 const insertEventSQL = `INSERT INTO events
 		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
 		 subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
-		 next_attempt_at, replay, replay_of, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		 next_attempt_at, replay, replay_of, created_at, traceparent)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`
 
 const updateMessageSQL = `UPDATE messages SET state = ?, outcome = ?, error_code = ?, error_message = ?,

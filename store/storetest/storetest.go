@@ -60,6 +60,9 @@ func Run(t *testing.T, open Opener) {
 		{"AMessageReleasedUntilLaterIsClaimedThenAsTheSameAttempt", testReleaseUntilLater},
 		{"AuditEntryCommitsWithItsActionOrNeither", testAuditCommitsWithItsAction},
 		{"ReplayIsQueuedOrDeadWithAnExpiredBody", testReplayRecords},
+		{"TraceContextSurvivesTheStore", testTraceParent},
+		{"ConsoleSessionsExpireRevokeWithTheirKeyAndAreSwept", testSessions},
+		{"OverviewCountsEachHourByStateAndTheOpenWorkExactly", testOverview},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })

@@ -1,0 +1,37 @@
+package intake
+
+import "time"
+
+// Overview is where a scope's work stands, for the console's overview page:
+// what arrived in each hour of a window and where each of those messages
+// stands now, and the work of any age that is not settled or needs an
+// operator. Every figure is exact.
+type Overview struct {
+	// Hours[i] counts the originals (not replays) received in the i-th hour
+	// from the query's Since, by their state now.
+	Hours []map[MessageState]int
+	// Live counts every message queued, processing or failed, however old.
+	Live map[MessageState]int
+	// QueuedBefore counts the queued messages received before the query's
+	// QueuedBefore.
+	QueuedBefore int
+	// Events counts every event pending, retrying, dead or no_consumer.
+	Events map[EventState]int
+	// OldestDueMessage and OldestDueEvent are when the longest-waiting work
+	// due at the query's Now became due (zero when none is due).
+	OldestDueMessage, OldestDueEvent time.Time
+}
+
+// OverviewQuery selects an Overview.
+type OverviewQuery struct {
+	Since        time.Time // the start of the first hour
+	Hours        int       // how many hours, at most MaxOverviewHours
+	Now          time.Time
+	QueuedBefore time.Time
+}
+
+// MaxOverviewHours bounds an overview's window: a week of hours.
+const MaxOverviewHours = 7 * 24
+
+// LiveMessageStates are the states a message leaves again.
+var LiveMessageStates = []MessageState{MessageQueued, MessageProcessing, MessageFailed}
