@@ -24,6 +24,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/control"
 )
 
 // The OpenAPI document (api/openapi.json) is generated from the table below
@@ -194,6 +195,16 @@ func operations() []operation {
 			status: 200, response: api.List[api.APIKey]{}},
 		{route: "DELETE /api/v1/keys/{id}", id: "revokeKey", summary: "Revoke a key at once.",
 			status: 204},
+
+		{route: "POST /api/v1/apply", id: "applyDocument", summary: "Make the store hold what a configuration document declares (`intake apply`), matched by name within each org; the whole document is checked before anything is written. The plan lists every change; what the server mints on creation is in it once.",
+			query: []*openapi3.Parameter{
+				queryParam("dry_run", "Plan only; write nothing.", openapi3.NewBoolSchema()),
+				queryParam("prune", "Also delete the connections, endpoints and consumers of the document's orgs that it does not name.", openapi3.NewBoolSchema()),
+			},
+			request: control.Document{}, requires: []string{"orgs"}, status: 200, response: control.Plan{}},
+		{route: "GET /api/v1/export", id: "exportDocument", summary: "The current state as a configuration document (`intake export`), secrets as ${env:…} placeholders.",
+			query:  []*openapi3.Parameter{queryParam("org_id", "Only this org (staff; an org's key sees its own).", uuidSchema())},
+			status: 200, response: control.Document{}},
 
 		{route: "GET /body/{signed}", id: "getSignedBody", public: true, summary: "The raw body a signed address (from createBodyURL) names, until it expires. Every refusal is the same bare 404.",
 			status: 200, content: raw},
@@ -400,6 +411,8 @@ var enums = func() map[string][]string {
 		"Rerouted.state":        eventStates,
 		"Event.state":           eventStates,
 		"EventDetail.state":     eventStates,
+		"Change.action":         {control.ActionCreate, control.ActionUpdate, control.ActionDelete, control.ActionUnchanged},
+		"Change.kind":           {"org", "connection", "endpoint", "consumer"},
 		// Every code an answer carries; others (stale) are internal.
 		"ErrorDetail.code": {intake.EINVALID, intake.EUNAUTHORIZED, intake.EFORBIDDEN, intake.ENOTFOUND,
 			intake.ECONFLICT, intake.ETOOLARGE, intake.EINTERNAL, intake.EUNAVAILABLE},
