@@ -46,13 +46,13 @@ type EndpointsListCmd struct {
 // Run lists the endpoints.
 func (c *EndpointsListCmd) Run(cl *Client) error {
 	return printList(cl, c.listFlags, "/api/v1/endpoints", nil,
-		[]string{"ID", "CONNECTION", "PROVIDER", "ENABLED", "MAX BODY", "RATE/S", "BURST", "CREATED"},
+		[]string{"ID", "NAME", "CONNECTION", "PROVIDER", "ENABLED", "MAX BODY", "RATE/S", "BURST", "CREATED"},
 		func(e api.Endpoint) []string {
 			rate := "unlimited"
 			if e.RatePerSec > 0 {
 				rate = strconv.FormatFloat(e.RatePerSec, 'g', -1, 64)
 			}
-			return []string{e.ID, e.ConnectionID, e.Provider, strconv.FormatBool(e.Enabled),
+			return []string{e.ID, cell(e.Name), e.ConnectionID, e.Provider, strconv.FormatBool(e.Enabled),
 				strconv.FormatInt(e.MaxBodyBytes, 10), rate, strconv.Itoa(e.Burst), timeCell(e.CreatedAt)}
 		})
 }

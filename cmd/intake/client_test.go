@@ -195,7 +195,7 @@ func TestCLIListsPrintAlignedTablesOrJSON(t *testing.T) {
 		t.Fatalf("connections table: %q", rows)
 	}
 	rows = table(t, s.mustRun(t, acme.APIKey, "endpoints", "list"))
-	if len(rows) != 2 || rows[1][0] != ep.ID || rows[1][3] != "true" || rows[1][5] != "unlimited" {
+	if len(rows) != 2 || rows[1][0] != ep.ID || rows[1][1] != "-" || rows[1][4] != "true" || rows[1][6] != "unlimited" {
 		t.Fatalf("endpoints table: %q", rows)
 	}
 	if got := s.mustRun(t, globex.APIKey, "endpoints", "list", "--json"); decodeOut[api.List[api.Endpoint]](t, got).Items == nil || strings.Contains(got, ep.ID) {
