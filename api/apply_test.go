@@ -40,7 +40,7 @@ func TestApplyThroughTheAPIShowsMintedSecretsOnceAndThenAllUnchanged(t *testing.
 	}
 
 	again := must[control.Plan](e, 200, "POST", "/api/v1/apply?dry_run=false&prune=true", acme.org.APIKey, doc)
-	if !again.Unchanged() {
+	if !again.Unchanged {
 		t.Fatalf("second apply: %+v", again.Changes)
 	}
 	// The endpoint made before, unnamed, is not apply's: prune left it.

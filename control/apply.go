@@ -24,7 +24,10 @@ func (p *Plane) Apply(ctx context.Context, c Caller, doc Document, opts ApplyOpt
 	if err := pl.document(ctx, doc); err != nil {
 		return Plan{}, err
 	}
-	plan := Plan{DryRun: opts.DryRun, Changes: pl.changes}
+	plan := Plan{DryRun: opts.DryRun, Unchanged: true, Changes: pl.changes}
+	for _, ch := range plan.Changes {
+		plan.Unchanged = plan.Unchanged && ch.Action == ActionUnchanged
+	}
 	if opts.DryRun {
 		return plan, nil
 	}

@@ -125,7 +125,7 @@ func TestApplyCreatesEverythingTheDocumentNamesAndASecondApplyIsAllUnchanged(t *
 		"endpoint acme/acme-hooks/in":  "create",
 		"consumer acme/billing":        "create",
 	})
-	if plan.Unchanged() || plan.DryRun {
+	if plan.Unchanged || plan.DryRun {
 		t.Fatal("a first apply reports no change")
 	}
 	// What the server minted is in the plan once: the org's key, the
@@ -178,7 +178,7 @@ func TestApplyCreatesEverythingTheDocumentNamesAndASecondApplyIsAllUnchanged(t *
 	}
 
 	again := e.apply(t, e.staff, acmeDoc(), control.ApplyOptions{Prune: true})
-	if !again.Unchanged() || len(again.Changes) != 6 {
+	if !again.Unchanged || len(again.Changes) != 6 {
 		t.Fatalf("second apply: %v", actions(again))
 	}
 	for _, c := range again.Changes {
@@ -243,7 +243,7 @@ func TestApplyUpdatesWhatChangedNamingTheFieldsButNeverTheSecrets(t *testing.T) 
 	if orgs[0].Retention != 0 {
 		t.Fatalf("retention %s, want the server's", orgs[0].Retention)
 	}
-	if !e.apply(t, e.staff, doc, control.ApplyOptions{}).Unchanged() {
+	if !e.apply(t, e.staff, doc, control.ApplyOptions{}).Unchanged {
 		t.Fatal("applying the updated document again changes something")
 	}
 }
@@ -251,7 +251,7 @@ func TestApplyUpdatesWhatChangedNamingTheFieldsButNeverTheSecrets(t *testing.T) 
 func TestDryRunPlansAndWritesNothing(t *testing.T) {
 	e := newApplyEnv(t)
 	plan := e.apply(t, e.staff, acmeDoc(), control.ApplyOptions{DryRun: true})
-	if !plan.DryRun || len(plan.Changes) != 6 || plan.Unchanged() {
+	if !plan.DryRun || len(plan.Changes) != 6 || plan.Unchanged {
 		t.Fatalf("dry run: %v", actions(plan))
 	}
 	for _, c := range plan.Changes {
@@ -437,7 +437,7 @@ func TestExportWritesNoSecretAndApplyingItBackChangesNothing(t *testing.T) {
 		}
 	}
 	plan := e.apply(t, e.staff, doc, control.ApplyOptions{Prune: true})
-	if !plan.Unchanged() || len(plan.Changes) != 6 {
+	if !plan.Unchanged || len(plan.Changes) != 6 {
 		t.Fatalf("applying the export: %v", actions(plan))
 	}
 }

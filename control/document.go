@@ -58,18 +58,11 @@ type ConsumerSpec struct {
 // document names, and with prune every thing it would delete, in the order
 // the changes are made.
 type Plan struct {
-	DryRun  bool     `json:"dry_run"`
-	Changes []Change `json:"changes"`
-}
-
-// Unchanged reports whether applying the document changes nothing.
-func (p Plan) Unchanged() bool {
-	for _, c := range p.Changes {
-		if c.Action != ActionUnchanged {
-			return false
-		}
-	}
-	return true
+	DryRun bool `json:"dry_run"`
+	// Unchanged is true when the store already holds what the document
+	// declares: the apply changes (or, on a dry run, would change) nothing.
+	Unchanged bool     `json:"unchanged"`
+	Changes   []Change `json:"changes"`
 }
 
 // What a change does.

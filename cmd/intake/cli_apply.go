@@ -119,7 +119,7 @@ func resolveSecret(s, dir string) (string, error) {
 
 // printPlan shows a plan one change a line, then what the server minted.
 func printPlan(w io.Writer, plan control.Plan, file string) error {
-	if plan.Unchanged() {
+	if plan.Unchanged {
 		_, err := fmt.Fprintf(w, "No changes: the server already holds what %s declares (%d unchanged).\n", file, len(plan.Changes))
 		return err
 	}
