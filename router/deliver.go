@@ -65,11 +65,16 @@ func (r *Router) deliverAll(ctx context.Context, e *intake.Event, attempt int, c
 func (r *Router) deliver(ctx context.Context, c intake.Consumer, env delivery.Envelope, in *ruleInput, attempt int) delivery.Result {
 	if c.Filter != "" {
 		fin, err := in.filter(ctx)
-		var ok bool
-		if err == nil {
-			ok, err = r.cfg.Rules.Filter(ctx, c.Filter, fin)
+		if err != nil {
+			// The request could not be read: nothing was judged, so the
+			// consumer waits for the next attempt rather than being
+			// declined.
+			return delivery.Result{Outcome: intake.DeliveryRetry, Err: "read the request for the filter: " + intake.ErrorMessage(err)}
 		}
+		ok, err := r.cfg.Rules.Filter(ctx, c.Filter, fin)
 		switch {
+		case ctx.Err() != nil:
+			return delivery.Result{Outcome: intake.DeliveryRetry, Err: "stopped before the filter ran"}
 		case err != nil:
 			return delivery.Result{Outcome: intake.DeliveryFiltered, Err: "filter_error: " + err.Error()}
 		case !ok:
@@ -80,7 +85,7 @@ func (r *Router) deliver(ctx context.Context, c intake.Consumer, env delivery.En
 	if c.Transform != "" {
 		body, err := in.json()
 		if err == nil {
-			fin, _ := in.filter(ctx) // the headers and query, when they could be read
+			fin, _ := in.filter(ctx) // the headers and query, when they could be read; a transform runs without them otherwise
 			out, err = r.cfg.Rules.Transform(ctx, rules.Script{Scope: c.OrgID, Source: c.Transform}, body,
 				rules.TransformContext{ConsumerID: c.ID, Consumer: c.Name, App: c.App, Attempt: attempt, Headers: fin.Headers, Query: fin.Query})
 		}
