@@ -253,8 +253,8 @@ func mustAtoi(t *testing.T, s string) int64 {
 // failingRequests is a store whose original requests cannot be read.
 type failingRequests struct{ intake.EventQueue }
 
-func (failingRequests) MessageRequest(context.Context, string) (string, http.Header, error) {
-	return "", nil, intake.Unavailable(context.DeadlineExceeded)
+func (failingRequests) MessageRequests(context.Context, []string) (map[string]intake.OriginalRequest, error) {
+	return nil, intake.Unavailable(context.DeadlineExceeded)
 }
 
 func TestAFilterWhoseRequestCannotBeReadRetriesInsteadOfDeclining(t *testing.T) {
