@@ -135,10 +135,10 @@ type EventQueue interface {
 	// attempt is not current.
 	SettleEvent(ctx context.Context, now time.Time, s EventSettlement) error
 	ListConsumers(ctx context.Context, sc Scope) ([]Consumer, error)
-	// MessageRequest returns the raw query and the headers of the request
-	// an event came from, for the filters that read them; the headers are
-	// nil once the message's body has expired.
-	MessageRequest(ctx context.Context, messageID string) (query string, header http.Header, err error)
+	// MessageRequests returns, for each of the messages that exists, the
+	// raw query and the headers of its request, for the rules that read
+	// them; the headers are nil once a message's body has expired.
+	MessageRequests(ctx context.Context, messageIDs []string) (map[string]OriginalRequest, error)
 	Listener
 }
 
@@ -272,6 +272,12 @@ const (
 	TopicMessages = "messages"
 	TopicEvents   = "events"
 )
+
+// OriginalRequest is what rules read of the request an event came from.
+type OriginalRequest struct {
+	Query  string
+	Header http.Header
+}
 
 // Stats is a snapshot of the store for metrics. Labels never carry ids.
 type Stats struct {

@@ -3,11 +3,13 @@ package console_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/console"
 )
 
 func TestAConnectionsFilterIsTriedAndSavedFromItsPage(t *testing.T) {
@@ -41,5 +43,55 @@ func TestAConnectionsFilterIsTriedAndSavedFromItsPage(t *testing.T) {
 	// The next charge is dropped by the filter before it becomes an event.
 	if m := e.send(acme, "charge.succeeded"); m.State != intake.MessageProcessed || m.Outcome != intake.OutcomeFiltered || len(m.EventIDs) != 0 {
 		t.Fatalf("the filtered webhook settled %+v", m)
+	}
+}
+
+// countingStore counts the reads a page makes of messages and events.
+type countingStore struct {
+	intake.Store
+	overviews, counts, lists int
+}
+
+func (s *countingStore) Overview(ctx context.Context, sc intake.Scope, q intake.OverviewQuery) (intake.Overview, error) {
+	s.overviews++
+	return s.Store.Overview(ctx, sc, q)
+}
+
+func (s *countingStore) CountMessages(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (int, error) {
+	s.counts++
+	return s.Store.CountMessages(ctx, sc, f)
+}
+
+func (s *countingStore) ListMessages(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (intake.Page[intake.Message], error) {
+	s.lists++
+	return s.Store.ListMessages(ctx, sc, f)
+}
+
+func (s *countingStore) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventFilter) (intake.Page[intake.Event], error) {
+	s.lists++
+	return s.Store.ListEvents(ctx, sc, f)
+}
+
+// TestTheOverviewIsOneReadOfTheStore: the overview used to count messages
+// once per hour and state (35 to 155 counts a load); it is one Overview
+// read now, whatever the traffic.
+func TestTheOverviewIsOneReadOfTheStore(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	for _, typ := range []string{"invoice.paid", "charge.succeeded", "invoice.paid"} {
+		e.send(acme, typ)
+	}
+	counting := &countingStore{Store: e.store}
+	srv := httptest.NewServer(console.New(console.Config{Store: counting, Sealer: e.sealer, StaffToken: staffToken, PublicURL: e.url,
+		Rules: e.rules}).Handler())
+	defer srv.Close()
+	b := e.browser()
+	b.base = srv.URL
+	b.signIn(staffToken)
+	counting.overviews, counting.counts, counting.lists = 0, 0, 0
+	p := b.get("/console/")
+	wantStatus(t, p, http.StatusOK)
+	if counting.overviews != 1 || counting.counts != 0 || counting.lists != 0 {
+		t.Fatalf("the overview made %d overview reads, %d counts and %d lists; want one overview read", counting.overviews, counting.counts, counting.lists)
 	}
 }

@@ -21,13 +21,13 @@ type result struct {
 }
 
 // deliverAll calls every consumer in parallel and returns one result each.
-func (r *Router) deliverAll(ctx context.Context, e *intake.Event, attempt int, consumers []intake.Consumer) []result {
+func (r *Router) deliverAll(ctx context.Context, e *intake.Event, attempt int, consumers []intake.Consumer, b *batch) []result {
 	out := make([]result, len(consumers))
 	env := delivery.NewEnvelope(e)
 	if e.DataTruncated && len(r.cfg.BodyURLs.Key) > 0 {
 		env.BodyURL = r.cfg.BodyURLs.URL(e.MessageID, r.cfg.Clock.Now().Add(bodyurl.TTL))
 	}
-	in := &ruleInput{r: r, e: e, env: env}
+	in := &ruleInput{e: e, env: env, b: b}
 	var wg sync.WaitGroup
 	for i, c := range consumers {
 		wg.Go(func() {
@@ -64,12 +64,17 @@ func (r *Router) deliverAll(ctx context.Context, e *intake.Event, attempt int, c
 // router's other events for long.
 func (r *Router) deliver(ctx context.Context, c intake.Consumer, env delivery.Envelope, in *ruleInput, attempt int) delivery.Result {
 	if c.Filter != "" {
-		fin, err := in.filter(ctx)
-		var ok bool
-		if err == nil {
-			ok, err = r.cfg.Rules.Filter(ctx, c.Filter, fin)
+		fin, err := in.filter()
+		if err != nil {
+			// The request could not be read: nothing was judged, so the
+			// consumer waits for the next attempt rather than being
+			// declined.
+			return delivery.Result{Outcome: intake.DeliveryRetry, Err: "read the request for the filter: " + intake.ErrorMessage(err)}
 		}
+		ok, err := r.cfg.Rules.Filter(ctx, c.Filter, fin)
 		switch {
+		case ctx.Err() != nil:
+			return delivery.Result{Outcome: intake.DeliveryRetry, Err: "stopped before the filter ran"}
 		case err != nil:
 			return delivery.Result{Outcome: intake.DeliveryFiltered, Err: "filter_error: " + err.Error()}
 		case !ok:
@@ -80,7 +85,7 @@ func (r *Router) deliver(ctx context.Context, c intake.Consumer, env delivery.En
 	if c.Transform != "" {
 		body, err := in.json()
 		if err == nil {
-			fin, _ := in.filter(ctx) // the headers and query, when they could be read
+			fin, _ := in.filter() // the headers and query, when they could be read; a transform runs without them otherwise
 			out, err = r.cfg.Rules.Transform(ctx, rules.Script{Scope: c.OrgID, Source: c.Transform}, body,
 				rules.TransformContext{ConsumerID: c.ID, Consumer: c.Name, App: c.App, Attempt: attempt, Headers: fin.Headers, Query: fin.Query})
 		}
@@ -149,9 +154,9 @@ func (r *Router) secrets(c intake.Consumer) ([]string, error) {
 // ruleInput is what the rules of one event's consumers see, built once per
 // event however many consumers ask for it.
 type ruleInput struct {
-	r   *Router
 	e   *intake.Event
 	env delivery.Envelope
+	b   *batch // holds the original request, read for the whole batch
 
 	jsonOnce sync.Once
 	body     []byte
@@ -171,7 +176,7 @@ func (ri *ruleInput) json() ([]byte, error) {
 // filter is a filter's view of the event: the envelope, and the original
 // request's headers (lower-case names, first value, credentials removed)
 // and query.
-func (ri *ruleInput) filter(ctx context.Context) (rules.Input, error) {
+func (ri *ruleInput) filter() (rules.Input, error) {
 	ri.inOnce.Do(func() {
 		body, err := ri.json()
 		if err != nil {
@@ -181,12 +186,12 @@ func (ri *ruleInput) filter(ctx context.Context) (rules.Input, error) {
 		if ri.in.Event, ri.inErr = rules.DecodeEvent(body); ri.inErr != nil {
 			return
 		}
-		query, header, err := ri.r.cfg.Store.MessageRequest(ctx, ri.e.MessageID)
-		if err != nil && intake.ErrorCode(err) != intake.ENOTFOUND {
-			ri.inErr = err
+		if ri.b.requestsErr != nil {
+			ri.inErr = ri.b.requestsErr
 			return
 		}
-		ri.in.Headers, ri.in.Query = rules.RequestView(header, query)
+		req := ri.b.requests[ri.e.MessageID] // none once the message was deleted
+		ri.in.Headers, ri.in.Query = rules.RequestView(req.Header, req.Query)
 	})
 	return ri.in, ri.inErr
 }

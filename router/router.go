@@ -127,13 +127,13 @@ func (r *Router) Run(ctx context.Context) error {
 				claims = nil // not committed: no lease is held on any of them
 			}
 			n = len(claims)
-			consumers := r.consumersOf(ctx, claims)
+			b := r.read(ctx, claims)
 			for _, c := range claims {
 				r.slots <- struct{}{}
 				inflight.Add(1)
 				go func() {
 					defer func() { <-r.slots; inflight.Done() }()
-					r.route(context.WithoutCancel(ctx), c, consumers[c.Event.OrgID])
+					r.route(context.WithoutCancel(ctx), c, b)
 				}()
 			}
 		}
@@ -160,10 +160,10 @@ func (r *Router) RunOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	consumers := r.consumersOf(ctx, claims)
+	b := r.read(ctx, claims)
 	var wg sync.WaitGroup
 	for _, c := range claims {
-		wg.Go(func() { r.route(ctx, c, consumers[c.Event.OrgID]) })
+		wg.Go(func() { r.route(ctx, c, b) })
 	}
 	wg.Wait()
 	return len(claims), nil
@@ -176,22 +176,42 @@ type orgConsumers struct {
 	err  error
 }
 
-// consumersOf reads the consumers of each org in a claimed batch once,
-// rather than once per event.
-func (r *Router) consumersOf(ctx context.Context, claims []intake.EventClaim) map[string]orgConsumers {
-	out := map[string]orgConsumers{}
+// batch is what a claimed batch's routing reads once, rather than once per
+// event: each org's consumers, and the original requests of the events
+// whose consumers have rules that may read them.
+type batch struct {
+	consumers   map[string]orgConsumers
+	requests    map[string]intake.OriginalRequest
+	requestsErr error
+}
+
+func (r *Router) read(ctx context.Context, claims []intake.EventClaim) *batch {
+	b := &batch{consumers: map[string]orgConsumers{}}
+	var ids []string
 	for _, c := range claims {
 		org := c.Event.OrgID
-		if _, ok := out[org]; !ok {
+		oc, ok := b.consumers[org]
+		if !ok {
 			list, err := r.cfg.Store.ListConsumers(ctx, intake.Scope{OrgID: org})
-			out[org] = orgConsumers{list, err}
+			oc = orgConsumers{list, err}
+			b.consumers[org] = oc
+		}
+		for _, cons := range oc.list {
+			if cons.Filter != "" || cons.Transform != "" {
+				ids = append(ids, c.Event.MessageID)
+				break
+			}
 		}
 	}
-	return out
+	if len(ids) > 0 {
+		b.requests, b.requestsErr = r.cfg.Store.MessageRequests(ctx, ids)
+	}
+	return b
 }
 
 // route runs one claimed routing attempt to its settlement.
-func (r *Router) route(ctx context.Context, c intake.EventClaim, oc orgConsumers) {
+func (r *Router) route(ctx context.Context, c intake.EventClaim, b *batch) {
+	oc := b.consumers[c.Event.OrgID]
 	ctx, span := startRoute(ctx, c)
 	defer span.End()
 	e := &c.Event
@@ -214,7 +234,7 @@ func (r *Router) route(ctx context.Context, c intake.EventClaim, oc orgConsumers
 			todo = append(todo, cons)
 		}
 	}
-	results := r.deliverAll(ctx, e, c.Attempt, todo)
+	results := r.deliverAll(ctx, e, c.Attempt, todo, b)
 	pending, deferred, filtered := 0, 0, 0
 	wait := time.Duration(0)
 	for _, res := range results {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/router"
 	"github.com/intakehq/intake/rules"
 )
@@ -247,4 +248,26 @@ func mustAtoi(t *testing.T, s string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// failingRequests is a store whose original requests cannot be read.
+type failingRequests struct{ intake.EventQueue }
+
+func (failingRequests) MessageRequests(context.Context, []string) (map[string]intake.OriginalRequest, error) {
+	return nil, intake.Unavailable(context.DeadlineExceeded)
+}
+
+func TestAFilterWhoseRequestCannotBeReadRetriesInsteadOfDeclining(t *testing.T) {
+	e := setup(t)
+	e.r = router.New(router.Config{Store: failingRequests{e.store}, Sealer: e.sealer, Clock: e.clock,
+		Backoff: intake.Backoff{Base: 10 * time.Second}, Rules: testkit.Rules(t)})
+	rec, url := newRecorder(t, 200)
+	c, _ := e.consumer(t, "ci", url, false, "stripe.*")
+	e.withRules(t, c, `headers["x-github-event"] == "push"`, "")
+	id := e.event(t, "stripe.invoice.paid")
+	e.run(t)
+	ev, ds := e.get(t, id)
+	if ev.State != intake.EventRetrying || rec.calls() != 0 || len(ds) != 1 || ds[0].Outcome != intake.DeliveryRetry {
+		t.Fatalf("%s, %d calls, %+v: a filter that could not be judged must retry, not decline", ev.State, rec.calls(), ds)
+	}
 }

@@ -343,6 +343,9 @@ func (w *Worker) filter(ctx context.Context, conn intake.Connection, m intake.Me
 			return nil, err
 		}
 		ok, err := w.cfg.Rules.Filter(ctx, conn.Filter, rules.Input{Event: ev, Headers: headers, Query: query})
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // stopped, not judged
+		}
 		if err != nil {
 			w.cfg.Logger.Info("worker: connection filter failed on an event; dropped", "message_id", m.ID, "connection_id", conn.ID, "err", err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -303,25 +302,37 @@ func scanDelivery(row pgx.Row) (intake.Delivery, error) {
 	return d, err
 }
 
-// MessageRequest returns the query and headers of the request an event
-// came from, for the filters that read them; the headers are nil once the
-// body has expired.
-func (s *Store) MessageRequest(ctx context.Context, messageID string) (string, http.Header, error) {
-	if !validIDs(messageID) {
-		return "", nil, notFound("message", messageID)
+// MessageRequests returns the query and headers of the requests events
+// came from, in one read.
+func (s *Store) MessageRequests(ctx context.Context, messageIDs []string) (map[string]intake.OriginalRequest, error) {
+	out := make(map[string]intake.OriginalRequest, len(messageIDs))
+	if len(messageIDs) == 0 || !validIDs(messageIDs...) {
+		return out, nil
 	}
-	var query string
-	var header []byte
+	type row struct {
+		id     string
+		query  string
+		header []byte
+	}
+	var rows []row
 	err := s.read(ctx, intake.Scope{}, func(b *pgx.Batch) {
-		b.Queue(`SELECT m.query, b.header FROM messages m LEFT JOIN message_bodies b ON b.message_id = m.id WHERE m.id = $1`, messageID).
-			QueryRow(func(row pgx.Row) error { return row.Scan(&query, &header) })
+		queueRows(b, &rows, func(r pgx.Row) (row, error) {
+			var x row
+			err := r.Scan(&x.id, &x.query, &x.header)
+			return x, err
+		}, `SELECT m.id, m.query, b.header FROM messages m LEFT JOIN message_bodies b ON b.message_id = m.id WHERE m.id = ANY($1::uuid[])`, messageIDs)
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil, notFound("message", messageID)
+	if err != nil {
+		return nil, err
 	}
-	if err != nil || header == nil {
-		return query, nil, err
+	for _, x := range rows {
+		r := intake.OriginalRequest{Query: x.query}
+		if x.header != nil {
+			if err := json.Unmarshal(x.header, &r.Header); err != nil {
+				return nil, err
+			}
+		}
+		out[x.id] = r
 	}
-	var h http.Header
-	return query, h, json.Unmarshal(header, &h)
+	return out, nil
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 
@@ -310,20 +309,36 @@ const insertDeliverySQL = `INSERT INTO deliveries (id, org_id, event_id, consume
 const updateEventSQL = `UPDATE events SET state = ?, next_attempt_at = ?, lease_until = NULL, max_attempts = max_attempts + ?
 		WHERE id = ? AND attempt = ?`
 
-// MessageRequest returns the query and headers of the request an event
-// came from, for the filters that read them; the headers are nil once the
-// body has expired.
-func (s *Store) MessageRequest(ctx context.Context, messageID string) (string, http.Header, error) {
-	var query string
-	var header sql.NullString
-	err := s.read.QueryRowContext(ctx, `SELECT m.query, b.header FROM messages m LEFT JOIN message_bodies b ON b.message_id = m.id
-		WHERE m.id = ?`, messageID).Scan(&query, &header)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil, notFound("message", messageID)
+// MessageRequests returns the query and headers of the requests events
+// came from, in one read.
+func (s *Store) MessageRequests(ctx context.Context, messageIDs []string) (map[string]intake.OriginalRequest, error) {
+	out := make(map[string]intake.OriginalRequest, len(messageIDs))
+	if len(messageIDs) == 0 {
+		return out, nil
 	}
-	if err != nil || !header.Valid {
-		return query, nil, err
+	args := make([]any, len(messageIDs))
+	for i, id := range messageIDs {
+		args[i] = id
 	}
-	var h http.Header
-	return query, h, json.Unmarshal([]byte(header.String), &h)
+	rows, err := s.read.QueryContext(ctx, `SELECT m.id, m.query, b.header FROM messages m LEFT JOIN message_bodies b ON b.message_id = m.id
+		WHERE m.id IN (?`+strings.Repeat(", ?", len(args)-1)+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, query string
+		var header sql.NullString
+		if err := rows.Scan(&id, &query, &header); err != nil {
+			return nil, err
+		}
+		r := intake.OriginalRequest{Query: query}
+		if header.Valid {
+			if err := json.Unmarshal([]byte(header.String), &r.Header); err != nil {
+				return nil, err
+			}
+		}
+		out[id] = r
+	}
+	return out, rows.Err()
 }

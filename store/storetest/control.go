@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"net/http"
 	"testing"
 
 	"github.com/intakehq/intake"
@@ -114,5 +115,30 @@ func testReplayRecords(t *testing.T, s intake.Store) {
 		if err := s.InsertReplay(ctx, m); intake.ErrorCode(err) != intake.EINVALID {
 			t.Errorf("replay %s: %v, want invalid", name, err)
 		}
+	}
+}
+
+// testMessageRequests: the rules' view of the requests events came from,
+// read for many messages at once; a message without its body has no
+// headers, an unknown one is left out.
+func testMessageRequests(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	a := f.message(`{"a":1}`, t0)
+	a.Query, a.Header = "env=prod", http.Header{"X-Github-Event": {"push"}}
+	if err := s.Ingest(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	b := f.ingest(t, s, `{"b":1}`, t0)
+	got, err := s.MessageRequests(ctx, []string{a.ID, b.ID, intake.NewID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[a.ID].Query != "env=prod" || got[a.ID].Header.Get("X-Github-Event") != "push" ||
+		got[b.ID].Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("requests = %+v", got)
+	}
+	if none, err := s.MessageRequests(ctx, nil); err != nil || len(none) != 0 {
+		t.Fatalf("no ids: %v %v", none, err)
 	}
 }

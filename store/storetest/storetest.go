@@ -60,6 +60,7 @@ func Run(t *testing.T, open Opener) {
 		{"AMessageReleasedUntilLaterIsClaimedThenAsTheSameAttempt", testReleaseUntilLater},
 		{"AuditEntryCommitsWithItsActionOrNeither", testAuditCommitsWithItsAction},
 		{"ReplayIsQueuedOrDeadWithAnExpiredBody", testReplayRecords},
+		{"RulesReadTheRequestsOfManyMessagesAtOnce", testMessageRequests},
 		{"TraceContextSurvivesTheStore", testTraceParent},
 		{"ConsoleSessionsExpireRevokeWithTheirKeyAndAreSwept", testSessions},
 		{"OverviewCountsEachHourByStateAndTheOpenWorkExactly", testOverview},
