@@ -126,8 +126,8 @@ func testForbiddenTransitions(t *testing.T, s intake.Store) {
 		t.Errorf("delivered event claimed again: %+v", again)
 	}
 
-	// dead and no_consumer go back to pending only by a re-route.
-	for _, final := range []intake.EventState{intake.EventDead, intake.EventNoConsumer} {
+	// dead, no_consumer and filtered go back to pending only by a re-route.
+	for _, final := range []intake.EventState{intake.EventDead, intake.EventNoConsumer, intake.EventFiltered} {
 		e := f.pendingEvent(t, s)
 		c := claimOf(e, t0)
 		if final == intake.EventDead {
