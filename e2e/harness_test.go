@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -80,7 +81,9 @@ func launch(t *testing.T, env []string, data string, extra ...string) *server {
 		t.Fatal(err)
 	}
 	s := &server{cmd: cmd, done: make(chan struct{}), logs: &bytes.Buffer{}, serving: make(chan string, 1)}
+	logged := make(chan struct{})
 	go func() {
+		defer close(logged)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Bytes()
@@ -88,13 +91,22 @@ func launch(t *testing.T, env []string, data string, extra ...string) *server {
 			var rec struct{ Msg, Addr string }
 			if json.Unmarshal(line, &rec) == nil && rec.Msg == "intake serving" {
 				s.serving <- rec.Addr
+			} else if m := textServing.FindSubmatch(line); m != nil {
+				s.serving <- string(m[1])
 			}
 		}
+		io.Copy(io.Discard, stderr)
 	}()
-	go func() { cmd.Wait(); close(s.done) }()
+	// Every line is read before the process counts as done, so a test may
+	// read s.logs once s.done is closed.
+	go func() { <-logged; cmd.Wait(); close(s.done) }()
 	t.Cleanup(s.kill)
 	return s
 }
+
+// textServing finds the address in the line `--log-format text` logs once
+// it serves.
+var textServing = regexp.MustCompile(`msg="intake serving" addr=(\S+)`)
 
 // onPostgres reports whether the suite runs every server on PostgreSQL
 // (INTAKE_E2E_STORE=postgres) instead of the embedded store.

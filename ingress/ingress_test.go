@@ -167,14 +167,21 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 func TestIngressRefusesOversizedBodyReadingAtMostLimitPlusOne(t *testing.T) {
 	e := setup(t, ingress.Config{}, nil)
-	// Declared too large: refused before reading.
-	w := e.post("/webhooks/"+e.token, strings.NewReader(strings.Repeat("x", 2000)), nil)
+	// Declared too large: refused before a byte of the body is read.
+	declared := &countingReader{r: strings.NewReader(strings.Repeat("x", 2000))}
+	r := httptest.NewRequest("POST", "/webhooks/"+e.token, declared)
+	r.ContentLength = 2000
+	w := httptest.NewRecorder()
+	e.mux.ServeHTTP(w, r)
 	if w.Code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("declared length: %d", w.Code)
 	}
+	if declared.n != 0 {
+		t.Fatalf("read %d bytes of a body declared %d bytes long, over the limit %d", declared.n, r.ContentLength, e.ep.MaxBodyBytes)
+	}
 	// Undeclared length (chunked): read stops at limit+1.
 	body := &countingReader{r: strings.NewReader(strings.Repeat("x", 1<<20))}
-	r := httptest.NewRequest("POST", "/webhooks/"+e.token, body)
+	r = httptest.NewRequest("POST", "/webhooks/"+e.token, body)
 	r.ContentLength = -1
 	rec := httptest.NewRecorder()
 	e.mux.ServeHTTP(rec, r)

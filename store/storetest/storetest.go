@@ -38,6 +38,7 @@ func Run(t *testing.T, open Opener) {
 		{"BatchItemBecomesOneEventAcrossMessages", testBatchItemUnique},
 		{"FailedMessageWaitsUntilDue", testFailedWaits},
 		{"InvalidTransitionIsRefusedAndChangesNothing", testInvalidTransition},
+		{"ForbiddenTransitionsAreRefusedAndChangeNothing", testForbiddenTransitions},
 		{"ReleasedLeaseIsClaimableAtOnceAsTheSameAttempt", testRelease},
 		{"OrgScopeHidesOtherOrgsRows", testScope},
 		{"ListsPaginateNewestFirst", testPagination},

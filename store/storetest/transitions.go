@@ -1,0 +1,155 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// testForbiddenTransitions drives a store into every state and asks it for
+// the moves the design forbids (processed → processing, dead → processed,
+// delivered → retrying, a re-route of live work, …): each is refused and
+// leaves the row as it was. The root package tests the table; this proves
+// each store's writes go through it.
+func testForbiddenTransitions(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	later := t0.Add(24 * time.Hour)
+
+	// A settled message takes no further settlement, release or claim.
+	for _, final := range []intake.Settlement{
+		{To: intake.MessageProcessed, Outcome: intake.OutcomeNoEvents},
+		{To: intake.MessageIgnored, Outcome: intake.OutcomeSignature},
+		{To: intake.MessageDead, ErrorCode: intake.ErrCodePermanent},
+	} {
+		m := f.ingest(t, s, fmt.Sprintf(`{"n":%q}`, intake.NewID()), t0)
+		c := claimOne(t, s, t0)
+		final.MessageID, final.Attempt = m.ID, c.Attempt
+		if _, err := s.SettleMessage(ctx, t0, final); err != nil {
+			t.Fatal(err)
+		}
+		for _, to := range append(intake.MessageStates, "bogus") {
+			if _, err := s.SettleMessage(ctx, t0, intake.Settlement{MessageID: m.ID, Attempt: c.Attempt, To: to,
+				Outcome: intake.OutcomeNoEvents}); err == nil {
+				t.Errorf("%s message settled again as %s", final.To, to)
+			}
+		}
+		s.ReleaseMessage(ctx, t0, m.ID, c.Attempt) // whatever it answers, the message stays settled
+		if again := claimAll(t, s, later); len(again) != 0 {
+			t.Errorf("%s message claimed again: %+v", final.To, again)
+		}
+		if got, _ := s.Message(ctx, intake.Scope{}, m.ID); got.State != final.To || got.Attempt != c.Attempt {
+			t.Errorf("%s message is now %s attempt %d", final.To, got.State, got.Attempt)
+		}
+	}
+
+	// A failed message waits: its settled attempt cannot settle again, and
+	// only a claim, once due, takes it back to processing.
+	m := f.ingest(t, s, `{"n":"failed"}`, t0)
+	c := claimOne(t, s, t0)
+	if _, err := s.SettleMessage(ctx, t0, intake.Settlement{MessageID: m.ID, Attempt: c.Attempt, To: intake.MessageFailed,
+		ErrorCode: intake.ErrCodeTransient, NextAttemptAt: t0.Add(10 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SettleMessage(ctx, t0, intake.Settlement{MessageID: m.ID, Attempt: c.Attempt, To: intake.MessageProcessed,
+		Outcome: intake.OutcomeNoEvents}); err == nil {
+		t.Error("failed message settled processed without a new attempt")
+	}
+	if got, _ := s.Message(ctx, intake.Scope{}, m.ID); got.State != intake.MessageFailed {
+		t.Errorf("failed message is now %s", got.State)
+	}
+	if next := claimOne(t, s, t0.Add(10*time.Second)); next.Message.ID != m.ID || next.Attempt != 2 {
+		t.Fatalf("failed message's next claim = %+v", next)
+	}
+	if _, err := s.SettleMessage(ctx, t0, intake.Settlement{MessageID: m.ID, Attempt: 2, To: intake.MessageDead,
+		ErrorCode: intake.ErrCodePermanent}); err != nil {
+		t.Fatal(err)
+	}
+
+	eventIs := func(e intake.Event, want intake.EventState, what string) {
+		t.Helper()
+		if got, _ := s.Event(ctx, intake.Scope{}, e.ID); got.State != want {
+			t.Errorf("%s: event is %s, want %s", what, got.State, want)
+		}
+	}
+	settle := func(e intake.Event, attempt int, to intake.EventState) error {
+		return s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: attempt, To: to, NextAttemptAt: t0.Add(10 * time.Second)})
+	}
+	refused := func(e intake.Event, attempt int, to intake.EventState, from intake.EventState) {
+		t.Helper()
+		if err := settle(e, attempt, to); err == nil {
+			t.Errorf("event went from %s to %s", from, to)
+		}
+		eventIs(e, from, "after a refused "+string(to))
+	}
+	rerouteRefused := func(e intake.Event, from intake.EventState) {
+		t.Helper()
+		wantCode(t, s.RerouteEvent(ctx, intake.Scope{}, e.ID, t0), intake.ECONFLICT)
+		eventIs(e, from, "after a refused re-route")
+	}
+
+	// claimOf claims what is due at now and returns e's claim.
+	claimOf := func(e intake.Event, now time.Time) intake.EventClaim {
+		t.Helper()
+		for _, c := range claimEvents(t, s, now) {
+			if c.Event.ID == e.ID {
+				return c
+			}
+		}
+		t.Fatalf("event %s was not claimed at %v", e.ID, now)
+		return intake.EventClaim{}
+	}
+
+	// pending → retrying → delivered, refusing every other move on the way.
+	e := f.pendingEvent(t, s)
+	rerouteRefused(e, intake.EventPending)
+	first := claimOf(e, t0)
+	refused(e, first.Attempt, intake.EventPending, intake.EventPending)
+	refused(e, first.Attempt, intake.EventDead, intake.EventPending)
+	if err := settle(e, first.Attempt, intake.EventRetrying); err != nil {
+		t.Fatal(err)
+	}
+	rerouteRefused(e, intake.EventRetrying)
+	second := claimOf(e, t0.Add(10*time.Second))
+	refused(e, second.Attempt, intake.EventPending, intake.EventRetrying)
+	if err := settle(e, second.Attempt, intake.EventDelivered); err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range append(intake.EventStates, "bogus") {
+		refused(e, second.Attempt, to, intake.EventDelivered)
+	}
+	rerouteRefused(e, intake.EventDelivered)
+	if again := claimEvents(t, s, later); len(again) != 0 {
+		t.Errorf("delivered event claimed again: %+v", again)
+	}
+
+	// dead, no_consumer and filtered go back to pending only by a re-route.
+	for _, final := range []intake.EventState{intake.EventDead, intake.EventNoConsumer, intake.EventFiltered} {
+		e := f.pendingEvent(t, s)
+		c := claimOf(e, t0)
+		if final == intake.EventDead {
+			if err := settle(e, c.Attempt, intake.EventRetrying); err != nil {
+				t.Fatal(err)
+			}
+			c = claimOf(e, t0.Add(10*time.Second))
+		}
+		if err := settle(e, c.Attempt, final); err != nil {
+			t.Fatal(err)
+		}
+		for _, to := range append(intake.EventStates, "bogus") {
+			refused(e, c.Attempt, to, final)
+		}
+		for _, again := range claimEvents(t, s, later) {
+			if again.Event.ID == e.ID {
+				t.Errorf("%s event claimed: %+v", final, again)
+			}
+		}
+		if err := s.RerouteEvent(ctx, intake.Scope{}, e.ID, t0); err != nil {
+			t.Fatalf("re-route of a %s event: %v", final, err)
+		}
+		eventIs(e, intake.EventPending, "after its re-route")
+	}
+}
