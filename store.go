@@ -427,9 +427,10 @@ func ApplySettlement(ctx context.Context, tx SettleTx, connectionID string, now 
 // EventSettleTx is the view of one open store transaction that
 // ApplyEventSettlement needs.
 type EventSettleTx interface {
-	// LockEvent returns the event's state and attempt, locking the row
-	// until the transaction ends.
-	LockEvent(ctx context.Context, id string) (EventState, int, error)
+	// LockEvent returns the event's state and attempt, and whether a
+	// routing attempt holds it under a lease (claimed, not yet settled or
+	// re-routed), locking the row until the transaction ends.
+	LockEvent(ctx context.Context, id string) (state EventState, attempt int, leased bool, err error)
 	InsertDelivery(ctx context.Context, d Delivery) error
 	UpdateEvent(ctx context.Context, s EventSettlement, now time.Time) error
 }
@@ -438,11 +439,13 @@ type EventSettleTx interface {
 // refuses a stale attempt, records every delivery, and moves the event
 // through the transition table, all inside tx.
 func ApplyEventSettlement(ctx context.Context, tx EventSettleTx, now time.Time, s EventSettlement) error {
-	state, attempt, err := tx.LockEvent(ctx, s.EventID)
+	state, attempt, leased, err := tx.LockEvent(ctx, s.EventID)
 	if err != nil {
 		return err
 	}
-	if attempt != s.Attempt || (state != EventPending && state != EventRetrying) {
+	// An attempt that already settled, or whose event an operator re-routed
+	// since, holds no lease: its result is stale even if the number matches.
+	if !leased || attempt != s.Attempt || (state != EventPending && state != EventRetrying) {
 		return Errorf(ESTALE, "routing attempt %d of event %s is not current", s.Attempt, s.EventID)
 	}
 	if err := CheckEventTransition(state, s.To); err != nil {

@@ -217,14 +217,15 @@ func (s *Store) SettleEvent(ctx context.Context, now time.Time, st intake.EventS
 // eventTx is ApplyEventSettlement's view of a PostgreSQL transaction.
 type eventTx struct{ tx pgx.Tx }
 
-func (t eventTx) LockEvent(ctx context.Context, eventID string) (intake.EventState, int, error) {
+func (t eventTx) LockEvent(ctx context.Context, eventID string) (intake.EventState, int, bool, error) {
 	var state intake.EventState
 	var attempt int
-	err := t.tx.QueryRow(ctx, `SELECT state, attempt FROM events WHERE id = $1 FOR UPDATE`, eventID).Scan(&state, &attempt)
+	var leased bool
+	err := t.tx.QueryRow(ctx, `SELECT state, attempt, lease_until IS NOT NULL FROM events WHERE id = $1 FOR UPDATE`, eventID).Scan(&state, &attempt, &leased)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", 0, notFound("event", eventID)
+		return "", 0, false, notFound("event", eventID)
 	}
-	return state, attempt, err
+	return state, attempt, leased, err
 }
 
 func (t eventTx) InsertDelivery(ctx context.Context, d intake.Delivery) error {

@@ -215,14 +215,15 @@ func (s *Store) SettleEvent(ctx context.Context, now time.Time, st intake.EventS
 // eventTx is ApplyEventSettlement's view of a SQLite write transaction.
 type eventTx struct{ tx *wtx }
 
-func (t eventTx) LockEvent(ctx context.Context, id string) (intake.EventState, int, error) {
+func (t eventTx) LockEvent(ctx context.Context, id string) (intake.EventState, int, bool, error) {
 	var state intake.EventState
 	var attempt int
-	err := t.tx.QueryRowContext(ctx, lockEventSQL, id).Scan(&state, &attempt)
+	var leased bool
+	err := t.tx.QueryRowContext(ctx, lockEventSQL, id).Scan(&state, &attempt, &leased)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", 0, notFound("event", id)
+		return "", 0, false, notFound("event", id)
 	}
-	return state, attempt, err
+	return state, attempt, leased, err
 }
 
 func (t eventTx) InsertDelivery(ctx context.Context, d intake.Delivery) error {
@@ -301,7 +302,7 @@ var claimEventsSQL = `UPDATE events
 				 ORDER BY next_attempt_at LIMIT ?3)
 			RETURNING ` + eventColumns + `, lease_until`
 
-const lockEventSQL = `SELECT state, attempt FROM events WHERE id = ?`
+const lockEventSQL = `SELECT state, attempt, lease_until IS NOT NULL FROM events WHERE id = ?`
 
 const insertDeliverySQL = `INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/intakehq/intake"
 )
@@ -140,5 +141,39 @@ func testMessageRequests(t *testing.T, s intake.Store) {
 	}
 	if none, err := s.MessageRequests(ctx, nil); err != nil || len(none) != 0 {
 		t.Fatalf("no ids: %v %v", none, err)
+	}
+}
+
+// testASettledAttemptCannotSettleAgain: an attempt's result counts once.
+// Settling the same attempt again, after it left the event retrying or
+// after an operator re-routed the event, is stale: the attempt no longer
+// holds a lease, even though its number is still the event's.
+func testASettledAttemptCannotSettleAgain(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	e := f.pendingEvent(t, s)
+	claimEvents(t, s, t0)
+	retry := intake.EventSettlement{EventID: e.ID, Attempt: 1, To: intake.EventRetrying, NextAttemptAt: t0.Add(time.Hour),
+		Deliveries: []intake.Delivery{delivery(e, intake.NewID(), 1, intake.DeliveryRetry)}}
+	if err := s.SettleEvent(ctx, t0, retry); err != nil {
+		t.Fatal(err)
+	}
+	retry.Deliveries = []intake.Delivery{delivery(e, intake.NewID(), 1, intake.DeliveryRetry)}
+	wantCode(t, s.SettleEvent(ctx, t0, retry), intake.ESTALE)
+
+	claimEvents(t, s, t0.Add(time.Hour))
+	if err := s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 2, To: intake.EventDead}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RerouteEvent(ctx, intake.Scope{}, e.ID, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 2, To: intake.EventDelivered}), intake.ESTALE)
+	got, _ := s.Event(ctx, intake.Scope{}, e.ID)
+	if got.State != intake.EventPending {
+		t.Fatalf("after a stale settle the re-routed event is %s, want pending", got.State)
+	}
+	if ds, _ := s.Deliveries(ctx, intake.Scope{}, e.ID); len(ds) != 1 {
+		t.Fatalf("%d deliveries recorded, want the one of the attempt's first settle", len(ds))
 	}
 }

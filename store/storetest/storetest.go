@@ -62,6 +62,7 @@ func Run(t *testing.T, open Opener) {
 		{"AuditEntryCommitsWithItsActionOrNeither", testAuditCommitsWithItsAction},
 		{"ReplayIsQueuedOrDeadWithAnExpiredBody", testReplayRecords},
 		{"RulesReadTheRequestsOfManyMessagesAtOnce", testMessageRequests},
+		{"ASettledAttemptCannotSettleAgain", testASettledAttemptCannotSettleAgain},
 		{"TraceContextSurvivesTheStore", testTraceParent},
 		{"ConsoleSessionsExpireRevokeWithTheirKeyAndAreSwept", testSessions},
 		{"OverviewCountsEachHourByStateAndTheOpenWorkExactly", testOverview},
