@@ -301,6 +301,10 @@ func unavailable(err error) error {
 	if unreachable(err) {
 		return intake.Unavailable(err)
 	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation
+		return &intake.Error{Code: intake.ECONFLICT, Message: "that is taken already (" + pe.ConstraintName + ")", Err: err}
+	}
 	return &storageError{err}
 }
 

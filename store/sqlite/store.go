@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -213,6 +214,10 @@ func unavailable(err error) error {
 	}
 	if unreachable(err) {
 		return intake.Unavailable(err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
+		return &intake.Error{Code: intake.ECONFLICT, Message: "that is taken already (" + strings.TrimPrefix(se.Error(), "constraint failed: ") + ")", Err: err}
 	}
 	return &storageError{err}
 }

@@ -48,8 +48,8 @@ func testEndpointName(t *testing.T, s intake.Store) {
 	// two writers race past control's check.
 	twin := ep
 	twin.ID, twin.Name, twin.TokenHash = intake.NewID(), "secondary", []byte("twin-"+f.org.ID)
-	if err := s.CreateEndpoint(ctx, twin); err == nil {
-		t.Fatal("a second endpoint of the connection took the name")
+	if err := s.CreateEndpoint(ctx, twin); intake.ErrorCode(err) != intake.ECONFLICT {
+		t.Fatalf("a second endpoint of the connection took the name: %v, want conflict", err)
 	}
 	if err := s.Delete(ctx, intake.Scope{}, intake.DeleteEndpoint, ep.ID, t0); err != nil {
 		t.Fatal(err)
