@@ -95,3 +95,24 @@ func TestTheOverviewIsOneReadOfTheStore(t *testing.T) {
 		t.Fatalf("the overview made %d overview reads, %d counts and %d lists; want one overview read", counting.overviews, counting.counts, counting.lists)
 	}
 }
+
+func TestAnEndpointNamedInTheConsoleShowsItsName(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	b := e.browser()
+	b.signIn(acme.org.APIKey)
+	p := b.post("/console/endpoints", url.Values{"csrf": {b.csrf()}, "connection": {acme.conn.ID}, "name": {"backup"}})
+	wantStatus(t, p, http.StatusOK)
+	eps, _ := e.store.ListEndpoints(context.Background(), intake.Scope{OrgID: acme.org.ID})
+	named := 0
+	for _, ep := range eps {
+		if ep.Name == "backup" {
+			named++
+		}
+	}
+	if named != 1 || !strings.Contains(b.get("/console/endpoints").body, "<td>backup</td>") {
+		t.Fatalf("%d endpoints named backup, or the list does not show the name", named)
+	}
+	p = b.post("/console/endpoints", url.Values{"csrf": {b.csrf()}, "connection": {acme.conn.ID}, "name": {"backup"}})
+	wantStatus(t, p, http.StatusConflict)
+}

@@ -126,6 +126,9 @@ func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 // defaults.
 func formLimits(r *http.Request) (control.Limits, error) {
 	var l control.Limits
+	if v := strings.TrimSpace(r.PostFormValue("name")); v != "" {
+		l.Name = &v
+	}
 	if v := strings.TrimSpace(r.PostFormValue("max_body_bytes")); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
