@@ -151,6 +151,9 @@ type EventSettlement struct {
 	// Deferred marks an attempt that called no consumer (each pending one
 	// was at its concurrency limit): it does not count against the budget.
 	Deferred bool
+	// Gone names the consumers that answered 410 Gone: they are disabled in
+	// the same transaction, each with its audit entry.
+	Gone []string
 }
 
 // RoutingOutcome decides an event's next state from one attempt: none

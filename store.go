@@ -433,6 +433,9 @@ type EventSettleTx interface {
 	LockEvent(ctx context.Context, id string) (state EventState, attempt int, leased bool, err error)
 	InsertDelivery(ctx context.Context, d Delivery) error
 	UpdateEvent(ctx context.Context, s EventSettlement, now time.Time) error
+	// DisableConsumer disables a consumer that asked to be (410 Gone),
+	// with its audit entry, unless it is disabled already.
+	DisableConsumer(ctx context.Context, id string, a AuditEntry) error
 }
 
 // ApplyEventSettlement is the one place a routing result becomes state: it
@@ -453,6 +456,13 @@ func ApplyEventSettlement(ctx context.Context, tx EventSettleTx, now time.Time, 
 	}
 	for _, d := range s.Deliveries {
 		if err := tx.InsertDelivery(ctx, d); err != nil {
+			return err
+		}
+	}
+	for _, id := range s.Gone {
+		a := AuditEntry{ID: NewID(), Actor: "intake", Action: "consumer.disable", TargetType: "consumer", TargetID: id,
+			Detail: "the consumer answered 410 Gone to event " + s.EventID, At: now.UTC()}
+		if err := tx.DisableConsumer(ctx, id, a); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ package router
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -235,13 +236,22 @@ func (r *Router) route(ctx context.Context, c intake.EventClaim, b *batch) {
 		}
 	}
 	results := r.deliverAll(ctx, e, c.Attempt, todo, b)
-	pending, deferred, filtered := 0, 0, 0
+	pending, deferred, filtered, gone := 0, 0, 0, 0
 	wait := time.Duration(0)
 	for _, res := range results {
 		if res.deferred {
 			pending++
 			deferred++
 			continue // no call was made: nothing to record
+		}
+		if res.StatusCode == http.StatusGone {
+			// The consumer asked to be disabled: it no longer wants this
+			// event or any other, so it is neither pending nor selected.
+			res.Delivery.Error = "the consumer answered 410 Gone: it is disabled"
+			st.Deliveries = append(st.Deliveries, res.Delivery)
+			st.Gone = append(st.Gone, res.ConsumerID)
+			gone++
+			continue
 		}
 		st.Deliveries = append(st.Deliveries, res.Delivery)
 		if res.Outcome == intake.DeliveryFiltered {
@@ -260,7 +270,7 @@ func (r *Router) route(ctx context.Context, c intake.EventClaim, b *batch) {
 		r.settle(ctx, c, st)
 		return
 	}
-	st.To = intake.RoutingOutcome(len(selected), filtered, pending, c.Attempt, e.MaxAttempts)
+	st.To = intake.RoutingOutcome(len(selected)-gone, filtered, pending, c.Attempt, e.MaxAttempts)
 	if st.To == intake.EventRetrying {
 		st.NextAttemptAt = r.cfg.Clock.Now().Add(max(wait, r.cfg.Backoff.Delay(c.Attempt)))
 	}

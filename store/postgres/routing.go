@@ -210,12 +210,15 @@ func (s *Store) SettleEvent(ctx context.Context, now time.Time, st intake.EventS
 		return notFound("event", st.EventID)
 	}
 	return s.tx(ctx, func(tx pgx.Tx) error {
-		return intake.ApplyEventSettlement(ctx, eventTx{tx}, now, st)
+		return intake.ApplyEventSettlement(ctx, eventTx{tx: tx, s: s}, now, st)
 	})
 }
 
 // eventTx is ApplyEventSettlement's view of a PostgreSQL transaction.
-type eventTx struct{ tx pgx.Tx }
+type eventTx struct {
+	tx pgx.Tx
+	s  *Store
+}
 
 func (t eventTx) LockEvent(ctx context.Context, eventID string) (intake.EventState, int, bool, error) {
 	var state intake.EventState
@@ -233,6 +236,26 @@ func (t eventTx) InsertDelivery(ctx context.Context, d intake.Delivery) error {
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		d.ID, d.OrgID, d.EventID, d.ConsumerID, d.Attempt, d.Outcome, d.StatusCode, d.Latency.Microseconds(), text(d.Error), ts(d.At))
 	return err
+}
+
+func (t eventTx) DisableConsumer(ctx context.Context, id string, a intake.AuditEntry) error {
+	if !validIDs(id) {
+		return nil
+	}
+	var org string
+	err := t.tx.QueryRow(ctx, `UPDATE consumers SET enabled = false WHERE id = $1 AND enabled AND deleted_at IS NULL RETURNING org_id`, id).Scan(&org)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // disabled or deleted already
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := t.tx.Exec(ctx, `INSERT INTO audit_log (id, org_id, actor, action, target_type, target_id, detail, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		a.ID, org, text(a.Actor), text(a.Action), text(a.TargetType), text(a.TargetID), text(a.Detail), ts(a.At)); err != nil {
+		return err
+	}
+	return t.s.announce(ctx, t.tx)
 }
 
 func (t eventTx) UpdateEvent(ctx context.Context, st intake.EventSettlement, now time.Time) error {

@@ -232,6 +232,24 @@ func (t eventTx) InsertDelivery(ctx context.Context, d intake.Delivery) error {
 	return err
 }
 
+func (t eventTx) DisableConsumer(ctx context.Context, id string, a intake.AuditEntry) error {
+	var org string
+	err := t.tx.QueryRowContext(ctx, `UPDATE consumers SET enabled = 0 WHERE id = ? AND enabled AND deleted_at IS NULL RETURNING org_id`, id).Scan(&org)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // disabled or deleted already
+	}
+	if err != nil {
+		return err
+	}
+	a.OrgID = org
+	if _, err := t.tx.ExecContext(ctx, `INSERT INTO audit_log (id, org_id, actor, action, target_type, target_id, detail, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.OrgID, a.Actor, a.Action, a.TargetType, a.TargetID, a.Detail, ts(a.At)); err != nil {
+		return err
+	}
+	t.tx.announce()
+	return nil
+}
+
 func (t eventTx) UpdateEvent(ctx context.Context, st intake.EventSettlement, now time.Time) error {
 	extend := 0
 	if st.Deferred {

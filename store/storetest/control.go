@@ -177,3 +177,42 @@ func testASettledAttemptCannotSettleAgain(t *testing.T, s intake.Store) {
 		t.Fatalf("%d deliveries recorded, want the one of the attempt's first settle", len(ds))
 	}
 }
+
+// testAGoneConsumerIsDisabledWithTheSettlement: a consumer that answered
+// 410 Gone is disabled in the settlement's own transaction, audited in its
+// org, once.
+func testAGoneConsumerIsDisabledWithTheSettlement(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	c := intake.Consumer{ID: intake.NewID(), OrgID: f.org.ID, Name: "old", App: "old", URL: "http://127.0.0.1:1/", EventTypes: []string{"*"},
+		Enabled: true, SealedSecret: []byte{1}, CreatedAt: t0}
+	if err := s.CreateConsumer(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	f.pendingEvent(t, s)
+	f.pendingEvent(t, s)
+	before := s.Changes().Version()
+	claims := claimEvents(t, s, t0)
+	if len(claims) != 2 {
+		t.Fatalf("%d claims", len(claims))
+	}
+	for _, cl := range claims {
+		d := delivery(cl.Event, c.ID, cl.Attempt, intake.DeliveryRetry)
+		d.StatusCode = 410
+		if err := s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: cl.Event.ID, Attempt: cl.Attempt, To: intake.EventNoConsumer,
+			Deliveries: []intake.Delivery{d}, Gone: []string{c.ID}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := s.Consumer(ctx, intake.Scope{}, c.ID)
+	if got.Enabled {
+		t.Fatal("a consumer that answered 410 is still enabled")
+	}
+	page, _ := s.ListAudit(ctx, intake.Scope{OrgID: f.org.ID}, intake.AuditFilter{})
+	if len(page.Items) != 1 || page.Items[0].Action != "consumer.disable" || page.Items[0].OrgID != f.org.ID {
+		t.Fatalf("audit = %+v, want one consumer.disable in the org", page.Items)
+	}
+	if s.Changes().Version() == before {
+		t.Fatal("disabling a consumer did not announce the change")
+	}
+}

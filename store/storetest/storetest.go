@@ -63,6 +63,7 @@ func Run(t *testing.T, open Opener) {
 		{"ReplayIsQueuedOrDeadWithAnExpiredBody", testReplayRecords},
 		{"RulesReadTheRequestsOfManyMessagesAtOnce", testMessageRequests},
 		{"ASettledAttemptCannotSettleAgain", testASettledAttemptCannotSettleAgain},
+		{"AGoneConsumerIsDisabledWithTheSettlement", testAGoneConsumerIsDisabledWithTheSettlement},
 		{"TraceContextSurvivesTheStore", testTraceParent},
 		{"ConsoleSessionsExpireRevokeWithTheirKeyAndAreSwept", testSessions},
 		{"OverviewCountsEachHourByStateAndTheOpenWorkExactly", testOverview},
