@@ -35,3 +35,16 @@ const MaxOverviewHours = 7 * 24
 
 // LiveMessageStates are the states a message leaves again.
 var LiveMessageStates = []MessageState{MessageQueued, MessageProcessing, MessageFailed}
+
+// NewOverview checks q and makes the empty overview a store fills: one map
+// of counts per hour of the window.
+func NewOverview(q OverviewQuery) (Overview, error) {
+	if q.Hours <= 0 || q.Hours > MaxOverviewHours {
+		return Overview{}, Errorf(EINVALID, "an overview spans 1 to %d hours", MaxOverviewHours)
+	}
+	out := Overview{Hours: make([]map[MessageState]int, q.Hours), Live: map[MessageState]int{}, Events: map[EventState]int{}}
+	for i := range out.Hours {
+		out.Hours[i] = map[MessageState]int{}
+	}
+	return out, nil
+}

@@ -14,17 +14,13 @@ import (
 // messages_live, events_counted_exactly, messages_due and events_due, in
 // one round trip.
 func (s *Store) Overview(ctx context.Context, sc intake.Scope, q intake.OverviewQuery) (intake.Overview, error) {
-	if q.Hours <= 0 || q.Hours > intake.MaxOverviewHours {
-		return intake.Overview{}, intake.Errorf(intake.EINVALID, "an overview spans 1 to %d hours", intake.MaxOverviewHours)
-	}
-	out := intake.Overview{Hours: make([]map[intake.MessageState]int, q.Hours), Live: map[intake.MessageState]int{},
-		Events: map[intake.EventState]int{}}
-	for i := range out.Hours {
-		out.Hours[i] = map[intake.MessageState]int{}
+	out, err := intake.NewOverview(q)
+	if err != nil {
+		return out, err
 	}
 	org := nullID(sc.OrgID)
 	var m, e *time.Time
-	err := s.read(ctx, sc, func(b *pgx.Batch) {
+	err = s.read(ctx, sc, func(b *pgx.Batch) {
 		// date_bin, not arithmetic on epochs: numeric maths would cost more
 		// than the scan.
 		b.Queue(`SELECT date_bin('1 hour', received_at, $1), state, count(*) FROM messages

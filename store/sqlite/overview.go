@@ -15,13 +15,9 @@ import (
 // index holds the few live messages as the ranges of their states; open
 // events come from the small partial index events_open.
 func (s *Store) Overview(ctx context.Context, sc intake.Scope, q intake.OverviewQuery) (intake.Overview, error) {
-	if q.Hours <= 0 || q.Hours > intake.MaxOverviewHours {
-		return intake.Overview{}, intake.Errorf(intake.EINVALID, "an overview spans 1 to %d hours", intake.MaxOverviewHours)
-	}
-	out := intake.Overview{Hours: make([]map[intake.MessageState]int, q.Hours), Live: map[intake.MessageState]int{},
-		Events: map[intake.EventState]int{}}
-	for i := range out.Hours {
-		out.Hours[i] = map[intake.MessageState]int{}
+	out, err := intake.NewOverview(q)
+	if err != nil {
+		return out, err
 	}
 	// One read transaction, so every figure is of the same moment.
 	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
