@@ -133,6 +133,9 @@ func bench(ctx context.Context, o options, progress io.Writer) (*Report, error) 
 		}
 	}
 	for i, st := range stages {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		got, err := measure(ctx, o, l, st, progress)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", st.name, err)

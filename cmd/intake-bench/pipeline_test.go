@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -138,5 +139,24 @@ func TestFreshDatabaseIsCreatedEmptyAndDropped(t *testing.T) {
 func TestFreshDatabaseRefusesAURLThatIsNotPostgres(t *testing.T) {
 	if _, _, err := freshDatabase(context.Background(), "mysql://h/db"); err == nil || !strings.Contains(err.Error(), "postgres://") {
 		t.Errorf("err %v, want one asking for a postgres:// URL", err)
+	}
+}
+
+func TestReportTextShowsTheE2ERateToTheLastDelivery(t *testing.T) {
+	r := &Report{Mode: "open", Rate: 1000, Clients: 64, Intake: &Run{Target: "intake", Errors: map[string]int{},
+		ToLastDeliveryPerSec: 919.4, ToLastDeliverySeconds: 16.31, E2E: &E2E{Delivered: 15001, Latency: &Latency{P50: 1232}}}}
+	var out bytes.Buffer
+	r.writeText(&out)
+	if want := "acked webhooks / (first request → last delivery): 919/s over 16.3 s"; !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+}
+
+func TestBenchStopsBeforeTheNextStoreOnceInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := options{url: "http://127.0.0.1:1", token: "t", provider: "none", clients: 1, duration: time.Second, consumerAddr: "127.0.0.1:0"}
+	if _, err := bench(ctx, o, io.Discard); !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v, want context.Canceled before any server is set up", err)
 	}
 }
