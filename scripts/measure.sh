@@ -1,47 +1,77 @@
 #!/usr/bin/env bash
 # Runs every performance measure of docs/performance.md in one sitting, so
-# the figures compare. Needs the local PostgreSQL for the last two (a
-# database intake_bench is created and dropped).
+# the figures compare; name parts to run only those:
+#   scripts/measure.sh [ingest] [server] [e2e] [claims] [postgres] [pipeline]
+# postgres and pipeline need the local PostgreSQL ($INTAKE_TEST_POSTGRES or
+# the default below): intake-bench creates a fresh database and drops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+parts="ingest server e2e claims postgres pipeline"
+for part in "$@"; do
+	case " $parts " in
+	*" $part "*) ;;
+	*) echo "measure.sh: unknown part $part; want some of: $parts" >&2; exit 2 ;;
+	esac
+done
+[ $# -gt 0 ] && parts="$*"
 bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/intake" ./cmd/intake
 go build -o "$bin/intake-bench" ./cmd/intake-bench
 bench() { "$bin/intake-bench" --spawn --intake-bin "$bin/intake" "$@" 2>/dev/null | grep -v '^$'; }
 pg=${INTAKE_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
-pgdb() { psql "$pg" -XAtqc "$1" >/dev/null; }
 
-echo "== ingress alone (Go benchmark), three rounds"
-go test -c -o "$bin/ingress.test" ./ingress/
-for round in 1 2 3; do
-	(cd "$bin" && ./ingress.test -test.run='^$' -test.bench=BenchmarkIngest -test.benchtime=5s) | grep Benchmark
-done | tee "$bin/ingest.txt"
-# Each round runs bare, handler and sqlite back to back; a ratio is taken
-# within its round, and the median of the three rounds is printed.
-awk '{ k = $1; sub(/-[0-9]+$/, "", k); sub(/^BenchmarkIngest\//, "", k)
-	if (k == "bare") r++
-	for (i = 2; i < NF; i++) { if ($(i+1) == "req/s") rps[k, r] = $i; if ($(i+1) == "cpu-µs/req") cpu[k, r] = $i } }
-	function med(a, b, c) { return a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b)) }
-	END { n = split("handler sqlite", ks, " ")
-		for (j = 1; j <= n; j++) { k = ks[j]
-			printf "%s: median of 3 rounds: %.2f of bare req/s, %.2fx its CPU per request\n", k,
-				med(rps[k,1] / rps["bare",1], rps[k,2] / rps["bare",2], rps[k,3] / rps["bare",3]),
-				med(cpu[k,1] / cpu["bare",1], cpu[k,2] / cpu["bare",2], cpu[k,3] / cpu["bare",3]) } }' "$bin/ingest.txt"
-echo "== whole server, closed loop, with the bare baseline"
-bench --baseline --clients 64 --body-bytes 2048 --duration 15s
-for rate in 200 1000 1500; do
-	echo "== end to end at $rate/s"
-	bench --e2e --rate "$rate" --duration 15s
+ingest() {
+	echo "== ingress alone (Go benchmark), three rounds"
+	go test -c -o "$bin/ingress.test" ./ingress/
+	for round in 1 2 3; do
+		(cd "$bin" && ./ingress.test -test.run='^$' -test.bench=BenchmarkIngest -test.benchtime=5s) | grep Benchmark
+	done | tee "$bin/ingest.txt"
+	# Each round runs bare, handler and sqlite back to back; a ratio is taken
+	# within its round, and the median of the three rounds is printed.
+	awk '{ k = $1; sub(/-[0-9]+$/, "", k); sub(/^BenchmarkIngest\//, "", k)
+		if (k == "bare") r++
+		for (i = 2; i < NF; i++) { if ($(i+1) == "req/s") rps[k, r] = $i; if ($(i+1) == "cpu-µs/req") cpu[k, r] = $i } }
+		function med(a, b, c) { return a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b)) }
+		END { n = split("handler sqlite", ks, " ")
+			for (j = 1; j <= n; j++) { k = ks[j]
+				printf "%s: median of 3 rounds: %.2f of bare req/s, %.2fx its CPU per request\n", k,
+					med(rps[k,1] / rps["bare",1], rps[k,2] / rps["bare",2], rps[k,3] / rps["bare",3]),
+					med(cpu[k,1] / cpu["bare",1], cpu[k,2] / cpu["bare",2], cpu[k,3] / cpu["bare",3]) } }' "$bin/ingest.txt"
+}
+
+server() {
+	echo "== whole server, closed loop, with the bare baseline"
+	bench --baseline --clients 64 --body-bytes 2048 --duration 15s
+}
+
+e2e() {
+	for rate in 200 1000 1500; do
+		echo "== end to end at $rate/s"
+		bench --e2e --rate "$rate" --duration 15s
+	done
+}
+
+claims() {
+	echo "== claims, 10 000 vs 1 000 000 stored"
+	go test -run='^$' -bench=BenchmarkClaimMessages -benchtime=300x ./store/sqlite/ | grep Benchmark
+}
+
+postgres() {
+	for run in "--clients 64 --body-bytes 2048 --duration 15s" "--e2e --rate 500 --duration 15s"; do
+		echo "== PostgreSQL: $run"
+		# shellcheck disable=SC2086
+		bench --db "$pg" $run
+	done
+}
+
+pipeline() {
+	echo "== whole pipeline, closed loop to the last delivery: bare, SQLite, PostgreSQL"
+	bench --pipeline --db "$pg" --clients 64 --body-bytes 2048 --duration 15s
+	echo "== PostgreSQL end to end at 1000/s"
+	bench --e2e --db "$pg" --rate 1000 --duration 15s
+}
+
+for part in $parts; do
+	"$part"
 done
-echo "== claims, 10 000 vs 1 000 000 stored"
-go test -run='^$' -bench=BenchmarkClaimMessages -benchtime=300x ./store/sqlite/ | grep Benchmark
-url="${pg%%/postgres\?*}/intake_bench?sslmode=disable"
-for run in "--clients 64 --body-bytes 2048 --duration 15s" "--e2e --rate 500 --duration 15s"; do
-	pgdb "DROP DATABASE IF EXISTS intake_bench WITH (FORCE)"
-	pgdb "CREATE DATABASE intake_bench"
-	echo "== PostgreSQL: $run"
-	# shellcheck disable=SC2086
-	INTAKE_DB="$url" bench $run
-done
-pgdb "DROP DATABASE IF EXISTS intake_bench WITH (FORCE)"
-rm -rf "$bin"

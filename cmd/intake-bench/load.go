@@ -88,6 +88,7 @@ func run(ctx context.Context, t target, l load, track *tracker, progress io.Writ
 	}
 	return &Run{
 		Target:      t.name,
+		started:     start,
 		Seconds:     elapsed.Seconds(),
 		Sent:        int(d.sent.Load()),
 		Acked:       int(d.acked.Load()),

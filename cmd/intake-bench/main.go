@@ -4,7 +4,9 @@
 // reports acknowledged requests/s, ack latency, errors by status and, when it
 // started the server itself, the server's peak RSS. With --baseline it first
 // runs the same load against a bare net/http handler, so one run shows intake
-// next to the machine's own HTTP ceiling. See docs/performance.md.
+// next to the machine's own HTTP ceiling. With --pipeline it measures the
+// whole pipeline, from the first request to the last delivery, on bare
+// HTTP, SQLite and PostgreSQL in one run. See docs/performance.md.
 package main
 
 import (
@@ -37,6 +39,8 @@ type options struct {
 	e2e          bool
 	consumerAddr string
 	rules        bool
+	db           string
+	pipeline     bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -56,6 +60,8 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.e2e, "e2e", false, "measure end-to-end latency through a local consumer (needs consumer routing)")
 	fs.StringVar(&o.consumerAddr, "consumer-addr", "127.0.0.1:0", "where the --e2e consumer listens; intake must reach it")
 	fs.BoolVar(&o.rules, "rules", false, "with --e2e: give the consumer a CEL filter and a 10-line JavaScript transform that every event passes through")
+	fs.StringVar(&o.db, "db", "", "with --spawn: the PostgreSQL server (postgres:// URL) to store in, on a fresh database the bench creates and drops; empty: the embedded SQLite store")
+	fs.BoolVar(&o.pipeline, "pipeline", false, "with --spawn: the whole pipeline (--baseline and --e2e) on bare HTTP, then SQLite, then PostgreSQL at --db, each from the first request to the last delivery")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -68,6 +74,10 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("--url needs --token (or $INTAKE_TOKEN): the staff token")
 	case o.clients < 1 || o.duration <= 0 || o.bodyBytes < 0 || o.rate < 0:
 		return o, errors.New("--clients, --duration must be positive; --body-bytes, --rate not negative")
+	case o.provider != "github" && o.provider != "none":
+		return o, fmt.Errorf("--provider %q: want github or none", o.provider)
+	case (o.db != "" || o.pipeline) && !o.spawn:
+		return o, errors.New("--db and --pipeline need --spawn: the bench starts each server on its own store")
 	}
 	return o, nil
 }
@@ -97,18 +107,86 @@ func main() {
 	r.writeText(os.Stdout)
 }
 
-// bench sets intake up, runs the baseline if asked, then intake.
+// bench runs the baseline if asked, then intake on each store asked.
 func bench(ctx context.Context, o options, progress io.Writer) (*Report, error) {
-	r := &Report{Mode: "closed", Clients: o.clients, BodyBytes: o.bodyBytes, Duration: o.duration.String(), Provider: o.provider}
+	r := &Report{Mode: "closed", Clients: o.clients, BodyBytes: o.bodyBytes, Duration: o.duration.String(), Provider: o.provider, Pipeline: o.pipeline}
 	if o.rate > 0 {
 		r.Mode, r.Rate = "open", o.rate
 	}
+	if o.pipeline {
+		o.baseline, o.e2e = true, true
+	}
+	l := load{Clients: o.clients, Rate: o.rate, Duration: o.duration, BodyBytes: o.bodyBytes}
+	if o.baseline {
+		bl, err := startBaseline()
+		if err != nil {
+			return nil, err
+		}
+		r.Baseline = run(ctx, target{name: "baseline", url: bl.url, sign: loadSigner(o.provider)}, l, nil, progress)
+		bl.close()
+	}
+	stages := []stage{{name: "intake", db: o.db}}
+	if o.pipeline {
+		stages = []stage{{name: "sqlite"}}
+		if o.db != "" {
+			stages = append(stages, stage{name: "postgres", db: o.db})
+		}
+	}
+	for i, st := range stages {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		got, err := measure(ctx, o, l, st, progress)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", st.name, err)
+		}
+		if i == 0 {
+			r.Intake = got
+		} else {
+			r.Postgres = got
+		}
+	}
+	if r.Baseline != nil && r.Baseline.AckedPerSec > 0 {
+		intake := r.Intake.AckedPerSec
+		if o.pipeline {
+			intake = r.Intake.ToLastDeliveryPerSec
+		}
+		r.Ratio = intake / r.Baseline.AckedPerSec
+	}
+	if r.Postgres != nil && r.Intake.ToLastDeliveryPerSec > 0 {
+		r.PostgresRatio = r.Postgres.ToLastDeliveryPerSec / r.Intake.ToLastDeliveryPerSec
+	}
+	return r, nil
+}
+
+// stage is one intake server a run measures: its name in the report and
+// the PostgreSQL server it stores on ("" is the embedded SQLite store).
+type stage struct{ name, db string }
+
+// measure sets intake up (spawning it on st's store when asked), runs the
+// load against it and, with --e2e, waits for the last delivery.
+func measure(ctx context.Context, o options, l load, st stage, progress io.Writer) (*Run, error) {
 	base, tok := o.url, o.token
 	var srv *server
 	if o.spawn {
 		tok = rand.Text()
+		dbURL := ""
+		if st.db != "" {
+			u, drop, err := freshDatabase(ctx, st.db)
+			if err != nil {
+				return nil, err
+			}
+			// Deferred first, so it runs after the server has stopped.
+			defer func() {
+				if err := drop(); err != nil {
+					fmt.Fprintln(progress, "dropping the bench database:", err)
+				}
+			}()
+			dbURL = u
+		}
+		// Set even when empty, so an inherited INTAKE_DB cannot choose the store.
 		var err error
-		if srv, err = spawn(o.intakeBin, tok); err != nil {
+		if srv, err = spawn(o.intakeBin, tok, "INTAKE_DB="+dbURL); err != nil {
 			return nil, err
 		}
 		defer srv.stop()
@@ -119,7 +197,6 @@ func bench(ctx context.Context, o options, progress io.Writer) (*Report, error) 
 	if err != nil {
 		return nil, fmt.Errorf("setting up: %w", err)
 	}
-	l := load{Clients: o.clients, Rate: o.rate, Duration: o.duration, BodyBytes: o.bodyBytes}
 
 	var track *tracker
 	var e2e *E2E
@@ -139,28 +216,29 @@ func bench(ctx context.Context, o options, progress io.Writer) (*Report, error) 
 		}
 	}
 
-	if o.baseline {
-		bl, err := startBaseline()
-		if err != nil {
-			return nil, err
-		}
-		r.Baseline = run(ctx, target{name: "baseline", url: bl.url, sign: b.sign}, l, nil, progress)
-		bl.close()
-	}
-	r.Intake = run(ctx, target{name: "intake", url: b.webhook, sign: b.sign}, l, track, progress)
+	got := run(ctx, target{name: st.name, url: b.webhook, sign: b.sign}, l, track, progress)
 	if track != nil {
 		fmt.Fprintln(progress, "waiting for the consumer to get every acked webhook (gives up after 10s without one)")
 		track.wait(10 * time.Second)
 		e2e = track.result()
+		if _, last := track.pending(); e2e.Delivered > 0 {
+			got.setToLastDelivery(last)
+		}
 	}
-	r.Intake.E2E = e2e
+	got.E2E = e2e
 	if srv != nil {
-		if r.Intake.PeakRSSBytes, err = srv.peakRSS(); err != nil {
+		if got.PeakRSSBytes, err = srv.peakRSS(); err != nil {
 			return nil, fmt.Errorf("peak RSS: %w", err)
 		}
 	}
-	if r.Baseline != nil && r.Baseline.AckedPerSec > 0 {
-		r.Ratio = r.Intake.AckedPerSec / r.Baseline.AckedPerSec
+	return got, nil
+}
+
+// loadSigner signs the baseline's load as the provider's would be, so both
+// targets pay the same client work.
+func loadSigner(provider string) signer {
+	if provider == "github" {
+		return githubSigner([]byte(rand.Text()))
 	}
-	return r, nil
+	return nil
 }

@@ -13,7 +13,7 @@ import (
 
 // Run is what one load run against one target measured.
 type Run struct {
-	Target       string         `json:"target"` // "baseline" or "intake"
+	Target       string         `json:"target"` // "baseline", "intake", or with --pipeline "sqlite" and "postgres"
 	Seconds      float64        `json:"seconds"`
 	Sent         int            `json:"sent"`
 	Acked        int            `json:"acked"`
@@ -22,6 +22,12 @@ type Run struct {
 	Errors       map[string]int `json:"errors"` // by status code, or "transport"
 	PeakRSSBytes int64          `json:"peak_rss_bytes,omitempty"`
 	E2E          *E2E           `json:"e2e,omitempty"`
+	// The whole pipeline: from the first request to the last delivery, and
+	// the acked webhooks over that time; set when something was delivered.
+	ToLastDeliverySeconds float64 `json:"to_last_delivery_seconds,omitempty"`
+	ToLastDeliveryPerSec  float64 `json:"to_last_delivery_per_sec,omitempty"`
+
+	started time.Time // when the first request was sent
 }
 
 // E2E is the end-to-end measure: received by intake → got by the consumer.
@@ -51,8 +57,14 @@ type Report struct {
 	Provider  string  `json:"provider"`
 	Baseline  *Run    `json:"baseline,omitempty"`
 	Intake    *Run    `json:"intake"`
-	// Ratio is intake's acked requests/s over the baseline's, in this run.
+	Pipeline  bool    `json:"pipeline,omitempty"` // Intake is on SQLite, Postgres on PostgreSQL
+	Postgres  *Run    `json:"postgres,omitempty"`
+	// Ratio is intake's acked requests/s over the baseline's, in this run;
+	// with --pipeline, SQLite's acked webhooks per second to the last
+	// delivery over the baseline's acked requests/s.
 	Ratio float64 `json:"ratio,omitempty"`
+	// PostgresRatio is PostgreSQL's rate to the last delivery over SQLite's.
+	PostgresRatio float64 `json:"postgres_ratio,omitempty"`
 }
 
 // percentile is the p-th percentile of sorted by the nearest-rank method:
@@ -75,6 +87,10 @@ func summarize(ds []time.Duration) Latency {
 // writeText prints the report for people: one row per target, then the
 // ratio and what only some runs have.
 func (r *Report) writeText(w io.Writer) {
+	if r.Pipeline {
+		r.writePipelineText(w)
+		return
+	}
 	load := fmt.Sprintf("closed loop, %d clients", r.Clients)
 	if r.Mode == "open" {
 		load = fmt.Sprintf("open loop, %g req/s (at most %d in flight)", r.Rate, r.Clients)
@@ -109,6 +125,9 @@ func (r *Report) writeText(w io.Writer) {
 	default:
 		fmt.Fprintf(w, "end-to-end (received → consumer): p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms; delivered %d, missing %d, duplicates %d\n",
 			e.Latency.P50, e.Latency.P90, e.Latency.P99, e.Latency.Max, e.Delivered, e.Missing, e.Duplicates)
+		if r.Intake.ToLastDeliveryPerSec > 0 {
+			fmt.Fprintf(w, "acked webhooks / (first request → last delivery): %.0f/s over %.1f s\n", r.Intake.ToLastDeliveryPerSec, r.Intake.ToLastDeliverySeconds)
+		}
 	}
 }
 

@@ -30,14 +30,15 @@ type server struct {
 }
 
 // spawn starts bin as `intake serve` on a free loopback port with staff
-// token tok, and waits until it logs that it is serving.
-func spawn(bin, tok string) (*server, error) {
+// token tok and this process's environment plus env, and waits until it
+// logs that it is serving.
+func spawn(bin, tok string, env ...string) (*server, error) {
 	data, err := os.MkdirTemp("", "intake-bench")
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, "serve", "--data", data, "--addr", "127.0.0.1:0", "--log-format", "json")
-	cmd.Env = append(os.Environ(), "INTAKE_ADMIN_TOKEN="+tok)
+	cmd.Env = append(append(os.Environ(), "INTAKE_ADMIN_TOKEN="+tok), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
