@@ -164,18 +164,12 @@ func (c *Console) connection(w http.ResponseWriter, r *http.Request, s *session)
 	if err != nil {
 		return err
 	}
-	return c.renderConnection(w, r, s, connectionView{C: cn, Filter: cn.Filter, Script: scriptOf(cn)})
-}
-
-func scriptOf(cn intake.Connection) string {
-	var cfg struct{ Script string }
-	_ = json.Unmarshal(cn.Config, &cfg) // a config that does not decode has no script
-	return cfg.Script
+	return c.renderConnection(w, r, s, connectionView{C: cn, Filter: cn.Filter, Script: control.Script(cn)})
 }
 
 func (c *Console) renderConnection(w http.ResponseWriter, r *http.Request, s *session, v connectionView) error {
 	ctx := r.Context()
-	v.Scripted = v.C.Provider == "hmac" || v.C.Provider == "none"
+	v.Scripted = control.DescribedByScript(v.C.Provider)
 	v.Secrets = "?"
 	if n, ok := c.ctl.SecretCount(v.C); ok {
 		v.Secrets = strconv.Itoa(n)
@@ -246,23 +240,11 @@ func (c *Console) saveConnectionRules(w http.ResponseWriter, r *http.Request, s 
 	if err != nil {
 		return err
 	}
-	cn, err := c.store.Connection(r.Context(), s.scope(), id)
-	if err != nil {
-		return err
-	}
 	filter := strings.TrimSpace(r.PostFormValue("filter"))
 	u := control.ConnectionUpdate{Filter: &filter}
-	if cn.Provider == "hmac" || cn.Provider == "none" {
-		cfg := map[string]any{}
-		_ = json.Unmarshal(cn.Config, &cfg) // a config that does not decode is replaced
-		if script := r.PostFormValue("script"); strings.TrimSpace(script) != "" {
-			cfg["script"] = script
-		} else {
-			delete(cfg, "script")
-		}
-		if u.Config, err = json.Marshal(cfg); err != nil {
-			return err
-		}
+	if _, ok := r.PostForm["script"]; ok { // the page offers it for hmac and none only
+		script := r.PostFormValue("script")
+		u.Script = &script
 	}
 	if _, err := c.ctl.UpdateConnection(r.Context(), s.caller(), id, u); err != nil {
 		return err

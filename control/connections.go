@@ -68,6 +68,8 @@ type ConnectionUpdate struct {
 	Name   *string
 	Config json.RawMessage // the whole provider config; nil: unchanged
 	Filter *string         // "" removes the filter
+	// Script sets config.script alone (hmac and none); "" removes it.
+	Script *string
 }
 
 // UpdateConnection changes a connection's name, provider config (an hmac
@@ -91,6 +93,11 @@ func (p *Plane) UpdateConnection(ctx context.Context, c Caller, id string, u Con
 	if u.Config != nil {
 		adapter, _ := provider.Lookup(cn.Provider)
 		if cn.Config, err = provider.CheckConfig(adapter, u.Config); err != nil {
+			return intake.Connection{}, err
+		}
+	}
+	if u.Script != nil {
+		if cn.Config, err = withScript(cn.Config, *u.Script); err != nil {
 			return intake.Connection{}, err
 		}
 	}
@@ -127,10 +134,34 @@ func (p *Plane) checkConnectionRules(ctx context.Context, prov string, config js
 	if src == "" {
 		return nil
 	}
-	if prov != "hmac" && prov != "none" {
+	if !DescribedByScript(prov) {
 		return intake.Errorf(intake.EINVALID, "config.script describes a provider intake does not know; it is for hmac and none connections, not %s", prov)
 	}
 	return p.rules.Check(ctx, rules.KindInterpret, src)
+}
+
+// DescribedByScript reports whether a provider's connections may carry an
+// interpret script: the generic ones, hmac and none.
+func DescribedByScript(prov string) bool { return prov == "hmac" || prov == "none" }
+
+// Script is a connection's interpret script, or "".
+func Script(cn intake.Connection) string { return script(cn.Config) }
+
+// withScript is config with its script set to src ("" removes it).
+func withScript(config json.RawMessage, src string) (json.RawMessage, error) {
+	cfg, err := provider.ParseConfig(config)
+	if err != nil {
+		return nil, intake.Errorf(intake.EINVALID, "%v", err)
+	}
+	if cfg == nil {
+		cfg = provider.Config{}
+	}
+	if strings.TrimSpace(src) == "" {
+		delete(cfg, "script")
+	} else {
+		cfg["script"] = src
+	}
+	return json.Marshal(cfg)
 }
 
 // script is a connection config's interpret script, or "".

@@ -319,3 +319,33 @@ func TestBadInputIsRefusedAlikeByTheAPIAndTheConsole(t *testing.T) {
 		t.Fatalf("%d consumers saved from bad input", len(cs))
 	}
 }
+
+func TestAConnectionsScriptIsSetAloneAndOnlyWhereAProviderIsDescribedByOne(t *testing.T) {
+	tr := newTransports(t)
+	ctx := context.Background()
+	who, err := tr.ctl.Authenticate(ctx, tr.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, err := tr.ctl.CreateConnection(ctx, who, control.NewConnection{Provider: "none", Name: "shop", Config: []byte(`{"id_field":"id"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := `function interpret(request) { return [{type: "shop.order"}] }`
+	cn, err := tr.ctl.UpdateConnection(ctx, who, none.ID, control.ConnectionUpdate{Script: &src})
+	if err != nil || control.Script(cn) != src || !strings.Contains(string(cn.Config), `"id_field":"id"`) {
+		t.Fatalf("after setting the script: %s %v", cn.Config, err)
+	}
+	empty := ""
+	if cn, err = tr.ctl.UpdateConnection(ctx, who, none.ID, control.ConnectionUpdate{Script: &empty}); err != nil || control.Script(cn) != "" ||
+		!strings.Contains(string(cn.Config), `"id_field":"id"`) {
+		t.Fatalf("after removing the script: %s %v", cn.Config, err)
+	}
+	stripe, err := tr.ctl.CreateConnection(ctx, who, control.NewConnection{Provider: "stripe", Name: "pay", Secrets: []string{"whsec_x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.ctl.UpdateConnection(ctx, who, stripe.ID, control.ConnectionUpdate{Script: &src}); intake.ErrorCode(err) != intake.EINVALID {
+		t.Fatalf("a script on a stripe connection: %v, want invalid", err)
+	}
+}
