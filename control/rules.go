@@ -57,10 +57,13 @@ func (p *Plane) TestRule(ctx context.Context, c Caller, t RuleTest) (rules.TestR
 		if in.EventJSON, err = json.Marshal(delivery.NewEnvelope(&e)); err != nil {
 			return rules.TestResult{}, err
 		}
-		if _, header, err := p.store.MessageBody(ctx, c.Scope, e.MessageID); err == nil {
-			m, _ := p.store.Message(ctx, c.Scope, e.MessageID)
-			in.Headers, in.Query = rules.RequestView(header, m.Query)
+		// The event was read in the caller's scope, so its message is theirs.
+		reqs, err := p.store.MessageRequests(ctx, []string{e.MessageID})
+		if err != nil {
+			return rules.TestResult{}, err
 		}
+		req := reqs[e.MessageID]
+		in.Headers, in.Query = rules.RequestView(req.Header, req.Query)
 	case len(t.Event) > 0:
 		in.EventJSON = t.Event
 	default:
