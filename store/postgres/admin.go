@@ -42,7 +42,7 @@ func (s *Store) OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (intake.Org
 		return o, intake.Errorf(intake.ENOTFOUND, "no org has this key")
 	}
 	o.CreatedAt = fromTS(created)
-	return o, unavailable(err)
+	return o, classify(err)
 }
 
 // CreateAPIKey adds a key to an org visible in sc.
@@ -292,7 +292,7 @@ func (s *Store) EndpointByTokenHash(ctx context.Context, tokenHash []byte) (inta
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, intake.Errorf(intake.ENOTFOUND, "no endpoint has this token")
 	}
-	return e, unavailable(err)
+	return e, classify(err)
 }
 
 // UpdateEndpoint saves an endpoint's name, enabled flag and limits.

@@ -38,7 +38,7 @@ func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
 	select {
 	case s.ingest <- req:
 	case <-s.stop:
-		return unavailable(errClosed)
+		return classify(errClosed)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -93,7 +93,7 @@ func (s *Store) failQueued() {
 	for {
 		select {
 		case r := <-s.ingest:
-			r.done <- unavailable(errClosed)
+			r.done <- classify(errClosed)
 		default:
 			return
 		}

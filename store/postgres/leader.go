@@ -30,12 +30,12 @@ const leaderCheck = time.Second
 func (s *Store) TryLead(ctx context.Context, name string) (*Leader, error) {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, classify(err)
 	}
 	var locked bool
 	if err := pc.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, leaderKey(name)).Scan(&locked); err != nil || !locked {
 		pc.Release() // holding no lock, it can serve others
-		return nil, unavailable(err)
+		return nil, classify(err)
 	}
 	// The lock lives as long as this session: take it out of the pool.
 	l := &Leader{conn: pc.Hijack(), lost: make(chan struct{})}

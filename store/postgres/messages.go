@@ -41,7 +41,7 @@ func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Dur
 		  FROM picked WHERE m.id = picked.id
 		RETURNING `+prefixed("m.", messageColumns), ts(now.Add(lease)), ts(now), limit)
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, classify(err)
 	}
 	claims, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.Claim, error) {
 		m, err := scanMessage(row)
@@ -53,7 +53,7 @@ func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Dur
 	if err != nil || len(claims) == 0 {
 		// Claimed messages not handed out are taken again once their
 		// leases run out.
-		return nil, unavailable(err)
+		return nil, classify(err)
 	}
 	return claims, nil
 }

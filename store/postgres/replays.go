@@ -69,7 +69,7 @@ func (s *Store) ClaimReplayJob(ctx context.Context, now time.Time, lease time.Du
 		return intake.ReplayJob{}, false, nil
 	}
 	if err != nil {
-		return intake.ReplayJob{}, false, unavailable(err)
+		return intake.ReplayJob{}, false, classify(err)
 	}
 	return j, true, nil
 }

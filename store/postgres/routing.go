@@ -161,7 +161,7 @@ func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Durat
 		  FROM due WHERE e.id = due.id
 		RETURNING `+prefixed("e.", eventColumns)+`, e.lease_until`, ts(now.Add(lease)), ts(now), limit)
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, classify(err)
 	}
 	claims, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.EventClaim, error) {
 		var lease *time.Time
@@ -172,7 +172,7 @@ func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Durat
 		err = loadDone(ctx, s.pool, claims)
 	}
 	if err != nil || len(claims) == 0 {
-		return nil, unavailable(err)
+		return nil, classify(err)
 	}
 	return claims, nil
 }

@@ -15,7 +15,7 @@ import (
 func (s *Store) CreateSession(ctx context.Context, cs intake.ConsoleSession) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO console_sessions (id_hash, org_id, key_hash, actor, csrf, created_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, cs.IDHash, nullID(cs.OrgID), cs.KeyHash, text(cs.Actor), cs.CSRF, ts(cs.CreatedAt), ts(cs.ExpiresAt))
-	return unavailable(err)
+	return classify(err)
 }
 
 // SessionByHash finds a live session; an org's works only while the API key
@@ -34,7 +34,7 @@ func (s *Store) SessionByHash(ctx context.Context, idHash []byte, now time.Time)
 		return cs, intake.Errorf(intake.ENOTFOUND, "no such session")
 	}
 	cs.OrgID, cs.CreatedAt, cs.ExpiresAt = fromID(org), fromTS(created), fromTS(expires)
-	return cs, unavailable(err)
+	return cs, classify(err)
 }
 
 // RevokeSession ends a session; revoking it again changes nothing.
@@ -43,12 +43,12 @@ func (s *Store) RevokeSession(ctx context.Context, idHash []byte, at time.Time) 
 	if err == nil && tag.RowsAffected() == 0 {
 		return intake.Errorf(intake.ENOTFOUND, "no such session")
 	}
-	return unavailable(err)
+	return classify(err)
 }
 
 // DeleteExpiredSessions deletes up to limit expired sessions, oldest first.
 func (s *Store) DeleteExpiredSessions(ctx context.Context, now time.Time, limit int) (int, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM console_sessions WHERE id_hash IN (
 		SELECT id_hash FROM console_sessions WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, ts(now), limit)
-	return int(tag.RowsAffected()), unavailable(err)
+	return int(tag.RowsAffected()), classify(err)
 }

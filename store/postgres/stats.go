@@ -68,7 +68,7 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) 
 	b.Queue(`SELECT min(next_attempt_at) FROM events WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $1`, ts(now)).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&e) })
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return st, unavailable(err)
+		return st, classify(err)
 	}
 	st.OldestDueMessage, st.OldestDueEvent = fromTS(m), fromTS(e)
 
@@ -87,7 +87,7 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) 
 	}
 	if exact.Len() > 0 {
 		if err := s.pool.SendBatch(ctx, exact).Close(); err != nil {
-			return st, unavailable(err)
+			return st, classify(err)
 		}
 	}
 	return st, nil

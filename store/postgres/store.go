@@ -176,7 +176,7 @@ func (s *Store) Close() error {
 func (s *Store) StorageBytes(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.pool.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&n)
-	return n, unavailable(err)
+	return n, classify(err)
 }
 
 // Ping reports whether the database can serve.
@@ -211,7 +211,7 @@ func (s *Store) scopedTx(ctx context.Context, sc intake.Scope, fn func(pgx.Tx) e
 	for try := 1; ; try++ {
 		err := s.runTx(ctx, sc, fn)
 		if err == nil || try == retries || !retryable(err) || ctx.Err() != nil {
-			return unavailable(err)
+			return classify(err)
 		}
 	}
 }
@@ -259,7 +259,7 @@ func (s *Store) read(ctx context.Context, sc intake.Scope, queue func(*pgx.Batch
 	if !sc.Staff() {
 		b.Queue(`COMMIT`)
 	}
-	return unavailable(s.pool.SendBatch(ctx, b).Close())
+	return classify(s.pool.SendBatch(ctx, b).Close())
 }
 
 // queueRows queues a query whose rows scan reads into *out.
@@ -288,9 +288,10 @@ func retryable(err error) bool {
 	return false
 }
 
-// unavailable marks a storage failure so callers answer 503 and retry;
-// intake errors pass through.
-func unavailable(err error) error {
+// classify gives a storage failure its code: unreachable storage is
+// EUNAVAILABLE (callers answer 503 and retry), a unique key a racing writer
+// took is ECONFLICT, anything else internal; intake errors pass through.
+func classify(err error) error {
 	if err == nil {
 		return nil
 	}

@@ -37,7 +37,7 @@ func (s *Store) submit(job writeJob) error {
 	select {
 	case s.jobs <- job:
 	case <-s.stop:
-		return unavailable(errClosed)
+		return classify(errClosed)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -115,7 +115,7 @@ func (s *Store) failQueued() {
 	for {
 		select {
 		case j := <-s.jobs:
-			j.done <- unavailable(errClosed)
+			j.done <- classify(errClosed)
 		default:
 			return
 		}
@@ -127,7 +127,7 @@ func (s *Store) commitBatch(batch []writeJob) {
 	results := make([]error, len(batch))
 	fail := func(err error) {
 		for _, j := range batch {
-			j.done <- unavailable(err)
+			j.done <- classify(err)
 		}
 	}
 	s.prepareInserts(ctx, batch)
@@ -275,31 +275,21 @@ func insertIngests(tx *wtx, batch []writeJob) error {
 func (s *Store) runJob(tx *wtx, j writeJob) error {
 	ctx := context.Background()
 	if _, err := tx.ExecContext(ctx, savepointSQL); err != nil {
-		return unavailable(err)
+		return classify(err)
 	}
 	err := j.fn(tx)
 	if err != nil {
 		if _, rerr := tx.ExecContext(ctx, rollbackToSQL); rerr != nil {
-			return unavailable(rerr)
+			return classify(rerr)
 		}
 	}
 	if _, rerr := tx.ExecContext(ctx, releaseSQL); rerr != nil && err == nil {
-		return unavailable(rerr)
+		return classify(rerr)
 	}
 	if err != nil {
-		return unavailableUnlessCoded(err)
+		return classify(err)
 	}
 	return nil
-}
-
-// unavailableUnlessCoded keeps domain errors (ESTALE, ENOTFOUND, …) as they
-// are and marks everything else as a storage failure.
-func unavailableUnlessCoded(err error) error {
-	var ie *intake.Error
-	if errors.As(err, &ie) {
-		return err
-	}
-	return unavailable(err)
 }
 
 func insertMessage(ctx context.Context, tx *wtx, m *intake.Message, header string) error {

@@ -17,7 +17,7 @@ func (s *Store) KeyFingerprint(ctx context.Context) (string, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
-	return fp, unavailable(err)
+	return fp, classify(err)
 }
 
 // RecordKeyFingerprint records fp unless a fingerprint is recorded already,

@@ -22,7 +22,7 @@ func (s *Store) Overview(ctx context.Context, sc intake.Scope, q intake.Overview
 	// One read transaction, so every figure is of the same moment.
 	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return out, unavailable(err)
+		return out, classify(err)
 	}
 	defer tx.Rollback()
 
@@ -78,7 +78,7 @@ func (s *Store) Overview(ctx context.Context, sc intake.Scope, q intake.Overview
 		(SELECT min(next_attempt_at) FROM events
 		  WHERE state IN ('pending', 'retrying') AND next_attempt_at <= ?2 AND (?1 = '' OR org_id = ?1))`, sc.OrgID, ts(q.Now)).
 		Scan(&m, &e); err != nil {
-		return out, unavailable(err)
+		return out, classify(err)
 	}
 	out.OldestDueMessage, out.OldestDueEvent = fromTS(m), fromTS(e)
 	return out, nil
@@ -97,13 +97,13 @@ var stateRows = func() string {
 func each(ctx context.Context, tx *sql.Tx, scan func(*sql.Rows) error, query string, args ...any) error {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
-		return unavailable(err)
+		return classify(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		if err := scan(rows); err != nil {
-			return unavailable(err)
+			return classify(err)
 		}
 	}
-	return unavailable(rows.Err())
+	return classify(rows.Err())
 }

@@ -33,7 +33,7 @@ func (s *Store) SessionByHash(ctx context.Context, idHash []byte, now time.Time)
 		return cs, intake.Errorf(intake.ENOTFOUND, "no such session")
 	}
 	cs.CreatedAt, cs.ExpiresAt = fromTS(created), fromTS(expires)
-	return cs, unavailable(err)
+	return cs, classify(err)
 }
 
 // RevokeSession ends a session; revoking it again changes nothing.

@@ -203,8 +203,10 @@ func (s *Store) Ping(ctx context.Context) error { return s.write.PingContext(ctx
 // Listen wakes on commits of topic's work.
 func (s *Store) Listen(topic string) (<-chan struct{}, func()) { return s.hub.Listen(topic) }
 
-// unavailable marks a storage failure so callers answer 503 and retry.
-func unavailable(err error) error {
+// classify gives a storage failure its code: unreachable storage is
+// EUNAVAILABLE (callers answer 503 and retry), a unique key a racing writer
+// took is ECONFLICT, anything else internal; intake errors pass through.
+func classify(err error) error {
 	if err == nil {
 		return nil
 	}
