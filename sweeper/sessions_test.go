@@ -2,23 +2,17 @@ package sweeper_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testkit"
-	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/sweeper"
 )
 
 func TestSweepDeletesExpiredConsoleSessionsAndKeepsLiveOnes(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "intake.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := testkit.SQLite(t)
 	c := testkit.NewClock(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
 	session := func(id string, ttl time.Duration) intake.ConsoleSession {
 		return intake.ConsoleSession{IDHash: []byte(id), KeyHash: []byte("staff"), Actor: "staff", CSRF: "c", CreatedAt: c.Now(), ExpiresAt: c.Now().Add(ttl)}

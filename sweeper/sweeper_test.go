@@ -7,23 +7,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testkit"
-	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/sweeper"
 )
 
 func TestRetentionDropsBodiesThenRowsAndDuplicatesStayRecognised(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "intake.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := testkit.SQLite(t)
 	c := testkit.NewClock(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
 	org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: c.Now()}
 	conn := intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "stripe", Name: "s", CreatedAt: c.Now()}
