@@ -28,6 +28,9 @@ type Consumer struct {
 	// signed with it too, beside the new one, until OldSecretUntil.
 	SealedOldSecret []byte
 	OldSecretUntil  time.Time
+	// Controls pace deliveries: pause, rate, concurrency, ordering, retry
+	// schedule and circuit breaker (DESIGN §9).
+	Controls Controls
 }
 
 // SignsWithOld reports whether deliveries at now still carry a signature

@@ -1,0 +1,527 @@
+package intake
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// A route is one event's way to one consumer. When the router first takes
+// an event it selects the consumers and writes a route for each (its
+// fan-out); from then on every consumer advances on its own: its own
+// attempts, its own retry schedule, its pause, rate, concurrency limit,
+// ordering and circuit breaker. A consumer that is down or slow holds up
+// only its own routes. The event's state follows from its routes.
+
+// RouteState is where an event stands toward one consumer.
+type RouteState string
+
+// Route states.
+const (
+	// RouteWaiting: due at NextAt, or leased while a call is made. A
+	// paused or tripped consumer's routes wait without spending attempts.
+	RouteWaiting RouteState = "waiting"
+	RouteHandled RouteState = "handled"
+	RouteIgnored RouteState = "ignored"
+	// RouteFiltered: the consumer's filter declined the event, or its
+	// transform skipped it.
+	RouteFiltered RouteState = "filtered"
+	// RouteDead: the consumer's attempts are spent.
+	RouteDead RouteState = "dead"
+	// RouteDropped: the consumer was disabled or deleted (or answered
+	// 410 Gone) before the event reached it.
+	RouteDropped RouteState = "dropped"
+)
+
+// Done reports whether the route is settled for good.
+func (s RouteState) Done() bool { return s != RouteWaiting }
+
+// Route is one event's progress toward one consumer.
+type Route struct {
+	OrgID      string
+	EventID    string
+	ConsumerID string
+	State      RouteState
+	// Attempt counts the calls that spent the consumer's retry budget.
+	Attempt int
+	NextAt  time.Time
+	// OrderKey groups the routes a consumer with ordering receives one
+	// after another ("" for none); OrderAt (the event's occurred_at, then
+	// its id) orders them.
+	OrderKey  string
+	OrderAt   time.Time
+	LastError string
+}
+
+// RetryPolicy is a consumer's own retry schedule; zero fields take the
+// server's.
+type RetryPolicy struct {
+	Attempts int
+	Base     time.Duration
+}
+
+// Consumer control defaults and bounds (DESIGN §9).
+const (
+	DefaultBreakerFailures  = 10
+	DefaultAutoDisableAfter = 72 * time.Hour
+	BreakerFirstProbe       = 30 * time.Second
+	BreakerMaxProbe         = 30 * time.Minute
+	MaxRatePerSec           = 10000
+	MaxInFlightLimit        = 10000
+	MaxRetryAttempts        = 50
+)
+
+// Controls is how deliveries to a consumer are paced (DESIGN §9).
+type Controls struct {
+	Paused bool
+	// RatePerSec caps calls per second across all processes; 0: no cap.
+	RatePerSec float64
+	// MaxInFlight caps calls in flight across all processes (1: one at a
+	// time); 0: no cap.
+	MaxInFlight int
+	// Ordering is "", "subject" or a CEL expression giving a key: for one
+	// key the consumer receives an event only after the earlier ones were
+	// handled, ignored, filtered or dead for it.
+	Ordering string
+	Retry    RetryPolicy
+	// BreakerFailures consecutive failed calls trip the breaker; 0: the
+	// default (10).
+	BreakerFailures int
+	// AutoDisableAfter of failing continuously disables the consumer; 0:
+	// the default (72 h).
+	AutoDisableAfter time.Duration
+}
+
+// Validate checks the controls; ordering expressions are checked by the
+// rules engine, not here.
+func (c Controls) Validate() error {
+	switch {
+	case c.RatePerSec < 0 || c.RatePerSec > MaxRatePerSec || c.RatePerSec != c.RatePerSec:
+		return Errorf(EINVALID, "rate_per_sec must be between 0 (no limit) and %d", MaxRatePerSec)
+	case c.MaxInFlight < 0 || c.MaxInFlight > MaxInFlightLimit:
+		return Errorf(EINVALID, "max_in_flight must be between 1 and %d", MaxInFlightLimit)
+	case c.Retry.Attempts < 0 || c.Retry.Attempts > MaxRetryAttempts:
+		return Errorf(EINVALID, "retry.attempts must be between 1 and %d", MaxRetryAttempts)
+	case c.Retry.Base < 0 || c.Retry.Base > 24*time.Hour:
+		return Errorf(EINVALID, "retry.base must be between 1ms and 24h")
+	case c.BreakerFailures < 0 || c.BreakerFailures > 1000:
+		return Errorf(EINVALID, "breaker_failures must be between 1 and 1000")
+	case c.AutoDisableAfter < 0 || (c.AutoDisableAfter > 0 && c.AutoDisableAfter < time.Hour) || c.AutoDisableAfter > 90*24*time.Hour:
+		return Errorf(EINVALID, "auto_disable_after must be between 1h and 90 days")
+	}
+	return nil
+}
+
+// Unpaced reports whether nothing holds this consumer's calls back, so a
+// route to it can be leased in the commit that creates it.
+func (c Controls) Unpaced() bool {
+	return !c.Paused && c.RatePerSec == 0 && c.MaxInFlight == 0 && c.Ordering == ""
+}
+
+// Attempts returns the consumer's retry budget.
+func (c Controls) Attempts() int {
+	if c.Retry.Attempts > 0 {
+		return c.Retry.Attempts
+	}
+	return DefaultMaxAttempts
+}
+
+// Backoff returns the consumer's schedule: the server's with the
+// consumer's base when it sets one.
+func (c Controls) Backoff(server Backoff) Backoff {
+	if c.Retry.Base > 0 {
+		server.Base = c.Retry.Base
+	}
+	return server
+}
+
+func (c Controls) breakerFailures() int {
+	if c.BreakerFailures > 0 {
+		return c.BreakerFailures
+	}
+	return DefaultBreakerFailures
+}
+
+func (c Controls) autoDisableAfter() time.Duration {
+	if c.AutoDisableAfter > 0 {
+		return c.AutoDisableAfter
+	}
+	return DefaultAutoDisableAfter
+}
+
+// Lane is a consumer's delivery state shared by every process: its rate
+// tokens and its circuit breaker.
+type Lane struct {
+	ConsumerID string
+	OrgID      string
+	Tokens     float64
+	RefilledAt time.Time
+	// Failures counts consecutive failed calls; FailingSince is when the
+	// first of them failed.
+	Failures     int
+	FailingSince time.Time
+	Tripped      bool
+	// ProbeAt is when a tripped breaker lets one call through; the wait
+	// after it is ProbeEvery, doubling up to BreakerMaxProbe.
+	ProbeAt    time.Time
+	ProbeEvery time.Duration
+}
+
+// Allow returns how many of want calls the lane lets through at now with
+// inFlight calls already made and not settled, and whether the one call it
+// allows is the tripped breaker's probe. It takes the tokens and, for a
+// probe, schedules the next one; the caller saves the lane.
+func (l *Lane) Allow(c Controls, now time.Time, inFlight, want int) (n int, probe bool) {
+	if c.Paused || want <= 0 {
+		return 0, false
+	}
+	if l.Tripped {
+		if now.Before(l.ProbeAt) || inFlight > 0 {
+			return 0, false
+		}
+		l.ProbeEvery = min(max(l.ProbeEvery*2, BreakerFirstProbe), BreakerMaxProbe)
+		l.ProbeAt = now.Add(l.ProbeEvery)
+		want, probe = 1, true
+	}
+	if c.MaxInFlight > 0 {
+		want = min(want, c.MaxInFlight-inFlight)
+	}
+	if c.RatePerSec > 0 {
+		burst := max(1, c.RatePerSec)
+		if l.RefilledAt.IsZero() {
+			l.Tokens = burst
+		} else if el := now.Sub(l.RefilledAt); el > 0 {
+			l.Tokens = min(burst, l.Tokens+el.Seconds()*c.RatePerSec)
+		}
+		l.RefilledAt = now
+		want = min(want, int(l.Tokens))
+		if want > 0 {
+			l.Tokens -= float64(want)
+		}
+	}
+	if want <= 0 {
+		return 0, false
+	}
+	return want, probe
+}
+
+// Lane changes a settled call can bring, each audited and notified.
+const (
+	LaneTripped   = "consumer.tripped"
+	LaneRecovered = "consumer.recovered"
+	LaneDisabled  = "consumer.disabled"
+)
+
+// Settle moves the lane after a call: a success closes the breaker; a
+// failure counts toward tripping it and toward disabling the consumer. It
+// returns the change (one of the Lane… names, or "").
+func (l *Lane) Settle(c Controls, now time.Time, succeeded bool) string {
+	if succeeded {
+		was := l.Tripped
+		l.Failures, l.FailingSince, l.Tripped, l.ProbeAt, l.ProbeEvery = 0, time.Time{}, false, time.Time{}, 0
+		if was {
+			return LaneRecovered
+		}
+		return ""
+	}
+	l.Failures++
+	if l.FailingSince.IsZero() {
+		l.FailingSince = now
+	}
+	if !now.Before(l.FailingSince.Add(c.autoDisableAfter())) {
+		return LaneDisabled
+	}
+	if !l.Tripped && l.Failures >= c.breakerFailures() {
+		l.Tripped, l.ProbeEvery, l.ProbeAt = true, BreakerFirstProbe, now.Add(BreakerFirstProbe)
+		return LaneTripped
+	}
+	return ""
+}
+
+// FanOutRoute is one selected consumer in a fan-out.
+type FanOutRoute struct {
+	ConsumerID string
+	// Filtered: the consumer's filter declined the event; the route is
+	// written settled, with Delivery as its record.
+	Filtered bool
+	Delivery *Delivery
+	OrderKey string
+}
+
+// FanOut is the result of the router's first look at an event: the routes
+// of the consumers it selected.
+type FanOut struct {
+	EventID string
+	Attempt int // the event claim's attempt
+	Routes  []FanOutRoute
+	// Lease is how long routes to unpaced consumers whose breaker is closed
+	// are leased to the caller in the same commit, which then makes their
+	// first call without a claim; 0: none are.
+	Lease time.Duration
+}
+
+// RouteClaim is one call to be made: a route leased to the caller.
+type RouteClaim struct {
+	Event      Event
+	ConsumerID string
+	// Attempt is the number this call has if it fails (the route's spent
+	// attempts + 1).
+	Attempt int
+	// Probe marks the tripped breaker's trial call: its failure spends no
+	// attempt.
+	Probe      bool
+	LeaseUntil time.Time
+}
+
+// RouteSettlement is the result of one leased call.
+type RouteSettlement struct {
+	EventID    string
+	ConsumerID string
+	Attempt    int
+	Probe      bool
+	// Delivery is the call's record; nil when no call was made (the
+	// consumer was disabled or deleted: the route is dropped).
+	Delivery *Delivery
+	// Called: a request reached (or was tried against) the consumer, so
+	// the result counts for its breaker. A transform error makes no call.
+	Called     bool
+	RetryAfter time.Duration
+	// Gone: the consumer answered 410 Gone; it is disabled and the route
+	// dropped.
+	Gone bool
+}
+
+// RouteQueue is the router's view of routes.
+type RouteQueue interface {
+	// FanOut writes an event's routes (skipping consumers that already
+	// have one: a re-routed event keeps the routes it finished) and the
+	// filtered routes' delivery records, and moves the event: no routes →
+	// no_consumer; every route filtered → filtered; else it stays pending
+	// and leaves the event queue. ESTALE unless the event is leased at
+	// f.Attempt. It returns the routes it leased (see FanOut.Lease).
+	FanOut(ctx context.Context, now time.Time, f FanOut) ([]RouteClaim, error)
+	// ClaimRoutes leases up to limit due routes of consumers that are not
+	// paused, each consumer's share allowed by its lane (rate, max in
+	// flight, breaker) and, for a consumer with ordering, only the first
+	// waiting route of each key. Routes of disabled or deleted consumers
+	// are claimed too, so they can be dropped.
+	ClaimRoutes(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]RouteClaim, error)
+	// SettleRoute applies one call's result with ApplyRouteSettlement in
+	// one transaction; ESTALE unless the route is leased at s.Attempt.
+	SettleRoute(ctx context.Context, now time.Time, s RouteSettlement, b Backoff) error
+}
+
+// RouteCounts is how an event's routes stand. Failed counts the waiting
+// routes that have a failed call behind them (a last error).
+type RouteCounts struct {
+	Total, Waiting, Failed, Filtered, Dead, Dropped int
+}
+
+// EventAfterRoutes returns the event's state once its routes stand as n:
+// waiting routes keep it pending, or retrying once one of them failed;
+// when all are done: every one filtered → filtered; any dead → dead; every
+// one dropped → no_consumer; else delivered.
+func EventAfterRoutes(n RouteCounts) EventState {
+	switch {
+	case n.Waiting > 0 && n.Failed > 0:
+		return EventRetrying
+	case n.Waiting > 0:
+		return EventPending
+	case n.Total == 0 || n.Dropped == n.Total:
+		return EventNoConsumer
+	case n.Filtered == n.Total:
+		return EventFiltered
+	case n.Dead > 0:
+		return EventDead
+	}
+	return EventDelivered
+}
+
+// CheckEventPath is CheckEventTransition for a settle that may pass
+// through retrying on its way (pending → dead: the first failure was also
+// the last).
+func CheckEventPath(from, to EventState) error {
+	if from == to && (from == EventPending || from == EventRetrying) {
+		return nil
+	}
+	if from == EventPending && to == EventDead {
+		return CheckEventTransition(EventRetrying, EventDead)
+	}
+	return CheckEventTransition(from, to)
+}
+
+// Notice is an operational notification waiting to be sent (DESIGN §9):
+// written in the transaction of the change it reports.
+type Notice struct {
+	ID      string
+	OrgID   string
+	Topic   string // message.dead, event.dead, consumer.tripped, …
+	Subject string // what it is about: a consumer, event, message or endpoint id
+	Detail  string
+	At      time.Time
+}
+
+// Notification topics.
+const (
+	NoticeMessageDead       = "message.dead"
+	NoticeEventDead         = "event.dead"
+	NoticeConsumerTripped   = LaneTripped
+	NoticeConsumerRecovered = LaneRecovered
+	NoticeConsumerDisabled  = LaneDisabled
+	NoticeSignatureFailures = "signature.failures"
+	NoticeStorageQuota      = "storage.quota"
+)
+
+// NoticeTopics lists every notification topic.
+var NoticeTopics = []string{NoticeMessageDead, NoticeEventDead, NoticeConsumerTripped, NoticeConsumerRecovered,
+	NoticeConsumerDisabled, NoticeSignatureFailures, NoticeStorageQuota}
+
+// RouteSettleTx is the view of one open store transaction that
+// ApplyRouteSettlement needs.
+type RouteSettleTx interface {
+	// LockRoute returns the route and whether it is leased, locking it.
+	LockRoute(ctx context.Context, eventID, consumerID string) (r Route, leased bool, err error)
+	// LockLane returns the consumer's controls and lane, locking the lane;
+	// ENOTFOUND if the consumer was deleted.
+	LockLane(ctx context.Context, consumerID string) (Controls, Lane, error)
+	SaveLane(ctx context.Context, l Lane) error
+	// SaveRoute writes the route's state, attempt, next time and last
+	// error, and releases its lease.
+	SaveRoute(ctx context.Context, r Route) error
+	InsertDelivery(ctx context.Context, d Delivery) error
+	// DisableConsumer disables a consumer with its audit entry, unless it
+	// is disabled already.
+	DisableConsumer(ctx context.Context, id string, a AuditEntry) error
+	InsertAudit(ctx context.Context, a AuditEntry) error
+	InsertNotice(ctx context.Context, n Notice) error
+	// LockEvent locks the event and returns its state; CountRoutes counts
+	// its routes as they stand inside this transaction.
+	LockEvent(ctx context.Context, eventID string) (EventState, error)
+	CountRoutes(ctx context.Context, eventID string) (RouteCounts, error)
+	// SetEventState moves the event (its transition checked by the
+	// caller).
+	SetEventState(ctx context.Context, eventID string, to EventState, now time.Time) error
+}
+
+// ApplyRouteSettlement is the one place a call's result becomes state: it
+// refuses a stale call, records the delivery, moves the route by the
+// consumer's retry schedule and the lane by its breaker (auditing and
+// noticing each change), and moves the event once its routes say so.
+// The event is locked first, so two routes of one event settling at once
+// see each other.
+func ApplyRouteSettlement(ctx context.Context, tx RouteSettleTx, now time.Time, s RouteSettlement, b Backoff) error {
+	from, err := tx.LockEvent(ctx, s.EventID)
+	if err != nil {
+		return err
+	}
+	r, leased, err := tx.LockRoute(ctx, s.EventID, s.ConsumerID)
+	if err != nil {
+		return err
+	}
+	if !leased || r.State != RouteWaiting || r.Attempt+1 != s.Attempt {
+		return Errorf(ESTALE, "call %d of event %s to consumer %s is not current", s.Attempt, s.EventID, s.ConsumerID)
+	}
+	ctl, lane, err := tx.LockLane(ctx, s.ConsumerID)
+	deleted := ErrorCode(err) == ENOTFOUND
+	if err != nil && !deleted {
+		return err
+	}
+	if s.Delivery != nil {
+		if err := tx.InsertDelivery(ctx, *s.Delivery); err != nil {
+			return err
+		}
+	}
+	notice := func(topic, subject, detail string) error {
+		return tx.InsertNotice(ctx, Notice{ID: NewID(), OrgID: r.OrgID, Topic: topic, Subject: subject, Detail: detail, At: now.UTC()})
+	}
+	disable := func(detail string) error {
+		a := AuditEntry{ID: NewID(), OrgID: r.OrgID, Actor: "intake", Action: "consumer.disable", TargetType: "consumer",
+			TargetID: s.ConsumerID, Detail: detail, At: now.UTC()}
+		if err := tx.DisableConsumer(ctx, s.ConsumerID, a); err != nil {
+			return err
+		}
+		return notice(NoticeConsumerDisabled, s.ConsumerID, detail)
+	}
+	switch {
+	case deleted || s.Delivery == nil:
+		r.State, r.LastError = RouteDropped, "the consumer was disabled or deleted before the event reached it"
+	case s.Gone:
+		r.State, r.LastError = RouteDropped, "the consumer answered 410 Gone: it is disabled"
+		if err := disable("the consumer answered 410 Gone to event " + s.EventID); err != nil {
+			return err
+		}
+	default:
+		d := s.Delivery
+		r.LastError = d.Error
+		switch d.Outcome {
+		case DeliveryHandled:
+			r.State = RouteHandled
+		case DeliveryIgnored:
+			r.State = RouteIgnored
+		case DeliveryFiltered:
+			r.State = RouteFiltered
+		}
+		tripped := lane.Tripped
+		if s.Called {
+			change := lane.Settle(ctl, now, d.Succeeded())
+			if err := tx.SaveLane(ctx, lane); err != nil {
+				return err
+			}
+			switch change {
+			case LaneDisabled:
+				if err := disable("the consumer failed every call for " + ctl.autoDisableAfter().String()); err != nil {
+					return err
+				}
+			case LaneTripped, LaneRecovered:
+				detail := "the circuit breaker opened after " + strconv.Itoa(lane.Failures) + " failed calls in a row; one call is tried every so often"
+				if change == LaneRecovered {
+					detail = "a call succeeded: the circuit breaker closed"
+				}
+				a := AuditEntry{ID: NewID(), OrgID: r.OrgID, Actor: "intake", Action: change, TargetType: "consumer",
+					TargetID: s.ConsumerID, Detail: detail, At: now.UTC()}
+				if err := tx.InsertAudit(ctx, a); err != nil {
+					return err
+				}
+				if err := notice(change, s.ConsumerID, detail); err != nil {
+					return err
+				}
+			}
+		}
+		if r.State == RouteWaiting {
+			// A failed call. A probe, or a call that failed while the breaker
+			// was open, spends no attempt: the route waits for the breaker.
+			if s.Probe || tripped || (s.Called && lane.Tripped) {
+				r.NextAt = now
+			} else {
+				r.Attempt = s.Attempt
+				if r.Attempt >= ctl.Attempts() {
+					r.State = RouteDead
+				} else {
+					r.NextAt = now.Add(max(s.RetryAfter, ctl.Backoff(b).Delay(r.Attempt)))
+				}
+			}
+		}
+	}
+	if err := tx.SaveRoute(ctx, r); err != nil {
+		return err
+	}
+	n, err := tx.CountRoutes(ctx, s.EventID)
+	if err != nil {
+		return err
+	}
+	to := EventAfterRoutes(n)
+	if to == from {
+		return nil
+	}
+	if err := CheckEventPath(from, to); err != nil {
+		return err
+	}
+	if to == EventDead {
+		// Grouped by consumer: a consumer that kills many events is one
+		// notice with a count.
+		if err := notice(NoticeEventDead, s.ConsumerID, "event "+s.EventID+" is dead: "+r.LastError); err != nil {
+			return err
+		}
+	}
+	return tx.SetEventState(ctx, s.EventID, to, now)
+}
