@@ -525,3 +525,65 @@ func ApplyRouteSettlement(ctx context.Context, tx RouteSettleTx, now time.Time, 
 	}
 	return tx.SetEventState(ctx, s.EventID, to, now)
 }
+
+// TopicRoutes wakes the routers' delivery loops: routes were written or
+// released, or a consumer was resumed.
+const TopicRoutes = "routes"
+
+// Consumer states as health reports them.
+const (
+	ConsumerEnabled  = "enabled"
+	ConsumerPaused   = "paused"
+	ConsumerTripped  = "tripped"
+	ConsumerDisabled = "disabled"
+)
+
+// ConsumerHealth is how deliveries to one consumer stand (DESIGN §9).
+type ConsumerHealth struct {
+	State string // enabled, paused, tripped or disabled
+	// Delivered1h and Failed1h count the calls of the last hour that
+	// succeeded and failed; P50 and P99 are their latencies.
+	Delivered1h, Failed1h int
+	P50, P99              time.Duration
+	LastStatus            int
+	LastError             string
+	LastDeliveryAt        time.Time
+	// InFlight: calls made and not settled. Held: routes waiting on a
+	// pause or an open breaker. Due: routes whose time has come, waiting
+	// for a call; OldestDueAt is the earliest of them.
+	InFlight, Held, Due int
+	OldestDueAt         time.Time
+	// Failures is the breaker's count of consecutive failed calls.
+	Failures int
+}
+
+// Health reads a consumer's delivery health.
+type Health interface {
+	ConsumerHealth(ctx context.Context, sc Scope, consumerID string, now time.Time) (ConsumerHealth, error)
+}
+
+// NotificationSettings is where an org's operational notifications go.
+type NotificationSettings struct {
+	OrgID          string
+	URL            string
+	SealedSlackURL []byte
+	Topics         []string
+	SealedSecret   []byte
+	UpdatedAt      time.Time
+}
+
+// Notifications keeps where notices go and the notices waiting to be sent.
+type Notifications interface {
+	PutNotificationSettings(ctx context.Context, sc Scope, s NotificationSettings, audit ...AuditEntry) error
+	// NotificationSettings returns the org's settings; ENOTFOUND if it has
+	// none.
+	NotificationSettings(ctx context.Context, sc Scope, orgID string) (NotificationSettings, error)
+	// InsertNotice records a notice outside a settle (ingress, the quota).
+	InsertNotice(ctx context.Context, n Notice) error
+	// UnsentNotices returns up to limit notices not yet sent, oldest first.
+	UnsentNotices(ctx context.Context, limit int) ([]Notice, error)
+	// LastSentNotice returns when a notice of (org, topic, subject) was
+	// last sent; zero if never.
+	LastSentNotice(ctx context.Context, orgID, topic, subject string) (time.Time, error)
+	MarkNoticesSent(ctx context.Context, ids []string, at time.Time) error
+}
