@@ -510,6 +510,11 @@ func ApplyRouteSettlement(ctx context.Context, tx RouteSettleTx, now time.Time, 
 		return err
 	}
 	to := EventAfterRoutes(n)
+	if from == EventRetrying && to == EventPending {
+		// A failure is behind the event even once the route that failed
+		// is done: it stays retrying while other routes wait.
+		to = EventRetrying
+	}
 	if to == from {
 		return nil
 	}
