@@ -510,6 +510,10 @@ func ApplyRouteSettlement(ctx context.Context, tx RouteSettleTx, now time.Time, 
 		return err
 	}
 	to := EventAfterRoutes(n)
+	if from == EventRetrying && to == EventPending {
+		// A call failed: the event stays retrying until its routes are done.
+		to = from
+	}
 	if to == from {
 		return nil
 	}

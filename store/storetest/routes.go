@@ -434,11 +434,11 @@ func testOrdering(t *testing.T, s intake.Store) {
 func testDisabledConsumerRoutesAreDropped(t *testing.T, s intake.Store) {
 	ctx := context.Background()
 	f := newFixture(t, s, "acme")
-	off := f.consumer(t, s, "off", intake.Controls{Paused: true})
+	off := f.consumer(t, s, "off", intake.Controls{})
 	gone := f.consumer(t, s, "gone", intake.Controls{})
 	e := f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(off, gone) })[0]
 	disabled := off
-	disabled.Enabled = false // still paused: a disabled consumer's routes are claimed all the same
+	disabled.Enabled = false
 	if err := s.UpdateConsumer(ctx, intake.Scope{}, disabled); err != nil {
 		t.Fatal(err)
 	}
