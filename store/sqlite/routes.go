@@ -390,7 +390,9 @@ func (t routeTx) SaveRoute(ctx context.Context, r intake.Route) error {
 	return err
 }
 
-func (t routeTx) InsertDelivery(ctx context.Context, d intake.Delivery) error { return insertDelivery(ctx, t.tx, d) }
+func (t routeTx) InsertDelivery(ctx context.Context, d intake.Delivery) error {
+	return insertDelivery(ctx, t.tx, d)
+}
 
 func insertDelivery(ctx context.Context, tx *wtx, d intake.Delivery) error {
 	_, err := tx.ExecContext(ctx, insertDeliverySQL,
@@ -421,7 +423,9 @@ func (t routeTx) InsertAudit(ctx context.Context, a intake.AuditEntry) error {
 	return err
 }
 
-func (t routeTx) InsertNotice(ctx context.Context, n intake.Notice) error { return insertNotice(ctx, t.tx, n) }
+func (t routeTx) InsertNotice(ctx context.Context, n intake.Notice) error {
+	return insertNotice(ctx, t.tx, n)
+}
 
 func insertNotice(ctx context.Context, tx *wtx, n intake.Notice) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO notices (id, org_id, topic, subject, detail, at) VALUES (?, ?, ?, ?, ?, ?)`,

@@ -286,7 +286,6 @@ var claimEventsSQL = `UPDATE events
 const insertDeliverySQL = `INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-
 // MessageRequests returns the query and headers of the requests events
 // came from, in one read.
 func (s *Store) MessageRequests(ctx context.Context, messageIDs []string) (map[string]intake.OriginalRequest, error) {

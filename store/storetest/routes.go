@@ -16,7 +16,7 @@ import (
 // backoff is the server's schedule in these cases: exact, no jitter.
 var backoff = intake.Backoff{Base: time.Second, Max: time.Hour}
 
-const routeLease = time.Hour
+const routeLease = 24 * time.Hour
 
 func (f fixture) consumer(t *testing.T, s intake.Store, name string, ctl intake.Controls) intake.Consumer {
 	t.Helper()
@@ -509,8 +509,8 @@ func testEventFollowsItsRoutes(t *testing.T, s intake.Store) {
 	mixed := f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(ok, once) })[0]
 	got := byConsumer(claimRoutes(t, s, t0, 100))
 	settleRoute(t, s, t0, got[once.ID], intake.DeliveryRetry)
-	if st := eventState(t, s, mixed.ID); st != intake.EventRetrying {
-		t.Fatalf("one route dead, one waiting: %s, want retrying", st)
+	if st := eventState(t, s, mixed.ID); st != intake.EventPending {
+		t.Fatalf("one route dead, one waiting and never failed: %s, want pending", st)
 	}
 	settleRoute(t, s, t0, got[ok.ID], intake.DeliveryHandled)
 	if st := eventState(t, s, mixed.ID); st != intake.EventDead {
