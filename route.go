@@ -513,9 +513,8 @@ func ApplyRouteSettlement(ctx context.Context, tx RouteSettleTx, now time.Time, 
 	}
 	to := EventAfterRoutes(n)
 	if from == EventRetrying && to == EventPending {
-		// A failure is behind the event even once the route that failed
-		// is done: it stays retrying while other routes wait.
-		to = EventRetrying
+		// A call failed: the event stays retrying until its routes are done.
+		to = from
 	}
 	if to == from {
 		return nil

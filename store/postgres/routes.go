@@ -26,6 +26,14 @@ func scanCounts(row pgx.Row, n *intake.RouteCounts) error {
 	return row.Scan(&n.Total, &n.Waiting, &n.Failed, &n.Filtered, &n.Dead, &n.Dropped)
 }
 
+// oldestDueRoute is the earliest due, unleased route of a consumer that is
+// not paused, in org $1 (NULL: every org) at $2: the oldest due delivery
+// work, read through routes_due one consumer at a time.
+const oldestDueRoute = `(SELECT min((SELECT r.next_at FROM routes r
+		WHERE r.consumer_id = c.id AND r.state = 'waiting' AND r.next_at <= $2 AND (r.lease_until IS NULL OR r.lease_until <= $2)
+		ORDER BY r.next_at LIMIT 1))
+	FROM consumers c WHERE NOT c.paused AND ($1::uuid IS NULL OR c.org_id = $1))`
+
 // FanOut writes an event's routes in two round trips: the first locks the
 // event, inserts the routes (leasing those to unpaced consumers) and the
 // filtered ones' deliveries, and counts the event's routes; the second
@@ -223,6 +231,7 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 	type candidate struct {
 		controls intake.Controls
 		live     bool // enabled and not deleted: its lane's rules apply
+		due      int  // its due routes (up to limit), before ordering
 		lane     intake.Lane
 		was      intake.Lane
 	}
@@ -235,11 +244,12 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 		p.b.Queue(`INSERT INTO consumer_lanes (consumer_id, org_id)
 			SELECT c.id, c.org_id FROM consumers c WHERE NOT EXISTS (SELECT FROM consumer_lanes l WHERE l.consumer_id = c.id)
 			ON CONFLICT DO NOTHING`)
-		p.b.Queue(`SELECT c.enabled AND c.deleted_at IS NULL, `+prefixed("c.", controlColumns)+`, `+laneColumns+`
+		p.b.Queue(`SELECT c.enabled AND c.deleted_at IS NULL, d.n, `+prefixed("c.", controlColumns)+`, `+laneColumns+`
 			  FROM consumer_lanes l JOIN consumers c ON c.id = l.consumer_id
-			 WHERE NOT c.paused
-			   AND EXISTS (SELECT FROM routes r WHERE r.consumer_id = l.consumer_id AND r.state = 'waiting' AND r.next_at <= $1
-			                  AND (r.lease_until IS NULL OR r.lease_until <= $1))
+			 CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM routes r
+			        WHERE r.consumer_id = l.consumer_id AND r.state = 'waiting' AND r.next_at <= $1
+			          AND (r.lease_until IS NULL OR r.lease_until <= $1) LIMIT $2) r) d
+			 WHERE NOT c.paused AND d.n > 0
 			 ORDER BY l.claimed_at NULLS FIRST, l.consumer_id
 			 LIMIT $2
 			   FOR UPDATE OF l SKIP LOCKED`, ts(now), limit).
@@ -248,7 +258,7 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 					c := &candidate{}
 					controls, doneC := controlDests(&c.controls)
 					lane, doneL := laneDests(&c.lane)
-					if err := rows.Scan(append(append([]any{&c.live}, controls...), lane...)...); err != nil {
+					if err := rows.Scan(append(append([]any{&c.live, &c.due}, controls...), lane...)...); err != nil {
 						return err
 					}
 					doneC()
@@ -289,9 +299,9 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 		)
 		remaining := limit
 		for _, c := range cands {
-			n, probe := remaining, false
+			n, probe := min(remaining, c.due), false
 			if c.live {
-				n, probe = c.lane.Allow(c.controls, now, inFlight[c.lane.ConsumerID], remaining)
+				n, probe = c.lane.Allow(c.controls, now, inFlight[c.lane.ConsumerID], n)
 			}
 			remaining -= n
 			ids = append(ids, c.lane.ConsumerID)
