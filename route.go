@@ -463,6 +463,9 @@ func ApplyRouteSettlement(ctx context.Context, tx RouteSettleTx, now time.Time, 
 		case DeliveryFiltered:
 			r.State = RouteFiltered
 		}
+		if r.State.Done() {
+			r.Attempt = s.Attempt // the call that finished the route, for display
+		}
 		tripped := lane.Tripped
 		if s.Called {
 			change := lane.Settle(ctl, now, d.Succeeded())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/internal/testkit"
 )
 
 // tenant is an org with a connection, made through the CLI.
@@ -60,18 +61,10 @@ func (s server) routedEvent(t *testing.T, tn tenant, typ string, to intake.Event
 		To: intake.MessageProcessed, Outcome: intake.OutcomeEvents, Events: []intake.Event{ev}}); err != nil {
 		t.Fatal(err)
 	}
-	ec, err := s.store.ClaimEvents(ctx, now, time.Minute, 1)
-	if err != nil || len(ec) != 1 || ec[0].Event.ID != ev.ID {
-		t.Fatalf("claim event: %+v %v", ec, err)
-	}
 	for i := range deliveries {
-		d := &deliveries[i]
-		d.ID, d.OrgID, d.EventID, d.Attempt, d.At = intake.NewID(), tn.org.ID, ev.ID, ec[0].Attempt, now
+		deliveries[i].At = now
 	}
-	if err := s.store.SettleEvent(ctx, now, intake.EventSettlement{EventID: ev.ID, Attempt: ec[0].Attempt, To: to,
-		NextAttemptAt: now.Add(time.Minute), Deliveries: deliveries}); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Route(t, s.store, now, ev.ID, to, deliveries...)
 	return ev
 }
 
