@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/store/postgres/pgtest"
 )
@@ -152,4 +154,91 @@ func TestRouteLimitsHoldAcrossProcesses(t *testing.T) {
 		t.Errorf("the lane granted %d calls over %v; want %.0f ± 10 %%", granted, steps*step, want)
 	}
 	t.Logf("granted %d calls over %v, at most %d in flight", granted, steps*step, most)
+}
+
+// TestSettleWritesNoticesAndRetentionForgetsRoutes: a failed call that
+// trips the breaker, and the probe that closes it, write their notices and
+// audit entries in their settles; retention then deletes the event's
+// routes with it, and notices older than the org's retention, keeping
+// newer ones.
+func TestSettleWritesNoticesAndRetentionForgetsRoutes(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	o := newOrg(t, s, "acme")
+	c := o.consumer(t, s, intake.Controls{BreakerFailures: 1})
+	e := o.fannedOut(t, s, 1, c.ID)[0]
+	settle := func(now time.Time, outcome string, status int) {
+		t.Helper()
+		claims, err := s.ClaimRoutes(ctx, now, time.Minute, 10)
+		if err != nil || len(claims) != 1 {
+			t.Fatalf("claims at %v: %+v %v", now, claims, err)
+		}
+		cl := claims[0]
+		if err := s.SettleRoute(ctx, now, intake.RouteSettlement{EventID: e.ID, ConsumerID: c.ID, Attempt: cl.Attempt, Probe: cl.Probe,
+			Called: true, Delivery: &intake.Delivery{ID: intake.NewID(), OrgID: o.org.ID, EventID: e.ID, ConsumerID: c.ID,
+				Attempt: cl.Attempt, Outcome: outcome, StatusCode: status, At: now}}, intake.DefaultBackoff); err != nil {
+			t.Fatal(err)
+		}
+	}
+	topics := func() map[string]int {
+		t.Helper()
+		rows, err := s.pool.Query(ctx, `SELECT topic FROM notices WHERE org_id = $1`, o.org.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, topic := range list {
+			got[topic]++
+		}
+		return got
+	}
+	audited := func(action string) bool {
+		t.Helper()
+		page, err := s.ListAudit(ctx, intake.Scope{OrgID: o.org.ID}, intake.AuditFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range page.Items {
+			if a.Action == action && a.TargetID == c.ID {
+				return true
+			}
+		}
+		return false
+	}
+
+	settle(t0, intake.DeliveryRetry, 503)
+	if got := topics(); got[intake.NoticeConsumerTripped] != 1 || len(got) != 1 || !audited(intake.LaneTripped) {
+		t.Fatalf("after the tripping call: notices %v, audited %v", got, audited(intake.LaneTripped))
+	}
+	if h, err := s.ConsumerHealth(ctx, intake.Scope{OrgID: o.org.ID}, c.ID, t0); err != nil || h.State != intake.ConsumerTripped ||
+		h.Failed1h != 1 || h.LastStatus != 503 || h.Failures != 1 || h.Held != 1 || h.Due != 0 {
+		t.Fatalf("tripped health = %+v %v", h, err)
+	}
+	settle(t0.Add(intake.BreakerFirstProbe), intake.DeliveryHandled, 200)
+	if got := topics(); got[intake.NoticeConsumerRecovered] != 1 || len(got) != 2 || !audited(intake.LaneRecovered) {
+		t.Fatalf("after the probe: notices %v", got)
+	}
+	if ev, _ := s.Event(ctx, intake.Scope{}, e.ID); ev.State != intake.EventDelivered {
+		t.Fatalf("event = %s, want delivered", ev.State)
+	}
+
+	later := t0.Add(47 * time.Hour)
+	if _, err := s.pool.Exec(ctx, `INSERT INTO notices (id, org_id, topic, subject, detail, at) VALUES ($1, $2, 'event.dead', $3, 'd', $4)`,
+		intake.NewID(), o.org.ID, c.ID, later); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.DeleteSettled(ctx, t0.Add(48*time.Hour), 24*time.Hour, 10); err != nil || n != 1 {
+		t.Fatalf("deleted %d messages (%v), want 1", n, err)
+	}
+	var routes int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM routes WHERE event_id = $1`, e.ID).Scan(&routes); err != nil || routes != 0 {
+		t.Fatalf("%d routes of the deleted event are left (%v)", routes, err)
+	}
+	if got := topics(); got[intake.NoticeEventDead] != 1 || len(got) != 1 {
+		t.Fatalf("notices after retention = %v, want only the newer one", got)
+	}
 }
