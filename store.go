@@ -123,22 +123,19 @@ type MessageQueue interface {
 	ChangeFeed
 }
 
-// EventQueue is the router's view: events are the work items.
+// EventQueue is the router's view: events are fanned out into routes, and
+// routes are the work items.
 type EventQueue interface {
-	// ClaimEvents takes up to limit due events (pending or retrying, not
-	// leased) as their next numbered routing attempt, leased until
-	// now+lease. An event whose previous lease expired unsettled is taken as
-	// retrying: that attempt failed.
+	// ClaimEvents takes up to limit due events not yet fanned out (pending
+	// or retrying, not leased), leased until now+lease; Done names the
+	// consumers already done with each.
 	ClaimEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]EventClaim, error)
-	// SettleEvent records a routing attempt's deliveries and moves the
-	// event through its transition table in one transaction; ESTALE if the
-	// attempt is not current.
-	SettleEvent(ctx context.Context, now time.Time, s EventSettlement) error
 	ListConsumers(ctx context.Context, sc Scope) ([]Consumer, error)
 	// MessageRequests returns, for each of the messages that exists, the
 	// raw query and the headers of its request, for the rules that read
 	// them; the headers are nil once a message's body has expired.
 	MessageRequests(ctx context.Context, messageIDs []string) (map[string]OriginalRequest, error)
+	RouteQueue
 	Listener
 }
 
