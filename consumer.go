@@ -134,45 +134,12 @@ func (d *Delivery) Succeeded() bool {
 	return d.Outcome == DeliveryHandled || d.Outcome == DeliveryIgnored || d.Outcome == DeliveryFiltered
 }
 
-// EventClaim is a numbered routing attempt of an event held under a lease.
+// EventClaim is an event leased to a router for its fan-out.
 type EventClaim struct {
 	Event      Event
 	Attempt    int
 	LeaseUntil time.Time
-	// Done names the consumers that already handled or ignored the event on
-	// an earlier attempt; they are not called again.
+	// Done names the consumers that already handled or ignored the event
+	// (before a re-route); they are not called again.
 	Done map[string]bool
-}
-
-// EventSettlement is the result of one routing attempt.
-type EventSettlement struct {
-	EventID       string
-	Attempt       int
-	To            EventState
-	NextAttemptAt time.Time
-	Deliveries    []Delivery
-	// Deferred marks an attempt that called no consumer (each pending one
-	// was at its concurrency limit): it does not count against the budget.
-	Deferred bool
-	// Gone names the consumers that answered 410 Gone: they are disabled in
-	// the same transaction, each with its audit entry.
-	Gone []string
-}
-
-// RoutingOutcome decides an event's next state from one attempt: none
-// selected → no_consumer; every selected consumer declined it on this
-// attempt (its filter or transform) → filtered; every one done →
-// delivered; else retrying, or dead once the attempts are spent.
-func RoutingOutcome(selected, filtered, pending int, attempt, maxAttempts int) EventState {
-	switch {
-	case selected == 0:
-		return EventNoConsumer
-	case pending == 0 && filtered == selected:
-		return EventFiltered
-	case pending == 0:
-		return EventDelivered
-	case attempt >= maxAttempts:
-		return EventDead
-	}
-	return EventRetrying
 }

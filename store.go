@@ -18,6 +18,7 @@ type Store interface {
 	Ingester
 	MessageQueue
 	EventQueue
+	Health
 	History
 	Retention
 	ReplayJobs
@@ -123,20 +124,22 @@ type MessageQueue interface {
 	ChangeFeed
 }
 
-// EventQueue is the router's view: events are fanned out into routes, and
+// EventQueue is the router's view: events are fanned out to routes, and
 // routes are the work items.
 type EventQueue interface {
-	// ClaimEvents takes up to limit due events not yet fanned out (pending
-	// or retrying, not leased), leased until now+lease; Done names the
-	// consumers already done with each.
+	// ClaimEvents takes up to limit due events that are not yet fanned out
+	// (pending or retrying, due, not leased), leased until now+lease, with
+	// the consumers already done with each (a re-routed event's handled
+	// or ignored routes). An event whose previous lease expired unsettled
+	// is taken as retrying.
 	ClaimEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]EventClaim, error)
 	ListConsumers(ctx context.Context, sc Scope) ([]Consumer, error)
 	// MessageRequests returns, for each of the messages that exists, the
 	// raw query and the headers of its request, for the rules that read
 	// them; the headers are nil once a message's body has expired.
 	MessageRequests(ctx context.Context, messageIDs []string) (map[string]OriginalRequest, error)
-	RouteQueue
 	Listener
+	RouteQueue
 }
 
 // Listener wakes a loop when work it waits for commits.
@@ -419,49 +422,4 @@ func ApplySettlement(ctx context.Context, tx SettleTx, connectionID string, now 
 		return Settled{}, err
 	}
 	return out, nil
-}
-
-// EventSettleTx is the view of one open store transaction that
-// ApplyEventSettlement needs.
-type EventSettleTx interface {
-	// LockEvent returns the event's state and attempt, and whether a
-	// routing attempt holds it under a lease (claimed, not yet settled or
-	// re-routed), locking the row until the transaction ends.
-	LockEvent(ctx context.Context, id string) (state EventState, attempt int, leased bool, err error)
-	InsertDelivery(ctx context.Context, d Delivery) error
-	UpdateEvent(ctx context.Context, s EventSettlement, now time.Time) error
-	// DisableConsumer disables a consumer that asked to be (410 Gone),
-	// with its audit entry, unless it is disabled already.
-	DisableConsumer(ctx context.Context, id string, a AuditEntry) error
-}
-
-// ApplyEventSettlement is the one place a routing result becomes state: it
-// refuses a stale attempt, records every delivery, and moves the event
-// through the transition table, all inside tx.
-func ApplyEventSettlement(ctx context.Context, tx EventSettleTx, now time.Time, s EventSettlement) error {
-	state, attempt, leased, err := tx.LockEvent(ctx, s.EventID)
-	if err != nil {
-		return err
-	}
-	// An attempt that already settled, or whose event an operator re-routed
-	// since, holds no lease: its result is stale even if the number matches.
-	if !leased || attempt != s.Attempt || (state != EventPending && state != EventRetrying) {
-		return Errorf(ESTALE, "routing attempt %d of event %s is not current", s.Attempt, s.EventID)
-	}
-	if err := CheckEventTransition(state, s.To); err != nil {
-		return err
-	}
-	for _, d := range s.Deliveries {
-		if err := tx.InsertDelivery(ctx, d); err != nil {
-			return err
-		}
-	}
-	for _, id := range s.Gone {
-		a := AuditEntry{ID: NewID(), Actor: "intake", Action: "consumer.disable", TargetType: "consumer", TargetID: id,
-			Detail: "the consumer answered 410 Gone to event " + s.EventID, At: now.UTC()}
-		if err := tx.DisableConsumer(ctx, id, a); err != nil {
-			return err
-		}
-	}
-	return tx.UpdateEvent(ctx, s, now)
 }

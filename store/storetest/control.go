@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/intakehq/intake"
 )
@@ -141,78 +140,5 @@ func testMessageRequests(t *testing.T, s intake.Store) {
 	}
 	if none, err := s.MessageRequests(ctx, nil); err != nil || len(none) != 0 {
 		t.Fatalf("no ids: %v %v", none, err)
-	}
-}
-
-// testASettledAttemptCannotSettleAgain: an attempt's result counts once.
-// Settling the same attempt again, after it left the event retrying or
-// after an operator re-routed the event, is stale: the attempt no longer
-// holds a lease, even though its number is still the event's.
-func testASettledAttemptCannotSettleAgain(t *testing.T, s intake.Store) {
-	ctx := context.Background()
-	f := newFixture(t, s, "acme")
-	e := f.pendingEvent(t, s)
-	claimEvents(t, s, t0)
-	retry := intake.EventSettlement{EventID: e.ID, Attempt: 1, To: intake.EventRetrying, NextAttemptAt: t0.Add(time.Hour),
-		Deliveries: []intake.Delivery{delivery(e, intake.NewID(), 1, intake.DeliveryRetry)}}
-	if err := s.SettleEvent(ctx, t0, retry); err != nil {
-		t.Fatal(err)
-	}
-	retry.Deliveries = []intake.Delivery{delivery(e, intake.NewID(), 1, intake.DeliveryRetry)}
-	wantCode(t, s.SettleEvent(ctx, t0, retry), intake.ESTALE)
-
-	claimEvents(t, s, t0.Add(time.Hour))
-	if err := s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 2, To: intake.EventDead}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.RerouteEvent(ctx, intake.Scope{}, e.ID, t0.Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	wantCode(t, s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 2, To: intake.EventDelivered}), intake.ESTALE)
-	got, _ := s.Event(ctx, intake.Scope{}, e.ID)
-	if got.State != intake.EventPending {
-		t.Fatalf("after a stale settle the re-routed event is %s, want pending", got.State)
-	}
-	if ds, _ := s.Deliveries(ctx, intake.Scope{}, e.ID); len(ds) != 1 {
-		t.Fatalf("%d deliveries recorded, want the one of the attempt's first settle", len(ds))
-	}
-}
-
-// testAGoneConsumerIsDisabledWithTheSettlement: a consumer that answered
-// 410 Gone is disabled in the settlement's own transaction, audited in its
-// org, once.
-func testAGoneConsumerIsDisabledWithTheSettlement(t *testing.T, s intake.Store) {
-	ctx := context.Background()
-	f := newFixture(t, s, "acme")
-	c := intake.Consumer{ID: intake.NewID(), OrgID: f.org.ID, Name: "old", App: "old", URL: "http://127.0.0.1:1/", EventTypes: []string{"*"},
-		Enabled: true, SealedSecret: []byte{1}, CreatedAt: t0}
-	if err := s.CreateConsumer(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	f.pendingEvent(t, s)
-	f.pendingEvent(t, s)
-	before := s.Changes().Version()
-	claims := claimEvents(t, s, t0)
-	if len(claims) != 2 {
-		t.Fatalf("%d claims", len(claims))
-	}
-	for _, cl := range claims {
-		d := delivery(cl.Event, c.ID, cl.Attempt, intake.DeliveryRetry)
-		d.StatusCode = 410
-		if err := s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: cl.Event.ID, Attempt: cl.Attempt, To: intake.EventNoConsumer,
-			Deliveries: []intake.Delivery{d}, Gone: []string{c.ID}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, _ := s.Consumer(ctx, intake.Scope{}, c.ID)
-	if got.Enabled {
-		t.Fatal("a consumer that answered 410 is still enabled")
-	}
-	page, _ := s.ListAudit(ctx, intake.Scope{OrgID: f.org.ID}, intake.AuditFilter{})
-	if len(page.Items) != 1 || page.Items[0].Action != "consumer.disable" || page.Items[0].OrgID != f.org.ID {
-		t.Fatalf("audit = %+v, want one consumer.disable in the org", page.Items)
-	}
-	if s.Changes().Version() == before {
-		t.Fatal("disabling a consumer did not announce the change")
 	}
 }

@@ -73,14 +73,21 @@ func testOverview(t *testing.T, s intake.Store) {
 		}
 	}
 	retryAt := t0.Add(-time.Minute) // due again at once
-	routed := map[string]intake.EventState{"evt_1": intake.EventNoConsumer, "evt_2": intake.EventRetrying, "evt_3": intake.EventDelivered}
+	consumer := a.consumer(t, s, "c", intake.Controls{})
 	for _, c := range claimEvents(t, s, t0) {
-		st := intake.EventSettlement{EventID: c.Event.ID, Attempt: c.Attempt, To: routed[c.Event.ProviderEventID]}
-		if st.To == intake.EventRetrying {
-			st.NextAttemptAt = retryAt
+		fo := intake.FanOut{EventID: c.Event.ID, Attempt: c.Attempt}
+		if c.Event.ProviderEventID != "evt_1" {
+			fo.Routes = to(consumer)
 		}
-		if err := s.SettleEvent(ctx, t0, st); err != nil {
+		if _, err := s.FanOut(ctx, t0, fo); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for _, c := range claimRoutes(t, s, t0, 100) {
+		if c.Event.ProviderEventID == "evt_2" {
+			settleRoute(t, s, retryAt.Add(-backoff.Base), c, intake.DeliveryRetry)
+		} else {
+			settleRoute(t, s, t0, c, intake.DeliveryHandled)
 		}
 	}
 	// Due since before the window and never claimed: the oldest due work.

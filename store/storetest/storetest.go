@@ -44,8 +44,7 @@ func Run(t *testing.T, open Opener) {
 		{"ListsPaginateNewestFirst", testPagination},
 		{"EndpointUpdatesAndTokenLookup", testEndpoints},
 		{"EndpointNameIsKeptAndRenamed", testEndpointName},
-		{"EventClaimsAreNumberedLeasedAndKnowWhoIsDone", testEventClaims},
-		{"EventSettleRecordsDeliveriesAndRefusesStaleAttempts", testEventSettle},
+		{"EventClaimsAreNumberedAndLeased", testEventClaims},
 		{"ExpiredEventLeaseIsTakenOverAsRetrying", testEventLeaseTakeover},
 		{"ConsumersAreScopedAndCanBeDisabled", testConsumers},
 		{"SubjectLinkNamesTheRecordOfLaterEvents", testSubjectLinks},
@@ -62,11 +61,25 @@ func Run(t *testing.T, open Opener) {
 		{"AuditEntryCommitsWithItsActionOrNeither", testAuditCommitsWithItsAction},
 		{"ReplayIsQueuedOrDeadWithAnExpiredBody", testReplayRecords},
 		{"RulesReadTheRequestsOfManyMessagesAtOnce", testMessageRequests},
-		{"ASettledAttemptCannotSettleAgain", testASettledAttemptCannotSettleAgain},
-		{"AGoneConsumerIsDisabledWithTheSettlement", testAGoneConsumerIsDisabledWithTheSettlement},
 		{"TraceContextSurvivesTheStore", testTraceParent},
 		{"ConsoleSessionsExpireRevokeWithTheirKeyAndAreSwept", testSessions},
 		{"OverviewCountsEachHourByStateAndTheOpenWorkExactly", testOverview},
+		{"FanOutMovesTheEventByItsRoutes", testFanOutMovesTheEvent},
+		{"FanOutHandsOverRoutesOfUnpacedConsumersWithAClosedBreaker", testHandover},
+		{"PausedConsumersRoutesWaitUntilResumed", testPause},
+		{"MaxInFlightHoldsAcrossClaims", testMaxInFlight},
+		{"RateHoldsAcrossClaims", testRate},
+		{"OrderedRoutesWaitForTheirPredecessors", testOrdering},
+		{"DisabledAndDeletedConsumersRoutesAreClaimedAndDropped", testDisabledConsumerRoutesAreDropped},
+		{"FailedCallsRetryByTheConsumersOwnSchedule", testRetry},
+		{"TheEventFollowsItsRoutes", testEventFollowsItsRoutes},
+		{"TheBreakerTripsProbesAndRecovers", testBreaker},
+		{"AConsumerFailingForItsPeriodIsDisabled", testAutoDisable},
+		{"AGoneConsumerIsDisabledAndItsRoutesDropped", testGone},
+		{"OnlyTheCurrentCallSettlesOnce", testStaleRouteSettle},
+		{"RerouteKeepsHandledRoutes", testRerouteKeepsHandledRoutes},
+		{"ControlsRoundTrip", testControlsRoundTrip},
+		{"ConsumerHealthFigures", testConsumerHealth},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -643,58 +656,14 @@ func delivery(e intake.Event, consumerID string, attempt int, outcome string) in
 }
 
 func testEventClaims(t *testing.T, s intake.Store) {
-	ctx := context.Background()
 	f := newFixture(t, s, "acme")
 	e := f.pendingEvent(t, s)
-	consA, consB := intake.NewID(), intake.NewID()
 	c := claimEvents(t, s, t0)
 	if len(c) != 1 || c[0].Event.ID != e.ID || c[0].Attempt != 1 || !c[0].LeaseUntil.Equal(t0.Add(time.Minute)) || len(c[0].Done) != 0 {
 		t.Fatalf("claims = %+v", c)
 	}
 	if again := claimEvents(t, s, t0.Add(30*time.Second)); len(again) != 0 {
 		t.Fatal("a leased event was claimed again")
-	}
-	st := intake.EventSettlement{EventID: e.ID, Attempt: 1, To: intake.EventRetrying, NextAttemptAt: t0.Add(10 * time.Second),
-		Deliveries: []intake.Delivery{delivery(e, consA, 1, intake.DeliveryHandled), delivery(e, consB, 1, intake.DeliveryRetry)}}
-	if err := s.SettleEvent(ctx, t0, st); err != nil {
-		t.Fatal(err)
-	}
-	if early := claimEvents(t, s, t0.Add(9*time.Second)); len(early) != 0 {
-		t.Fatal("claimed before its next attempt was due")
-	}
-	c = claimEvents(t, s, t0.Add(10*time.Second))
-	if len(c) != 1 || c[0].Attempt != 2 || !c[0].Done[consA] || c[0].Done[consB] {
-		t.Fatalf("second claim = %+v", c)
-	}
-}
-
-func testEventSettle(t *testing.T, s intake.Store) {
-	ctx := context.Background()
-	f := newFixture(t, s, "acme")
-	e := f.pendingEvent(t, s)
-	consA := intake.NewID()
-	claimEvents(t, s, t0)
-	wantCode(t, s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 2, To: intake.EventDelivered}), intake.ESTALE)
-	wantCode(t, s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 1, To: intake.EventDead}), intake.EINVALID)
-	if err := s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 1, To: intake.EventDelivered,
-		Deliveries: []intake.Delivery{delivery(e, consA, 1, intake.DeliveryHandled)}}); err != nil {
-		t.Fatal(err)
-	}
-	wantCode(t, s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: 1, To: intake.EventRetrying}), intake.ESTALE)
-	got, _ := s.Event(ctx, intake.Scope{}, e.ID)
-	if got.State != intake.EventDelivered {
-		t.Fatalf("state %s", got.State)
-	}
-	ds, err := s.Deliveries(ctx, intake.Scope{OrgID: f.org.ID}, e.ID)
-	if err != nil || len(ds) != 1 || ds[0].ConsumerID != consA || ds[0].Latency != 3*time.Millisecond || ds[0].Outcome != intake.DeliveryHandled {
-		t.Fatalf("deliveries = %+v %v", ds, err)
-	}
-	other := newFixture(t, s, "other")
-	if ds, _ := s.Deliveries(ctx, intake.Scope{OrgID: other.org.ID}, e.ID); len(ds) != 0 {
-		t.Fatal("another org sees the deliveries")
-	}
-	if c := claimEvents(t, s, t0.Add(time.Hour)); len(c) != 0 {
-		t.Fatal("a delivered event was claimed")
 	}
 }
 
@@ -707,7 +676,14 @@ func testEventLeaseTakeover(t *testing.T, s intake.Store) {
 	if len(second) != 1 || second[0].Attempt != 2 || second[0].Event.State != intake.EventRetrying {
 		t.Fatalf("takeover = %+v", second)
 	}
-	wantCode(t, s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: first[0].Attempt, To: intake.EventDelivered}), intake.ESTALE)
+	_, err := s.FanOut(ctx, t0, intake.FanOut{EventID: e.ID, Attempt: first[0].Attempt})
+	wantCode(t, err, intake.ESTALE)
+	if _, err := s.FanOut(ctx, t0, intake.FanOut{EventID: e.ID, Attempt: second[0].Attempt}); err != nil {
+		t.Fatal(err)
+	}
+	if st := eventState(t, s, e.ID); st != intake.EventNoConsumer {
+		t.Fatalf("taken over and fanned out to no one: %s", st)
+	}
 }
 
 func testConsumers(t *testing.T, s intake.Store) {
@@ -994,18 +970,21 @@ func testFilters(t *testing.T, s intake.Store) {
 	if n, _ := s.CountMessages(ctx, intake.Scope{}, intake.MessageFilter{ProviderEventID: "evt_none"}); n != 0 {
 		t.Fatalf("counted %d for an unknown provider event", n)
 	}
-	consumer := intake.NewID()
-	claims := claimEvents(t, s, t0)
-	for _, c := range claims {
-		st := intake.EventSettlement{EventID: c.Event.ID, Attempt: c.Attempt, To: intake.EventNoConsumer}
+	consumer := f.consumer(t, s, "c", intake.Controls{})
+	for _, c := range claimEvents(t, s, t0) {
+		fo := intake.FanOut{EventID: c.Event.ID, Attempt: c.Attempt, Lease: time.Minute}
 		if c.Event.ID == e2.ID {
-			st.To, st.Deliveries = intake.EventDelivered, []intake.Delivery{delivery(c.Event, consumer, c.Attempt, intake.DeliveryHandled)}
+			fo.Routes = to(consumer)
 		}
-		if err := s.SettleEvent(ctx, t0, st); err != nil {
+		claims, err := s.FanOut(ctx, t0, fo)
+		if err != nil {
 			t.Fatal(err)
 		}
+		for _, rc := range claims {
+			settleRoute(t, s, t0, rc, intake.DeliveryHandled)
+		}
 	}
-	events, err := s.ListEvents(ctx, intake.Scope{OrgID: f.org.ID}, intake.EventFilter{ConsumerID: consumer})
+	events, err := s.ListEvents(ctx, intake.Scope{OrgID: f.org.ID}, intake.EventFilter{ConsumerID: consumer.ID})
 	if err != nil || len(events.Items) != 1 || events.Items[0].ID != e2.ID {
 		t.Fatalf("by consumer: %+v %v", events.Items, err)
 	}

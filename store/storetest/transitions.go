@@ -75,78 +75,66 @@ func testForbiddenTransitions(t *testing.T, s intake.Store) {
 			t.Errorf("%s: event is %s, want %s", what, got.State, want)
 		}
 	}
-	settle := func(e intake.Event, attempt int, to intake.EventState) error {
-		return s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: attempt, To: to, NextAttemptAt: t0.Add(10 * time.Second)})
-	}
-	refused := func(e intake.Event, attempt int, to intake.EventState, from intake.EventState) {
-		t.Helper()
-		if err := settle(e, attempt, to); err == nil {
-			t.Errorf("event went from %s to %s", from, to)
-		}
-		eventIs(e, from, "after a refused "+string(to))
-	}
 	rerouteRefused := func(e intake.Event, from intake.EventState) {
 		t.Helper()
 		wantCode(t, s.RerouteEvent(ctx, intake.Scope{}, e.ID, t0), intake.ECONFLICT)
 		eventIs(e, from, "after a refused re-route")
 	}
-
-	// claimOf claims what is due at now and returns e's claim.
-	claimOf := func(e intake.Event, now time.Time) intake.EventClaim {
+	notClaimed := func(e intake.Event, what string) {
 		t.Helper()
-		for _, c := range claimEvents(t, s, now) {
-			if c.Event.ID == e.ID {
-				return c
+		for _, again := range claimEvents(t, s, later) {
+			if again.Event.ID == e.ID {
+				t.Errorf("%s event claimed: %+v", what, again)
 			}
 		}
-		t.Fatalf("event %s was not claimed at %v", e.ID, now)
-		return intake.EventClaim{}
 	}
+	// An event moves by its routes only.
+	cons := f.consumer(t, s, "c", intake.Controls{Retry: intake.RetryPolicy{Attempts: 3}})
+	once := f.consumer(t, s, "once", intake.Controls{Retry: intake.RetryPolicy{Attempts: 1}})
 
 	// pending → retrying → delivered, refusing every other move on the way.
 	e := f.pendingEvent(t, s)
 	rerouteRefused(e, intake.EventPending)
-	first := claimOf(e, t0)
-	refused(e, first.Attempt, intake.EventPending, intake.EventPending)
-	refused(e, first.Attempt, intake.EventDead, intake.EventPending)
-	if err := settle(e, first.Attempt, intake.EventRetrying); err != nil {
-		t.Fatal(err)
-	}
+	fanOut(t, s, e, t0, 0, to(cons))
+	first := claimRoutes(t, s, t0, 100)
+	settleRoute(t, s, t0, first[0], intake.DeliveryRetry)
+	eventIs(e, intake.EventRetrying, "after a failed call")
 	rerouteRefused(e, intake.EventRetrying)
-	second := claimOf(e, t0.Add(10*time.Second))
-	refused(e, second.Attempt, intake.EventPending, intake.EventRetrying)
-	if err := settle(e, second.Attempt, intake.EventDelivered); err != nil {
-		t.Fatal(err)
+	second := claimRoutes(t, s, t0.Add(time.Second), 100)
+	settleRoute(t, s, t0.Add(time.Second), second[0], intake.DeliveryHandled)
+	eventIs(e, intake.EventDelivered, "after the retry was handled")
+	for _, outcome := range []string{intake.DeliveryRetry, intake.DeliveryHandled} {
+		if err := s.SettleRoute(ctx, t0, result(second[0], t0, outcome), backoff); err == nil {
+			t.Errorf("a delivered event's call settled again as %s", outcome)
+		}
 	}
-	for _, to := range append(intake.EventStates, "bogus") {
-		refused(e, second.Attempt, to, intake.EventDelivered)
-	}
+	eventIs(e, intake.EventDelivered, "after refused settles")
 	rerouteRefused(e, intake.EventDelivered)
-	if again := claimEvents(t, s, later); len(again) != 0 {
-		t.Errorf("delivered event claimed again: %+v", again)
-	}
+	notClaimed(e, "delivered")
 
 	// dead, no_consumer and filtered go back to pending only by a re-route.
 	for _, final := range []intake.EventState{intake.EventDead, intake.EventNoConsumer, intake.EventFiltered} {
 		e := f.pendingEvent(t, s)
-		c := claimOf(e, t0)
-		if final == intake.EventDead {
-			if err := settle(e, c.Attempt, intake.EventRetrying); err != nil {
-				t.Fatal(err)
-			}
-			c = claimOf(e, t0.Add(10*time.Second))
+		ec := claimEvents(t, s, t0)
+		fo := intake.FanOut{EventID: e.ID, Attempt: ec[0].Attempt}
+		switch final {
+		case intake.EventDead:
+			fo.Routes = to(once)
+		case intake.EventFiltered:
+			fo.Routes = []intake.FanOutRoute{filteredRoute(e, once)}
 		}
-		if err := settle(e, c.Attempt, final); err != nil {
+		if _, err := s.FanOut(ctx, t0, fo); err != nil {
 			t.Fatal(err)
 		}
-		for _, to := range append(intake.EventStates, "bogus") {
-			refused(e, c.Attempt, to, final)
+		if final == intake.EventDead {
+			settleRoute(t, s, t0, claimRoutes(t, s, t0, 100)[0], intake.DeliveryRetry)
 		}
-		for _, again := range claimEvents(t, s, later) {
-			if again.Event.ID == e.ID {
-				t.Errorf("%s event claimed: %+v", final, again)
-			}
+		eventIs(e, final, "settled")
+		if _, err := s.FanOut(ctx, t0, fo); err == nil {
+			t.Errorf("a %s event fanned out again", final)
 		}
+		eventIs(e, final, "after a refused fan-out")
+		notClaimed(e, string(final))
 		if err := s.RerouteEvent(ctx, intake.Scope{}, e.ID, t0); err != nil {
 			t.Fatalf("re-route of a %s event: %v", final, err)
 		}

@@ -1,0 +1,811 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// The routes cases: an event fans out to one route per selected consumer,
+// and each consumer's routes advance on their own, paced by its controls
+// and its lane (DESIGN §9).
+
+// backoff is the server's schedule in these cases: exact, no jitter.
+var backoff = intake.Backoff{Base: time.Second, Max: time.Hour}
+
+const routeLease = time.Hour
+
+func (f fixture) consumer(t *testing.T, s intake.Store, name string, ctl intake.Controls) intake.Consumer {
+	t.Helper()
+	c := intake.Consumer{ID: intake.NewID(), OrgID: f.org.ID, Name: name, App: name, URL: "http://127.0.0.1:9/" + name,
+		EventTypes: []string{"*"}, Enabled: true, SealedSecret: []byte("sealed"), CreatedAt: t0, Controls: ctl}
+	if err := s.CreateConsumer(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// eventAt commits one pending event that occurred at occurred.
+func (f fixture) eventAt(t *testing.T, s intake.Store, occurred time.Time) intake.Event {
+	t.Helper()
+	m := f.ingest(t, s, fmt.Sprintf(`{"n":%q}`, intake.NewID()), t0)
+	c := claimOne(t, s, t0)
+	e := f.event(m, "evt_"+m.ID)
+	e.OccurredAt = occurred
+	st := processed(c, identity(m, "evt_"+m.ID), e)
+	st.ProviderEventID = e.ProviderEventID
+	if _, err := s.SettleMessage(context.Background(), t0, st); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// to lists waiting routes to the consumers.
+func to(consumers ...intake.Consumer) []intake.FanOutRoute {
+	var out []intake.FanOutRoute
+	for _, c := range consumers {
+		out = append(out, intake.FanOutRoute{ConsumerID: c.ID})
+	}
+	return out
+}
+
+// filteredRoute is a route the consumer's filter declined, with its record.
+func filteredRoute(e intake.Event, c intake.Consumer) intake.FanOutRoute {
+	d := delivery(e, c.ID, 0, intake.DeliveryFiltered)
+	d.StatusCode, d.Latency = 0, 0
+	return intake.FanOutRoute{ConsumerID: c.ID, Filtered: true, Delivery: &d}
+}
+
+// fanOut claims the events due at now and fans out e with routes; the
+// other events claimed are fanned out to no one.
+func fanOut(t *testing.T, s intake.Store, e intake.Event, now time.Time, lease time.Duration, routes []intake.FanOutRoute) []intake.RouteClaim {
+	t.Helper()
+	var out []intake.RouteClaim
+	found := false
+	for _, c := range claimEvents(t, s, now) {
+		if c.Event.ID != e.ID {
+			t.Fatalf("claimed event %s, want only %s", c.Event.ID, e.ID)
+		}
+		found = true
+		got, err := s.FanOut(context.Background(), now, intake.FanOut{EventID: e.ID, Attempt: c.Attempt, Routes: routes, Lease: lease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = got
+	}
+	if !found {
+		t.Fatalf("event %s was not claimed at %v", e.ID, now)
+	}
+	return out
+}
+
+// routed commits n events, each fanned out at t0 to routes(e).
+func (f fixture) routed(t *testing.T, s intake.Store, n int, routes func(intake.Event) []intake.FanOutRoute) []intake.Event {
+	t.Helper()
+	var out []intake.Event
+	for range n {
+		e := f.eventAt(t, s, t0)
+		fanOut(t, s, e, t0, 0, routes(e))
+		out = append(out, e)
+	}
+	return out
+}
+
+func claimRoutes(t *testing.T, s intake.Store, now time.Time, limit int) []intake.RouteClaim {
+	t.Helper()
+	c, err := s.ClaimRoutes(context.Background(), now, routeLease, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// result is a call's settlement: outcome handled, ignored or retry.
+func result(c intake.RouteClaim, at time.Time, outcome string) intake.RouteSettlement {
+	status, msg := 200, ""
+	if outcome == intake.DeliveryRetry {
+		status, msg = 503, "503 Service Unavailable"
+	}
+	d := intake.Delivery{ID: intake.NewID(), OrgID: c.Event.OrgID, EventID: c.Event.ID, ConsumerID: c.ConsumerID, Attempt: c.Attempt,
+		Outcome: outcome, StatusCode: status, Latency: 5 * time.Millisecond, Error: msg, At: at}
+	return intake.RouteSettlement{EventID: c.Event.ID, ConsumerID: c.ConsumerID, Attempt: c.Attempt, Probe: c.Probe, Delivery: &d, Called: true}
+}
+
+func settleRoute(t *testing.T, s intake.Store, now time.Time, c intake.RouteClaim, outcome string) {
+	t.Helper()
+	if err := s.SettleRoute(context.Background(), now, result(c, now, outcome), backoff); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eventState(t *testing.T, s intake.Store, id string) intake.EventState {
+	t.Helper()
+	e, err := s.Event(context.Background(), intake.Scope{}, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.State
+}
+
+func health(t *testing.T, s intake.Store, c intake.Consumer, now time.Time) intake.ConsumerHealth {
+	t.Helper()
+	h, err := s.ConsumerHealth(context.Background(), intake.Scope{OrgID: c.OrgID}, c.ID, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func auditActions(t *testing.T, s intake.Store, orgID string) map[string]int {
+	t.Helper()
+	page, err := s.ListAudit(context.Background(), intake.Scope{OrgID: orgID}, intake.AuditFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, a := range page.Items {
+		out[a.Action]++
+	}
+	return out
+}
+
+// notices returns the unsent notices' topics when the store keeps
+// notifications (nil when it does not).
+func notices(t *testing.T, s intake.Store) map[string]int {
+	t.Helper()
+	n, ok := s.(intake.Notifications)
+	if !ok {
+		return nil
+	}
+	list, err := n.UnsentNotices(context.Background(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, x := range list {
+		out[x.Topic]++
+	}
+	return out
+}
+
+func wantNotice(t *testing.T, s intake.Store, topic string) {
+	t.Helper()
+	if got := notices(t, s); got != nil && got[topic] == 0 {
+		t.Errorf("no %s notice: %v", topic, got)
+	}
+}
+
+// byConsumer indexes claims by consumer id.
+func byConsumer(cs []intake.RouteClaim) map[string]intake.RouteClaim {
+	out := map[string]intake.RouteClaim{}
+	for _, c := range cs {
+		out[c.ConsumerID] = c
+	}
+	return out
+}
+
+// byEvent indexes claims by event id.
+func byEvent(cs []intake.RouteClaim) map[string]intake.RouteClaim {
+	out := map[string]intake.RouteClaim{}
+	for _, c := range cs {
+		out[c.Event.ID] = c
+	}
+	return out
+}
+
+// woken waits (briefly) for a wake-up on ch.
+func woken(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(2 * time.Second):
+		return false
+	}
+}
+
+func drain(ch <-chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+// testFanOutMovesTheEvent: no routes → no_consumer; every route filtered
+// → filtered, with the filtered records; else the event stays pending and
+// leaves the event queue for the route queue.
+func testFanOutMovesTheEvent(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	a := f.consumer(t, s, "a", intake.Controls{})
+	b := f.consumer(t, s, "b", intake.Controls{})
+
+	none := f.eventAt(t, s, t0)
+	fanOut(t, s, none, t0, 0, nil)
+	if got := eventState(t, s, none.ID); got != intake.EventNoConsumer {
+		t.Fatalf("fanned out to no one: %s, want no_consumer", got)
+	}
+
+	filtered := f.eventAt(t, s, t0)
+	fanOut(t, s, filtered, t0, 0, []intake.FanOutRoute{filteredRoute(filtered, a), filteredRoute(filtered, b)})
+	if got := eventState(t, s, filtered.ID); got != intake.EventFiltered {
+		t.Fatalf("every route filtered: %s, want filtered", got)
+	}
+	if ds, _ := s.Deliveries(ctx, intake.Scope{}, filtered.ID); len(ds) != 2 || ds[0].Outcome != intake.DeliveryFiltered {
+		t.Fatalf("filtered records = %+v", ds)
+	}
+
+	e := f.eventAt(t, s, t0)
+	e.TraceParent = ""
+	c := claimEvents(t, s, t0)
+	if len(c) != 1 || c[0].Event.ID != e.ID || c[0].Attempt != 1 {
+		t.Fatalf("event claims = %+v", c)
+	}
+	f1 := intake.FanOut{EventID: e.ID, Attempt: 1, Routes: []intake.FanOutRoute{filteredRoute(e, a), {ConsumerID: b.ID}}}
+	stale := f1
+	stale.Attempt = 2
+	_, err := s.FanOut(ctx, t0, stale)
+	wantCode(t, err, intake.ESTALE)
+	if claims, err := s.FanOut(ctx, t0, f1); err != nil || len(claims) != 0 {
+		t.Fatalf("fan-out without a lease = %+v %v", claims, err)
+	}
+	_, err = s.FanOut(ctx, t0, f1)
+	wantCode(t, err, intake.ESTALE) // fanned out already: not leased any more
+	if got := eventState(t, s, e.ID); got != intake.EventPending {
+		t.Fatalf("a waiting route leaves the event %s, want pending", got)
+	}
+	if again := claimEvents(t, s, t0.Add(time.Hour)); len(again) != 0 {
+		t.Fatalf("a fanned out event was claimed again: %+v", again)
+	}
+	routes := claimRoutes(t, s, t0, 100)
+	if len(routes) != 1 || routes[0].Event.ID != e.ID || routes[0].ConsumerID != b.ID || routes[0].Attempt != 1 || routes[0].Probe ||
+		!routes[0].LeaseUntil.Equal(t0.Add(routeLease)) || string(routes[0].Event.Data) != string(e.Data) || routes[0].Event.OrgID != f.org.ID {
+		t.Fatalf("route claims = %+v", routes)
+	}
+	if again := claimRoutes(t, s, t0, 100); len(again) != 0 {
+		t.Fatalf("a leased route was claimed again: %+v", again)
+	}
+	settleRoute(t, s, t0, routes[0], intake.DeliveryHandled)
+	if got := eventState(t, s, e.ID); got != intake.EventDelivered {
+		t.Fatalf("one filtered, one handled: %s, want delivered", got)
+	}
+}
+
+// testHandover: a fan-out leases, in its own commit, the routes of
+// unpaced consumers whose breaker is closed; the others wait for a claim,
+// and the routers are woken for them.
+func testHandover(t *testing.T, s intake.Store) {
+	f := newFixture(t, s, "acme")
+	plain := f.consumer(t, s, "plain", intake.Controls{})
+	fragile := f.consumer(t, s, "fragile", intake.Controls{BreakerFailures: 1})
+	paused := f.consumer(t, s, "paused", intake.Controls{Paused: true})
+	rated := f.consumer(t, s, "rated", intake.Controls{RatePerSec: 5})
+	limited := f.consumer(t, s, "limited", intake.Controls{MaxInFlight: 3})
+	ordered := f.consumer(t, s, "ordered", intake.Controls{Ordering: "subject"})
+
+	first := f.eventAt(t, s, t0)
+	got := byConsumer(fanOut(t, s, first, t0, time.Minute, to(plain, fragile)))
+	if len(got) != 2 {
+		t.Fatalf("handover = %+v, want plain and fragile", got)
+	}
+	for _, c := range got {
+		if c.Event.ID != first.ID || c.Attempt != 1 || c.Probe || !c.LeaseUntil.Equal(t0.Add(time.Minute)) {
+			t.Fatalf("handed over %+v", c)
+		}
+	}
+	settleRoute(t, s, t0, got[plain.ID], intake.DeliveryHandled)
+	settleRoute(t, s, t0, got[fragile.ID], intake.DeliveryRetry) // its breaker opens
+
+	ch, stop := s.Listen(intake.TopicRoutes)
+	defer stop()
+	drain(ch)
+	second := f.eventAt(t, s, t0)
+	got = byConsumer(fanOut(t, s, second, t0, time.Minute, to(plain, fragile, paused, rated, limited, ordered)))
+	if len(got) != 1 || got[plain.ID].Event.ID != second.ID {
+		t.Fatalf("handover = %+v, want only the unpaced consumer with a closed breaker", got)
+	}
+	if !woken(ch) {
+		t.Error("routes left waiting did not wake the routers")
+	}
+	claimed := byConsumer(claimRoutes(t, s, t0, 100))
+	if len(claimed) != 3 || claimed[rated.ID].Event.ID != second.ID || claimed[limited.ID].Event.ID != second.ID ||
+		claimed[ordered.ID].Event.ID != second.ID {
+		t.Fatalf("claimed %+v, want the rated, limited and ordered consumers' routes", claimed)
+	}
+}
+
+// testPause: a paused consumer's routes wait, spending nothing, until it is
+// resumed.
+func testPause(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "paused", intake.Controls{Paused: true})
+	other := f.consumer(t, s, "other", intake.Controls{})
+	f.routed(t, s, 2, func(intake.Event) []intake.FanOutRoute { return to(c) })
+	f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(other) })
+	if got := claimRoutes(t, s, t0.Add(time.Hour), 100); len(got) != 1 || got[0].ConsumerID != other.ID {
+		t.Fatalf("claimed %+v, want only the other consumer's route", got)
+	}
+	if h := health(t, s, c, t0.Add(time.Hour)); h.State != intake.ConsumerPaused || h.Held != 2 || h.Due != 0 {
+		t.Fatalf("paused health = %+v", h)
+	}
+	ch, stop := s.Listen(intake.TopicRoutes)
+	defer stop()
+	drain(ch)
+	resumed := c
+	resumed.Controls.Paused = false
+	if err := s.UpdateConsumer(ctx, intake.Scope{}, resumed); err != nil {
+		t.Fatal(err)
+	}
+	if !woken(ch) {
+		t.Error("a resume did not wake the routers")
+	}
+	got := claimRoutes(t, s, t0.Add(time.Hour), 100)
+	if len(got) != 2 || got[0].ConsumerID != c.ID || got[0].Attempt != 1 || got[1].Attempt != 1 {
+		t.Fatalf("after the resume claimed %+v, want both routes at their first attempt", got)
+	}
+}
+
+// testMaxInFlight: a consumer's calls in flight stay within its limit over
+// every claim, until calls settle.
+func testMaxInFlight(t *testing.T, s intake.Store) {
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "limited", intake.Controls{MaxInFlight: 2})
+	f.routed(t, s, 5, func(intake.Event) []intake.FanOutRoute { return to(c) })
+	first := claimRoutes(t, s, t0, 100)
+	if len(first) != 2 {
+		t.Fatalf("claimed %d, want 2", len(first))
+	}
+	if more := claimRoutes(t, s, t0.Add(time.Second), 100); len(more) != 0 {
+		t.Fatalf("claimed %d more with 2 in flight", len(more))
+	}
+	if h := health(t, s, c, t0.Add(time.Second)); h.InFlight != 2 || h.Due != 3 || !h.OldestDueAt.Equal(t0) {
+		t.Fatalf("health = %+v", h)
+	}
+	settleRoute(t, s, t0.Add(time.Second), first[0], intake.DeliveryHandled)
+	if more := claimRoutes(t, s, t0.Add(time.Second), 100); len(more) != 1 {
+		t.Fatalf("claimed %d after one settled, want 1", len(more))
+	}
+	if more := claimRoutes(t, s, t0.Add(time.Second), 1); len(more) != 0 {
+		t.Fatalf("claimed %d more with 2 in flight", len(more))
+	}
+}
+
+// testRate: a consumer's rate holds across claims: its burst (a second's
+// worth), then rate per second.
+func testRate(t *testing.T, s intake.Store) {
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "rated", intake.Controls{RatePerSec: 10})
+	f.routed(t, s, 60, func(intake.Event) []intake.FanOutRoute { return to(c) })
+	n := len(claimRoutes(t, s, t0, 100))
+	if n != 10 {
+		t.Fatalf("first claim took %d, want the burst of 10", n)
+	}
+	for at := 100 * time.Millisecond; at <= 3*time.Second; at += 100 * time.Millisecond {
+		n += len(claimRoutes(t, s, t0.Add(at), 100))
+	}
+	if n < 39 || n > 41 {
+		t.Fatalf("claimed %d over 3 s at 10/s, want 40±1 (the burst and 30)", n)
+	}
+}
+
+// testOrdering: for one key, a consumer with ordering receives an event
+// only once the earlier ones are done for it, even while an earlier one
+// is waiting for its retry; other keys, and events without a key, go.
+func testOrdering(t *testing.T, s intake.Store) {
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "ordered", intake.Controls{Ordering: "subject", Retry: intake.RetryPolicy{Attempts: 5}})
+	keyed := func(key string) []intake.FanOutRoute { return []intake.FanOutRoute{{ConsumerID: c.ID, OrderKey: key}} }
+	a1 := f.eventAt(t, s, t0)
+	fanOut(t, s, a1, t0, time.Minute, keyed("a"))
+	a2 := f.eventAt(t, s, t0.Add(time.Second))
+	fanOut(t, s, a2, t0, time.Minute, keyed("a"))
+	b1 := f.eventAt(t, s, t0.Add(2*time.Second))
+	fanOut(t, s, b1, t0, time.Minute, keyed("b"))
+	free := f.eventAt(t, s, t0.Add(3*time.Second))
+	fanOut(t, s, free, t0, time.Minute, keyed(""))
+
+	got := byEvent(claimRoutes(t, s, t0, 100))
+	if len(got) != 3 || got[a1.ID].Attempt != 1 || got[b1.ID].Attempt != 1 || got[free.ID].Attempt != 1 {
+		t.Fatalf("claimed %v, want a1, b1 and the unkeyed event", got)
+	}
+	settleRoute(t, s, t0, got[a1.ID], intake.DeliveryRetry) // a1 waits for its retry, 1 s on
+	if more := claimRoutes(t, s, t0, 100); len(more) != 0 {
+		t.Fatalf("claimed %+v while a1 waits for its retry", more)
+	}
+	retry := claimRoutes(t, s, t0.Add(time.Second), 100)
+	if len(retry) != 1 || retry[0].Event.ID != a1.ID || retry[0].Attempt != 2 {
+		t.Fatalf("claimed %+v, want a1's retry", retry)
+	}
+	settleRoute(t, s, t0.Add(time.Second), retry[0], intake.DeliveryHandled)
+	next := claimRoutes(t, s, t0.Add(time.Second), 100)
+	if len(next) != 1 || next[0].Event.ID != a2.ID {
+		t.Fatalf("claimed %+v, want a2 once a1 is handled", next)
+	}
+}
+
+// testDisabledConsumerRoutesAreDropped: the routes of a consumer disabled
+// or deleted after its fan-out are claimed, so the router drops them.
+func testDisabledConsumerRoutesAreDropped(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	off := f.consumer(t, s, "off", intake.Controls{Paused: true})
+	gone := f.consumer(t, s, "gone", intake.Controls{})
+	e := f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(off, gone) })[0]
+	disabled := off
+	disabled.Enabled = false // still paused: a disabled consumer's routes are claimed all the same
+	if err := s.UpdateConsumer(ctx, intake.Scope{}, disabled); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, intake.Scope{}, intake.DeleteConsumer, gone.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	got := byConsumer(claimRoutes(t, s, t0, 100))
+	if len(got) != 2 {
+		t.Fatalf("claimed %+v, want both routes", got)
+	}
+	for _, c := range got {
+		if err := s.SettleRoute(ctx, t0, intake.RouteSettlement{EventID: e.ID, ConsumerID: c.ConsumerID, Attempt: c.Attempt}, backoff); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := eventState(t, s, e.ID); st != intake.EventNoConsumer {
+		t.Fatalf("every route dropped: %s, want no_consumer", st)
+	}
+	if h := health(t, s, off, t0); h.State != intake.ConsumerDisabled || h.Held != 0 || h.Due != 0 || h.InFlight != 0 {
+		t.Fatalf("disabled health = %+v", h)
+	}
+}
+
+// testRetry: a failed call waits by the consumer's own base and spends
+// the consumer's own attempts; the last one kills the route and the event.
+func testRetry(t *testing.T, s intake.Store) {
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "own", intake.Controls{Retry: intake.RetryPolicy{Attempts: 3, Base: 10 * time.Second}})
+	e := f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(c) })[0]
+	now := t0
+	for attempt, wait := range []time.Duration{10 * time.Second, 40 * time.Second} {
+		got := claimRoutes(t, s, now, 100)
+		if len(got) != 1 || got[0].Attempt != attempt+1 {
+			t.Fatalf("claim at %v = %+v, want attempt %d", now, got, attempt+1)
+		}
+		settleRoute(t, s, now, got[0], intake.DeliveryRetry)
+		if st := eventState(t, s, e.ID); st != intake.EventRetrying {
+			t.Fatalf("after a failed call the event is %s, want retrying", st)
+		}
+		if early := claimRoutes(t, s, now.Add(wait-time.Millisecond), 100); len(early) != 0 {
+			t.Fatalf("claimed before its retry was due: %+v", early)
+		}
+		now = now.Add(wait)
+	}
+	got := claimRoutes(t, s, now, 100)
+	if len(got) != 1 || got[0].Attempt != 3 {
+		t.Fatalf("last claim = %+v", got)
+	}
+	settleRoute(t, s, now, got[0], intake.DeliveryRetry)
+	ev, _ := s.Event(context.Background(), intake.Scope{}, e.ID)
+	if ev.State != intake.EventDead || ev.Attempt != 3 {
+		t.Fatalf("after the consumer's 3 attempts the event is %s at attempt %d, want dead at 3", ev.State, ev.Attempt)
+	}
+	wantNotice(t, s, intake.NoticeEventDead)
+	if again := claimRoutes(t, s, now.Add(24*time.Hour), 100); len(again) != 0 {
+		t.Fatalf("a dead route was claimed: %+v", again)
+	}
+}
+
+// testEventFollowsItsRoutes: one dead route makes the event dead once its
+// routes are done; every route handled makes it delivered; a first failure
+// that is also the last takes a pending event to dead.
+func testEventFollowsItsRoutes(t *testing.T, s intake.Store) {
+	f := newFixture(t, s, "acme")
+	ok := f.consumer(t, s, "ok", intake.Controls{})
+	once := f.consumer(t, s, "once", intake.Controls{Retry: intake.RetryPolicy{Attempts: 1}})
+
+	mixed := f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(ok, once) })[0]
+	got := byConsumer(claimRoutes(t, s, t0, 100))
+	settleRoute(t, s, t0, got[once.ID], intake.DeliveryRetry)
+	if st := eventState(t, s, mixed.ID); st != intake.EventRetrying {
+		t.Fatalf("one route dead, one waiting: %s, want retrying", st)
+	}
+	settleRoute(t, s, t0, got[ok.ID], intake.DeliveryHandled)
+	if st := eventState(t, s, mixed.ID); st != intake.EventDead {
+		t.Fatalf("one handled, one dead: %s, want dead", st)
+	}
+
+	both := f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(ok, once) })[0]
+	got = byConsumer(claimRoutes(t, s, t0, 100))
+	settleRoute(t, s, t0, got[ok.ID], intake.DeliveryHandled)
+	if st := eventState(t, s, both.ID); st != intake.EventPending {
+		t.Fatalf("one handled, one waiting: %s, want pending", st)
+	}
+	settleRoute(t, s, t0, got[once.ID], intake.DeliveryIgnored)
+	if st := eventState(t, s, both.ID); st != intake.EventDelivered {
+		t.Fatalf("both done: %s, want delivered", st)
+	}
+
+	single := f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(once) })[0]
+	got = byConsumer(claimRoutes(t, s, t0, 100))
+	settleRoute(t, s, t0, got[once.ID], intake.DeliveryRetry)
+	if st := eventState(t, s, single.ID); st != intake.EventDead {
+		t.Fatalf("pending with one attempt, failed: %s, want dead", st)
+	}
+}
+
+// testBreaker: consecutive failures trip a consumer's breaker; it then lets
+// one probe through after 30 s, doubling the wait after each failed probe
+// (which spends no attempt), and a success closes it.
+func testBreaker(t *testing.T, s intake.Store) {
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "flaky", intake.Controls{Retry: intake.RetryPolicy{Attempts: 50}})
+	events := f.routed(t, s, 12, func(intake.Event) []intake.FanOutRoute { return to(c) })
+	first := claimRoutes(t, s, t0, 100)
+	if len(first) != 12 {
+		t.Fatalf("claimed %d, want 12", len(first))
+	}
+	for i, cl := range first[:10] {
+		settleRoute(t, s, t0, cl, intake.DeliveryRetry)
+		if a := auditActions(t, s, f.org.ID)[intake.LaneTripped]; (i < 9 && a != 0) || (i == 9 && a != 1) {
+			t.Fatalf("after %d failures %d %s audits", i+1, a, intake.LaneTripped)
+		}
+	}
+	wantNotice(t, s, intake.NoticeConsumerTripped)
+	// Calls in flight when it tripped fail too: they spend no attempt.
+	for _, cl := range first[10:] {
+		settleRoute(t, s, t0, cl, intake.DeliveryRetry)
+	}
+	if h := health(t, s, c, t0); h.State != intake.ConsumerTripped || h.Failures != 12 || h.Held != 12 || h.Due != 0 {
+		t.Fatalf("tripped health = %+v", h)
+	}
+	if got := claimRoutes(t, s, t0.Add(29*time.Second), 100); len(got) != 0 {
+		t.Fatalf("claimed %d before the first probe", len(got))
+	}
+	probe := claimRoutes(t, s, t0.Add(30*time.Second), 100)
+	if len(probe) != 1 || !probe[0].Probe {
+		t.Fatalf("claims at 30 s = %+v, want one probe", probe)
+	}
+	if more := claimRoutes(t, s, t0.Add(30*time.Second), 100); len(more) != 0 {
+		t.Fatalf("claimed %d beside the probe", len(more))
+	}
+	probeAttempt := probe[0].Attempt
+	settleRoute(t, s, t0.Add(30*time.Second), probe[0], intake.DeliveryRetry)
+	if got := claimRoutes(t, s, t0.Add(89*time.Second), 100); len(got) != 0 {
+		t.Fatalf("claimed %d before the second probe, 60 s after the first", len(got))
+	}
+	probe2 := claimRoutes(t, s, t0.Add(90*time.Second), 100)
+	if len(probe2) != 1 || !probe2[0].Probe {
+		t.Fatalf("claims at 90 s = %+v, want one probe", probe2)
+	}
+	settleRoute(t, s, t0.Add(90*time.Second), probe2[0], intake.DeliveryHandled)
+	if a := auditActions(t, s, f.org.ID); a[intake.LaneRecovered] != 1 {
+		t.Fatalf("audit after the probe succeeded = %v", a)
+	}
+	wantNotice(t, s, intake.NoticeConsumerRecovered)
+	if h := health(t, s, c, t0.Add(90*time.Second)); h.State != intake.ConsumerEnabled || h.Failures != 0 || h.Due != 11 {
+		t.Fatalf("recovered health = %+v", h)
+	}
+	rest := byEvent(claimRoutes(t, s, t0.Add(90*time.Second), 100))
+	if len(rest) != 11 {
+		t.Fatalf("claimed %d after recovery, want the other 11", len(rest))
+	}
+	// The first probe's route spent nothing on its failure; the ten calls
+	// before the trip spent one attempt each but the tenth, which tripped it.
+	for i, e := range events {
+		cl, ok := rest[e.ID]
+		if !ok {
+			continue
+		}
+		want := 2
+		if i >= 9 {
+			want = 1
+		}
+		if cl.Event.ID == probe[0].Event.ID {
+			want = probeAttempt
+		}
+		if cl.Attempt != want {
+			t.Errorf("route of event %d claimed at attempt %d, want %d", i, cl.Attempt, want)
+		}
+	}
+}
+
+// testAutoDisable: a consumer that fails every call for its auto-disable
+// period is disabled, audited and noticed.
+func testAutoDisable(t *testing.T, s intake.Store) {
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "dying", intake.Controls{Retry: intake.RetryPolicy{Attempts: 50, Base: time.Hour}, BreakerFailures: 1000})
+	f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(c) })
+	got := claimRoutes(t, s, t0, 100)
+	settleRoute(t, s, t0, got[0], intake.DeliveryRetry)
+	before := s.Changes().Version()
+	later := t0.Add(72 * time.Hour)
+	got = claimRoutes(t, s, later, 100)
+	if len(got) != 1 {
+		t.Fatalf("claimed %+v at 72 h", got)
+	}
+	settleRoute(t, s, later, got[0], intake.DeliveryRetry)
+	if cur, _ := s.Consumer(context.Background(), intake.Scope{}, c.ID); cur.Enabled {
+		t.Fatal("a consumer failing for 72 h is still enabled")
+	}
+	if a := auditActions(t, s, f.org.ID); a["consumer.disable"] != 1 {
+		t.Fatalf("audit = %v, want one consumer.disable", a)
+	}
+	wantNotice(t, s, intake.NoticeConsumerDisabled)
+	if s.Changes().Version() == before {
+		t.Error("disabling a consumer did not move the change counter")
+	}
+}
+
+// testGone: a consumer answering 410 Gone is disabled in the settle's
+// transaction, audited in its org once, and its route dropped.
+func testGone(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "old", intake.Controls{})
+	events := f.routed(t, s, 2, func(intake.Event) []intake.FanOutRoute { return to(c) })
+	before := s.Changes().Version()
+	for _, cl := range claimRoutes(t, s, t0, 100) {
+		r := result(cl, t0, intake.DeliveryRetry)
+		r.Delivery.StatusCode, r.Gone = 410, true
+		if err := s.SettleRoute(ctx, t0, r, backoff); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := s.Consumer(ctx, intake.Scope{}, c.ID); got.Enabled {
+		t.Fatal("a consumer that answered 410 is still enabled")
+	}
+	page, _ := s.ListAudit(ctx, intake.Scope{OrgID: f.org.ID}, intake.AuditFilter{})
+	if len(page.Items) != 1 || page.Items[0].Action != "consumer.disable" || page.Items[0].OrgID != f.org.ID {
+		t.Fatalf("audit = %+v, want one consumer.disable in the org", page.Items)
+	}
+	if s.Changes().Version() == before {
+		t.Fatal("disabling a consumer did not announce the change")
+	}
+	for _, e := range events {
+		if st := eventState(t, s, e.ID); st != intake.EventNoConsumer {
+			t.Fatalf("its only route dropped: %s, want no_consumer", st)
+		}
+		if ds, _ := s.Deliveries(ctx, intake.Scope{}, e.ID); len(ds) != 1 || ds[0].StatusCode != 410 {
+			t.Fatalf("deliveries = %+v", ds)
+		}
+	}
+}
+
+// testStaleRouteSettle: only the current call of a leased route settles,
+// once.
+func testStaleRouteSettle(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "c", intake.Controls{})
+	e := f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(c) })[0]
+	unleased := intake.RouteClaim{Event: e, ConsumerID: c.ID, Attempt: 1}
+	wantCode(t, s.SettleRoute(ctx, t0, result(unleased, t0, intake.DeliveryHandled), backoff), intake.ESTALE)
+	got := claimRoutes(t, s, t0, 100)
+	wrong := got[0]
+	wrong.Attempt = 2
+	wantCode(t, s.SettleRoute(ctx, t0, result(wrong, t0, intake.DeliveryHandled), backoff), intake.ESTALE)
+	settleRoute(t, s, t0, got[0], intake.DeliveryRetry)
+	wantCode(t, s.SettleRoute(ctx, t0, result(got[0], t0, intake.DeliveryHandled), backoff), intake.ESTALE)
+	if st := eventState(t, s, e.ID); st != intake.EventRetrying {
+		t.Fatalf("event %s after a refused second settle, want retrying", st)
+	}
+	if ds, _ := s.Deliveries(ctx, intake.Scope{}, e.ID); len(ds) != 1 {
+		t.Fatalf("%d deliveries, want the one of the first settle", len(ds))
+	}
+	_, err := s.FanOut(ctx, t0, intake.FanOut{EventID: intake.NewID(), Attempt: 1})
+	if code := intake.ErrorCode(err); code != intake.ESTALE && code != intake.ENOTFOUND {
+		t.Fatalf("fan-out of an unknown event: %v", err)
+	}
+}
+
+// testRerouteKeepsHandledRoutes: a re-route deletes the routes that are
+// not done well, so the next fan-out writes them afresh; the consumers
+// that handled the event are done and keep their routes.
+func testRerouteKeepsHandledRoutes(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	ok := f.consumer(t, s, "ok", intake.Controls{})
+	once := f.consumer(t, s, "once", intake.Controls{Retry: intake.RetryPolicy{Attempts: 1}})
+	e := f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(ok, once) })[0]
+	got := byConsumer(claimRoutes(t, s, t0, 100))
+	settleRoute(t, s, t0, got[ok.ID], intake.DeliveryHandled)
+	settleRoute(t, s, t0, got[once.ID], intake.DeliveryRetry)
+	if st := eventState(t, s, e.ID); st != intake.EventDead {
+		t.Fatalf("event %s, want dead", st)
+	}
+	later := t0.Add(time.Hour)
+	if err := s.RerouteEvent(ctx, intake.Scope{}, e.ID, later); err != nil {
+		t.Fatal(err)
+	}
+	if st := eventState(t, s, e.ID); st != intake.EventPending {
+		t.Fatalf("re-routed event %s, want pending", st)
+	}
+	c := claimEvents(t, s, later)
+	if len(c) != 1 || c[0].Event.ID != e.ID || !c[0].Done[ok.ID] || c[0].Done[once.ID] {
+		t.Fatalf("claim after the re-route = %+v, want ok done and once not", c)
+	}
+	claims, err := s.FanOut(ctx, later, intake.FanOut{EventID: e.ID, Attempt: c[0].Attempt, Routes: to(ok, once), Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims) != 1 || claims[0].ConsumerID != once.ID || claims[0].Attempt != 1 {
+		t.Fatalf("re-route's fan-out handed over %+v, want once's fresh route", claims)
+	}
+	settleRoute(t, s, later, claims[0], intake.DeliveryHandled)
+	if st := eventState(t, s, e.ID); st != intake.EventDelivered {
+		t.Fatalf("event %s, want delivered", st)
+	}
+}
+
+// testControlsRoundTrip: a consumer's controls are kept and updated.
+func testControlsRoundTrip(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	ctl := intake.Controls{Paused: true, RatePerSec: 2.5, MaxInFlight: 4, Ordering: "subject",
+		Retry: intake.RetryPolicy{Attempts: 7, Base: 1500 * time.Millisecond}, BreakerFailures: 20, AutoDisableAfter: 48 * time.Hour}
+	c := f.consumer(t, s, "c", ctl)
+	if got, err := s.Consumer(ctx, intake.Scope{}, c.ID); err != nil || got.Controls != ctl {
+		t.Fatalf("controls = %+v %v, want %+v", got.Controls, err, ctl)
+	}
+	c.Controls = intake.Controls{Ordering: `event.data.customer`, RatePerSec: 100}
+	if err := s.UpdateConsumer(ctx, intake.Scope{OrgID: f.org.ID}, c); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListConsumers(ctx, intake.Scope{OrgID: f.org.ID})
+	if err != nil || len(list) != 1 || list[0].Controls != c.Controls {
+		t.Fatalf("listed %+v %v, want controls %+v", list, err, c.Controls)
+	}
+}
+
+// testConsumerHealth: the figures of a consumer's health.
+func testConsumerHealth(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "c", intake.Controls{})
+	other := newFixture(t, s, "other")
+	if h := health(t, s, c, t0); h.State != intake.ConsumerEnabled || h.Delivered1h != 0 || h.InFlight != 0 || !h.LastDeliveryAt.IsZero() {
+		t.Fatalf("fresh health = %+v", h)
+	}
+	_, err := s.ConsumerHealth(ctx, intake.Scope{OrgID: other.org.ID}, c.ID, t0)
+	wantCode(t, err, intake.ENOTFOUND)
+
+	events := f.routed(t, s, 6, func(intake.Event) []intake.FanOutRoute { return to(c) })
+	claims := byEvent(claimRoutes(t, s, t0, 100))
+	settle := func(i int, at time.Duration, outcome string, latency time.Duration) {
+		t.Helper()
+		r := result(claims[events[i].ID], t0.Add(at), outcome)
+		r.Delivery.Latency = latency
+		if err := s.SettleRoute(ctx, t0.Add(at), r, backoff); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle(0, time.Second, intake.DeliveryHandled, time.Second) // more than an hour before now: not counted
+	settle(1, 3*time.Second, intake.DeliveryHandled, 30*time.Millisecond)
+	settle(2, 4*time.Second, intake.DeliveryIgnored, 10*time.Millisecond)
+	settle(3, 5*time.Second, intake.DeliveryHandled, 20*time.Millisecond)
+	settle(4, 6*time.Second, intake.DeliveryRetry, 40*time.Millisecond) // due again 1 s on
+	// events[5] stays in flight.
+	late := f.eventAt(t, s, t0)
+	fanOut(t, s, late, t0.Add(10*time.Second), 0, to(c))
+
+	now := t0.Add(time.Hour + 2*time.Second)
+	h := health(t, s, c, now)
+	want := intake.ConsumerHealth{State: intake.ConsumerEnabled, Delivered1h: 3, Failed1h: 1, P50: 20 * time.Millisecond, P99: 40 * time.Millisecond,
+		LastStatus: 503, LastError: "503 Service Unavailable", LastDeliveryAt: t0.Add(6 * time.Second), InFlight: 1, Held: 0, Due: 2,
+		OldestDueAt: t0.Add(7 * time.Second), Failures: 1}
+	if h != want {
+		t.Fatalf("health = %+v\nwant     %+v", h, want)
+	}
+	paused := c
+	paused.Controls.Paused = true
+	if err := s.UpdateConsumer(ctx, intake.Scope{}, paused); err != nil {
+		t.Fatal(err)
+	}
+	h = health(t, s, c, now)
+	if h.State != intake.ConsumerPaused || h.Held != 2 || h.Due != 0 || !h.OldestDueAt.IsZero() || h.InFlight != 1 {
+		t.Fatalf("paused health = %+v", h)
+	}
+}
