@@ -192,7 +192,7 @@ func TestOneWebhookIsOneTraceFromTheProviderToTheConsumer(t *testing.T) {
 	wantAttr := map[string]map[string]string{
 		"ingress.receive": {"intake.message.id": m.Items[0].ID, "http.route": tracing.WebhookRoute, "http.response.status_code": "200"},
 		"worker.process":  {"intake.message.id": m.Items[0].ID, "intake.attempt": "1", "intake.state": "processed", "intake.outcome": "events"},
-		"router.route":    {"intake.event.id": events.Items[0].ID, "intake.state": "delivered"},
+		"router.route":    {"intake.event.id": events.Items[0].ID, "intake.state": "routed"},
 		"delivery.send":   {"intake.consumer.id": p.consumer.ID, "intake.outcome": "handled", "http.response.status_code": "200"},
 	}
 	for name, attrs := range wantAttr {
