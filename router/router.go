@@ -11,6 +11,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/intakehq/intake"
@@ -185,14 +186,21 @@ func (r *Router) fanOutRound(ctx context.Context, calls *sync.WaitGroup, limit i
 		es[i] = &claims[i].Event
 	}
 	b := r.read(ctx, es, readsRequest)
+	// Each event's fan-out is its own transaction: they run side by side,
+	// and each starts its handed-over calls as soon as it commits.
+	var fanOuts sync.WaitGroup
+	var n atomic.Int64
 	for _, ec := range claims {
-		fctx, handed := r.fanOut(ctx, ec, b)
-		for _, rc := range handed {
-			started++
-			r.start(fctx, calls, rc, b)
-		}
+		fanOuts.Go(func() {
+			fctx, handed := r.fanOut(ctx, ec, b)
+			n.Add(int64(len(handed)))
+			for _, rc := range handed {
+				r.start(fctx, calls, rc, b)
+			}
+		})
 	}
-	return len(claims), started, nil
+	fanOuts.Wait()
+	return len(claims), int(n.Load()), nil
 }
 
 // deliverRound claims up to limit due routes and starts their calls. It
