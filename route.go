@@ -461,6 +461,9 @@ func ApplyRouteSettlement(ctx context.Context, tx RouteSettleTx, now time.Time, 
 		case DeliveryFiltered:
 			r.State = RouteFiltered
 		}
+		if r.State.Done() {
+			r.Attempt = s.Attempt // the call that finished the route, for display
+		}
 		tripped := lane.Tripped
 		if s.Called {
 			change := lane.Settle(ctl, now, d.Succeeded())
@@ -510,6 +513,10 @@ func ApplyRouteSettlement(ctx context.Context, tx RouteSettleTx, now time.Time, 
 		return err
 	}
 	to := EventAfterRoutes(n)
+	if from == EventRetrying && to == EventPending {
+		// A call failed: the event stays retrying until its routes are done.
+		to = from
+	}
 	if to == from {
 		return nil
 	}

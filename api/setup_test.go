@@ -247,24 +247,9 @@ func (e *env) event(tn tenant, typ string, objectIDs ...string) intake.Event {
 	return ev
 }
 
-// route settles the next routing attempt of ev as the router would: the
-// event moves to state to, recording deliveries (their event, org and
-// attempt are filled in).
+// route moves ev as the router would (see testkit.Route): to state to,
+// recording deliveries.
 func (e *env) route(ev intake.Event, to intake.EventState, deliveries ...intake.Delivery) {
 	e.t.Helper()
-	ctx := context.Background()
-	now := e.clock.Now()
-	claims, err := e.store.ClaimEvents(ctx, now, time.Minute, 1)
-	if err != nil || len(claims) != 1 || claims[0].Event.ID != ev.ID {
-		e.t.Fatalf("claim event: %+v %v", claims, err)
-	}
-	for i := range deliveries {
-		d := &deliveries[i]
-		d.ID, d.OrgID, d.EventID, d.Attempt = intake.NewID(), ev.OrgID, ev.ID, claims[0].Attempt
-	}
-	if err := e.store.SettleEvent(ctx, now, intake.EventSettlement{
-		EventID: ev.ID, Attempt: claims[0].Attempt, To: to, NextAttemptAt: now, Deliveries: deliveries,
-	}); err != nil {
-		e.t.Fatal(err)
-	}
+	testkit.Route(e.t, e.store, e.clock.Now(), ev.ID, to, deliveries...)
 }

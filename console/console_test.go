@@ -659,21 +659,23 @@ func TestDeadLettersReplayAndRerouteInBulk(t *testing.T) {
 	}
 }
 
-// deadEvent routes an event to death as a router whose consumer always
-// fails would.
+// deadEvent routes an event to death as a router whose one consumer fails
+// its only attempt would.
 func deadEvent(t *testing.T, e *env, id string) {
 	t.Helper()
 	ctx := context.Background()
-	for _, to := range []intake.EventState{intake.EventRetrying, intake.EventDead} {
-		now := time.Now()
-		claims, err := e.store.ClaimEvents(ctx, now, time.Minute, 10)
-		if err != nil || len(claims) != 1 || claims[0].Event.ID != id {
-			t.Fatalf("claim: %+v %v", claims, err)
-		}
-		if err := e.store.SettleEvent(ctx, now, intake.EventSettlement{EventID: id, Attempt: claims[0].Attempt, To: to, NextAttemptAt: now}); err != nil {
-			t.Fatal(err)
-		}
+	ev, err := e.store.Event(ctx, intake.Scope{}, id)
+	if err != nil {
+		t.Fatal(err)
 	}
+	c := intake.Consumer{ID: intake.NewID(), OrgID: ev.OrgID, Name: "failing", App: "failing", URL: "http://127.0.0.1:9/",
+		EventTypes: []string{"*"}, Enabled: true, SealedSecret: []byte{1}, CreatedAt: time.Now(),
+		Controls: intake.Controls{Retry: intake.RetryPolicy{Attempts: 1}}}
+	if err := e.store.CreateConsumer(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Route(t, e.store, time.Now(), id, intake.EventDead,
+		intake.Delivery{ConsumerID: c.ID, Outcome: intake.DeliveryRetry, StatusCode: 503, Error: "answered 503"})
 }
 
 func TestMessagesFilterByProviderEventAndEventsByConsumer(t *testing.T) {

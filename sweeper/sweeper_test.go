@@ -53,11 +53,8 @@ func TestRetentionDropsBodiesThenRowsAndDuplicatesStayRecognised(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Route it: no consumer, so routing is finished.
-		ecs, _ := s.ClaimEvents(ctx, c.Now(), time.Minute, 10)
-		for _, ec := range ecs {
-			if err := s.SettleEvent(ctx, c.Now(), intake.EventSettlement{EventID: ec.Event.ID, Attempt: ec.Attempt, To: intake.EventNoConsumer}); err != nil {
-				t.Fatal(err)
-			}
+		for _, id := range out.EventIDs {
+			testkit.Route(t, s, c.Now(), id, intake.EventNoConsumer)
 		}
 		return out
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/internal/testkit"
 )
 
 // tenant is an org with a connection, made through the CLI.
@@ -31,9 +32,9 @@ func (s server) newTenant(t *testing.T, name string) tenant {
 }
 
 // routedEvent makes an event in the tenant's org as the worker does and
-// routes it as the router does: a route to each delivery's consumer, and
-// that delivery as its first call.
-func (s server) routedEvent(t *testing.T, tn tenant, typ string, deliveries ...intake.Delivery) intake.Event {
+// settles one routing attempt of it as the router does: to state to, with
+// deliveries.
+func (s server) routedEvent(t *testing.T, tn tenant, typ string, to intake.EventState, deliveries ...intake.Delivery) intake.Event {
 	t.Helper()
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
@@ -60,25 +61,10 @@ func (s server) routedEvent(t *testing.T, tn tenant, typ string, deliveries ...i
 		To: intake.MessageProcessed, Outcome: intake.OutcomeEvents, Events: []intake.Event{ev}}); err != nil {
 		t.Fatal(err)
 	}
-	ec, err := s.store.ClaimEvents(ctx, now, time.Minute, 1)
-	if err != nil || len(ec) != 1 || ec[0].Event.ID != ev.ID {
-		t.Fatalf("claim event: %+v %v", ec, err)
+	for i := range deliveries {
+		deliveries[i].At = now
 	}
-	f := intake.FanOut{EventID: ev.ID, Attempt: ec[0].Attempt, Lease: time.Minute}
-	for _, d := range deliveries {
-		f.Routes = append(f.Routes, intake.FanOutRoute{ConsumerID: d.ConsumerID})
-	}
-	leased, err := s.store.FanOut(ctx, now, f)
-	if err != nil || len(leased) != len(deliveries) {
-		t.Fatalf("fan out: %d leased, %v", len(leased), err)
-	}
-	for i, d := range deliveries {
-		d.ID, d.OrgID, d.EventID, d.Attempt, d.At = intake.NewID(), tn.org.ID, ev.ID, leased[i].Attempt, now
-		if err := s.store.SettleRoute(ctx, now, intake.RouteSettlement{EventID: ev.ID, ConsumerID: d.ConsumerID, Attempt: d.Attempt,
-			Delivery: &d, Called: true}, intake.DefaultBackoff); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testkit.Route(t, s.store, now, ev.ID, to, deliveries...)
 	return ev
 }
 
@@ -155,7 +141,7 @@ func TestCLIEventsShowIncludesDeliveriesAndUnclaimedListsEveryOrg(t *testing.T) 
 	acme, globex := s.newTenant(t, "acme"), s.newTenant(t, "globex")
 	c := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "add", "--name", "hook", "--app", "billing",
 		"--consumer-url", "http://127.0.0.1:9/", "--event-type", "*"))
-	delivered := s.routedEvent(t, acme, "none.thing.done",
+	delivered := s.routedEvent(t, acme, "none.thing.done", intake.EventRetrying,
 		intake.Delivery{ConsumerID: c.ID, Outcome: intake.DeliveryRetry, StatusCode: 500, Latency: 3 * time.Millisecond, Error: "answered 500"})
 
 	shown := decodeOut[api.EventDetail](t, s.mustRun(t, acme.org.APIKey, "events", "show", delivered.ID))
@@ -166,8 +152,8 @@ func TestCLIEventsShowIncludesDeliveriesAndUnclaimedListsEveryOrg(t *testing.T) 
 		t.Fatalf("delivery: %+v", d)
 	}
 
-	a := s.routedEvent(t, acme, "none.nobody.cares")
-	g := s.routedEvent(t, globex, "none.nobody.cares")
+	a := s.routedEvent(t, acme, "none.nobody.cares", intake.EventNoConsumer)
+	g := s.routedEvent(t, globex, "none.nobody.cares", intake.EventNoConsumer)
 	rows := table(t, s.mustRun(t, staffToken, "events", "unclaimed"))
 	if strings.Join(rows[0], " ") != "ID ORG OCCURRED TYPE KIND CONNECTION" || len(rows) != 3 ||
 		rows[1][0] != g.ID || rows[1][1] != globex.org.ID || rows[2][0] != a.ID || rows[2][1] != acme.org.ID {

@@ -365,6 +365,11 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
 	var n int
 	err := s.tx(ctx, func(tx *wtx) error {
+		// Notices are kept as long as the rows of their org.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM notices WHERE at < ?1 - coalesce((SELECT retention_us FROM orgs o WHERE o.id = notices.org_id), ?2)`,
+			ts(now), def.Microseconds()); err != nil {
+			return err
+		}
 		rows, err := tx.QueryContext(ctx, `SELECT m.id FROM messages m JOIN orgs o ON o.id = m.org_id
 			WHERE m.received_at < ?1 - (SELECT min(v) FROM (SELECT ?2 AS v UNION ALL
 			      SELECT retention_us FROM orgs WHERE retention_us IS NOT NULL))
@@ -391,6 +396,7 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 		in := "(?" + strings.Repeat(", ?", len(ids)-1) + ")"
 		for _, q := range []string{
 			`DELETE FROM deliveries WHERE event_id IN (SELECT id FROM events WHERE message_id IN ` + in + `)`,
+			`DELETE FROM routes WHERE event_id IN (SELECT id FROM events WHERE message_id IN ` + in + `)`,
 			`DELETE FROM events WHERE message_id IN ` + in,
 			`DELETE FROM message_identities WHERE message_id IN ` + in,
 			`DELETE FROM message_attempts WHERE message_id IN ` + in,
@@ -447,7 +453,11 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) 
 		WHERE state IN ('pending', 'retrying') AND next_attempt_at <= ?`, ts(now)).Scan(&e); err != nil {
 		return st, err
 	}
-	st.OldestDueMessage, st.OldestDueEvent = fromTS(m), fromTS(e)
+	route, err := oldestDueRoute(ctx, s.read, "", now)
+	if err != nil {
+		return st, err
+	}
+	st.OldestDueMessage, st.OldestDueEvent = fromTS(m), earliest(fromTS(e), route)
 	return st, nil
 }
 

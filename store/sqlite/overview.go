@@ -80,7 +80,11 @@ func (s *Store) Overview(ctx context.Context, sc intake.Scope, q intake.Overview
 		Scan(&m, &e); err != nil {
 		return out, classify(err)
 	}
-	out.OldestDueMessage, out.OldestDueEvent = fromTS(m), fromTS(e)
+	route, err := oldestDueRoute(ctx, tx, sc.OrgID, q.Now)
+	if err != nil {
+		return out, classify(err)
+	}
+	out.OldestDueMessage, out.OldestDueEvent = fromTS(m), earliest(fromTS(e), route)
 	return out, nil
 }
 

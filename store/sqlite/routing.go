@@ -21,21 +21,26 @@ func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer, audit ...
 		if err := orgExists(ctx, tx, c.OrgID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO consumers (id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at,
-			filter, transform) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.ID, c.OrgID, c.Name, c.App, c.URL, string(types), c.Completion, c.Enabled, c.SealedSecret, ts(c.CreatedAt), c.Filter, c.Transform)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO consumers (id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at,
+			filter, transform, paused, rate_per_sec, max_in_flight, ordering, retry_attempts, retry_base_ms, breaker_failures, auto_disable_after_s)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			append([]any{c.ID, c.OrgID, c.Name, c.App, c.URL, string(types), c.Completion, c.Enabled, c.SealedSecret, ts(c.CreatedAt), c.Filter,
+				c.Transform}, controlArgs(c.Controls)...)...); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO consumer_lanes (consumer_id, org_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, c.ID, c.OrgID)
 		return err
 	})
 }
 
-const consumerColumns = `id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at, filter, transform,
-	sealed_old_secret, old_secret_until`
+const consumerColumns = `c.id, c.org_id, c.name, c.app, c.url, c.event_types, c.completion, c.enabled, c.sealed_secret, c.created_at,
+	c.filter, c.transform, c.sealed_old_secret, c.old_secret_until, ` + controlColumns
 
 func scanConsumer(row interface{ Scan(...any) error }) (intake.Consumer, error) {
 	var c intake.Consumer
 	var types string
 	var created, oldUntil sql.NullInt64
-	if err := row.Scan(&c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &types, &c.Completion, &c.Enabled, &c.SealedSecret, &created,
+	if err := scanControls(row, &c.Controls, &c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &types, &c.Completion, &c.Enabled, &c.SealedSecret, &created,
 		&c.Filter, &c.Transform, &c.SealedOldSecret, &oldUntil); err != nil {
 		return c, err
 	}
@@ -46,7 +51,7 @@ func scanConsumer(row interface{ Scan(...any) error }) (intake.Consumer, error) 
 // Consumer returns one consumer visible in sc.
 func (s *Store) Consumer(ctx context.Context, sc intake.Scope, id string) (intake.Consumer, error) {
 	c, err := scanConsumer(s.read.QueryRowContext(ctx,
-		`SELECT `+consumerColumns+` FROM consumers WHERE deleted_at IS NULL AND id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID))
+		`SELECT `+consumerColumns+` FROM consumers c WHERE deleted_at IS NULL AND id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, notFound("consumer", id)
 	}
@@ -56,7 +61,7 @@ func (s *Store) Consumer(ctx context.Context, sc intake.Scope, id string) (intak
 // ListConsumers lists the consumers visible in sc.
 func (s *Store) ListConsumers(ctx context.Context, sc intake.Scope) ([]intake.Consumer, error) {
 	rows, err := s.read.QueryContext(ctx,
-		`SELECT `+consumerColumns+` FROM consumers WHERE deleted_at IS NULL AND (?1 = '' OR org_id = ?1) ORDER BY id`, sc.OrgID)
+		`SELECT `+consumerColumns+` FROM consumers c WHERE deleted_at IS NULL AND (?1 = '' OR org_id = ?1) ORDER BY id`, sc.OrgID)
 	if err != nil {
 		return nil, err
 	}
@@ -79,10 +84,12 @@ func (s *Store) UpdateConsumer(ctx context.Context, sc intake.Scope, c intake.Co
 	if err != nil {
 		return err
 	}
-	return s.audited(ctx, audit, func(tx *wtx) error {
+	err = s.audited(ctx, audit, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE consumers SET name = ?, app = ?, url = ?, event_types = ?, completion = ?, enabled = ?,
-			filter = ?, transform = ? WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
-			c.Name, c.App, c.URL, string(types), c.Completion, c.Enabled, c.Filter, c.Transform, c.ID, sc.OrgID, sc.OrgID)
+			filter = ?, transform = ?, paused = ?, rate_per_sec = ?, max_in_flight = ?, ordering = ?, retry_attempts = ?, retry_base_ms = ?,
+			breaker_failures = ?, auto_disable_after_s = ? WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
+			append(append([]any{c.Name, c.App, c.URL, string(types), c.Completion, c.Enabled, c.Filter, c.Transform}, controlArgs(c.Controls)...),
+				c.ID, sc.OrgID, sc.OrgID)...)
 		if err != nil {
 			return err
 		}
@@ -92,6 +99,10 @@ func (s *Store) UpdateConsumer(ctx context.Context, sc intake.Scope, c intake.Co
 		tx.announce()
 		return nil
 	})
+	if err == nil {
+		s.notifyRoutes() // a resume or a raised limit lets routes go
+	}
+	return err
 }
 
 // RotateConsumerSecret replaces a consumer's signing secret, keeping the
@@ -178,7 +189,8 @@ func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Durat
 	return claims, nil
 }
 
-// loadDone fills in which consumers already handled or ignored each event.
+// loadDone fills in which consumers already handled or ignored each event:
+// by its routes, or by its deliveries for events from before routes.
 func loadDone(ctx context.Context, tx *wtx, claims []intake.EventClaim) error {
 	if len(claims) == 0 {
 		return nil
@@ -189,8 +201,9 @@ func loadDone(ctx context.Context, tx *wtx, claims []intake.EventClaim) error {
 		byID[claims[i].Event.ID] = &claims[i]
 		args = append(args, claims[i].Event.ID)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT event_id, consumer_id FROM deliveries
-		WHERE outcome IN ('handled', 'ignored') AND event_id IN (?`+strings.Repeat(", ?", len(args)-1)+`)`, args...)
+	in := `(?` + strings.Repeat(", ?", len(args)-1) + `)`
+	rows, err := tx.QueryContext(ctx, `SELECT event_id, consumer_id FROM routes WHERE state IN ('handled', 'ignored') AND event_id IN `+in+`
+		UNION SELECT event_id, consumer_id FROM deliveries WHERE outcome IN ('handled', 'ignored') AND event_id IN `+in, append(args, args...)...)
 	if err != nil {
 		return err
 	}
@@ -203,61 +216,6 @@ func loadDone(ctx context.Context, tx *wtx, claims []intake.EventClaim) error {
 		byID[eventID].Done[consumerID] = true
 	}
 	return rows.Err()
-}
-
-// SettleEvent applies a routing result in one transaction.
-func (s *Store) SettleEvent(ctx context.Context, now time.Time, st intake.EventSettlement) error {
-	return s.tx(ctx, func(tx *wtx) error {
-		return intake.ApplyEventSettlement(ctx, eventTx{tx}, now, st)
-	})
-}
-
-// eventTx is ApplyEventSettlement's view of a SQLite write transaction.
-type eventTx struct{ tx *wtx }
-
-func (t eventTx) LockEvent(ctx context.Context, id string) (intake.EventState, int, bool, error) {
-	var state intake.EventState
-	var attempt int
-	var leased bool
-	err := t.tx.QueryRowContext(ctx, lockEventSQL, id).Scan(&state, &attempt, &leased)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", 0, false, notFound("event", id)
-	}
-	return state, attempt, leased, err
-}
-
-func (t eventTx) InsertDelivery(ctx context.Context, d intake.Delivery) error {
-	_, err := t.tx.ExecContext(ctx, insertDeliverySQL,
-		d.ID, d.OrgID, d.EventID, d.ConsumerID, d.Attempt, d.Outcome, d.StatusCode, d.Latency.Microseconds(), d.Error, ts(d.At))
-	return err
-}
-
-func (t eventTx) DisableConsumer(ctx context.Context, id string, a intake.AuditEntry) error {
-	var org string
-	err := t.tx.QueryRowContext(ctx, `UPDATE consumers SET enabled = 0 WHERE id = ? AND enabled AND deleted_at IS NULL RETURNING org_id`, id).Scan(&org)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil // disabled or deleted already
-	}
-	if err != nil {
-		return err
-	}
-	a.OrgID = org
-	if _, err := t.tx.ExecContext(ctx, `INSERT INTO audit_log (id, org_id, actor, action, target_type, target_id, detail, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.OrgID, a.Actor, a.Action, a.TargetType, a.TargetID, a.Detail, ts(a.At)); err != nil {
-		return err
-	}
-	t.tx.announce()
-	return nil
-}
-
-func (t eventTx) UpdateEvent(ctx context.Context, st intake.EventSettlement, now time.Time) error {
-	extend := 0
-	if st.Deferred {
-		extend = 1
-	}
-	_, err := t.tx.ExecContext(ctx, updateEventSQL,
-		st.To, ts(st.NextAttemptAt), extend, st.EventID, st.Attempt)
-	return err
 }
 
 // RerouteEvent takes a dead or no_consumer event back to pending.
@@ -276,8 +234,13 @@ func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, id string, no
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE events SET state = 'pending', max_attempts = ?, next_attempt_at = ?,
-			lease_until = NULL WHERE id = ?`, max, ts(now), id)
+		if _, err = tx.ExecContext(ctx, `UPDATE events SET state = 'pending', max_attempts = ?, next_attempt_at = ?,
+			lease_until = NULL WHERE id = ?`, max, ts(now), id); err != nil {
+			return err
+		}
+		// The next fan-out selects again; the consumers done with the
+		// event keep their routes and are not called again.
+		_, err = tx.ExecContext(ctx, `DELETE FROM routes WHERE event_id = ? AND state NOT IN ('handled', 'ignored')`, id)
 		return err
 	})
 	if err == nil {
@@ -320,13 +283,8 @@ var claimEventsSQL = `UPDATE events
 				 ORDER BY next_attempt_at LIMIT ?3)
 			RETURNING ` + eventColumns + `, lease_until`
 
-const lockEventSQL = `SELECT state, attempt, lease_until IS NOT NULL FROM events WHERE id = ?`
-
 const insertDeliverySQL = `INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-
-const updateEventSQL = `UPDATE events SET state = ?, next_attempt_at = ?, lease_until = NULL, max_attempts = max_attempts + ?
-		WHERE id = ? AND attempt = ?`
 
 // MessageRequests returns the query and headers of the requests events
 // came from, in one read.

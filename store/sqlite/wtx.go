@@ -68,7 +68,7 @@ func hotQueries() []string {
 		insertMessageSQL, insertBodySQL,
 		claimMessagesSQL, messageForSettleSQL, identitySQL, putIdentitySQL,
 		originalEventSQL, insertEventSQL, updateMessageSQL, subjectSQL, recordAttemptSQL,
-		claimEventsSQL, lockEventSQL, insertDeliverySQL, updateEventSQL,
+		claimEventsSQL, insertDeliverySQL, insertRouteSQL, dueRoutesSQL,
 	}
 }
 

@@ -115,8 +115,12 @@ func testForbiddenTransitions(t *testing.T, s intake.Store) {
 	// dead, no_consumer and filtered go back to pending only by a re-route.
 	for _, final := range []intake.EventState{intake.EventDead, intake.EventNoConsumer, intake.EventFiltered} {
 		e := f.pendingEvent(t, s)
-		ec := claimEvents(t, s, t0)
-		fo := intake.FanOut{EventID: e.ID, Attempt: ec[0].Attempt}
+		var fo intake.FanOut
+		for _, c := range claimEvents(t, s, t0) {
+			if c.Event.ID == e.ID {
+				fo = intake.FanOut{EventID: e.ID, Attempt: c.Attempt}
+			}
+		}
 		switch final {
 		case intake.EventDead:
 			fo.Routes = to(once)

@@ -1,0 +1,560 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// txAfter runs fn in the next group commit and after once that commit
+// returned, if fn succeeded.
+func (s *Store) txAfter(ctx context.Context, fn func(*wtx) error, after func()) error {
+	return s.submit(writeJob{ctx: ctx, fn: fn, after: after})
+}
+
+func (s *Store) notifyRoutes() { s.hub.Notify(intake.TopicRoutes) }
+
+// FanOut writes an event's routes and moves the event off the event queue.
+func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]intake.RouteClaim, error) {
+	var claims []intake.RouteClaim
+	var wake bool
+	err := s.txAfter(ctx, func(tx *wtx) error {
+		claims, wake = nil, false
+		var lease sql.NullInt64
+		e, err := scanEvent(tx.QueryRowContext(ctx, `SELECT `+eventColumns+`, lease_until FROM events WHERE id = ?`, f.EventID), &lease)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("event", f.EventID)
+		}
+		if err != nil {
+			return err
+		}
+		if !lease.Valid || e.Attempt != f.Attempt || (e.State != intake.EventPending && e.State != intake.EventRetrying) {
+			return intake.Errorf(intake.ESTALE, "fan-out %d of event %s is not current", f.Attempt, f.EventID)
+		}
+		orderAt := e.OccurredAt
+		if orderAt.IsZero() {
+			orderAt = e.ReceivedAt
+		}
+		var waiting []string
+		for _, r := range f.Routes {
+			state := intake.RouteWaiting
+			if r.Filtered {
+				state = intake.RouteFiltered
+			}
+			res, err := tx.ExecContext(ctx, insertRouteSQL, e.ID, r.ConsumerID, e.OrgID, state, ts(now), r.OrderKey, ts(orderAt))
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				continue // the consumer has its route already (a re-route keeps the finished ones)
+			}
+			if r.Filtered {
+				if r.Delivery != nil {
+					if err := insertDelivery(ctx, tx, *r.Delivery); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			waiting = append(waiting, r.ConsumerID)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE events SET next_attempt_at = NULL, lease_until = NULL WHERE id = ?`, e.ID); err != nil {
+			return err
+		}
+		rt := routeTx{tx: tx}
+		n, err := rt.CountRoutes(ctx, e.ID)
+		if err != nil {
+			return err
+		}
+		if to := intake.EventAfterRoutes(n); to != intake.EventPending && to != intake.EventRetrying && to != e.State {
+			if err := intake.CheckEventPath(e.State, to); err != nil {
+				return err
+			}
+			if err := rt.SetEventState(ctx, e.ID, to, now); err != nil {
+				return err
+			}
+			e.State = to
+		}
+		e.NextAttemptAt = time.Time{}
+		for _, id := range waiting {
+			if f.Lease <= 0 {
+				wake = true
+				continue
+			}
+			var ctl intake.Controls
+			var enabled, tripped bool
+			err := scanControls(tx.QueryRowContext(ctx, `SELECT c.enabled AND c.deleted_at IS NULL, coalesce(l.tripped, 0), `+controlColumns+`
+				FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id WHERE c.id = ?`, id), &ctl, &enabled, &tripped)
+			if errors.Is(err, sql.ErrNoRows) {
+				wake = true
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if !enabled || tripped || !ctl.Unpaced() {
+				wake = true
+				continue
+			}
+			until := now.Add(f.Lease)
+			if _, err := tx.ExecContext(ctx, `UPDATE routes SET lease_until = ? WHERE event_id = ? AND consumer_id = ?`, ts(until), e.ID, id); err != nil {
+				return err
+			}
+			claims = append(claims, intake.RouteClaim{Event: e, ConsumerID: id, Attempt: 1, LeaseUntil: until})
+		}
+		return nil
+	}, func() {
+		if wake {
+			s.notifyRoutes()
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claims, nil
+}
+
+const insertRouteSQL = `INSERT INTO routes (event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at)
+	VALUES (?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (event_id, consumer_id) DO NOTHING`
+
+// controlColumns are a consumer's controls, as scanControls reads them.
+const controlColumns = `c.paused, c.rate_per_sec, c.max_in_flight, c.ordering, c.retry_attempts, c.retry_base_ms, c.breaker_failures,
+	c.auto_disable_after_s`
+
+// scanControls reads the extra columns, then controlColumns.
+func scanControls(row interface{ Scan(...any) error }, c *intake.Controls, extra ...any) error {
+	var baseMS, autoS int64
+	if err := row.Scan(append(extra, &c.Paused, &c.RatePerSec, &c.MaxInFlight, &c.Ordering, &c.Retry.Attempts, &baseMS,
+		&c.BreakerFailures, &autoS)...); err != nil {
+		return err
+	}
+	c.Retry.Base, c.AutoDisableAfter = time.Duration(baseMS)*time.Millisecond, time.Duration(autoS)*time.Second
+	return nil
+}
+
+func controlArgs(c intake.Controls) []any {
+	return []any{c.Paused, c.RatePerSec, c.MaxInFlight, c.Ordering, c.Retry.Attempts, c.Retry.Base.Milliseconds(), c.BreakerFailures,
+		int64(c.AutoDisableAfter / time.Second)}
+}
+
+const laneColumns = `coalesce(l.tokens, 0), l.refilled_at, coalesce(l.failures, 0), l.failing_since, coalesce(l.tripped, 0), l.probe_at,
+	coalesce(l.probe_every_ms, 0)`
+
+func laneDest(l *intake.Lane, refilled, failing, probe *sql.NullInt64, everyMS *int64) []any {
+	return []any{&l.Tokens, refilled, &l.Failures, failing, &l.Tripped, probe, everyMS}
+}
+
+func fillLane(l *intake.Lane, refilled, failing, probe sql.NullInt64, everyMS int64) {
+	l.RefilledAt, l.FailingSince, l.ProbeAt = fromTS(refilled), fromTS(failing), fromTS(probe)
+	l.ProbeEvery = time.Duration(everyMS) * time.Millisecond
+}
+
+type candidate struct {
+	id, org string
+	live    bool // enabled and not deleted
+	ctl     intake.Controls
+	lane    intake.Lane
+}
+
+// ClaimRoutes leases due routes, consumer by consumer in turn, each
+// consumer's share allowed by its lane.
+func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.RouteClaim, error) {
+	var claims []intake.RouteClaim
+	err := s.tx(ctx, func(tx *wtx) error {
+		claims = nil
+		var cands []candidate
+		rows, err := tx.QueryContext(ctx, `SELECT c.id, c.org_id, c.enabled AND c.deleted_at IS NULL, `+laneColumns+`, `+controlColumns+`
+			FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id
+			WHERE (c.paused = 0 OR NOT c.enabled OR c.deleted_at IS NOT NULL)
+			  AND EXISTS (SELECT 1 FROM routes r INDEXED BY routes_due WHERE r.consumer_id = c.id AND r.state = 'waiting'
+			    AND r.next_at <= ?1 AND (r.lease_until IS NULL OR r.lease_until <= ?1))
+			ORDER BY l.claimed_at NULLS FIRST, c.id`, ts(now))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var c candidate
+			var refilled, failing, probe sql.NullInt64
+			var everyMS int64
+			if err := scanControls(rows, &c.ctl, append([]any{&c.id, &c.org, &c.live}, laneDest(&c.lane, &refilled, &failing, &probe, &everyMS)...)...); err != nil {
+				rows.Close()
+				return err
+			}
+			fillLane(&c.lane, refilled, failing, probe, everyMS)
+			c.lane.ConsumerID, c.lane.OrgID = c.id, c.org
+			cands = append(cands, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, c := range cands {
+			remaining := limit - len(claims)
+			if remaining <= 0 {
+				break
+			}
+			n, probe := remaining, false
+			if c.live {
+				var inFlight int
+				if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM routes INDEXED BY routes_in_flight
+					WHERE consumer_id = ? AND state = 'waiting' AND lease_until > ?`, c.id, ts(now)).Scan(&inFlight); err != nil {
+					return err
+				}
+				n, probe = c.lane.Allow(c.ctl, now, inFlight, remaining)
+			}
+			if n > 0 {
+				got, err := claimConsumerRoutes(ctx, tx, c, now, lease, n, probe)
+				if err != nil {
+					return err
+				}
+				claims = append(claims, got...)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO consumer_lanes (consumer_id, org_id, tokens, refilled_at, probe_at, probe_every_ms, claimed_at)
+				VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (consumer_id) DO UPDATE SET tokens = ?3, refilled_at = ?4, probe_at = ?5,
+				probe_every_ms = ?6, claimed_at = ?7`,
+				c.id, c.org, c.lane.Tokens, ts(c.lane.RefilledAt), ts(c.lane.ProbeAt), c.lane.ProbeEvery.Milliseconds(), ts(now)); err != nil {
+				return err
+			}
+		}
+		return loadClaimEvents(ctx, tx, claims)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claims, nil
+}
+
+// Due, unleased routes of one consumer: unordered, then for a consumer
+// with ordering the first waiting route of each key, found key by key
+// down the routes_order index, so a long queue of one key is not read.
+const (
+	dueRoutesSQL = `SELECT event_id, attempt FROM routes INDEXED BY routes_due
+		WHERE consumer_id = ?1 AND state = 'waiting' AND next_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
+		ORDER BY next_at, event_id LIMIT ?3`
+	orderedRoutesSQL = `WITH RECURSIVE keys (k) AS (
+			SELECT (SELECT order_key FROM routes INDEXED BY routes_order WHERE consumer_id = ?1 AND state = 'waiting' AND order_key <> ''
+				ORDER BY order_key LIMIT 1)
+			UNION ALL
+			SELECT (SELECT order_key FROM routes INDEXED BY routes_order WHERE consumer_id = ?1 AND state = 'waiting' AND order_key > keys.k AND order_key <> ''
+				ORDER BY order_key LIMIT 1) FROM keys WHERE keys.k IS NOT NULL),
+		heads (event_id) AS (
+			SELECT (SELECT event_id FROM routes INDEXED BY routes_order WHERE consumer_id = ?1 AND state = 'waiting' AND order_key = keys.k AND order_key <> ''
+				ORDER BY order_at, event_id LIMIT 1) FROM keys WHERE keys.k IS NOT NULL)
+		SELECT event_id, attempt, next_at FROM routes
+		 WHERE consumer_id = ?1 AND event_id IN (SELECT event_id FROM heads)
+		   AND state = 'waiting' AND next_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
+		UNION ALL
+		SELECT event_id, attempt, next_at FROM routes INDEXED BY routes_due
+		 WHERE consumer_id = ?1 AND state = 'waiting' AND next_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2) AND order_key = ''
+		ORDER BY 3, 1 LIMIT ?3`
+)
+
+func claimConsumerRoutes(ctx context.Context, tx *wtx, c candidate, now time.Time, lease time.Duration, n int, probe bool) ([]intake.RouteClaim, error) {
+	q := dueRoutesSQL
+	if c.ctl.Ordering != "" && c.live {
+		q = orderedRoutesSQL
+	}
+	rows, err := tx.QueryContext(ctx, q, c.id, ts(now), n)
+	if err != nil {
+		return nil, err
+	}
+	until := now.Add(lease)
+	var out []intake.RouteClaim
+	for rows.Next() {
+		var id string
+		var attempt int
+		dest := []any{&id, &attempt}
+		if q == orderedRoutesSQL {
+			var next int64
+			dest = append(dest, &next)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, intake.RouteClaim{Event: intake.Event{ID: id}, ConsumerID: c.id, Attempt: attempt + 1, Probe: probe, LeaseUntil: until})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, cl := range out {
+		if _, err := tx.ExecContext(ctx, `UPDATE routes SET lease_until = ? WHERE event_id = ? AND consumer_id = ?`,
+			ts(until), cl.Event.ID, c.id); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// loadClaimEvents fills in the claims' events, in one read per chunk.
+func loadClaimEvents(ctx context.Context, tx *wtx, claims []intake.RouteClaim) error {
+	byID := map[string][]int{}
+	for i, c := range claims {
+		byID[c.Event.ID] = append(byID[c.Event.ID], i)
+	}
+	ids := make([]any, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 500)]
+		ids = ids[len(chunk):]
+		rows, err := tx.QueryContext(ctx, `SELECT `+eventColumns+` FROM events WHERE id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, chunk...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			e, err := scanEvent(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			for _, i := range byID[e.ID] {
+				claims[i].Event = e
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SettleRoute applies one call's result in one transaction.
+func (s *Store) SettleRoute(ctx context.Context, now time.Time, st intake.RouteSettlement, b intake.Backoff) error {
+	return s.txAfter(ctx, func(tx *wtx) error {
+		return intake.ApplyRouteSettlement(ctx, routeTx{tx: tx}, now, st, b)
+	}, s.notifyRoutes) // the lease is released: a successor or a freed slot may go
+}
+
+// routeTx is ApplyRouteSettlement's view of the writer's transaction; the
+// one writer serializes it, so its locks are the transaction itself.
+type routeTx struct{ tx *wtx }
+
+func (t routeTx) LockEvent(ctx context.Context, eventID string) (intake.EventState, error) {
+	var state intake.EventState
+	err := t.tx.QueryRowContext(ctx, `SELECT state FROM events WHERE id = ?`, eventID).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", notFound("event", eventID)
+	}
+	return state, err
+}
+
+func (t routeTx) LockRoute(ctx context.Context, eventID, consumerID string) (intake.Route, bool, error) {
+	r := intake.Route{EventID: eventID, ConsumerID: consumerID}
+	var next, orderAt sql.NullInt64
+	var leased bool
+	err := t.tx.QueryRowContext(ctx, `SELECT org_id, state, attempt, next_at, order_key, order_at, last_error, lease_until IS NOT NULL
+		FROM routes WHERE event_id = ? AND consumer_id = ?`, eventID, consumerID).
+		Scan(&r.OrgID, &r.State, &r.Attempt, &next, &r.OrderKey, &orderAt, &r.LastError, &leased)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, false, intake.Errorf(intake.ESTALE, "event %s has no route to consumer %s", eventID, consumerID)
+	}
+	r.NextAt, r.OrderAt = fromTS(next), fromTS(orderAt)
+	return r, leased, err
+}
+
+func (t routeTx) LockLane(ctx context.Context, consumerID string) (intake.Controls, intake.Lane, error) {
+	var ctl intake.Controls
+	l := intake.Lane{ConsumerID: consumerID}
+	var refilled, failing, probe sql.NullInt64
+	var everyMS int64
+	err := scanControls(t.tx.QueryRowContext(ctx, `SELECT c.org_id, `+laneColumns+`, `+controlColumns+`
+		FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id WHERE c.id = ? AND c.deleted_at IS NULL`, consumerID),
+		&ctl, append([]any{&l.OrgID}, laneDest(&l, &refilled, &failing, &probe, &everyMS)...)...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ctl, l, notFound("consumer", consumerID)
+	}
+	fillLane(&l, refilled, failing, probe, everyMS)
+	return ctl, l, err
+}
+
+func (t routeTx) SaveLane(ctx context.Context, l intake.Lane) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO consumer_lanes (consumer_id, org_id, tokens, refilled_at, failures, failing_since, tripped,
+		probe_at, probe_every_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+		ON CONFLICT (consumer_id) DO UPDATE SET tokens = ?3, refilled_at = ?4, failures = ?5, failing_since = ?6, tripped = ?7,
+		probe_at = ?8, probe_every_ms = ?9`,
+		l.ConsumerID, l.OrgID, l.Tokens, ts(l.RefilledAt), l.Failures, ts(l.FailingSince), l.Tripped, ts(l.ProbeAt), l.ProbeEvery.Milliseconds())
+	return err
+}
+
+func (t routeTx) SaveRoute(ctx context.Context, r intake.Route) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE routes SET state = ?, attempt = ?, next_at = ?, last_error = ?, lease_until = NULL
+		WHERE event_id = ? AND consumer_id = ?`, r.State, r.Attempt, ts(r.NextAt), r.LastError, r.EventID, r.ConsumerID)
+	return err
+}
+
+func (t routeTx) InsertDelivery(ctx context.Context, d intake.Delivery) error {
+	return insertDelivery(ctx, t.tx, d)
+}
+
+func insertDelivery(ctx context.Context, tx *wtx, d intake.Delivery) error {
+	_, err := tx.ExecContext(ctx, insertDeliverySQL,
+		d.ID, d.OrgID, d.EventID, d.ConsumerID, d.Attempt, d.Outcome, d.StatusCode, d.Latency.Microseconds(), d.Error, ts(d.At))
+	return err
+}
+
+func (t routeTx) DisableConsumer(ctx context.Context, id string, a intake.AuditEntry) error {
+	var org string
+	err := t.tx.QueryRowContext(ctx, `UPDATE consumers SET enabled = 0 WHERE id = ? AND enabled AND deleted_at IS NULL RETURNING org_id`, id).Scan(&org)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // disabled or deleted already
+	}
+	if err != nil {
+		return err
+	}
+	a.OrgID = org
+	if err := t.InsertAudit(ctx, a); err != nil {
+		return err
+	}
+	t.tx.announce()
+	return nil
+}
+
+func (t routeTx) InsertAudit(ctx context.Context, a intake.AuditEntry) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO audit_log (id, org_id, actor, action, target_type, target_id, detail, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.OrgID, a.Actor, a.Action, a.TargetType, a.TargetID, a.Detail, ts(a.At))
+	return err
+}
+
+func (t routeTx) InsertNotice(ctx context.Context, n intake.Notice) error {
+	return insertNotice(ctx, t.tx, n)
+}
+
+func insertNotice(ctx context.Context, tx *wtx, n intake.Notice) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO notices (id, org_id, topic, subject, detail, at) VALUES (?, ?, ?, ?, ?, ?)`,
+		n.ID, n.OrgID, n.Topic, n.Subject, n.Detail, ts(n.At))
+	return err
+}
+
+func (t routeTx) CountRoutes(ctx context.Context, eventID string) (intake.RouteCounts, error) {
+	var n intake.RouteCounts
+	err := t.tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(state = 'waiting'), 0), coalesce(sum(state = 'waiting' AND last_error <> ''), 0),
+		coalesce(sum(state = 'filtered'), 0), coalesce(sum(state = 'dead'), 0), coalesce(sum(state = 'dropped'), 0)
+		FROM routes WHERE event_id = ?`, eventID).Scan(&n.Total, &n.Waiting, &n.Failed, &n.Filtered, &n.Dead, &n.Dropped)
+	return n, err
+}
+
+func (t routeTx) SetEventState(ctx context.Context, eventID string, to intake.EventState, now time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE events SET state = ?1,
+		attempt = coalesce((SELECT max(attempt) FROM routes WHERE event_id = ?2), attempt) WHERE id = ?2`, to, eventID)
+	return err
+}
+
+// ConsumerHealth reads how deliveries to a consumer stand.
+func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID string, now time.Time) (intake.ConsumerHealth, error) {
+	var h intake.ConsumerHealth
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return h, classify(err)
+	}
+	defer tx.Rollback()
+	var enabled, paused, tripped bool
+	err = tx.QueryRowContext(ctx, `SELECT c.enabled, c.paused, coalesce(l.tripped, 0), coalesce(l.failures, 0)
+		FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id
+		WHERE c.deleted_at IS NULL AND c.id = ?1 AND (?2 = '' OR c.org_id = ?2)`, consumerID, sc.OrgID).Scan(&enabled, &paused, &tripped, &h.Failures)
+	if errors.Is(err, sql.ErrNoRows) {
+		return h, notFound("consumer", consumerID)
+	}
+	if err != nil {
+		return h, classify(err)
+	}
+	switch {
+	case !enabled:
+		h.State = intake.ConsumerDisabled
+	case paused:
+		h.State = intake.ConsumerPaused
+	case tripped:
+		h.State = intake.ConsumerTripped
+	default:
+		h.State = intake.ConsumerEnabled
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT outcome, latency_us FROM deliveries INDEXED BY deliveries_consumer_at
+		WHERE consumer_id = ? AND at >= ? AND outcome IN ('handled', 'ignored', 'retry') ORDER BY latency_us`,
+		consumerID, ts(now.Add(-time.Hour)))
+	if err != nil {
+		return h, classify(err)
+	}
+	var latencies []int64
+	for rows.Next() {
+		var outcome string
+		var us int64
+		if err := rows.Scan(&outcome, &us); err != nil {
+			rows.Close()
+			return h, classify(err)
+		}
+		if outcome == intake.DeliveryRetry {
+			h.Failed1h++
+		} else {
+			h.Delivered1h++
+		}
+		latencies = append(latencies, us)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return h, classify(err)
+	}
+	h.P50, h.P99 = nearestRank(latencies, 50), nearestRank(latencies, 99)
+	var last sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT status_code, error, at FROM deliveries INDEXED BY deliveries_consumer_at
+		WHERE consumer_id = ? AND outcome <> 'filtered' ORDER BY at DESC, id DESC LIMIT 1`, consumerID).Scan(&h.LastStatus, &h.LastError, &last)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return h, classify(err)
+	}
+	h.LastDeliveryAt = fromTS(last)
+	var waiting, due int
+	var oldest sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM routes INDEXED BY routes_in_flight WHERE consumer_id = ?1 AND state = 'waiting' AND lease_until > ?2),
+		(SELECT count(*) FROM routes INDEXED BY routes_due WHERE consumer_id = ?1 AND state = 'waiting' AND (lease_until IS NULL OR lease_until <= ?2)),
+		(SELECT count(*) FROM routes INDEXED BY routes_due WHERE consumer_id = ?1 AND state = 'waiting' AND next_at <= ?2
+			AND (lease_until IS NULL OR lease_until <= ?2)),
+		(SELECT min(next_at) FROM routes INDEXED BY routes_due WHERE consumer_id = ?1 AND state = 'waiting' AND next_at <= ?2
+			AND (lease_until IS NULL OR lease_until <= ?2))`, consumerID, ts(now)).Scan(&h.InFlight, &waiting, &due, &oldest)
+	if err != nil {
+		return h, classify(err)
+	}
+	if paused || tripped {
+		h.Held = waiting
+	} else {
+		h.Due, h.OldestDueAt = due, fromTS(oldest)
+	}
+	return h, nil
+}
+
+// nearestRank is the p-th percentile of sorted latencies (µs) by the
+// nearest-rank method; 0 when there are none.
+func nearestRank(sorted []int64, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (p*len(sorted) + 99) / 100
+	return time.Duration(sorted[max(rank, 1)-1]) * time.Microsecond
+}
+
+// oldestDueRoute is when the longest-waiting due route of a consumer that
+// is not paused became due, visible in the org (every org for "").
+func oldestDueRoute(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, orgID string, now time.Time) (time.Time, error) {
+	var v sql.NullInt64
+	err := q.QueryRowContext(ctx, `SELECT min((SELECT r.next_at FROM routes r INDEXED BY routes_due
+			WHERE r.consumer_id = c.id AND r.state = 'waiting' AND r.next_at <= ?2 AND (r.lease_until IS NULL OR r.lease_until <= ?2)
+			ORDER BY r.next_at LIMIT 1))
+		FROM consumers c WHERE c.paused = 0 AND (?1 = '' OR c.org_id = ?1)`, orgID, ts(now)).Scan(&v)
+	return fromTS(v), err
+}
+
+// earliest returns the earlier of two times, ignoring zero ones.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
