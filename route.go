@@ -188,12 +188,14 @@ func (l *Lane) Allow(c Controls, now time.Time, inFlight, want int) (n int, prob
 	}
 	if c.RatePerSec > 0 {
 		burst := max(1, c.RatePerSec)
+		// RefilledAt only moves forward: a process whose clock is behind
+		// the last claimer's refills nothing, rather than letting the next
+		// claim refill the same time twice.
 		if l.RefilledAt.IsZero() {
-			l.Tokens = burst
+			l.Tokens, l.RefilledAt = burst, now
 		} else if el := now.Sub(l.RefilledAt); el > 0 {
-			l.Tokens = min(burst, l.Tokens+el.Seconds()*c.RatePerSec)
+			l.Tokens, l.RefilledAt = min(burst, l.Tokens+el.Seconds()*c.RatePerSec), now
 		}
-		l.RefilledAt = now
 		want = min(want, int(l.Tokens))
 		if want > 0 {
 			l.Tokens -= float64(want)

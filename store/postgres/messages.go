@@ -432,6 +432,13 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
 	var n int
 	err := s.tx(ctx, func(tx pgx.Tx) error {
+		// Notices are metadata: they go after the same retention.
+		if _, err := tx.Exec(ctx, `DELETE FROM notices WHERE id IN (
+			SELECT n.id FROM notices n JOIN orgs o ON o.id = n.org_id
+			 WHERE n.at < $1::timestamptz - make_interval(secs => coalesce(o.retention_us, $2::bigint) / 1e6)
+			 LIMIT $3)`, ts(now), def.Microseconds(), limit); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, `SELECT m.id FROM messages m JOIN orgs o ON o.id = m.org_id
 			WHERE m.received_at < $1::timestamptz - make_interval(secs => (SELECT min(v) FROM (SELECT $2::bigint AS v UNION ALL
 			      SELECT retention_us FROM orgs WHERE retention_us IS NOT NULL) x) / 1e6)
@@ -447,20 +454,20 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 		if err != nil || len(ids) == 0 {
 			return err
 		}
+		b := &pgx.Batch{}
 		for _, q := range []string{
 			`DELETE FROM deliveries WHERE event_id IN (SELECT id FROM events WHERE message_id = ANY($1::uuid[]))`,
+			`DELETE FROM routes WHERE event_id IN (SELECT id FROM events WHERE message_id = ANY($1::uuid[]))`,
 			`DELETE FROM events WHERE message_id = ANY($1::uuid[])`,
 			`DELETE FROM message_identities WHERE message_id = ANY($1::uuid[])`,
 			`DELETE FROM message_attempts WHERE message_id = ANY($1::uuid[])`,
 			`DELETE FROM message_bodies WHERE message_id = ANY($1::uuid[])`,
 			`DELETE FROM messages WHERE id = ANY($1::uuid[])`,
 		} {
-			if _, err := tx.Exec(ctx, q, ids); err != nil {
-				return err
-			}
+			b.Queue(q, ids)
 		}
 		n = len(ids)
-		return nil
+		return tx.SendBatch(ctx, b).Close()
 	})
 	return n, err
 }

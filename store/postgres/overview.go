@@ -58,8 +58,9 @@ func (s *Store) Overview(ctx context.Context, sc intake.Scope, q intake.Overview
 			})
 		b.Queue(`SELECT (SELECT min(next_attempt_at) FROM messages
 			  WHERE state IN (`+claimable+`) AND next_attempt_at <= $2 AND ($1::uuid IS NULL OR org_id = $1)),
-			(SELECT min(next_attempt_at) FROM events
-			  WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $2 AND ($1::uuid IS NULL OR org_id = $1))`, org, ts(q.Now)).
+			least((SELECT min(next_attempt_at) FROM events
+			  WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $2 AND ($1::uuid IS NULL OR org_id = $1)),
+			  `+oldestDueRoute+`)`, org, ts(q.Now)).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&m, &e) })
 	})
 	out.OldestDueMessage, out.OldestDueEvent = fromTS(m), fromTS(e)

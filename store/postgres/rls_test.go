@@ -17,7 +17,8 @@ var orgColumn = map[string]string{
 	"orgs": "id", "connections": "org_id", "endpoints": "org_id", "messages": "org_id", "message_bodies": "org_id",
 	"message_identities": "org_id", "events": "org_id", "consumers": "org_id", "subject_links": "org_id", "deliveries": "org_id",
 	"audit_log": "org_id", "api_keys": "org_id", "replay_jobs": "org_id", "message_attempts": "org_id",
-	"console_sessions": "org_id",
+	"console_sessions": "org_id", "consumer_lanes": "org_id", "routes": "org_id", "notices": "org_id",
+	"notification_settings": "org_id",
 }
 
 // appendOnly tables grant an org no UPDATE or DELETE at all.
@@ -37,9 +38,23 @@ func seedEveryTable(t *testing.T, s *Store, o org) {
 	if err := s.CreateConsumer(ctx, consumer); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SettleEvent(ctx, t0, intake.EventSettlement{EventID: e.ID, Attempt: claims[0].Attempt, To: intake.EventDelivered,
-		Deliveries: []intake.Delivery{{ID: intake.NewID(), OrgID: o.org.ID, EventID: e.ID, ConsumerID: consumer.ID, Attempt: 1,
-			Outcome: intake.DeliveryHandled, StatusCode: 200, At: t0}}}); err != nil {
+	routes, err := s.FanOut(ctx, t0, intake.FanOut{EventID: e.ID, Attempt: claims[0].Attempt, Lease: time.Minute,
+		Routes: []intake.FanOutRoute{{ConsumerID: consumer.ID}}})
+	if err != nil || len(routes) != 1 {
+		t.Fatalf("fan-out leased %+v %v", routes, err)
+	}
+	if err := s.SettleRoute(ctx, t0, intake.RouteSettlement{EventID: e.ID, ConsumerID: consumer.ID, Attempt: routes[0].Attempt, Called: true,
+		Delivery: &intake.Delivery{ID: intake.NewID(), OrgID: o.org.ID, EventID: e.ID, ConsumerID: consumer.ID, Attempt: 1,
+			Outcome: intake.DeliveryHandled, StatusCode: 200, At: t0}}, intake.DefaultBackoff); err != nil {
+		t.Fatal(err)
+	}
+	// Notices and notification settings have their writers elsewhere.
+	if _, err := s.pool.Exec(ctx, `INSERT INTO notices (id, org_id, topic, subject, detail, at) VALUES ($1, $2, 'event.dead', $3, 'd', $4)`,
+		intake.NewID(), o.org.ID, consumer.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO notification_settings (org_id, url, topics, sealed_secret, updated_at)
+		VALUES ($1, 'https://hooks.example/', '{event.dead}', 's', $2)`, o.org.ID, t0); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.PutSubjectLink(ctx, intake.Scope{OrgID: o.org.ID}, intake.SubjectLink{ID: intake.NewID(), ConnectionID: o.conn.ID,

@@ -11,29 +11,52 @@ import (
 	"github.com/intakehq/intake"
 )
 
-// CreateConsumer inserts a consumer; its org must exist.
+// CreateConsumer inserts a consumer with its lane; its org must exist.
 func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer, audit ...intake.AuditEntry) error {
 	return s.audited(ctx, audit, func(tx pgx.Tx) error {
 		if err := orgExists(ctx, tx, c.OrgID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO consumers (id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at,
-			filter, transform) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		k := c.Controls
+		_, err := tx.Exec(ctx, `WITH c AS (
+				INSERT INTO consumers (id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at,
+					filter, transform, `+controlColumns+`)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+				RETURNING id, org_id)
+			INSERT INTO consumer_lanes (consumer_id, org_id) SELECT id, org_id FROM c`,
 			c.ID, c.OrgID, c.Name, c.App, c.URL, texts(c.EventTypes), c.Completion, c.Enabled, c.SealedSecret, ts(c.CreatedAt),
-			text(c.Filter), text(c.Transform))
+			text(c.Filter), text(c.Transform),
+			k.Paused, k.RatePerSec, k.MaxInFlight, text(k.Ordering), k.Retry.Attempts, k.Retry.Base.Milliseconds(), k.BreakerFailures,
+			int64(k.AutoDisableAfter/time.Second))
 		return err
 	})
 }
 
+// controlColumns are a consumer's Controls, as scanControls reads them.
+const controlColumns = `paused, rate_per_sec, max_in_flight, ordering, retry_attempts, retry_base_ms, breaker_failures, auto_disable_after_s`
+
+// controlDests are the scan destinations of controlColumns; done converts
+// the units once scanned.
+func controlDests(k *intake.Controls) (dests []any, done func()) {
+	var baseMS, disableS int64
+	return []any{&k.Paused, &k.RatePerSec, &k.MaxInFlight, &k.Ordering, &k.Retry.Attempts, &baseMS, &k.BreakerFailures, &disableS},
+		func() {
+			k.Retry.Base = time.Duration(baseMS) * time.Millisecond
+			k.AutoDisableAfter = time.Duration(disableS) * time.Second
+		}
+}
+
 const consumerColumns = `id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at, filter, transform,
-	sealed_old_secret, old_secret_until`
+	sealed_old_secret, old_secret_until, ` + controlColumns
 
 func scanConsumer(row pgx.Row) (intake.Consumer, error) {
 	var c intake.Consumer
 	var created, oldUntil *time.Time
-	err := row.Scan(&c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &c.EventTypes, &c.Completion, &c.Enabled, &c.SealedSecret, &created,
-		&c.Filter, &c.Transform, &c.SealedOldSecret, &oldUntil)
+	controls, done := controlDests(&c.Controls)
+	err := row.Scan(append([]any{&c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &c.EventTypes, &c.Completion, &c.Enabled, &c.SealedSecret, &created,
+		&c.Filter, &c.Transform, &c.SealedOldSecret, &oldUntil}, controls...)...)
 	c.CreatedAt, c.OldSecretUntil = fromTS(created), fromTS(oldUntil)
+	done()
 	return c, err
 }
 
@@ -64,24 +87,37 @@ func (s *Store) ListConsumers(ctx context.Context, sc intake.Scope) ([]intake.Co
 }
 
 // UpdateConsumer saves a consumer's settings (everything but its id, org,
-// secret and creation time).
+// secret and creation time), and wakes the routers of every process: a
+// resume or a raised limit lets held routes go.
 func (s *Store) UpdateConsumer(ctx context.Context, sc intake.Scope, c intake.Consumer, audit ...intake.AuditEntry) error {
 	if !validIDs(c.ID) {
 		return notFound("consumer", c.ID)
 	}
-	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
+	k := c.Controls
+	err := s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE consumers SET name = $1, app = $2, url = $3, event_types = $4, completion = $5, enabled = $6,
-			filter = $7, transform = $8 WHERE deleted_at IS NULL AND id = $9 AND ($10::uuid IS NULL OR org_id = $10)`,
+			filter = $7, transform = $8, paused = $11, rate_per_sec = $12, max_in_flight = $13, ordering = $14, retry_attempts = $15,
+			retry_base_ms = $16, breaker_failures = $17, auto_disable_after_s = $18
+			WHERE deleted_at IS NULL AND id = $9 AND ($10::uuid IS NULL OR org_id = $10)`,
 			text(c.Name), text(c.App), text(c.URL), texts(c.EventTypes), c.Completion, c.Enabled, text(c.Filter), text(c.Transform),
-			c.ID, nullID(sc.OrgID))
+			c.ID, nullID(sc.OrgID),
+			k.Paused, k.RatePerSec, k.MaxInFlight, text(k.Ordering), k.Retry.Attempts, k.Retry.Base.Milliseconds(), k.BreakerFailures,
+			int64(k.AutoDisableAfter/time.Second))
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
 			return notFound("consumer", c.ID)
 		}
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicRoutes], s.instance); err != nil {
+			return err
+		}
 		return s.announce(ctx, tx)
 	})
+	if err == nil {
+		s.hub.Notify(intake.TopicRoutes)
+	}
+	return err
 }
 
 // RotateConsumerSecret replaces a consumer's signing secret, keeping the
@@ -144,130 +180,44 @@ func (t settleTx) Subject(ctx context.Context, connectionID string, objectIDs []
 	return nil, nil
 }
 
-// ClaimEvents takes due, unleased events as their next routing attempt.
-// An event whose previous lease ran out unsettled is taken as retrying:
-// that attempt failed. Rows another process holds are skipped. As with
-// messages, the claim commits on its own and who is done is read after.
+// ClaimEvents takes due, unleased events not yet fanned out as their next
+// routing attempt, in one statement that also reads who is done with
+// each. An event whose previous lease ran out unsettled is taken as
+// retrying. Rows another process holds are skipped.
 func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.EventClaim, error) {
 	rows, err := s.pool.Query(ctx, `WITH due AS (
 			SELECT id FROM events
-			 WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $2
+			 WHERE state IN ('pending', 'retrying') AND next_attempt_at IS NOT NULL AND next_attempt_at <= $2
 			   AND (lease_until IS NULL OR lease_until <= $2)
 			 ORDER BY next_attempt_at LIMIT $3
 			   FOR UPDATE SKIP LOCKED
+		), claimed AS (
+			UPDATE events e SET attempt = e.attempt + 1, lease_until = $1,
+			       state = CASE WHEN e.lease_until IS NOT NULL THEN 'retrying' ELSE e.state END
+			  FROM due WHERE e.id = due.id
+			RETURNING e.*
 		)
-		UPDATE events e SET attempt = e.attempt + 1, lease_until = $1,
-		       state = CASE WHEN e.lease_until IS NOT NULL THEN 'retrying' ELSE e.state END
-		  FROM due WHERE e.id = due.id
-		RETURNING `+prefixed("e.", eventColumns)+`, e.lease_until`, ts(now.Add(lease)), ts(now), limit)
+		SELECT `+prefixed("e.", eventColumns)+`, e.lease_until,
+		       ARRAY(SELECT consumer_id::text FROM routes WHERE event_id = e.id AND state IN ('handled', 'ignored')
+		             UNION SELECT consumer_id::text FROM deliveries WHERE event_id = e.id AND outcome IN ('handled', 'ignored'))
+		  FROM claimed e`, ts(now.Add(lease)), ts(now), limit)
 	if err != nil {
 		return nil, classify(err)
 	}
 	claims, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (intake.EventClaim, error) {
 		var lease *time.Time
-		e, err := scanEvent(row, &lease)
-		return intake.EventClaim{Event: e, Attempt: e.Attempt, LeaseUntil: fromTS(lease), Done: map[string]bool{}}, err
+		var done []string
+		e, err := scanEvent(row, &lease, &done)
+		c := intake.EventClaim{Event: e, Attempt: e.Attempt, LeaseUntil: fromTS(lease), Done: make(map[string]bool, len(done))}
+		for _, id := range done {
+			c.Done[id] = true
+		}
+		return c, err
 	})
-	if err == nil {
-		err = loadDone(ctx, s.pool, claims)
-	}
 	if err != nil || len(claims) == 0 {
 		return nil, classify(err)
 	}
 	return claims, nil
-}
-
-// loadDone fills in which consumers already handled or ignored each event.
-func loadDone(ctx context.Context, q querier, claims []intake.EventClaim) error {
-	if len(claims) == 0 {
-		return nil
-	}
-	byID := make(map[string]*intake.EventClaim, len(claims))
-	ids := make([]string, 0, len(claims))
-	for i := range claims {
-		byID[claims[i].Event.ID] = &claims[i]
-		ids = append(ids, claims[i].Event.ID)
-	}
-	rows, err := q.Query(ctx, `SELECT event_id, consumer_id FROM deliveries
-		WHERE outcome IN ('handled', 'ignored') AND event_id = ANY($1::uuid[])`, ids)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var eventID, consumerID string
-		if err := rows.Scan(&eventID, &consumerID); err != nil {
-			return err
-		}
-		byID[eventID].Done[consumerID] = true
-	}
-	return rows.Err()
-}
-
-// SettleEvent applies a routing result in one transaction.
-func (s *Store) SettleEvent(ctx context.Context, now time.Time, st intake.EventSettlement) error {
-	if !validIDs(st.EventID) {
-		return notFound("event", st.EventID)
-	}
-	return s.tx(ctx, func(tx pgx.Tx) error {
-		return intake.ApplyEventSettlement(ctx, eventTx{tx: tx, s: s}, now, st)
-	})
-}
-
-// eventTx is ApplyEventSettlement's view of a PostgreSQL transaction.
-type eventTx struct {
-	tx pgx.Tx
-	s  *Store
-}
-
-func (t eventTx) LockEvent(ctx context.Context, eventID string) (intake.EventState, int, bool, error) {
-	var state intake.EventState
-	var attempt int
-	var leased bool
-	err := t.tx.QueryRow(ctx, `SELECT state, attempt, lease_until IS NOT NULL FROM events WHERE id = $1 FOR UPDATE`, eventID).Scan(&state, &attempt, &leased)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", 0, false, notFound("event", eventID)
-	}
-	return state, attempt, leased, err
-}
-
-func (t eventTx) InsertDelivery(ctx context.Context, d intake.Delivery) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		d.ID, d.OrgID, d.EventID, d.ConsumerID, d.Attempt, d.Outcome, d.StatusCode, d.Latency.Microseconds(), text(d.Error), ts(d.At))
-	return err
-}
-
-func (t eventTx) DisableConsumer(ctx context.Context, id string, a intake.AuditEntry) error {
-	if !validIDs(id) {
-		return nil
-	}
-	var org string
-	err := t.tx.QueryRow(ctx, `UPDATE consumers SET enabled = false WHERE id = $1 AND enabled AND deleted_at IS NULL RETURNING org_id`, id).Scan(&org)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil // disabled or deleted already
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := t.tx.Exec(ctx, `INSERT INTO audit_log (id, org_id, actor, action, target_type, target_id, detail, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		a.ID, org, text(a.Actor), text(a.Action), text(a.TargetType), text(a.TargetID), text(a.Detail), ts(a.At)); err != nil {
-		return err
-	}
-	return t.s.announce(ctx, t.tx)
-}
-
-func (t eventTx) UpdateEvent(ctx context.Context, st intake.EventSettlement, now time.Time) error {
-	// A deferred attempt called no consumer: it gives its attempt back.
-	extend := 0
-	if st.Deferred {
-		extend = 1
-	}
-	_, err := t.tx.Exec(ctx, `UPDATE events SET state = $1, next_attempt_at = $2, lease_until = NULL, max_attempts = max_attempts + $3
-		WHERE id = $4 AND attempt = $5`,
-		string(st.To), ts(st.NextAttemptAt), extend, st.EventID, st.Attempt)
-	return err
 }
 
 // RerouteEvent takes a dead or no_consumer event back to pending, and wakes
@@ -293,6 +243,11 @@ func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, eventID strin
 		}
 		if _, err := tx.Exec(ctx, `UPDATE events SET state = 'pending', max_attempts = $1, next_attempt_at = $2,
 			lease_until = NULL WHERE id = $3`, max, ts(now), eventID); err != nil {
+			return err
+		}
+		// The next fan-out selects again; consumers done with the event
+		// keep their routes and are not called again.
+		if _, err := tx.Exec(ctx, `DELETE FROM routes WHERE event_id = $1 AND state NOT IN ('handled', 'ignored')`, eventID); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], s.instance)

@@ -77,6 +77,7 @@ var _ intake.Store = (*Store)(nil)
 var channels = map[string]string{
 	intake.TopicMessages: "intake_messages",
 	intake.TopicEvents:   "intake_events",
+	intake.TopicRoutes:   "intake_routes",
 }
 
 // migrationLock is the advisory lock the migrations run under, so processes

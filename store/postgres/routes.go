@@ -1,0 +1,667 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake"
+)
+
+// leaseable is when a new route may be leased in the commit that writes it:
+// its consumer is enabled, nothing paces it, and its breaker is closed
+// (intake.Controls.Unpaced, with the lane). c is consumers, l its lane.
+const leaseable = `c.enabled AND c.deleted_at IS NULL AND NOT c.paused AND c.rate_per_sec = 0 AND c.max_in_flight = 0
+	AND c.ordering = '' AND NOT coalesce(l.tripped, false)`
+
+// routeCountsSQL counts an event's routes as intake.RouteCounts.
+const routeCountsSQL = `SELECT count(*), count(*) FILTER (WHERE state = 'waiting'),
+		count(*) FILTER (WHERE state = 'waiting' AND last_error <> ''), count(*) FILTER (WHERE state = 'filtered'),
+		count(*) FILTER (WHERE state = 'dead'), count(*) FILTER (WHERE state = 'dropped')
+	FROM routes WHERE event_id = $1`
+
+func scanCounts(row pgx.Row, n *intake.RouteCounts) error {
+	return row.Scan(&n.Total, &n.Waiting, &n.Failed, &n.Filtered, &n.Dead, &n.Dropped)
+}
+
+// oldestDueRoute is the earliest due, unleased route of a consumer that is
+// not paused, in org $1 (NULL: every org) at $2: the oldest due delivery
+// work, read through routes_due one consumer at a time.
+const oldestDueRoute = `(SELECT min((SELECT r.next_at FROM routes r
+		WHERE r.consumer_id = c.id AND r.state = 'waiting' AND r.next_at <= $2 AND (r.lease_until IS NULL OR r.lease_until <= $2)
+		ORDER BY r.next_at LIMIT 1))
+	FROM consumers c WHERE NOT c.paused AND ($1::uuid IS NULL OR c.org_id = $1))`
+
+// FanOut writes an event's routes in two round trips: the first locks the
+// event, inserts the routes (leasing those to unpaced consumers) and the
+// filtered ones' deliveries, and counts the event's routes; the second
+// moves the event and commits.
+func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]intake.RouteClaim, error) {
+	if !validIDs(f.EventID) {
+		return nil, notFound("event", f.EventID)
+	}
+	n := len(f.Routes)
+	consumers, filtered, keys := make([]string, 0, n), make([]bool, 0, n), make([]string, 0, n)
+	var d deliveryColumns
+	for _, r := range f.Routes {
+		if !validIDs(r.ConsumerID) {
+			continue
+		}
+		consumers, filtered, keys = append(consumers, r.ConsumerID), append(filtered, r.Filtered), append(keys, text(r.OrderKey))
+		if r.Filtered && r.Delivery != nil {
+			d.add(*r.Delivery)
+		}
+	}
+	var lease any
+	if f.Lease > 0 {
+		lease = ts(now.Add(f.Lease))
+	}
+	var claims []intake.RouteClaim
+	var wake bool
+	err := s.pipeline(ctx, func(p *pipeTx) error {
+		claims, wake = nil, false
+		var e intake.Event
+		var found, leased bool
+		var counts intake.RouteCounts
+		type written struct {
+			consumerID string
+			state      intake.RouteState
+			leaseUntil *time.Time
+		}
+		var routes []written
+		p.b.Queue(`SELECT `+eventColumns+`, lease_until IS NOT NULL FROM events WHERE id = $1 FOR UPDATE`, f.EventID).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var err error
+					if e, err = scanEvent(rows, &leased); err != nil {
+						return err
+					}
+					found = true
+				}
+				return rows.Err()
+			})
+		// Guarded by the same condition as the check in Go, so a stale
+		// fan-out writes nothing before it rolls back.
+		p.b.Queue(`WITH ev AS (
+				SELECT id, org_id, coalesce(occurred_at, received_at) AS order_at FROM events
+				 WHERE id = $1 AND attempt = $2 AND lease_until IS NOT NULL AND state IN ('pending', 'retrying')
+			), ins AS (
+				INSERT INTO routes (event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at, lease_until)
+				SELECT ev.id, r.consumer_id, ev.org_id, CASE WHEN r.filtered THEN 'filtered' ELSE 'waiting' END, 0, $6, r.order_key,
+				       ev.order_at, CASE WHEN NOT r.filtered AND `+leaseable+` THEN $7::timestamptz END
+				  FROM ev CROSS JOIN unnest($3::uuid[], $4::bool[], $5::text[]) AS r (consumer_id, filtered, order_key)
+				  LEFT JOIN consumers c ON c.id = r.consumer_id LEFT JOIN consumer_lanes l ON l.consumer_id = r.consumer_id
+				ON CONFLICT DO NOTHING
+				RETURNING consumer_id, state, lease_until
+			), del AS (
+				INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
+				SELECT `+deliveryUnnestColumns+` FROM `+deliveryUnnest(8)+`
+				  JOIN ins ON ins.consumer_id = x.consumer_id AND ins.state = 'filtered'
+			)
+			SELECT consumer_id::text, state, lease_until FROM ins`,
+			append([]any{f.EventID, f.Attempt, consumers, filtered, keys, ts(now), lease}, d.args()...)...).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var w written
+					if err := rows.Scan(&w.consumerID, &w.state, &w.leaseUntil); err != nil {
+						return err
+					}
+					routes = append(routes, w)
+				}
+				return rows.Err()
+			})
+		p.b.Queue(routeCountsSQL, f.EventID).QueryRow(func(row pgx.Row) error { return scanCounts(row, &counts) })
+		if err := p.flush(ctx); err != nil {
+			return err
+		}
+		if !found {
+			return notFound("event", f.EventID)
+		}
+		from := e.State
+		if !leased || e.Attempt != f.Attempt || (from != intake.EventPending && from != intake.EventRetrying) {
+			return intake.Errorf(intake.ESTALE, "routing attempt %d of event %s is not current", f.Attempt, f.EventID)
+		}
+		to := intake.EventAfterRoutes(counts)
+		if to == intake.EventPending || to == intake.EventRetrying {
+			to = from // its routes move it from here on
+		}
+		if err := intake.CheckEventPath(from, to); err != nil {
+			return err
+		}
+		p.b.Queue(`UPDATE events SET state = $2, next_attempt_at = NULL, lease_until = NULL WHERE id = $1`, f.EventID, string(to))
+		e.State, e.NextAttemptAt = to, time.Time{}
+		for _, w := range routes {
+			switch {
+			case w.state != intake.RouteWaiting:
+			case w.leaseUntil != nil:
+				claims = append(claims, intake.RouteClaim{Event: e, ConsumerID: w.consumerID, Attempt: 1, LeaseUntil: fromTS(w.leaseUntil)})
+			default:
+				wake = true
+			}
+		}
+		if wake {
+			p.b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicRoutes], s.instance)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if wake {
+		s.hub.Notify(intake.TopicRoutes)
+	}
+	return claims, nil
+}
+
+// deliveryColumns holds deliveries column by column, for one INSERT …
+// SELECT FROM unnest.
+type deliveryColumns struct {
+	ids, orgs, events, consumers []string
+	attempts, statuses           []int32
+	outcomes, errors             []string
+	latencies                    []int64
+	ats                          []*time.Time
+}
+
+func (d *deliveryColumns) add(x intake.Delivery) {
+	d.ids, d.orgs, d.events, d.consumers = append(d.ids, x.ID), append(d.orgs, x.OrgID), append(d.events, x.EventID), append(d.consumers, x.ConsumerID)
+	d.attempts, d.statuses = append(d.attempts, int32(x.Attempt)), append(d.statuses, int32(x.StatusCode))
+	d.outcomes, d.errors = append(d.outcomes, x.Outcome), append(d.errors, text(x.Error))
+	d.latencies, d.ats = append(d.latencies, x.Latency.Microseconds()), append(d.ats, tsPtr(x.At))
+}
+
+func (d *deliveryColumns) args() []any {
+	return []any{nonNil(d.ids), nonNil(d.orgs), nonNil(d.events), nonNil(d.consumers), d.attempts, d.outcomes, d.statuses,
+		d.latencies, nonNil(d.errors), d.ats}
+}
+
+// tsPtr is ts for an array element.
+func tsPtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC().Truncate(time.Microsecond)
+	return &u
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+const deliveryUnnestColumns = `x.id, x.org_id, x.event_id, x.consumer_id, x.attempt, x.outcome, x.status_code, x.latency_us, x.error, x.at`
+
+// deliveryUnnest is the table of deliveryColumns.args() from parameter $first on.
+func deliveryUnnest(first int) string {
+	p := func(i int, typ string) string { return "$" + strconv.Itoa(first+i) + "::" + typ }
+	return `unnest(` + p(0, "uuid[]") + `, ` + p(1, "uuid[]") + `, ` + p(2, "uuid[]") + `, ` + p(3, "uuid[]") + `, ` + p(4, "int[]") + `, ` +
+		p(5, "text[]") + `, ` + p(6, "int[]") + `, ` + p(7, "bigint[]") + `, ` + p(8, "text[]") + `, ` + p(9, "timestamptz[]") +
+		`) AS x (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)`
+}
+
+// laneColumns are a lane's columns, as scanLane reads them (l is
+// consumer_lanes).
+const laneColumns = `l.consumer_id::text, l.org_id::text, l.tokens, l.refilled_at, l.failures, l.failing_since, l.tripped, l.probe_at, l.probe_every_ms`
+
+func laneDests(l *intake.Lane) (dests []any, done func()) {
+	var refilled, failing, probe *time.Time
+	var everyMS int64
+	return []any{&l.ConsumerID, &l.OrgID, &l.Tokens, &refilled, &l.Failures, &failing, &l.Tripped, &probe, &everyMS},
+		func() {
+			l.RefilledAt, l.FailingSince, l.ProbeAt = fromTS(refilled), fromTS(failing), fromTS(probe)
+			l.ProbeEvery = time.Duration(everyMS) * time.Millisecond
+		}
+}
+
+// ClaimRoutes leases due routes consumer by consumer, in two round trips.
+// The first locks the lanes of the consumers with due routes (FOR UPDATE
+// SKIP LOCKED: a lane another process is claiming for is skipped, which
+// is what holds rate and max_in_flight across processes) and then, seeing
+// every commit before its locks, counts their calls in flight. Each lane
+// allows its share in Go. The second leases the routes, saves the lanes
+// (giving back the tokens of calls it found no route for) and commits.
+func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.RouteClaim, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	type candidate struct {
+		controls intake.Controls
+		live     bool // enabled and not deleted: its lane's rules apply
+		due      int  // its due routes (up to limit), before ordering
+		lane     intake.Lane
+		was      intake.Lane
+	}
+	var claims []intake.RouteClaim
+	err := s.pipeline(ctx, func(p *pipeTx) error {
+		claims = nil
+		var cands []*candidate
+		inFlight := map[string]int{}
+		// Consumers created before lanes existed get theirs.
+		p.b.Queue(`INSERT INTO consumer_lanes (consumer_id, org_id)
+			SELECT c.id, c.org_id FROM consumers c WHERE NOT EXISTS (SELECT FROM consumer_lanes l WHERE l.consumer_id = c.id)
+			ON CONFLICT DO NOTHING`)
+		p.b.Queue(`SELECT c.enabled AND c.deleted_at IS NULL, d.n, `+prefixed("c.", controlColumns)+`, `+laneColumns+`
+			  FROM consumer_lanes l JOIN consumers c ON c.id = l.consumer_id
+			 CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM routes r
+			        WHERE r.consumer_id = l.consumer_id AND r.state = 'waiting' AND r.next_at <= $1
+			          AND (r.lease_until IS NULL OR r.lease_until <= $1) LIMIT $2) r) d
+			 WHERE NOT c.paused AND d.n > 0
+			 ORDER BY l.claimed_at NULLS FIRST, l.consumer_id
+			 LIMIT $2
+			   FOR UPDATE OF l SKIP LOCKED`, ts(now), limit).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					c := &candidate{}
+					controls, doneC := controlDests(&c.controls)
+					lane, doneL := laneDests(&c.lane)
+					if err := rows.Scan(append(append([]any{&c.live, &c.due}, controls...), lane...)...); err != nil {
+						return err
+					}
+					doneC()
+					doneL()
+					c.was = c.lane
+					cands = append(cands, c)
+				}
+				return rows.Err()
+			})
+		// A separate statement, so its snapshot follows the locks above:
+		// it sees every lease committed by whoever held them before.
+		p.b.Queue(`SELECT consumer_id::text, count(*) FROM routes WHERE state = 'waiting' AND lease_until > $1 GROUP BY consumer_id`, ts(now)).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var id string
+					var n int
+					if err := rows.Scan(&id, &n); err != nil {
+						return err
+					}
+					inFlight[id] = n
+				}
+				return rows.Err()
+			})
+		if err := p.flush(ctx); err != nil {
+			return err
+		}
+		if len(cands) == 0 {
+			return nil
+		}
+		var (
+			ids                           []string
+			want                          []int32
+			ordered, probes, rated        []bool
+			tokens                        []float64
+			refilled, probeAt, wasProbeAt []*time.Time
+			probeEvery, wasProbeEvery     []int64
+			probing                       = map[string]bool{}
+		)
+		remaining := limit
+		for _, c := range cands {
+			n, probe := min(remaining, c.due), false
+			if c.live {
+				n, probe = c.lane.Allow(c.controls, now, inFlight[c.lane.ConsumerID], n)
+			}
+			remaining -= n
+			ids = append(ids, c.lane.ConsumerID)
+			want = append(want, int32(n))
+			ordered = append(ordered, c.live && c.controls.Ordering != "")
+			probes = append(probes, probe)
+			rated = append(rated, c.live && c.controls.RatePerSec > 0)
+			tokens = append(tokens, c.lane.Tokens)
+			if probe {
+				probing[c.lane.ConsumerID] = true
+			}
+			refilled = append(refilled, tsPtr(c.lane.RefilledAt))
+			probeAt, wasProbeAt = append(probeAt, tsPtr(c.lane.ProbeAt)), append(wasProbeAt, tsPtr(c.was.ProbeAt))
+			probeEvery, wasProbeEvery = append(probeEvery, c.lane.ProbeEvery.Milliseconds()), append(wasProbeEvery, c.was.ProbeEvery.Milliseconds())
+		}
+		// For a consumer with ordering, a route goes only when no waiting
+		// route of its key is ordered before it (leased or not, due or
+		// not); routes without a key are unordered.
+		p.b.Queue(`WITH w AS (
+				SELECT * FROM unnest($1::uuid[], $2::int[], $3::bool[], $4::bool[], $5::double precision[], $6::timestamptz[],
+				       $7::timestamptz[], $8::bigint[], $9::timestamptz[], $10::bigint[], $13::bool[])
+				    AS w (consumer_id, n, ordered, probe, tokens, refilled_at, probe_at, probe_every_ms, was_probe_at, was_probe_every_ms, rated)
+			), pick AS (
+				SELECT r.event_id, r.consumer_id FROM w CROSS JOIN LATERAL (
+					SELECT r.event_id, r.consumer_id FROM routes r
+					 WHERE r.consumer_id = w.consumer_id AND r.state = 'waiting' AND r.next_at <= $11
+					   AND (r.lease_until IS NULL OR r.lease_until <= $11)
+					   AND (NOT w.ordered OR r.order_key = '' OR NOT EXISTS (
+					        SELECT FROM routes b WHERE b.consumer_id = r.consumer_id AND b.state = 'waiting' AND b.order_key = r.order_key
+					           AND (b.order_at, b.event_id) < (r.order_at, r.event_id)))
+					 ORDER BY r.next_at, r.event_id
+					 LIMIT w.n
+					   FOR UPDATE SKIP LOCKED) r
+			), leased AS (
+				UPDATE routes r SET lease_until = $12 FROM pick
+				 WHERE r.event_id = pick.event_id AND r.consumer_id = pick.consumer_id
+				RETURNING r.event_id, r.consumer_id, r.attempt
+			), taken AS (
+				SELECT consumer_id, count(*) AS n FROM leased GROUP BY consumer_id
+			), lanes AS (
+				UPDATE consumer_lanes l
+				   SET tokens = CASE WHEN w.rated THEN w.tokens + (w.n - coalesce(t.n, 0)) ELSE w.tokens END,
+				       refilled_at = w.refilled_at,
+				       probe_at = CASE WHEN w.probe AND t.n IS NULL THEN w.was_probe_at ELSE w.probe_at END,
+				       probe_every_ms = CASE WHEN w.probe AND t.n IS NULL THEN w.was_probe_every_ms ELSE w.probe_every_ms END,
+				       claimed_at = $11
+				  FROM w LEFT JOIN taken t ON t.consumer_id = w.consumer_id
+				 WHERE l.consumer_id = w.consumer_id
+			)
+			SELECT `+prefixed("e.", eventColumns)+`, leased.consumer_id::text, leased.attempt
+			  FROM leased JOIN events e ON e.id = leased.event_id
+			 ORDER BY leased.consumer_id, e.id`,
+			ids, want, ordered, probes, tokens, refilled, probeAt, probeEvery, wasProbeAt, wasProbeEvery, ts(now), ts(now.Add(lease)), rated).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var c intake.RouteClaim
+					var attempt int
+					e, err := scanEvent(rows, &c.ConsumerID, &attempt)
+					if err != nil {
+						return err
+					}
+					c.Event, c.Attempt, c.LeaseUntil = e, attempt+1, now.Add(lease).UTC().Truncate(time.Microsecond)
+					// The lane allowed a tripped consumer one call: its probe.
+					c.Probe = probing[c.ConsumerID]
+					claims = append(claims, c)
+				}
+				return rows.Err()
+			})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claims, nil
+}
+
+// SettleRoute applies one call's result with intake.ApplyRouteSettlement
+// in two round trips: the first locks the event, the route and the lane
+// and counts the event's routes (stable from there on: every change of an
+// event's routes but a lease takes the event's lock first); the writes go
+// with the COMMIT.
+func (s *Store) SettleRoute(ctx context.Context, now time.Time, st intake.RouteSettlement, b intake.Backoff) error {
+	if !validIDs(st.EventID, st.ConsumerID) {
+		return notFound("route", st.EventID+"/"+st.ConsumerID)
+	}
+	var t *routeTx
+	err := s.pipeline(ctx, func(p *pipeTx) error {
+		t = &routeTx{p: p, s: s, eventID: st.EventID, consumerID: st.ConsumerID}
+		t.prefetch()
+		if err := p.flush(ctx); err != nil {
+			return err
+		}
+		if err := intake.ApplyRouteSettlement(ctx, t, now, st, b); err != nil {
+			return err
+		}
+		// A released lease may let another call go at once: a freed
+		// max_in_flight slot, the next route of an ordering key, or a
+		// breaker that closed. Other processes hear of it only then.
+		if t.controls.MaxInFlight > 0 || t.controls.Ordering != "" || t.recovered {
+			p.b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicRoutes], s.instance)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.hub.Notify(intake.TopicRoutes)
+	return nil
+}
+
+// routeTx is ApplyRouteSettlement's view of a pipelined transaction: the
+// locks are read in the first batch, the writes queue for the commit.
+type routeTx struct {
+	p                   *pipeTx
+	s                   *Store
+	eventID, consumerID string
+
+	eventFound bool
+	event      intake.EventState
+	routeFound bool
+	route      intake.Route
+	leased     bool
+	laneFound  bool
+	controls   intake.Controls
+	lane       intake.Lane
+	counts     intake.RouteCounts
+	recovered  bool
+}
+
+var _ intake.RouteSettleTx = (*routeTx)(nil)
+
+func (t *routeTx) prefetch() {
+	b := t.p.b
+	b.Queue(`SELECT state FROM events WHERE id = $1 FOR UPDATE`, t.eventID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			t.eventFound = true
+			if err := rows.Scan(&t.event); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	b.Queue(`SELECT org_id::text, state, attempt, next_at, order_key, order_at, last_error, lease_until IS NOT NULL
+		FROM routes WHERE event_id = $1 AND consumer_id = $2 FOR UPDATE`, t.eventID, t.consumerID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			r := &t.route
+			var next, orderAt *time.Time
+			if err := rows.Scan(&r.OrgID, &r.State, &r.Attempt, &next, &r.OrderKey, &orderAt, &r.LastError, &t.leased); err != nil {
+				return err
+			}
+			r.EventID, r.ConsumerID, r.NextAt, r.OrderAt = t.eventID, t.consumerID, fromTS(next), fromTS(orderAt)
+			t.routeFound = true
+		}
+		return rows.Err()
+	})
+	b.Queue(`INSERT INTO consumer_lanes (consumer_id, org_id) SELECT id, org_id FROM consumers WHERE id = $1 ON CONFLICT DO NOTHING`, t.consumerID)
+	b.Queue(`SELECT `+prefixed("c.", controlColumns)+`, `+laneColumns+`
+		FROM consumers c JOIN consumer_lanes l ON l.consumer_id = c.id WHERE c.id = $1 AND c.deleted_at IS NULL FOR UPDATE OF l`,
+		t.consumerID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			controls, doneC := controlDests(&t.controls)
+			lane, doneL := laneDests(&t.lane)
+			if err := rows.Scan(append(controls, lane...)...); err != nil {
+				return err
+			}
+			doneC()
+			doneL()
+			t.laneFound = true
+		}
+		return rows.Err()
+	})
+	b.Queue(routeCountsSQL, t.eventID).QueryRow(func(row pgx.Row) error { return scanCounts(row, &t.counts) })
+}
+
+func (t *routeTx) LockEvent(_ context.Context, eventID string) (intake.EventState, error) {
+	if eventID != t.eventID || !t.eventFound {
+		return "", notFound("event", eventID)
+	}
+	return t.event, nil
+}
+
+func (t *routeTx) LockRoute(_ context.Context, eventID, consumerID string) (intake.Route, bool, error) {
+	if eventID != t.eventID || consumerID != t.consumerID || !t.routeFound {
+		return intake.Route{}, false, notFound("route", eventID+"/"+consumerID)
+	}
+	return t.route, t.leased, nil
+}
+
+func (t *routeTx) LockLane(_ context.Context, consumerID string) (intake.Controls, intake.Lane, error) {
+	if consumerID != t.consumerID || !t.laneFound {
+		return intake.Controls{}, intake.Lane{}, notFound("consumer", consumerID)
+	}
+	return t.controls, t.lane, nil
+}
+
+func (t *routeTx) SaveLane(_ context.Context, l intake.Lane) error {
+	t.recovered = t.lane.Tripped && !l.Tripped
+	t.p.b.Queue(`UPDATE consumer_lanes SET tokens = $2, refilled_at = $3, failures = $4, failing_since = $5, tripped = $6, probe_at = $7,
+		probe_every_ms = $8 WHERE consumer_id = $1`,
+		l.ConsumerID, l.Tokens, ts(l.RefilledAt), l.Failures, ts(l.FailingSince), l.Tripped, ts(l.ProbeAt), l.ProbeEvery.Milliseconds())
+	return nil
+}
+
+func (t *routeTx) SaveRoute(_ context.Context, r intake.Route) error {
+	// The counts read under the event's lock, moved by this route's change.
+	t.counts = moveCounts(t.counts, t.route, r)
+	t.p.b.Queue(`UPDATE routes SET state = $3, attempt = $4, next_at = $5, last_error = $6, lease_until = NULL
+		WHERE event_id = $1 AND consumer_id = $2`, r.EventID, r.ConsumerID, string(r.State), r.Attempt, ts(r.NextAt), text(r.LastError))
+	return nil
+}
+
+// moveCounts is n with one route changed from was to now.
+func moveCounts(n intake.RouteCounts, was, now intake.Route) intake.RouteCounts {
+	add := func(r intake.Route, d int) {
+		switch r.State {
+		case intake.RouteWaiting:
+			n.Waiting += d
+			if r.LastError != "" {
+				n.Failed += d
+			}
+		case intake.RouteFiltered:
+			n.Filtered += d
+		case intake.RouteDead:
+			n.Dead += d
+		case intake.RouteDropped:
+			n.Dropped += d
+		}
+	}
+	add(was, -1)
+	add(now, 1)
+	return n
+}
+
+func (t *routeTx) InsertDelivery(_ context.Context, d intake.Delivery) error {
+	t.p.b.Queue(`INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		d.ID, d.OrgID, d.EventID, d.ConsumerID, d.Attempt, d.Outcome, d.StatusCode, d.Latency.Microseconds(), text(d.Error), ts(d.At))
+	return nil
+}
+
+func (t *routeTx) DisableConsumer(_ context.Context, id string, a intake.AuditEntry) error {
+	if !validIDs(id) {
+		return nil
+	}
+	t.p.b.Queue(`WITH d AS (UPDATE consumers SET enabled = false WHERE id = $1 AND enabled AND deleted_at IS NULL RETURNING org_id)
+		INSERT INTO audit_log (id, org_id, actor, action, target_type, target_id, detail, at)
+		SELECT $2, org_id, $3, $4, $5, $6, $7, $8 FROM d`,
+		id, a.ID, text(a.Actor), text(a.Action), text(a.TargetType), text(a.TargetID), text(a.Detail), ts(a.At))
+	t.p.b.Queue(`SELECT pg_notify($1, $2)`, changesChannel, t.s.instance)
+	t.p.changed = true
+	return nil
+}
+
+func (t *routeTx) InsertAudit(_ context.Context, a intake.AuditEntry) error {
+	t.p.b.Queue(`INSERT INTO audit_log (id, org_id, actor, action, target_type, target_id, detail, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		a.ID, nullID(a.OrgID), text(a.Actor), text(a.Action), text(a.TargetType), text(a.TargetID), text(a.Detail), ts(a.At))
+	return nil
+}
+
+func (t *routeTx) InsertNotice(_ context.Context, n intake.Notice) error {
+	queueNotice(t.p.b, n)
+	return nil
+}
+
+func queueNotice(b *pgx.Batch, n intake.Notice) {
+	b.Queue(`INSERT INTO notices (id, org_id, topic, subject, detail, at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		n.ID, n.OrgID, text(n.Topic), text(n.Subject), text(n.Detail), ts(n.At))
+}
+
+func (t *routeTx) CountRoutes(_ context.Context, eventID string) (intake.RouteCounts, error) {
+	if eventID != t.eventID {
+		return intake.RouteCounts{}, notFound("event", eventID)
+	}
+	return t.counts, nil
+}
+
+// SetEventState moves the event, its attempt showing the most any of its
+// routes spent.
+func (t *routeTx) SetEventState(_ context.Context, eventID string, to intake.EventState, _ time.Time) error {
+	t.p.b.Queue(`UPDATE events SET state = $2, attempt = coalesce((SELECT max(attempt) FROM routes WHERE event_id = $1), attempt)
+		WHERE id = $1`, eventID, string(to))
+	return nil
+}
+
+// ConsumerHealth reads how deliveries to a consumer stand, in one round
+// trip.
+func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID string, now time.Time) (intake.ConsumerHealth, error) {
+	var h intake.ConsumerHealth
+	if !validIDs(consumerID) {
+		return h, notFound("consumer", consumerID)
+	}
+	var found, enabled, paused, tripped bool
+	var held, due int
+	var p50, p99 *int64
+	var lastAt, oldest *time.Time
+	org := nullID(sc.OrgID)
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		b.Queue(`SELECT c.enabled, c.paused, coalesce(l.tripped, false), coalesce(l.failures, 0)
+			FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id
+			WHERE c.deleted_at IS NULL AND c.id = $1 AND ($2::uuid IS NULL OR c.org_id = $2)`, consumerID, org).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					found = true
+					if err := rows.Scan(&enabled, &paused, &tripped, &h.Failures); err != nil {
+						return err
+					}
+				}
+				return rows.Err()
+			})
+		// Nearest rank: percentile_disc is the first latency whose
+		// cumulative share reaches p.
+		b.Queue(`SELECT count(*) FILTER (WHERE outcome IN ('handled', 'ignored')), count(*) FILTER (WHERE outcome = 'retry'),
+				percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_us), percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_us)
+			FROM deliveries WHERE consumer_id = $1 AND at >= $2 AND outcome IN ('handled', 'ignored', 'retry')
+			  AND ($3::uuid IS NULL OR org_id = $3)`, consumerID, ts(now.Add(-time.Hour)), org).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&h.Delivered1h, &h.Failed1h, &p50, &p99) })
+		b.Queue(`SELECT status_code, error, at FROM deliveries WHERE consumer_id = $1 AND outcome <> 'filtered'
+			  AND ($2::uuid IS NULL OR org_id = $2) ORDER BY at DESC, id DESC LIMIT 1`, consumerID, org).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					if err := rows.Scan(&h.LastStatus, &h.LastError, &lastAt); err != nil {
+						return err
+					}
+				}
+				return rows.Err()
+			})
+		b.Queue(`SELECT count(*) FILTER (WHERE lease_until > $2),
+				count(*) FILTER (WHERE lease_until IS NULL OR lease_until <= $2),
+				count(*) FILTER (WHERE (lease_until IS NULL OR lease_until <= $2) AND next_at <= $2),
+				min(next_at) FILTER (WHERE (lease_until IS NULL OR lease_until <= $2) AND next_at <= $2)
+			FROM routes WHERE consumer_id = $1 AND state = 'waiting' AND ($3::uuid IS NULL OR org_id = $3)`, consumerID, ts(now), org).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&h.InFlight, &held, &due, &oldest) })
+	})
+	if err != nil {
+		return intake.ConsumerHealth{}, err
+	}
+	if !found {
+		return intake.ConsumerHealth{}, notFound("consumer", consumerID)
+	}
+	switch {
+	case !enabled:
+		h.State = intake.ConsumerDisabled
+	case paused:
+		h.State = intake.ConsumerPaused
+	case tripped:
+		h.State = intake.ConsumerTripped
+	default:
+		h.State = intake.ConsumerEnabled
+	}
+	if paused || tripped {
+		h.Held = held
+	} else {
+		h.Due, h.OldestDueAt = due, fromTS(oldest)
+	}
+	if p50 != nil {
+		h.P50 = time.Duration(*p50) * time.Microsecond
+	}
+	if p99 != nil {
+		h.P99 = time.Duration(*p99) * time.Microsecond
+	}
+	h.LastDeliveryAt = fromTS(lastAt)
+	return h, nil
+}
