@@ -106,7 +106,6 @@ type Result struct {
 	Latency    time.Duration
 	Err        string
 	RetryAfter time.Duration // the consumer asked to wait (capped)
-	Deferred   bool          // no call was made: the consumer was at its concurrency limit
 }
 
 // Send posts the envelope to url signed with secret, at time now, and

@@ -5,82 +5,72 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
-	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/rules"
 )
 
-// result is one delivery and how long its consumer asked us to wait.
-type result struct {
-	intake.Delivery
-	retryAfter time.Duration
-	deferred   bool
+// call makes one leased call of a route and settles it on the route.
+func (r *Router) call(ctx context.Context, c intake.RouteClaim, b *batch) {
+	e := &c.Event
+	cons, found, err := b.consumer(e.OrgID, c.ConsumerID)
+	if err != nil {
+		r.cfg.Logger.Error("router: consumers unavailable; the lease will expire and the call be claimed again",
+			"event_id", e.ID, "consumer_id", c.ConsumerID, "err", err)
+		return
+	}
+	s := intake.RouteSettlement{EventID: e.ID, ConsumerID: c.ConsumerID, Attempt: c.Attempt, Probe: c.Probe}
+	if !found || !cons.Enabled {
+		// Deleted or disabled since the fan-out: the route is dropped.
+		r.count(c.ConsumerID, string(intake.RouteDropped))
+		r.settle(ctx, s)
+		return
+	}
+	ctx, span := startDelivery(ctx, e, cons, c.Attempt)
+	res, called := r.deliver(ctx, cons, newRuleInput(e, r.envelope(e), b), c.Attempt)
+	r.count(cons.ID, res.Outcome)
+	if called {
+		r.cfg.Metrics.DeliverySeconds.WithLabelValues(res.Outcome).Observe(res.Latency.Seconds())
+		r.cfg.Metrics.ConsumerDeliverySeconds.WithLabelValues(cons.ID).Observe(res.Latency.Seconds())
+	}
+	if res.Outcome == intake.DeliveryHandled && !e.Replay {
+		r.cfg.Metrics.EndToEnd.Observe(r.cfg.Clock.Now().Sub(e.ReceivedAt).Seconds())
+	}
+	d := r.record(e, cons.ID, c.Attempt, res)
+	s.Delivery, s.Called, s.RetryAfter = &d, called, res.RetryAfter
+	if res.StatusCode == http.StatusGone {
+		// The consumer asked to be disabled: it no longer wants this event
+		// or any other.
+		d.Error, s.Gone = "the consumer answered 410 Gone: it is disabled", true
+	}
+	endDelivery(span, res, r.settle(ctx, s))
 }
 
-// deliverAll calls every consumer in parallel and returns one result each.
-func (r *Router) deliverAll(ctx context.Context, e *intake.Event, attempt int, consumers []intake.Consumer, b *batch) []result {
-	out := make([]result, len(consumers))
-	env := delivery.NewEnvelope(e)
-	if e.DataTruncated && len(r.cfg.BodyURLs.Key) > 0 {
-		env.BodyURL = r.cfg.BodyURLs.URL(e.MessageID, r.cfg.Clock.Now().Add(bodyurl.TTL))
-	}
-	in := &ruleInput{e: e, env: env, b: b}
-	var wg sync.WaitGroup
-	for i, c := range consumers {
-		wg.Go(func() {
-			ctx, span := startDelivery(ctx, e, c, attempt)
-			res := r.deliver(ctx, c, env, in, attempt)
-			endDelivery(span, res)
-			outcome := res.Outcome
-			if res.Deferred {
-				outcome = "deferred"
-			}
-			r.cfg.Metrics.Deliveries.WithLabelValues(outcome).Inc()
-			r.cfg.Metrics.DeliverySeconds.WithLabelValues(res.Outcome).Observe(res.Latency.Seconds())
-			if res.Outcome == intake.DeliveryHandled && !e.Replay {
-				r.cfg.Metrics.EndToEnd.Observe(r.cfg.Clock.Now().Sub(e.ReceivedAt).Seconds())
-			}
-			out[i] = result{
-				Delivery: intake.Delivery{
-					ID: intake.NewID(), OrgID: e.OrgID, EventID: e.ID, ConsumerID: c.ID, Attempt: attempt,
-					Outcome: res.Outcome, StatusCode: res.StatusCode, Latency: res.Latency, Error: res.Err,
-					At: r.cfg.Clock.Now(),
-				},
-				retryAfter: res.RetryAfter,
-				deferred:   res.Deferred,
-			}
-		})
-	}
-	wg.Wait()
-	return out
+// count adds one call (or decision to make none) to the delivery metrics.
+func (r *Router) count(consumerID string, outcome string) {
+	r.cfg.Metrics.Deliveries.WithLabelValues(outcome).Inc()
+	r.cfg.Metrics.ConsumerDeliveries.WithLabelValues(consumerID, outcome).Inc()
 }
 
-// deliver makes one call to one consumer, within that consumer's share of
-// concurrent calls. A consumer at its limit is waited for only briefly:
-// then the call is deferred, so a slow consumer's backlog never holds the
-// router's other events for long.
-func (r *Router) deliver(ctx context.Context, c intake.Consumer, env delivery.Envelope, in *ruleInput, attempt int) delivery.Result {
-	if c.Filter != "" {
-		fin, err := in.filter()
-		if err != nil {
-			// The request could not be read: nothing was judged, so the
-			// consumer waits for the next attempt rather than being
-			// declined.
-			return delivery.Result{Outcome: intake.DeliveryRetry, Err: "read the request for the filter: " + intake.ErrorMessage(err)}
-		}
-		ok, err := r.cfg.Rules.Filter(ctx, c.Filter, fin)
-		switch {
-		case ctx.Err() != nil:
-			return delivery.Result{Outcome: intake.DeliveryRetry, Err: "stopped before the filter ran"}
-		case err != nil:
-			return delivery.Result{Outcome: intake.DeliveryFiltered, Err: "filter_error: " + err.Error()}
-		case !ok:
-			return delivery.Result{Outcome: intake.DeliveryFiltered}
-		}
+// settle applies one call's result to its route; a result whose lease
+// was lost is dropped, as the route is another call's now.
+func (r *Router) settle(ctx context.Context, s intake.RouteSettlement) error {
+	err := r.cfg.Store.SettleRoute(ctx, r.cfg.Clock.Now(), s, r.cfg.Backoff)
+	switch {
+	case intake.ErrorCode(err) == intake.ESTALE:
+		r.cfg.Logger.Info("router: call lost its lease; result dropped", "event_id", s.EventID, "consumer_id", s.ConsumerID, "attempt", s.Attempt)
+	case err != nil:
+		r.cfg.Logger.Error("router: settle failed; the lease will expire and the call be made again",
+			"event_id", s.EventID, "consumer_id", s.ConsumerID, "err", err)
 	}
+	return err
+}
+
+// deliver transforms, signs and sends one call. called is false when no
+// request was made (the transform failed or skipped the event): such a
+// result does not count for the consumer's breaker.
+func (r *Router) deliver(ctx context.Context, c intake.Consumer, in *ruleInput, attempt int) (res delivery.Result, called bool) {
 	var out *rules.Output
 	if c.Transform != "" {
 		body, err := in.json()
@@ -91,29 +81,16 @@ func (r *Router) deliver(ctx context.Context, c intake.Consumer, env delivery.En
 		}
 		switch {
 		case err != nil:
-			// A failed attempt, retried on the event's schedule: fixing
-			// the script heals what is still retrying.
-			return delivery.Result{Outcome: intake.DeliveryRetry, Err: err.Error()}
+			// A failed attempt, retried on the consumer's schedule: fixing
+			// the script heals what is still waiting.
+			return delivery.Result{Outcome: intake.DeliveryRetry, Err: err.Error()}, false
 		case out.Skip:
-			return delivery.Result{Outcome: intake.DeliveryFiltered, Err: "transform returned null"}
+			return delivery.Result{Outcome: intake.DeliveryFiltered, Err: "transform returned null"}, false
 		}
 	}
-	slots := r.consumerSlots(c.ID)
-	select {
-	case slots <- struct{}{}:
-	default:
-		t := time.NewTimer(r.cfg.SlotWait)
-		select {
-		case slots <- struct{}{}:
-			t.Stop()
-		case <-t.C:
-			return delivery.Result{Outcome: intake.DeliveryRetry, Deferred: true, Err: "consumer at its concurrency limit"}
-		}
-	}
-	defer func() { <-slots }()
 	secrets, err := r.secrets(c)
 	if err != nil {
-		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "consumer secret cannot be opened"}
+		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "consumer secret cannot be opened"}, false
 	}
 	if out != nil {
 		header := out.Header
@@ -124,13 +101,13 @@ func (r *Router) deliver(ctx context.Context, c intake.Consumer, env delivery.En
 			}
 			header.Set("Content-Type", "text/plain; charset=utf-8")
 		}
-		return r.cfg.Sender.SendBody(ctx, c.URL, secrets, env.ID, out.Body, header, r.cfg.Clock.Now())
+		return r.cfg.Sender.SendBody(ctx, c.URL, secrets, in.env.ID, out.Body, header, r.cfg.Clock.Now()), true
 	}
 	body, err := in.json()
 	if err != nil {
-		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "encode envelope: " + err.Error()}
+		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "encode envelope: " + err.Error()}, false
 	}
-	return r.cfg.Sender.SendBody(ctx, c.URL, secrets, env.ID, body, nil, r.cfg.Clock.Now())
+	return r.cfg.Sender.SendBody(ctx, c.URL, secrets, in.env.ID, body, nil, r.cfg.Clock.Now()), true
 }
 
 // secrets are the consumer's signing secrets, opened for one delivery: the
@@ -167,6 +144,10 @@ type ruleInput struct {
 	inErr  error
 }
 
+func newRuleInput(e *intake.Event, env delivery.Envelope, b *batch) *ruleInput {
+	return &ruleInput{e: e, env: env, b: b}
+}
+
 // json is the envelope as the consumer would receive it.
 func (ri *ruleInput) json() ([]byte, error) {
 	ri.jsonOnce.Do(func() { ri.body, ri.jsonErr = json.Marshal(ri.env) })
@@ -194,15 +175,4 @@ func (ri *ruleInput) filter() (rules.Input, error) {
 		ri.in.Headers, ri.in.Query = rules.RequestView(req.Header, req.Query)
 	})
 	return ri.in, ri.inErr
-}
-
-func (r *Router) consumerSlots(id string) chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := r.calls[id]
-	if s == nil {
-		s = make(chan struct{}, r.cfg.PerConsumer)
-		r.calls[id] = s
-	}
-	return s
 }

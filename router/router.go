@@ -1,14 +1,17 @@
-// Package router routes events to consumers: it claims due events as
-// numbered attempts, selects the consumers whose patterns match, delivers
-// to each that has not yet handled the event, and settles the attempt
-// (deliveries and state) in one transaction.
+// Package router routes events to consumers in two stages. The fan-out
+// claims each new event once, selects its consumers, runs their filters
+// and ordering keys, and writes one route per consumer; the routes to
+// consumers that nothing holds back come back leased and are called at
+// once. The delivery stage claims due routes (each consumer's share, as
+// its pause, rate, concurrency limit, ordering and breaker allow), calls
+// the consumer and settles the call on its route alone.
 package router
 
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/intakehq/intake"
@@ -16,6 +19,7 @@ import (
 	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/tracing"
 	"github.com/intakehq/intake/rules"
 )
 
@@ -28,33 +32,31 @@ type Config struct {
 	// truncated.
 	BodyURLs bodyurl.Signer
 	Clock    intake.Clock
-	Backoff  intake.Backoff
-	Lease    time.Duration // must exceed the delivery timeout (default 1m)
-	Poll     time.Duration // fallback poll (default 1s)
-	Batch    int           // events claimed per round (default 64)
-	// MaxEvents bounds the events being routed at once (default 256);
-	// PerConsumer bounds the calls in flight to one consumer (default 64).
-	// A call waits up to SlotWait for a free slot; an event whose only
-	// pending consumers stayed busy is deferred by DeferDelay without using
-	// up an attempt.
-	MaxEvents   int
-	PerConsumer int
-	SlotWait    time.Duration // default 1s
-	DeferDelay  time.Duration // default 1s
-	// Rules runs consumers' filters and transforms; nil: an engine with
-	// the default bounds.
+	// Backoff is the server's retry schedule; a consumer's own retry
+	// controls adjust it.
+	Backoff intake.Backoff
+	Lease   time.Duration // must exceed the delivery timeout (default 1m)
+	Poll    time.Duration // fallback poll (default 1s)
+	Batch   int           // events or routes claimed per round (default 64)
+	// MaxEvents bounds the calls this process has in flight (default
+	// 256). Per-consumer limits are the consumers' own controls, held by
+	// the store across processes.
+	MaxEvents int
+	// Rules runs consumers' filters, ordering keys and transforms; nil: an
+	// engine with the default bounds.
 	Rules   *rules.Engine
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 }
 
-// Router claims and routes events until its context ends.
+// Router fans events out and delivers their routes until its context
+// ends.
 type Router struct {
 	cfg   Config
-	slots chan struct{} // one per event in flight
-
-	mu    sync.Mutex
-	calls map[string]chan struct{} // consumer id → its in-flight calls
+	slots chan struct{} // one per call in flight
+	// freed wakes each stage's loop (coalesced) when a call ends and its
+	// slot comes free.
+	freed [2]chan struct{}
 }
 
 // New returns a router with defaults filled in.
@@ -77,15 +79,6 @@ func New(cfg Config) *Router {
 	if cfg.MaxEvents == 0 {
 		cfg.MaxEvents = 256
 	}
-	if cfg.PerConsumer == 0 {
-		cfg.PerConsumer = 64
-	}
-	if cfg.SlotWait == 0 {
-		cfg.SlotWait = time.Second
-	}
-	if cfg.DeferDelay == 0 {
-		cfg.DeferDelay = time.Second
-	}
 	if cfg.Sender == nil {
 		cfg.Sender = delivery.NewSender(delivery.Options{Policy: delivery.DefaultPolicy()})
 	}
@@ -102,72 +95,146 @@ func New(cfg Config) *Router {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Router{cfg: cfg, slots: make(chan struct{}, cfg.MaxEvents), calls: map[string]chan struct{}{}}
+	return &Router{cfg: cfg, slots: make(chan struct{}, cfg.MaxEvents), freed: [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}}
 }
 
-// Run routes events as they commit (woken by the store) and on a poll as
-// the fallback. Each event is routed on its own goroutine, so a slow
-// consumer holds up only the events waiting on it; the loop keeps claiming
-// while they run. On exit it waits for the events in flight to settle.
+// Run fans events out as they commit and delivers routes as they come due,
+// each stage woken by the store and on a poll as the fallback. Every call
+// runs on its own goroutine, so a slow consumer holds up only its own
+// calls. On exit it waits for the calls in flight to settle.
 func (r *Router) Run(ctx context.Context) error {
-	wake, stop := r.cfg.Store.Listen(intake.TopicEvents)
+	var calls sync.WaitGroup
+	defer calls.Wait()
+	var stages sync.WaitGroup
+	stages.Go(func() {
+		r.loop(ctx, intake.TopicEvents, r.freed[0], func() (int, error) {
+			n, _, err := r.fanOutRound(ctx, &calls, min(r.free(), r.cfg.Batch))
+			return n, err
+		})
+	})
+	stages.Go(func() {
+		r.loop(ctx, intake.TopicRoutes, r.freed[1], func() (int, error) { return r.deliverRound(ctx, &calls, min(r.free(), r.cfg.Batch)) })
+	})
+	stages.Wait()
+	return nil
+}
+
+// loop runs round until ctx ends: again at once after a full batch, else
+// when topic commits, a call frees a slot, or the poll fires. A round with
+// no free slot claims nothing and waits for one.
+func (r *Router) loop(ctx context.Context, topic string, freed <-chan struct{}, round func() (int, error)) {
+	wake, stop := r.cfg.Store.Listen(topic)
 	defer stop()
 	poll := time.NewTimer(r.cfg.Poll)
 	defer poll.Stop()
-	var inflight sync.WaitGroup
-	defer inflight.Wait()
-	for {
-		free := cap(r.slots) - len(r.slots)
-		n := 0
-		if free > 0 {
-			claims, err := r.cfg.Store.ClaimEvents(ctx, r.cfg.Clock.Now(), r.cfg.Lease, min(free, r.cfg.Batch))
-			if err != nil {
-				if ctx.Err() == nil {
-					r.cfg.Logger.Error("router: claim failed", "err", err)
-				}
-				claims = nil // not committed: no lease is held on any of them
-			}
-			n = len(claims)
-			b := r.read(ctx, claims)
-			for _, c := range claims {
-				r.slots <- struct{}{}
-				inflight.Add(1)
-				go func() {
-					defer func() { <-r.slots; inflight.Done() }()
-					r.route(context.WithoutCancel(ctx), c, b)
-				}()
-			}
-		}
-		if ctx.Err() != nil {
-			return nil
+	for ctx.Err() == nil {
+		n, err := round()
+		if err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Error("router: claim failed", "topic", topic, "err", err)
 		}
 		if n == r.cfg.Batch {
 			continue
 		}
+		var full <-chan struct{} // only a stage held back by its slots waits for one
+		if r.free() == 0 {
+			full = freed
+		}
 		poll.Reset(r.cfg.Poll)
 		select {
 		case <-ctx.Done():
-			return nil
 		case <-wake:
+		case <-full:
 		case <-poll.C:
 		}
 	}
 }
 
-// RunOnce claims one batch and routes it to completion, returning how many
-// events it claimed; for tests and tools that step the router.
-func (r *Router) RunOnce(ctx context.Context) (int, error) {
-	claims, err := r.cfg.Store.ClaimEvents(ctx, r.cfg.Clock.Now(), r.cfg.Lease, r.cfg.Batch)
+// free is how many more calls this process may start.
+func (r *Router) free() int { return cap(r.slots) - len(r.slots) }
+
+// start runs one call on its own slot, waiting for a slot when all are
+// taken. The call's context outlives ctx: a call begun is settled.
+func (r *Router) start(ctx context.Context, calls *sync.WaitGroup, c intake.RouteClaim, b *batch) {
+	r.slots <- struct{}{}
+	calls.Go(func() {
+		defer func() {
+			<-r.slots
+			for _, ch := range r.freed {
+				select {
+				case ch <- struct{}{}:
+				default:
+				}
+			}
+		}()
+		r.call(context.WithoutCancel(ctx), c, b)
+	})
+}
+
+// fanOutRound claims up to limit new events and fans each out, starting
+// the calls the store leased in the same commit. It returns how many
+// events it claimed and how many calls it started.
+func (r *Router) fanOutRound(ctx context.Context, calls *sync.WaitGroup, limit int) (events, started int, err error) {
+	if limit <= 0 {
+		return 0, 0, nil
+	}
+	claims, err := r.cfg.Store.ClaimEvents(ctx, r.cfg.Clock.Now(), r.cfg.Lease, limit)
+	if err != nil {
+		return 0, 0, err // not committed: no lease is held on any of them
+	}
+	es := make([]*intake.Event, len(claims))
+	for i := range claims {
+		es[i] = &claims[i].Event
+	}
+	b := r.read(ctx, es, readsRequest)
+	// Each event's fan-out is its own transaction: they run side by side,
+	// and each starts its handed-over calls as soon as it commits.
+	var fanOuts sync.WaitGroup
+	var n atomic.Int64
+	for _, ec := range claims {
+		fanOuts.Go(func() {
+			fctx, handed := r.fanOut(ctx, ec, b)
+			n.Add(int64(len(handed)))
+			for _, rc := range handed {
+				r.start(fctx, calls, rc, b)
+			}
+		})
+	}
+	fanOuts.Wait()
+	return len(claims), int(n.Load()), nil
+}
+
+// deliverRound claims up to limit due routes and starts their calls. It
+// returns how many it claimed.
+func (r *Router) deliverRound(ctx context.Context, calls *sync.WaitGroup, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	claims, err := r.cfg.Store.ClaimRoutes(ctx, r.cfg.Clock.Now(), r.cfg.Lease, limit)
 	if err != nil {
 		return 0, err
 	}
-	b := r.read(ctx, claims)
-	var wg sync.WaitGroup
+	b := r.readFor(ctx, claims)
 	for _, c := range claims {
-		wg.Go(func() { r.route(ctx, c, b) })
+		// The call joins the trace of the processing that created the event.
+		r.start(tracing.FromTraceParent(ctx, c.Event.TraceParent), calls, c, b)
 	}
-	wg.Wait()
 	return len(claims), nil
+}
+
+// RunOnce steps both stages once and waits for every call it started: one
+// batch of events fanned out (with the calls handed over), then one claim
+// of due routes. It returns how many events and calls it handled; for
+// tests and tools that step the router.
+func (r *Router) RunOnce(ctx context.Context) (int, error) {
+	var calls sync.WaitGroup
+	events, started, err := r.fanOutRound(ctx, &calls, r.cfg.Batch)
+	calls.Wait()
+	if err != nil {
+		return 0, err
+	}
+	routes, err := r.deliverRound(ctx, &calls, r.cfg.Batch)
+	calls.Wait()
+	return events + started + routes, err
 }
 
 // orgConsumers is one org's consumers as read for a batch, or why they
@@ -177,29 +244,45 @@ type orgConsumers struct {
 	err  error
 }
 
-// batch is what a claimed batch's routing reads once, rather than once per
-// event: each org's consumers, and the original requests of the events
-// whose consumers have rules that may read them.
+// batch is what a claimed batch reads once, rather than once per event:
+// each org's consumers, and the original requests of the events whose
+// consumers have rules that may read them.
 type batch struct {
 	consumers   map[string]orgConsumers
 	requests    map[string]intake.OriginalRequest
 	requestsErr error
 }
 
-func (r *Router) read(ctx context.Context, claims []intake.EventClaim) *batch {
+// consumer finds a consumer of the batch's read; ok is false when it is
+// not there (deleted), err when its org's consumers could not be read.
+func (b *batch) consumer(orgID, id string) (c intake.Consumer, ok bool, err error) {
+	oc := b.consumers[orgID]
+	if oc.err != nil {
+		return c, false, oc.err
+	}
+	for _, c := range oc.list {
+		if c.ID == id {
+			return c, true, nil
+		}
+	}
+	return c, false, nil
+}
+
+// read reads the consumers of the events' orgs, and the original requests
+// of the events whose org has a consumer that reads them.
+func (r *Router) read(ctx context.Context, events []*intake.Event, reads func(*intake.Consumer) bool) *batch {
 	b := &batch{consumers: map[string]orgConsumers{}}
 	var ids []string
-	for _, c := range claims {
-		org := c.Event.OrgID
-		oc, ok := b.consumers[org]
+	for _, e := range events {
+		oc, ok := b.consumers[e.OrgID]
 		if !ok {
-			list, err := r.cfg.Store.ListConsumers(ctx, intake.Scope{OrgID: org})
+			list, err := r.cfg.Store.ListConsumers(ctx, intake.Scope{OrgID: e.OrgID})
 			oc = orgConsumers{list, err}
-			b.consumers[org] = oc
+			b.consumers[e.OrgID] = oc
 		}
-		for _, cons := range oc.list {
-			if cons.Filter != "" || cons.Transform != "" {
-				ids = append(ids, c.Event.MessageID)
+		for i := range oc.list {
+			if reads(&oc.list[i]) {
+				ids = append(ids, e.MessageID)
 				break
 			}
 		}
@@ -210,89 +293,23 @@ func (r *Router) read(ctx context.Context, claims []intake.EventClaim) *batch {
 	return b
 }
 
-// route runs one claimed routing attempt to its settlement.
-func (r *Router) route(ctx context.Context, c intake.EventClaim, b *batch) {
-	oc := b.consumers[c.Event.OrgID]
-	ctx, span := startRoute(ctx, c)
-	defer span.End()
-	e := &c.Event
-	st := intake.EventSettlement{EventID: e.ID, Attempt: c.Attempt}
-	if c.Attempt > e.MaxAttempts {
-		// The last attempt's lease ran out unsettled.
-		st.To = intake.EventDead
-		r.settle(ctx, c, st)
-		return
-	}
-	if oc.err != nil {
-		r.cfg.Logger.Error("router: consumers unavailable; the lease will expire and the event retry", "event_id", e.ID, "err", oc.err)
-		traceUnrouted(ctx)
-		return
-	}
-	selected := intake.SelectConsumers(e, oc.list)
-	var todo []intake.Consumer
-	for _, cons := range selected {
-		if !c.Done[cons.ID] {
-			todo = append(todo, cons)
+// readFor reads what the calls of claimed routes need: their consumers,
+// and the original requests of the events whose consumer transforms them.
+func (r *Router) readFor(ctx context.Context, claims []intake.RouteClaim) *batch {
+	b := &batch{consumers: map[string]orgConsumers{}}
+	var ids []string
+	for _, c := range claims {
+		e := &c.Event
+		if _, ok := b.consumers[e.OrgID]; !ok {
+			list, err := r.cfg.Store.ListConsumers(ctx, intake.Scope{OrgID: e.OrgID})
+			b.consumers[e.OrgID] = orgConsumers{list, err}
+		}
+		if cons, ok, _ := b.consumer(e.OrgID, c.ConsumerID); ok && cons.Transform != "" {
+			ids = append(ids, e.MessageID)
 		}
 	}
-	results := r.deliverAll(ctx, e, c.Attempt, todo, b)
-	pending, deferred, filtered, gone := 0, 0, 0, 0
-	wait := time.Duration(0)
-	for _, res := range results {
-		if res.deferred {
-			pending++
-			deferred++
-			continue // no call was made: nothing to record
-		}
-		if res.StatusCode == http.StatusGone {
-			// The consumer asked to be disabled: it no longer wants this
-			// event or any other, so it is neither pending nor selected.
-			res.Delivery.Error = "the consumer answered 410 Gone: it is disabled"
-			st.Deliveries = append(st.Deliveries, res.Delivery)
-			st.Gone = append(st.Gone, res.ConsumerID)
-			gone++
-			continue
-		}
-		st.Deliveries = append(st.Deliveries, res.Delivery)
-		if res.Outcome == intake.DeliveryFiltered {
-			filtered++
-		}
-		if !res.Succeeded() {
-			pending++
-			wait = max(wait, res.retryAfter)
-		}
+	if len(ids) > 0 {
+		b.requests, b.requestsErr = r.cfg.Store.MessageRequests(ctx, ids)
 	}
-	if pending > 0 && pending == deferred {
-		// Only busy consumers are left: try again soon, at no cost to the
-		// attempt budget.
-		st.To, st.Deferred = intake.EventRetrying, true
-		st.NextAttemptAt = r.cfg.Clock.Now().Add(r.cfg.DeferDelay)
-		r.settle(ctx, c, st)
-		return
-	}
-	st.To = intake.RoutingOutcome(len(selected)-gone, filtered, pending, c.Attempt, e.MaxAttempts)
-	if st.To == intake.EventRetrying {
-		st.NextAttemptAt = r.cfg.Clock.Now().Add(max(wait, r.cfg.Backoff.Delay(c.Attempt)))
-	}
-	r.settle(ctx, c, st)
-}
-
-func (r *Router) settle(ctx context.Context, c intake.EventClaim, st intake.EventSettlement) {
-	err := r.cfg.Store.SettleEvent(ctx, r.cfg.Clock.Now(), st)
-	traceRouted(ctx, st, err)
-	switch {
-	case intake.ErrorCode(err) == intake.ESTALE:
-		r.cfg.Logger.Info("router: attempt lost its lease; result dropped", "event_id", c.Event.ID, "attempt", c.Attempt)
-		return
-	case err != nil:
-		r.cfg.Logger.Error("router: settle failed; the lease will expire and the event retry", "event_id", c.Event.ID, "err", err)
-		return
-	}
-	r.cfg.Metrics.EventStates.WithLabelValues(string(st.To)).Inc()
-	switch st.To {
-	case intake.EventDead:
-		r.cfg.Logger.Warn("router: event dead", "event_id", c.Event.ID, "type", c.Event.Type, "attempt", c.Attempt)
-	case intake.EventNoConsumer:
-		r.cfg.Logger.Info("router: no consumer", "event_id", c.Event.ID, "type", c.Event.Type)
-	}
+	return b
 }

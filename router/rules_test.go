@@ -257,17 +257,30 @@ func (failingRequests) MessageRequests(context.Context, []string) (map[string]in
 	return nil, intake.Unavailable(context.DeadlineExceeded)
 }
 
-func TestAFilterWhoseRequestCannotBeReadRetriesInsteadOfDeclining(t *testing.T) {
+func TestAFilterWhoseRequestCannotBeReadLeavesTheEventToBeFannedOutAgain(t *testing.T) {
 	e := setup(t)
-	e.r = router.New(router.Config{Store: failingRequests{e.store}, Sealer: e.sealer, Clock: e.clock,
-		Backoff: intake.Backoff{Base: 10 * time.Second}, Rules: testkit.Rules(t)})
+	broken := router.New(router.Config{Store: failingRequests{e.store}, Sealer: e.sealer, Clock: e.clock,
+		Backoff: intake.Backoff{Base: 10 * time.Second}, Lease: time.Minute, Rules: testkit.Rules(t)})
 	rec, url := newRecorder(t, 200)
 	c, _ := e.consumer(t, "ci", url, false, "stripe.*")
 	e.withRules(t, c, `headers["x-github-event"] == "push"`, "")
+	e.header = http.Header{"X-Github-Event": {"push"}}
 	id := e.event(t, "stripe.invoice.paid")
-	e.run(t)
+	if _, err := broken.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	ev, ds := e.get(t, id)
-	if ev.State != intake.EventRetrying || rec.calls() != 0 || len(ds) != 1 || ds[0].Outcome != intake.DeliveryRetry {
-		t.Fatalf("%s, %d calls, %+v: a filter that could not be judged must retry, not decline", ev.State, rec.calls(), ds)
+	if ev.State != intake.EventPending || rec.calls() != 0 || len(ds) != 0 {
+		t.Fatalf("%s, %d calls, %+v: a filter that could not be judged must neither decline nor call", ev.State, rec.calls(), ds)
+	}
+	// The event stays leased to the fan-out that gave up, then is taken
+	// again and judged.
+	if n := e.run(t); n != 0 {
+		t.Fatalf("claimed %d while the lease held", n)
+	}
+	e.clock.Advance(time.Minute)
+	e.run(t)
+	if ev, _ := e.get(t, id); ev.State != intake.EventDelivered || rec.calls() != 1 {
+		t.Fatalf("after the lease: %s, %d calls", ev.State, rec.calls())
 	}
 }

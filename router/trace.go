@@ -12,7 +12,7 @@ import (
 	"github.com/intakehq/intake/internal/tracing"
 )
 
-// startRoute begins the router.route span of one routing attempt, in the
+// startRoute begins the router.route span of an event's fan-out, in the
 // trace of the processing attempt that created the event (its stored
 // traceparent).
 func startRoute(ctx context.Context, c intake.EventClaim) (context.Context, trace.Span) {
@@ -26,9 +26,9 @@ func startRoute(ctx context.Context, c intake.EventClaim) (context.Context, trac
 	return ctx, span
 }
 
-// traceRouted records the state a routing attempt settled the event in,
-// or that it could not settle.
-func traceRouted(ctx context.Context, st intake.EventSettlement, err error) {
+// traceFannedOut records what a fan-out wrote: the state it left the
+// event in and how many routes, or that it could not write them.
+func traceFannedOut(ctx context.Context, state string, routes int, err error) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return
@@ -37,19 +37,16 @@ func traceRouted(ctx context.Context, st intake.EventSettlement, err error) {
 	case intake.ErrorCode(err) == intake.ESTALE:
 		span.SetAttributes(tracing.Outcome.String("stale"))
 	case err != nil:
-		span.SetStatus(codes.Error, "settle failed")
+		span.SetStatus(codes.Error, "fan-out failed")
 	default:
-		span.SetAttributes(tracing.State.String(string(st.To)), tracing.Deliveries.Int(len(st.Deliveries)))
-		if st.To == intake.EventDead {
-			span.SetStatus(codes.Error, "dead")
-		}
+		span.SetAttributes(tracing.State.String(state), tracing.Deliveries.Int(routes))
 	}
 }
 
-// traceUnrouted marks a routing attempt that could not read the consumers.
-func traceUnrouted(ctx context.Context) {
+// traceUnrouted marks a fan-out that could not judge the event.
+func traceUnrouted(ctx context.Context, why string) {
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.SetStatus(codes.Error, "consumers unavailable")
+		span.SetStatus(codes.Error, why)
 	}
 }
 
@@ -69,18 +66,20 @@ func startDelivery(ctx context.Context, e *intake.Event, c intake.Consumer, atte
 	return ctx, span
 }
 
-// endDelivery records what the call came to and ends its span.
-func endDelivery(span trace.Span, res delivery.Result) {
+// endDelivery records what the call came to and whether its result was
+// settled, and ends its span.
+func endDelivery(span trace.Span, res delivery.Result, settleErr error) {
 	if span.IsRecording() {
-		outcome := res.Outcome
-		if res.Deferred {
-			outcome = "deferred"
-		}
-		span.SetAttributes(tracing.Outcome.String(outcome))
+		span.SetAttributes(tracing.Outcome.String(res.Outcome))
 		if res.StatusCode != 0 {
 			span.SetAttributes(tracing.HTTPStatus(res.StatusCode))
 		}
-		if res.Outcome == intake.DeliveryRetry && !res.Deferred {
+		switch {
+		case intake.ErrorCode(settleErr) == intake.ESTALE:
+			span.SetAttributes(tracing.State.String("stale"))
+		case settleErr != nil:
+			span.SetStatus(codes.Error, "settle failed")
+		case res.Outcome == intake.DeliveryRetry:
 			span.SetStatus(codes.Error, "delivery failed")
 		}
 	}

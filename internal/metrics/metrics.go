@@ -21,9 +21,13 @@ type Metrics struct {
 	Conflicts       prometheus.Counter       // same provider event id, different content
 	WorkerClaims    *prometheus.CounterVec   // claim calls by result: work, empty, error
 	Deliveries      *prometheus.CounterVec   // delivery attempts by outcome
-	EventStates     *prometheus.CounterVec   // event settlements by state
+	FanOuts         *prometheus.CounterVec   // events fanned out, by the state the fan-out left them in
 	DeliverySeconds *prometheus.HistogramVec // consumer call latency by outcome
-	EndToEnd        prometheus.Histogram     // received → handled by a consumer (replays excluded)
+	// ConsumerDeliveries and ConsumerDeliverySeconds are the same per
+	// consumer (by id: an operator's own registrations, few per org).
+	ConsumerDeliveries      *prometheus.CounterVec
+	ConsumerDeliverySeconds *prometheus.HistogramVec
+	EndToEnd                prometheus.Histogram // received → handled by a consumer (replays excluded)
 	// KeyFailures counts messages released because this process's master
 	// key cannot open their connection's secrets: a configuration error.
 	KeyFailures prometheus.Counter
@@ -64,20 +68,27 @@ func New() *Metrics {
 		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "intake_deliveries_total", Help: "Consumer delivery attempts, by outcome.",
 		}, []string{"outcome"}),
-		EventStates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "intake_events_settled_total", Help: "Routing attempts settled, by resulting event state.",
+		FanOuts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "intake_events_fanned_out_total", Help: "Events fanned out to their consumers, by the state the fan-out left them in: routed, filtered or no_consumer.",
 		}, []string{"state"}),
 		DeliverySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "intake_delivery_seconds", Help: "Consumer call latency, by outcome.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 		}, []string{"outcome"}),
+		ConsumerDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "intake_consumer_deliveries_total", Help: "Delivery attempts to each consumer, by outcome (handled, ignored, retry, filtered, dropped).",
+		}, []string{"consumer_id", "outcome"}),
+		ConsumerDeliverySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "intake_consumer_delivery_seconds", Help: "Call latency of each consumer.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+		}, []string{"consumer_id"}),
 	}
 	m.EndToEnd = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "intake_end_to_end_seconds", Help: "Time from a webhook's receipt to a consumer handling its event (first deliveries).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
 	})
 	r.MustRegister(m.EndToEnd, m.IngressRequests, m.IngestSeconds, m.Messages, m.ProcessSeconds, m.EventsCreated, m.EventsFiltered, m.Conflicts,
-		m.WorkerClaims, m.Deliveries, m.EventStates, m.DeliverySeconds)
+		m.WorkerClaims, m.Deliveries, m.FanOuts, m.DeliverySeconds, m.ConsumerDeliveries, m.ConsumerDeliverySeconds)
 	m.KeyFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "intake_worker_key_failures_total", Help: "Messages released because this process's master key cannot open their connection's secrets.",
 	})
