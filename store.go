@@ -25,6 +25,7 @@ type Store interface {
 	Audit
 	MasterKeys
 	Sessions
+	Health
 	// Stats counts messages and events by state and finds the oldest due
 	// work, for gauges and alarms.
 	Stats(ctx context.Context, now time.Time) (Stats, error)

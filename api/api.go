@@ -4,6 +4,7 @@
 package api
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -142,6 +143,9 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/consumers/{id}", s.getConsumer)
 	s.handle("PATCH /api/v1/consumers/{id}", s.updateConsumer)
 	s.handle("POST /api/v1/consumers/{id}/rotate-secret", s.rotateConsumerSecret)
+	s.handle("POST /api/v1/consumers/{id}/pause", s.pauseConsumer)
+	s.handle("POST /api/v1/consumers/{id}/resume", s.resumeConsumer)
+	s.handle("GET /api/v1/consumers/{id}/health", s.consumerHealth)
 
 	s.handle("POST /api/v1/subject-links", s.createSubjectLink)
 	s.handle("POST /api/v1/rules/test", s.testRule)
@@ -236,7 +240,34 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decode reads one JSON object of at most maxRequestBody bytes into v,
 // refusing unknown fields so a misspelt option is not silently dropped.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	return decodeFrom(http.MaxBytesReader(w, r.Body, maxRequestBody), v)
+}
+
+// readBody reads a request body whole, within the API's limit, for a
+// handler that looks at it twice (decodeBytes, isNull).
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	if err != nil {
+		return nil, decodeError(err)
+	}
+	return b, nil
+}
+
+func decodeBytes(b []byte, v any) error { return decodeFrom(bytes.NewReader(b), v) }
+
+// isNull reports whether the JSON object b sets field to null, which a
+// pointer field cannot tell from its absence.
+func isNull(b []byte, field string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return false
+	}
+	v, ok := m[field]
+	return ok && string(bytes.TrimSpace(v)) == "null"
+}
+
+func decodeFrom(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)

@@ -29,12 +29,43 @@ func (s *Server) updateConsumer(w http.ResponseWriter, r *http.Request, who cont
 	if err != nil {
 		return err
 	}
-	var req UpdateConsumerRequest
-	if err := decode(w, r, &req); err != nil {
+	body, err := readBody(w, r)
+	if err != nil {
 		return err
 	}
-	c, err := s.ctl.UpdateConsumer(r.Context(), who, id, control.ConsumerUpdate{Name: req.Name, URL: req.URL,
-		EventTypes: req.EventTypes, Completion: req.Completion, Enabled: req.Enabled, Filter: req.Filter, Transform: req.Transform})
+	var req UpdateConsumerRequest
+	if err := decodeBytes(body, &req); err != nil {
+		return err
+	}
+	u := control.ConsumerUpdate{Name: req.Name, URL: req.URL, EventTypes: req.EventTypes, Completion: req.Completion,
+		Enabled: req.Enabled, Filter: req.Filter, Transform: req.Transform, Paused: req.Paused, RatePerSec: req.RatePerSec,
+		Ordering: req.Ordering, BreakerFailures: req.BreakerFailures}
+	switch {
+	case req.MaxInFlight != nil && *req.MaxInFlight < 1:
+		return intake.Errorf(intake.EINVALID, "max_in_flight must be at least 1 (1 = one call at a time); null removes the limit")
+	case req.MaxInFlight != nil:
+		u.MaxInFlight = req.MaxInFlight
+	case isNull(body, "max_in_flight"):
+		u.MaxInFlight = new(int)
+	}
+	if req.Retry != nil {
+		u.RetryAttempts = req.Retry.Attempts
+		if req.Retry.Base != nil {
+			d, err := parseDuration("retry.base", *req.Retry.Base)
+			if err != nil {
+				return err
+			}
+			u.RetryBase = &d
+		}
+	}
+	if req.AutoDisableAfter != nil {
+		d, err := parseDuration("auto_disable_after", *req.AutoDisableAfter)
+		if err != nil {
+			return err
+		}
+		u.AutoDisableAfter = &d
+	}
+	c, err := s.ctl.UpdateConsumer(r.Context(), who, id, u)
 	if err != nil {
 		return err
 	}
@@ -68,6 +99,69 @@ func (s *Server) getConsumer(w http.ResponseWriter, r *http.Request, who control
 	return nil
 }
 
+// pauseConsumer and resumeConsumer hold and release a consumer's
+// deliveries.
+func (s *Server) pauseConsumer(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	return s.setPaused(w, r, who, true)
+}
+
+func (s *Server) resumeConsumer(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	return s.setPaused(w, r, who, false)
+}
+
+func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, who control.Caller, paused bool) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	c, err := s.ctl.PauseConsumer(r.Context(), who, id, paused)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, consumerView(c))
+	return nil
+}
+
+func (s *Server) consumerHealth(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	h, err := s.ctl.ConsumerHealth(r.Context(), who, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, HealthView(h))
+	return nil
+}
+
+// HealthView is a consumer's health as the API shows it.
+func HealthView(h intake.ConsumerHealth) ConsumerHealth {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return ConsumerHealth{
+		State: h.State, Delivered1h: h.Delivered1h, Failed1h: h.Failed1h, P50Ms: ms(h.P50), P99Ms: ms(h.P99),
+		LastStatus: h.LastStatus, LastError: h.LastError, LastDeliveryAt: optionalTime(h.LastDeliveryAt),
+		InFlight: h.InFlight, Held: h.Held, Due: h.Due, OldestDueAt: optionalTime(h.OldestDueAt),
+		ConsecutiveFailures: h.Failures,
+	}
+}
+
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func parseDuration(field, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, intake.Errorf(intake.EINVALID, "%s must be a duration such as \"30s\" or \"72h\"", field)
+	}
+	return d, nil
+}
+
 // consumerView shows a consumer without its secret, which only the answer
 // that created it carries.
 func consumerView(c intake.Consumer) Consumer {
@@ -87,7 +181,38 @@ func consumerView(c intake.Consumer) Consumer {
 		Filter:     c.Filter,
 		Transform:  c.Transform,
 		CreatedAt:  c.CreatedAt.UTC(),
+
+		Paused:           c.Controls.Paused,
+		RatePerSec:       c.Controls.RatePerSec,
+		MaxInFlight:      maxInFlight(c.Controls.MaxInFlight),
+		Ordering:         c.Controls.Ordering,
+		RetryAttempts:    c.Controls.Attempts(),
+		RetryBase:        durationOrEmpty(c.Controls.Retry.Base),
+		BreakerFailures:  orDefault(c.Controls.BreakerFailures, intake.DefaultBreakerFailures),
+		AutoDisableAfter: time.Duration(orDefault(int64(c.Controls.AutoDisableAfter), int64(intake.DefaultAutoDisableAfter))).String(),
 	}
+}
+
+func maxInFlight(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
+func durationOrEmpty(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
 }
 
 // RotateSecretRequest asks for a consumer's new signing secret; the old

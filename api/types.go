@@ -260,24 +260,82 @@ type UpdateConsumerRequest struct {
 	Enabled    *bool     `json:"enabled"`
 	Filter     *string   `json:"filter"`
 	Transform  *string   `json:"transform"`
+	// Paused holds deliveries (they spend no attempt); false resumes them
+	// at the consumer's rate.
+	Paused *bool `json:"paused"`
+	// RatePerSec caps calls per second across all processes; 0 removes the
+	// cap.
+	RatePerSec *float64 `json:"rate_per_sec"`
+	// MaxInFlight caps calls in flight across all processes (1: one at a
+	// time); null removes the cap.
+	MaxInFlight *int `json:"max_in_flight,omitempty"`
+	// Ordering is "" (none), "subject" (per provider object) or a CEL
+	// expression giving a key: for one key, an event is delivered only
+	// after the earlier ones were handled, ignored, filtered or dead.
+	Ordering *string `json:"ordering"`
+	// Retry is the consumer's own schedule.
+	Retry *RetryPolicy `json:"retry"`
+	// BreakerFailures consecutive failed calls open the circuit breaker
+	// (0: the default, 10).
+	BreakerFailures *int `json:"breaker_failures"`
+	// AutoDisableAfter of continuous failure disables the consumer (a
+	// duration such as "72h"; "0s": the default, 72h).
+	AutoDisableAfter *string `json:"auto_disable_after"`
+}
+
+// RetryPolicy is a consumer's retry schedule: attempts before an event is
+// dead for it (0: the server's, 6) and the first wait, growing fourfold
+// ("" or "0s": the server's).
+type RetryPolicy struct {
+	Attempts *int    `json:"attempts,omitempty"`
+	Base     *string `json:"base,omitempty"`
 }
 
 // Consumer is a consumer as the API shows it. SigningSecret is only set in
 // the answer that created it: the server keeps it sealed and never shows it
 // again.
 type Consumer struct {
-	ID            string    `json:"id"`
-	OrgID         string    `json:"org_id"`
-	Name          string    `json:"name"`
-	App           string    `json:"app"`
-	URL           string    `json:"url"`
-	EventTypes    []string  `json:"event_types"`
-	Completion    bool      `json:"completion"`
-	Enabled       bool      `json:"enabled"`
-	Filter        string    `json:"filter"`
-	Transform     string    `json:"transform"`
-	CreatedAt     time.Time `json:"created_at"`
-	SigningSecret string    `json:"signing_secret,omitempty"`
+	ID         string    `json:"id"`
+	OrgID      string    `json:"org_id"`
+	Name       string    `json:"name"`
+	App        string    `json:"app"`
+	URL        string    `json:"url"`
+	EventTypes []string  `json:"event_types"`
+	Completion bool      `json:"completion"`
+	Enabled    bool      `json:"enabled"`
+	Filter     string    `json:"filter"`
+	Transform  string    `json:"transform"`
+	CreatedAt  time.Time `json:"created_at"`
+	// Delivery controls; see UpdateConsumerRequest.
+	Paused           bool    `json:"paused"`
+	RatePerSec       float64 `json:"rate_per_sec"`
+	MaxInFlight      *int    `json:"max_in_flight"`
+	Ordering         string  `json:"ordering"`
+	RetryAttempts    int     `json:"retry_attempts"`
+	RetryBase        string  `json:"retry_base,omitempty"`
+	BreakerFailures  int     `json:"breaker_failures"`
+	AutoDisableAfter string  `json:"auto_disable_after"`
+	SigningSecret    string  `json:"signing_secret,omitempty"`
+}
+
+// ConsumerHealth is how deliveries to a consumer stand: its state
+// (enabled, paused, tripped by its circuit breaker, or disabled), the last
+// hour's calls, the last call, and the routes waiting for it.
+type ConsumerHealth struct {
+	State          string     `json:"state"`
+	Delivered1h    int        `json:"delivered_1h"`
+	Failed1h       int        `json:"failed_1h"`
+	P50Ms          float64    `json:"p50_ms"`
+	P99Ms          float64    `json:"p99_ms"`
+	LastStatus     int        `json:"last_status"`
+	LastError      string     `json:"last_error"`
+	LastDeliveryAt *time.Time `json:"last_delivery_at"`
+	InFlight       int        `json:"in_flight"`
+	Held           int        `json:"held"`
+	Due            int        `json:"due"`
+	OldestDueAt    *time.Time `json:"oldest_due_at"`
+	// ConsecutiveFailures counts the failed calls since the last success.
+	ConsecutiveFailures int `json:"consecutive_failures"`
 }
 
 // CreateSubjectLinkRequest says that a provider object (in one connection)

@@ -150,6 +150,9 @@ func (c *Console) routes() {
 	c.page("GET /console/consumers/{id}", c.consumer)
 	c.action("POST /console/consumers/{id}/test", c.testConsumerRules)
 	c.action("POST /console/consumers/{id}/rules", c.saveConsumerRules)
+	c.action("POST /console/consumers/{id}/pause", c.pauseConsumer)
+	c.action("POST /console/consumers/{id}/rotate-secret", c.rotateConsumerSecret)
+	c.action("POST /console/consumers/{id}/controls", c.saveConsumerControls)
 	c.page("/console/", func(w http.ResponseWriter, r *http.Request, s *session) error {
 		return intake.Errorf(intake.ENOTFOUND, "no such page")
 	})

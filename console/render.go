@@ -76,6 +76,9 @@ var flashes = map[string]string{
 	"consumer-enabled":    "The consumer receives events again.",
 	"consumer-disabled":   "The consumer no longer receives events.",
 	"rules-saved":         "Rules saved: the next events are routed with them.",
+	"consumer-paused":     "Paused: deliveries to this consumer are held; they spend no attempt.",
+	"consumer-resumed":    "Resumed: held deliveries go at the consumer's rate.",
+	"controls-saved":      "Delivery controls saved: they apply to the next calls, on every process.",
 	"secret-adopted":      "The connection now verifies with this handshake's secret.",
 	"secret-known":        "The connection already had this handshake's secret.",
 }
@@ -117,6 +120,13 @@ var funcs = template.FuncMap{
 		return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) + " ms"
 	},
 	"qs": func(kv ...string) template.URL { return template.URL(queryString(kv...)) },
+	"percent": func(part, whole int) string {
+		if whole == 0 {
+			return "—"
+		}
+		return strconv.FormatFloat(100*float64(part)/float64(whole), 'f', 1, 64) + " %"
+	},
+	"add": func(a, b int) int { return a + b },
 }
 
 // ago says how long ago t was, roughly.

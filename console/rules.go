@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
@@ -16,6 +17,9 @@ import (
 // with the result of a dry run when one was asked for.
 type consumerView struct {
 	C                 intake.Consumer
+	Health            intake.ConsumerHealth
+	NewSecret         string // a rotated secret, shown this once
+	OldSecretUntil    time.Time
 	Filter, Transform string // the editor's contents: saved, or what was tried
 	Events            []intake.Event
 	EventID           string
@@ -69,6 +73,9 @@ func (c *Console) renderConsumer(w http.ResponseWriter, r *http.Request, s *sess
 		return err
 	}
 	v.Events = events
+	if v.Health, err = c.ctl.ConsumerHealth(r.Context(), s.caller(), v.C.ID); err != nil {
+		return err
+	}
 	c.render(w, r, s, http.StatusOK, "consumer", "Consumer "+v.C.Name, v)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/provider"
+	"github.com/intakehq/intake/rules"
 )
 
 // Apply makes the store hold what doc declares, for the orgs the caller
@@ -463,6 +464,15 @@ func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, 
 	}
 	enabled := spec.Enabled == nil || *spec.Enabled
 	ch := Change{Kind: "consumer", Org: org, Name: spec.Name}
+	ctl, err := spec.controls()
+	if err != nil {
+		return inside(where, err)
+	}
+	if ctl.Ordering != "" && ctl.Ordering != OrderingSubject && (old == nil || old.Controls.Ordering != ctl.Ordering) {
+		if err := pl.p.rules.Check(ctx, rules.KindKey, ctl.Ordering); err != nil {
+			return inside(where, err)
+		}
+	}
 	if old == nil {
 		if err := pl.p.checkRules(ctx, spec.Filter, spec.Transform); err != nil {
 			return inside(where, err)
@@ -479,7 +489,12 @@ func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, 
 			}
 			ch.ID, ch.SigningSecret = cs.ID, secret
 			if !enabled {
-				_, err = pl.p.UpdateConsumer(ctx, pl.c, cs.ID, ConsumerUpdate{Enabled: &enabled})
+				if _, err = pl.p.UpdateConsumer(ctx, pl.c, cs.ID, ConsumerUpdate{Enabled: &enabled}); err != nil {
+					return err
+				}
+			}
+			if ctl != (intake.Controls{}) {
+				_, err = pl.p.UpdateConsumer(ctx, pl.c, cs.ID, controlsUpdate(ctl))
 			}
 			return err
 		})
@@ -513,6 +528,12 @@ func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, 
 	}
 	if old.Transform != spec.Transform {
 		ch.Fields, u.Transform = append(ch.Fields, "transform"), &spec.Transform
+	}
+	if old.Controls != ctl {
+		cu := controlsUpdate(ctl)
+		u.Paused, u.RatePerSec, u.MaxInFlight, u.Ordering = cu.Paused, cu.RatePerSec, cu.MaxInFlight, cu.Ordering
+		u.RetryAttempts, u.RetryBase, u.BreakerFailures, u.AutoDisableAfter = cu.RetryAttempts, cu.RetryBase, cu.BreakerFailures, cu.AutoDisableAfter
+		ch.Fields = append(ch.Fields, "delivery controls")
 	}
 	pl.update(ch, func(ctx context.Context, ch *Change) error {
 		_, err := pl.p.UpdateConsumer(ctx, pl.c, ch.ID, u)

@@ -140,6 +140,17 @@ type ConsumerUpdate struct {
 	Enabled    *bool
 	Filter     *string // "" removes the filter
 	Transform  *string // "" removes the transform
+	// Delivery controls (DESIGN §9).
+	Paused      *bool
+	RatePerSec  *float64 // 0 removes the limit
+	MaxInFlight *int     // 0 removes the limit
+	Ordering    *string  // "", "subject" or a CEL key expression
+	// RetryAttempts and RetryBase set the consumer's own schedule; 0
+	// returns to the server's.
+	RetryAttempts    *int
+	RetryBase        *time.Duration
+	BreakerFailures  *int           // 0: the default (10)
+	AutoDisableAfter *time.Duration // 0: the default (72h)
 }
 
 // UpdateConsumer changes a consumer's settings, checked as on creation; a
@@ -149,7 +160,8 @@ func (p *Plane) UpdateConsumer(ctx context.Context, c Caller, id string, u Consu
 		return intake.Consumer{}, err
 	}
 	if u == (ConsumerUpdate{}) {
-		return intake.Consumer{}, intake.Errorf(intake.EINVALID, "give at least one setting to change: name, url, event_types, completion, enabled, filter or transform")
+		return intake.Consumer{}, intake.Errorf(intake.EINVALID, "give at least one setting to change: name, url, event_types, completion, enabled, "+
+			"filter, transform, paused, rate_per_sec, max_in_flight, ordering, retry, breaker_failures or auto_disable_after")
 	}
 	cs, err := p.store.Consumer(ctx, c.Scope, id)
 	if err != nil {
@@ -187,6 +199,9 @@ func (p *Plane) UpdateConsumer(ctx context.Context, c Caller, id string, u Consu
 		cs.Transform = *u.Transform
 	}
 	if err := p.checkRules(ctx, changed(old.Filter, cs.Filter), changed(old.Transform, cs.Transform)); err != nil {
+		return intake.Consumer{}, err
+	}
+	if err := p.applyControls(ctx, &cs.Controls, u); err != nil {
 		return intake.Consumer{}, err
 	}
 	if u.URL != nil && *u.URL != cs.URL {
@@ -232,8 +247,10 @@ func consumerChanges(old, new intake.Consumer) string {
 	if old.Enabled != new.Enabled {
 		d = append(d, fmt.Sprintf("enabled=%v", new.Enabled))
 	}
+	d = append(d, controlChanges(old.Controls, new.Controls)...)
 	detail := strings.Join(d, " ")
-	return strings.TrimSpace(detail + ruleChange("filter", old.Filter, new.Filter) + ruleChange("transform", old.Transform, new.Transform))
+	return strings.TrimSpace(detail + ruleChange("filter", old.Filter, new.Filter) + ruleChange("transform", old.Transform, new.Transform) +
+		ruleChange("ordering", old.Controls.Ordering, new.Controls.Ordering))
 }
 
 // Rotation bounds: the old secret may be kept beside the new one for a

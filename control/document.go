@@ -1,5 +1,11 @@
 package control
 
+import (
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
 // Document is configuration as code: the orgs, connections, endpoints and
 // consumers (with their rules) that `intake apply` makes true and `intake
 // export` writes, matched by name within an org. It is the same in YAML
@@ -52,6 +58,43 @@ type ConsumerSpec struct {
 	Enabled    *bool    `json:"enabled,omitempty" yaml:"enabled,omitempty"`
 	Filter     string   `json:"filter,omitempty" yaml:"filter,omitempty"`
 	Transform  string   `json:"transform,omitempty" yaml:"transform,omitempty"`
+	// Delivery controls (DESIGN §9); absent is none, or the server's
+	// default.
+	Paused           bool    `json:"paused,omitempty" yaml:"paused,omitempty"`
+	RatePerSec       float64 `json:"rate_per_sec,omitempty" yaml:"rate_per_sec,omitempty"`
+	MaxInFlight      int     `json:"max_in_flight,omitempty" yaml:"max_in_flight,omitempty"`
+	Ordering         string  `json:"ordering,omitempty" yaml:"ordering,omitempty"`
+	RetryAttempts    int     `json:"retry_attempts,omitempty" yaml:"retry_attempts,omitempty"`
+	RetryBase        string  `json:"retry_base,omitempty" yaml:"retry_base,omitempty"`
+	BreakerFailures  int     `json:"breaker_failures,omitempty" yaml:"breaker_failures,omitempty"`
+	AutoDisableAfter string  `json:"auto_disable_after,omitempty" yaml:"auto_disable_after,omitempty"`
+}
+
+// controls reads the spec's delivery controls.
+func (s ConsumerSpec) controls() (intake.Controls, error) {
+	c := intake.Controls{Paused: s.Paused, RatePerSec: s.RatePerSec, MaxInFlight: s.MaxInFlight, Ordering: s.Ordering,
+		Retry: intake.RetryPolicy{Attempts: s.RetryAttempts}, BreakerFailures: s.BreakerFailures}
+	for _, d := range []struct {
+		name, v string
+		to      *time.Duration
+	}{{"retry_base", s.RetryBase, &c.Retry.Base}, {"auto_disable_after", s.AutoDisableAfter, &c.AutoDisableAfter}} {
+		if d.v == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.v)
+		if err != nil {
+			return c, intake.Errorf(intake.EINVALID, "%s must be a duration such as 30s or 72h", d.name)
+		}
+		*d.to = v
+	}
+	return c, c.Validate()
+}
+
+// controlsUpdate is the ConsumerUpdate that makes a consumer's controls c.
+func controlsUpdate(c intake.Controls) ConsumerUpdate {
+	return ConsumerUpdate{Paused: &c.Paused, RatePerSec: &c.RatePerSec, MaxInFlight: &c.MaxInFlight, Ordering: &c.Ordering,
+		RetryAttempts: &c.Retry.Attempts, RetryBase: &c.Retry.Base, BreakerFailures: &c.BreakerFailures,
+		AutoDisableAfter: &c.AutoDisableAfter}
 }
 
 // Plan is what an apply does, or on a dry run would do: every thing the

@@ -80,8 +80,12 @@ func (p *Plane) exportOrg(ctx context.Context, o intake.Org) (OrgSpec, error) {
 		spec.Connections = append(spec.Connections, cs)
 	}
 	for _, cs := range consumers {
+		ctl := cs.Controls
 		spec.Consumers = append(spec.Consumers, ConsumerSpec{Name: cs.Name, App: cs.App, URL: cs.URL, EventTypes: cs.EventTypes,
-			Completion: cs.Completion, Enabled: &cs.Enabled, Filter: cs.Filter, Transform: cs.Transform})
+			Completion: cs.Completion, Enabled: &cs.Enabled, Filter: cs.Filter, Transform: cs.Transform,
+			Paused: ctl.Paused, RatePerSec: ctl.RatePerSec, MaxInFlight: ctl.MaxInFlight, Ordering: ctl.Ordering,
+			RetryAttempts: ctl.Retry.Attempts, RetryBase: durationText(ctl.Retry.Base), BreakerFailures: ctl.BreakerFailures,
+			AutoDisableAfter: durationText(ctl.AutoDisableAfter)})
 	}
 	return spec, nil
 }

@@ -14,7 +14,10 @@ type ConsumersCmd struct {
 	Add          ConsumersAddCmd          `cmd:"" help:"Register a consumer and print its signing secret (shown only once)."`
 	List         ConsumersListCmd         `cmd:"" help:"List consumers."`
 	Show         ConsumersShowCmd         `cmd:"" help:"Show one consumer."`
-	Update       ConsumersUpdateCmd       `cmd:"" help:"Change a consumer's filter or transform."`
+	Update       ConsumersUpdateCmd       `cmd:"" help:"Change a consumer's filter, transform or delivery controls (rate, max in flight, ordering, retries, breaker)."`
+	Pause        ConsumersPauseCmd        `cmd:"" help:"Hold a consumer's deliveries: they wait, spend no attempt and never make an event dead."`
+	Resume       ConsumersResumeCmd       `cmd:"" help:"Let a paused consumer's held deliveries go, at its rate."`
+	Health       ConsumersHealthCmd       `cmd:"" help:"Show how deliveries to a consumer stand: state, last hour, last call, backlog."`
 	RotateSecret ConsumersRotateSecretCmd `cmd:"" name:"rotate-secret" help:"Give a consumer a new signing secret (shown once); the old one keeps signing beside it for a while."`
 	Enable       ConsumersEnableCmd       `cmd:"" help:"Send events to a consumer again."`
 	Disable      ConsumersDisableCmd      `cmd:"" help:"Stop sending events to a consumer."`
@@ -99,6 +102,36 @@ func (c *ConsumersDisableCmd) Run(cl *Client) error { return setConsumerEnabled(
 
 func setConsumerEnabled(cl *Client, id string, enabled bool) error {
 	return cl.send(http.MethodPatch, idPath("/api/v1/consumers", id), api.UpdateConsumerRequest{Enabled: &enabled})
+}
+
+// ConsumersPauseCmd pauses a consumer.
+type ConsumersPauseCmd struct {
+	ID string `arg:"" help:"Consumer id."`
+}
+
+// Run pauses the consumer.
+func (c *ConsumersPauseCmd) Run(cl *Client) error {
+	return cl.send(http.MethodPost, idPath("/api/v1/consumers", c.ID, "/pause"), nil)
+}
+
+// ConsumersResumeCmd resumes a paused consumer.
+type ConsumersResumeCmd struct {
+	ID string `arg:"" help:"Consumer id."`
+}
+
+// Run resumes the consumer.
+func (c *ConsumersResumeCmd) Run(cl *Client) error {
+	return cl.send(http.MethodPost, idPath("/api/v1/consumers", c.ID, "/resume"), nil)
+}
+
+// ConsumersHealthCmd shows a consumer's health.
+type ConsumersHealthCmd struct {
+	ID string `arg:"" help:"Consumer id."`
+}
+
+// Run shows the health.
+func (c *ConsumersHealthCmd) Run(cl *Client) error {
+	return cl.show(idPath("/api/v1/consumers", c.ID, "/health"))
 }
 
 // LinksCmd records which app record a provider object belongs to.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/intakehq/intake/api"
@@ -111,12 +112,20 @@ func (f ruleFlags) rules() (filter, transform string, setFilter, setTransform bo
 	return filter, transform, setFilter, setTransform, nil
 }
 
-// ConsumersUpdateCmd changes a consumer's rules.
+// ConsumersUpdateCmd changes a consumer's rules and delivery controls.
 type ConsumersUpdateCmd struct {
 	ID string `arg:"" help:"Consumer id."`
 	ruleFlags
 	ClearFilter    bool `name:"clear-filter" help:"Remove the consumer's filter."`
 	ClearTransform bool `name:"clear-transform" help:"Remove the consumer's transform."`
+
+	Rate             *float64 `name:"rate" help:"Most calls per second, across all processes (0: no limit)."`
+	MaxInFlight      string   `name:"max-in-flight" help:"Most calls in flight, across all processes (1: one at a time; none: no limit)."`
+	Ordering         *string  `name:"ordering" help:"Deliver in order per key: subject (per provider object), a CEL expression giving the key, or '' for none."`
+	RetryAttempts    *int     `name:"retry-attempts" help:"Attempts before an event is dead for this consumer (0: the server's)."`
+	RetryBase        *string  `name:"retry-base" help:"First wait before a retry, growing fourfold (e.g. 30s; 0s: the server's)."`
+	BreakerFailures  *int     `name:"breaker-failures" help:"Failed calls in a row that open the circuit breaker (0: the default, 10)."`
+	AutoDisableAfter *string  `name:"auto-disable-after" help:"Continuous failure that disables the consumer (e.g. 72h; 0s: the default)."`
 }
 
 // Run saves the change.
@@ -125,15 +134,42 @@ func (c *ConsumersUpdateCmd) Run(cl *Client) error {
 	if err != nil {
 		return err
 	}
-	var req api.UpdateConsumerRequest
+	req := map[string]any{}
 	if setFilter || c.ClearFilter {
-		req.Filter = &filter
+		req["filter"] = filter
 	}
 	if setTransform || c.ClearTransform {
-		req.Transform = &transform
+		req["transform"] = transform
 	}
-	if req.Filter == nil && req.Transform == nil {
-		return errors.New("nothing to change: give --filter, --filter-file, --transform-file, --clear-filter or --clear-transform")
+	if c.Rate != nil {
+		req["rate_per_sec"] = *c.Rate
+	}
+	switch c.MaxInFlight {
+	case "":
+	case "none":
+		req["max_in_flight"] = nil
+	default:
+		n, err := strconv.Atoi(c.MaxInFlight)
+		if err != nil {
+			return errors.New("--max-in-flight takes a number or none")
+		}
+		req["max_in_flight"] = n
+	}
+	if c.Ordering != nil {
+		req["ordering"] = *c.Ordering
+	}
+	if c.RetryAttempts != nil || c.RetryBase != nil {
+		req["retry"] = api.RetryPolicy{Attempts: c.RetryAttempts, Base: c.RetryBase}
+	}
+	if c.BreakerFailures != nil {
+		req["breaker_failures"] = *c.BreakerFailures
+	}
+	if c.AutoDisableAfter != nil {
+		req["auto_disable_after"] = *c.AutoDisableAfter
+	}
+	if len(req) == 0 {
+		return errors.New("nothing to change: give --filter, --filter-file, --transform-file, --clear-filter, --clear-transform, " +
+			"--rate, --max-in-flight, --ordering, --retry-attempts, --retry-base, --breaker-failures or --auto-disable-after")
 	}
 	return cl.send(http.MethodPatch, idPath("/api/v1/consumers", c.ID), req)
 }

@@ -1,0 +1,143 @@
+package console
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/control"
+)
+
+// pauseConsumer holds or releases a consumer's deliveries.
+func (c *Console) pauseConsumer(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	paused := r.PostFormValue("paused") == "true"
+	if _, err := c.ctl.PauseConsumer(r.Context(), s.caller(), id, paused); err != nil {
+		return err
+	}
+	if paused {
+		return redirect(w, r, "/console/consumers/"+id+"?flash=consumer-paused")
+	}
+	return redirect(w, r, "/console/consumers/"+id+"?flash=consumer-resumed")
+}
+
+// rotateConsumerSecret gives the consumer a new secret and shows it on the
+// page this once; the old one keeps signing for the overlap chosen.
+func (c *Console) rotateConsumerSecret(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	keep, err := formDuration(r, "keep_old_for")
+	if err != nil {
+		return err
+	}
+	secret, until, err := c.ctl.RotateConsumerSecret(r.Context(), s.caller(), id, keep)
+	if err != nil {
+		return err
+	}
+	cs, err := c.store.Consumer(r.Context(), s.scope(), id)
+	if err != nil {
+		return err
+	}
+	return c.renderConsumer(w, r, s, consumerView{C: cs, Filter: cs.Filter, Transform: cs.Transform, NewSecret: secret, OldSecretUntil: until})
+}
+
+// saveConsumerControls saves the delivery controls form through the
+// control plane, which checks them all before saving any. An empty field
+// means none (or the default).
+func (c *Console) saveConsumerControls(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var u control.ConsumerUpdate
+	rate, err := formFloat(r, "rate_per_sec")
+	if err != nil {
+		return err
+	}
+	u.RatePerSec = &rate
+	inFlight, err := formInt(r, "max_in_flight")
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(r.PostFormValue("max_in_flight")) == "0" {
+		return intake.Errorf(intake.EINVALID, "max_in_flight must be at least 1 (1 = one call at a time); leave it empty for no limit")
+	}
+	u.MaxInFlight = &inFlight
+	ordering := strings.TrimSpace(r.PostFormValue("ordering"))
+	u.Ordering = &ordering
+	attempts, err := formInt(r, "retry_attempts")
+	if err != nil {
+		return err
+	}
+	u.RetryAttempts = &attempts
+	base, err := formDuration(r, "retry_base")
+	if err != nil {
+		return err
+	}
+	u.RetryBase = orZero(base)
+	failures, err := formInt(r, "breaker_failures")
+	if err != nil {
+		return err
+	}
+	u.BreakerFailures = &failures
+	disable, err := formDuration(r, "auto_disable_after")
+	if err != nil {
+		return err
+	}
+	u.AutoDisableAfter = orZero(disable)
+	if _, err := c.ctl.UpdateConsumer(r.Context(), s.caller(), id, u); err != nil {
+		return err
+	}
+	return redirect(w, r, "/console/consumers/"+id+"?flash=controls-saved")
+}
+
+func orZero(d *time.Duration) *time.Duration {
+	if d == nil {
+		return new(time.Duration)
+	}
+	return d
+}
+
+func formFloat(r *http.Request, name string) (float64, error) {
+	v := strings.TrimSpace(r.PostFormValue(name))
+	if v == "" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, intake.Errorf(intake.EINVALID, "%s must be a number", name)
+	}
+	return f, nil
+}
+
+func formInt(r *http.Request, name string) (int, error) {
+	v := strings.TrimSpace(r.PostFormValue(name))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, intake.Errorf(intake.EINVALID, "%s must be a whole number", name)
+	}
+	return n, nil
+}
+
+// formDuration reads a duration field; nil when empty.
+func formDuration(r *http.Request, name string) (*time.Duration, error) {
+	v := strings.TrimSpace(r.PostFormValue(name))
+	if v == "" {
+		return nil, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return nil, intake.Errorf(intake.EINVALID, "%s must be a duration such as 30s or 72h", name)
+	}
+	return &d, nil
+}

@@ -1,0 +1,111 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/rules"
+)
+
+// OrderingSubject orders a consumer's events per provider object.
+const OrderingSubject = "subject"
+
+// applyControls sets the delivery controls an update gives, checked as a
+// whole: nothing is saved unless every one is valid.
+func (p *Plane) applyControls(ctx context.Context, ctl *intake.Controls, u ConsumerUpdate) error {
+	next := *ctl
+	if u.Paused != nil {
+		next.Paused = *u.Paused
+	}
+	if u.RatePerSec != nil {
+		next.RatePerSec = *u.RatePerSec
+	}
+	if u.MaxInFlight != nil {
+		if *u.MaxInFlight < 0 {
+			return intake.Errorf(intake.EINVALID, "max_in_flight must be at least 1 (1 = one call at a time)")
+		}
+		next.MaxInFlight = *u.MaxInFlight
+	}
+	if u.Ordering != nil {
+		if *u.Ordering != "" && *u.Ordering != OrderingSubject && *u.Ordering != ctl.Ordering {
+			if err := p.rules.Check(ctx, rules.KindKey, *u.Ordering); err != nil {
+				return err
+			}
+		}
+		next.Ordering = *u.Ordering
+	}
+	if u.RetryAttempts != nil {
+		next.Retry.Attempts = *u.RetryAttempts
+	}
+	if u.RetryBase != nil {
+		if *u.RetryBase != 0 && *u.RetryBase < time.Millisecond {
+			return intake.Errorf(intake.EINVALID, "retry.base must be between 1ms and 24h")
+		}
+		next.Retry.Base = *u.RetryBase
+	}
+	if u.BreakerFailures != nil {
+		next.BreakerFailures = *u.BreakerFailures
+	}
+	if u.AutoDisableAfter != nil {
+		next.AutoDisableAfter = *u.AutoDisableAfter
+	}
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	*ctl = next
+	return nil
+}
+
+// controlChanges is the audit detail of the controls that changed.
+func controlChanges(old, new intake.Controls) []string {
+	var d []string
+	add := func(changed bool, format string, v any) {
+		if changed {
+			d = append(d, fmt.Sprintf(format, v))
+		}
+	}
+	add(old.Paused != new.Paused, "paused=%v", new.Paused)
+	add(old.RatePerSec != new.RatePerSec, "rate_per_sec=%g", new.RatePerSec)
+	add(old.MaxInFlight != new.MaxInFlight, "max_in_flight=%d", new.MaxInFlight)
+	add(old.Retry.Attempts != new.Retry.Attempts, "retry.attempts=%d", new.Retry.Attempts)
+	add(old.Retry.Base != new.Retry.Base, "retry.base=%s", new.Retry.Base)
+	add(old.BreakerFailures != new.BreakerFailures, "breaker_failures=%d", new.BreakerFailures)
+	add(old.AutoDisableAfter != new.AutoDisableAfter, "auto_disable_after=%s", new.AutoDisableAfter)
+	return d
+}
+
+// PauseConsumer holds a consumer's deliveries (paused) or lets them go at
+// its rate (resumed). Held deliveries spend no attempt and never make an
+// event dead. Pausing a paused consumer changes nothing and is not an
+// error.
+func (p *Plane) PauseConsumer(ctx context.Context, c Caller, id string, paused bool) (intake.Consumer, error) {
+	if err := intake.CheckID("id", id); err != nil {
+		return intake.Consumer{}, err
+	}
+	cs, err := p.store.Consumer(ctx, c.Scope, id)
+	if err != nil {
+		return intake.Consumer{}, err
+	}
+	if cs.Controls.Paused == paused {
+		return cs, nil
+	}
+	cs.Controls.Paused = paused
+	action := "consumer.pause"
+	if !paused {
+		action = "consumer.resume"
+	}
+	if err := p.store.UpdateConsumer(ctx, c.Scope, cs, p.entry(c, cs.OrgID, action, "consumer", cs.ID, "")); err != nil {
+		return intake.Consumer{}, err
+	}
+	return cs, nil
+}
+
+// ConsumerHealth is how deliveries to a consumer stand now.
+func (p *Plane) ConsumerHealth(ctx context.Context, c Caller, id string) (intake.ConsumerHealth, error) {
+	if err := intake.CheckID("id", id); err != nil {
+		return intake.ConsumerHealth{}, err
+	}
+	return p.store.ConsumerHealth(ctx, c.Scope, id, p.now())
+}

@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// countingConsumer counts the calls per webhook delivery id and the peak
+// of calls in flight at once.
+type countingConsumer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	calls    map[string]int
+	inFlight atomic.Int32
+	peak     atomic.Int32
+	status   atomic.Int32
+}
+
+func newCountingConsumer(t *testing.T, hold time.Duration) *countingConsumer {
+	c := &countingConsumer{calls: map[string]int{}}
+	c.status.Store(http.StatusOK)
+	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := c.inFlight.Add(1)
+		defer c.inFlight.Add(-1)
+		for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {
+		}
+		var env struct {
+			Data struct{ Delivery string } `json:"data"`
+		}
+		json.NewDecoder(r.Body).Decode(&env)
+		time.Sleep(hold) // a slow application
+		c.mu.Lock()
+		c.calls[env.Data.Delivery]++
+		c.mu.Unlock()
+		w.WriteHeader(int(c.status.Load()))
+	}))
+	t.Cleanup(c.Close)
+	return c
+}
+
+func (c *countingConsumer) snapshot() (distinct, total int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.calls {
+		distinct++
+		total += n
+	}
+	return distinct, total
+}
+
+type health struct {
+	State       string `json:"state"`
+	Delivered1h int    `json:"delivered_1h"`
+	Failed1h    int    `json:"failed_1h"`
+	Held        int    `json:"held"`
+	Due         int    `json:"due"`
+	InFlight    int    `json:"in_flight"`
+	LastStatus  int    `json:"last_status"`
+}
+
+// TestAPausedConsumerHoldsItsDeliveriesWhileAnotherIsServedAndDrainsOnResume:
+// from the CLI, on the real binary: a consumer limited to one call at a time
+// is paused; webhooks reach the other consumer at once while the paused one's
+// wait, spending nothing; on resume every one arrives exactly once, one at a
+// time.
+func TestAPausedConsumerHoldsItsDeliveriesWhileAnotherIsServedAndDrainsOnResume(t *testing.T) {
+	slow := newCountingConsumer(t, 5*time.Millisecond)
+	healthy := newCountingConsumer(t, 0)
+	s := start(t, t.TempDir())
+	path := setupGitHub(t, s)
+	var orgs struct{ Items []struct{ ID string } }
+	s.api(t, "GET", "/api/v1/orgs", nil, &orgs)
+	add := func(name, url string) string {
+		var c struct{ ID string }
+		if err := json.Unmarshal([]byte(s.cli(t, "consumers", "add", "--org", orgs.Items[0].ID, "--name", name, "--app", name,
+			"--consumer-url", url, "--event-type", "github.*")), &c); err != nil {
+			t.Fatal(err)
+		}
+		return c.ID
+	}
+	slowID, _ := add("slow", slow.URL), add("healthy", healthy.URL)
+	out := s.cli(t, "consumers", "update", slowID, "--max-in-flight", "1", "--rate", "200")
+	if !strings.Contains(out, `"max_in_flight": 1`) || !strings.Contains(out, `"rate_per_sec": 200`) {
+		t.Fatalf("consumers update answered:\n%s", out)
+	}
+	if out := s.cli(t, "consumers", "pause", slowID); !strings.Contains(out, `"paused": true`) {
+		t.Fatalf("consumers pause answered:\n%s", out)
+	}
+
+	const n = 30
+	for i := range n {
+		resp, err := http.DefaultClient.Do(githubDelivery(s.url+path, "held-"+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
+			t.Fatalf("webhook %d: %d", i, resp.StatusCode)
+		}
+	}
+	eventually(t, 30*time.Second, "the healthy consumer receives every webhook", func() bool {
+		d, _ := healthy.snapshot()
+		return d == n
+	})
+	var h health
+	eventually(t, 30*time.Second, "the paused consumer's deliveries are held", func() bool {
+		if err := json.Unmarshal([]byte(s.cli(t, "consumers", "health", slowID)), &h); err != nil {
+			t.Fatal(err)
+		}
+		return h.Held == n
+	})
+	if h.State != "paused" || h.Due != 0 || h.Failed1h != 0 {
+		t.Fatalf("health of the paused consumer: %+v", h)
+	}
+	if d, _ := slow.snapshot(); d != 0 {
+		t.Fatalf("the paused consumer was called %d times", d)
+	}
+	for _, e := range s.events(t) {
+		if e.State == "dead" {
+			t.Fatalf("an event died while its consumer was paused: %+v", e)
+		}
+	}
+
+	s.cli(t, "consumers", "resume", slowID)
+	eventually(t, 60*time.Second, "the resumed consumer receives every held webhook", func() bool {
+		d, _ := slow.snapshot()
+		return d == n
+	})
+	eventually(t, 30*time.Second, "every event is delivered", func() bool {
+		for _, e := range s.events(t) {
+			if e.State != "delivered" {
+				return false
+			}
+		}
+		return true
+	})
+	if d, total := slow.snapshot(); d != n || total != n {
+		t.Fatalf("the resumed consumer got %d webhooks in %d calls, want %d in %d", d, total, n, n)
+	}
+	if p := slow.peak.Load(); p != 1 {
+		t.Fatalf("max_in_flight 1, yet %d calls were in flight at once", p)
+	}
+	if err := json.Unmarshal([]byte(s.cli(t, "consumers", "health", slowID)), &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.State != "enabled" || h.Delivered1h != n || h.Held != 0 || h.LastStatus != 200 {
+		t.Fatalf("health after the drain: %+v", h)
+	}
+}
+
+// TestAFailingConsumerTripsItsBreakerAndIsAudited: a consumer that fails
+// every call opens its circuit breaker after breaker_failures calls; then
+// its deliveries wait and no event dies.
+func TestAFailingConsumerTripsItsBreakerAndIsAudited(t *testing.T) {
+	down := newCountingConsumer(t, 0)
+	down.status.Store(http.StatusInternalServerError)
+	s := start(t, t.TempDir())
+	path := setupGitHub(t, s)
+	var orgs struct{ Items []struct{ ID string } }
+	s.api(t, "GET", "/api/v1/orgs", nil, &orgs)
+	var c struct{ ID string }
+	s.api(t, "POST", "/api/v1/consumers", map[string]any{"org_id": orgs.Items[0].ID, "name": "down", "app": "down", "url": down.URL,
+		"event_types": []string{"github.*"}}, &c)
+	s.cli(t, "consumers", "update", c.ID, "--breaker-failures", "3", "--retry-attempts", "2")
+	for i := range 5 {
+		resp, err := http.DefaultClient.Do(githubDelivery(s.url+path, "down-"+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	var h health
+	eventually(t, 30*time.Second, "the breaker trips", func() bool {
+		s.api(t, "GET", "/api/v1/consumers/"+c.ID+"/health", nil, &h)
+		return h.State == "tripped"
+	})
+	var audit struct {
+		Items []struct{ Action, Actor, TargetID string }
+	}
+	s.api(t, "GET", "/api/v1/audit", nil, &audit)
+	found := false
+	for _, a := range audit.Items {
+		found = found || (a.Action == "consumer.tripped" && a.Actor == "intake" && a.TargetID == c.ID)
+	}
+	if !found {
+		t.Fatalf("no consumer.tripped audit entry: %+v", audit.Items)
+	}
+	// Tripped: the calls stop, and the waiting events do not die although
+	// each allows only two attempts.
+	_, before := down.snapshot()
+	if before > 5 {
+		t.Fatalf("%d calls before the breaker held them, want at most 5", before)
+	}
+	for _, e := range s.events(t) {
+		if e.State == "dead" {
+			t.Fatalf("an event died while the breaker was open: %+v", e)
+		}
+	}
+}
+
+// TestConsoleInBrowserPausesAConsumerSetsItsLimitsAndShowsItsHealth: the
+// consumer page's controls, in Chromium.
+func TestConsoleInBrowserPausesAConsumerSetsItsLimitsAndShowsItsHealth(t *testing.T) {
+	got := newCountingConsumer(t, 0)
+	s := start(t, t.TempDir())
+	acme := setupStripeOrg(t, s, "acme")
+	var cons struct{ ID string }
+	s.api(t, "POST", "/api/v1/consumers", map[string]any{"org_id": acme.id, "name": "ledger", "app": "ledger", "url": got.URL,
+		"event_types": []string{"stripe.*"}}, &cons)
+
+	tab := browserTab(t)
+	signIn(t, tab, s.url, acme.key, "header.top")
+	step(t, tab, "open the consumer",
+		chromedp.Navigate(s.url+"/console/consumers/"+cons.ID),
+		chromedp.WaitVisible(chromedp.ID("health")),
+	)
+	if st := read(t, tab, "state", chromedp.Text(chromedp.ID("health-state"))); st != "enabled" {
+		t.Fatalf("health state %q, want enabled", st)
+	}
+	step(t, tab, "pause", chromedp.Click(chromedp.ID("pause")), chromedp.WaitVisible(chromedp.CSS("p.flash")))
+	if st := read(t, tab, "state", chromedp.Text(chromedp.ID("health-state"))); st != "paused" {
+		t.Fatalf("after Pause the state reads %q", st)
+	}
+	postStripe(t, s, acme, "invoice.paid")
+	postStripe(t, s, acme, "invoice.paid")
+	reloadUntil(t, tab, "the backlog shows 2 held", func() bool {
+		return strings.Contains(read(t, tab, "backlog", chromedp.Text(chromedp.ID("backlog"))), "2 held")
+	})
+	step(t, tab, "set a rate and one call at a time",
+		chromedp.SendKeys(chromedp.ID("rate_per_sec"), "5"),
+		chromedp.SendKeys(chromedp.ID("max_in_flight"), "1"),
+		chromedp.Click(chromedp.ID("save-controls")),
+		chromedp.WaitVisible(chromedp.CSS("p.flash")),
+	)
+	if v := read(t, tab, "max in flight", chromedp.Value(chromedp.ID("max_in_flight"))); v != "1" {
+		t.Fatalf("max in flight box holds %q after saving", v)
+	}
+	step(t, tab, "a bad ordering expression is refused",
+		chromedp.SendKeys(chromedp.ID("ordering"), "event.data.("),
+		chromedp.Click(chromedp.ID("save-controls")),
+		chromedp.WaitVisible(chromedp.CSS("section.notice")),
+	)
+	if msg := read(t, tab, "error page", chromedp.Text(chromedp.CSS("section.notice"))); !strings.Contains(msg, "ordering") && !strings.Contains(msg, "Syntax") {
+		t.Fatalf("the refused ordering reads: %s", msg)
+	}
+	step(t, tab, "resume",
+		chromedp.Navigate(s.url+"/console/consumers/"+cons.ID),
+		chromedp.WaitVisible(chromedp.ID("pause")),
+		chromedp.Click(chromedp.ID("pause")),
+		chromedp.WaitVisible(chromedp.CSS("p.flash")),
+	)
+	eventually(t, 30*time.Second, "both held events arrive", func() bool {
+		_, total := got.snapshot()
+		return total == 2
+	})
+	reloadUntil(t, tab, "the health shows 2 delivered", func() bool {
+		return strings.Contains(read(t, tab, "health", chromedp.Text(chromedp.ID("health"))), "2 delivered")
+	})
+}
