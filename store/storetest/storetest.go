@@ -68,6 +68,7 @@ func Run(t *testing.T, open Opener) {
 		{"ConsoleSessionsExpireRevokeWithTheirKeyAndAreSwept", testSessions},
 		{"OverviewCountsEachHourByStateAndTheOpenWorkExactly", testOverview},
 	}
+	tests = append(tests, notificationTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}
