@@ -17,7 +17,7 @@ var orgColumn = map[string]string{
 	"orgs": "id", "connections": "org_id", "endpoints": "org_id", "messages": "org_id", "message_bodies": "org_id",
 	"message_identities": "org_id", "events": "org_id", "consumers": "org_id", "subject_links": "org_id", "deliveries": "org_id",
 	"audit_log": "org_id", "api_keys": "org_id", "replay_jobs": "org_id", "message_attempts": "org_id",
-	"console_sessions": "org_id",
+	"console_sessions": "org_id", "notices": "org_id", "notification_settings": "org_id",
 }
 
 // appendOnly tables grant an org no UPDATE or DELETE at all.
@@ -56,6 +56,14 @@ func seedEveryTable(t *testing.T, s *Store, o org) {
 	}
 	if err := s.CreateSession(ctx, intake.ConsoleSession{IDHash: []byte("session-" + o.org.ID), OrgID: o.org.ID,
 		KeyHash: []byte("key-" + o.org.ID), Actor: "key:ik_test…", CSRF: "csrf", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InsertNotice(ctx, intake.Notice{ID: intake.NewID(), OrgID: o.org.ID, Topic: intake.NoticeStorageQuota,
+		Subject: "storage", Detail: "d", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutNotificationSettings(ctx, intake.Scope{OrgID: o.org.ID}, intake.NotificationSettings{OrgID: o.org.ID,
+		Topics: []string{intake.NoticeStorageQuota}, SealedSecret: []byte("s"), UpdatedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
 }
