@@ -25,7 +25,7 @@ type Store interface {
 	Audit
 	MasterKeys
 	Sessions
-	Health
+	Notifications
 	// Stats counts messages and events by state and finds the oldest due
 	// work, for gauges and alarms.
 	Stats(ctx context.Context, now time.Time) (Stats, error)
@@ -99,6 +99,8 @@ type Ingester interface {
 	// StorageBytes is how much space the store's data takes, for the
 	// storage quota: cheap to ask, approximate by design.
 	StorageBytes(ctx context.Context) (int64, error)
+	// InsertNotice records a notice (the storage quota refusing).
+	InsertNotice(ctx context.Context, n Notice) error
 	ChangeFeed
 }
 
@@ -348,9 +350,9 @@ type Settled struct {
 // SettleTx is the view of one open store transaction that ApplySettlement
 // needs. Each store implements it with its own SQL.
 type SettleTx interface {
-	// LockMessage returns the message's state and attempt, locking the row
-	// until the transaction ends.
-	LockMessage(ctx context.Context, id string) (MessageState, int, error)
+	// LockMessage returns the message's state, attempt, org and endpoint,
+	// locking the row until the transaction ends.
+	LockMessage(ctx context.Context, id string) (LockedMessage, error)
 	// Identity returns the identity recorded under (connection, key) that has
 	// not expired at now, or nil.
 	Identity(ctx context.Context, connectionID, key string, now time.Time) (*Identity, error)
@@ -367,18 +369,29 @@ type SettleTx interface {
 	UpdateMessage(ctx context.Context, s Settlement, now time.Time) error
 	// RecordAttempt keeps the history of a message's attempts.
 	RecordAttempt(ctx context.Context, messageID string, a Attempt) error
+	InsertNotice(ctx context.Context, n Notice) error
+}
+
+// LockedMessage is what a settlement reads of the message it settles.
+type LockedMessage struct {
+	State      MessageState
+	Attempt    int
+	OrgID      string
+	EndpointID string
 }
 
 // ApplySettlement is the one place a processing result becomes state: it
 // refuses a stale attempt, judges deduplication, inserts the events, and
 // moves the message through the transition table, all inside tx, so no
-// subset of a message's events ever commits alone.
+// subset of a message's events ever commits alone. A message that settles
+// dead, or ignored for its signature, leaves a notice about its endpoint.
 func ApplySettlement(ctx context.Context, tx SettleTx, connectionID string, now time.Time, s Settlement) (Settled, error) {
-	state, attempt, err := tx.LockMessage(ctx, s.MessageID)
+	m, err := tx.LockMessage(ctx, s.MessageID)
 	if err != nil {
 		return Settled{}, err
 	}
-	if state != MessageProcessing || attempt != s.Attempt {
+	state := m.State
+	if state != MessageProcessing || m.Attempt != s.Attempt {
 		return Settled{}, Errorf(ESTALE, "attempt %d of message %s is not current", s.Attempt, s.MessageID)
 	}
 	if s.To == MessageProcessed && s.Identity != nil {
@@ -422,5 +435,34 @@ func ApplySettlement(ctx context.Context, tx SettleTx, connectionID string, now 
 	if err := tx.RecordAttempt(ctx, s.MessageID, a); err != nil {
 		return Settled{}, err
 	}
+	if n, ok := settlementNotice(m, s, now); ok {
+		if err := tx.InsertNotice(ctx, n); err != nil {
+			return Settled{}, err
+		}
+	}
 	return out, nil
+}
+
+// settlementNotice is the notice a settlement leaves, if any: grouped by
+// endpoint, so a burst of dead or forged messages at one endpoint is one
+// notice with a count.
+func settlementNotice(m LockedMessage, s Settlement, now time.Time) (Notice, bool) {
+	n := Notice{ID: NewID(), OrgID: m.OrgID, Subject: m.EndpointID, At: now.UTC()}
+	switch {
+	case s.To == MessageDead:
+		n.Topic = NoticeMessageDead
+		n.Detail = "message " + s.MessageID + " is dead"
+		if s.ErrorCode != "" {
+			n.Detail += " (" + s.ErrorCode + ")"
+		}
+		if s.ErrorMessage != "" {
+			n.Detail += ": " + s.ErrorMessage
+		}
+	case s.To == MessageIgnored && s.Outcome == OutcomeSignature:
+		n.Topic = NoticeSignatureFailures
+		n.Detail = "message " + s.MessageID + " was ignored: " + s.ErrorMessage
+	default:
+		return Notice{}, false
+	}
+	return n, true
 }

@@ -116,6 +116,8 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/orgs", s.createOrg)
 	s.handle("GET /api/v1/orgs", s.listOrgs)
 	s.handle("PATCH /api/v1/orgs/{id}", s.updateOrg)
+	s.handle("PUT /api/v1/orgs/{id}/notifications", s.putNotifications)
+	s.handle("GET /api/v1/orgs/{id}/notifications", s.getNotifications)
 
 	s.handle("POST /api/v1/connections", s.createConnection)
 	s.handle("GET /api/v1/connections", s.listConnections)

@@ -91,6 +91,10 @@ func operations() []operation {
 			status: 200, response: api.List[api.Org]{}},
 		{route: "PATCH /api/v1/orgs/{id}", id: "updateOrg", summary: "Set an org's own retention; \"\" or \"0s\" returns a setting to the server's default.",
 			request: api.UpdateOrgRequest{}, status: 200, response: api.Org{}},
+		{route: "PUT /api/v1/orgs/{id}/notifications", id: "putNotifications", summary: "Set where the org's operational notifications go (every setting, as given); the first answer carries the signing secret of `url`, shown once.",
+			request: api.NotificationsRequest{}, status: 200, response: api.Notifications{}},
+		{route: "GET /api/v1/orgs/{id}/notifications", id: "getNotifications", summary: "Show where the org's operational notifications go; the Slack URL is masked.",
+			status: 200, response: api.Notifications{}},
 
 		{route: "POST /api/v1/connections", id: "createConnection", summary: "Link an org to a provider account; secrets are never returned.",
 			request: api.CreateConnectionRequest{}, requires: []string{"provider", "name"}, status: 201, response: api.Connection{}},

@@ -23,6 +23,8 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 	msg := e.ingest(acme, "", http.Header{}, `{"n":1}`)
 	cons := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, api.CreateConsumerRequest{
 		Name: "billing", App: "billing", URL: "http://127.0.0.1:9/hooks", EventTypes: []string{"*"}})
+	must[api.Notifications](e, 200, "PUT", "/api/v1/orgs/"+acme.org.ID+"/notifications", acme.org.APIKey,
+		api.NotificationsRequest{URL: "http://127.0.0.1:9/notify", Topics: []string{intake.NoticeEventDead}})
 	now := e.clock.Now()
 	keys := must[api.List[api.APIKey]](e, 200, "GET", "/api/v1/keys", acme.org.APIKey, nil)
 	acmeKey := keys.Items[0].ID
@@ -39,6 +41,8 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 		"POST /api/v1/orgs":                                    {"/api/v1/orgs", api.CreateOrgRequest{Name: "x"}, forbidden},
 		"GET /api/v1/orgs":                                     {"/api/v1/orgs", nil, emptyList},
 		"PATCH /api/v1/orgs/{id}":                              {"/api/v1/orgs/" + acme.org.ID, map[string]any{"retention": "1h"}, notFound},
+		"PUT /api/v1/orgs/{id}/notifications":                  {"/api/v1/orgs/" + acme.org.ID + "/notifications", api.NotificationsRequest{Topics: []string{"event.dead"}}, notFound},
+		"GET /api/v1/orgs/{id}/notifications":                  {"/api/v1/orgs/" + acme.org.ID + "/notifications", nil, notFound},
 		"POST /api/v1/connections":                             {"/api/v1/connections", map[string]any{"org_id": acme.org.ID, "provider": testProvider, "name": "x", "secrets": []string{"s"}}, forbidden},
 		"GET /api/v1/connections":                              {"/api/v1/connections", nil, emptyList},
 		"GET /api/v1/connections/{id}":                         {"/api/v1/connections/" + acme.conn.ID, nil, notFound},
@@ -117,6 +121,10 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 	c, _ := e.store.Consumer(t.Context(), intake.Scope{}, cons.ID)
 	if !ep.Enabled || !c.Enabled {
 		t.Fatalf("another org changed acme's rows: endpoint enabled %v, consumer enabled %v", ep.Enabled, c.Enabled)
+	}
+	if n, err := e.store.NotificationSettings(t.Context(), intake.Scope{}, acme.org.ID); err != nil || n.URL != "http://127.0.0.1:9/notify" ||
+		len(n.Topics) != 1 {
+		t.Fatalf("another org changed acme's notification settings: %+v %v", n, err)
 	}
 	if got, _ := e.store.Event(t.Context(), intake.Scope{}, ev.ID); got.State != intake.EventNoConsumer {
 		t.Fatalf("another org re-routed acme's event: %s", got.State)

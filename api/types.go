@@ -358,3 +358,21 @@ type SubjectLink struct {
 	RecordID         string    `json:"record_id"`
 	CreatedAt        time.Time `json:"created_at"`
 }
+
+// NotificationsRequest sets where an org's operational notifications go:
+// every setting, as given ("" or [] for none).
+type NotificationsRequest struct {
+	URL             string   `json:"url"`
+	SlackWebhookURL string   `json:"slack_webhook_url"`
+	Topics          []string `json:"topics"`
+}
+
+// Notifications is an org's notification settings as the API shows them:
+// the Slack URL masked; SigningSecret (the secret `url` deliveries are
+// signed with) only in the answer to the first PUT.
+type Notifications struct {
+	URL             string   `json:"url"`
+	SlackWebhookURL string   `json:"slack_webhook_url"`
+	Topics          []string `json:"topics"`
+	SigningSecret   string   `json:"signing_secret,omitempty"`
+}

@@ -134,7 +134,20 @@ func (s *Sender) SendBody(ctx context.Context, url string, secrets []string, id 
 		}
 		sigs = append(sigs, sig)
 	}
-	sig := strings.Join(sigs, " ")
+	h := header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set("webhook-id", id)
+	h.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+	h.Set("webhook-signature", strings.Join(sigs, " "))
+	return s.Post(ctx, url, body, h, now)
+}
+
+// Post posts body to url with header (Content-Type application/json unless
+// header sets another), through the address policy, and classifies the
+// answer as SendBody does: for a receiver that verifies no signature.
+func (s *Sender) Post(ctx context.Context, url string, body []byte, header http.Header, now time.Time) Result {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return Result{Outcome: intake.DeliveryRetry, Err: "bad consumer url"}
@@ -144,9 +157,6 @@ func (s *Sender) SendBody(ctx context.Context, url string, secrets []string, id 
 		req.Header[http.CanonicalHeaderKey(k)] = vs
 	}
 	req.Header.Set("User-Agent", s.opts.UserAgent)
-	req.Header.Set("webhook-id", id)
-	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set("webhook-signature", sig)
 	tracing.Inject(ctx, req.Header)
 	start := time.Now()
 	resp, err := s.client.Do(req)

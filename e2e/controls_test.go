@@ -14,9 +14,9 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// countingConsumer counts the calls per webhook delivery id and the peak
+// pacedConsumer counts the calls per webhook delivery id and the peak
 // of calls in flight at once.
-type countingConsumer struct {
+type pacedConsumer struct {
 	*httptest.Server
 	mu       sync.Mutex
 	calls    map[string]int
@@ -25,8 +25,8 @@ type countingConsumer struct {
 	status   atomic.Int32
 }
 
-func newCountingConsumer(t *testing.T, hold time.Duration) *countingConsumer {
-	c := &countingConsumer{calls: map[string]int{}}
+func newPacedConsumer(t *testing.T, hold time.Duration) *pacedConsumer {
+	c := &pacedConsumer{calls: map[string]int{}}
 	c.status.Store(http.StatusOK)
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := c.inFlight.Add(1)
@@ -47,7 +47,7 @@ func newCountingConsumer(t *testing.T, hold time.Duration) *countingConsumer {
 	return c
 }
 
-func (c *countingConsumer) snapshot() (distinct, total int) {
+func (c *pacedConsumer) snapshot() (distinct, total int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range c.calls {
@@ -73,8 +73,8 @@ type health struct {
 // wait, spending nothing; on resume every one arrives exactly once, one at a
 // time.
 func TestAPausedConsumerHoldsItsDeliveriesWhileAnotherIsServedAndDrainsOnResume(t *testing.T) {
-	slow := newCountingConsumer(t, 5*time.Millisecond)
-	healthy := newCountingConsumer(t, 0)
+	slow := newPacedConsumer(t, 5*time.Millisecond)
+	healthy := newPacedConsumer(t, 0)
 	s := start(t, t.TempDir())
 	path := setupGitHub(t, s)
 	var orgs struct{ Items []struct{ ID string } }
@@ -161,7 +161,7 @@ func TestAPausedConsumerHoldsItsDeliveriesWhileAnotherIsServedAndDrainsOnResume(
 // every call opens its circuit breaker after breaker_failures calls; then
 // its deliveries wait and no event dies.
 func TestAFailingConsumerTripsItsBreakerAndIsAudited(t *testing.T) {
-	down := newCountingConsumer(t, 0)
+	down := newPacedConsumer(t, 0)
 	down.status.Store(http.StatusInternalServerError)
 	s := start(t, t.TempDir())
 	path := setupGitHub(t, s)
@@ -210,7 +210,7 @@ func TestAFailingConsumerTripsItsBreakerAndIsAudited(t *testing.T) {
 // TestConsoleInBrowserPausesAConsumerSetsItsLimitsAndShowsItsHealth: the
 // consumer page's controls, in Chromium.
 func TestConsoleInBrowserPausesAConsumerSetsItsLimitsAndShowsItsHealth(t *testing.T) {
-	got := newCountingConsumer(t, 0)
+	got := newPacedConsumer(t, 0)
 	s := start(t, t.TempDir())
 	acme := setupStripeOrg(t, s, "acme")
 	var cons struct{ ID string }

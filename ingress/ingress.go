@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,6 +47,8 @@ type Config struct {
 type Handler struct {
 	cfg      Config
 	draining atomic.Bool
+	quotaMu  sync.Mutex
+	quotaAt  map[string]time.Time // per org: when its last storage.quota notice was written
 	eps      cache.TTL[string, intake.Endpoint]
 	conns    cache.TTL[string, connSecrets]
 }
@@ -121,6 +124,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 	}
 	if h.cfg.Quota.Exceeded() {
 		h.cfg.Logger.Warn("ingress: storage quota reached; refusing", "used_bytes", h.cfg.Quota.Used(), "limit_bytes", h.cfg.Quota.Limit)
+		h.quotaNotice(r.Context(), ep)
 		w.Header().Set("Retry-After", "60")
 		answer(w, http.StatusServiceUnavailable, bodyUnavailable)
 		return "storage_quota"
@@ -238,4 +242,33 @@ func answer(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// quotaNoticeEvery is how often one process tells an org that its webhooks
+// are refused for the storage quota; the notifier groups them further.
+const quotaNoticeEvery = time.Minute
+
+// quotaNotice records, at most once a minute per org, that the storage
+// quota refused a webhook of ep's org. It is best effort: a store too full
+// to take it must not hold the answer up long.
+func (h *Handler) quotaNotice(ctx context.Context, ep intake.Endpoint) {
+	now := h.cfg.Clock.Now()
+	h.quotaMu.Lock()
+	if last, ok := h.quotaAt[ep.OrgID]; ok && now.Sub(last) < quotaNoticeEvery {
+		h.quotaMu.Unlock()
+		return
+	}
+	if h.quotaAt == nil || len(h.quotaAt) > 10000 {
+		h.quotaAt = map[string]time.Time{}
+	}
+	h.quotaAt[ep.OrgID] = now
+	h.quotaMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	n := intake.Notice{ID: intake.NewID(), OrgID: ep.OrgID, Topic: intake.NoticeStorageQuota, Subject: "storage",
+		Detail: "webhooks are refused (503): the store holds " + strconv.FormatInt(h.cfg.Quota.Used(), 10) +
+			" bytes, the quota is " + strconv.FormatInt(h.cfg.Quota.Limit, 10), At: now.UTC()}
+	if err := h.cfg.Store.InsertNotice(ctx, n); err != nil {
+		h.cfg.Logger.Warn("ingress: could not record the storage quota notice", "err", err)
+	}
 }

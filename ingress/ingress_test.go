@@ -369,3 +369,33 @@ func TestIngressRefusesWhileTheStorageQuotaIsReachedAndRecovers(t *testing.T) {
 		t.Fatalf("under quota: %d", w.Code)
 	}
 }
+
+func TestTheStorageQuotaRefusingLeavesANoticeAtMostOnceAMinute(t *testing.T) {
+	q := &ingress.Quota{Limit: 1}
+	e := setup(t, ingress.Config{Quota: q}, nil)
+	if err := q.Sample(context.Background(), e.store); err != nil {
+		t.Fatal(err)
+	}
+	refuse := func() {
+		t.Helper()
+		if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusServiceUnavailable {
+			t.Fatalf("over quota: %d", w.Code)
+		}
+	}
+	refuse()
+	e.clock.Advance(30 * time.Second)
+	refuse()
+	notices, err := e.store.UnsentNotices(context.Background(), 10)
+	if err != nil || len(notices) != 1 {
+		t.Fatalf("notices after two refusals in a minute = %+v %v, want one", notices, err)
+	}
+	n := notices[0]
+	if n.Topic != intake.NoticeStorageQuota || n.Subject != "storage" || n.OrgID != e.ep.OrgID || !strings.Contains(n.Detail, "quota") {
+		t.Fatalf("notice = %+v", n)
+	}
+	e.clock.Advance(30 * time.Second)
+	refuse()
+	if notices, _ = e.store.UnsentNotices(context.Background(), 10); len(notices) != 2 {
+		t.Fatalf("%d notices a minute after the first, want 2", len(notices))
+	}
+}

@@ -23,21 +23,22 @@ type Client struct {
 	URL   string `name:"url" env:"INTAKE_URL" default:"http://localhost:8080" help:"Base URL of the intake server."`
 	Token string `name:"token" env:"INTAKE_TOKEN" help:"Staff token or an org's API key."`
 
-	Orgs        OrgsCmd        `cmd:"" help:"Manage orgs (tenants)."`
-	Connections ConnectionsCmd `cmd:"" help:"Manage connections to provider accounts."`
-	Endpoints   EndpointsCmd   `cmd:"" help:"Manage ingress endpoints."`
-	Messages    MessagesCmd    `cmd:"" help:"Inspect received messages."`
-	Events      EventsCmd      `cmd:"" help:"Inspect interpreted events."`
-	Consumers   ConsumersCmd   `cmd:"" help:"Manage the apps that receive events."`
-	Rules       RulesCmd       `cmd:"" help:"Try a filter or transformation against a stored event before saving it."`
-	Links       LinksCmd       `cmd:"" help:"Link provider objects to the app records they belong to."`
-	Replay      ReplayCmd      `cmd:"" help:"Replay a message, or an endpoint's window of at most 7 days."`
-	Listen      ListenCmd      `cmd:"" help:"Forward the org's events, as they are routed, to a local URL (signed like a consumer delivery)."`
-	Send        SendCmd        `cmd:"" help:"Post a correctly signed sample webhook of a provider to an endpoint."`
-	Keys        KeysCmd        `cmd:"" help:"Manage an org's API keys."`
-	Audit       AuditCmd       `cmd:"" help:"Read the log of operator actions."`
-	Apply       ApplyCmd       `cmd:"" help:"Make the server hold what a configuration file declares (matched by name; --dry-run to see the plan first)."`
-	Export      ExportCmd      `cmd:"" help:"Write the current orgs, connections, endpoints and consumers as a configuration file, without secrets."`
+	Orgs          OrgsCmd          `cmd:"" help:"Manage orgs (tenants)."`
+	Connections   ConnectionsCmd   `cmd:"" help:"Manage connections to provider accounts."`
+	Endpoints     EndpointsCmd     `cmd:"" help:"Manage ingress endpoints."`
+	Messages      MessagesCmd      `cmd:"" help:"Inspect received messages."`
+	Events        EventsCmd        `cmd:"" help:"Inspect interpreted events."`
+	Consumers     ConsumersCmd     `cmd:"" help:"Manage the apps that receive events."`
+	Rules         RulesCmd         `cmd:"" help:"Try a filter or transformation against a stored event before saving it."`
+	Links         LinksCmd         `cmd:"" help:"Link provider objects to the app records they belong to."`
+	Replay        ReplayCmd        `cmd:"" help:"Replay a message, or an endpoint's window of at most 7 days."`
+	Listen        ListenCmd        `cmd:"" help:"Forward the org's events, as they are routed, to a local URL (signed like a consumer delivery)."`
+	Send          SendCmd          `cmd:"" help:"Post a correctly signed sample webhook of a provider to an endpoint."`
+	Keys          KeysCmd          `cmd:"" help:"Manage an org's API keys."`
+	Notifications NotificationsCmd `cmd:"" help:"Set where an org's operational notifications (dead messages, tripped consumers, forged requests, the storage quota) go."`
+	Audit         AuditCmd         `cmd:"" help:"Read the log of operator actions."`
+	Apply         ApplyCmd         `cmd:"" help:"Make the server hold what a configuration file declares (matched by name; --dry-run to see the plan first)."`
+	Export        ExportCmd        `cmd:"" help:"Write the current orgs, connections, endpoints and consumers as a configuration file, without secrets."`
 
 	out    io.Writer    // stdout when nil
 	errOut io.Writer    // stderr when nil

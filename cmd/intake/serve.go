@@ -31,6 +31,7 @@ import (
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
+	"github.com/intakehq/intake/notify"
 	"github.com/intakehq/intake/router"
 	"github.com/intakehq/intake/rules"
 	"github.com/intakehq/intake/store/postgres"
@@ -60,6 +61,7 @@ type ServeCmd struct {
 	ShutdownGrace     time.Duration `default:"30s" env:"INTAKE_SHUTDOWN_GRACE" help:"How long SIGTERM waits for in-flight requests."`
 	ScriptTimeout     time.Duration `default:"50ms" env:"INTAKE_SCRIPT_TIMEOUT" help:"How long one call of a rule (filter, transform, interpret script) may run."`
 	ScriptMemory      int           `default:"16777216" env:"INTAKE_SCRIPT_MEMORY" help:"Bytes of memory one JavaScript VM may use."`
+	NotifyInterval    time.Duration `default:"5s" env:"INTAKE_NOTIFY_INTERVAL" help:"How often the notifier looks for operational notices to send."`
 }
 
 // Run serves until SIGTERM or SIGINT, then drains and exits.
@@ -172,12 +174,15 @@ func (c *ServeCmd) Run() error {
 
 	// Window replays recorded by any process's API or console; claims
 	// spread them over the processes and a stopped one's are taken over.
-	// The sweeper runs on one process at a time.
+	// The sweeper and the notifier run on one process at a time.
 	loops := []intake.Loop{w, rt,
 		&ingress.QuotaWatch{Quota: quota, Store: store, Every: 5 * time.Second, Logger: log},
 		&control.ReplayRunner{Store: store, Clock: clock, Logger: log},
 		leading{job: "sweeper", lead: lead, loop: sweeper.New(sweeper.Config{Store: store, Clock: clock,
 			BodyRetention: c.BodyRetention, Retention: c.Retention, Logger: log})},
+		leading{job: "notifier", lead: lead, loop: notify.New(notify.Config{Store: store, Sealer: sealer, Clock: clock,
+			Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: delivery.DefaultPolicy(), UserAgent: "intake"}),
+			Interval: c.NotifyInterval, Metrics: m, Logger: log})},
 	}
 	workCtx, stopWork := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

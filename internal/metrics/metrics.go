@@ -31,6 +31,10 @@ type Metrics struct {
 	// KeyFailures counts messages released because this process's master
 	// key cannot open their connection's secrets: a configuration error.
 	KeyFailures prometheus.Counter
+	// Notifications counts operational notifications by result: sent,
+	// dropped (no settings, or a topic not subscribed), failed (an attempt
+	// to be retried) and given_up (its attempts spent).
+	Notifications *prometheus.CounterVec
 }
 
 // New registers intake's metrics and the Go runtime's on a new registry.
@@ -93,5 +97,9 @@ func New() *Metrics {
 		Name: "intake_worker_key_failures_total", Help: "Messages released because this process's master key cannot open their connection's secrets.",
 	})
 	r.MustRegister(m.KeyFailures)
+	m.Notifications = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "intake_notifications_total", Help: "Operational notifications by result: sent, dropped, failed (to be retried), given_up.",
+	}, []string{"result"})
+	r.MustRegister(m.Notifications)
 	return m
 }

@@ -161,3 +161,37 @@ func (s *Sealer) ConnectionSecrets(c intake.Connection) ([][]byte, error) {
 func (s *Sealer) SealConnectionSecrets(c intake.Connection, secrets []string) ([]byte, error) {
 	return s.SealSecrets(secrets, []byte(c.ID))
 }
+
+// An org's notification secret and Slack URL are sealed to the org and to
+// what they are, so neither opens as the other.
+func notificationSecretAD(orgID string) []byte { return []byte("notifications.secret:" + orgID) }
+func notificationSlackAD(orgID string) []byte  { return []byte("notifications.slack:" + orgID) }
+
+// SealNotificationSecret seals an org's notification signing secret.
+func (s *Sealer) SealNotificationSecret(orgID, secret string) []byte {
+	return s.Seal([]byte(secret), notificationSecretAD(orgID))
+}
+
+// SealNotificationSlackURL seals an org's Slack incoming-webhook URL (a
+// credential); "" seals to nothing.
+func (s *Sealer) SealNotificationSlackURL(orgID, url string) []byte {
+	if url == "" {
+		return nil
+	}
+	return s.Seal([]byte(url), notificationSlackAD(orgID))
+}
+
+// NotificationSecret opens an org's notification signing secret.
+func (s *Sealer) NotificationSecret(n intake.NotificationSettings) (string, error) {
+	b, err := s.Open(n.SealedSecret, notificationSecretAD(n.OrgID))
+	return string(b), err
+}
+
+// NotificationSlackURL opens an org's Slack URL; "" when it has none.
+func (s *Sealer) NotificationSlackURL(n intake.NotificationSettings) (string, error) {
+	if len(n.SealedSlackURL) == 0 {
+		return "", nil
+	}
+	b, err := s.Open(n.SealedSlackURL, notificationSlackAD(n.OrgID))
+	return string(b), err
+}

@@ -93,8 +93,8 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		t := settleTx{tx: tx, now: now}
 		var conn string
-		err := tx.QueryRow(ctx, `SELECT connection_id, org_id, state, attempt FROM messages WHERE id = $1 FOR UPDATE`, st.MessageID).
-			Scan(&conn, &t.orgID, &t.state, &t.attempt)
+		err := tx.QueryRow(ctx, `SELECT connection_id, org_id, state, attempt, endpoint_id FROM messages WHERE id = $1 FOR UPDATE`, st.MessageID).
+			Scan(&conn, &t.msg.OrgID, &t.msg.State, &t.msg.Attempt, &t.msg.EndpointID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound("message", st.MessageID)
 		}
@@ -117,17 +117,19 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 // settleTx is ApplySettlement's view of a PostgreSQL transaction that
 // already holds the message's row lock.
 type settleTx struct {
-	tx      pgx.Tx
-	orgID   string // the message's org, for the rows the settlement adds
-	state   intake.MessageState
-	attempt int
-	now     time.Time
+	tx  pgx.Tx
+	msg intake.LockedMessage // its org is the org of the rows the settlement adds
+	now time.Time
 }
 
 // LockMessage returns what SettleMessage read when it locked the row
 // (SELECT … FOR UPDATE), in the same round trip that found its connection.
-func (t settleTx) LockMessage(ctx context.Context, msgID string) (intake.MessageState, int, error) {
-	return t.state, t.attempt, nil
+func (t settleTx) LockMessage(ctx context.Context, msgID string) (intake.LockedMessage, error) {
+	return t.msg, nil
+}
+
+func (t settleTx) InsertNotice(ctx context.Context, n intake.Notice) error {
+	return insertNotice(ctx, t.tx, n)
 }
 
 func (t settleTx) Identity(ctx context.Context, connectionID, key string, now time.Time) (*intake.Identity, error) {
@@ -153,7 +155,7 @@ func (t settleTx) PutIdentity(ctx context.Context, connectionID string, ident in
 		ON CONFLICT (connection_id, key) DO UPDATE SET digest = excluded.digest, event_type = excluded.event_type,
 			message_id = excluded.message_id, expires_at = excluded.expires_at
 		WHERE message_identities.expires_at IS NOT NULL AND message_identities.expires_at <= $8`,
-		connectionID, text(ident.Key), t.orgID, text(ident.Digest), text(ident.EventType), ident.MessageID, ts(ident.ExpiresAt), ts(t.now))
+		connectionID, text(ident.Key), t.msg.OrgID, text(ident.Digest), text(ident.EventType), ident.MessageID, ts(ident.ExpiresAt), ts(t.now))
 	if err != nil {
 		return err
 	}
@@ -215,7 +217,7 @@ func (t settleTx) UpdateMessage(ctx context.Context, st intake.Settlement, now t
 func (t settleTx) RecordAttempt(ctx context.Context, messageID string, a intake.Attempt) error {
 	_, err := t.tx.Exec(ctx, `INSERT INTO message_attempts (message_id, org_id, attempt, state, outcome, error_code, error_message, at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (message_id, attempt) DO NOTHING`,
-		messageID, t.orgID, a.Attempt, string(a.State), text(a.Outcome), text(a.ErrorCode), text(a.ErrorMessage), ts(a.At))
+		messageID, t.msg.OrgID, a.Attempt, string(a.State), text(a.Outcome), text(a.ErrorCode), text(a.ErrorMessage), ts(a.At))
 	return err
 }
 

@@ -73,6 +73,14 @@ func seedEveryTable(t *testing.T, s *Store, o org) {
 		KeyHash: []byte("key-" + o.org.ID), Actor: "key:ik_test…", CSRF: "csrf", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.InsertNotice(ctx, intake.Notice{ID: intake.NewID(), OrgID: o.org.ID, Topic: intake.NoticeStorageQuota,
+		Subject: "storage", Detail: "d", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutNotificationSettings(ctx, intake.Scope{OrgID: o.org.ID}, intake.NotificationSettings{OrgID: o.org.ID,
+		Topics: []string{intake.NoticeStorageQuota}, SealedSecret: []byte("s"), UpdatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestOrgScopedTransactionSeesNoOtherOrgsRows runs SQL that forgets the org

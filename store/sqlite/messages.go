@@ -85,7 +85,7 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 		// One read finds the connection and the row's state; the
 		// transaction already holds SQLite's write lock.
 		t := settleTx{tx: tx}
-		err := tx.QueryRowContext(ctx, messageForSettleSQL, st.MessageID).Scan(&t.conn, &t.state, &t.attempt)
+		err := tx.QueryRowContext(ctx, messageForSettleSQL, st.MessageID).Scan(&t.conn, &t.msg.State, &t.msg.Attempt, &t.msg.OrgID, &t.msg.EndpointID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("message", st.MessageID)
 		}
@@ -104,15 +104,18 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 // settleTx is ApplySettlement's view of a SQLite write transaction. The
 // transaction is IMMEDIATE, so it already holds the database's write lock.
 type settleTx struct {
-	tx      *wtx
-	conn    string
-	state   intake.MessageState
-	attempt int
+	tx   *wtx
+	conn string
+	msg  intake.LockedMessage
 }
 
 // LockMessage returns what SettleMessage read in this same transaction.
-func (t settleTx) LockMessage(ctx context.Context, id string) (intake.MessageState, int, error) {
-	return t.state, t.attempt, nil
+func (t settleTx) LockMessage(ctx context.Context, id string) (intake.LockedMessage, error) {
+	return t.msg, nil
+}
+
+func (t settleTx) InsertNotice(ctx context.Context, n intake.Notice) error {
+	return insertNotice(ctx, t.tx, n)
 }
 
 func (t settleTx) Identity(ctx context.Context, connectionID, key string, now time.Time) (*intake.Identity, error) {
@@ -487,7 +490,7 @@ var claimMessagesSQL = `UPDATE messages
 		) ORDER BY due LIMIT ?3)
 	RETURNING ` + messageColumns
 
-const messageForSettleSQL = `SELECT connection_id, state, attempt FROM messages WHERE id = ?`
+const messageForSettleSQL = `SELECT connection_id, state, attempt, org_id, endpoint_id FROM messages WHERE id = ?`
 
 const identitySQL = `SELECT digest, event_type, message_id, expires_at FROM message_identities
 		WHERE connection_id = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)`

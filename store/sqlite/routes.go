@@ -427,12 +427,6 @@ func (t routeTx) InsertNotice(ctx context.Context, n intake.Notice) error {
 	return insertNotice(ctx, t.tx, n)
 }
 
-func insertNotice(ctx context.Context, tx *wtx, n intake.Notice) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO notices (id, org_id, topic, subject, detail, at) VALUES (?, ?, ?, ?, ?, ?)`,
-		n.ID, n.OrgID, n.Topic, n.Subject, n.Detail, ts(n.At))
-	return err
-}
-
 func (t routeTx) CountRoutes(ctx context.Context, eventID string) (intake.RouteCounts, error) {
 	var n intake.RouteCounts
 	err := t.tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(state = 'waiting'), 0), coalesce(sum(state = 'waiting' AND last_error <> ''), 0),

@@ -81,6 +81,7 @@ func Run(t *testing.T, open Opener) {
 		{"ControlsRoundTrip", testControlsRoundTrip},
 		{"ConsumerHealthFigures", testConsumerHealth},
 	}
+	tests = append(tests, notificationTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}

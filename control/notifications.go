@@ -1,0 +1,142 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/delivery"
+)
+
+// NotificationSettings is where an org's operational notifications go, as
+// an operator sees it: the Slack URL masked, the signing secret only in
+// the answer to the first put.
+type NotificationSettings struct {
+	URL string
+	// SlackURL is masked: its scheme and host, the secret path hidden.
+	SlackURL      string
+	Topics        []string
+	SigningSecret string
+}
+
+// NotificationUpdate is what PutNotifications sets: every setting, as
+// given ("" for none).
+type NotificationUpdate struct {
+	URL      string
+	SlackURL string
+	Topics   []string
+}
+
+// PutNotifications sets where an org's notifications go. The first put
+// mints the signing secret the URL's notifications are signed with and
+// returns it, once; later puts keep it.
+func (p *Plane) PutNotifications(ctx context.Context, c Caller, orgID string, u NotificationUpdate) (NotificationSettings, error) {
+	if err := intake.CheckID("id", orgID); err != nil {
+		return NotificationSettings{}, err
+	}
+	if !c.Scope.Allows(orgID) {
+		return NotificationSettings{}, intake.Errorf(intake.ENOTFOUND, "org %s not found", orgID)
+	}
+	topics, err := checkTopics(u.Topics)
+	if err != nil {
+		return NotificationSettings{}, err
+	}
+	if err := checkSlackURL(u.SlackURL); err != nil {
+		return NotificationSettings{}, err
+	}
+	if u.URL != "" {
+		if err := p.checkURL(ctx, u.URL); err != nil {
+			return NotificationSettings{}, err
+		}
+	}
+	if u.SlackURL != "" {
+		if err := p.checkURL(ctx, u.SlackURL); err != nil {
+			return NotificationSettings{}, intake.Errorf(intake.EINVALID, "slack_webhook_url: %s", intake.ErrorMessage(err))
+		}
+	}
+	old, err := p.store.NotificationSettings(ctx, c.Scope, orgID)
+	first := intake.ErrorCode(err) == intake.ENOTFOUND
+	if err != nil && !first {
+		return NotificationSettings{}, err
+	}
+	s := intake.NotificationSettings{OrgID: orgID, URL: u.URL, SealedSlackURL: p.sealer.SealNotificationSlackURL(orgID, u.SlackURL),
+		Topics: topics, SealedSecret: old.SealedSecret, UpdatedAt: p.now()}
+	var secret string
+	if first {
+		secret = delivery.NewSecret()
+		s.SealedSecret = p.sealer.SealNotificationSecret(orgID, secret)
+	}
+	slack := "none"
+	if u.SlackURL != "" {
+		slack = maskSlackURL(u.SlackURL)
+	}
+	a := p.entry(c, orgID, "notifications.update", "org", orgID,
+		fmt.Sprintf("url=%s slack_webhook_url=%s topics=%s", u.URL, slack, strings.Join(topics, ",")))
+	if err := p.store.PutNotificationSettings(ctx, c.Scope, s, a); err != nil {
+		return NotificationSettings{}, err
+	}
+	return NotificationSettings{URL: u.URL, SlackURL: maskSlackURL(u.SlackURL), Topics: topics, SigningSecret: secret}, nil
+}
+
+// Notifications returns where an org's notifications go; ENOTFOUND until
+// they are set.
+func (p *Plane) Notifications(ctx context.Context, c Caller, orgID string) (NotificationSettings, error) {
+	if err := intake.CheckID("id", orgID); err != nil {
+		return NotificationSettings{}, err
+	}
+	s, err := p.store.NotificationSettings(ctx, c.Scope, orgID)
+	if err != nil {
+		return NotificationSettings{}, err
+	}
+	slack, err := p.sealer.NotificationSlackURL(s)
+	if err != nil {
+		return NotificationSettings{}, fmt.Errorf("open the Slack URL of org %s: %w", orgID, err)
+	}
+	return NotificationSettings{URL: s.URL, SlackURL: maskSlackURL(slack), Topics: s.Topics}, nil
+}
+
+// checkTopics refuses an unknown topic and returns the topics without
+// repeats, in the order given.
+func checkTopics(topics []string) ([]string, error) {
+	out := []string{}
+	for i, t := range topics {
+		if !slices.Contains(intake.NoticeTopics, t) {
+			return nil, intake.Errorf(intake.EINVALID, "topics[%d]: unknown topic %.64q (one of %s)", i, t, strings.Join(intake.NoticeTopics, ", "))
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// checkSlackURL requires an https URL: it carries its own credential.
+func checkSlackURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" || u.User != nil {
+		return intake.Errorf(intake.EINVALID, "slack_webhook_url must be an https URL (https://hooks.slack.com/services/…)")
+	}
+	if len(raw) > maxConsumerURL {
+		return intake.Errorf(intake.EINVALID, "slack_webhook_url must be at most %d bytes", maxConsumerURL)
+	}
+	return nil
+}
+
+// maskSlackURL shows a Slack URL's scheme and host and hides its path,
+// which is the credential; "" stays "".
+func maskSlackURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "…"
+	}
+	return u.Scheme + "://" + u.Host + "/…"
+}

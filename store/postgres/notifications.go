@@ -1,0 +1,106 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake"
+)
+
+// PutNotificationSettings sets where an org's notifications go.
+func (s *Store) PutNotificationSettings(ctx context.Context, sc intake.Scope, n intake.NotificationSettings, audit ...intake.AuditEntry) error {
+	if !validIDs(n.OrgID) || !sc.Allows(n.OrgID) {
+		return notFound("org", n.OrgID)
+	}
+	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
+		if err := orgExists(ctx, tx, n.OrgID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO notification_settings (org_id, url, sealed_slack_url, topics, sealed_secret, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (org_id) DO UPDATE SET url = excluded.url, sealed_slack_url = excluded.sealed_slack_url,
+				topics = excluded.topics, sealed_secret = excluded.sealed_secret, updated_at = excluded.updated_at`,
+			n.OrgID, text(n.URL), n.SealedSlackURL, texts(n.Topics), n.SealedSecret, ts(n.UpdatedAt))
+		return err
+	})
+}
+
+// NotificationSettings returns an org's settings visible in sc.
+func (s *Store) NotificationSettings(ctx context.Context, sc intake.Scope, orgID string) (intake.NotificationSettings, error) {
+	n := intake.NotificationSettings{OrgID: orgID}
+	if !validIDs(orgID) {
+		return n, intake.Errorf(intake.ENOTFOUND, "org %s has no notification settings", orgID)
+	}
+	var updated *time.Time
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		b.Queue(`SELECT url, sealed_slack_url, topics, sealed_secret, updated_at FROM notification_settings
+			WHERE org_id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, orgID, nullID(sc.OrgID)).
+			QueryRow(func(row pgx.Row) error {
+				return row.Scan(&n.URL, &n.SealedSlackURL, &n.Topics, &n.SealedSecret, &updated)
+			})
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return n, intake.Errorf(intake.ENOTFOUND, "org %s has no notification settings", orgID)
+	}
+	n.UpdatedAt = fromTS(updated)
+	return n, err
+}
+
+// InsertNotice records a notice outside a settlement.
+func (s *Store) InsertNotice(ctx context.Context, n intake.Notice) error {
+	return s.tx(ctx, func(tx pgx.Tx) error { return insertNotice(ctx, tx, n) })
+}
+
+func insertNotice(ctx context.Context, q querier, n intake.Notice) error {
+	_, err := q.Exec(ctx, `INSERT INTO notices (id, org_id, topic, subject, detail, at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		n.ID, n.OrgID, text(n.Topic), text(n.Subject), text(n.Detail), ts(n.At))
+	return err
+}
+
+// UnsentNotices returns the oldest notices not yet sent.
+func (s *Store) UnsentNotices(ctx context.Context, limit int) ([]intake.Notice, error) {
+	var out []intake.Notice
+	err := s.read(ctx, intake.Scope{}, func(b *pgx.Batch) {
+		queueRows(b, &out, scanNotice, `SELECT id, org_id, topic, subject, detail, at FROM notices
+			WHERE sent_at IS NULL ORDER BY at, id LIMIT $1`, limit)
+	})
+	return out, err
+}
+
+func scanNotice(row pgx.Row) (intake.Notice, error) {
+	var n intake.Notice
+	var at *time.Time
+	err := row.Scan(&n.ID, &n.OrgID, &n.Topic, &n.Subject, &n.Detail, &at)
+	n.At = fromTS(at)
+	return n, err
+}
+
+// LastSentNotice returns when a notice of the group was last sent.
+func (s *Store) LastSentNotice(ctx context.Context, orgID, topic, subject string) (time.Time, error) {
+	if !validIDs(orgID) {
+		return time.Time{}, nil
+	}
+	var at *time.Time
+	err := s.read(ctx, intake.Scope{}, func(b *pgx.Batch) {
+		b.Queue(`SELECT max(sent_at) FROM notices WHERE org_id = $1 AND topic = $2 AND subject = $3`,
+			orgID, text(topic), text(subject)).QueryRow(func(row pgx.Row) error { return row.Scan(&at) })
+	})
+	return fromTS(at), err
+}
+
+// MarkNoticesSent records that the notices were sent (or dropped).
+func (s *Store) MarkNoticesSent(ctx context.Context, ids []string, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if !validIDs(ids...) {
+		return intake.Errorf(intake.EINVALID, "notice ids must be ids")
+	}
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE notices SET sent_at = $1 WHERE sent_at IS NULL AND id = ANY($2::uuid[])`, ts(at), ids)
+		return err
+	})
+}

@@ -1,0 +1,110 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// PutNotificationSettings sets where an org's notifications go.
+func (s *Store) PutNotificationSettings(ctx context.Context, sc intake.Scope, n intake.NotificationSettings, audit ...intake.AuditEntry) error {
+	if !sc.Allows(n.OrgID) {
+		return notFound("org", n.OrgID)
+	}
+	if n.Topics == nil {
+		n.Topics = []string{}
+	}
+	topics, err := json.Marshal(n.Topics)
+	if err != nil {
+		return err
+	}
+	return s.audited(ctx, audit, func(tx *wtx) error {
+		if err := orgExists(ctx, tx, n.OrgID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO notification_settings (org_id, url, sealed_slack_url, topics, sealed_secret, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (org_id) DO UPDATE SET url = excluded.url, sealed_slack_url = excluded.sealed_slack_url,
+				topics = excluded.topics, sealed_secret = excluded.sealed_secret, updated_at = excluded.updated_at`,
+			n.OrgID, n.URL, n.SealedSlackURL, string(topics), n.SealedSecret, ts(n.UpdatedAt))
+		return err
+	})
+}
+
+// NotificationSettings returns an org's settings visible in sc.
+func (s *Store) NotificationSettings(ctx context.Context, sc intake.Scope, orgID string) (intake.NotificationSettings, error) {
+	n := intake.NotificationSettings{OrgID: orgID}
+	var topics string
+	var updated sql.NullInt64
+	err := s.read.QueryRowContext(ctx, `SELECT url, sealed_slack_url, topics, sealed_secret, updated_at FROM notification_settings
+		WHERE org_id = ?1 AND (?2 = '' OR org_id = ?2)`, orgID, sc.OrgID).
+		Scan(&n.URL, &n.SealedSlackURL, &topics, &n.SealedSecret, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return n, intake.Errorf(intake.ENOTFOUND, "org %s has no notification settings", orgID)
+	}
+	if err != nil {
+		return n, err
+	}
+	n.UpdatedAt = fromTS(updated)
+	return n, json.Unmarshal([]byte(topics), &n.Topics)
+}
+
+// InsertNotice records a notice outside a settlement.
+func (s *Store) InsertNotice(ctx context.Context, n intake.Notice) error {
+	return s.tx(ctx, func(tx *wtx) error { return insertNotice(ctx, tx, n) })
+}
+
+func insertNotice(ctx context.Context, tx *wtx, n intake.Notice) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO notices (id, org_id, topic, subject, detail, at) VALUES (?, ?, ?, ?, ?, ?)`,
+		n.ID, n.OrgID, n.Topic, n.Subject, n.Detail, ts(n.At))
+	return err
+}
+
+// UnsentNotices returns the oldest notices not yet sent.
+func (s *Store) UnsentNotices(ctx context.Context, limit int) ([]intake.Notice, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT id, org_id, topic, subject, detail, at FROM notices
+		WHERE sent_at IS NULL ORDER BY at, id LIMIT ?`, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []intake.Notice
+	for rows.Next() {
+		var n intake.Notice
+		var at sql.NullInt64
+		if err := rows.Scan(&n.ID, &n.OrgID, &n.Topic, &n.Subject, &n.Detail, &at); err != nil {
+			return nil, err
+		}
+		n.At = fromTS(at)
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// LastSentNotice returns when a notice of the group was last sent.
+func (s *Store) LastSentNotice(ctx context.Context, orgID, topic, subject string) (time.Time, error) {
+	var at sql.NullInt64
+	err := s.read.QueryRowContext(ctx, `SELECT max(sent_at) FROM notices WHERE org_id = ? AND topic = ? AND subject = ?`,
+		orgID, topic, subject).Scan(&at)
+	return fromTS(at), err
+}
+
+// MarkNoticesSent records that the notices were sent (or dropped).
+func (s *Store) MarkNoticesSent(ctx context.Context, ids []string, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx *wtx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE notices SET sent_at = ? WHERE sent_at IS NULL AND id IN (SELECT value FROM json_each(?))`,
+			ts(at), string(list))
+		return err
+	})
+}
