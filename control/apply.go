@@ -470,7 +470,7 @@ func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, 
 	}
 	if ctl.Ordering != "" && ctl.Ordering != OrderingSubject && (old == nil || old.Controls.Ordering != ctl.Ordering) {
 		if err := pl.p.rules.Check(ctx, rules.KindKey, ctl.Ordering); err != nil {
-			return inside(where, err)
+			return inside(where, orderingError(err))
 		}
 	}
 	if old == nil {

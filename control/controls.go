@@ -31,7 +31,7 @@ func (p *Plane) applyControls(ctx context.Context, ctl *intake.Controls, u Consu
 	if u.Ordering != nil {
 		if *u.Ordering != "" && *u.Ordering != OrderingSubject && *u.Ordering != ctl.Ordering {
 			if err := p.rules.Check(ctx, rules.KindKey, *u.Ordering); err != nil {
-				return err
+				return orderingError(err)
 			}
 		}
 		next.Ordering = *u.Ordering
@@ -108,4 +108,13 @@ func (p *Plane) ConsumerHealth(ctx context.Context, c Caller, id string) (intake
 		return intake.ConsumerHealth{}, err
 	}
 	return p.store.ConsumerHealth(ctx, c.Scope, id, p.now())
+}
+
+// orderingError names the setting a key expression that does not compile
+// came from.
+func orderingError(err error) error {
+	if intake.ErrorCode(err) == intake.EINVALID {
+		return intake.Errorf(intake.EINVALID, "ordering: %s", intake.ErrorMessage(err))
+	}
+	return err
 }
