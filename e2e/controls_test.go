@@ -184,7 +184,10 @@ func TestAFailingConsumerTripsItsBreakerAndIsAudited(t *testing.T) {
 		return h.State == "tripped"
 	})
 	var audit struct {
-		Items []struct{ Action, Actor, TargetID string }
+		Items []struct {
+			Action, Actor string
+			TargetID      string `json:"target_id"`
+		}
 	}
 	s.api(t, "GET", "/api/v1/audit", nil, &audit)
 	found := false
