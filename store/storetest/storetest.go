@@ -67,6 +67,9 @@ func Run(t *testing.T, open Opener) {
 		{"TraceContextSurvivesTheStore", testTraceParent},
 		{"ConsoleSessionsExpireRevokeWithTheirKeyAndAreSwept", testSessions},
 		{"OverviewCountsEachHourByStateAndTheOpenWorkExactly", testOverview},
+		{"AHandedOverMessageCommitsUnderItsFirstLeaseAndIsClaimedOnceItExpires", testHandover},
+		{"HandedOverAndQueuedMessagesShareCommits", testHandoverSharesCommitsWithQueued},
+		{"IngestRefusesAnythingButQueuedOrAFirstLeasedAttempt", testIngestRefusesOtherStates},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
