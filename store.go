@@ -92,9 +92,10 @@ type Ingester interface {
 	// EndpointByTokenHash finds an endpoint for ingress, enabled or not.
 	EndpointByTokenHash(ctx context.Context, tokenHash []byte) (Endpoint, error)
 	Connection(ctx context.Context, sc Scope, id string) (Connection, error)
-	// Ingest durably commits a received message in state queued, sharing
-	// the commit with concurrent callers; it returns only once the commit
-	// holding m is on disk, and wakes the workers.
+	// Ingest durably commits a received message (see CheckIngest: queued,
+	// or handed over under its first lease), sharing the commit with
+	// concurrent callers; it returns only once the commit holding m is on
+	// disk, and wakes the workers when m is queued.
 	Ingest(ctx context.Context, m *Message) error
 	// StorageBytes is how much space the store's data takes, for the
 	// storage quota: cheap to ask, approximate by design.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -117,4 +118,92 @@ func TestKilledServerLosesNoAcknowledgedWebhook(t *testing.T) {
 	if len(acked) < rounds*perRound {
 		t.Fatalf("only %d acknowledged", len(acked))
 	}
+}
+
+// slowInterpret holds each attempt for a second, so attempts are in
+// flight when the server is killed.
+const slowInterpret = `function interpret(request) {
+	for (var start = Date.now(); Date.now() - start < 1000;) {}
+	return [{id: request.json.id, type: "slow.done", data: request.json}];
+}`
+
+// TestKilledServerLosesNoHandedOverWebhook kills the server with SIGKILL
+// while the webhooks it acknowledged are being processed from memory: each
+// was handed over by the commit that stored it, under its first lease, so
+// none was ever claimed. After a restart on the same data every one is
+// claimed once its lease runs out and processed exactly once, the lost
+// attempts as the next ones.
+func TestKilledServerLosesNoHandedOverWebhook(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills the real binary")
+	}
+	data := t.TempDir()
+	s := start(t, data, "--script-timeout", "5s")
+	var org struct{ ID string }
+	s.api(t, "POST", "/api/v1/orgs", map[string]any{"name": "acme"}, &org)
+	var conn struct{ ID string }
+	s.api(t, "POST", "/api/v1/connections", map[string]any{"org_id": org.ID, "provider": "none", "name": "slow",
+		"config": map[string]any{"script": slowInterpret}}, &conn)
+	var ep struct{ Token string }
+	s.api(t, "POST", "/api/v1/endpoints", map[string]any{"connection_id": conn.ID, "rate_per_sec": 0}, &ep)
+
+	const n = 16
+	var wg sync.WaitGroup
+	acked := make([]bool, n)
+	for i := range n {
+		wg.Go(func() {
+			resp, err := http.Post(s.url+"/webhooks/"+ep.Token, "application/json", strings.NewReader(fmt.Sprintf(`{"id":"h-%d"}`, i)))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			acked[i] = resp.StatusCode == http.StatusOK
+		})
+	}
+	wg.Wait()
+	for i, ok := range acked {
+		if !ok {
+			t.Fatalf("webhook h-%d not acknowledged", i)
+		}
+	}
+	if handed := value(s.scrape(t), "intake_messages_handed_over_total"); handed != n {
+		t.Fatalf("%v of %d acknowledged webhooks handed over", handed, n)
+	}
+	inFlight := 0
+	for _, m := range s.messages(t) {
+		if m.State == "processing" && m.Attempt == 1 {
+			inFlight++
+		}
+	}
+	s.kill()
+	if inFlight == 0 {
+		t.Fatal("no handed-over attempt was in flight at the kill")
+	}
+
+	s = start(t, data, "--script-timeout", "5s")
+	eventsOf := map[string]int{}
+	msgs := s.settledMessages(t)
+	for _, e := range s.events(t) {
+		eventsOf[e.MessageID]++
+	}
+	stored, retaken := map[string]int{}, 0
+	for _, m := range msgs {
+		if m.State != "processed" || eventsOf[m.ID] != 1 {
+			t.Errorf("message %s (%s): %s/%s at attempt %d with %d events", m.ID, m.ProviderEventID, m.State, m.Outcome, m.Attempt, eventsOf[m.ID])
+		}
+		stored[m.ProviderEventID]++
+		if m.Attempt > 1 {
+			retaken++
+		}
+	}
+	for i := range n {
+		if id := fmt.Sprintf("h-%d", i); stored[id] != 1 {
+			t.Errorf("acknowledged %s stored %d times", id, stored[id])
+		}
+	}
+	if retaken < inFlight {
+		t.Errorf("%d messages processed as a later attempt, but %d first attempts were in flight at the kill", retaken, inFlight)
+	}
+	t.Logf("%d acknowledged and handed over; %d in flight at the kill, %d processed after it as a later attempt", n, inFlight, retaken)
 }

@@ -193,6 +193,7 @@ func (s *server) api(t *testing.T, method, path string, in, out any) int {
 type message struct {
 	ID              string `json:"id"`
 	State           string `json:"state"`
+	Attempt         int    `json:"attempt"`
 	ProviderEventID string `json:"provider_event_id"`
 	Outcome         string `json:"outcome"`
 }

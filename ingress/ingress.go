@@ -41,6 +41,10 @@ type Config struct {
 	// EndpointTTL is how long an endpoint looked up by its token is reused
 	// (default 1s) unless the store's change counter moves first.
 	EndpointTTL time.Duration
+	// Handoff, when set, is the local worker's: while it has room, a
+	// message commits under its first lease and goes straight to the
+	// worker, with the body it arrived with.
+	Handoff *intake.Handoff
 }
 
 // Handler serves /webhooks/{token} for any method.
@@ -157,13 +161,21 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 	m := newMessage(ep, r, body, now)
 	traceMessage(r.Context(), m)
 	challenge, isChallenge := h.challenge(r.Context(), ep, m, h.publicURL(r), now)
+	handed := h.cfg.Handoff.Reserve(m)
 	start := time.Now()
 	if err := h.cfg.Store.Ingest(context.WithoutCancel(r.Context()), m); err != nil {
+		if handed {
+			h.cfg.Handoff.Cancel()
+		}
 		h.cfg.Logger.Error("ingress: commit failed; not acknowledged", "endpoint_id", ep.ID, "err", err)
 		answer(w, http.StatusServiceUnavailable, bodyUnavailable)
 		return "storage"
 	}
 	h.cfg.Metrics.IngestSeconds.Observe(time.Since(start).Seconds())
+	if handed {
+		h.cfg.Handoff.Give(m)
+		h.cfg.Metrics.HandedOver.Inc()
+	}
 	if isChallenge {
 		for k, v := range challenge.Header {
 			w.Header()[k] = v

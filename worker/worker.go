@@ -35,6 +35,9 @@ type Config struct {
 	Poll        time.Duration // fallback poll when no wake-up arrives (default 1s)
 	Batch       int           // messages claimed per round (default 64)
 	Concurrency int           // messages processed at once (default 64: a batch's settlements share commits)
+	// Handoff, when set, brings the messages this process's ingest just
+	// committed under their first lease; they are taken before claims.
+	Handoff *intake.Handoff
 	// Rules runs connections' filters and interpret scripts; nil: an
 	// engine with the default bounds.
 	Rules   *rules.Engine
@@ -58,6 +61,10 @@ type Worker struct {
 	// unopenable holds the connections whose secrets this process could
 	// not open, so each is logged once, not once per message.
 	unopenable sync.Map
+	// slots bounds the attempts running at once, claimed and handed over
+	// alike; running counts them.
+	slots   chan struct{}
+	running sync.WaitGroup
 }
 
 // rowTTL is how long a worker reuses connection and endpoint rows.
@@ -99,44 +106,64 @@ func New(cfg Config) *Worker {
 		}
 		cfg.Rules = e
 	}
-	w := &Worker{cfg: cfg}
+	w := &Worker{cfg: cfg, slots: make(chan struct{}, cfg.Concurrency)}
 	w.conns.TTL, w.eps.TTL = rowTTL, rowTTL
 	w.conns.Changes, w.eps.Changes = cfg.Store.Changes(), cfg.Store.Changes()
 	return w
 }
 
-// Run processes messages as they commit (woken by the store) and on a poll
-// as the fallback, until ctx ends. Work claimed but not started when ctx
-// ends is released so another process takes it at once.
+// Run processes messages until ctx ends: those handed over by this
+// process's ingest as they arrive, and claimed ones when the store wakes it
+// or on a poll as the fallback. Work claimed or handed over but not started
+// when ctx ends is released so another process takes it at once; Run
+// returns once the attempts it started have settled.
 func (w *Worker) Run(ctx context.Context) error {
 	wake, stop := w.cfg.Store.Listen(intake.TopicMessages)
 	defer stop()
 	poll := time.NewTimer(w.cfg.Poll)
 	defer poll.Stop()
-	for {
-		n, err := w.RunOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			w.cfg.Logger.Error("worker: claim failed", "err", err)
+	handed := w.cfg.Handoff.Claims()
+	for claim := true; ctx.Err() == nil; {
+		if claim {
+			// Handed-over work first, but at most a batch of it, so a
+			// steady stream cannot keep retries from being claimed.
+			for i := 0; i < w.cfg.Batch && w.takeHanded(ctx); i++ {
+			}
+			n, err := w.claim(ctx)
+			if err != nil && ctx.Err() == nil {
+				w.cfg.Logger.Error("worker: claim failed", "err", err)
+			}
+			if claim = n == w.cfg.Batch; !claim { // when full, there may be more due right now
+				poll.Reset(w.cfg.Poll)
+			}
+			continue
 		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		if n == w.cfg.Batch {
-			continue // there may be more due right now
-		}
-		poll.Reset(w.cfg.Poll)
 		select {
 		case <-ctx.Done():
-			return nil
+		case c := <-handed:
+			w.startHanded(ctx, c)
 		case <-wake:
+			claim = true
 		case <-poll.C:
+			claim = true
 		}
 	}
+	w.releaseHanded(ctx)
+	w.running.Wait()
+	return nil
 }
 
 // RunOnce claims one batch of due messages and processes it, returning how
-// many it claimed.
+// many it claimed once every attempt it started has settled.
 func (w *Worker) RunOnce(ctx context.Context) (int, error) {
+	n, err := w.claim(ctx)
+	w.running.Wait()
+	return n, err
+}
+
+// claim claims one batch of due messages and starts them, returning how
+// many it claimed.
+func (w *Worker) claim(ctx context.Context) (int, error) {
 	claims, err := w.cfg.Store.ClaimMessages(ctx, w.cfg.Clock.Now(), w.cfg.Lease, w.cfg.Batch)
 	if err != nil {
 		w.cfg.Metrics.WorkerClaims.WithLabelValues("error").Inc()
@@ -147,25 +174,70 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	w.cfg.Metrics.WorkerClaims.WithLabelValues("work").Inc()
-	sem := make(chan struct{}, w.cfg.Concurrency)
-	var wg sync.WaitGroup
 	for _, c := range claims {
-		if ctx.Err() != nil {
-			// Draining: hand the rest back rather than let the leases run out.
-			if err := w.cfg.Store.ReleaseMessage(context.WithoutCancel(ctx), w.cfg.Clock.Now(), c.Message.ID, c.Attempt); err != nil {
-				w.cfg.Logger.Warn("worker: release failed", "message_id", c.Message.ID, "err", err)
-			}
-			continue
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			w.Process(context.WithoutCancel(ctx), c)
-		}()
+		w.start(ctx, c)
 	}
-	wg.Wait()
 	return len(claims), nil
+}
+
+// takeHanded starts a handed-over message if one is waiting.
+func (w *Worker) takeHanded(ctx context.Context) bool {
+	select {
+	case c := <-w.cfg.Handoff.Claims():
+		w.startHanded(ctx, c)
+		return true
+	default:
+		return false
+	}
+}
+
+// startHanded starts a handed-over message, unless its lease already ran
+// out while it waited: then it is another claim's to take.
+func (w *Worker) startHanded(ctx context.Context, c intake.Claim) {
+	w.cfg.Handoff.Taken()
+	if !w.cfg.Clock.Now().Before(c.LeaseUntil) {
+		return
+	}
+	w.start(ctx, c)
+}
+
+// start runs an attempt once a slot is free. Draining, it hands the
+// attempt back rather than let its lease run out.
+func (w *Worker) start(ctx context.Context, c intake.Claim) {
+	select {
+	case w.slots <- struct{}{}:
+	case <-ctx.Done():
+	}
+	if ctx.Err() != nil {
+		w.release(ctx, c)
+		return
+	}
+	w.running.Add(1)
+	go func() {
+		defer func() { <-w.slots; w.running.Done() }()
+		w.Process(context.WithoutCancel(ctx), c)
+	}()
+}
+
+// releaseHanded gives back what was handed over but not started. A
+// message handed over after this (an ingest still finishing) keeps its
+// lease until it expires, and is claimed then.
+func (w *Worker) releaseHanded(ctx context.Context) {
+	for {
+		select {
+		case c := <-w.cfg.Handoff.Claims():
+			w.cfg.Handoff.Taken()
+			w.release(ctx, c)
+		default:
+			return
+		}
+	}
+}
+
+func (w *Worker) release(ctx context.Context, c intake.Claim) {
+	if err := w.cfg.Store.ReleaseMessage(context.WithoutCancel(ctx), w.cfg.Clock.Now(), c.Message.ID, c.Attempt); err != nil {
+		w.cfg.Logger.Warn("worker: release failed", "message_id", c.Message.ID, "err", err)
+	}
 }
 
 // Process runs one claimed attempt to its settlement.

@@ -111,8 +111,11 @@ func (c *ServeCmd) Run() error {
 	m.WatchStore(store, clock)
 	quota := &ingress.Quota{Limit: c.StorageQuota}
 	m.WatchQuota(quota.Used, quota.Limit)
+	// Fresh messages go from their commit straight to this process's
+	// worker while it has room: as many as it processes at once.
+	handoff := intake.NewHandoff(c.Workers, c.Lease)
 	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
-		Logger: log, Quota: quota})
+		Logger: log, Quota: quota, Handoff: handoff})
 	// One rules engine: its VM pools and compiled programs serve the worker,
 	// the router and the control plane's checks and dry runs.
 	engine, err := rules.New(rules.Config{ScriptTimeout: c.ScriptTimeout, ScriptMemory: c.ScriptMemory}, clock)
@@ -126,7 +129,7 @@ func (c *ServeCmd) Run() error {
 	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
-		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
+		Handoff: handoff, Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
 
 	rt := router.New(router.Config{Store: store, Sealer: sealer, Clock: clock,
 		BodyURLs: bodyurl.Signer{Key: derive(key, "body-url"), PublicURL: c.publicURL()},

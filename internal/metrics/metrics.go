@@ -20,6 +20,7 @@ type Metrics struct {
 	EventsFiltered  prometheus.Counter       // interpreted events a connection's filter dropped
 	Conflicts       prometheus.Counter       // same provider event id, different content
 	WorkerClaims    *prometheus.CounterVec   // claim calls by result: work, empty, error
+	HandedOver      prometheus.Counter       // messages their commit handed to the local worker, unclaimed
 	Deliveries      *prometheus.CounterVec   // delivery attempts by outcome
 	FanOuts         *prometheus.CounterVec   // events fanned out, by the state the fan-out left them in
 	DeliverySeconds *prometheus.HistogramVec // consumer call latency by outcome
@@ -69,6 +70,9 @@ func New() *Metrics {
 		WorkerClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "intake_worker_claims_total", Help: "Worker claim rounds, by result.",
 		}, []string{"result"}),
+		HandedOver: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "intake_messages_handed_over_total", Help: "Messages the commit that stored them handed to this process's worker, with no claim.",
+		}),
 		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "intake_deliveries_total", Help: "Consumer delivery attempts, by outcome.",
 		}, []string{"outcome"}),
@@ -92,7 +96,7 @@ func New() *Metrics {
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
 	})
 	r.MustRegister(m.EndToEnd, m.IngressRequests, m.IngestSeconds, m.Messages, m.ProcessSeconds, m.EventsCreated, m.EventsFiltered, m.Conflicts,
-		m.WorkerClaims, m.Deliveries, m.FanOuts, m.DeliverySeconds, m.ConsumerDeliveries, m.ConsumerDeliverySeconds)
+		m.WorkerClaims, m.HandedOver, m.Deliveries, m.FanOuts, m.DeliverySeconds, m.ConsumerDeliveries, m.ConsumerDeliverySeconds)
 	m.KeyFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "intake_worker_key_failures_total", Help: "Messages released because this process's master key cannot open their connection's secrets.",
 	})

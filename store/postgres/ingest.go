@@ -29,10 +29,12 @@ const committers = 2
 
 // Ingest hands m to a committer and waits until the commit holding it
 // returns. A lone request commits at once; requests that arrive while
-// commits are in flight share the next one.
+// commits are in flight share the next one. A message handed over to the
+// local worker commits under its first lease and wakes no one: no other
+// worker could claim it.
 func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
-	if m.State != intake.MessageQueued {
-		return intake.Errorf(intake.EINVALID, "ingest records a queued message, not %s (a replay uses InsertReplay)", m.State)
+	if err := intake.CheckIngest(m); err != nil {
+		return err
 	}
 	req := ingestRequest{m: m, done: make(chan error, 1)}
 	select {
@@ -84,8 +86,9 @@ func (s *Store) committer() {
 				break drain
 			}
 		}
-		s.commitBatch(batch)
-		s.hub.Notify(intake.TopicMessages)
+		if s.commitBatch(batch) {
+			s.hub.Notify(intake.TopicMessages)
+		}
 	}
 }
 
@@ -101,20 +104,33 @@ func (s *Store) failQueued() {
 }
 
 // commitBatch writes the batch in one transaction that also notifies the
-// other processes. If it fails, each request is committed alone, so one bad
-// row cannot fail its neighbours.
-func (s *Store) commitBatch(batch []ingestRequest) {
+// other processes when it holds a queued message. If it fails, each request
+// is committed alone, so one bad row cannot fail its neighbours. It reports
+// whether a queued message was committed, for the local workers' wake-up.
+func (s *Store) commitBatch(batch []ingestRequest) (queued bool) {
 	ctx := context.Background()
 	err := s.tx(ctx, func(tx pgx.Tx) error { return s.insertMessages(ctx, tx, batch) })
 	if err == nil || len(batch) == 1 {
 		for _, r := range batch {
 			r.done <- err
 		}
-		return
+		return err == nil && anyQueued(batch)
 	}
 	for _, r := range batch {
-		r.done <- s.tx(ctx, func(tx pgx.Tx) error { return s.insertMessages(ctx, tx, []ingestRequest{r}) })
+		err := s.tx(ctx, func(tx pgx.Tx) error { return s.insertMessages(ctx, tx, []ingestRequest{r}) })
+		queued = queued || (err == nil && r.m.State == intake.MessageQueued)
+		r.done <- err
 	}
+	return queued
+}
+
+func anyQueued(batch []ingestRequest) bool {
+	for _, r := range batch {
+		if r.m.State == intake.MessageQueued {
+			return true
+		}
+	}
+	return false
 }
 
 // messageRows is a batch of messages column by column, as unnest takes it,
@@ -123,7 +139,7 @@ type messageRows struct {
 	id, org, conn, endpoint, method, query, digest, state       []string
 	providerEventID, outcome, errorCode, errorMessage, replayOf []string
 	traceparent                                                 []string
-	receivedAt, nextAttemptAt                                   []pgtype.Timestamptz
+	receivedAt, nextAttemptAt, leaseUntil                       []pgtype.Timestamptz
 	attempt, maxAttempts                                        []int32
 
 	bodyID, bodyOrg, header []string
@@ -137,6 +153,7 @@ func (r *messageRows) add(m *intake.Message) error {
 	r.outcome, r.errorCode, r.errorMessage = append(r.outcome, m.Outcome), append(r.errorCode, m.ErrorCode), append(r.errorMessage, text(m.ErrorMessage))
 	r.replayOf, r.traceparent = append(r.replayOf, m.ReplayOf), append(r.traceparent, text(m.TraceParent))
 	r.receivedAt, r.nextAttemptAt = append(r.receivedAt, timestamptz(m.ReceivedAt)), append(r.nextAttemptAt, timestamptz(m.NextAttemptAt))
+	r.leaseUntil = append(r.leaseUntil, timestamptz(m.LeaseUntil))
 	r.attempt, r.maxAttempts = append(r.attempt, int32(m.Attempt)), append(r.maxAttempts, int32(m.MaxAttempts))
 	if m.BodyExpired {
 		return nil // a replay of a message whose body is gone: the record, no body
@@ -154,7 +171,9 @@ func (r *messageRows) add(m *intake.Message) error {
 }
 
 // insertMessages inserts the batch's messages and bodies, each table with
-// one multi-row INSERT, and queues the notification for the commit.
+// one multi-row INSERT, and queues the notification for the commit when a
+// message is queued (one handed over is leased: no other process may claim
+// it yet).
 func (s *Store) insertMessages(ctx context.Context, tx pgx.Tx, batch []ingestRequest) error {
 	var r messageRows
 	for _, req := range batch {
@@ -165,23 +184,25 @@ func (s *Store) insertMessages(ctx context.Context, tx pgx.Tx, batch []ingestReq
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO messages
 		(id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts,
-		 next_attempt_at, provider_event_id, outcome, error_code, error_message, replay_of, traceparent)
+		 next_attempt_at, lease_until, provider_event_id, outcome, error_code, error_message, replay_of, traceparent)
 		SELECT id::uuid, org_id::uuid, connection_id::uuid, endpoint_id::uuid, method, query, digest, received_at, state,
-		       attempt, max_attempts, next_attempt_at, provider_event_id, outcome, error_code, error_message,
+		       attempt, max_attempts, next_attempt_at, lease_until, provider_event_id, outcome, error_code, error_message,
 		       NULLIF(replay_of, '')::uuid, traceparent
 		  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-		              $8::timestamptz[], $9::text[], $10::int[], $11::int[], $12::timestamptz[], $13::text[],
-		              $14::text[], $15::text[], $16::text[], $17::text[], $18::text[])
+		              $8::timestamptz[], $9::text[], $10::int[], $11::int[], $12::timestamptz[], $13::timestamptz[],
+		              $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[])
 		    AS t(id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt,
-		         max_attempts, next_attempt_at, provider_event_id, outcome, error_code, error_message, replay_of,
-		         traceparent)`,
+		         max_attempts, next_attempt_at, lease_until, provider_event_id, outcome, error_code, error_message,
+		         replay_of, traceparent)`,
 		r.id, r.org, r.conn, r.endpoint, r.method, r.query, r.digest, r.receivedAt, r.state, r.attempt, r.maxAttempts,
-		r.nextAttemptAt, r.providerEventID, r.outcome, r.errorCode, r.errorMessage, r.replayOf, r.traceparent)
+		r.nextAttemptAt, r.leaseUntil, r.providerEventID, r.outcome, r.errorCode, r.errorMessage, r.replayOf, r.traceparent)
 	b.Queue(`INSERT INTO message_bodies (message_id, org_id, header, body)
 		SELECT id::uuid, org_id::uuid, header::jsonb, body FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[])
 		    AS t(id, org_id, header, body)`,
 		r.bodyID, r.bodyOrg, r.header, r.body)
-	b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicMessages], s.instance)
+	if anyQueued(batch) {
+		b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicMessages], s.instance)
+	}
 	return tx.SendBatch(ctx, b).Close()
 }
 

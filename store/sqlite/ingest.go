@@ -46,10 +46,12 @@ func (s *Store) submit(job writeJob) error {
 	return <-job.done
 }
 
-// Ingest commits a received message; concurrent calls share commits.
+// Ingest commits a received message; concurrent calls share commits. A
+// message handed over to the local worker commits under its first lease
+// and wakes no one: no other worker could claim it.
 func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
-	if m.State != intake.MessageQueued {
-		return intake.Errorf(intake.EINVALID, "ingest records a queued message, not %s (a replay uses InsertReplay)", m.State)
+	if err := intake.CheckIngest(m); err != nil {
+		return err
 	}
 	// Encoded here, on the caller's goroutine: the writer is the one
 	// goroutine every write waits for.
@@ -57,7 +59,11 @@ func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
 	if err != nil {
 		return err
 	}
-	return s.submit(writeJob{ctx: ctx, msg: m, hdr: string(hdr), after: func() { s.hub.Notify(intake.TopicMessages) }})
+	job := writeJob{ctx: ctx, msg: m, hdr: string(hdr)}
+	if m.State == intake.MessageQueued {
+		job.after = func() { s.hub.Notify(intake.TopicMessages) }
+	}
+	return s.submit(job)
 }
 
 // commitLoop is the writer: it takes the jobs waiting (a lone job commits
@@ -247,13 +253,13 @@ func insertIngests(tx *wtx, batch []writeJob) error {
 	}
 	for start := 0; start < len(ingests); start += insertChunk {
 		part := ingests[start:min(start+insertChunk, len(ingests))]
-		margs := make([]any, 0, 18*len(part))
+		margs := make([]any, 0, 19*len(part))
 		bargs := make([]any, 0, 3*len(part))
 		for _, j := range part {
 			m := j.msg
 			margs = append(margs, m.ID, m.OrgID, m.ConnectionID, m.EndpointID, m.Method, m.Query, m.Digest, ts(m.ReceivedAt),
-				m.State, m.Attempt, m.MaxAttempts, ts(m.NextAttemptAt), m.ProviderEventID, m.Outcome, m.ErrorCode,
-				m.ErrorMessage, m.ReplayOf, m.TraceParent)
+				m.State, m.Attempt, m.MaxAttempts, ts(m.NextAttemptAt), ts(m.LeaseUntil), m.ProviderEventID, m.Outcome,
+				m.ErrorCode, m.ErrorMessage, m.ReplayOf, m.TraceParent)
 			if !m.BodyExpired {
 				bargs = append(bargs, m.ID, j.hdr, m.Body)
 			}
@@ -295,8 +301,8 @@ func (s *Store) runJob(tx *wtx, j writeJob) error {
 func insertMessage(ctx context.Context, tx *wtx, m *intake.Message, header string) error {
 	if _, err := tx.ExecContext(ctx, insertMessageSQL,
 		m.ID, m.OrgID, m.ConnectionID, m.EndpointID, m.Method, m.Query, m.Digest, ts(m.ReceivedAt), m.State, m.Attempt,
-		m.MaxAttempts, ts(m.NextAttemptAt), m.ProviderEventID, m.Outcome, m.ErrorCode, m.ErrorMessage, m.ReplayOf,
-		m.TraceParent); err != nil {
+		m.MaxAttempts, ts(m.NextAttemptAt), ts(m.LeaseUntil), m.ProviderEventID, m.Outcome, m.ErrorCode, m.ErrorMessage,
+		m.ReplayOf, m.TraceParent); err != nil {
 		return err
 	}
 	if m.BodyExpired {
@@ -309,9 +315,9 @@ func insertMessage(ctx context.Context, tx *wtx, m *intake.Message, header strin
 const (
 	insertMessageCols = ` INTO messages
 		(id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts,
-		 next_attempt_at, provider_event_id, outcome, error_code, error_message, replay_of, traceparent)
+		 next_attempt_at, lease_until, provider_event_id, outcome, error_code, error_message, replay_of, traceparent)
 		VALUES `
-	messageRow       = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	messageRow       = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	insertMessageSQL = "INSERT" + insertMessageCols + messageRow
 	insertBodyCols   = ` INTO message_bodies (message_id, header, body) VALUES `
 	bodyRow          = `(?, ?, ?)`

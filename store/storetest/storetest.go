@@ -80,6 +80,9 @@ func Run(t *testing.T, open Opener) {
 		{"RerouteKeepsHandledRoutes", testRerouteKeepsHandledRoutes},
 		{"ControlsRoundTrip", testControlsRoundTrip},
 		{"ConsumerHealthFigures", testConsumerHealth},
+		{"AHandedOverMessageCommitsUnderItsFirstLeaseAndIsClaimedOnceItExpires", testMessageHandover},
+		{"HandedOverAndQueuedMessagesShareCommits", testHandoverSharesCommitsWithQueued},
+		{"IngestRefusesAnythingButQueuedOrAFirstLeasedAttempt", testIngestRefusesOtherStates},
 	}
 	tests = append(tests, notificationTests...)
 	for _, tc := range tests {

@@ -1,0 +1,72 @@
+package ingress_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/ingress"
+)
+
+func TestIngressHandsOverWhileTheWorkerHasRoomThenQueues(t *testing.T) {
+	h := intake.NewHandoff(1, 30*time.Second)
+	e := setup(t, ingress.Config{Handoff: h}, nil)
+	for _, body := range []string{`{"n":1}`, `{"n":2}`} {
+		if w := e.post("/webhooks/"+e.token, strings.NewReader(body), nil); w.Code != http.StatusOK {
+			t.Fatalf("status %d", w.Code)
+		}
+	}
+	var c intake.Claim
+	select {
+	case c = <-h.Claims():
+	default:
+		t.Fatal("nothing was handed over")
+	}
+	if string(c.Message.Body) != `{"n":1}` || c.Attempt != 1 || !c.LeaseUntil.Equal(e.clock.Now().Add(30*time.Second)) {
+		t.Fatalf("handed over %q as attempt %d leased until %v", c.Message.Body, c.Attempt, c.LeaseUntil)
+	}
+	byID := map[string]intake.Message{}
+	for _, m := range e.stored(t) {
+		byID[m.ID] = m
+	}
+	if m := byID[c.Message.ID]; m.State != intake.MessageProcessing || m.Attempt != 1 || !m.LeaseUntil.Equal(c.LeaseUntil) {
+		t.Fatalf("handed-over message stored as %+v", m)
+	}
+	delete(byID, c.Message.ID)
+	if len(byID) != 1 {
+		t.Fatalf("%d other messages stored, want the one that found no room", len(byID))
+	}
+	for _, m := range byID {
+		if m.State != intake.MessageQueued || m.Attempt != 0 {
+			t.Fatalf("message with no room stored as %+v, want queued", m)
+		}
+	}
+	h.Taken()
+	if !h.Reserve(&intake.Message{}) {
+		t.Fatal("taking the message did not free its room")
+	}
+}
+
+func TestIngressGivesBackTheRoomOfACommitThatFailed(t *testing.T) {
+	h := intake.NewHandoff(1, 30*time.Second)
+	e := setup(t, ingress.Config{}, nil)
+	broken := ingress.New(ingress.Config{Store: failingStore{e.store}, Clock: e.clock, Handoff: h})
+	mux := http.NewServeMux()
+	mux.Handle("/webhooks/{token}", broken)
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, httptest.NewRequest("POST", "/webhooks/"+e.token, strings.NewReader("{}")))
+	if w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d", w.Code)
+	}
+	select {
+	case c := <-h.Claims():
+		t.Fatalf("a message whose commit failed was handed over: %s", c.Message.ID)
+	default:
+	}
+	if !h.Reserve(&intake.Message{}) {
+		t.Fatal("the failed commit kept its room")
+	}
+}
