@@ -33,6 +33,12 @@ const (
 	RouteDropped RouteState = "dropped"
 )
 
+// RouteLeaseExpired is the last error of a route whose call's lease ran
+// out before it settled (its process stopped, or the call outlived the
+// lease): that call counts as failed, and the route is claimed as its next
+// attempt.
+const RouteLeaseExpired = "lease_expired: the call did not settle before its lease ran out"
+
 // Done reports whether the route is settled for good.
 func (s RouteState) Done() bool { return s != RouteWaiting }
 

@@ -20,31 +20,37 @@ type pacedConsumer struct {
 	*httptest.Server
 	mu       sync.Mutex
 	calls    map[string]int
+	at       []time.Time // when each call was answered
 	inFlight atomic.Int32
 	peak     atomic.Int32
 	status   atomic.Int32
+	hold     time.Duration
 }
 
 func newPacedConsumer(t *testing.T, hold time.Duration) *pacedConsumer {
 	c := &pacedConsumer{calls: map[string]int{}}
 	c.status.Store(http.StatusOK)
-	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := c.inFlight.Add(1)
-		defer c.inFlight.Add(-1)
-		for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {
-		}
-		var env struct {
-			Data struct{ Delivery string } `json:"data"`
-		}
-		json.NewDecoder(r.Body).Decode(&env)
-		time.Sleep(hold) // a slow application
-		c.mu.Lock()
-		c.calls[env.Data.Delivery]++
-		c.mu.Unlock()
-		w.WriteHeader(int(c.status.Load()))
-	}))
+	c.hold = hold
+	c.Server = httptest.NewServer(http.HandlerFunc(c.handle))
 	t.Cleanup(c.Close)
 	return c
+}
+
+func (c *pacedConsumer) handle(w http.ResponseWriter, r *http.Request) {
+	n := c.inFlight.Add(1)
+	defer c.inFlight.Add(-1)
+	for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {
+	}
+	var env struct {
+		Data struct{ Delivery string } `json:"data"`
+	}
+	json.NewDecoder(r.Body).Decode(&env)
+	time.Sleep(c.hold) // a slow application
+	c.mu.Lock()
+	c.calls[env.Data.Delivery]++
+	c.at = append(c.at, time.Now())
+	c.mu.Unlock()
+	w.WriteHeader(int(c.status.Load()))
 }
 
 func (c *pacedConsumer) snapshot() (distinct, total int) {
@@ -268,4 +274,52 @@ func TestConsoleInBrowserPausesAConsumerSetsItsLimitsAndShowsItsHealth(t *testin
 	reloadUntil(t, tab, "the health shows 2 delivered", func() bool {
 		return strings.Contains(read(t, tab, "health", chromedp.Text(chromedp.ID("health"))), "2 delivered")
 	})
+}
+
+// TestThreeProcessesHoldOneConsumersRateAndConcurrencyTogether: three
+// `intake serve` processes on one PostgreSQL database share a consumer
+// limited to 2 calls in flight and 20 calls a second. Webhooks posted to
+// all three reach it no more than 2 at a time, and no faster than its rate
+// allows: the limits are the consumer's, not each process's.
+func TestThreeProcessesHoldOneConsumersRateAndConcurrencyTogether(t *testing.T) {
+	if !onPostgres() {
+		t.Skip("runs with INTAKE_E2E_STORE=postgres: three processes need one PostgreSQL database")
+	}
+	c := newPacedConsumer(t, 20*time.Millisecond)
+	procs, _ := onePostgres(t, 3)
+	path := setupGitHub(t, procs[0])
+	var orgs struct{ Items []struct{ ID string } }
+	procs[0].api(t, "GET", "/api/v1/orgs", nil, &orgs)
+	var cons struct{ ID string }
+	procs[0].api(t, "POST", "/api/v1/consumers", map[string]any{"org_id": orgs.Items[0].ID, "name": "limited", "app": "limited",
+		"url": c.URL, "event_types": []string{"github.*"}}, &cons)
+	procs[0].api(t, "PATCH", "/api/v1/consumers/"+cons.ID, map[string]any{"max_in_flight": 2, "rate_per_sec": 20}, nil)
+
+	const n = 80
+	p := &poster{procs: procs, path: path, dead: make([]atomic.Bool, len(procs)), acked: map[string]bool{}}
+	p.post(deliveryIDs(0, n), 8)
+	if p.ackedCount() != n {
+		t.Fatalf("%d of %d webhooks acknowledged", p.ackedCount(), n)
+	}
+	eventually(t, 60*time.Second, "the consumer receives every webhook", func() bool {
+		d, _ := c.snapshot()
+		return d == n
+	})
+	if _, total := c.snapshot(); total != n {
+		t.Fatalf("%d calls for %d webhooks", total, n)
+	}
+	if peak := c.peak.Load(); peak > 2 {
+		t.Fatalf("max_in_flight 2 across three processes, yet %d calls were in flight at once", peak)
+	}
+	// A token bucket of 20/s with a one-second burst lets at most 20 + 20·T
+	// calls through in T seconds: 80 calls take at least 3 s. Slowness can
+	// only make it longer; each process limiting on its own would allow
+	// three times the rate.
+	c.mu.Lock()
+	span := c.at[len(c.at)-1].Sub(c.at[0])
+	c.mu.Unlock()
+	if min := time.Duration(float64(n-20)/20*0.9*float64(time.Second)) - 20*time.Millisecond; span < min {
+		t.Fatalf("%d calls in %s: faster than 20/s allows (at least %s)", n, span, min)
+	}
+	t.Logf("%d calls in %s across three processes (rate 20/s, burst 20: at least %s), peak %d in flight", n, span, 3*time.Second, c.peak.Load())
 }

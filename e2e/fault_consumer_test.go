@@ -53,9 +53,10 @@ func postGitHub(t *testing.T, client *http.Client, url, id string) (int, []byte)
 }
 
 // TestConsumerDownThenBackReceivesEveryEventNoneDead registers a consumer
-// whose port refuses connections, posts webhooks, waits until every event
-// has failed delivery twice, then brings the consumer up on that port: every
-// event ends delivered, none dead, and the consumer sees each event id.
+// whose port refuses connections, posts webhooks, waits until the refusals
+// open its circuit breaker, then brings the consumer up on that port: the
+// breaker's probe succeeds, every event ends delivered, none dead, and the
+// consumer sees each event id.
 func TestConsumerDownThenBackReceivesEveryEventNoneDead(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the real binary")
@@ -69,8 +70,10 @@ func TestConsumerDownThenBackReceivesEveryEventNoneDead(t *testing.T) {
 
 	s := start(t, t.TempDir())
 	path := setupGitHub(t, s)
+	var cons struct{ ID string }
 	s.api(t, "POST", "/api/v1/consumers", map[string]any{"org_id": firstOrgID(t, s), "name": "issues", "app": "tracker",
-		"url": "http://" + addr + "/hooks", "event_types": []string{"github.issues.*"}}, nil)
+		"url": "http://" + addr + "/hooks", "event_types": []string{"github.issues.*"}}, &cons)
+	consumerID := cons.ID
 
 	const n = 20
 	for i := range n {
@@ -79,8 +82,11 @@ func TestConsumerDownThenBackReceivesEveryEventNoneDead(t *testing.T) {
 		}
 	}
 
+	// Refused calls open the consumer's circuit breaker after ten in a row:
+	// from then on its deliveries wait (pending, or retrying after a
+	// refusal) without spending attempts, and one probe call goes after 30 s.
 	var evs []event
-	eventually(t, 30*time.Second, "every event retrying after two refused deliveries", func() bool {
+	eventually(t, 30*time.Second, "every event waiting, the breaker open", func() bool {
 		evs = s.events(t)
 		if len(evs) != n {
 			return false
@@ -97,11 +103,13 @@ func TestConsumerDownThenBackReceivesEveryEventNoneDead(t *testing.T) {
 				}
 				refused++
 			}
-			if d.State != "retrying" || refused < 2 {
-				return false
+			if d.State == "retrying" && refused < 1 {
+				t.Fatalf("event %s retrying with no refused delivery", e.ID)
 			}
 		}
-		return true
+		var h struct{ State string }
+		s.api(t, "GET", "/api/v1/consumers/"+consumerID+"/health", nil, &h)
+		return h.State == "tripped"
 	})
 
 	var mu sync.Mutex
@@ -120,7 +128,7 @@ func TestConsumerDownThenBackReceivesEveryEventNoneDead(t *testing.T) {
 	go consumer.Serve(ln)
 	defer consumer.Close()
 
-	eventually(t, 60*time.Second, "every event delivered", func() bool {
+	eventually(t, 90*time.Second, "every event delivered once the breaker's probe succeeds", func() bool {
 		for _, e := range s.events(t) {
 			if e.State == "dead" {
 				t.Fatalf("event %s dead although its consumer came back", e.ID)

@@ -336,7 +336,11 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 					 LIMIT w.n
 					   FOR UPDATE SKIP LOCKED) r
 			), leased AS (
-				UPDATE routes r SET lease_until = $12 FROM pick
+				UPDATE routes r SET lease_until = $12,
+				       -- a call whose lease ran out unsettled counts as failed
+				       attempt = r.attempt + (r.lease_until IS NOT NULL)::int,
+				       last_error = CASE WHEN r.lease_until IS NOT NULL THEN '`+intake.RouteLeaseExpired+`' ELSE r.last_error END
+				  FROM pick
 				 WHERE r.event_id = pick.event_id AND r.consumer_id = pick.consumer_id
 				RETURNING r.event_id, r.consumer_id, r.attempt
 			), taken AS (

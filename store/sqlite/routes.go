@@ -232,7 +232,7 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 // with ordering the first waiting route of each key, found key by key
 // down the routes_order index, so a long queue of one key is not read.
 const (
-	dueRoutesSQL = `SELECT event_id, attempt FROM routes INDEXED BY routes_due
+	dueRoutesSQL = `SELECT event_id, attempt, lease_until IS NOT NULL FROM routes INDEXED BY routes_due
 		WHERE consumer_id = ?1 AND state = 'waiting' AND next_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
 		ORDER BY next_at, event_id LIMIT ?3`
 	orderedRoutesSQL = `WITH RECURSIVE keys (k) AS (
@@ -244,13 +244,13 @@ const (
 		heads (event_id) AS (
 			SELECT (SELECT event_id FROM routes INDEXED BY routes_order WHERE consumer_id = ?1 AND state = 'waiting' AND order_key = keys.k AND order_key <> ''
 				ORDER BY order_at, event_id LIMIT 1) FROM keys WHERE keys.k IS NOT NULL)
-		SELECT event_id, attempt, next_at FROM routes
+		SELECT event_id, attempt, lease_until IS NOT NULL, next_at FROM routes
 		 WHERE consumer_id = ?1 AND event_id IN (SELECT event_id FROM heads)
 		   AND state = 'waiting' AND next_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
 		UNION ALL
-		SELECT event_id, attempt, next_at FROM routes INDEXED BY routes_due
+		SELECT event_id, attempt, lease_until IS NOT NULL, next_at FROM routes INDEXED BY routes_due
 		 WHERE consumer_id = ?1 AND state = 'waiting' AND next_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2) AND order_key = ''
-		ORDER BY 3, 1 LIMIT ?3`
+		ORDER BY 4, 1 LIMIT ?3`
 )
 
 func claimConsumerRoutes(ctx context.Context, tx *wtx, c candidate, now time.Time, lease time.Duration, n int, probe bool) ([]intake.RouteClaim, error) {
@@ -264,10 +264,12 @@ func claimConsumerRoutes(ctx context.Context, tx *wtx, c candidate, now time.Tim
 	}
 	until := now.Add(lease)
 	var out []intake.RouteClaim
+	var lapsed []bool
 	for rows.Next() {
 		var id string
 		var attempt int
-		dest := []any{&id, &attempt}
+		var expired bool
+		dest := []any{&id, &attempt, &expired}
 		if q == orderedRoutesSQL {
 			var next int64
 			dest = append(dest, &next)
@@ -276,15 +278,23 @@ func claimConsumerRoutes(ctx context.Context, tx *wtx, c candidate, now time.Tim
 			rows.Close()
 			return nil, err
 		}
+		if expired {
+			attempt++ // the call whose lease ran out unsettled counts as failed
+		}
 		out = append(out, intake.RouteClaim{Event: intake.Event{ID: id}, ConsumerID: c.id, Attempt: attempt + 1, Probe: probe, LeaseUntil: until})
+		lapsed = append(lapsed, expired)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	for _, cl := range out {
-		if _, err := tx.ExecContext(ctx, `UPDATE routes SET lease_until = ? WHERE event_id = ? AND consumer_id = ?`,
-			ts(until), cl.Event.ID, c.id); err != nil {
+	for i, cl := range out {
+		q := `UPDATE routes SET lease_until = ? WHERE event_id = ? AND consumer_id = ?`
+		if lapsed[i] {
+			q = `UPDATE routes SET lease_until = ?, attempt = attempt + 1, last_error = '` + intake.RouteLeaseExpired + `'
+				WHERE event_id = ? AND consumer_id = ?`
+		}
+		if _, err := tx.ExecContext(ctx, q, ts(until), cl.Event.ID, c.id); err != nil {
 			return nil, err
 		}
 	}

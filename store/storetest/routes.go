@@ -809,3 +809,30 @@ func testConsumerHealth(t *testing.T, s intake.Store) {
 		t.Fatalf("paused health = %+v", h)
 	}
 }
+
+// testALapsedCallCountsAsFailed: a call whose lease ran out before it
+// settled (its process stopped) is claimed again as the route's next
+// attempt, and the lapsed call can no longer settle.
+func testALapsedCallCountsAsFailed(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "c", intake.Controls{})
+	e := f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(c) })[0]
+	first := claimRoutes(t, s, t0, 100)
+	if len(first) != 1 || first[0].Attempt != 1 {
+		t.Fatalf("first claim = %+v, want attempt 1", first)
+	}
+	if again := claimRoutes(t, s, t0.Add(time.Second), 100); len(again) != 0 {
+		t.Fatalf("a leased route was claimed again: %+v", again)
+	}
+	later := first[0].LeaseUntil.Add(time.Second)
+	second := claimRoutes(t, s, later, 100)
+	if len(second) != 1 || second[0].Event.ID != e.ID || second[0].Attempt != 2 {
+		t.Fatalf("claim after the lease ran out = %+v, want the route as attempt 2", second)
+	}
+	wantCode(t, s.SettleRoute(ctx, later, result(first[0], later, intake.DeliveryHandled), backoff), intake.ESTALE)
+	settleRoute(t, s, later, second[0], intake.DeliveryHandled)
+	if st := eventState(t, s, e.ID); st != intake.EventDelivered {
+		t.Fatalf("event %s, want delivered", st)
+	}
+}

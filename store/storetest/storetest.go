@@ -77,6 +77,7 @@ func Run(t *testing.T, open Opener) {
 		{"AConsumerFailingForItsPeriodIsDisabled", testAutoDisable},
 		{"AGoneConsumerIsDisabledAndItsRoutesDropped", testGone},
 		{"OnlyTheCurrentCallSettlesOnce", testStaleRouteSettle},
+		{"ACallWhoseLeaseRanOutCountsAsFailed", testALapsedCallCountsAsFailed},
 		{"RerouteKeepsHandledRoutes", testRerouteKeepsHandledRoutes},
 		{"ControlsRoundTrip", testControlsRoundTrip},
 		{"ConsumerHealthFigures", testConsumerHealth},
