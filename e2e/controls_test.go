@@ -274,6 +274,15 @@ func TestConsoleInBrowserPausesAConsumerSetsItsLimitsAndShowsItsHealth(t *testin
 	reloadUntil(t, tab, "the health shows 2 delivered", func() bool {
 		return strings.Contains(read(t, tab, "health", chromedp.Text(chromedp.ID("health"))), "2 delivered")
 	})
+	step(t, tab, "rotate the signing secret", chromedp.Click(chromedp.ID("rotate-secret")), chromedp.WaitVisible(chromedp.ID("new-secret")))
+	shown := read(t, tab, "new secret", chromedp.Text(chromedp.ID("new-secret")))
+	if !strings.Contains(shown, "whsec_") || !strings.Contains(shown, "old secret too") {
+		t.Fatalf("after Rotate the page reads: %s", shown)
+	}
+	step(t, tab, "open the page again", chromedp.Navigate(s.url+"/console/consumers/"+cons.ID), chromedp.WaitVisible(chromedp.ID("health")))
+	if has := read(t, tab, "secret on the page again", chromedp.Evaluate[bool](`document.getElementById("new-secret") !== null`)); has {
+		t.Fatal("the rotated secret is shown again")
+	}
 }
 
 // TestThreeProcessesHoldOneConsumersRateAndConcurrencyTogether: three
@@ -322,4 +331,62 @@ func TestThreeProcessesHoldOneConsumersRateAndConcurrencyTogether(t *testing.T) 
 		t.Fatalf("%d calls in %s: faster than 20/s allows (at least %s)", n, span, min)
 	}
 	t.Logf("%d calls in %s across three processes (rate 20/s, burst 20: at least %s), peak %d in flight", n, span, 3*time.Second, c.peak.Load())
+}
+
+// TestAnOrderedConsumerGetsOneSubjectsEventsInOrderThroughRetries: a
+// consumer ordered by subject refuses the first call of every other event;
+// unordered, the others would overtake them. Each event about the
+// repository still reaches it handled only after the one before, in the
+// order they were received.
+func TestAnOrderedConsumerGetsOneSubjectsEventsInOrderThroughRetries(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var handled []string
+	consumer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var env struct {
+			Data struct{ Delivery string } `json:"data"`
+		}
+		json.NewDecoder(r.Body).Decode(&env)
+		mu.Lock()
+		defer mu.Unlock()
+		i, _ := strconv.Atoi(strings.TrimPrefix(env.Data.Delivery, "ordered-"))
+		if i%2 == 0 && !seen[env.Data.Delivery] {
+			seen[env.Data.Delivery] = true
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		handled = append(handled, env.Data.Delivery)
+	}))
+	defer consumer.Close()
+	s := start(t, t.TempDir())
+	path := setupGitHub(t, s)
+	var orgs struct{ Items []struct{ ID string } }
+	s.api(t, "GET", "/api/v1/orgs", nil, &orgs)
+	var c struct{ ID string }
+	s.api(t, "POST", "/api/v1/consumers", map[string]any{"org_id": orgs.Items[0].ID, "name": "ordered", "app": "ordered",
+		"url": consumer.URL, "event_types": []string{"github.*"}}, &c)
+	if out := s.cli(t, "consumers", "update", c.ID, "--ordering", "subject", "--breaker-failures", "1000"); !strings.Contains(out, `"ordering": "subject"`) {
+		t.Fatalf("consumers update answered:\n%s", out)
+	}
+	const n = 12
+	var want []string
+	for i := range n {
+		id := "ordered-" + strconv.Itoa(i)
+		want = append(want, id)
+		resp, err := http.DefaultClient.Do(githubDelivery(s.url+path, id)) // every one about repository R_1
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	eventually(t, 60*time.Second, "every event handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(handled) == n
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(handled, " ") != strings.Join(want, " ") {
+		t.Fatalf("handled in the order\n%v\nwant\n%v", handled, want)
+	}
 }
