@@ -19,7 +19,7 @@ type Run struct {
 	Acked        int            `json:"acked"`
 	AckedPerSec  float64        `json:"acked_per_sec"`
 	Ack          Latency        `json:"ack_latency_ms"`
-	Errors       map[string]int `json:"errors"` // by status code, or "transport"
+	Errors       map[string]int `json:"errors"`                   // by status code, or "transport"
 	PeakRSSBytes int64          `json:"peak_rss_bytes,omitempty"` // the largest of the servers'
 	Processes    int            `json:"processes,omitempty"`      // servers spawned, sharing one store
 	E2E          *E2E           `json:"e2e,omitempty"`
