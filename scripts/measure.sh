@@ -81,14 +81,15 @@ controls() {
 		done
 		jq -r --slurpfile p "$bin/pair$pair--paused-consumer.json" \
 			'.intake.e2e as $a | $p[0].intake.e2e as $b |
-			"pair \($pair): healthy p99 \($a.latency_ms.p99) ms alone, \($b.latency_ms.p99) ms beside the paused one (\($b.paused_consumer.held) held, \($b.paused_consumer.delivered) delivered to it): ratio \($b.latency_ms.p99 / $a.latency_ms.p99 * 100 | round / 100)"' \
+			def ms: . * 10 | round / 10;
+			"pair \($pair): healthy p99 \($a.latency_ms.p99 | ms) ms alone, \($b.latency_ms.p99 | ms) ms beside the paused one (\($b.paused_consumer.held) held, \($b.paused_consumer.delivered) delivered to it): ratio \($b.latency_ms.p99 / $a.latency_ms.p99 * 100 | round / 100)"' \
 			--arg pair "$pair" "$bin/pair$pair.json"
 	done
 	echo "== rate_per_sec 50 under 100/s for 60 s: one process on SQLite, on PostgreSQL, three on one PostgreSQL database"
 	for run in "" "--db $pg" "--db $pg --processes 3"; do
 		# shellcheck disable=SC2086
 		"$bin/intake-bench" --spawn --intake-bin "$bin/intake" --e2e --consumer-rate 50 --rate 100 --duration 60s $run 2>/dev/null |
-			grep -E 'processes|consumer rate_per_sec|missing' | sed "s|^|${run:-sqlite}: |; s|$pg|\$pg|"
+			grep -E 'peak RSS|consumer rate_per_sec|missing' | sed "s|^|${run:-sqlite}: |; s|$pg|\$pg|"
 	done
 }
 
