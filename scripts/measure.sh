@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs every performance measure of docs/performance.md in one sitting, so
 # the figures compare; name parts to run only those:
-#   scripts/measure.sh [ingest] [server] [e2e] [claims] [postgres] [pipeline]
-# postgres and pipeline need the local PostgreSQL ($INTAKE_TEST_POSTGRES or
+#   scripts/measure.sh [ingest] [server] [e2e] [claims] [postgres] [pipeline] [controls]
+# postgres, pipeline and controls need the local PostgreSQL ($INTAKE_TEST_POSTGRES or
 # the default below): intake-bench creates a fresh database and drops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-parts="ingest server e2e claims postgres pipeline"
+parts="ingest server e2e claims postgres pipeline controls"
 for part in "$@"; do
 	case " $parts " in
 	*" $part "*) ;;
@@ -70,6 +70,27 @@ pipeline() {
 	bench --pipeline --db "$pg" --clients 64 --body-bytes 2048 --duration 15s
 	echo "== PostgreSQL end to end at 1000/s"
 	bench --e2e --db "$pg" --rate 1000 --duration 15s
+}
+
+controls() {
+	echo "== a paused consumer beside a healthy one, SQLite, 500/s: three pairs, alternating"
+	for pair in 1 2 3; do
+		for paused in "" --paused-consumer; do
+			# shellcheck disable=SC2086
+			"$bin/intake-bench" --spawn --intake-bin "$bin/intake" --e2e --rate 500 --duration 20s $paused --json 2>/dev/null >"$bin/pair$pair$paused.json"
+		done
+		jq -r --slurpfile p "$bin/pair$pair--paused-consumer.json" \
+			'.intake.e2e as $a | $p[0].intake.e2e as $b |
+			def ms: . * 10 | round / 10;
+			"pair \($pair): healthy p99 \($a.latency_ms.p99 | ms) ms alone, \($b.latency_ms.p99 | ms) ms beside the paused one (\($b.paused_consumer.held) held, \($b.paused_consumer.delivered) delivered to it): ratio \($b.latency_ms.p99 / $a.latency_ms.p99 * 100 | round / 100)"' \
+			--arg pair "$pair" "$bin/pair$pair.json"
+	done
+	echo "== rate_per_sec 50 under 100/s for 60 s: one process on SQLite, on PostgreSQL, three on one PostgreSQL database"
+	for run in "" "--db $pg" "--db $pg --processes 3"; do
+		# shellcheck disable=SC2086
+		"$bin/intake-bench" --spawn --intake-bin "$bin/intake" --e2e --consumer-rate 50 --rate 100 --duration 60s $run 2>/dev/null |
+			grep -E 'peak RSS|consumer rate_per_sec|missing' | sed "s|^|${run:-sqlite}: |; s|$pg|\$pg|"
+	done
 }
 
 for part in $parts; do

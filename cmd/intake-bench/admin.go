@@ -24,43 +24,54 @@ type admin struct {
 
 // statusError is a non-2xx answer of the admin API.
 type statusError struct {
+	method string
 	path   string
 	status int
 	body   string
 }
 
 func (e *statusError) Error() string {
-	return fmt.Sprintf("POST %s: %d %s", e.path, e.status, strings.TrimSpace(e.body))
+	return fmt.Sprintf("%s %s: %d %s", e.method, e.path, e.status, strings.TrimSpace(e.body))
 }
 
-func (a *admin) post(path string, in, out any) error {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return err
+func (a *admin) post(path string, in, out any) error { return a.do(http.MethodPost, path, in, out) }
+
+// do sends in as JSON (nothing when in is nil) and decodes the answer into
+// out.
+func (a *admin) do(method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(http.MethodPost, a.base+path, bytes.NewReader(b))
+	req, err := http.NewRequest(method, a.base+path, body)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+a.token)
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := a.http.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	respBody, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return &statusError{path: path, status: resp.StatusCode, body: string(body)}
+		return &statusError{method: method, path: path, status: resp.StatusCode, body: string(respBody)}
 	}
-	return json.Unmarshal(body, out)
+	return json.Unmarshal(respBody, out)
 }
 
 // setup is what intake-bench creates on the server: an org, a connection of
 // the chosen provider and an endpoint without a rate limit.
 type setup struct {
 	orgID     string
-	webhook   string // the endpoint's URL
+	token     string // the endpoint's, in its URL /webhooks/{token}
 	sign      signer
 	eventType string // the type intake gives the webhooks sent
 }
@@ -106,9 +117,9 @@ func setUp(a *admin, provider string, bodyBytes int) (*setup, error) {
 	if err := a.post("/api/v1/endpoints", ep, &e); err != nil {
 		return nil, err
 	}
-	// The URL the server answers with is built from its public URL, which
-	// may not be where this process reaches it.
-	b.webhook = a.base + "/webhooks/" + e.Token
+	// Not the URL the server answers with: that is built from its public
+	// URL, which may not be where this process reaches it.
+	b.token = e.Token
 	return b, nil
 }
 
@@ -144,14 +155,14 @@ const benchTransform = `function transform(event, context) {
     summary: summary, attempt: context.attempt}, headers: {"X-Bench": "rules"}};
 }`
 
-// registerConsumer subscribes url to the bench's events, with the bench's
-// rules when withRules.
-func registerConsumer(a *admin, b *setup, url string, withRules bool) error {
+// registerConsumer subscribes url, named name, to the bench's events, with
+// the bench's rules when withRules, and returns its id.
+func registerConsumer(a *admin, b *setup, name, url string, withRules bool) (string, error) {
 	var out struct {
 		ID string `json:"id"`
 	}
 	req := map[string]any{
-		"org_id": b.orgID, "name": "intake-bench", "app": "intake-bench", "url": url,
+		"org_id": b.orgID, "name": name, "app": "intake-bench", "url": url,
 		"event_types": []string{b.eventType}, "completion": false,
 	}
 	if withRules {
@@ -160,7 +171,28 @@ func registerConsumer(a *admin, b *setup, url string, withRules bool) error {
 	err := a.post("/api/v1/consumers", req, &out)
 	var se *statusError
 	if errors.As(err, &se) && se.status == http.StatusNotFound {
-		return errNoConsumers
+		return "", errNoConsumers
 	}
-	return err
+	return out.ID, err
+}
+
+// pauseConsumer holds the consumer's deliveries.
+func pauseConsumer(a *admin, id string) error {
+	var out struct{}
+	return a.post("/api/v1/consumers/"+id+"/pause", nil, &out)
+}
+
+// limitConsumer caps the consumer's calls at perSec.
+func limitConsumer(a *admin, id string, perSec float64) error {
+	var out struct{}
+	return a.do(http.MethodPatch, "/api/v1/consumers/"+id, map[string]any{"rate_per_sec": perSec}, &out)
+}
+
+// consumerHeld is how many of the consumer's routes are held.
+func consumerHeld(a *admin, id string) (int, error) {
+	var h struct {
+		Held int `json:"held"`
+	}
+	err := a.do(http.MethodGet, "/api/v1/consumers/"+id+"/health", nil, &h)
+	return h.Held, err
 }

@@ -127,7 +127,7 @@ func TestClosedLoopCountsAcksAndErrorsByStatus(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	defer srv.Close()
-	got := run(context.Background(), target{name: "t", url: srv.URL}, load{Clients: 4, Duration: 200 * time.Millisecond, BodyBytes: 256}, nil, io.Discard)
+	got := run(context.Background(), target{name: "t", urls: []string{srv.URL}}, load{Clients: 4, Duration: 200 * time.Millisecond, BodyBytes: 256}, nil, io.Discard)
 	if got.Acked == 0 || got.Acked+got.Errors["503"] != got.Sent || len(got.Errors) != 1 {
 		t.Errorf("sent %d, acked %d, errors %v: want every request acked or a 503", got.Sent, got.Acked, got.Errors)
 	}
@@ -139,7 +139,7 @@ func TestClosedLoopCountsAcksAndErrorsByStatus(t *testing.T) {
 func TestOpenLoopSendsAtTheRate(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusAccepted) }))
 	defer srv.Close()
-	got := run(context.Background(), target{name: "t", url: srv.URL}, load{Clients: 4, Rate: 100, Duration: 500 * time.Millisecond}, nil, io.Discard)
+	got := run(context.Background(), target{name: "t", urls: []string{srv.URL}}, load{Clients: 4, Rate: 100, Duration: 500 * time.Millisecond}, nil, io.Discard)
 	// 100/s for 0.5 s is 50 due times (the first at 0); a busy machine may
 	// reach the deadline before sending the last few.
 	if got.Sent < 25 || got.Sent > 51 || got.Acked != got.Sent {

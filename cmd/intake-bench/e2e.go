@@ -6,15 +6,18 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // tracker matches each webhook sent with its delivery to the consumer, by
 // the id the webhook carried (the envelope's provider_event_id).
 type tracker struct {
-	mu      sync.Mutex
-	byID    map[string]*trace
-	lastGot time.Time
+	mu       sync.Mutex
+	byID     map[string]*trace
+	calls    int // every delivery call of a webhook this run sent, repeats too
+	firstGot time.Time
+	lastGot  time.Time
 }
 
 type trace struct {
@@ -54,8 +57,28 @@ func (t *tracker) got(id string, at time.Time) bool {
 		tr.got = at
 	}
 	tr.deliveries++
+	if t.calls == 0 {
+		t.firstGot = at
+	}
+	t.calls++
 	t.lastGot = at
 	return true
+}
+
+// deliveryRate is the calls the consumer got over the time from the first
+// to the last, or nil when that time is empty.
+func (t *tracker) deliveryRate(limit float64) *DeliveredRate {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	secs := t.lastGot.Sub(t.firstGot).Seconds()
+	if t.calls < 2 || secs <= 0 {
+		return nil
+	}
+	r := &DeliveredRate{Limit: limit, Deliveries: t.calls, Seconds: secs, PerSec: float64(t.calls) / secs}
+	if limit > 0 {
+		r.OfLimit = r.PerSec / limit
+	}
+	return r
 }
 
 // pending counts acked webhooks not yet delivered, and says when the last
@@ -114,6 +137,7 @@ type consumer struct {
 	url   string
 	srv   *http.Server
 	track *tracker
+	calls atomic.Int64 // every request it got
 }
 
 // startConsumer listens on addr and records every delivery in track.
@@ -130,6 +154,7 @@ func startConsumer(addr string, track *tracker) (*consumer, error) {
 
 func (c *consumer) serve(w http.ResponseWriter, r *http.Request) {
 	at := time.Now()
+	c.calls.Add(1)
 	var envelope struct {
 		ProviderEventID string `json:"provider_event_id"`
 	}

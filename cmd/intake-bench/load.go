@@ -24,8 +24,8 @@ type load struct {
 // target is where a run posts webhooks.
 type target struct {
 	name string
-	url  string
-	sign signer // nil: unsigned
+	urls []string // webhook n goes to urls[n % len(urls)]
+	sign signer   // nil: unsigned
 }
 
 // signer adds a provider's headers (signature, delivery id) to a webhook.
@@ -159,7 +159,7 @@ func (d *driver) openLoop(ctx, until context.Context, start time.Time) {
 func (d *driver) send(ctx context.Context, n int64, at time.Time) (time.Duration, bool) {
 	id := d.prefix + "-" + strconv.FormatInt(n, 10)
 	body := webhookBody(id, d.load.BodyBytes)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.target.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.target.urls[int(n)%len(d.target.urls)], bytes.NewReader(body))
 	if err != nil {
 		d.fail("transport", err)
 		return 0, false

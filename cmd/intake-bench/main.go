@@ -12,6 +12,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -41,6 +42,10 @@ type options struct {
 	rules        bool
 	db           string
 	pipeline     bool
+	// Consumer controls, with --e2e.
+	pausedConsumer bool
+	consumerRate   float64
+	processes      int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -62,6 +67,9 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.rules, "rules", false, "with --e2e: give the consumer a CEL filter and a 10-line JavaScript transform that every event passes through")
 	fs.StringVar(&o.db, "db", "", "with --spawn: the PostgreSQL server (postgres:// URL) to store in, on a fresh database the bench creates and drops; empty: the embedded SQLite store")
 	fs.BoolVar(&o.pipeline, "pipeline", false, "with --spawn: the whole pipeline (--baseline and --e2e) on bare HTTP, then SQLite, then PostgreSQL at --db, each from the first request to the last delivery")
+	fs.BoolVar(&o.pausedConsumer, "paused-consumer", false, "with --e2e: also register a second consumer of the same events, paused, so its routes are held while the measured one is served")
+	fs.Float64Var(&o.consumerRate, "consumer-rate", 0, "with --e2e: give the measured consumer this rate_per_sec and report the rate it is delivered at")
+	fs.IntVar(&o.processes, "processes", 1, "with --spawn and --db: start this many servers on the one database and send the load round-robin across them")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -78,6 +86,14 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("--provider %q: want github or none", o.provider)
 	case (o.db != "" || o.pipeline) && !o.spawn:
 		return o, errors.New("--db and --pipeline need --spawn: the bench starts each server on its own store")
+	case (o.pausedConsumer || o.consumerRate != 0) && !o.e2e:
+		return o, errors.New("--paused-consumer and --consumer-rate need --e2e: they are about the consumer's deliveries")
+	case o.consumerRate < 0:
+		return o, errors.New("--consumer-rate must not be negative")
+	case o.processes < 1:
+		return o, errors.New("--processes must be at least 1")
+	case o.processes > 1 && (!o.spawn || o.db == "" || o.pipeline):
+		return o, errors.New("--processes needs --spawn and --db, without --pipeline: the servers share one PostgreSQL database")
 	}
 	return o, nil
 }
@@ -122,7 +138,7 @@ func bench(ctx context.Context, o options, progress io.Writer) (*Report, error) 
 		if err != nil {
 			return nil, err
 		}
-		r.Baseline = run(ctx, target{name: "baseline", url: bl.url, sign: loadSigner(o.provider)}, l, nil, progress)
+		r.Baseline = run(ctx, target{name: "baseline", urls: []string{bl.url}, sign: loadSigner(o.provider)}, l, nil, progress)
 		bl.close()
 	}
 	stages := []stage{{name: "intake", db: o.db}}
@@ -163,11 +179,12 @@ func bench(ctx context.Context, o options, progress io.Writer) (*Report, error) 
 // the PostgreSQL server it stores on ("" is the embedded SQLite store).
 type stage struct{ name, db string }
 
-// measure sets intake up (spawning it on st's store when asked), runs the
-// load against it and, with --e2e, waits for the last delivery.
+// measure sets intake up (spawning it on st's store when asked, o.processes
+// servers on one database), runs the load against it and, with --e2e,
+// waits for the last delivery.
 func measure(ctx context.Context, o options, l load, st stage, progress io.Writer) (*Run, error) {
-	base, tok := o.url, o.token
-	var srv *server
+	bases, tok := []string{o.url}, o.token
+	var srvs []*server
 	if o.spawn {
 		tok = rand.Text()
 		dbURL := ""
@@ -176,7 +193,7 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 			if err != nil {
 				return nil, err
 			}
-			// Deferred first, so it runs after the server has stopped.
+			// Deferred first, so it runs after the servers have stopped.
 			defer func() {
 				if err := drop(); err != nil {
 					fmt.Fprintln(progress, "dropping the bench database:", err)
@@ -184,22 +201,38 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 			}()
 			dbURL = u
 		}
-		// Set even when empty, so an inherited INTAKE_DB cannot choose the store.
-		var err error
-		if srv, err = spawn(o.intakeBin, tok, "INTAKE_DB="+dbURL); err != nil {
-			return nil, err
+		// Every server opens the secrets the others sealed.
+		key := make([]byte, 32)
+		rand.Read(key)
+		env := []string{"INTAKE_DB=" + dbURL, "INTAKE_MASTER_KEY=" + hex.EncodeToString(key)}
+		defer func() { stopAll(srvs) }()
+		bases = nil
+		// One after another: the first migrates the database.
+		for range o.processes {
+			// INTAKE_DB is set even when empty, so an inherited one cannot
+			// choose the store.
+			srv, err := spawn(o.intakeBin, tok, env...)
+			if err != nil {
+				return nil, err
+			}
+			srvs = append(srvs, srv)
+			bases = append(bases, srv.url)
 		}
-		defer srv.stop()
-		base = srv.url
 	}
-	a := &admin{base: strings.TrimRight(base, "/"), token: tok, http: &http.Client{Timeout: 30 * time.Second}}
+	a := &admin{base: strings.TrimRight(bases[0], "/"), token: tok, http: &http.Client{Timeout: 30 * time.Second}}
 	b, err := setUp(a, o.provider, o.bodyBytes)
 	if err != nil {
 		return nil, fmt.Errorf("setting up: %w", err)
 	}
+	t := target{name: st.name, sign: b.sign}
+	for _, base := range bases {
+		t.urls = append(t.urls, strings.TrimRight(base, "/")+"/webhooks/"+b.token)
+	}
 
 	var track *tracker
 	var e2e *E2E
+	var paused *consumer
+	var pausedID string
 	if o.e2e {
 		track = newTracker()
 		c, err := startConsumer(o.consumerAddr, track)
@@ -207,16 +240,36 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 			return nil, err
 		}
 		defer c.close()
-		switch err := registerConsumer(a, b, c.url, o.rules); {
+		id, err := registerConsumer(a, b, "intake-bench", c.url, o.rules)
+		switch {
 		case errors.Is(err, errNoConsumers):
 			fmt.Fprintln(progress, "end-to-end skipped:", err)
 			track, e2e = nil, &E2E{Skipped: err.Error()}
 		case err != nil:
 			return nil, fmt.Errorf("registering the consumer: %w", err)
 		}
+		if track != nil && o.consumerRate > 0 {
+			if err := limitConsumer(a, id, o.consumerRate); err != nil {
+				return nil, fmt.Errorf("limiting the consumer: %w", err)
+			}
+		}
+		if track != nil && o.pausedConsumer {
+			// Its own listener, so a delivery it should not get shows.
+			if paused, err = startConsumer(o.consumerAddr, newTracker()); err != nil {
+				return nil, err
+			}
+			defer paused.close()
+			if pausedID, err = registerConsumer(a, b, "intake-bench-paused", paused.url, o.rules); err != nil {
+				return nil, fmt.Errorf("registering the paused consumer: %w", err)
+			}
+			if err := pauseConsumer(a, pausedID); err != nil {
+				return nil, fmt.Errorf("pausing the second consumer: %w", err)
+			}
+		}
 	}
 
-	got := run(ctx, target{name: st.name, url: b.webhook, sign: b.sign}, l, track, progress)
+	got := run(ctx, t, l, track, progress)
+	got.Processes = len(srvs)
 	if track != nil {
 		fmt.Fprintln(progress, "waiting for the consumer to get every acked webhook (gives up after 10s without one)")
 		track.wait(10 * time.Second)
@@ -224,12 +277,24 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 		if _, last := track.pending(); e2e.Delivered > 0 {
 			got.setToLastDelivery(last)
 		}
+		if o.consumerRate > 0 {
+			e2e.Rate = track.deliveryRate(o.consumerRate)
+		}
+		if paused != nil {
+			held, err := consumerHeld(a, pausedID)
+			if err != nil {
+				return nil, fmt.Errorf("the paused consumer's health: %w", err)
+			}
+			e2e.Paused = &PausedConsumer{Held: held, Delivered: int(paused.calls.Load())}
+		}
 	}
 	got.E2E = e2e
-	if srv != nil {
-		if got.PeakRSSBytes, err = srv.peakRSS(); err != nil {
+	for _, srv := range srvs {
+		rss, err := srv.peakRSS()
+		if err != nil {
 			return nil, fmt.Errorf("peak RSS: %w", err)
 		}
+		got.PeakRSSBytes = max(got.PeakRSSBytes, rss)
 	}
 	return got, nil
 }

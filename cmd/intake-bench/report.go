@@ -19,8 +19,9 @@ type Run struct {
 	Acked        int            `json:"acked"`
 	AckedPerSec  float64        `json:"acked_per_sec"`
 	Ack          Latency        `json:"ack_latency_ms"`
-	Errors       map[string]int `json:"errors"` // by status code, or "transport"
-	PeakRSSBytes int64          `json:"peak_rss_bytes,omitempty"`
+	Errors       map[string]int `json:"errors"`                   // by status code, or "transport"
+	PeakRSSBytes int64          `json:"peak_rss_bytes,omitempty"` // the largest of the servers'
+	Processes    int            `json:"processes,omitempty"`      // servers spawned, sharing one store
 	E2E          *E2E           `json:"e2e,omitempty"`
 	// The whole pipeline: from the first request to the last delivery, and
 	// the acked webhooks over that time; set when something was delivered.
@@ -37,6 +38,28 @@ type E2E struct {
 	Missing    int      `json:"missing,omitempty"`    // acked webhooks it never got
 	Duplicates int      `json:"duplicates,omitempty"` // repeated deliveries (at-least-once)
 	Latency    *Latency `json:"latency_ms,omitempty"`
+	// Paused is the second consumer --paused-consumer registered, paused.
+	Paused *PausedConsumer `json:"paused_consumer,omitempty"`
+	// Rate is the rate the measured consumer was delivered at, with
+	// --consumer-rate.
+	Rate *DeliveredRate `json:"delivered_rate,omitempty"`
+}
+
+// PausedConsumer is what became of the paused consumer's share of the
+// events: held routes, and no delivery.
+type PausedConsumer struct {
+	Held      int `json:"held"`      // its routes held when the run ended, by its health
+	Delivered int `json:"delivered"` // calls it got anyway: 0 when pause holds
+}
+
+// DeliveredRate is the rate a consumer's calls arrived at: every call over
+// the time from the first to the last.
+type DeliveredRate struct {
+	Limit      float64 `json:"limit_per_sec"` // its rate_per_sec
+	Deliveries int     `json:"deliveries"`
+	Seconds    float64 `json:"seconds"`
+	PerSec     float64 `json:"per_sec"`
+	OfLimit    float64 `json:"of_limit"` // PerSec / Limit
 }
 
 // Latency is a distribution in milliseconds.
@@ -113,9 +136,13 @@ func (r *Report) writeText(w io.Writer) {
 	if r.Intake == nil {
 		return
 	}
-	if r.Intake.PeakRSSBytes > 0 {
+	switch {
+	case r.Intake.Processes > 1:
+		fmt.Fprintf(w, "intake: %d processes on one database, the load round-robin across them; peak RSS of the largest: %.1f MiB\n",
+			r.Intake.Processes, float64(r.Intake.PeakRSSBytes)/(1<<20))
+	case r.Intake.PeakRSSBytes > 0:
 		fmt.Fprintf(w, "intake peak RSS: %.1f MiB\n", float64(r.Intake.PeakRSSBytes)/(1<<20))
-	} else {
+	default:
 		fmt.Fprintln(w, "intake peak RSS: not measured (the server was not spawned)")
 	}
 	switch e := r.Intake.E2E; {
@@ -127,6 +154,13 @@ func (r *Report) writeText(w io.Writer) {
 			e.Latency.P50, e.Latency.P90, e.Latency.P99, e.Latency.Max, e.Delivered, e.Missing, e.Duplicates)
 		if r.Intake.ToLastDeliveryPerSec > 0 {
 			fmt.Fprintf(w, "acked webhooks / (first request → last delivery): %.0f/s over %.1f s\n", r.Intake.ToLastDeliveryPerSec, r.Intake.ToLastDeliverySeconds)
+		}
+		if p := e.Paused; p != nil {
+			fmt.Fprintf(w, "with a second consumer of the same events, paused: %d of its routes held at the end, %d delivered to it\n", p.Held, p.Delivered)
+		}
+		if d := e.Rate; d != nil {
+			fmt.Fprintf(w, "consumer rate_per_sec %g: delivered %d over %.1f s (first → last delivery) = %.2f/s, %.3f of the limit\n",
+				d.Limit, d.Deliveries, d.Seconds, d.PerSec, d.OfLimit)
 		}
 	}
 }

@@ -127,6 +127,15 @@ func (s *server) stop() {
 	os.RemoveAll(s.data)
 }
 
+// stopAll stops every server at once: each may take its drain time.
+func stopAll(srvs []*server) {
+	var wg sync.WaitGroup
+	for _, s := range srvs {
+		wg.Go(s.stop)
+	}
+	wg.Wait()
+}
+
 // baseline serves the machine's own HTTP ceiling on loopback: read the
 // body, answer 202, store nothing.
 type baseline struct {
