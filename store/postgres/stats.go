@@ -65,7 +65,9 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) 
 		QueryRow(func(row pgx.Row) error { return row.Scan(&pairVals, &pairFreqs) })
 	b.Queue(`SELECT min(next_attempt_at) FROM messages WHERE state IN (`+claimable+`) AND next_attempt_at <= $1`, ts(now)).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&m) })
-	b.Queue(`SELECT min(next_attempt_at) FROM events WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $1`, ts(now)).
+	// Due events still to fan out, and due routes of consumers not paused.
+	b.Queue(`SELECT least((SELECT min(next_attempt_at) FROM events WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $2),
+		`+oldestDueRoute+`)`, nil, ts(now)).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&e) })
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return st, classify(err)

@@ -836,3 +836,28 @@ func testALapsedCallCountsAsFailed(t *testing.T, s intake.Store) {
 		t.Fatalf("event %s, want delivered", st)
 	}
 }
+
+// testStatsFindTheOldestDueRoute: the stats' oldest due event counts the
+// routes waiting for a call, unless their consumer is paused (held by
+// choice, not stalled).
+func testStatsFindTheOldestDueRoute(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "c", intake.Controls{})
+	f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(c) })
+	later := t0.Add(time.Minute)
+	st, err := s.Stats(ctx, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.OldestDueEvent.Equal(t0) {
+		t.Fatalf("oldest due event %v, want the route due at %v", st.OldestDueEvent, t0)
+	}
+	c.Controls.Paused = true
+	if err := s.UpdateConsumer(ctx, intake.Scope{}, c); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = s.Stats(ctx, later); err != nil || !st.OldestDueEvent.IsZero() {
+		t.Fatalf("oldest due event %v (%v) with its consumer paused, want none", st.OldestDueEvent, err)
+	}
+}

@@ -78,6 +78,7 @@ func Run(t *testing.T, open Opener) {
 		{"AGoneConsumerIsDisabledAndItsRoutesDropped", testGone},
 		{"OnlyTheCurrentCallSettlesOnce", testStaleRouteSettle},
 		{"ACallWhoseLeaseRanOutCountsAsFailed", testALapsedCallCountsAsFailed},
+		{"StatsFindTheOldestDueRoute", testStatsFindTheOldestDueRoute},
 		{"RerouteKeepsHandledRoutes", testRerouteKeepsHandledRoutes},
 		{"ControlsRoundTrip", testControlsRoundTrip},
 		{"ConsumerHealthFigures", testConsumerHealth},
