@@ -144,7 +144,10 @@ func (pl *planner) org(ctx context.Context, spec OrgSpec, existing *intake.Org) 
 			}
 			return err
 		})
-		return pl.orgContents(ctx, spec, oref, nil)
+		if err := pl.orgContents(ctx, spec, oref, nil); err != nil {
+			return err
+		}
+		return pl.notifications(ctx, spec, oref, nil)
 	}
 	oref.id, ch.ID = existing.ID, existing.ID
 	if existing.BodyRetention != body {
@@ -157,7 +160,72 @@ func (pl *planner) org(ctx context.Context, spec OrgSpec, existing *intake.Org) 
 		_, err := pl.p.UpdateOrg(ctx, pl.c, oref.id, u)
 		return err
 	})
-	return pl.orgContents(ctx, spec, oref, existing)
+	if err := pl.orgContents(ctx, spec, oref, existing); err != nil {
+		return err
+	}
+	return pl.notifications(ctx, spec, oref, existing)
+}
+
+// notifications plans an org's notification settings, when the document
+// gives them: checked as PutNotifications checks them, compared with what
+// is stored (the Slack URL opened to compare), and put when they differ.
+// The first put's signing secret is in the plan, once.
+func (pl *planner) notifications(ctx context.Context, spec OrgSpec, oref *idRef, existing *intake.Org) error {
+	n := spec.Notifications
+	if n == nil {
+		return nil
+	}
+	where := "notifications of org " + spec.Name
+	topics, err := checkTopics(n.Topics)
+	if err != nil {
+		return inside(where, err)
+	}
+	if err := checkSlackURL(n.SlackWebhookURL); err != nil {
+		return inside(where, err)
+	}
+	for _, u := range []string{n.URL, n.SlackWebhookURL} {
+		if u != "" {
+			if err := pl.p.checkURL(ctx, u); err != nil {
+				return inside(where, err)
+			}
+		}
+	}
+	ch := Change{Kind: "notifications", Org: spec.Name, Name: spec.Name}
+	run := func(ctx context.Context, ch *Change) error {
+		got, err := pl.p.PutNotifications(ctx, pl.c, oref.id, NotificationUpdate{URL: n.URL, SlackURL: n.SlackWebhookURL, Topics: topics})
+		ch.ID, ch.SigningSecret = oref.id, got.SigningSecret
+		return err
+	}
+	if existing == nil {
+		ch.Action = ActionCreate
+		pl.add(ch, run)
+		return nil
+	}
+	ch.ID = existing.ID
+	old, err := pl.p.store.NotificationSettings(ctx, intake.Scope{OrgID: existing.ID}, existing.ID)
+	switch {
+	case intake.ErrorCode(err) == intake.ENOTFOUND:
+		ch.Action = ActionCreate
+		pl.add(ch, run)
+		return nil
+	case err != nil:
+		return err
+	}
+	slack, err := pl.p.sealer.NotificationSlackURL(old)
+	if err != nil {
+		return fmt.Errorf("open the Slack URL of org %s: %w", spec.Name, err)
+	}
+	if old.URL != n.URL {
+		ch.Fields = append(ch.Fields, "url")
+	}
+	if slack != n.SlackWebhookURL {
+		ch.Fields = append(ch.Fields, "slack_webhook_url")
+	}
+	if !slices.Equal(old.Topics, topics) {
+		ch.Fields = append(ch.Fields, "topics")
+	}
+	pl.update(ch, run)
+	return nil
 }
 
 // update adds ch as an update when it changes fields, else as unchanged.

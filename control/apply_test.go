@@ -480,3 +480,53 @@ func TestApplyStoppedPartWayNamesTheChangeAndApplyingAgainFinishes(t *testing.T)
 		"consumer acme/billing":        "create",
 	})
 }
+
+func TestApplySetsNotificationsShowsTheirSecretOnceAndExportHidesTheSlackURL(t *testing.T) {
+	e := newApplyEnv(t)
+	ctx := context.Background()
+	doc := acmeDoc()
+	doc.Orgs[0].Notifications = &control.NotificationsSpec{URL: "https://127.0.0.1/ops",
+		SlackWebhookURL: "https://127.0.0.1/services/T0/B0/secret-part", Topics: []string{"consumer.tripped", "event.dead"}}
+	plan := e.apply(t, e.staff, doc, control.ApplyOptions{})
+	var secret string
+	for _, c := range plan.Changes {
+		if c.Kind == "notifications" {
+			secret = c.SigningSecret
+			if c.Action != control.ActionCreate {
+				t.Fatalf("notifications change %+v, want a create", c)
+			}
+		}
+	}
+	if !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("the first apply's plan shows no notification secret: %+v", plan.Changes)
+	}
+	again := e.apply(t, e.staff, doc, control.ApplyOptions{})
+	if !again.Unchanged {
+		t.Fatalf("a second apply: %v", actions(again))
+	}
+	for _, c := range again.Changes {
+		if c.SigningSecret != "" {
+			t.Fatal("a second apply shows the notification secret again")
+		}
+	}
+	doc.Orgs[0].Notifications.Topics = []string{"consumer.tripped"}
+	doc.Orgs[0].Notifications.SlackWebhookURL = "https://127.0.0.1/services/T0/B0/rotated"
+	if got := actions(e.apply(t, e.staff, doc, control.ApplyOptions{}))["notifications acme/acme"]; got != "update slack_webhook_url topics" {
+		t.Fatalf("changed notifications: %q", got)
+	}
+	doc.Orgs[0].Notifications.Topics = []string{"no.such.topic"}
+	if _, err := e.ctl.Apply(ctx, e.staff, doc, control.ApplyOptions{}); intake.ErrorCode(err) != intake.EINVALID {
+		t.Fatalf("an unknown topic: %v", err)
+	}
+
+	exported, err := e.ctl.Export(ctx, e.staff, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(exported)
+	n := exported.Orgs[0].Notifications
+	if strings.Contains(string(b), "rotated") || n == nil || n.SlackWebhookURL != "${env:ACME_SLACK_WEBHOOK_URL}" ||
+		n.URL != "https://127.0.0.1/ops" || strings.Join(n.Topics, ",") != "consumer.tripped" {
+		t.Fatalf("exported notifications %+v (%s)", n, b)
+	}
+}

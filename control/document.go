@@ -22,6 +22,18 @@ type OrgSpec struct {
 	Retention     string           `json:"retention,omitempty" yaml:"retention,omitempty"`
 	Connections   []ConnectionSpec `json:"connections,omitempty" yaml:"connections,omitempty"`
 	Consumers     []ConsumerSpec   `json:"consumers,omitempty" yaml:"consumers,omitempty"`
+	// Notifications is where the org's operational notifications go;
+	// absent leaves them as they are.
+	Notifications *NotificationsSpec `json:"notifications,omitempty" yaml:"notifications,omitempty"`
+}
+
+// NotificationsSpec is an org's notification settings as a document
+// declares them. The Slack URL is a credential: a file gives it as
+// ${env:…} or ${file:…}, resolved on the operator's machine.
+type NotificationsSpec struct {
+	URL             string   `json:"url,omitempty" yaml:"url,omitempty"`
+	SlackWebhookURL string   `json:"slack_webhook_url,omitempty" yaml:"slack_webhook_url,omitempty"`
+	Topics          []string `json:"topics" yaml:"topics"`
 }
 
 // ConnectionSpec is a connection as a document declares it. Secrets, when
@@ -122,7 +134,7 @@ const (
 // consumer's signing secret) is in the plan that created it, once.
 type Change struct {
 	Action     string   `json:"action"`
-	Kind       string   `json:"kind"` // org, connection, endpoint, consumer
+	Kind       string   `json:"kind"` // org, connection, endpoint, consumer, notifications
 	Org        string   `json:"org"`
 	Connection string   `json:"connection,omitempty"` // an endpoint's
 	Name       string   `json:"name"`

@@ -79,6 +79,15 @@ func (p *Plane) exportOrg(ctx context.Context, o intake.Org) (OrgSpec, error) {
 		}
 		spec.Connections = append(spec.Connections, cs)
 	}
+	switch n, err := p.store.NotificationSettings(ctx, sc, o.ID); {
+	case err == nil:
+		spec.Notifications = &NotificationsSpec{URL: n.URL, Topics: n.Topics}
+		if len(n.SealedSlackURL) > 0 {
+			spec.Notifications.SlackWebhookURL = "${env:" + envName(o.Name) + "_SLACK_WEBHOOK_URL}"
+		}
+	case intake.ErrorCode(err) != intake.ENOTFOUND:
+		return spec, err
+	}
 	for _, cs := range consumers {
 		ctl := cs.Controls
 		spec.Consumers = append(spec.Consumers, ConsumerSpec{Name: cs.Name, App: cs.App, URL: cs.URL, EventTypes: cs.EventTypes,

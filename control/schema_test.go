@@ -128,11 +128,12 @@ func TestSchemaAndDocumentTypeAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	types := map[reflect.Type]object{
-		reflect.TypeFor[control.Document]():       schema.object,
-		reflect.TypeFor[control.OrgSpec]():        schema.Defs["org"],
-		reflect.TypeFor[control.ConnectionSpec](): schema.Defs["connection"],
-		reflect.TypeFor[control.EndpointSpec]():   schema.Defs["endpoint"],
-		reflect.TypeFor[control.ConsumerSpec]():   schema.Defs["consumer"],
+		reflect.TypeFor[control.Document]():          schema.object,
+		reflect.TypeFor[control.OrgSpec]():           schema.Defs["org"],
+		reflect.TypeFor[control.ConnectionSpec]():    schema.Defs["connection"],
+		reflect.TypeFor[control.EndpointSpec]():      schema.Defs["endpoint"],
+		reflect.TypeFor[control.ConsumerSpec]():      schema.Defs["consumer"],
+		reflect.TypeFor[control.NotificationsSpec](): schema.Defs["notifications"],
 	}
 	for typ, obj := range types {
 		if len(obj.Properties) == 0 {

@@ -77,6 +77,13 @@ func readDocument(path string) (control.Document, error) {
 				cn.Secrets[k] = v
 			}
 		}
+		if n := o.Notifications; n != nil && n.SlackWebhookURL != "" {
+			v, err := resolveSecret(n.SlackWebhookURL, dir)
+			if err != nil {
+				return doc, fmt.Errorf("%s: notifications of org %s: slack_webhook_url: %w", path, o.Name, err)
+			}
+			n.SlackWebhookURL = v
+		}
 	}
 	return doc, nil
 }
