@@ -237,16 +237,17 @@ func (r *Router) deliverRound(ctx context.Context, calls *sync.WaitGroup, limit 
 
 // RunOnce steps both stages once and waits for every call it started: one
 // batch of events fanned out (with the calls handed over), then one claim
-// of due routes. It returns how many events and calls it handled; for
+// of due routes, each as many as its free slots allow (fewer while ingest
+// is under pressure). It returns how many events and calls it handled; for
 // tests and tools that step the router.
 func (r *Router) RunOnce(ctx context.Context) (int, error) {
 	var calls sync.WaitGroup
-	events, started, err := r.fanOutRound(ctx, &calls, r.cfg.Batch)
+	events, started, err := r.fanOutRound(ctx, &calls, min(r.free(), r.cfg.Batch))
 	calls.Wait()
 	if err != nil {
 		return 0, err
 	}
-	routes, err := r.deliverRound(ctx, &calls, r.cfg.Batch)
+	routes, err := r.deliverRound(ctx, &calls, min(r.free(), r.cfg.Batch))
 	calls.Wait()
 	return events + started + routes, err
 }

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,7 +49,9 @@ func TestABurstIsAcknowledgedWhileProcessingHoldsBackThenTheBacklogDrains(t *tes
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { w.Run(runCtx); close(done) }()
-	defer func() { cancel(); <-done }()
+	var open sync.Once
+	release := func() { open.Do(func() { close(store.gate) }) }
+	defer func() { release(); cancel(); <-done }() // a failed wait must not leave attempts blocked
 
 	waitFor(t, "one attempt in flight", func() bool { return store.inFlight.Load() == 1 })
 	var handed []string
@@ -77,7 +80,7 @@ func TestABurstIsAcknowledgedWhileProcessingHoldsBackThenTheBacklogDrains(t *tes
 	}
 	// Calm again: the worker fills its slots.
 	waitFor(t, "the worker resumes in full", func() bool { return store.inFlight.Load() == 8 })
-	close(store.gate)
+	release()
 	for _, id := range append(burst, handed...) {
 		waitFor(t, "backlog drained", func() bool { return e.message(t, id).State == intake.MessageProcessed })
 	}
