@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs every performance measure of docs/performance.md in one sitting, so
 # the figures compare; name parts to run only those:
-#   scripts/measure.sh [ingest] [server] [e2e] [claims] [postgres] [pipeline]
-# postgres and pipeline need the local PostgreSQL ($INTAKE_TEST_POSTGRES or
+#   scripts/measure.sh [ingest] [server] [e2e] [claims] [postgres] [pipeline] [trips]
+# postgres, pipeline and trips need the local PostgreSQL ($INTAKE_TEST_POSTGRES or
 # the default below): intake-bench creates a fresh database and drops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-parts="ingest server e2e claims postgres pipeline"
+parts="ingest server e2e claims postgres pipeline trips"
 for part in "$@"; do
 	case " $parts " in
 	*" $part "*) ;;
@@ -70,6 +70,12 @@ pipeline() {
 	bench --pipeline --db "$pg" --clients 64 --body-bytes 2048 --duration 15s
 	echo "== PostgreSQL end to end at 1000/s"
 	bench --e2e --db "$pg" --rate 1000 --duration 15s
+}
+
+trips() {
+	echo "== statements and round trips per webhook through the whole pipeline"
+	go test -run='^$' -bench=BenchmarkPipeline -benchtime=200x ./store/sqlite/ | grep Benchmark
+	INTAKE_TEST_POSTGRES=$pg go test -run='^$' -bench=BenchmarkPipeline -benchtime=200x ./store/postgres/ | grep Benchmark
 }
 
 for part in $parts; do
