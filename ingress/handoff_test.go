@@ -1,6 +1,7 @@
 package ingress_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -68,5 +69,58 @@ func TestIngressGivesBackTheRoomOfACommitThatFailed(t *testing.T) {
 	}
 	if !h.Reserve(&intake.Message{}) {
 		t.Fatal("the failed commit kept its room")
+	}
+}
+
+// heldStore holds every commit until release closes.
+type heldStore struct {
+	intake.Store
+	release chan struct{}
+}
+
+func (s heldStore) Ingest(ctx context.Context, m *intake.Message) error {
+	<-s.release
+	return s.Store.Ingest(ctx, m)
+}
+
+func TestIngressCountsTheRequestsWaitingForTheirCommit(t *testing.T) {
+	p := intake.NewPressure(2)
+	e := setup(t, ingress.Config{}, nil)
+	held := heldStore{Store: e.store, release: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.Handle("/webhooks/{token}", ingress.New(ingress.Config{Store: held, Clock: e.clock, Pressure: p}))
+	codes := make(chan int, 3)
+	for range 3 {
+		go func() {
+			w := httptest.NewRecorder()
+			mux.ServeHTTP(w, httptest.NewRequest("POST", "/webhooks/"+e.token, strings.NewReader("{}")))
+			codes <- w.Code
+		}()
+	}
+	waitFor(t, "three requests waiting for their commit", func() bool { return p.Waiting() == 3 })
+	if !p.High() {
+		t.Fatal("three requests wait at threshold 2, and ingest is not under pressure")
+	}
+	close(held.release)
+	for range 3 {
+		if code := <-codes; code != http.StatusOK {
+			t.Fatalf("status %d", code)
+		}
+	}
+	if p.Waiting() != 0 || p.High() {
+		t.Fatalf("%d still counted waiting once every commit returned", p.Waiting())
+	}
+	if n := len(e.stored(t)); n != 3 {
+		t.Fatalf("%d messages stored, want 3", n)
+	}
+}
+
+// waitFor polls cond until it holds: requests run on their own goroutines.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
 	}
 }

@@ -45,6 +45,9 @@ type Config struct {
 	// message commits under its first lease and goes straight to the
 	// worker, with the body it arrived with.
 	Handoff *intake.Handoff
+	// Pressure, when set, counts the requests waiting for their commit,
+	// for processing to yield to them under a burst.
+	Pressure *intake.Pressure
 }
 
 // Handler serves /webhooks/{token} for any method.
@@ -163,7 +166,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 	challenge, isChallenge := h.challenge(r.Context(), ep, m, h.publicURL(r), now)
 	handed := h.cfg.Handoff.Reserve(m)
 	start := time.Now()
-	if err := h.cfg.Store.Ingest(context.WithoutCancel(r.Context()), m); err != nil {
+	h.cfg.Pressure.Enter()
+	err = h.cfg.Store.Ingest(context.WithoutCancel(r.Context()), m)
+	h.cfg.Pressure.Leave()
+	if err != nil {
 		if handed {
 			h.cfg.Handoff.Cancel()
 		}

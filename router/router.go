@@ -42,6 +42,10 @@ type Config struct {
 	// 256). Per-consumer limits are the consumers' own controls, held by
 	// the store across processes.
 	MaxEvents int
+	// Pressure, when set, is ingest's: while requests wait for their
+	// commits above its threshold, both stages take new work only within
+	// their share of the slots.
+	Pressure *intake.Pressure
 	// Rules runs consumers' filters, ordering keys and transforms; nil: an
 	// engine with the default bounds.
 	Rules   *rules.Engine
@@ -107,50 +111,60 @@ func (r *Router) Run(ctx context.Context) error {
 	defer calls.Wait()
 	var stages sync.WaitGroup
 	stages.Go(func() {
-		r.loop(ctx, intake.TopicEvents, r.freed[0], func() (int, error) {
-			n, _, err := r.fanOutRound(ctx, &calls, min(r.free(), r.cfg.Batch))
-			return n, err
+		r.loop(ctx, intake.TopicEvents, r.freed[0], func() (int, int, error) {
+			limit := min(r.free(), r.cfg.Batch)
+			n, _, err := r.fanOutRound(ctx, &calls, limit)
+			return n, limit, err
 		})
 	})
 	stages.Go(func() {
-		r.loop(ctx, intake.TopicRoutes, r.freed[1], func() (int, error) { return r.deliverRound(ctx, &calls, min(r.free(), r.cfg.Batch)) })
+		r.loop(ctx, intake.TopicRoutes, r.freed[1], func() (int, int, error) {
+			limit := min(r.free(), r.cfg.Batch)
+			n, err := r.deliverRound(ctx, &calls, limit)
+			return n, limit, err
+		})
 	})
 	stages.Wait()
 	return nil
 }
 
-// loop runs round until ctx ends: again at once after a full batch, else
-// when topic commits, a call frees a slot, or the poll fires. A round with
-// no free slot claims nothing and waits for one.
-func (r *Router) loop(ctx context.Context, topic string, freed <-chan struct{}, round func() (int, error)) {
+// loop runs round until ctx ends: again at once after a round that took
+// all it asked for, else when topic commits, a call frees a slot, or the
+// poll fires. A round with no free slot claims nothing and waits for one,
+// or for ingest's pressure to fall.
+func (r *Router) loop(ctx context.Context, topic string, freed <-chan struct{}, round func() (n, asked int, err error)) {
 	wake, stop := r.cfg.Store.Listen(topic)
 	defer stop()
 	poll := time.NewTimer(r.cfg.Poll)
 	defer poll.Stop()
 	for ctx.Err() == nil {
-		n, err := round()
+		n, asked, err := round()
 		if err != nil && ctx.Err() == nil {
 			r.cfg.Logger.Error("router: claim failed", "topic", topic, "err", err)
 		}
-		if n == r.cfg.Batch {
+		if n > 0 && n == asked {
 			continue
 		}
-		var full <-chan struct{} // only a stage held back by its slots waits for one
-		if r.free() == 0 {
-			full = freed
+		var full, calm <-chan struct{} // only a stage held back by its slots waits for one
+		if r.free() <= 0 {
+			if full = freed; r.cfg.Pressure.High() {
+				calm = r.cfg.Pressure.Calm()
+			}
 		}
 		poll.Reset(r.cfg.Poll)
 		select {
 		case <-ctx.Done():
 		case <-wake:
 		case <-full:
+		case <-calm:
 		case <-poll.C:
 		}
 	}
 }
 
-// free is how many more calls this process may start.
-func (r *Router) free() int { return cap(r.slots) - len(r.slots) }
+// free is how many more calls this process may start: its free slots,
+// fewer while ingest is under pressure.
+func (r *Router) free() int { return r.cfg.Pressure.Limit(cap(r.slots)) - len(r.slots) }
 
 // start runs one call on its own slot, waiting for a slot when all are
 // taken. The call's context outlives ctx: a call begun is settled.
@@ -223,16 +237,17 @@ func (r *Router) deliverRound(ctx context.Context, calls *sync.WaitGroup, limit 
 
 // RunOnce steps both stages once and waits for every call it started: one
 // batch of events fanned out (with the calls handed over), then one claim
-// of due routes. It returns how many events and calls it handled; for
+// of due routes, each as many as its free slots allow (fewer while ingest
+// is under pressure). It returns how many events and calls it handled; for
 // tests and tools that step the router.
 func (r *Router) RunOnce(ctx context.Context) (int, error) {
 	var calls sync.WaitGroup
-	events, started, err := r.fanOutRound(ctx, &calls, r.cfg.Batch)
+	events, started, err := r.fanOutRound(ctx, &calls, min(r.free(), r.cfg.Batch))
 	calls.Wait()
 	if err != nil {
 		return 0, err
 	}
-	routes, err := r.deliverRound(ctx, &calls, r.cfg.Batch)
+	routes, err := r.deliverRound(ctx, &calls, min(r.free(), r.cfg.Batch))
 	calls.Wait()
 	return events + started + routes, err
 }

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs every performance measure of docs/performance.md in one sitting, so
 # the figures compare; name parts to run only those:
-#   scripts/measure.sh [ingest] [server] [e2e] [claims] [postgres] [pipeline] [controls]
-# postgres, pipeline and controls need the local PostgreSQL ($INTAKE_TEST_POSTGRES or
+#   scripts/measure.sh [ingest] [server] [e2e] [claims] [postgres] [pipeline] [controls] [trips]
+# postgres, pipeline, controls and trips need the local PostgreSQL ($INTAKE_TEST_POSTGRES or
 # the default below): intake-bench creates a fresh database and drops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-parts="ingest server e2e claims postgres pipeline controls"
+parts="ingest server e2e claims postgres pipeline controls trips"
 for part in "$@"; do
 	case " $parts " in
 	*" $part "*) ;;
@@ -91,6 +91,12 @@ controls() {
 		"$bin/intake-bench" --spawn --intake-bin "$bin/intake" --e2e --consumer-rate 50 --rate 100 --duration 60s $run 2>/dev/null |
 			grep -E 'peak RSS|consumer rate_per_sec|missing' | sed "s|^|${run:-sqlite}: |; s|$pg|\$pg|"
 	done
+}
+
+trips() {
+	echo "== statements and round trips per webhook through the whole pipeline"
+	go test -run='^$' -bench=BenchmarkPipeline -benchtime=200x ./store/sqlite/ | grep Benchmark
+	INTAKE_TEST_POSTGRES=$pg go test -run='^$' -bench=BenchmarkPipeline -benchtime=200x ./store/postgres/ | grep Benchmark
 }
 
 for part in $parts; do

@@ -38,6 +38,15 @@ type Config struct {
 	// Handoff, when set, brings the messages this process's ingest just
 	// committed under their first lease; they are taken before claims.
 	Handoff *intake.Handoff
+	// Pressure, when set, is ingest's: while requests wait for their
+	// commits above its threshold, the worker takes new work (handed over
+	// or claimed) only within its share of the slots, so ingest keeps the
+	// writer and the CPU; the backlog is claimed once it falls back.
+	Pressure *intake.Pressure
+	// HandoffWait is how long a handed-over message may wait while the
+	// worker holds back before it is released for any process to claim
+	// (default 2s).
+	HandoffWait time.Duration
 	// Rules runs connections' filters and interpret scripts; nil: an
 	// engine with the default bounds.
 	Rules   *rules.Engine
@@ -65,6 +74,9 @@ type Worker struct {
 	// alike; running counts them.
 	slots   chan struct{}
 	running sync.WaitGroup
+	// freed wakes Run (coalesced) when an attempt ends and its slot
+	// comes free.
+	freed chan struct{}
 }
 
 // rowTTL is how long a worker reuses connection and endpoint rows.
@@ -90,6 +102,9 @@ func New(cfg Config) *Worker {
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 64
 	}
+	if cfg.HandoffWait == 0 {
+		cfg.HandoffWait = 2 * time.Second
+	}
 	if cfg.KeyRetry == 0 {
 		cfg.KeyRetry = 10 * time.Second
 	}
@@ -106,7 +121,7 @@ func New(cfg Config) *Worker {
 		}
 		cfg.Rules = e
 	}
-	w := &Worker{cfg: cfg, slots: make(chan struct{}, cfg.Concurrency)}
+	w := &Worker{cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), freed: make(chan struct{}, 1)}
 	w.conns.TTL, w.eps.TTL = rowTTL, rowTTL
 	w.conns.Changes, w.eps.Changes = cfg.Store.Changes(), cfg.Store.Changes()
 	return w
@@ -114,57 +129,124 @@ func New(cfg Config) *Worker {
 
 // Run processes messages until ctx ends: those handed over by this
 // process's ingest as they arrive, and claimed ones when the store wakes it
-// or on a poll as the fallback. Work claimed or handed over but not started
-// when ctx ends is released so another process takes it at once; Run
-// returns once the attempts it started have settled.
+// or on a poll as the fallback. While ingest is under pressure it takes new
+// work only within its share of the slots, and releases handed-over
+// messages that waited longer than HandoffWait. Work claimed or handed over
+// but not started when ctx ends is released so another process takes it at
+// once; Run returns once the attempts it started have settled.
 func (w *Worker) Run(ctx context.Context) error {
 	wake, stop := w.cfg.Store.Listen(intake.TopicMessages)
 	defer stop()
 	poll := time.NewTimer(w.cfg.Poll)
 	defer poll.Stop()
 	handed := w.cfg.Handoff.Claims()
+	var held []intake.Claim // taken from the hand-off while the worker held back
 	for claim := true; ctx.Err() == nil; {
-		if claim {
+		held = w.startHeld(ctx, held)
+		if room := w.room(); claim && room > 0 {
 			// Handed-over work first, but at most a batch of it, so a
 			// steady stream cannot keep retries from being claimed.
-			for i := 0; i < w.cfg.Batch && w.takeHanded(ctx); i++ {
+			for i := 0; i < min(w.cfg.Batch, room) && w.takeHanded(ctx); i++ {
 			}
-			n, err := w.claim(ctx)
-			if err != nil && ctx.Err() == nil {
-				w.cfg.Logger.Error("worker: claim failed", "err", err)
+			if room = min(w.cfg.Batch, w.room()); room > 0 {
+				n, err := w.claim(ctx, room)
+				if err != nil && ctx.Err() == nil {
+					w.cfg.Logger.Error("worker: claim failed", "err", err)
+				}
+				if claim = n == room; !claim { // when full, there may be more due right now
+					poll.Reset(w.cfg.Poll)
+				}
+				continue
 			}
-			if claim = n == w.cfg.Batch; !claim { // when full, there may be more due right now
-				poll.Reset(w.cfg.Poll)
-			}
-			continue
+		}
+		var next <-chan intake.Claim
+		var calm, freed <-chan struct{}
+		if w.room() > 0 {
+			next = handed
+		} else if freed = w.freed; w.cfg.Pressure.High() {
+			calm = w.cfg.Pressure.Calm()
 		}
 		select {
 		case <-ctx.Done():
-		case c := <-handed:
+		case c := <-next:
 			w.startHanded(ctx, c)
 		case <-wake:
 			claim = true
 		case <-poll.C:
 			claim = true
+			poll.Reset(w.cfg.Poll)
+			held = w.releaseOverdue(ctx, held)
+		case <-freed:
+		case <-calm:
 		}
+	}
+	for _, c := range held {
+		w.cfg.Handoff.Taken()
+		w.release(ctx, c)
 	}
 	w.releaseHanded(ctx)
 	w.running.Wait()
 	return nil
 }
 
+// room is how many more attempts the worker may start now: its free
+// slots, fewer while ingest is under pressure.
+func (w *Worker) room() int {
+	return w.cfg.Pressure.Limit(cap(w.slots)) - len(w.slots)
+}
+
+// startHeld starts the held handed-over messages there is room for, and
+// returns those still held.
+func (w *Worker) startHeld(ctx context.Context, held []intake.Claim) []intake.Claim {
+	for len(held) > 0 && w.room() > 0 {
+		w.startHanded(ctx, held[0])
+		held = held[1:]
+	}
+	return held
+}
+
+// releaseOverdue, while the worker holds back, takes what waits in the
+// hand-off and releases each message that waited longer than HandoffWait
+// since its receipt, for any process to claim; it returns the rest, held
+// to start first when there is room.
+func (w *Worker) releaseOverdue(ctx context.Context, held []intake.Claim) []intake.Claim {
+	if w.room() > 0 {
+		return held
+	}
+	for more := true; more; {
+		select {
+		case c := <-w.cfg.Handoff.Claims():
+			held = append(held, c)
+		default:
+			more = false
+		}
+	}
+	now := w.cfg.Clock.Now()
+	kept := held[:0]
+	for _, c := range held {
+		if now.Sub(c.Message.ReceivedAt) < w.cfg.HandoffWait {
+			kept = append(kept, c)
+			continue
+		}
+		w.cfg.Handoff.Taken()
+		w.release(ctx, c)
+		w.cfg.Metrics.HandoffReleased.Inc()
+	}
+	return kept
+}
+
 // RunOnce claims one batch of due messages and processes it, returning how
 // many it claimed once every attempt it started has settled.
 func (w *Worker) RunOnce(ctx context.Context) (int, error) {
-	n, err := w.claim(ctx)
+	n, err := w.claim(ctx, w.cfg.Batch)
 	w.running.Wait()
 	return n, err
 }
 
-// claim claims one batch of due messages and starts them, returning how
+// claim claims up to limit due messages and starts them, returning how
 // many it claimed.
-func (w *Worker) claim(ctx context.Context) (int, error) {
-	claims, err := w.cfg.Store.ClaimMessages(ctx, w.cfg.Clock.Now(), w.cfg.Lease, w.cfg.Batch)
+func (w *Worker) claim(ctx context.Context, limit int) (int, error) {
+	claims, err := w.cfg.Store.ClaimMessages(ctx, w.cfg.Clock.Now(), w.cfg.Lease, limit)
 	if err != nil {
 		w.cfg.Metrics.WorkerClaims.WithLabelValues("error").Inc()
 		return 0, err
@@ -214,7 +296,14 @@ func (w *Worker) start(ctx context.Context, c intake.Claim) {
 	}
 	w.running.Add(1)
 	go func() {
-		defer func() { <-w.slots; w.running.Done() }()
+		defer func() {
+			<-w.slots
+			select {
+			case w.freed <- struct{}{}:
+			default:
+			}
+			w.running.Done()
+		}()
 		w.Process(context.WithoutCancel(ctx), c)
 	}()
 }

@@ -49,6 +49,7 @@ type ServeCmd struct {
 	PublicURL         string        `name:"public-url" env:"INTAKE_PUBLIC_URL" help:"The URL providers reach this server at (default: http://localhost<addr>)."`
 	RetryBase         time.Duration `default:"10s" env:"INTAKE_RETRY_BASE" help:"Base of the retry backoff (attempt n+1 waits about base·4^(n-1))."`
 	Workers           int           `default:"64" env:"INTAKE_WORKERS" help:"Messages processed at once."`
+	IngestFirst       int           `default:"16" env:"INTAKE_INGEST_FIRST" help:"Requests waiting for their commit above which processing holds back to a share of its slots, so ingest keeps the store and the CPU under a burst; 0: never."`
 	Lease             time.Duration `default:"30s" env:"INTAKE_LEASE" help:"How long a processing attempt may run before another worker takes it over."`
 	BodyRetention     time.Duration `default:"168h" env:"INTAKE_BODY_RETENTION" help:"How long raw bodies are kept (the replay window)."`
 	Retention         time.Duration `default:"720h" env:"INTAKE_RETENTION" help:"How long messages, events and deliveries are kept."`
@@ -114,8 +115,14 @@ func (c *ServeCmd) Run() error {
 	// Fresh messages go from their commit straight to this process's
 	// worker while it has room: as many as it processes at once.
 	handoff := intake.NewHandoff(c.Workers, c.Lease)
+	// Under a burst, processing yields to the requests waiting for commits.
+	var pressure *intake.Pressure
+	if c.IngestFirst > 0 {
+		pressure = intake.NewPressure(c.IngestFirst)
+		m.WatchPressure(pressure)
+	}
 	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
-		Logger: log, Quota: quota, Handoff: handoff})
+		Logger: log, Quota: quota, Handoff: handoff, Pressure: pressure})
 	// One rules engine: its VM pools and compiled programs serve the worker,
 	// the router and the control plane's checks and dry runs.
 	engine, err := rules.New(rules.Config{ScriptTimeout: c.ScriptTimeout, ScriptMemory: c.ScriptMemory}, clock)
@@ -129,13 +136,13 @@ func (c *ServeCmd) Run() error {
 	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
-		Handoff: handoff, Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
+		Handoff: handoff, Pressure: pressure, Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
 
 	rt := router.New(router.Config{Store: store, Sealer: sealer, Clock: clock,
 		BodyURLs: bodyurl.Signer{Key: derive(key, "body-url"), PublicURL: c.publicURL()},
 		Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: delivery.DefaultPolicy(), UserAgent: "intake"}),
 		Backoff:  intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
-		Rules: engine, Metrics: m, Logger: log})
+		Pressure: pressure, Rules: engine, Metrics: m, Logger: log})
 
 	var draining atomic.Bool
 	mux := http.NewServeMux()

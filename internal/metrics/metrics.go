@@ -21,6 +21,7 @@ type Metrics struct {
 	Conflicts       prometheus.Counter       // same provider event id, different content
 	WorkerClaims    *prometheus.CounterVec   // claim calls by result: work, empty, error
 	HandedOver      prometheus.Counter       // messages their commit handed to the local worker, unclaimed
+	HandoffReleased prometheus.Counter       // handed-over messages released for a claim after waiting while ingest was under pressure
 	Deliveries      *prometheus.CounterVec   // delivery attempts by outcome
 	FanOuts         *prometheus.CounterVec   // events fanned out, by the state the fan-out left them in
 	DeliverySeconds *prometheus.HistogramVec // consumer call latency by outcome
@@ -73,6 +74,9 @@ func New() *Metrics {
 		HandedOver: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "intake_messages_handed_over_total", Help: "Messages the commit that stored them handed to this process's worker, with no claim.",
 		}),
+		HandoffReleased: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "intake_messages_handoff_released_total", Help: "Handed-over messages released for any process to claim after waiting while ingest was under pressure.",
+		}),
 		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "intake_deliveries_total", Help: "Consumer delivery attempts, by outcome.",
 		}, []string{"outcome"}),
@@ -96,7 +100,7 @@ func New() *Metrics {
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
 	})
 	r.MustRegister(m.EndToEnd, m.IngressRequests, m.IngestSeconds, m.Messages, m.ProcessSeconds, m.EventsCreated, m.EventsFiltered, m.Conflicts,
-		m.WorkerClaims, m.HandedOver, m.Deliveries, m.FanOuts, m.DeliverySeconds, m.ConsumerDeliveries, m.ConsumerDeliverySeconds)
+		m.WorkerClaims, m.HandedOver, m.HandoffReleased, m.Deliveries, m.FanOuts, m.DeliverySeconds, m.ConsumerDeliveries, m.ConsumerDeliverySeconds)
 	m.KeyFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "intake_worker_key_failures_total", Help: "Messages released because this process's master key cannot open their connection's secrets.",
 	})

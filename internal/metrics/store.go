@@ -77,3 +77,19 @@ func age(now, since time.Time) float64 {
 	}
 	return now.Sub(since).Seconds()
 }
+
+// WatchPressure exports how many requests wait for an ingest commit, and
+// whether processing holds back for them.
+func (m *Metrics) WatchPressure(p *intake.Pressure) {
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "intake_ingest_waiting", Help: "Requests waiting for their ingest commit."},
+			func() float64 { return float64(p.Waiting()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "intake_processing_held", Help: "1 while processing holds back for ingest under pressure."},
+			func() float64 {
+				if p.High() {
+					return 1
+				}
+				return 0
+			}),
+	)
+}

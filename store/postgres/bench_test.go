@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/intakehq/intake/store/postgres/pgtest"
+	"github.com/intakehq/intake/store/storetest"
 )
 
 // BenchmarkIngest measures durable ingests per second of 2 KiB bodies from
@@ -34,4 +37,35 @@ func BenchmarkIngest(b *testing.B) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ingests/s")
+}
+
+// roundTrips counts what the pool's connections send: each statement sent
+// alone is a round trip, each batch one more, whatever it holds.
+type roundTrips struct{ statements, trips atomic.Int64 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.statements.Add(1)
+	r.trips.Add(1)
+	return ctx
+}
+func (*roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.trips.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	r.statements.Add(1)
+}
+func (*roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// BenchmarkPipeline reports the statements and round trips one webhook
+// costs through the whole pipeline (storetest.BenchmarkPipeline).
+func BenchmarkPipeline(b *testing.B) {
+	var rt roundTrips
+	s, err := Open(context.Background(), Options{URL: pgtest.Database(b), Tracer: &rt})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	storetest.BenchmarkPipeline(b, s, func() (int64, int64) { return rt.statements.Load(), rt.trips.Load() })
 }

@@ -104,12 +104,13 @@ func (s *Store) failQueued() {
 }
 
 // commitBatch writes the batch in one transaction that also notifies the
-// other processes when it holds a queued message. If it fails, each request
+// other processes when it holds a queued message: BEGIN, the inserts and
+// the COMMIT travel in one round trip. If it fails, each request
 // is committed alone, so one bad row cannot fail its neighbours. It reports
 // whether a queued message was committed, for the local workers' wake-up.
 func (s *Store) commitBatch(batch []ingestRequest) (queued bool) {
 	ctx := context.Background()
-	err := s.tx(ctx, func(tx pgx.Tx) error { return s.insertMessages(ctx, tx, batch) })
+	err := s.pipeline(ctx, func(p *pipeTx) error { return s.queueMessages(p.b, batch) })
 	if err == nil || len(batch) == 1 {
 		for _, r := range batch {
 			r.done <- err
@@ -117,7 +118,7 @@ func (s *Store) commitBatch(batch []ingestRequest) (queued bool) {
 		return err == nil && anyQueued(batch)
 	}
 	for _, r := range batch {
-		err := s.tx(ctx, func(tx pgx.Tx) error { return s.insertMessages(ctx, tx, []ingestRequest{r}) })
+		err := s.pipeline(ctx, func(p *pipeTx) error { return s.queueMessages(p.b, []ingestRequest{r}) })
 		queued = queued || (err == nil && r.m.State == intake.MessageQueued)
 		r.done <- err
 	}
@@ -170,18 +171,26 @@ func (r *messageRows) add(m *intake.Message) error {
 	return nil
 }
 
-// insertMessages inserts the batch's messages and bodies, each table with
-// one multi-row INSERT, and queues the notification for the commit when a
-// message is queued (one handed over is leased: no other process may claim
-// it yet).
+// insertMessages inserts the batch's messages and bodies in tx.
 func (s *Store) insertMessages(ctx context.Context, tx pgx.Tx, batch []ingestRequest) error {
+	b := &pgx.Batch{}
+	if err := s.queueMessages(b, batch); err != nil {
+		return err
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// queueMessages queues the inserts of the batch's messages and bodies,
+// each table with one multi-row INSERT, and the notification for the
+// commit when a message is queued (one handed over is leased: no other
+// process may claim it yet).
+func (s *Store) queueMessages(b *pgx.Batch, batch []ingestRequest) error {
 	var r messageRows
 	for _, req := range batch {
 		if err := r.add(req.m); err != nil {
 			return err
 		}
 	}
-	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO messages
 		(id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts,
 		 next_attempt_at, lease_until, provider_event_id, outcome, error_code, error_message, replay_of, traceparent)
@@ -203,7 +212,7 @@ func (s *Store) insertMessages(ctx context.Context, tx pgx.Tx, batch []ingestReq
 	if anyQueued(batch) {
 		b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicMessages], s.instance)
 	}
-	return tx.SendBatch(ctx, b).Close()
+	return nil
 }
 
 // storableHeader drops NUL bytes, which jsonb cannot hold; net/http refuses

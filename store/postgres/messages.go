@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/intakehq/intake"
 )
@@ -83,91 +84,154 @@ func loadBodies(ctx context.Context, q querier, claims []intake.Claim) error {
 	return rows.Err()
 }
 
-// SettleMessage applies a processing result in one transaction, re-run
-// from the start if it lost a race on the deduplication identity.
+// SettleMessage applies a processing result in one transaction of two
+// round trips: BEGIN, the message's row lock and its deduplication
+// identity travel together; the writes, decided in Go, travel with the
+// COMMIT. A settlement that lost a race on the identity is re-run from the
+// start.
 func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Settlement) (intake.Settled, error) {
 	var out intake.Settled
 	if !validIDs(st.MessageID) {
 		return out, notFound("message", st.MessageID)
 	}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		t := settleTx{tx: tx, now: now}
+	var t *settleTx
+	err := s.pipeline(ctx, func(p *pipeTx) error {
+		t = &settleTx{p: p, now: now}
+		found := false
 		var conn string
-		err := tx.QueryRow(ctx, `SELECT connection_id, org_id, state, attempt, endpoint_id FROM messages WHERE id = $1 FOR UPDATE`, st.MessageID).
-			Scan(&conn, &t.msg.OrgID, &t.msg.State, &t.msg.Attempt, &t.msg.EndpointID)
-		if errors.Is(err, pgx.ErrNoRows) {
+		p.b.Queue(`SELECT connection_id, org_id, state, attempt, endpoint_id FROM messages WHERE id = $1 FOR UPDATE`, st.MessageID).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					found = true
+					if err := rows.Scan(&conn, &t.msg.OrgID, &t.msg.State, &t.msg.Attempt, &t.msg.EndpointID); err != nil {
+						return err
+					}
+				}
+				return rows.Err()
+			})
+		if st.To == intake.MessageProcessed && st.Identity != nil {
+			t.identityKey = st.Identity.Key
+			p.b.Queue(`SELECT digest, event_type, message_id, expires_at FROM message_identities
+				WHERE connection_id = (SELECT connection_id FROM messages WHERE id = $1) AND key = $2
+				  AND (expires_at IS NULL OR expires_at > $3)`, st.MessageID, text(st.Identity.Key), ts(now)).
+				Query(func(rows pgx.Rows) error {
+					for rows.Next() {
+						ident := &intake.Identity{Key: st.Identity.Key}
+						var expires *time.Time
+						if err := rows.Scan(&ident.Digest, &ident.EventType, &ident.MessageID, &expires); err != nil {
+							return err
+						}
+						ident.ExpiresAt = fromTS(expires)
+						t.identity = ident
+					}
+					return rows.Err()
+				})
+		}
+		if err := p.flush(ctx); err != nil {
+			return err
+		}
+		if !found {
 			return notFound("message", st.MessageID)
 		}
+		var err error
+		out, err = intake.ApplySettlement(ctx, t, conn, now, st)
 		if err != nil {
 			return err
 		}
-		out, err = intake.ApplySettlement(ctx, t, conn, now, st)
-		if err != nil || len(out.EventIDs) == 0 {
-			return err
+		if len(out.EventIDs) > 0 {
+			p.b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], s.instance)
 		}
-		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], s.instance)
-		return err
+		return nil
 	})
-	if err == nil && len(out.EventIDs) > 0 {
+	if err != nil {
+		return intake.Settled{}, err
+	}
+	// ApplySettlement counted every event it queued; those an existing
+	// row made the insert skip were not created.
+	out.EventIDs = out.EventIDs[:0]
+	for _, e := range t.events {
+		if e.inserted {
+			out.EventIDs = append(out.EventIDs, e.id)
+		}
+	}
+	if len(out.EventIDs) > 0 {
 		s.hub.Notify(intake.TopicEvents)
 	}
-	return out, err
+	return out, nil
 }
 
-// settleTx is ApplySettlement's view of a PostgreSQL transaction that
-// already holds the message's row lock.
+// settleTx is ApplySettlement's view of a pipelined PostgreSQL
+// transaction that already holds the message's row lock: reads were
+// prefetched with the lock, writes are queued for the COMMIT's round trip.
 type settleTx struct {
-	tx  pgx.Tx
+	p   *pipeTx
 	msg intake.LockedMessage // its org is the org of the rows the settlement adds
 	now time.Time
+	// identityKey is the key whose live identity was read with the lock,
+	// identity what was found (nil: none).
+	identityKey string
+	identity    *intake.Identity
+	events      []*queuedEvent
+}
+
+// queuedEvent is an event insert queued for the commit, and whether it
+// inserted a row.
+type queuedEvent struct {
+	id       string
+	inserted bool
 }
 
 // LockMessage returns what SettleMessage read when it locked the row
 // (SELECT … FOR UPDATE), in the same round trip that found its connection.
-func (t settleTx) LockMessage(ctx context.Context, msgID string) (intake.LockedMessage, error) {
+func (t *settleTx) LockMessage(ctx context.Context, msgID string) (intake.LockedMessage, error) {
 	return t.msg, nil
 }
 
-func (t settleTx) InsertNotice(ctx context.Context, n intake.Notice) error {
-	return insertNotice(ctx, t.tx, n)
+func (t *settleTx) InsertNotice(ctx context.Context, n intake.Notice) error {
+	queueNotice(t.p.b, n)
+	return nil
 }
 
-func (t settleTx) Identity(ctx context.Context, connectionID, key string, now time.Time) (*intake.Identity, error) {
-	ident := intake.Identity{Key: key}
-	var expires *time.Time
-	err := t.tx.QueryRow(ctx, `SELECT digest, event_type, message_id, expires_at FROM message_identities
-		WHERE connection_id = $1 AND key = $2 AND (expires_at IS NULL OR expires_at > $3)`, connectionID, text(key), ts(now)).
-		Scan(&ident.Digest, &ident.EventType, &ident.MessageID, &expires)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
+// Identity returns the identity read with the row lock.
+func (t *settleTx) Identity(ctx context.Context, connectionID, key string, now time.Time) (*intake.Identity, error) {
+	if key != t.identityKey {
+		return nil, errors.New("postgres: settle asked for an identity it did not read")
 	}
-	ident.ExpiresAt = fromTS(expires)
-	return &ident, err
+	return t.identity, nil
 }
 
 // PutIdentity records an identity that Identity found absent or expired.
 // If another process committed a live one for the same key since, the
-// upsert changes nothing and the settlement is re-run, to be judged
-// against it; otherwise the row stays locked until this one commits.
-func (t settleTx) PutIdentity(ctx context.Context, connectionID string, ident intake.Identity) error {
-	tag, err := t.tx.Exec(ctx, `INSERT INTO message_identities (connection_id, key, org_id, digest, event_type, message_id, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (connection_id, key) DO UPDATE SET digest = excluded.digest, event_type = excluded.event_type,
-			message_id = excluded.message_id, expires_at = excluded.expires_at
-		WHERE message_identities.expires_at IS NOT NULL AND message_identities.expires_at <= $8`,
+// upsert changes nothing and the statement fails on purpose (a division by
+// its zero rows), which aborts the transaction before its COMMIT; the
+// settlement is then re-run, to be judged against the other identity.
+// Otherwise the row stays locked until this one commits.
+func (t *settleTx) PutIdentity(ctx context.Context, connectionID string, ident intake.Identity) error {
+	q := t.p.b.Queue(`WITH put AS (
+			INSERT INTO message_identities (connection_id, key, org_id, digest, event_type, message_id, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (connection_id, key) DO UPDATE SET digest = excluded.digest, event_type = excluded.event_type,
+				message_id = excluded.message_id, expires_at = excluded.expires_at
+			WHERE message_identities.expires_at IS NOT NULL AND message_identities.expires_at <= $8
+			RETURNING 1)
+		SELECT 1 / (SELECT count(*)::int FROM put)`,
 		connectionID, text(ident.Key), t.msg.OrgID, text(ident.Digest), text(ident.EventType), ident.MessageID, ts(ident.ExpiresAt), ts(t.now))
-	if err != nil {
+	q.Fn = func(br pgx.BatchResults) error {
+		_, err := br.Exec()
+		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "22012" {
+			return errRace
+		}
 		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return errRace
 	}
 	return nil
 }
 
-func (t settleTx) OriginalEvent(ctx context.Context, connectionID, providerEventID string) (string, error) {
+func (t *settleTx) OriginalEvent(ctx context.Context, connectionID, providerEventID string) (string, error) {
+	if err := t.p.flush(ctx); err != nil {
+		return "", err
+	}
 	var eventID string
-	err := t.tx.QueryRow(ctx, `SELECT id FROM events
+	err := t.p.conn.QueryRow(ctx, `SELECT id FROM events
 		WHERE connection_id = $1 AND provider_event_id = $2 AND NOT replay AND provider_event_id <> ''`,
 		connectionID, text(providerEventID)).Scan(&eventID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -176,7 +240,9 @@ func (t settleTx) OriginalEvent(ctx context.Context, connectionID, providerEvent
 	return eventID, err
 }
 
-func (t settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error) {
+// InsertEvent queues the event's insert; whether it inserted a row is
+// known once the commit returns (SettleMessage reads it then).
+func (t *settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error) {
 	var app, record string
 	if e.Subject != nil {
 		app, record = text(e.Subject.App), text(e.Subject.RecordID)
@@ -185,7 +251,9 @@ func (t settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error)
 	if len(data) == 0 {
 		data = []byte("null")
 	}
-	tag, err := t.tx.Exec(ctx, `INSERT INTO events
+	qe := &queuedEvent{id: e.ID}
+	t.events = append(t.events, qe)
+	t.p.b.Queue(`INSERT INTO events
 		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
 		 subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
 		 next_attempt_at, replay, replay_of, created_at, traceparent)
@@ -194,31 +262,31 @@ func (t settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error)
 		e.ID, e.OrgID, e.ConnectionID, e.MessageID, text(e.Provider), text(e.Type), string(e.Kind), text(e.ProviderEventID),
 		ts(e.OccurredAt), ts(e.ReceivedAt), app, record, string(validUTF8(data)), e.DataTruncated, texts(e.ObjectIDs),
 		string(e.State), e.Attempt, e.MaxAttempts, ts(e.NextAttemptAt), e.Replay, nullID(e.ReplayOf), ts(e.CreatedAt),
-		text(e.TraceParent))
-	if err != nil {
-		return false, err
-	}
-	return tag.RowsAffected() == 1, nil
+		text(e.TraceParent)).Exec(func(ct pgconn.CommandTag) error {
+		qe.inserted = ct.RowsAffected() == 1
+		return nil
+	})
+	return true, nil
 }
 
-func (t settleTx) UpdateMessage(ctx context.Context, st intake.Settlement, now time.Time) error {
+func (t *settleTx) UpdateMessage(ctx context.Context, st intake.Settlement, now time.Time) error {
 	var settled any
 	if st.To != intake.MessageFailed {
 		settled = ts(now)
 	}
-	_, err := t.tx.Exec(ctx, `UPDATE messages SET state = $1, outcome = $2, error_code = $3, error_message = $4,
+	t.p.b.Queue(`UPDATE messages SET state = $1, outcome = $2, error_code = $3, error_message = $4,
 		next_attempt_at = $5, lease_until = NULL, provider_event_id = $6, settled_at = $7
 		WHERE id = $8 AND attempt = $9`,
 		string(st.To), text(st.Outcome), text(st.ErrorCode), text(st.ErrorMessage), ts(st.NextAttemptAt), text(st.ProviderEventID),
 		settled, st.MessageID, st.Attempt)
-	return err
+	return nil
 }
 
-func (t settleTx) RecordAttempt(ctx context.Context, messageID string, a intake.Attempt) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO message_attempts (message_id, org_id, attempt, state, outcome, error_code, error_message, at)
+func (t *settleTx) RecordAttempt(ctx context.Context, messageID string, a intake.Attempt) error {
+	t.p.b.Queue(`INSERT INTO message_attempts (message_id, org_id, attempt, state, outcome, error_code, error_message, at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (message_id, attempt) DO NOTHING`,
 		messageID, t.msg.OrgID, a.Attempt, string(a.State), text(a.Outcome), text(a.ErrorCode), text(a.ErrorMessage), ts(a.At))
-	return err
+	return nil
 }
 
 // MessageAttempts lists a message's settled attempts, oldest first.

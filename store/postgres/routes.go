@@ -240,10 +240,8 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 		claims = nil
 		var cands []*candidate
 		inFlight := map[string]int{}
-		// Consumers created before lanes existed get theirs.
-		p.b.Queue(`INSERT INTO consumer_lanes (consumer_id, org_id)
-			SELECT c.id, c.org_id FROM consumers c WHERE NOT EXISTS (SELECT FROM consumer_lanes l WHERE l.consumer_id = c.id)
-			ON CONFLICT DO NOTHING`)
+		// Every consumer has its lane: created with it, and by the
+		// migration for those that came before lanes.
 		p.b.Queue(`SELECT c.enabled AND c.deleted_at IS NULL, d.n, `+prefixed("c.", controlColumns)+`, `+laneColumns+`
 			  FROM consumer_lanes l JOIN consumers c ON c.id = l.consumer_id
 			 CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM routes r
@@ -461,7 +459,6 @@ func (t *routeTx) prefetch() {
 		}
 		return rows.Err()
 	})
-	b.Queue(`INSERT INTO consumer_lanes (consumer_id, org_id) SELECT id, org_id FROM consumers WHERE id = $1 ON CONFLICT DO NOTHING`, t.consumerID)
 	b.Queue(`SELECT `+prefixed("c.", controlColumns)+`, `+laneColumns+`
 		FROM consumers c JOIN consumer_lanes l ON l.consumer_id = c.id WHERE c.id = $1 AND c.deleted_at IS NULL FOR UPDATE OF l`,
 		t.consumerID).Query(func(rows pgx.Rows) error {

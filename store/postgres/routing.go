@@ -164,10 +164,13 @@ func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.Su
 	})
 }
 
-func (t settleTx) Subject(ctx context.Context, connectionID string, objectIDs []string) (*intake.Subject, error) {
+func (t *settleTx) Subject(ctx context.Context, connectionID string, objectIDs []string) (*intake.Subject, error) {
+	if err := t.p.flush(ctx); err != nil {
+		return nil, err
+	}
 	for _, obj := range objectIDs {
 		var sub intake.Subject
-		err := t.tx.QueryRow(ctx, `SELECT app, record_id FROM subject_links WHERE connection_id = $1 AND provider_object_id = $2`,
+		err := t.p.conn.QueryRow(ctx, `SELECT app, record_id FROM subject_links WHERE connection_id = $1 AND provider_object_id = $2`,
 			connectionID, text(obj)).Scan(&sub.App, &sub.RecordID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue

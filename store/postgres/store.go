@@ -47,6 +47,10 @@ type Options struct {
 	// Logger receives the notification listener's reconnects and failed
 	// tries for leadership.
 	Logger *slog.Logger
+	// Tracer, when set, sees every statement the pool's connections run
+	// (and every batch, when it is also a pgx.BatchTracer): for
+	// measurements such as the round trips a webhook costs.
+	Tracer pgx.QueryTracer
 }
 
 // Store is the PostgreSQL implementation of intake.Store.
@@ -111,6 +115,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "intake"
+	}
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

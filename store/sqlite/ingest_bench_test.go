@@ -13,6 +13,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/cputime"
+	"github.com/intakehq/intake/store/storetest"
 )
 
 // BenchmarkIngest measures the store's durable ingest alone, without HTTP:
@@ -58,4 +59,16 @@ func BenchmarkIngest(b *testing.B) {
 	if err, _ := failed.Load().(error); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkPipeline reports the statements one webhook costs the writer
+// through the whole pipeline (storetest.BenchmarkPipeline); an embedded
+// store has no round trips, so they are its statements too.
+func BenchmarkPipeline(b *testing.B) {
+	s, err := Open(context.Background(), Options{Path: filepath.Join(b.TempDir(), "intake.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.BenchmarkPipeline(b, s, func() (int64, int64) { n := s.statements.Load(); return n, n })
 }

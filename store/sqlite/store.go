@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -46,8 +47,11 @@ type Store struct {
 	batch int
 
 	stmts map[string]*sql.Stmt // the writer's hot statements, prepared at open
-	stop  chan struct{}
-	done  chan struct{}
+	// statements counts those the writer ran in its transactions, for
+	// measuring what a webhook costs.
+	statements atomic.Int64
+	stop       chan struct{}
+	done       chan struct{}
 
 	changes intake.Changes
 }

@@ -33,6 +33,7 @@ func (s *Store) prepareOnce(ctx context.Context, queries ...string) {
 }
 
 func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	t.s.statements.Add(1)
 	if st := t.s.stmts[query]; st != nil {
 		return t.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
@@ -40,6 +41,7 @@ func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 }
 
 func (t *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	t.s.statements.Add(1)
 	if st := t.s.stmts[query]; st != nil {
 		return t.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
@@ -47,6 +49,7 @@ func (t *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql
 }
 
 func (t *wtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	t.s.statements.Add(1)
 	if st := t.s.stmts[query]; st != nil {
 		return t.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}

@@ -18,7 +18,7 @@ var backoff = intake.Backoff{Base: time.Second, Max: time.Hour}
 
 const routeLease = 24 * time.Hour
 
-func (f fixture) consumer(t *testing.T, s intake.Store, name string, ctl intake.Controls) intake.Consumer {
+func (f fixture) consumer(t testing.TB, s intake.Store, name string, ctl intake.Controls) intake.Consumer {
 	t.Helper()
 	c := intake.Consumer{ID: intake.NewID(), OrgID: f.org.ID, Name: name, App: name, URL: "http://127.0.0.1:9/" + name,
 		EventTypes: []string{"*"}, Enabled: true, SealedSecret: []byte("sealed"), CreatedAt: t0, Controls: ctl}

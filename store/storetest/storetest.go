@@ -101,7 +101,7 @@ type fixture struct {
 	ep   intake.Endpoint
 }
 
-func newFixture(t *testing.T, s intake.Store, name string) fixture {
+func newFixture(t testing.TB, s intake.Store, name string) fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := fixture{org: intake.Org{ID: intake.NewID(), Name: name, CreatedAt: t0}}

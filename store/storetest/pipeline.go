@@ -1,0 +1,68 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// Counter reports how many statements a store ran, and in how many round
+// trips, since it was opened. A store with no round trips to count (an
+// embedded one) reports its statements for both.
+type Counter func() (statements, roundTrips int64)
+
+// BenchmarkPipeline takes b.N webhooks, one after the other, through every
+// store call of the pipeline as one process makes them: the ingest that
+// hands the message over, its settle with one event, the event's claim and
+// fan-out to one consumer (its route leased in the same commit), and the
+// call's settle. It reports the statements and round trips per webhook.
+func BenchmarkPipeline(b *testing.B, s intake.Store, count Counter) {
+	ctx := context.Background()
+	f := newFixture(b, s, "pipeline")
+	c := f.consumer(b, s, "app", intake.Controls{})
+	lease := time.Minute
+	h := intake.NewHandoff(1, lease)
+	one := func(i int) error {
+		at := t0.Add(time.Duration(i) * time.Millisecond)
+		m := f.message(fmt.Sprintf(`{"id":"evt_%d"}`, i), at)
+		h.Reserve(m)
+		if err := s.Ingest(ctx, m); err != nil {
+			return err
+		}
+		h.Give(m)
+		claim := <-h.Claims()
+		h.Taken()
+		e := f.event(m, fmt.Sprintf("evt_%d", i))
+		e.ObjectIDs, e.NextAttemptAt = nil, at
+		if _, err := s.SettleMessage(ctx, at, processed(claim, identity(m, e.ProviderEventID), e)); err != nil {
+			return err
+		}
+		events, err := s.ClaimEvents(ctx, at, lease, 64)
+		if err != nil || len(events) != 1 {
+			return fmt.Errorf("claimed %d events, want 1: %v", len(events), err)
+		}
+		routes, err := s.FanOut(ctx, at, intake.FanOut{EventID: e.ID, Attempt: events[0].Attempt,
+			Routes: []intake.FanOutRoute{{ConsumerID: c.ID}}, Lease: lease})
+		if err != nil || len(routes) != 1 {
+			return fmt.Errorf("fan-out leased %d routes, want 1: %v", len(routes), err)
+		}
+		return s.SettleRoute(ctx, at, result(routes[0], at, intake.DeliveryHandled), backoff)
+	}
+	if err := one(-1); err != nil { // warm caches and prepared statements
+		b.Fatal(err)
+	}
+	statements, roundTrips := count()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := one(i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	st, rt := count()
+	b.ReportMetric(float64(st-statements)/float64(b.N), "statements/webhook")
+	b.ReportMetric(float64(rt-roundTrips)/float64(b.N), "round-trips/webhook")
+}
