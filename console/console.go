@@ -144,6 +144,8 @@ func (c *Console) routes() {
 	c.page("GET /console/connections/{id}", c.connection)
 	c.action("POST /console/connections/{id}/test", c.testConnectionRules)
 	c.action("POST /console/connections/{id}/rules", c.saveConnectionRules)
+	c.page("GET /console/notifications", c.notifications)
+	c.action("POST /console/notifications", c.saveNotifications)
 	c.page("GET /console/consumers", c.consumers)
 	c.action("POST /console/consumers", c.createConsumer)
 	c.action("POST /console/consumers/{id}/enabled", c.setConsumerEnabled)

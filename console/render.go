@@ -18,7 +18,7 @@ import (
 // pageNames are the templates under templates/, each rendered inside
 // layout.html.
 var pageNames = []string{"login", "error", "overview", "messages", "message", "events", "event", "unclaimed",
-	"dead", "endpoints", "connections", "consumers", "consumer", "connection"}
+	"dead", "endpoints", "connections", "consumers", "consumer", "connection", "notifications"}
 
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
@@ -78,6 +78,7 @@ var flashes = map[string]string{
 	"rules-saved":         "Rules saved: the next events are routed with them.",
 	"consumer-paused":     "Paused: deliveries to this consumer are held; they spend no attempt.",
 	"consumer-resumed":    "Resumed: held deliveries go at the consumer's rate.",
+	"notifications-saved": "Notifications saved.",
 	"controls-saved":      "Delivery controls saved: they apply to the next calls, on every process.",
 	"secret-adopted":      "The connection now verifies with this handshake's secret.",
 	"secret-known":        "The connection already had this handshake's secret.",

@@ -28,6 +28,10 @@ type NotificationUpdate struct {
 	URL      string
 	SlackURL string
 	Topics   []string
+	// KeepSlack keeps the Slack URL already set (SlackURL is then
+	// ignored): a form that cannot show the credential need not ask for
+	// it again.
+	KeepSlack bool
 }
 
 // PutNotifications sets where an org's notifications go. The first put
@@ -43,6 +47,9 @@ func (p *Plane) PutNotifications(ctx context.Context, c Caller, orgID string, u 
 	topics, err := checkTopics(u.Topics)
 	if err != nil {
 		return NotificationSettings{}, err
+	}
+	if u.KeepSlack {
+		u.SlackURL = "" // the stored one, read below, was checked when it was set
 	}
 	if err := checkSlackURL(u.SlackURL); err != nil {
 		return NotificationSettings{}, err
@@ -61,6 +68,11 @@ func (p *Plane) PutNotifications(ctx context.Context, c Caller, orgID string, u 
 	first := intake.ErrorCode(err) == intake.ENOTFOUND
 	if err != nil && !first {
 		return NotificationSettings{}, err
+	}
+	if u.KeepSlack && !first {
+		if u.SlackURL, err = p.sealer.NotificationSlackURL(old); err != nil {
+			return NotificationSettings{}, fmt.Errorf("open the Slack URL of org %s: %w", orgID, err)
+		}
 	}
 	s := intake.NotificationSettings{OrgID: orgID, URL: u.URL, SealedSlackURL: p.sealer.SealNotificationSlackURL(orgID, u.SlackURL),
 		Topics: topics, SealedSecret: old.SealedSecret, UpdatedAt: p.now()}

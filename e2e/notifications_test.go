@@ -5,10 +5,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/intakehq/intake/delivery"
 )
@@ -79,5 +83,48 @@ func TestATrippedConsumerIsNotifiedSignedToTheOrgsURL(t *testing.T) {
 	ts, _ := strconv.ParseInt(n.header.Get("webhook-timestamp"), 10, 64)
 	if want, _ := delivery.Sign(set.SigningSecret, n.header.Get("webhook-id"), ts, n.body); n.header.Get("webhook-signature") != want {
 		t.Fatalf("signature %q does not verify under the secret shown", n.header.Get("webhook-signature"))
+	}
+}
+
+// TestConsoleInBrowserSetsNotificationsAndShowsTheirSecretOnce: the
+// notifications page, in Chromium: a first save shows the signing secret;
+// the settings read back; a second save keeps the Slack URL it cannot show.
+func TestConsoleInBrowserSetsNotificationsAndShowsTheirSecretOnce(t *testing.T) {
+	s := start(t, t.TempDir())
+	acme := setupStripeOrg(t, s, "acme")
+	tab := browserTab(t)
+	signIn(t, tab, s.url, acme.key, "header.top")
+	step(t, tab, "open notifications and save",
+		chromedp.Navigate(s.url+"/console/notifications"),
+		chromedp.WaitVisible(chromedp.ID("notifications-form")),
+		chromedp.SendKeys(chromedp.ID("notify-url"), "http://127.0.0.1:9/ops"),
+		chromedp.SendKeys(chromedp.ID("slack-url"), "https://127.0.0.1/services/T0/B0/secret-part"),
+		chromedp.Click(chromedp.CSS(`input[name="topic"][value="consumer.tripped"]`)),
+		chromedp.Click(chromedp.ID("save-notifications")),
+		chromedp.WaitVisible(chromedp.ID("signing-secret")),
+	)
+	if secret := read(t, tab, "secret", chromedp.Text(chromedp.ID("signing-secret"))); !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("the first save shows %q", secret)
+	}
+	step(t, tab, "save again with a second topic",
+		chromedp.Navigate(s.url+"/console/notifications"),
+		chromedp.WaitVisible(chromedp.ID("notifications-form")),
+		chromedp.Click(chromedp.CSS(`input[name="topic"][value="event.dead"]`)),
+		chromedp.Click(chromedp.ID("save-notifications")),
+		chromedp.WaitVisible(chromedp.CSS("p.flash")),
+	)
+	if has := read(t, tab, "secret again", chromedp.Evaluate[bool](`document.getElementById("signing-secret") !== null`)); has {
+		t.Fatal("a second save shows the secret again")
+	}
+	var got struct {
+		URL             string   `json:"url"`
+		SlackWebhookURL string   `json:"slack_webhook_url"`
+		Topics          []string `json:"topics"`
+	}
+	s.api(t, "GET", "/api/v1/orgs/"+acme.id+"/notifications", nil, &got)
+	slices.Sort(got.Topics)
+	if got.URL != "http://127.0.0.1:9/ops" || got.SlackWebhookURL == "" || strings.Contains(got.SlackWebhookURL, "secret-part") ||
+		strings.Join(got.Topics, ",") != "consumer.tripped,event.dead" {
+		t.Fatalf("settings after two saves: %+v", got)
 	}
 }
