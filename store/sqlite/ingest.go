@@ -136,6 +136,7 @@ func (s *Store) commitBatch(batch []writeJob) {
 			j.done <- classify(err)
 		}
 	}
+	s.prepareMissed(ctx)
 	s.prepareInserts(ctx, batch)
 	tx, err := s.begin(ctx)
 	if err != nil {

@@ -46,7 +46,10 @@ type Store struct {
 	jobs  chan writeJob
 	batch int
 
-	stmts map[string]*sql.Stmt // the writer's hot statements, prepared at open
+	stmts map[string]*sql.Stmt // the writer's prepared statements: the hot ones at open, others after first use
+	// missed are statements run unprepared since the writer last prepared;
+	// unpreparable, those that failed to (their error shows where they run).
+	missed, unpreparable map[string]bool
 	// statements counts those the writer ran in its transactions, for
 	// measuring what a webhook costs.
 	statements atomic.Int64
@@ -131,6 +134,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
+	s.missed, s.unpreparable = map[string]bool{}, map[string]bool{}
 	if s.stmts, err = prepare(ctx, write); err != nil {
 		read.Close()
 		write.Close()

@@ -6,9 +6,10 @@ import (
 )
 
 // wtx is the writer's open transaction. Statements the writer runs for
-// every message and event are prepared once, when the store opens, on the
-// writer's single connection: parsing SQL would otherwise cost the one
-// writer goroutine more than executing it.
+// every message and event are prepared once on the writer's single
+// connection (the hot ones when the store opens, any other after its first
+// use): parsing SQL would otherwise cost the one writer goroutine more than
+// executing it.
 type wtx struct {
 	*sql.Tx
 	s *Store
@@ -32,25 +33,54 @@ func (s *Store) prepareOnce(ctx context.Context, queries ...string) {
 	}
 }
 
-func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+// maxStatements bounds the writer's prepared statements: the hot ones and
+// those it learns (see missed), so SQL built with a varying shape cannot
+// grow the cache without end.
+const maxStatements = 512
+
+// prepared returns the writer's prepared statement for query, or nil;
+// a query not yet prepared is noted, and the writer prepares it before
+// its next transaction, so any statement it runs again is parsed once.
+func (t *wtx) prepared(query string) *sql.Stmt {
 	t.s.statements.Add(1)
-	if st := t.s.stmts[query]; st != nil {
+	s := t.s
+	if st := s.stmts[query]; st != nil {
+		return st
+	}
+	if len(s.stmts)+len(s.missed) < maxStatements && !s.unpreparable[query] {
+		s.missed[query] = true // only the writer goroutine touches these maps
+	}
+	return nil
+}
+
+// prepareMissed prepares the statements the last transactions ran
+// unprepared; the writer calls it between transactions.
+func (s *Store) prepareMissed(ctx context.Context) {
+	for q := range s.missed {
+		delete(s.missed, q)
+		s.prepareOnce(ctx, q)
+		if s.stmts[q] == nil {
+			s.unpreparable[q] = true
+		}
+	}
+}
+
+func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := t.prepared(query); st != nil {
 		return t.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
 	return t.Tx.ExecContext(ctx, query, args...)
 }
 
 func (t *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	t.s.statements.Add(1)
-	if st := t.s.stmts[query]; st != nil {
+	if st := t.prepared(query); st != nil {
 		return t.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
 	return t.Tx.QueryContext(ctx, query, args...)
 }
 
 func (t *wtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	t.s.statements.Add(1)
-	if st := t.s.stmts[query]; st != nil {
+	if st := t.prepared(query); st != nil {
 		return t.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return t.Tx.QueryRowContext(ctx, query, args...)
