@@ -602,3 +602,24 @@ type Notifications interface {
 	LastSentNotice(ctx context.Context, orgID, topic, subject string) (time.Time, error)
 	MarkNoticesSent(ctx context.Context, ids []string, at time.Time) error
 }
+
+// SetBacklog fills in a consumer's state and backlog from what a store
+// counted: its waiting unleased routes, those of them due and the earliest
+// due. A paused or tripped consumer's waiting routes are held, not due.
+func (h *ConsumerHealth) SetBacklog(enabled, paused, tripped bool, waiting, due int, oldestDue time.Time) {
+	switch {
+	case !enabled:
+		h.State = ConsumerDisabled
+	case paused:
+		h.State = ConsumerPaused
+	case tripped:
+		h.State = ConsumerTripped
+	default:
+		h.State = ConsumerEnabled
+	}
+	if paused || tripped {
+		h.Held = waiting
+		return
+	}
+	h.Due, h.OldestDueAt = due, oldestDue
+}

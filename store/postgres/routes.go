@@ -642,21 +642,7 @@ func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID 
 	if !found {
 		return intake.ConsumerHealth{}, notFound("consumer", consumerID)
 	}
-	switch {
-	case !enabled:
-		h.State = intake.ConsumerDisabled
-	case paused:
-		h.State = intake.ConsumerPaused
-	case tripped:
-		h.State = intake.ConsumerTripped
-	default:
-		h.State = intake.ConsumerEnabled
-	}
-	if paused || tripped {
-		h.Held = held
-	} else {
-		h.Due, h.OldestDueAt = due, fromTS(oldest)
-	}
+	h.SetBacklog(enabled, paused, tripped, held, due, fromTS(oldest))
 	if p50 != nil {
 		h.P50 = time.Duration(*p50) * time.Microsecond
 	}

@@ -469,16 +469,6 @@ func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID 
 	if err != nil {
 		return h, classify(err)
 	}
-	switch {
-	case !enabled:
-		h.State = intake.ConsumerDisabled
-	case paused:
-		h.State = intake.ConsumerPaused
-	case tripped:
-		h.State = intake.ConsumerTripped
-	default:
-		h.State = intake.ConsumerEnabled
-	}
 	rows, err := tx.QueryContext(ctx, `SELECT outcome, latency_us FROM deliveries INDEXED BY deliveries_consumer_at
 		WHERE consumer_id = ? AND at >= ? AND outcome IN ('handled', 'ignored', 'retry') ORDER BY latency_us`,
 		consumerID, ts(now.Add(-time.Hour)))
@@ -524,11 +514,7 @@ func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID 
 	if err != nil {
 		return h, classify(err)
 	}
-	if paused || tripped {
-		h.Held = waiting
-	} else {
-		h.Due, h.OldestDueAt = due, fromTS(oldest)
-	}
+	h.SetBacklog(enabled, paused, tripped, waiting, due, fromTS(oldest))
 	return h, nil
 }
 
