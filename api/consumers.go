@@ -131,12 +131,12 @@ func (s *Server) consumerHealth(w http.ResponseWriter, r *http.Request, who cont
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, HealthView(h))
+	writeJSON(w, http.StatusOK, healthView(h))
 	return nil
 }
 
-// HealthView is a consumer's health as the API shows it.
-func HealthView(h intake.ConsumerHealth) ConsumerHealth {
+// healthView is a consumer's health as the API shows it.
+func healthView(h intake.ConsumerHealth) ConsumerHealth {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return ConsumerHealth{
 		State: h.State, Delivered1h: h.Delivered1h, Failed1h: h.Failed1h, P50Ms: ms(h.P50), P99Ms: ms(h.P99),
