@@ -532,9 +532,14 @@ func ApplyRouteSettlement(ctx context.Context, tx RouteSettleTx, now time.Time, 
 		return err
 	}
 	if to == EventDead {
-		// Grouped by consumer: a consumer that kills many events is one
-		// notice with a count.
-		if err := notice(NoticeEventDead, s.ConsumerID, "event "+s.EventID+" is dead: "+r.LastError); err != nil {
+		// Grouped by the consumer whose call settled the event: a consumer
+		// that kills many events is one notice with a count.
+		detail := "event " + s.EventID + " is dead: " + r.LastError
+		if r.State != RouteDead {
+			// This call succeeded; another consumer's route died before it.
+			detail = "event " + s.EventID + " is dead: another consumer's attempts are spent"
+		}
+		if err := notice(NoticeEventDead, s.ConsumerID, detail); err != nil {
 			return err
 		}
 	}
