@@ -244,11 +244,16 @@ func TestConsoleInBrowserPausesAConsumerSetsItsLimitsAndShowsItsHealth(t *testin
 	reloadUntil(t, tab, "the backlog shows 2 held", func() bool {
 		return strings.Contains(read(t, tab, "backlog", chromedp.Text(chromedp.ID("backlog"))), "2 held")
 	})
+	// From the page without the pause's flash, so the next flash waited
+	// for is the save's.
 	step(t, tab, "set a rate and one call at a time",
+		chromedp.Navigate(s.url+"/console/consumers/"+cons.ID),
+		chromedp.WaitVisible(chromedp.ID("controls-form")),
 		chromedp.SendKeys(chromedp.ID("rate_per_sec"), "5"),
 		chromedp.SendKeys(chromedp.ID("max_in_flight"), "1"),
 		chromedp.Click(chromedp.ID("save-controls")),
 		chromedp.WaitVisible(chromedp.CSS("p.flash")),
+		chromedp.WaitVisible(chromedp.ID("max_in_flight")),
 	)
 	if v := read(t, tab, "max in flight", chromedp.Value(chromedp.ID("max_in_flight"))); v != "1" {
 		t.Fatalf("max in flight box holds %q after saving", v)
