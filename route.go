@@ -66,6 +66,10 @@ type RetryPolicy struct {
 	Base     time.Duration
 }
 
+// OrderingSubject is the ordering that keys a consumer's events by the
+// provider object they are about (its connection and first object id).
+const OrderingSubject = "subject"
+
 // Consumer control defaults and bounds (DESIGN §9).
 const (
 	DefaultBreakerFailures  = 10

@@ -536,7 +536,7 @@ func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, 
 	if err != nil {
 		return inside(where, err)
 	}
-	if ctl.Ordering != "" && ctl.Ordering != OrderingSubject && (old == nil || old.Controls.Ordering != ctl.Ordering) {
+	if ctl.Ordering != "" && ctl.Ordering != intake.OrderingSubject && (old == nil || old.Controls.Ordering != ctl.Ordering) {
 		if err := pl.p.rules.Check(ctx, rules.KindKey, ctl.Ordering); err != nil {
 			return inside(where, orderingError(err))
 		}

@@ -9,9 +9,6 @@ import (
 	"github.com/intakehq/intake/rules"
 )
 
-// OrderingSubject orders a consumer's events per provider object.
-const OrderingSubject = "subject"
-
 // applyControls sets the delivery controls an update gives, checked as a
 // whole: nothing is saved unless every one is valid.
 func (p *Plane) applyControls(ctx context.Context, ctl *intake.Controls, u ConsumerUpdate) error {
@@ -29,7 +26,7 @@ func (p *Plane) applyControls(ctx context.Context, ctl *intake.Controls, u Consu
 		next.MaxInFlight = *u.MaxInFlight
 	}
 	if u.Ordering != nil {
-		if *u.Ordering != "" && *u.Ordering != OrderingSubject && *u.Ordering != ctl.Ordering {
+		if *u.Ordering != "" && *u.Ordering != intake.OrderingSubject && *u.Ordering != ctl.Ordering {
 			if err := p.rules.Check(ctx, rules.KindKey, *u.Ordering); err != nil {
 				return orderingError(err)
 			}

@@ -8,14 +8,10 @@ import (
 	"github.com/intakehq/intake/internal/bodyurl"
 )
 
-// OrderSubject is the ordering that keys a consumer's events by the
-// provider object they are about.
-const OrderSubject = "subject"
-
 // readsRequest reports whether a consumer's rules may read an event's
 // original request: its filter, its transform, or a CEL ordering key.
 func readsRequest(c *intake.Consumer) bool {
-	return c.Filter != "" || c.Transform != "" || (c.Controls.Ordering != "" && c.Controls.Ordering != OrderSubject)
+	return c.Filter != "" || c.Transform != "" || (c.Controls.Ordering != "" && c.Controls.Ordering != intake.OrderingSubject)
 }
 
 // fanOut selects a claimed event's consumers, judges each one's filter,
@@ -107,7 +103,7 @@ func (r *Router) judge(ctx context.Context, e *intake.Event, c intake.Consumer, 
 	}
 	switch o := c.Controls.Ordering; o {
 	case "":
-	case OrderSubject:
+	case intake.OrderingSubject:
 		if len(e.ObjectIDs) > 0 {
 			route.OrderKey = e.ConnectionID + "/" + e.ObjectIDs[0]
 		}
