@@ -217,6 +217,13 @@ func (l *Lane) Allow(c Controls, now time.Time, inFlight, want int) (n int, prob
 	return want, probe
 }
 
+// same reports whether l and o hold the same state.
+func (l Lane) same(o Lane) bool {
+	return l.ConsumerID == o.ConsumerID && l.OrgID == o.OrgID && l.Tokens == o.Tokens && l.RefilledAt.Equal(o.RefilledAt) &&
+		l.Failures == o.Failures && l.FailingSince.Equal(o.FailingSince) && l.Tripped == o.Tripped &&
+		l.ProbeAt.Equal(o.ProbeAt) && l.ProbeEvery == o.ProbeEvery
+}
+
 // Lane changes a settled call can bring, each audited and notified.
 const (
 	LaneTripped   = "consumer.tripped"
@@ -394,7 +401,11 @@ type RouteSettleTx interface {
 	// LockRoute returns the route and whether it is leased, locking it.
 	LockRoute(ctx context.Context, eventID, consumerID string) (r Route, leased bool, err error)
 	// LockLane returns the consumer's controls and lane, locking the lane;
-	// ENOTFOUND if the consumer was deleted.
+	// ENOTFOUND if the consumer was deleted. SaveLane is called only when
+	// the settle moves the lane, so a store may read the lane unlocked
+	// first (a success on a closed breaker, the usual call, then takes no
+	// lock that every call to the consumer would queue on) provided its
+	// SaveLane then refuses and the settle runs again with the lock.
 	LockLane(ctx context.Context, consumerID string) (Controls, Lane, error)
 	SaveLane(ctx context.Context, l Lane) error
 	// SaveRoute writes the route's state, attempt, next time and last
@@ -478,9 +489,14 @@ func ApplyRouteSettlement(ctx context.Context, tx RouteSettleTx, now time.Time, 
 		}
 		tripped := lane.Tripped
 		if s.Called {
+			was := lane
 			change := lane.Settle(ctl, now, d.Succeeded())
-			if err := tx.SaveLane(ctx, lane); err != nil {
-				return err
+			// Most calls leave the lane as it was (a success on a closed
+			// breaker): it is written only when it moved.
+			if !lane.same(was) {
+				if err := tx.SaveLane(ctx, lane); err != nil {
+					return err
+				}
 			}
 			switch change {
 			case LaneDisabled:

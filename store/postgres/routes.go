@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -389,9 +390,24 @@ func (s *Store) SettleRoute(ctx context.Context, now time.Time, st intake.RouteS
 	if !validIDs(st.EventID, st.ConsumerID) {
 		return notFound("route", st.EventID+"/"+st.ConsumerID)
 	}
+	// The lane is read unlocked first: a call that leaves it as it was (a
+	// success on a closed breaker) then takes no lock that every other
+	// call to the consumer would queue behind. A settle that moves it runs
+	// again with the lane locked.
+	err := s.settleRoute(ctx, now, st, b, false)
+	if errors.Is(err, errLaneMoved) {
+		err = s.settleRoute(ctx, now, st, b, true)
+	}
+	return err
+}
+
+// errLaneMoved aborts a settle that read the lane unlocked and would move it.
+var errLaneMoved = errors.New("the lane moves: settle again with it locked")
+
+func (s *Store) settleRoute(ctx context.Context, now time.Time, st intake.RouteSettlement, b intake.Backoff, lockLane bool) error {
 	var t *routeTx
 	err := s.pipeline(ctx, func(p *pipeTx) error {
-		t = &routeTx{p: p, s: s, eventID: st.EventID, consumerID: st.ConsumerID}
+		t = &routeTx{p: p, s: s, eventID: st.EventID, consumerID: st.ConsumerID, lockLane: lockLane}
 		t.prefetch()
 		if err := p.flush(ctx); err != nil {
 			return err
@@ -431,12 +447,18 @@ type routeTx struct {
 	lane       intake.Lane
 	counts     intake.RouteCounts
 	recovered  bool
+	// lockLane: the lane was read FOR UPDATE and may be saved.
+	lockLane bool
 }
 
 var _ intake.RouteSettleTx = (*routeTx)(nil)
 
 func (t *routeTx) prefetch() {
 	b := t.p.b
+	lock := ""
+	if t.lockLane {
+		lock = " FOR UPDATE OF l"
+	}
 	b.Queue(`SELECT state FROM events WHERE id = $1 FOR UPDATE`, t.eventID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			t.eventFound = true
@@ -460,7 +482,7 @@ func (t *routeTx) prefetch() {
 		return rows.Err()
 	})
 	b.Queue(`SELECT `+prefixed("c.", controlColumns)+`, `+laneColumns+`
-		FROM consumers c JOIN consumer_lanes l ON l.consumer_id = c.id WHERE c.id = $1 AND c.deleted_at IS NULL FOR UPDATE OF l`,
+		FROM consumers c JOIN consumer_lanes l ON l.consumer_id = c.id WHERE c.id = $1 AND c.deleted_at IS NULL`+lock,
 		t.consumerID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			controls, doneC := controlDests(&t.controls)
@@ -499,6 +521,9 @@ func (t *routeTx) LockLane(_ context.Context, consumerID string) (intake.Control
 }
 
 func (t *routeTx) SaveLane(_ context.Context, l intake.Lane) error {
+	if !t.lockLane {
+		return errLaneMoved
+	}
 	t.recovered = t.lane.Tripped && !l.Tripped
 	t.p.b.Queue(`UPDATE consumer_lanes SET tokens = $2, refilled_at = $3, failures = $4, failing_since = $5, tripped = $6, probe_at = $7,
 		probe_every_ms = $8 WHERE consumer_id = $1`,

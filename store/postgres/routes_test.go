@@ -242,3 +242,74 @@ func TestSettleWritesNoticesAndRetentionForgetsRoutes(t *testing.T) {
 		t.Fatalf("notices after retention = %v, want only the newer one", got)
 	}
 }
+
+// TestASuccessfulCallTakesNoLaneLockWhileFailuresCountUnderIt: the settle of
+// a call that leaves the lane as it was (a success on a closed breaker)
+// does not queue on the lane's row lock, which every call to the consumer
+// would otherwise take in turn; failures, which move the lane, take it, so
+// concurrent ones all count.
+func TestASuccessfulCallTakesNoLaneLockWhileFailuresCountUnderIt(t *testing.T) {
+	ctx := context.Background()
+	s := openURL(t, pgtest.Database(t), 12)
+	o := newOrg(t, s, "acme")
+	c := o.consumer(t, s, intake.Controls{})
+	o.fannedOut(t, s, 10, c.ID)
+	claims, err := s.ClaimRoutes(ctx, t0, time.Hour, 10)
+	if err != nil || len(claims) != 10 {
+		t.Fatalf("claims %d %v", len(claims), err)
+	}
+	settle := func(ctx context.Context, rc intake.RouteClaim, status int) error {
+		outcome := intake.DeliveryHandled
+		if status >= 300 {
+			outcome = intake.DeliveryRetry
+		}
+		return s.SettleRoute(ctx, t0, intake.RouteSettlement{EventID: rc.Event.ID, ConsumerID: rc.ConsumerID, Attempt: rc.Attempt,
+			Called: true, Delivery: &intake.Delivery{ID: intake.NewID(), OrgID: o.org.ID, EventID: rc.Event.ID, ConsumerID: rc.ConsumerID,
+				Attempt: rc.Attempt, Outcome: outcome, StatusCode: status, At: t0}}, intake.DefaultBackoff)
+	}
+	failures := func() (n int) {
+		t.Helper()
+		if err := s.pool.QueryRow(ctx, `SELECT failures FROM consumer_lanes WHERE consumer_id = $1`, c.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	hold, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hold.Rollback(ctx) }()
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM consumer_lanes WHERE consumer_id = $1 FOR UPDATE`, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	// With the lane locked elsewhere, a successful call settles at once; had
+	// it queued on the lock it would still be waiting when this runs out.
+	waited, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := settle(waited, claims[0], 200); err != nil {
+		t.Fatalf("a successful call could not settle while the lane was locked: %v", err)
+	}
+
+	var wg sync.WaitGroup
+	for _, rc := range claims[1:9] {
+		wg.Go(func() {
+			if err := settle(ctx, rc, 500); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if n := failures(); n != 8 {
+		t.Fatalf("8 calls failed at once; the lane counts %d failures in a row", n)
+	}
+	if err := settle(ctx, claims[9], 200); err != nil {
+		t.Fatal(err)
+	}
+	if n := failures(); n != 0 {
+		t.Fatalf("a success after 8 failures left the lane at %d failures; want 0", n)
+	}
+}
