@@ -96,9 +96,12 @@ type Event struct {
 	Attempt         int
 	MaxAttempts     int
 	NextAttemptAt   time.Time
-	Replay          bool
-	ReplayOf        string
-	CreatedAt       time.Time
+	// LeaseUntil is set on an event created handed over to a router (see
+	// EventHandoff): its first routing attempt is leased until then.
+	LeaseUntil time.Time
+	Replay     bool
+	ReplayOf   string
+	CreatedAt  time.Time
 	// TraceParent is the W3C traceparent of the processing attempt that
 	// created the event, so its routing continues that trace.
 	TraceParent string

@@ -143,6 +143,7 @@ type EventQueue interface {
 	// them; the headers are nil once a message's body has expired.
 	MessageRequests(ctx context.Context, messageIDs []string) (map[string]OriginalRequest, error)
 	Listener
+	ChangeFeed
 	RouteQueue
 }
 
@@ -338,14 +339,19 @@ type Settlement struct {
 	ProviderEventID string
 	Identity        *Identity // nil: not deduplicated (change notice, replay)
 	Events          []Event
+	// EventLease, when set, hands the events to the settling process's
+	// router (see EventHandoff): each is created at routing attempt 1,
+	// leased until then. Zero: they wait for any router's claim.
+	EventLease time.Time
 }
 
 // Settled is what a settlement actually did once deduplication was judged
 // inside its transaction.
 type Settled struct {
-	State    MessageState
-	Outcome  string
-	EventIDs []string
+	State   MessageState
+	Outcome string
+	// Events are the events created, as they were written.
+	Events []Event
 }
 
 // SettleTx is the view of one open store transaction that ApplySettlement
@@ -421,12 +427,15 @@ func ApplySettlement(ctx context.Context, tx SettleTx, connectionID string, now 
 				return Settled{}, err
 			}
 		}
+		if !s.EventLease.IsZero() {
+			e.Attempt, e.LeaseUntil = 1, s.EventLease
+		}
 		inserted, err := tx.InsertEvent(ctx, e)
 		if err != nil {
 			return Settled{}, err
 		}
 		if inserted {
-			out.EventIDs = append(out.EventIDs, e.ID)
+			out.Events = append(out.Events, e)
 		}
 	}
 	if err := tx.UpdateMessage(ctx, s, now); err != nil {

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
@@ -20,7 +21,7 @@ func readsRequest(c *intake.Consumer) bool {
 // judge (its consumers or its request could not be read) is left as it
 // is: its lease runs out and it is claimed again. The context returned
 // carries the fan-out's span, the parent of those calls.
-func (r *Router) fanOut(ctx context.Context, ec intake.EventClaim, b *batch) (context.Context, []intake.RouteClaim) {
+func (r *Router) fanOut(ctx context.Context, ec intake.EventClaim, b *batch, lease time.Duration) (context.Context, []intake.RouteClaim) {
 	ctx, span := startRoute(ctx, ec)
 	defer span.End()
 	e := &ec.Event
@@ -31,7 +32,7 @@ func (r *Router) fanOut(ctx context.Context, ec intake.EventClaim, b *batch) (co
 		return ctx, nil
 	}
 	in := newRuleInput(e, r.envelope(e), b)
-	f := intake.FanOut{EventID: e.ID, Attempt: ec.Attempt, Lease: r.cfg.Lease}
+	f := intake.FanOut{EventID: e.ID, Attempt: ec.Attempt, Lease: lease}
 	filtered := 0
 	for _, c := range intake.SelectConsumers(e, oc.list) {
 		if ec.Done[c.ID] {

@@ -17,6 +17,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/bodyurl"
+	"github.com/intakehq/intake/internal/cache"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/tracing"
@@ -37,11 +38,14 @@ type Config struct {
 	Backoff intake.Backoff
 	Lease   time.Duration // must exceed the delivery timeout (default 1m)
 	Poll    time.Duration // fallback poll (default 1s)
-	Batch   int           // events or routes claimed per round (default 64)
+	Batch   int           // events or routes claimed per round (default DefaultBatch)
 	// MaxEvents bounds the calls this process has in flight (default
 	// 256). Per-consumer limits are the consumers' own controls, held by
 	// the store across processes.
 	MaxEvents int
+	// Handoff, when set, brings the events this process's settles just
+	// created under their first lease; they are fanned out with no claim.
+	Handoff *intake.EventHandoff
 	// Pressure, when set, is ingest's: while requests wait for their
 	// commits above its threshold, both stages take new work only within
 	// their share of the slots.
@@ -53,6 +57,9 @@ type Config struct {
 	Logger  *slog.Logger
 }
 
+// DefaultBatch is how many events or routes a round takes by default.
+const DefaultBatch = 64
+
 // Router fans events out and delivers their routes until its context
 // ends.
 type Router struct {
@@ -61,7 +68,14 @@ type Router struct {
 	// freed wakes each stage's loop (coalesced) when a call ends and its
 	// slot comes free.
 	freed [2]chan struct{}
+	// consumers keeps each org's consumers for a few seconds, voided by
+	// any operator change.
+	consumers cache.TTL[string, []intake.Consumer]
 }
+
+// consumersTTL bounds how long a missed change notification could leave an
+// org's consumers stale.
+const consumersTTL = 5 * time.Second
 
 // New returns a router with defaults filled in.
 func New(cfg Config) *Router {
@@ -78,7 +92,7 @@ func New(cfg Config) *Router {
 		cfg.Poll = time.Second
 	}
 	if cfg.Batch == 0 {
-		cfg.Batch = 64
+		cfg.Batch = DefaultBatch
 	}
 	if cfg.MaxEvents == 0 {
 		cfg.MaxEvents = 256
@@ -99,7 +113,9 @@ func New(cfg Config) *Router {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Router{cfg: cfg, slots: make(chan struct{}, cfg.MaxEvents), freed: [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}}
+	r := &Router{cfg: cfg, slots: make(chan struct{}, cfg.MaxEvents), freed: [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}}
+	r.consumers.TTL, r.consumers.Changes = consumersTTL, cfg.Store.Changes()
+	return r
 }
 
 // Run fans events out as they commit and delivers routes as they come due,
@@ -111,34 +127,56 @@ func (r *Router) Run(ctx context.Context) error {
 	defer calls.Wait()
 	var stages sync.WaitGroup
 	stages.Go(func() {
-		r.loop(ctx, intake.TopicEvents, r.freed[0], func() (int, int, error) {
+		r.loop(ctx, intake.TopicEvents, r.freed[0], r.cfg.Handoff.Ready(), func(claim bool) (int, int, error) {
 			limit := min(r.free(), r.cfg.Batch)
-			n, _, err := r.fanOutRound(ctx, &calls, limit)
+			n, _, err := r.fanOutRound(ctx, &calls, limit, claim)
 			return n, limit, err
 		})
 	})
 	stages.Go(func() {
-		r.loop(ctx, intake.TopicRoutes, r.freed[1], func() (int, int, error) {
+		r.loop(ctx, intake.TopicRoutes, r.freed[1], nil, func(bool) (int, int, error) {
 			limit := min(r.free(), r.cfg.Batch)
 			n, err := r.deliverRound(ctx, &calls, limit)
 			return n, limit, err
 		})
 	})
 	stages.Wait()
+	r.drainHanded(context.WithoutCancel(ctx))
 	return nil
+}
+
+// drainHanded fans out, on the way out, the events handed over but not
+// taken, leasing none of their routes: those wait for any router's claim
+// rather than for the events' leases to run out. An event handed over
+// after this (a settle still finishing) is claimed once its lease expires.
+func (r *Router) drainHanded(ctx context.Context) {
+	claims := r.handed(cap(r.cfg.Handoff.Claims()))
+	if len(claims) == 0 {
+		return
+	}
+	es := make([]*intake.Event, len(claims))
+	for i := range claims {
+		es[i] = &claims[i].Event
+	}
+	b := r.read(ctx, es, readsRequest)
+	for _, ec := range claims {
+		r.fanOut(ctx, ec, b, 0)
+	}
 }
 
 // loop runs round until ctx ends: again at once after a round that took
 // all it asked for, else when topic commits, a call frees a slot, or the
 // poll fires. A round with no free slot claims nothing and waits for one,
-// or for ingest's pressure to fall.
-func (r *Router) loop(ctx context.Context, topic string, freed <-chan struct{}, round func() (n, asked int, err error)) {
+// or for ingest's pressure to fall. When handed receives, work was handed
+// over in memory: the round takes it without a claim.
+func (r *Router) loop(ctx context.Context, topic string, freed, handed <-chan struct{}, round func(claim bool) (n, asked int, err error)) {
 	wake, stop := r.cfg.Store.Listen(topic)
 	defer stop()
 	poll := time.NewTimer(r.cfg.Poll)
 	defer poll.Stop()
+	claim := true
 	for ctx.Err() == nil {
-		n, asked, err := round()
+		n, asked, err := round(claim)
 		if err != nil && ctx.Err() == nil {
 			r.cfg.Logger.Error("router: claim failed", "topic", topic, "err", err)
 		}
@@ -146,18 +184,22 @@ func (r *Router) loop(ctx context.Context, topic string, freed <-chan struct{}, 
 			continue
 		}
 		var full, calm <-chan struct{} // only a stage held back by its slots waits for one
+		ready := handed
 		if r.free() <= 0 {
-			if full = freed; r.cfg.Pressure.High() {
+			if full, ready = freed, nil; r.cfg.Pressure.High() {
 				calm = r.cfg.Pressure.Calm()
 			}
 		}
 		poll.Reset(r.cfg.Poll)
+		claim = true
 		select {
 		case <-ctx.Done():
 		case <-wake:
 		case <-full:
 		case <-calm:
 		case <-poll.C:
+		case <-ready:
+			claim = false
 		}
 	}
 }
@@ -184,16 +226,23 @@ func (r *Router) start(ctx context.Context, calls *sync.WaitGroup, c intake.Rout
 	})
 }
 
-// fanOutRound claims up to limit new events and fans each out, starting
-// the calls the store leased in the same commit. It returns how many
-// events it claimed and how many calls it started.
-func (r *Router) fanOutRound(ctx context.Context, calls *sync.WaitGroup, limit int) (events, started int, err error) {
+// fanOutRound takes up to limit new events, those handed over first and,
+// if claim, claimed ones after them, and fans each out, starting the calls
+// the store leased in the same commit. It returns how many events it took
+// and how many calls it started.
+func (r *Router) fanOutRound(ctx context.Context, calls *sync.WaitGroup, limit int, claim bool) (events, started int, err error) {
 	if limit <= 0 {
 		return 0, 0, nil
 	}
-	claims, err := r.cfg.Store.ClaimEvents(ctx, r.cfg.Clock.Now(), r.cfg.Lease, limit)
-	if err != nil {
-		return 0, 0, err // not committed: no lease is held on any of them
+	claims := r.handed(limit)
+	if claim && len(claims) < limit {
+		more, cerr := r.cfg.Store.ClaimEvents(ctx, r.cfg.Clock.Now(), r.cfg.Lease, limit-len(claims))
+		// A failed claim committed nothing: no lease is held on any of
+		// them. The handed ones are fanned out still.
+		claims, err = append(claims, more...), cerr
+	}
+	if len(claims) == 0 {
+		return 0, 0, err
 	}
 	es := make([]*intake.Event, len(claims))
 	for i := range claims {
@@ -206,7 +255,7 @@ func (r *Router) fanOutRound(ctx context.Context, calls *sync.WaitGroup, limit i
 	var n atomic.Int64
 	for _, ec := range claims {
 		fanOuts.Go(func() {
-			fctx, handed := r.fanOut(ctx, ec, b)
+			fctx, handed := r.fanOut(ctx, ec, b, r.cfg.Lease)
 			n.Add(int64(len(handed)))
 			for _, rc := range handed {
 				r.start(fctx, calls, rc, b)
@@ -214,7 +263,22 @@ func (r *Router) fanOutRound(ctx context.Context, calls *sync.WaitGroup, limit i
 		})
 	}
 	fanOuts.Wait()
-	return len(claims), int(n.Load()), nil
+	return len(claims), int(n.Load()), err
+}
+
+// handed takes up to limit of the events handed over, without waiting.
+func (r *Router) handed(limit int) []intake.EventClaim {
+	var out []intake.EventClaim
+	for len(out) < limit {
+		select {
+		case ec := <-r.cfg.Handoff.Claims():
+			r.cfg.Handoff.Taken()
+			out = append(out, ec)
+		default:
+			return out
+		}
+	}
+	return out
 }
 
 // deliverRound claims up to limit due routes and starts their calls. It
@@ -242,7 +306,7 @@ func (r *Router) deliverRound(ctx context.Context, calls *sync.WaitGroup, limit 
 // tests and tools that step the router.
 func (r *Router) RunOnce(ctx context.Context) (int, error) {
 	var calls sync.WaitGroup
-	events, started, err := r.fanOutRound(ctx, &calls, min(r.free(), r.cfg.Batch))
+	events, started, err := r.fanOutRound(ctx, &calls, min(r.free(), r.cfg.Batch), true)
 	calls.Wait()
 	if err != nil {
 		return 0, err
@@ -283,6 +347,14 @@ func (b *batch) consumer(orgID, id string) (c intake.Consumer, ok bool, err erro
 	return c, false, nil
 }
 
+// orgConsumers reads an org's consumers, through the cache.
+func (r *Router) orgConsumers(ctx context.Context, orgID string) orgConsumers {
+	list, err := r.consumers.Get(orgID, r.cfg.Clock.Now(), func() ([]intake.Consumer, error) {
+		return r.cfg.Store.ListConsumers(ctx, intake.Scope{OrgID: orgID})
+	})
+	return orgConsumers{list, err}
+}
+
 // read reads the consumers of the events' orgs, and the original requests
 // of the events whose org has a consumer that reads them.
 func (r *Router) read(ctx context.Context, events []*intake.Event, reads func(*intake.Consumer) bool) *batch {
@@ -291,8 +363,7 @@ func (r *Router) read(ctx context.Context, events []*intake.Event, reads func(*i
 	for _, e := range events {
 		oc, ok := b.consumers[e.OrgID]
 		if !ok {
-			list, err := r.cfg.Store.ListConsumers(ctx, intake.Scope{OrgID: e.OrgID})
-			oc = orgConsumers{list, err}
+			oc = r.orgConsumers(ctx, e.OrgID)
 			b.consumers[e.OrgID] = oc
 		}
 		for i := range oc.list {
@@ -316,8 +387,7 @@ func (r *Router) readFor(ctx context.Context, claims []intake.RouteClaim) *batch
 	for _, c := range claims {
 		e := &c.Event
 		if _, ok := b.consumers[e.OrgID]; !ok {
-			list, err := r.cfg.Store.ListConsumers(ctx, intake.Scope{OrgID: e.OrgID})
-			b.consumers[e.OrgID] = orgConsumers{list, err}
+			b.consumers[e.OrgID] = r.orgConsumers(ctx, e.OrgID)
 		}
 		if cons, ok, _ := b.consumer(e.OrgID, c.ConsumerID); ok && cons.Transform != "" {
 			ids = append(ids, e.MessageID)

@@ -116,7 +116,7 @@ func (e *env) event(t *testing.T, typ string, objectIDs ...string) string {
 		NextAttemptAt: e.clock.Now(), CreatedAt: e.clock.Now()}
 	out, err := e.store.SettleMessage(ctx, e.clock.Now(), intake.Settlement{MessageID: m.ID, Attempt: claims[0].Attempt,
 		To: intake.MessageProcessed, Outcome: intake.OutcomeEvents, Events: []intake.Event{ev}})
-	if err != nil || len(out.EventIDs) != 1 {
+	if err != nil || len(out.Events) != 1 {
 		t.Fatalf("settle: %v %+v", err, out)
 	}
 	return ev.ID

@@ -53,8 +53,8 @@ func TestRetentionDropsBodiesThenRowsAndDuplicatesStayRecognised(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Route it: no consumer, so routing is finished.
-		for _, id := range out.EventIDs {
-			testkit.Route(t, s, c.Now(), id, intake.EventNoConsumer)
+		for _, ev := range out.Events {
+			testkit.Route(t, s, c.Now(), ev.ID, intake.EventNoConsumer)
 		}
 		return out
 	}

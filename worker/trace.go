@@ -50,7 +50,7 @@ func traceSettled(span trace.Span, st intake.Settlement, out intake.Settled, err
 		return
 	}
 	span.SetAttributes(tracing.State.String(string(out.State)), tracing.Outcome.String(out.Outcome),
-		tracing.Events.Int(len(out.EventIDs)))
+		tracing.Events.Int(len(out.Events)))
 	if st.ErrorCode != "" {
 		span.SetAttributes(tracing.ErrorCode.String(st.ErrorCode))
 	}

@@ -38,6 +38,9 @@ type Config struct {
 	// Handoff, when set, brings the messages this process's ingest just
 	// committed under their first lease; they are taken before claims.
 	Handoff *intake.Handoff
+	// Events, when set, takes the events this worker's settles create to
+	// the local router, leased in the same commit (see intake.EventHandoff).
+	Events *intake.EventHandoff
 	// Pressure, when set, is ingest's: while requests wait for their
 	// commits above its threshold, the worker takes new work (handed over
 	// or claimed) only within its share of the slots, so ingest keeps the
@@ -340,7 +343,27 @@ func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 		return
 	}
 	traceEvents(ctx, st.Events)
+	// The events go to this process's router with their first lease taken
+	// in the settle's commit, when it has room for all of them.
+	reserved := 0
+	if n := len(st.Events); n > 0 {
+		if st.EventLease = w.cfg.Events.Reserve(n, w.cfg.Clock.Now()); !st.EventLease.IsZero() {
+			reserved = n
+		}
+	}
 	out, err := w.cfg.Store.SettleMessage(ctx, w.cfg.Clock.Now(), st)
+	if reserved > 0 {
+		handed := 0
+		if err == nil {
+			for _, e := range out.Events {
+				w.cfg.Events.Give(e)
+			}
+			handed = len(out.Events)
+		}
+		for range reserved - handed {
+			w.cfg.Events.Cancel()
+		}
+	}
 	switch {
 	case intake.ErrorCode(err) == intake.ESTALE:
 		w.cfg.Logger.Info("worker: attempt lost its lease; result dropped", "message_id", c.Message.ID, "attempt", c.Attempt)
@@ -360,7 +383,7 @@ func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 	traceSettled(span, st, out, nil)
 	w.cfg.Metrics.ProcessSeconds.Observe(time.Since(start).Seconds())
 	w.cfg.Metrics.Messages.WithLabelValues(string(out.State), out.Outcome).Inc()
-	w.cfg.Metrics.EventsCreated.Add(float64(len(out.EventIDs)))
+	w.cfg.Metrics.EventsCreated.Add(float64(len(out.Events)))
 	if out.Outcome == intake.OutcomeConflict {
 		w.cfg.Metrics.Conflicts.Inc()
 		w.cfg.Logger.Warn("worker: provider event id seen with other content", "message_id", c.Message.ID,

@@ -138,7 +138,8 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 		if err != nil {
 			return err
 		}
-		if len(out.EventIDs) > 0 {
+		// Events handed over to this process's router need no router woken.
+		if len(out.Events) > 0 && st.EventLease.IsZero() {
 			p.b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], s.instance)
 		}
 		return nil
@@ -148,13 +149,14 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 	}
 	// ApplySettlement counted every event it queued; those an existing
 	// row made the insert skip were not created.
-	out.EventIDs = out.EventIDs[:0]
-	for _, e := range t.events {
-		if e.inserted {
-			out.EventIDs = append(out.EventIDs, e.id)
+	created := out.Events[:0]
+	for i, e := range out.Events {
+		if t.events[i].inserted {
+			created = append(created, e)
 		}
 	}
-	if len(out.EventIDs) > 0 {
+	out.Events = created
+	if len(out.Events) > 0 && st.EventLease.IsZero() {
 		s.hub.Notify(intake.TopicEvents)
 	}
 	return out, nil
@@ -256,13 +258,13 @@ func (t *settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error
 	t.p.b.Queue(`INSERT INTO events
 		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
 		 subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
-		 next_attempt_at, replay, replay_of, created_at, traceparent)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::text::json, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
+		 next_attempt_at, replay, replay_of, created_at, traceparent, lease_until)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::text::json, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
 		ON CONFLICT DO NOTHING`,
 		e.ID, e.OrgID, e.ConnectionID, e.MessageID, text(e.Provider), text(e.Type), string(e.Kind), text(e.ProviderEventID),
 		ts(e.OccurredAt), ts(e.ReceivedAt), app, record, string(validUTF8(data)), e.DataTruncated, texts(e.ObjectIDs),
 		string(e.State), e.Attempt, e.MaxAttempts, ts(e.NextAttemptAt), e.Replay, nullID(e.ReplayOf), ts(e.CreatedAt),
-		text(e.TraceParent)).Exec(func(ct pgconn.CommandTag) error {
+		text(e.TraceParent), ts(e.LeaseUntil)).Exec(func(ct pgconn.CommandTag) error {
 		qe.inserted = ct.RowsAffected() == 1
 		return nil
 	})

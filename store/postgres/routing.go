@@ -28,7 +28,10 @@ func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer, audit ...
 			text(c.Filter), text(c.Transform),
 			k.Paused, k.RatePerSec, k.MaxInFlight, text(k.Ordering), k.Retry.Attempts, k.Retry.Base.Milliseconds(), k.BreakerFailures,
 			int64(k.AutoDisableAfter/time.Second))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.announce(ctx, tx) // routers keep each org's consumers: a new one is seen at once
 	})
 }
 

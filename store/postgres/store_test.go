@@ -152,7 +152,7 @@ func TestSameIdentityInRacingProcessesIsProcessedOnce(t *testing.T) {
 		case r.State == intake.MessageIgnored && r.Outcome == intake.OutcomeDuplicate:
 			duplicates++
 		}
-		events += len(r.EventIDs)
+		events += len(r.Events)
 	}
 	if processed != 1 || duplicates != n-1 || events != 1 {
 		t.Fatalf("%d processed, %d duplicates, %d events; want 1, %d, 1", processed, duplicates, events, n-1)
@@ -293,7 +293,7 @@ func TestProviderBytesPostgreSQLCannotHoldAreStoredReplaced(t *testing.T) {
 	out, err := s.SettleMessage(ctx, t0, intake.Settlement{MessageID: m.ID, Attempt: claims[0].Attempt,
 		To: intake.MessageProcessed, Outcome: intake.OutcomeEvents, ProviderEventID: e.ProviderEventID,
 		ErrorMessage: "bad \x00 byte", Identity: &ident, Events: []intake.Event{e}})
-	if err != nil || len(out.EventIDs) != 1 {
+	if err != nil || len(out.Events) != 1 {
 		t.Fatalf("settle = %+v %v", out, err)
 	}
 	got, err := s.Event(ctx, intake.Scope{}, e.ID)

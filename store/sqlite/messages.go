@@ -95,7 +95,8 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 		out, err = intake.ApplySettlement(ctx, t, t.conn, now, st)
 		return err
 	})
-	if err == nil && len(out.EventIDs) > 0 {
+	// Events handed over to this process's router need no router woken.
+	if err == nil && len(out.Events) > 0 && st.EventLease.IsZero() {
 		s.hub.Notify(intake.TopicEvents)
 	}
 	return out, err
@@ -158,7 +159,7 @@ func (t settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error)
 	res, err := t.tx.ExecContext(ctx, insertEventSQL,
 		e.ID, e.OrgID, e.ConnectionID, e.MessageID, e.Provider, e.Type, e.Kind, e.ProviderEventID, ts(e.OccurredAt),
 		ts(e.ReceivedAt), app, record, string(e.Data), e.DataTruncated, string(objectIDs), e.State, e.Attempt,
-		e.MaxAttempts, ts(e.NextAttemptAt), e.Replay, e.ReplayOf, ts(e.CreatedAt), e.TraceParent)
+		e.MaxAttempts, ts(e.NextAttemptAt), e.Replay, e.ReplayOf, ts(e.CreatedAt), e.TraceParent, ts(e.LeaseUntil))
 	if err != nil {
 		return false, err
 	}
@@ -505,8 +506,8 @@ const originalEventSQL = `SELECT id FROM events WHERE connection_id = ? AND prov
 const insertEventSQL = `INSERT INTO events
 		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
 		 subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
-		 next_attempt_at, replay, replay_of, created_at, traceparent)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		 next_attempt_at, replay, replay_of, created_at, traceparent, lease_until)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`
 
 const updateMessageSQL = `UPDATE messages SET state = ?, outcome = ?, error_code = ?, error_message = ?,

@@ -29,6 +29,7 @@ func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer, audit ...
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO consumer_lanes (consumer_id, org_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, c.ID, c.OrgID)
+		tx.announce() // routers keep each org's consumers: a new one is seen at once
 		return err
 	})
 }

@@ -35,6 +35,9 @@ func testChanges(t *testing.T, s intake.Store) {
 			t.Errorf("%s returned without moving the change counter", what)
 		}
 	}
+	created := consumer
+	created.ID, created.Name = intake.NewID(), "created"
+	moves("creating a consumer", func() error { return s.CreateConsumer(ctx, created) })
 	disabled := f.ep
 	disabled.Enabled = false
 	moves("disabling an endpoint", func() error { return s.UpdateEndpoint(ctx, org, disabled) })

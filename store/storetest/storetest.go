@@ -348,7 +348,7 @@ func testSettleCommitsEvents(t *testing.T, s intake.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.State != intake.MessageProcessed || len(out.EventIDs) != 1 || out.EventIDs[0] != e.ID {
+	if out.State != intake.MessageProcessed || len(out.Events) != 1 || out.Events[0].ID != e.ID {
 		t.Fatalf("settled = %+v", out)
 	}
 	select {
@@ -384,13 +384,13 @@ func testDedupe(t *testing.T, s intake.Store) {
 	if out := settle(`{"id":"evt_1"}`, "evt_1"); out.State != intake.MessageProcessed {
 		t.Fatalf("first = %+v", out)
 	}
-	if out := settle(`{"id":"evt_1"}`, "evt_1"); out.State != intake.MessageIgnored || out.Outcome != intake.OutcomeDuplicate || len(out.EventIDs) != 0 {
+	if out := settle(`{"id":"evt_1"}`, "evt_1"); out.State != intake.MessageIgnored || out.Outcome != intake.OutcomeDuplicate || len(out.Events) != 0 {
 		t.Fatalf("repeat = %+v", out)
 	}
 	if out := settle(`{"id":"evt_1","changed":true}`, "evt_1"); out.State != intake.MessageIgnored || out.Outcome != intake.OutcomeConflict {
 		t.Fatalf("changed content = %+v", out)
 	}
-	if out := settle(`{"id":"evt_1"}`, "evt_2"); out.State != intake.MessageProcessed || len(out.EventIDs) != 1 {
+	if out := settle(`{"id":"evt_1"}`, "evt_2"); out.State != intake.MessageProcessed || len(out.Events) != 1 {
 		t.Fatalf("same body, new id = %+v", out)
 	}
 	page, _ := s.ListEvents(ctx, intake.Scope{}, intake.EventFilter{})
@@ -433,16 +433,16 @@ func testBatchItemUnique(t *testing.T, s intake.Store) {
 	m1 := f.ingest(t, s, `[1,2]`, t0)
 	c1 := claimOne(t, s, t0)
 	out1, err := s.SettleMessage(ctx, t0, processed(c1, identity(m1, "batch-1"), f.event(m1, "item-1"), f.event(m1, "item-2")))
-	if err != nil || len(out1.EventIDs) != 2 {
+	if err != nil || len(out1.Events) != 2 {
 		t.Fatalf("first batch = %+v %v", out1, err)
 	}
 	m2 := f.ingest(t, s, `[2,3]`, t0)
 	c2 := claimOne(t, s, t0)
 	out2, err := s.SettleMessage(ctx, t0, processed(c2, identity(m2, "batch-2"), f.event(m2, "item-2"), f.event(m2, "item-3")))
-	if err != nil || out2.State != intake.MessageProcessed || len(out2.EventIDs) != 1 {
+	if err != nil || out2.State != intake.MessageProcessed || len(out2.Events) != 1 {
 		t.Fatalf("second batch = %+v %v", out2, err)
 	}
-	ev, err := s.Event(ctx, intake.Scope{}, out2.EventIDs[0])
+	ev, err := s.Event(ctx, intake.Scope{}, out2.Events[0].ID)
 	if err != nil || ev.ProviderEventID != "item-3" {
 		t.Fatalf("second batch made %+v", ev)
 	}
