@@ -42,6 +42,9 @@ type env struct {
 	data   string
 	// occurred, when set, is the next events' occurred_at.
 	occurred time.Time
+	// handoff, when set, takes the next events to the router as a
+	// worker's settle does.
+	handoff *intake.EventHandoff
 }
 
 func setup(t *testing.T, opts ...func(*router.Config)) *env {
@@ -115,9 +118,13 @@ func (e *env) event(t *testing.T, typ string, objectIDs ...string) string {
 		Data: json.RawMessage(body), DataTruncated: e.truncate, ObjectIDs: objectIDs, State: intake.EventPending, MaxAttempts: 6,
 		NextAttemptAt: e.clock.Now(), CreatedAt: e.clock.Now()}
 	out, err := e.store.SettleMessage(ctx, e.clock.Now(), intake.Settlement{MessageID: m.ID, Attempt: claims[0].Attempt,
-		To: intake.MessageProcessed, Outcome: intake.OutcomeEvents, Events: []intake.Event{ev}})
+		To: intake.MessageProcessed, Outcome: intake.OutcomeEvents, Events: []intake.Event{ev},
+		EventLease: e.handoff.Reserve(1, e.clock.Now())})
 	if err != nil || len(out.Events) != 1 {
 		t.Fatalf("settle: %v %+v", err, out)
+	}
+	if e.handoff != nil {
+		e.handoff.Give(out.Events[0])
 	}
 	return ev.ID
 }

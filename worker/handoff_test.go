@@ -170,3 +170,51 @@ func TestAHandedOverMessageWhoseLeaseRanOutWhileWaitingIsLeftToAClaim(t *testing
 		t.Fatalf("message = %+v, want left processing at attempt 1 for a claim", m)
 	}
 }
+
+// TestTheEventsASettleCreatesGoToTheRouterUnderTheirFirstLease: with room
+// in the router's hand-off, a processed message's events are created at
+// routing attempt 1 under a lease and handed over, and no claim takes them;
+// with no room, they are created for any router's claim. A duplicate hands
+// nothing over and keeps no room.
+func TestTheEventsASettleCreatesGoToTheRouterUnderTheirFirstLease(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	h := intake.NewEventHandoff(1, time.Minute)
+	e.w = worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Events: h})
+
+	e.receive(t, "new-secret", `{"id":"evt_1","type":"paid"}`)
+	e.run(t)
+	var handed intake.EventClaim
+	select {
+	case handed = <-h.Claims():
+	default:
+		t.Fatal("the processed message's event was not handed over")
+	}
+	if handed.Attempt != 1 || !handed.LeaseUntil.Equal(e.clock.Now().Add(time.Minute)) || handed.Event.ProviderEventID != "evt_1" {
+		t.Fatalf("handed over %+v, want evt_1 at attempt 1 leased for a minute", handed)
+	}
+	if got, err := e.store.ClaimEvents(ctx, e.clock.Now(), time.Minute, 10); err != nil || len(got) != 0 {
+		t.Fatalf("a claim took %d handed-over events (%v)", len(got), err)
+	}
+
+	// The hand-off is full until the router takes evt_1: evt_2 is queued.
+	e.receive(t, "new-secret", `{"id":"evt_2","type":"paid"}`)
+	e.run(t)
+	got, err := e.store.ClaimEvents(ctx, e.clock.Now(), time.Minute, 10)
+	if err != nil || len(got) != 1 || got[0].Event.ProviderEventID != "evt_2" || got[0].Attempt != 1 {
+		t.Fatalf("with no room, claims = %+v %v, want evt_2 at its first attempt", got, err)
+	}
+
+	// Room again; a duplicate of evt_1 creates nothing and gives the room back.
+	h.Taken()
+	e.receive(t, "new-secret", `{"id":"evt_1","type":"paid"}`)
+	e.run(t)
+	select {
+	case c := <-h.Claims():
+		t.Fatalf("a duplicate handed over %+v", c)
+	default:
+	}
+	if lease := h.Reserve(1, e.clock.Now()); lease.IsZero() {
+		t.Fatal("the duplicate kept the hand-off's room")
+	}
+}

@@ -135,3 +135,67 @@ func testIngestRefusesOtherStates(t *testing.T, s intake.Store) {
 		}
 	}
 }
+
+// testEventHandover: the events a settle creates handed over to the local
+// router commit under their first routing lease (attempt 1). No claim takes
+// them while it holds, the router fans them out at that attempt, and once
+// it runs out unfanned (the process died) any claim takes the event as the
+// next attempt, while the lost one can no longer fan out. An event the
+// settle did not create (one of the same provider event id exists) is not
+// among those it returns, so nothing is handed over for it.
+func testEventHandover(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "billing", intake.Controls{})
+	lease := time.Minute
+	handOver := func(eventID string) intake.Event {
+		t.Helper()
+		m := f.ingest(t, s, `{"id":"`+eventID+`"}`, t0)
+		st := processed(claimOne(t, s, t0), nil, f.event(m, eventID))
+		st.EventLease = t0.Add(lease)
+		out, err := s.SettleMessage(ctx, t0, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Events) != 1 {
+			t.Fatalf("settled %+v, want the one event it created", out)
+		}
+		if e := out.Events[0]; e.Attempt != 1 || !e.LeaseUntil.Equal(t0.Add(lease)) || e.State != intake.EventPending {
+			t.Fatalf("created %+v, want pending at attempt 1 leased until %v", e, t0.Add(lease))
+		}
+		return out.Events[0]
+	}
+	fanOut := func(e intake.Event, attempt int) ([]intake.RouteClaim, error) {
+		return s.FanOut(ctx, t0, intake.FanOut{EventID: e.ID, Attempt: attempt, Routes: to(c), Lease: lease})
+	}
+
+	fanned := handOver("evt_fanned")
+	if got, err := s.ClaimEvents(ctx, t0.Add(lease-time.Second), lease, 100); err != nil || len(got) != 0 {
+		t.Fatalf("claimed %d handed-over events while their lease holds (%v)", len(got), err)
+	}
+	calls, err := fanOut(fanned, 1)
+	if err != nil || len(calls) != 1 || calls[0].Event.ID != fanned.ID {
+		t.Fatalf("fan-out of the handed-over event = %+v %v, want its one call leased", calls, err)
+	}
+
+	lost := handOver("evt_lost")
+	got, err := s.ClaimEvents(ctx, t0.Add(lease), lease, 100)
+	if err != nil || len(got) != 1 || got[0].Event.ID != lost.ID || got[0].Attempt != 2 || got[0].Event.State != intake.EventRetrying {
+		t.Fatalf("after the lease ran out = %+v %v, want %s retrying at attempt 2", got, err, lost.ID)
+	}
+	_, err = fanOut(lost, 1)
+	wantCode(t, err, intake.ESTALE)
+	if _, err := fanOut(lost, 2); err != nil {
+		t.Fatal(err)
+	}
+
+	// A second message carrying an event already created: the insert is
+	// skipped, and the settle returns no event to hand over.
+	m := f.ingest(t, s, `{"id":"evt_fanned","again":true}`, t0)
+	st := processed(claimOne(t, s, t0), nil, f.event(m, "evt_fanned"))
+	st.EventLease = t0.Add(lease)
+	out, err := s.SettleMessage(ctx, t0, st)
+	if err != nil || len(out.Events) != 0 {
+		t.Fatalf("settle of an existing event = %+v %v, want no event created", out, err)
+	}
+}

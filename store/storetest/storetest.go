@@ -83,6 +83,7 @@ func Run(t *testing.T, open Opener) {
 		{"ControlsRoundTrip", testControlsRoundTrip},
 		{"ConsumerHealthFigures", testConsumerHealth},
 		{"AHandedOverMessageCommitsUnderItsFirstLeaseAndIsClaimedOnceItExpires", testMessageHandover},
+		{"HandedOverEventsCommitUnderTheirFirstRoutingLeaseAndAreClaimedOnceItExpires", testEventHandover},
 		{"HandedOverAndQueuedMessagesShareCommits", testHandoverSharesCommitsWithQueued},
 		{"IngestRefusesAnythingButQueuedOrAFirstLeasedAttempt", testIngestRefusesOtherStates},
 	}
