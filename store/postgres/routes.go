@@ -11,6 +11,16 @@ import (
 	"github.com/intakehq/intake"
 )
 
+// earlierInFlight holds for event e while a webhook its connection received
+// before it is not yet fanned out: its message is queued or being
+// processed, or its event waits for its fan-out. An ordered route waits for
+// it, since that webhook may turn out to precede it in its key; a message
+// waiting to retry after a failure is not waited for.
+const earlierInFlight = `(EXISTS (SELECT FROM messages m WHERE m.connection_id = e.connection_id AND m.state IN ('queued', 'processing')
+		AND m.received_at < e.received_at)
+	OR EXISTS (SELECT FROM events p WHERE p.connection_id = e.connection_id AND p.state IN ('pending', 'retrying')
+		AND p.next_attempt_at IS NOT NULL AND p.received_at < e.received_at))`
+
 // leaseable is when a new route may be leased in the commit that writes it:
 // its consumer is enabled, nothing paces it, and its breaker is closed
 // (intake.Controls.Unpaced, with the lane). c is consumers, l its lane.
@@ -318,7 +328,9 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 		}
 		// For a consumer with ordering, a route goes only when no waiting
 		// route of its key is ordered before it (leased or not, due or
-		// not); routes without a key are unordered.
+		// not), and no earlier webhook of its connection is still on its
+		// way to being fanned out (see earlierInFlight); routes without a
+		// key are unordered.
 		p.b.Queue(`WITH w AS (
 				SELECT * FROM unnest($1::uuid[], $2::int[], $3::bool[], $4::bool[], $5::double precision[], $6::timestamptz[],
 				       $7::timestamptz[], $8::bigint[], $9::timestamptz[], $10::bigint[], $13::bool[])
@@ -330,7 +342,8 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 					   AND (r.lease_until IS NULL OR r.lease_until <= $11)
 					   AND (NOT w.ordered OR r.order_key = '' OR NOT EXISTS (
 					        SELECT FROM routes b WHERE b.consumer_id = r.consumer_id AND b.state = 'waiting' AND b.order_key = r.order_key
-					           AND (b.order_at, b.event_id) < (r.order_at, r.event_id)))
+					           AND (b.order_at, b.event_id) < (r.order_at, r.event_id))
+					       AND NOT EXISTS (SELECT FROM events e WHERE e.id = r.event_id AND `+earlierInFlight+`))
 					 ORDER BY r.next_at, r.event_id
 					 LIMIT w.n
 					   FOR UPDATE SKIP LOCKED) r

@@ -228,9 +228,21 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 	return claims, nil
 }
 
+// earlierInFlight holds for event e while a webhook its connection received
+// before it is not yet fanned out: its message is queued or being
+// processed, or its event waits for its fan-out. An ordered route waits for
+// it, since that webhook may turn out to precede it in its key; a message
+// waiting to retry after a failure is not waited for.
+const earlierInFlight = `(EXISTS (SELECT 1 FROM messages m INDEXED BY messages_in_flight WHERE m.connection_id = e.connection_id
+		AND m.state IN ('queued', 'processing') AND m.received_at < e.received_at)
+	OR EXISTS (SELECT 1 FROM events p INDEXED BY events_unrouted WHERE p.connection_id = e.connection_id AND p.state IN ('pending', 'retrying')
+		AND p.next_attempt_at IS NOT NULL AND p.received_at < e.received_at))`
+
 // Due, unleased routes of one consumer: unordered, then for a consumer
 // with ordering the first waiting route of each key, found key by key
-// down the routes_order index, so a long queue of one key is not read.
+// down the routes_order index, so a long queue of one key is not read,
+// while no earlier webhook of its connection is on its way to being
+// fanned out (earlierInFlight).
 const (
 	dueRoutesSQL = `SELECT event_id, attempt, lease_until IS NOT NULL FROM routes INDEXED BY routes_due
 		WHERE consumer_id = ?1 AND state = 'waiting' AND next_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
@@ -244,9 +256,10 @@ const (
 		heads (event_id) AS (
 			SELECT (SELECT event_id FROM routes INDEXED BY routes_order WHERE consumer_id = ?1 AND state = 'waiting' AND order_key = keys.k AND order_key <> ''
 				ORDER BY order_at, event_id LIMIT 1) FROM keys WHERE keys.k IS NOT NULL)
-		SELECT event_id, attempt, lease_until IS NOT NULL, next_at FROM routes
+		SELECT event_id, attempt, lease_until IS NOT NULL, next_at FROM routes r
 		 WHERE consumer_id = ?1 AND event_id IN (SELECT event_id FROM heads)
 		   AND state = 'waiting' AND next_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
+		   AND NOT EXISTS (SELECT 1 FROM events e WHERE e.id = r.event_id AND ` + earlierInFlight + `)
 		UNION ALL
 		SELECT event_id, attempt, lease_until IS NOT NULL, next_at FROM routes INDEXED BY routes_due
 		 WHERE consumer_id = ?1 AND state = 'waiting' AND next_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2) AND order_key = ''

@@ -861,3 +861,75 @@ func testStatsFindTheOldestDueRoute(t *testing.T, s intake.Store) {
 		t.Fatalf("oldest due event %v (%v) with its consumer paused, want none", st.OldestDueEvent, err)
 	}
 }
+
+// testOrderingWaitsForEarlierWebhooks: an ordered route waits while a
+// webhook its connection received earlier is not yet fanned out (its message
+// queued or being processed, or its event not yet fanned out), since that
+// one may come first in its key; unordered consumers do not wait.
+func testOrderingWaitsForEarlierWebhooks(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	ordered := f.consumer(t, s, "ordered", intake.Controls{Ordering: intake.OrderingSubject})
+	plain := f.consumer(t, s, "plain", intake.Controls{})
+	routes := []intake.FanOutRoute{{ConsumerID: ordered.ID, OrderKey: "k"}, {ConsumerID: plain.ID}}
+	now := t0.Add(2 * time.Second)
+	first := f.ingest(t, s, `{"n":1}`, t0)
+	second := f.ingest(t, s, `{"n":2}`, t0.Add(time.Second))
+	msgs := claimAll(t, s, now) // both being processed
+	if len(msgs) != 2 {
+		t.Fatalf("claimed %d messages, want 2", len(msgs))
+	}
+	settle := func(m *intake.Message) intake.Event {
+		t.Helper()
+		for _, c := range msgs {
+			if c.Message.ID == m.ID {
+				e := f.event(m, "evt_"+m.ID)
+				if _, err := s.SettleMessage(ctx, now, processed(c, identity(m, "evt_"+m.ID), e)); err != nil {
+					t.Fatal(err)
+				}
+				return e
+			}
+		}
+		t.Fatalf("message %s was not claimed", m.ID)
+		return intake.Event{}
+	}
+	calls := func() map[string]string {
+		t.Helper()
+		got := map[string]string{}
+		for _, c := range claimRoutes(t, s, now, 100) {
+			got[c.ConsumerID] += c.Event.ID
+		}
+		return got
+	}
+
+	late := settle(second)
+	fanOut(t, s, late, now, 0, routes)
+	if got := calls(); got[ordered.ID] != "" || got[plain.ID] != late.ID {
+		t.Fatalf("with an earlier webhook still being processed, calls = %v; want only the unordered consumer's", got)
+	}
+	early := settle(first)
+	if got := calls(); got[ordered.ID] != "" {
+		t.Fatalf("with an earlier event not yet fanned out, the ordered consumer got %s", got[ordered.ID])
+	}
+	fanOut(t, s, early, now, 0, routes)
+	got, err := s.ClaimRoutes(ctx, now, routeLease, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head intake.RouteClaim
+	for _, c := range got {
+		if c.ConsumerID == ordered.ID {
+			if head.Event.ID != "" || c.Event.ID != early.ID {
+				t.Fatalf("the ordered consumer got %s, want only the earlier webhook's event %s first", c.Event.ID, early.ID)
+			}
+			head = c
+		}
+	}
+	if head.Event.ID == "" {
+		t.Fatal("the ordered consumer got nothing once every earlier webhook was fanned out")
+	}
+	settleRoute(t, s, now, head, intake.DeliveryHandled)
+	if got := calls(); got[ordered.ID] != late.ID {
+		t.Fatalf("after the earlier event was handled, the ordered consumer got %q, want %s", got[ordered.ID], late.ID)
+	}
+}

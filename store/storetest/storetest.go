@@ -70,6 +70,7 @@ func Run(t *testing.T, open Opener) {
 		{"MaxInFlightHoldsAcrossClaims", testMaxInFlight},
 		{"RateHoldsAcrossClaims", testRate},
 		{"OrderedRoutesWaitForTheirPredecessors", testOrdering},
+		{"OrderedRoutesWaitForEarlierWebhooksNotYetFannedOut", testOrderingWaitsForEarlierWebhooks},
 		{"DisabledAndDeletedConsumersRoutesAreClaimedAndDropped", testDisabledConsumerRoutesAreDropped},
 		{"FailedCallsRetryByTheConsumersOwnSchedule", testRetry},
 		{"TheEventFollowsItsRoutes", testEventFollowsItsRoutes},
