@@ -96,13 +96,21 @@ type Event struct {
 	Attempt         int
 	MaxAttempts     int
 	NextAttemptAt   time.Time
-	// LeaseUntil is set on an event created handed over to a router (see
-	// EventHandoff): its first routing attempt is leased until then.
-	LeaseUntil time.Time
-	Replay     bool
-	ReplayOf   string
-	CreatedAt  time.Time
+	Replay          bool
+	ReplayOf        string
+	CreatedAt       time.Time
 	// TraceParent is the W3C traceparent of the processing attempt that
 	// created the event, so its routing continues that trace.
 	TraceParent string
+}
+
+// Unrouted reports whether any of the events waits for a router's fan-out:
+// it is on the event queue (a planned event is created fanned out, off it).
+func Unrouted(events []Event) bool {
+	for _, e := range events {
+		if (e.State == EventPending || e.State == EventRetrying) && !e.NextAttemptAt.IsZero() {
+			return true
+		}
+	}
+	return false
 }

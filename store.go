@@ -339,10 +339,25 @@ type Settlement struct {
 	ProviderEventID string
 	Identity        *Identity // nil: not deduplicated (change notice, replay)
 	Events          []Event
-	// EventLease, when set, hands the events to the settling process's
-	// router (see EventHandoff): each is created at routing attempt 1,
-	// leased until then. Zero: they wait for any router's claim.
-	EventLease time.Time
+	// Plan, when set, fans each event out inside the settle's own
+	// transaction, once its subject is known: it returns the event's
+	// routes (as a router's fan-out would write them, Attempt ignored), or
+	// false to leave the event to a router's claim. It is
+	// called with the transaction open, so it must not wait on the store;
+	// a settle the store runs again calls it again.
+	Plan func(e Event) (FanOut, bool)
+}
+
+// FanOutPlanner fans out the events of one message's settle inside the
+// settle's own transaction (see Settlement.Plan), for the router of the
+// settling process.
+type FanOutPlanner interface {
+	Plan(e Event) (FanOut, bool)
+	// Started follows the settle's commit: it accounts for the planned
+	// fan-outs and makes the calls the commit leased (Settled.Calls).
+	Started(ctx context.Context, out Settled)
+	// Cancel follows a settle that did not commit.
+	Cancel()
 }
 
 // Settled is what a settlement actually did once deduplication was judged
@@ -352,6 +367,10 @@ type Settled struct {
 	Outcome string
 	// Events are the events created, as they were written.
 	Events []Event
+	// Calls are the routes of planned events that the same commit leased
+	// to the caller (see FanOut.Lease): their first calls, to be made with
+	// no claim.
+	Calls []RouteClaim
 }
 
 // SettleTx is the view of one open store transaction that ApplySettlement
@@ -373,6 +392,11 @@ type SettleTx interface {
 	// InsertEvent inserts e unless a non-replay event of the same
 	// (connection, provider event id) exists; inserted reports which.
 	InsertEvent(ctx context.Context, e Event) (inserted bool, err error)
+	// InsertRoutes writes the routes of an event this transaction created
+	// (none if its insert was skipped) with the filtered ones' deliveries,
+	// leasing those to consumers that nothing holds back for f.Lease, as
+	// FanOut does; the store returns the leased ones in Settled.Calls.
+	InsertRoutes(ctx context.Context, e Event, f FanOut, now time.Time) error
 	UpdateMessage(ctx context.Context, s Settlement, now time.Time) error
 	// RecordAttempt keeps the history of a message's attempts.
 	RecordAttempt(ctx context.Context, messageID string, a Attempt) error
@@ -427,16 +451,36 @@ func ApplySettlement(ctx context.Context, tx SettleTx, connectionID string, now 
 				return Settled{}, err
 			}
 		}
-		if !s.EventLease.IsZero() {
-			e.Attempt, e.LeaseUntil = 1, s.EventLease
+		plan, planned := FanOut{}, false
+		if s.Plan != nil {
+			plan, planned = s.Plan(e)
+		}
+		switch {
+		case planned:
+			// Fanned out as it is created: the state its routes give it,
+			// off the event queue.
+			to := EventAfterRoutes(plannedCounts(plan))
+			if to != EventPending {
+				if err := CheckEventPath(EventPending, to); err != nil {
+					return Settled{}, err
+				}
+			}
+			e.State, e.Attempt, e.NextAttemptAt = to, 1, time.Time{}
 		}
 		inserted, err := tx.InsertEvent(ctx, e)
 		if err != nil {
 			return Settled{}, err
 		}
-		if inserted {
-			out.Events = append(out.Events, e)
+		if !inserted {
+			continue
 		}
+		if planned && len(plan.Routes) > 0 {
+			plan.EventID, plan.Attempt = e.ID, 1
+			if err := tx.InsertRoutes(ctx, e, plan, now); err != nil {
+				return Settled{}, err
+			}
+		}
+		out.Events = append(out.Events, e)
 	}
 	if err := tx.UpdateMessage(ctx, s, now); err != nil {
 		return Settled{}, err
@@ -451,6 +495,19 @@ func ApplySettlement(ctx context.Context, tx SettleTx, connectionID string, now 
 		}
 	}
 	return out, nil
+}
+
+// plannedCounts counts the routes a fan-out writes for a new event.
+func plannedCounts(f FanOut) RouteCounts {
+	n := RouteCounts{Total: len(f.Routes)}
+	for _, r := range f.Routes {
+		if r.Filtered {
+			n.Filtered++
+		} else {
+			n.Waiting++
+		}
+	}
+	return n
 }
 
 // settlementNotice is the notice a settlement leaves, if any: grouped by

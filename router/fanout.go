@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
@@ -21,7 +20,7 @@ func readsRequest(c *intake.Consumer) bool {
 // judge (its consumers or its request could not be read) is left as it
 // is: its lease runs out and it is claimed again. The context returned
 // carries the fan-out's span, the parent of those calls.
-func (r *Router) fanOut(ctx context.Context, ec intake.EventClaim, b *batch, lease time.Duration) (context.Context, []intake.RouteClaim) {
+func (r *Router) fanOut(ctx context.Context, ec intake.EventClaim, b *batch) (context.Context, []intake.RouteClaim) {
 	ctx, span := startRoute(ctx, ec)
 	defer span.End()
 	e := &ec.Event
@@ -32,7 +31,7 @@ func (r *Router) fanOut(ctx context.Context, ec intake.EventClaim, b *batch, lea
 		return ctx, nil
 	}
 	in := newRuleInput(e, r.envelope(e), b)
-	f := intake.FanOut{EventID: e.ID, Attempt: ec.Attempt, Lease: lease}
+	f := intake.FanOut{EventID: e.ID, Attempt: ec.Attempt, Lease: r.cfg.Lease}
 	filtered := 0
 	for _, c := range intake.SelectConsumers(e, oc.list) {
 		if ec.Done[c.ID] {

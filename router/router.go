@@ -1,8 +1,10 @@
 // Package router routes events to consumers in two stages. The fan-out
-// claims each new event once, selects its consumers, runs their filters
-// and ordering keys, and writes one route per consumer; the routes to
-// consumers that nothing holds back come back leased and are called at
-// once. The delivery stage claims due routes (each consumer's share, as
+// selects each new event's consumers, runs their filters and ordering
+// keys, and writes one route per consumer; the routes to consumers that
+// nothing holds back come back leased and are called at once. It runs
+// inside the settle that creates the event, by the router's plan (see
+// Planner), or, for an event no settle planned, on a claim of its own. The
+// delivery stage claims due routes (each consumer's share, as
 // its pause, rate, concurrency limit, ordering and breaker allow), calls
 // the consumer and settles the call on its route alone.
 package router
@@ -38,14 +40,11 @@ type Config struct {
 	Backoff intake.Backoff
 	Lease   time.Duration // must exceed the delivery timeout (default 1m)
 	Poll    time.Duration // fallback poll (default 1s)
-	Batch   int           // events or routes claimed per round (default DefaultBatch)
+	Batch   int           // events or routes claimed per round (default 64)
 	// MaxEvents bounds the calls this process has in flight (default
 	// 256). Per-consumer limits are the consumers' own controls, held by
 	// the store across processes.
 	MaxEvents int
-	// Handoff, when set, brings the events this process's settles just
-	// created under their first lease; they are fanned out with no claim.
-	Handoff *intake.EventHandoff
 	// Pressure, when set, is ingest's: while requests wait for their
 	// commits above its threshold, both stages take new work only within
 	// their share of the slots.
@@ -56,9 +55,6 @@ type Config struct {
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 }
-
-// DefaultBatch is how many events or routes a round takes by default.
-const DefaultBatch = 64
 
 // Router fans events out and delivers their routes until its context
 // ends.
@@ -71,6 +67,47 @@ type Router struct {
 	// consumers keeps each org's consumers for a few seconds, voided by
 	// any operator change.
 	consumers cache.TTL[string, []intake.Consumer]
+	// planned counts the calls of routes a settle planned and leased,
+	// made outside Run's loops (see Planner); Run waits for them on exit.
+	planned inFlight
+}
+
+// inFlight counts calls in flight so that one may wait for none to be: unlike
+// a WaitGroup's, its count may rise from zero while another waits, as a
+// settle finishing on the way out starts the calls it leased.
+type inFlight struct {
+	mu   sync.Mutex
+	n    int
+	none *sync.Cond
+}
+
+// Go runs f on its own goroutine, counted.
+func (c *inFlight) Go(f func()) {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	go func() {
+		defer func() {
+			c.mu.Lock()
+			if c.n--; c.n == 0 && c.none != nil {
+				c.none.Broadcast()
+			}
+			c.mu.Unlock()
+		}()
+		f()
+	}()
+}
+
+// Wait returns once no call is in flight.
+func (c *inFlight) Wait() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.none == nil {
+		c.none = sync.NewCond(&c.mu)
+	}
+	for c.n > 0 {
+		c.none.Wait()
+	}
 }
 
 // consumersTTL bounds how long a missed change notification could leave an
@@ -92,7 +129,7 @@ func New(cfg Config) *Router {
 		cfg.Poll = time.Second
 	}
 	if cfg.Batch == 0 {
-		cfg.Batch = DefaultBatch
+		cfg.Batch = 64
 	}
 	if cfg.MaxEvents == 0 {
 		cfg.MaxEvents = 256
@@ -124,59 +161,38 @@ func New(cfg Config) *Router {
 // calls. On exit it waits for the calls in flight to settle.
 func (r *Router) Run(ctx context.Context) error {
 	var calls sync.WaitGroup
+	defer r.planned.Wait()
 	defer calls.Wait()
 	var stages sync.WaitGroup
 	stages.Go(func() {
-		r.loop(ctx, intake.TopicEvents, r.freed[0], r.cfg.Handoff.Ready(), func(claim bool) (int, int, error) {
+		r.loop(ctx, intake.TopicEvents, r.freed[0], func() (int, int, error) {
 			limit := min(r.free(), r.cfg.Batch)
-			n, _, err := r.fanOutRound(ctx, &calls, limit, claim)
+			n, _, err := r.fanOutRound(ctx, &calls, limit)
 			return n, limit, err
 		})
 	})
 	stages.Go(func() {
-		r.loop(ctx, intake.TopicRoutes, r.freed[1], nil, func(bool) (int, int, error) {
+		r.loop(ctx, intake.TopicRoutes, r.freed[1], func() (int, int, error) {
 			limit := min(r.free(), r.cfg.Batch)
 			n, err := r.deliverRound(ctx, &calls, limit)
 			return n, limit, err
 		})
 	})
 	stages.Wait()
-	r.drainHanded(context.WithoutCancel(ctx))
 	return nil
-}
-
-// drainHanded fans out, on the way out, the events handed over but not
-// taken, leasing none of their routes: those wait for any router's claim
-// rather than for the events' leases to run out. An event handed over
-// after this (a settle still finishing) is claimed once its lease expires.
-func (r *Router) drainHanded(ctx context.Context) {
-	claims := r.handed(cap(r.cfg.Handoff.Claims()))
-	if len(claims) == 0 {
-		return
-	}
-	es := make([]*intake.Event, len(claims))
-	for i := range claims {
-		es[i] = &claims[i].Event
-	}
-	b := r.read(ctx, es, readsRequest)
-	for _, ec := range claims {
-		r.fanOut(ctx, ec, b, 0)
-	}
 }
 
 // loop runs round until ctx ends: again at once after a round that took
 // all it asked for, else when topic commits, a call frees a slot, or the
 // poll fires. A round with no free slot claims nothing and waits for one,
-// or for ingest's pressure to fall. When handed receives, work was handed
-// over in memory: the round takes it without a claim.
-func (r *Router) loop(ctx context.Context, topic string, freed, handed <-chan struct{}, round func(claim bool) (n, asked int, err error)) {
+// or for ingest's pressure to fall.
+func (r *Router) loop(ctx context.Context, topic string, freed <-chan struct{}, round func() (n, asked int, err error)) {
 	wake, stop := r.cfg.Store.Listen(topic)
 	defer stop()
 	poll := time.NewTimer(r.cfg.Poll)
 	defer poll.Stop()
-	claim := true
 	for ctx.Err() == nil {
-		n, asked, err := round(claim)
+		n, asked, err := round()
 		if err != nil && ctx.Err() == nil {
 			r.cfg.Logger.Error("router: claim failed", "topic", topic, "err", err)
 		}
@@ -184,22 +200,18 @@ func (r *Router) loop(ctx context.Context, topic string, freed, handed <-chan st
 			continue
 		}
 		var full, calm <-chan struct{} // only a stage held back by its slots waits for one
-		ready := handed
 		if r.free() <= 0 {
-			if full, ready = freed, nil; r.cfg.Pressure.High() {
+			if full = freed; r.cfg.Pressure.High() {
 				calm = r.cfg.Pressure.Calm()
 			}
 		}
 		poll.Reset(r.cfg.Poll)
-		claim = true
 		select {
 		case <-ctx.Done():
 		case <-wake:
 		case <-full:
 		case <-calm:
 		case <-poll.C:
-		case <-ready:
-			claim = false
 		}
 	}
 }
@@ -212,37 +224,66 @@ func (r *Router) free() int { return r.cfg.Pressure.Limit(cap(r.slots)) - len(r.
 // taken. The call's context outlives ctx: a call begun is settled.
 func (r *Router) start(ctx context.Context, calls *sync.WaitGroup, c intake.RouteClaim, b *batch) {
 	r.slots <- struct{}{}
+	r.run(ctx, calls, c, b)
+}
+
+// run makes one call on a slot already taken, and frees it after.
+func (r *Router) run(ctx context.Context, calls interface{ Go(func()) }, c intake.RouteClaim, b *batch) {
 	calls.Go(func() {
-		defer func() {
-			<-r.slots
-			for _, ch := range r.freed {
-				select {
-				case ch <- struct{}{}:
-				default:
-				}
-			}
-		}()
+		defer r.release(1)
 		r.call(context.WithoutCancel(ctx), c, b)
 	})
 }
 
-// fanOutRound takes up to limit new events, those handed over first and,
-// if claim, claimed ones after them, and fans each out, starting the calls
-// the store leased in the same commit. It returns how many events it took
-// and how many calls it started.
-func (r *Router) fanOutRound(ctx context.Context, calls *sync.WaitGroup, limit int, claim bool) (events, started int, err error) {
+// reserve takes n call slots at once if that many are free (fewer are
+// while ingest is under pressure), for calls a settle will lease.
+func (r *Router) reserve(n int) bool {
+	if r.free() < n {
+		return false
+	}
+	for i := range n {
+		select {
+		case r.slots <- struct{}{}:
+		default:
+			r.release(i)
+			return false
+		}
+	}
+	return true
+}
+
+// release frees n call slots and wakes both stages' loops.
+func (r *Router) release(n int) {
+	if n <= 0 {
+		return
+	}
+	for range n {
+		<-r.slots
+	}
+	for _, ch := range r.freed {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// startReserved makes a call a settle leased, on the slot its plan
+// reserved.
+func (r *Router) startReserved(ctx context.Context, c intake.RouteClaim, b *batch) {
+	r.run(ctx, &r.planned, c, b)
+}
+
+// fanOutRound claims up to limit new events and fans each out, starting
+// the calls the store leased in the same commit. It returns how many
+// events it claimed and how many calls it started.
+func (r *Router) fanOutRound(ctx context.Context, calls *sync.WaitGroup, limit int) (events, started int, err error) {
 	if limit <= 0 {
 		return 0, 0, nil
 	}
-	claims := r.handed(limit)
-	if claim && len(claims) < limit {
-		more, cerr := r.cfg.Store.ClaimEvents(ctx, r.cfg.Clock.Now(), r.cfg.Lease, limit-len(claims))
-		// A failed claim committed nothing: no lease is held on any of
-		// them. The handed ones are fanned out still.
-		claims, err = append(claims, more...), cerr
-	}
-	if len(claims) == 0 {
-		return 0, 0, err
+	claims, err := r.cfg.Store.ClaimEvents(ctx, r.cfg.Clock.Now(), r.cfg.Lease, limit)
+	if err != nil {
+		return 0, 0, err // not committed: no lease is held on any of them
 	}
 	es := make([]*intake.Event, len(claims))
 	for i := range claims {
@@ -255,7 +296,7 @@ func (r *Router) fanOutRound(ctx context.Context, calls *sync.WaitGroup, limit i
 	var n atomic.Int64
 	for _, ec := range claims {
 		fanOuts.Go(func() {
-			fctx, handed := r.fanOut(ctx, ec, b, r.cfg.Lease)
+			fctx, handed := r.fanOut(ctx, ec, b)
 			n.Add(int64(len(handed)))
 			for _, rc := range handed {
 				r.start(fctx, calls, rc, b)
@@ -263,22 +304,7 @@ func (r *Router) fanOutRound(ctx context.Context, calls *sync.WaitGroup, limit i
 		})
 	}
 	fanOuts.Wait()
-	return len(claims), int(n.Load()), err
-}
-
-// handed takes up to limit of the events handed over, without waiting.
-func (r *Router) handed(limit int) []intake.EventClaim {
-	var out []intake.EventClaim
-	for len(out) < limit {
-		select {
-		case ec := <-r.cfg.Handoff.Claims():
-			r.cfg.Handoff.Taken()
-			out = append(out, ec)
-		default:
-			return out
-		}
-	}
-	return out
+	return len(claims), int(n.Load()), nil
 }
 
 // deliverRound claims up to limit due routes and starts their calls. It
@@ -299,14 +325,21 @@ func (r *Router) deliverRound(ctx context.Context, calls *sync.WaitGroup, limit 
 	return len(claims), nil
 }
 
+// Wait returns once every call this router started has settled, those of
+// the settles it planned included; a process waits for it after its loops
+// stopped, since a settle finishing on the way out may still start some.
+func (r *Router) Wait() { r.planned.Wait() }
+
 // RunOnce steps both stages once and waits for every call it started: one
 // batch of events fanned out (with the calls handed over), then one claim
 // of due routes, each as many as its free slots allow (fewer while ingest
 // is under pressure). It returns how many events and calls it handled; for
-// tests and tools that step the router.
+// tests and tools that step the router. The calls of planned settles (see
+// Planner) settle before it steps.
 func (r *Router) RunOnce(ctx context.Context) (int, error) {
+	r.planned.Wait()
 	var calls sync.WaitGroup
-	events, started, err := r.fanOutRound(ctx, &calls, min(r.free(), r.cfg.Batch), true)
+	events, started, err := r.fanOutRound(ctx, &calls, min(r.free(), r.cfg.Batch))
 	calls.Wait()
 	if err != nil {
 		return 0, err

@@ -42,9 +42,9 @@ type env struct {
 	data   string
 	// occurred, when set, is the next events' occurred_at.
 	occurred time.Time
-	// handoff, when set, takes the next events to the router as a
-	// worker's settle does.
-	handoff *intake.EventHandoff
+	// planned makes the next events' settles fan them out, as a worker's
+	// do with the router's plan.
+	planned bool
 }
 
 func setup(t *testing.T, opts ...func(*router.Config)) *env {
@@ -117,14 +117,21 @@ func (e *env) event(t *testing.T, typ string, objectIDs ...string) string {
 		Type: typ, Kind: intake.KindEvent, ProviderEventID: "evt_" + m.ID, OccurredAt: occurred, ReceivedAt: e.clock.Now(),
 		Data: json.RawMessage(body), DataTruncated: e.truncate, ObjectIDs: objectIDs, State: intake.EventPending, MaxAttempts: 6,
 		NextAttemptAt: e.clock.Now(), CreatedAt: e.clock.Now()}
-	out, err := e.store.SettleMessage(ctx, e.clock.Now(), intake.Settlement{MessageID: m.ID, Attempt: claims[0].Attempt,
-		To: intake.MessageProcessed, Outcome: intake.OutcomeEvents, Events: []intake.Event{ev},
-		EventLease: e.handoff.Reserve(1, e.clock.Now())})
+	st := intake.Settlement{MessageID: m.ID, Attempt: claims[0].Attempt,
+		To: intake.MessageProcessed, Outcome: intake.OutcomeEvents, Events: []intake.Event{ev}}
+	var plan intake.FanOutPlanner
+	if e.planned {
+		if plan = e.r.Planner(ctx, m); plan == nil {
+			t.Fatal("no plan: the consumers could not be read")
+		}
+		st.Plan = plan.Plan
+	}
+	out, err := e.store.SettleMessage(ctx, e.clock.Now(), st)
 	if err != nil || len(out.Events) != 1 {
 		t.Fatalf("settle: %v %+v", err, out)
 	}
-	if e.handoff != nil {
-		e.handoff.Give(out.Events[0])
+	if plan != nil {
+		plan.Started(ctx, out)
 	}
 	return ev.ID
 }

@@ -38,9 +38,9 @@ type Config struct {
 	// Handoff, when set, brings the messages this process's ingest just
 	// committed under their first lease; they are taken before claims.
 	Handoff *intake.Handoff
-	// Events, when set, takes the events this worker's settles create to
-	// the local router, leased in the same commit (see intake.EventHandoff).
-	Events *intake.EventHandoff
+	// Router, when set, fans the events out inside the settle that creates
+	// them, and makes the first calls that settle leases to it.
+	Router Router
 	// Pressure, when set, is ingest's: while requests wait for their
 	// commits above its threshold, the worker takes new work (handed over
 	// or claimed) only within its share of the slots, so ingest keeps the
@@ -128,6 +128,13 @@ func New(cfg Config) *Worker {
 	w.conns.TTL, w.eps.TTL = rowTTL, rowTTL
 	w.conns.Changes, w.eps.Changes = cfg.Store.Changes(), cfg.Store.Changes()
 	return w
+}
+
+// Router is the local router as a settle uses it.
+type Router interface {
+	// Planner returns the fan-out of one message's events, or nil when it
+	// cannot judge them now (they are then left to a router's claim).
+	Planner(ctx context.Context, m *intake.Message) intake.FanOutPlanner
 }
 
 // Run processes messages until ctx ends: those handed over by this
@@ -343,26 +350,21 @@ func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 		return
 	}
 	traceEvents(ctx, st.Events)
-	// The events go to this process's router with their first lease taken
-	// in the settle's commit, when it has room for all of them.
-	reserved := 0
-	if n := len(st.Events); n > 0 {
-		if st.EventLease = w.cfg.Events.Reserve(n, w.cfg.Clock.Now()); !st.EventLease.IsZero() {
-			reserved = n
+	// The events are fanned out in the settle's own transaction by this
+	// process's router, which makes the first calls it leases.
+	var plan intake.FanOutPlanner
+	if len(st.Events) > 0 && w.cfg.Router != nil {
+		if plan = w.cfg.Router.Planner(ctx, &c.Message); plan != nil {
+			st.Plan = plan.Plan
 		}
 	}
 	out, err := w.cfg.Store.SettleMessage(ctx, w.cfg.Clock.Now(), st)
-	if reserved > 0 {
-		handed := 0
-		if err == nil {
-			for _, e := range out.Events {
-				w.cfg.Events.Give(e)
-			}
-			handed = len(out.Events)
-		}
-		for range reserved - handed {
-			w.cfg.Events.Cancel()
-		}
+	switch {
+	case plan == nil:
+	case err == nil:
+		plan.Started(ctx, out)
+	default:
+		plan.Cancel()
 	}
 	switch {
 	case intake.ErrorCode(err) == intake.ESTALE:

@@ -135,18 +135,16 @@ func (c *ServeCmd) Run() error {
 		Clock: clock, ConsumerPolicy: delivery.DefaultPolicy(), Rules: engine, Logger: log})
 	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
-	// The events a settle creates go from its commit straight to this
-	// process's router the same way, while it has room: a claim's worth.
-	routeLease := c.DeliveryTimeout + c.Lease
-	events := intake.NewEventHandoff(router.DefaultBatch, routeLease)
-	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
-		Handoff: handoff, Events: events, Pressure: pressure, Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
-
+	// The router fans events out inside the settle that creates them (the
+	// worker asks it for each message's plan) and makes the first calls
+	// that commit leases to it; it claims the rest.
 	rt := router.New(router.Config{Store: store, Sealer: sealer, Clock: clock,
 		BodyURLs: bodyurl.Signer{Key: derive(key, "body-url"), PublicURL: c.publicURL()},
 		Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: delivery.DefaultPolicy(), UserAgent: "intake"}),
-		Backoff:  intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: routeLease,
-		Handoff: events, Pressure: pressure, Rules: engine, Metrics: m, Logger: log})
+		Backoff:  intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
+		Pressure: pressure, Rules: engine, Metrics: m, Logger: log})
+	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
+		Handoff: handoff, Router: rt, Pressure: pressure, Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
 
 	var draining atomic.Bool
 	mux := http.NewServeMux()
@@ -228,6 +226,7 @@ func (c *ServeCmd) Run() error {
 	}
 	stopWork()
 	wg.Wait()
+	rt.Wait() // the calls of settles that finished on the way out
 	log.Info("stopped")
 	return nil
 }

@@ -96,7 +96,7 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 	}
 	var t *settleTx
 	err := s.pipeline(ctx, func(p *pipeTx) error {
-		t = &settleTx{p: p, now: now}
+		t = &settleTx{p: p, s: s, now: now}
 		found := false
 		var conn string
 		p.b.Queue(`SELECT connection_id, org_id, state, attempt, endpoint_id FROM messages WHERE id = $1 FOR UPDATE`, st.MessageID).
@@ -138,8 +138,8 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 		if err != nil {
 			return err
 		}
-		// Events handed over to this process's router need no router woken.
-		if len(out.Events) > 0 && st.EventLease.IsZero() {
+		// Events fanned out here need no router woken for them.
+		if intake.Unrouted(out.Events) {
 			p.b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], s.instance)
 		}
 		return nil
@@ -155,9 +155,12 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 			created = append(created, e)
 		}
 	}
-	out.Events = created
-	if len(out.Events) > 0 && st.EventLease.IsZero() {
+	out.Events, out.Calls = created, t.calls
+	if intake.Unrouted(out.Events) {
 		s.hub.Notify(intake.TopicEvents)
+	}
+	if t.wake {
+		s.hub.Notify(intake.TopicRoutes)
 	}
 	return out, nil
 }
@@ -167,6 +170,7 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 // prefetched with the lock, writes are queued for the COMMIT's round trip.
 type settleTx struct {
 	p   *pipeTx
+	s   *Store
 	msg intake.LockedMessage // its org is the org of the rows the settlement adds
 	now time.Time
 	// identityKey is the key whose live identity was read with the lock,
@@ -174,6 +178,38 @@ type settleTx struct {
 	identityKey string
 	identity    *intake.Identity
 	events      []*queuedEvent
+	// calls are the routes of planned events leased to the caller; wake,
+	// whether one was left waiting for a claim.
+	calls []intake.RouteClaim
+	wake  bool
+}
+
+// InsertRoutes queues the insert of a planned event's routes, which
+// writes nothing if the event's own insert was skipped.
+func (t *settleTx) InsertRoutes(_ context.Context, e intake.Event, f intake.FanOut, now time.Time) error {
+	var lease any
+	if f.Lease > 0 {
+		lease = ts(now.Add(f.Lease))
+	}
+	t.p.b.Queue(insertRoutesSQL(""), t.s.insertRoutesArgs(f, now, lease)...).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var consumerID string
+			var state intake.RouteState
+			var until *time.Time
+			if err := rows.Scan(&consumerID, &state, &until); err != nil {
+				return err
+			}
+			switch {
+			case state != intake.RouteWaiting:
+			case until != nil:
+				t.calls = append(t.calls, intake.RouteClaim{Event: e, ConsumerID: consumerID, Attempt: 1, LeaseUntil: fromTS(until)})
+			default:
+				t.wake = true
+			}
+		}
+		return rows.Err()
+	})
+	return nil
 }
 
 // queuedEvent is an event insert queued for the commit, and whether it
@@ -258,13 +294,13 @@ func (t *settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error
 	t.p.b.Queue(`INSERT INTO events
 		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
 		 subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
-		 next_attempt_at, replay, replay_of, created_at, traceparent, lease_until)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::text::json, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+		 next_attempt_at, replay, replay_of, created_at, traceparent)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::text::json, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
 		ON CONFLICT DO NOTHING`,
 		e.ID, e.OrgID, e.ConnectionID, e.MessageID, text(e.Provider), text(e.Type), string(e.Kind), text(e.ProviderEventID),
 		ts(e.OccurredAt), ts(e.ReceivedAt), app, record, string(validUTF8(data)), e.DataTruncated, texts(e.ObjectIDs),
 		string(e.State), e.Attempt, e.MaxAttempts, ts(e.NextAttemptAt), e.Replay, nullID(e.ReplayOf), ts(e.CreatedAt),
-		text(e.TraceParent), ts(e.LeaseUntil)).Exec(func(ct pgconn.CommandTag) error {
+		text(e.TraceParent)).Exec(func(ct pgconn.CommandTag) error {
 		qe.inserted = ct.RowsAffected() == 1
 		return nil
 	})

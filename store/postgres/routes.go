@@ -53,18 +53,6 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 	if !validIDs(f.EventID) {
 		return nil, notFound("event", f.EventID)
 	}
-	n := len(f.Routes)
-	consumers, filtered, keys := make([]string, 0, n), make([]bool, 0, n), make([]string, 0, n)
-	var d deliveryColumns
-	for _, r := range f.Routes {
-		if !validIDs(r.ConsumerID) {
-			continue
-		}
-		consumers, filtered, keys = append(consumers, r.ConsumerID), append(filtered, r.Filtered), append(keys, text(r.OrderKey))
-		if r.Filtered && r.Delivery != nil {
-			d.add(*r.Delivery)
-		}
-	}
 	var lease any
 	if f.Lease > 0 {
 		lease = ts(now.Add(f.Lease))
@@ -95,24 +83,8 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 			})
 		// Guarded by the same condition as the check in Go, so a stale
 		// fan-out writes nothing before it rolls back.
-		p.b.Queue(`WITH ev AS (
-				SELECT id, org_id, coalesce(occurred_at, received_at) AS order_at FROM events
-				 WHERE id = $1 AND attempt = $2 AND lease_until IS NOT NULL AND state IN ('pending', 'retrying')
-			), ins AS (
-				INSERT INTO routes (event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at, lease_until)
-				SELECT ev.id, r.consumer_id, ev.org_id, CASE WHEN r.filtered THEN 'filtered' ELSE 'waiting' END, 0, $6, r.order_key,
-				       ev.order_at, CASE WHEN NOT r.filtered AND `+leaseable+` THEN $7::timestamptz END
-				  FROM ev CROSS JOIN unnest($3::uuid[], $4::bool[], $5::text[]) AS r (consumer_id, filtered, order_key)
-				  LEFT JOIN consumers c ON c.id = r.consumer_id LEFT JOIN consumer_lanes l ON l.consumer_id = r.consumer_id
-				ON CONFLICT DO NOTHING
-				RETURNING consumer_id, state, lease_until
-			), del AS (
-				INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
-				SELECT `+deliveryUnnestColumns+` FROM `+deliveryUnnest(8)+`
-				  JOIN ins ON ins.consumer_id = x.consumer_id AND ins.state = 'filtered'
-			)
-			SELECT consumer_id::text, state, lease_until FROM ins`,
-			append([]any{f.EventID, f.Attempt, consumers, filtered, keys, ts(now), lease}, d.args()...)...).
+		p.b.Queue(insertRoutesSQL(`AND lease_until IS NOT NULL AND state IN ('pending', 'retrying')`),
+			s.insertRoutesArgs(f, now, lease)...).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var w written
@@ -152,9 +124,6 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 				wake = true
 			}
 		}
-		if wake {
-			p.b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicRoutes], s.instance)
-		}
 		return nil
 	})
 	if err != nil {
@@ -164,6 +133,54 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 		s.hub.Notify(intake.TopicRoutes)
 	}
 	return claims, nil
+}
+
+// insertRoutesSQL inserts an event's routes ($3 consumers, $4 filtered,
+// $5 order keys, due at $6), leasing until $7 (NULL: none) those to
+// consumers that nothing holds back, and the filtered ones' deliveries
+// (from $8), for event $1 at attempt $2 with the further condition guard;
+// nothing when the event is not there (its insert skipped) or the guard
+// fails. Routes left waiting unleased wake every process's routers ($18,
+// $19: channel and instance). It returns each route written.
+func insertRoutesSQL(guard string) string {
+	return `WITH ev AS (
+			SELECT id, org_id, coalesce(occurred_at, received_at) AS order_at FROM events
+			 WHERE id = $1 AND attempt = $2 ` + guard + `
+		), ins AS (
+			INSERT INTO routes (event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at, lease_until)
+			SELECT ev.id, r.consumer_id, ev.org_id, CASE WHEN r.filtered THEN 'filtered' ELSE 'waiting' END, 0, $6, r.order_key,
+			       ev.order_at, CASE WHEN NOT r.filtered AND ` + leaseable + ` THEN $7::timestamptz END
+			  FROM ev CROSS JOIN unnest($3::uuid[], $4::bool[], $5::text[]) AS r (consumer_id, filtered, order_key)
+			  LEFT JOIN consumers c ON c.id = r.consumer_id LEFT JOIN consumer_lanes l ON l.consumer_id = r.consumer_id
+			ON CONFLICT DO NOTHING
+			RETURNING consumer_id, state, lease_until
+		), del AS (
+			INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
+			SELECT ` + deliveryUnnestColumns + ` FROM ` + deliveryUnnest(8) + `
+			  JOIN ins ON ins.consumer_id = x.consumer_id AND ins.state = 'filtered'
+		), wake AS (
+			SELECT pg_notify($18, $19) FROM ins WHERE state = 'waiting' AND lease_until IS NULL LIMIT 1
+		)
+		SELECT consumer_id::text, state, lease_until FROM ins WHERE (SELECT count(*) FROM wake) >= 0`
+}
+
+// insertRoutesArgs are insertRoutesSQL's arguments for f; lease is the
+// lease's end, or nil.
+func (s *Store) insertRoutesArgs(f intake.FanOut, now time.Time, lease any) []any {
+	n := len(f.Routes)
+	consumers, filtered, keys := make([]string, 0, n), make([]bool, 0, n), make([]string, 0, n)
+	var d deliveryColumns
+	for _, r := range f.Routes {
+		if !validIDs(r.ConsumerID) {
+			continue
+		}
+		consumers, filtered, keys = append(consumers, r.ConsumerID), append(filtered, r.Filtered), append(keys, text(r.OrderKey))
+		if r.Filtered && r.Delivery != nil {
+			d.add(*r.Delivery)
+		}
+	}
+	args := append([]any{f.EventID, f.Attempt, consumers, filtered, keys, ts(now), lease}, d.args()...)
+	return append(args, channels[intake.TopicRoutes], s.instance)
 }
 
 // deliveryColumns holds deliveries column by column, for one INSERT …

@@ -81,10 +81,12 @@ func (s *Store) loadBodies(ctx context.Context, claims []intake.Claim) error {
 // SettleMessage applies a processing result in one transaction.
 func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Settlement) (intake.Settled, error) {
 	var out intake.Settled
+	var routed *plannedRoutes
 	err := s.tx(ctx, func(tx *wtx) error {
 		// One read finds the connection and the row's state; the
 		// transaction already holds SQLite's write lock.
-		t := settleTx{tx: tx}
+		routed = &plannedRoutes{}
+		t := settleTx{tx: tx, routed: routed}
 		err := tx.QueryRowContext(ctx, messageForSettleSQL, st.MessageID).Scan(&t.conn, &t.msg.State, &t.msg.Attempt, &t.msg.OrgID, &t.msg.EndpointID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("message", st.MessageID)
@@ -95,9 +97,16 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 		out, err = intake.ApplySettlement(ctx, t, t.conn, now, st)
 		return err
 	})
-	// Events handed over to this process's router need no router woken.
-	if err == nil && len(out.Events) > 0 && st.EventLease.IsZero() {
+	if err != nil {
+		return out, err
+	}
+	out.Calls = routed.calls
+	// Events fanned out here need no router woken for them.
+	if intake.Unrouted(out.Events) {
 		s.hub.Notify(intake.TopicEvents)
+	}
+	if routed.wake {
+		s.notifyRoutes()
 	}
 	return out, err
 }
@@ -105,9 +114,28 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 // settleTx is ApplySettlement's view of a SQLite write transaction. The
 // transaction is IMMEDIATE, so it already holds the database's write lock.
 type settleTx struct {
-	tx   *wtx
-	conn string
-	msg  intake.LockedMessage
+	tx     *wtx
+	conn   string
+	msg    intake.LockedMessage
+	routed *plannedRoutes
+}
+
+// plannedRoutes are what a settle's planned fan-outs leased to the caller,
+// and whether one left a route waiting for a claim.
+type plannedRoutes struct {
+	calls []intake.RouteClaim
+	wake  bool
+}
+
+// InsertRoutes writes a planned event's routes and leases those it may.
+func (t settleTx) InsertRoutes(ctx context.Context, e intake.Event, f intake.FanOut, now time.Time) error {
+	waiting, err := writeRoutes(ctx, t.tx, e, f, now)
+	if err != nil {
+		return err
+	}
+	calls, wake, err := leaseRoutes(ctx, t.tx, e, waiting, f.Lease, now)
+	t.routed.calls, t.routed.wake = append(t.routed.calls, calls...), t.routed.wake || wake
+	return err
 }
 
 // LockMessage returns what SettleMessage read in this same transaction.
@@ -159,7 +187,7 @@ func (t settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error)
 	res, err := t.tx.ExecContext(ctx, insertEventSQL,
 		e.ID, e.OrgID, e.ConnectionID, e.MessageID, e.Provider, e.Type, e.Kind, e.ProviderEventID, ts(e.OccurredAt),
 		ts(e.ReceivedAt), app, record, string(e.Data), e.DataTruncated, string(objectIDs), e.State, e.Attempt,
-		e.MaxAttempts, ts(e.NextAttemptAt), e.Replay, e.ReplayOf, ts(e.CreatedAt), e.TraceParent, ts(e.LeaseUntil))
+		e.MaxAttempts, ts(e.NextAttemptAt), e.Replay, e.ReplayOf, ts(e.CreatedAt), e.TraceParent)
 	if err != nil {
 		return false, err
 	}
@@ -506,8 +534,8 @@ const originalEventSQL = `SELECT id FROM events WHERE connection_id = ? AND prov
 const insertEventSQL = `INSERT INTO events
 		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
 		 subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
-		 next_attempt_at, replay, replay_of, created_at, traceparent, lease_until)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		 next_attempt_at, replay, replay_of, created_at, traceparent)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`
 
 const updateMessageSQL = `UPDATE messages SET state = ?, outcome = ?, error_code = ?, error_message = ?,

@@ -35,32 +35,9 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 		if !lease.Valid || e.Attempt != f.Attempt || (e.State != intake.EventPending && e.State != intake.EventRetrying) {
 			return intake.Errorf(intake.ESTALE, "fan-out %d of event %s is not current", f.Attempt, f.EventID)
 		}
-		orderAt := e.OccurredAt
-		if orderAt.IsZero() {
-			orderAt = e.ReceivedAt
-		}
-		var waiting []string
-		for _, r := range f.Routes {
-			state := intake.RouteWaiting
-			if r.Filtered {
-				state = intake.RouteFiltered
-			}
-			res, err := tx.ExecContext(ctx, insertRouteSQL, e.ID, r.ConsumerID, e.OrgID, state, ts(now), r.OrderKey, ts(orderAt))
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				continue // the consumer has its route already (a re-route keeps the finished ones)
-			}
-			if r.Filtered {
-				if r.Delivery != nil {
-					if err := insertDelivery(ctx, tx, *r.Delivery); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			waiting = append(waiting, r.ConsumerID)
+		waiting, err := writeRoutes(ctx, tx, e, f, now)
+		if err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE events SET next_attempt_at = NULL, lease_until = NULL WHERE id = ?`, e.ID); err != nil {
 			return err
@@ -80,33 +57,8 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 			e.State = to
 		}
 		e.NextAttemptAt = time.Time{}
-		for _, id := range waiting {
-			if f.Lease <= 0 {
-				wake = true
-				continue
-			}
-			var ctl intake.Controls
-			var enabled, tripped bool
-			err := scanControls(tx.QueryRowContext(ctx, `SELECT c.enabled AND c.deleted_at IS NULL, coalesce(l.tripped, 0), `+controlColumns+`
-				FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id WHERE c.id = ?`, id), &ctl, &enabled, &tripped)
-			if errors.Is(err, sql.ErrNoRows) {
-				wake = true
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if !enabled || tripped || !ctl.Unpaced() {
-				wake = true
-				continue
-			}
-			until := now.Add(f.Lease)
-			if _, err := tx.ExecContext(ctx, `UPDATE routes SET lease_until = ? WHERE event_id = ? AND consumer_id = ?`, ts(until), e.ID, id); err != nil {
-				return err
-			}
-			claims = append(claims, intake.RouteClaim{Event: e, ConsumerID: id, Attempt: 1, LeaseUntil: until})
-		}
-		return nil
+		claims, wake, err = leaseRoutes(ctx, tx, e, waiting, f.Lease, now)
+		return err
 	}, func() {
 		if wake {
 			s.notifyRoutes()
@@ -116,6 +68,74 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 		return nil, err
 	}
 	return claims, nil
+}
+
+// writeRoutes inserts e's routes and the filtered ones' deliveries,
+// returning the consumers of the waiting routes it wrote.
+func writeRoutes(ctx context.Context, tx *wtx, e intake.Event, f intake.FanOut, now time.Time) ([]string, error) {
+	orderAt := e.OccurredAt
+	if orderAt.IsZero() {
+		orderAt = e.ReceivedAt
+	}
+	var waiting []string
+	for _, r := range f.Routes {
+		state := intake.RouteWaiting
+		if r.Filtered {
+			state = intake.RouteFiltered
+		}
+		res, err := tx.ExecContext(ctx, insertRouteSQL, e.ID, r.ConsumerID, e.OrgID, state, ts(now), r.OrderKey, ts(orderAt))
+		if err != nil {
+			return nil, err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			continue // the consumer has its route already (a re-route keeps the finished ones)
+		}
+		if r.Filtered {
+			if r.Delivery != nil {
+				if err := insertDelivery(ctx, tx, *r.Delivery); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		waiting = append(waiting, r.ConsumerID)
+	}
+	return waiting, nil
+}
+
+// leaseRoutes leases e's waiting routes to the consumers that nothing holds
+// back (enabled, unpaced, breaker closed) for lease (0: none), returning
+// their calls, and whether a route was left waiting for a claim.
+func leaseRoutes(ctx context.Context, tx *wtx, e intake.Event, waiting []string, lease time.Duration, now time.Time) ([]intake.RouteClaim, bool, error) {
+	var claims []intake.RouteClaim
+	wake := false
+	for _, id := range waiting {
+		if lease <= 0 {
+			wake = true
+			continue
+		}
+		var ctl intake.Controls
+		var enabled, tripped bool
+		err := scanControls(tx.QueryRowContext(ctx, `SELECT c.enabled AND c.deleted_at IS NULL, coalesce(l.tripped, 0), `+controlColumns+`
+			FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id WHERE c.id = ?`, id), &ctl, &enabled, &tripped)
+		if errors.Is(err, sql.ErrNoRows) {
+			wake = true
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if !enabled || tripped || !ctl.Unpaced() {
+			wake = true
+			continue
+		}
+		until := now.Add(lease)
+		if _, err := tx.ExecContext(ctx, `UPDATE routes SET lease_until = ? WHERE event_id = ? AND consumer_id = ?`, ts(until), e.ID, id); err != nil {
+			return nil, false, err
+		}
+		claims = append(claims, intake.RouteClaim{Event: e, ConsumerID: id, Attempt: 1, LeaseUntil: until})
+	}
+	return claims, wake, nil
 }
 
 const insertRouteSQL = `INSERT INTO routes (event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at)

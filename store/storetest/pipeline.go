@@ -16,9 +16,9 @@ type Counter func() (statements, roundTrips int64)
 
 // BenchmarkPipeline takes b.N webhooks, one after the other, through every
 // store call of the pipeline as one process makes them: the ingest that
-// hands the message over, its settle with one event, the event's claim and
-// fan-out to one consumer (its route leased in the same commit), and the
-// call's settle. It reports the statements and round trips per webhook.
+// hands the message over, its settle with one event fanned out by a plan to
+// one consumer (its route leased in the same commit), and the call's
+// settle. It reports the statements and round trips per webhook.
 func BenchmarkPipeline(b *testing.B, s intake.Store, count Counter) {
 	ctx := context.Background()
 	f := newFixture(b, s, "pipeline")
@@ -37,19 +37,15 @@ func BenchmarkPipeline(b *testing.B, s intake.Store, count Counter) {
 		h.Taken()
 		e := f.event(m, fmt.Sprintf("evt_%d", i))
 		e.ObjectIDs, e.NextAttemptAt = nil, at
-		if _, err := s.SettleMessage(ctx, at, processed(claim, identity(m, e.ProviderEventID), e)); err != nil {
-			return err
+		st := processed(claim, identity(m, e.ProviderEventID), e)
+		st.Plan = func(intake.Event) (intake.FanOut, bool) {
+			return intake.FanOut{Routes: []intake.FanOutRoute{{ConsumerID: c.ID}}, Lease: lease}, true
 		}
-		events, err := s.ClaimEvents(ctx, at, lease, 64)
-		if err != nil || len(events) != 1 {
-			return fmt.Errorf("claimed %d events, want 1: %v", len(events), err)
+		out, err := s.SettleMessage(ctx, at, st)
+		if err != nil || len(out.Calls) != 1 {
+			return fmt.Errorf("the settle leased %d calls, want 1: %v", len(out.Calls), err)
 		}
-		routes, err := s.FanOut(ctx, at, intake.FanOut{EventID: e.ID, Attempt: events[0].Attempt,
-			Routes: []intake.FanOutRoute{{ConsumerID: c.ID}}, Lease: lease})
-		if err != nil || len(routes) != 1 {
-			return fmt.Errorf("fan-out leased %d routes, want 1: %v", len(routes), err)
-		}
-		return s.SettleRoute(ctx, at, result(routes[0], at, intake.DeliveryHandled), backoff)
+		return s.SettleRoute(ctx, at, result(out.Calls[0], at, intake.DeliveryHandled), backoff)
 	}
 	if err := one(-1); err != nil { // warm caches and prepared statements
 		b.Fatal(err)

@@ -933,3 +933,79 @@ func testOrderingWaitsForEarlierWebhooks(t *testing.T, s intake.Store) {
 		t.Fatalf("after the earlier event was handled, the ordered consumer got %q, want %s", got[ordered.ID], late.ID)
 	}
 }
+
+// testPlannedFanOut: a settle given a plan fans each event it creates out
+// in its own transaction, as FanOut would: the routes written, the
+// filtered ones recorded, the routes to consumers that nothing holds back
+// leased to the caller (its calls returned), and the event left off the
+// event queue in the state its routes give it. An event it is not given a
+// plan for waits for a claim; an event whose insert is skipped gets no
+// routes.
+func testPlannedFanOut(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	free := f.consumer(t, s, "free", intake.Controls{})
+	paced := f.consumer(t, s, "paced", intake.Controls{RatePerSec: 10})
+	picky := f.consumer(t, s, "picky", intake.Controls{})
+	settle := func(providerEventID string, plan func(e intake.Event) (intake.FanOut, bool)) intake.Settled {
+		t.Helper()
+		m := f.ingest(t, s, `{"id":"`+providerEventID+`","n":"`+intake.NewID()+`"}`, t0)
+		st := processed(claimOne(t, s, t0), nil, f.event(m, providerEventID))
+		st.Plan = plan
+		out, err := s.SettleMessage(ctx, t0, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	calls := 0
+	out := settle("evt_all", func(e intake.Event) (intake.FanOut, bool) {
+		calls++
+		return intake.FanOut{Routes: []intake.FanOutRoute{{ConsumerID: free.ID}, {ConsumerID: paced.ID}, filteredRoute(e, picky)},
+			Lease: routeLease}, true
+	})
+	if calls != 1 || len(out.Events) != 1 {
+		t.Fatalf("plan called %d times; settled %+v", calls, out)
+	}
+	e := out.Events[0]
+	if len(out.Calls) != 1 || out.Calls[0].ConsumerID != free.ID || out.Calls[0].Attempt != 1 || out.Calls[0].Event.ID != e.ID ||
+		!out.Calls[0].LeaseUntil.Equal(t0.Add(routeLease)) {
+		t.Fatalf("calls = %+v, want the unpaced consumer's first call leased", out.Calls)
+	}
+	if st := eventState(t, s, e.ID); st != intake.EventPending {
+		t.Fatalf("planned event is %s, want pending on its routes", st)
+	}
+	if got := claimEvents(t, s, t0); len(got) != 0 {
+		t.Fatalf("a claim took %d planned events", len(got))
+	}
+	ds, err := s.Deliveries(ctx, intake.Scope{}, e.ID)
+	if err != nil || len(ds) != 1 || ds[0].ConsumerID != picky.ID || ds[0].Outcome != intake.DeliveryFiltered {
+		t.Fatalf("deliveries = %+v %v, want the filtered consumer's record", ds, err)
+	}
+	if got := claimRoutes(t, s, t0, 10); len(got) != 1 || got[0].ConsumerID != paced.ID {
+		t.Fatalf("claimed routes = %+v, want the paced consumer's", got)
+	}
+	settleRoute(t, s, t0, out.Calls[0], intake.DeliveryHandled)
+
+	if out := settle("evt_none", func(intake.Event) (intake.FanOut, bool) { return intake.FanOut{}, true }); eventState(t, s, out.Events[0].ID) != intake.EventNoConsumer {
+		t.Fatalf("an event planned to no one is %s, want no_consumer", eventState(t, s, out.Events[0].ID))
+	}
+	out = settle("evt_filtered", func(e intake.Event) (intake.FanOut, bool) {
+		return intake.FanOut{Routes: []intake.FanOutRoute{filteredRoute(e, picky)}}, true
+	})
+	if st := eventState(t, s, out.Events[0].ID); st != intake.EventFiltered || len(out.Calls) != 0 {
+		t.Fatalf("an event every consumer filtered is %s with %d calls, want filtered and none", st, len(out.Calls))
+	}
+	out = settle("evt_later", func(intake.Event) (intake.FanOut, bool) { return intake.FanOut{}, false })
+	if got := claimEvents(t, s, t0); len(got) != 1 || got[0].Event.ID != out.Events[0].ID {
+		t.Fatalf("an event left unplanned: claims = %+v, want it", got)
+	}
+	// evt_all again in another message (no identity judged): the event's
+	// insert is skipped, so it gets no routes and no calls.
+	out = settle("evt_all", func(e intake.Event) (intake.FanOut, bool) {
+		return intake.FanOut{Routes: []intake.FanOutRoute{{ConsumerID: free.ID}}, Lease: routeLease}, true
+	})
+	if len(out.Events) != 0 || len(out.Calls) != 0 {
+		t.Fatalf("a settle whose event existed = %+v, want nothing created", out)
+	}
+}

@@ -69,6 +69,7 @@ func Run(t *testing.T, open Opener) {
 		{"PausedConsumersRoutesWaitUntilResumed", testPause},
 		{"MaxInFlightHoldsAcrossClaims", testMaxInFlight},
 		{"RateHoldsAcrossClaims", testRate},
+		{"APlannedSettleFansItsEventsOutInItsOwnTransaction", testPlannedFanOut},
 		{"OrderedRoutesWaitForTheirPredecessors", testOrdering},
 		{"OrderedRoutesWaitForEarlierWebhooksNotYetFannedOut", testOrderingWaitsForEarlierWebhooks},
 		{"DisabledAndDeletedConsumersRoutesAreClaimedAndDropped", testDisabledConsumerRoutesAreDropped},
@@ -84,7 +85,6 @@ func Run(t *testing.T, open Opener) {
 		{"ControlsRoundTrip", testControlsRoundTrip},
 		{"ConsumerHealthFigures", testConsumerHealth},
 		{"AHandedOverMessageCommitsUnderItsFirstLeaseAndIsClaimedOnceItExpires", testMessageHandover},
-		{"HandedOverEventsCommitUnderTheirFirstRoutingLeaseAndAreClaimedOnceItExpires", testEventHandover},
 		{"HandedOverAndQueuedMessagesShareCommits", testHandoverSharesCommitsWithQueued},
 		{"IngestRefusesAnythingButQueuedOrAFirstLeasedAttempt", testIngestRefusesOtherStates},
 	}
