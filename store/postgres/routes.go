@@ -295,8 +295,13 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 				return rows.Err()
 			})
 		// A separate statement, so its snapshot follows the locks above:
-		// it sees every lease committed by whoever held them before.
-		p.b.Queue(`SELECT consumer_id::text, count(*) FROM routes WHERE state = 'waiting' AND lease_until > $1 GROUP BY consumer_id`, ts(now)).
+		// it sees every lease committed by whoever held them before. Only
+		// a concurrency limit and a tripped breaker's probe look at the
+		// calls in flight, so only those consumers' are counted.
+		p.b.Queue(`SELECT r.consumer_id::text, count(*) FROM consumers c JOIN consumer_lanes l ON l.consumer_id = c.id
+			  JOIN routes r ON r.consumer_id = c.id AND r.state = 'waiting' AND r.lease_until > $1
+			 WHERE c.max_in_flight > 0 OR l.tripped
+			 GROUP BY r.consumer_id`, ts(now)).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var id string

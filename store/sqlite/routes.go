@@ -219,10 +219,14 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 			}
 			n, probe := remaining, false
 			if c.live {
+				// Only a concurrency limit and a tripped breaker's probe
+				// look at the calls in flight.
 				var inFlight int
-				if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM routes INDEXED BY routes_in_flight
-					WHERE consumer_id = ? AND state = 'waiting' AND lease_until > ?`, c.id, ts(now)).Scan(&inFlight); err != nil {
-					return err
+				if c.ctl.MaxInFlight > 0 || c.lane.Tripped {
+					if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM routes INDEXED BY routes_in_flight
+						WHERE consumer_id = ? AND state = 'waiting' AND lease_until > ?`, c.id, ts(now)).Scan(&inFlight); err != nil {
+						return err
+					}
 				}
 				n, probe = c.lane.Allow(c.ctl, now, inFlight, remaining)
 			}
