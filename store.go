@@ -342,9 +342,10 @@ type Settlement struct {
 	// Plan, when set, fans each event out inside the settle's own
 	// transaction, once its subject is known: it returns the event's
 	// routes (as a router's fan-out would write them, Attempt ignored), or
-	// false to leave the event to a router's claim. It is
-	// called with the transaction open, so it must not wait on the store;
-	// a settle the store runs again calls it again.
+	// false to leave the event to a router's claim. It is called with the
+	// transaction open (on SQLite, in the one writer), so it must return at
+	// once, its judging done before; a settle the store runs again calls it
+	// again.
 	Plan func(e Event) (FanOut, bool)
 }
 
@@ -455,8 +456,7 @@ func ApplySettlement(ctx context.Context, tx SettleTx, connectionID string, now 
 		if s.Plan != nil {
 			plan, planned = s.Plan(e)
 		}
-		switch {
-		case planned:
+		if planned {
 			// Fanned out as it is created: the state its routes give it,
 			// off the event queue.
 			to := EventAfterRoutes(plannedCounts(plan))

@@ -2,64 +2,88 @@ package router
 
 import (
 	"context"
-	"sync"
 
 	"github.com/intakehq/intake"
 )
 
-// Planner returns what a message's settle needs to fan its events out in
-// its own transaction (see intake.Settlement.Plan): the org's consumers,
-// read now, before the transaction opens, and the message's request for
-// the rules that read it. It returns nil when the consumers cannot be read:
-// the settle then leaves its events to a router's claim.
-func (r *Router) Planner(ctx context.Context, m *intake.Message) intake.FanOutPlanner {
+// Planner fans out the events a message's settle is about to create (see
+// intake.Settlement.Plan). It judges them now, before the transaction
+// opens, so that no filter or ordering key runs while the transaction holds
+// its locks (on SQLite, the one writer): with the org's consumers, and the
+// message's request for the rules that read it. The routes to consumers
+// that nothing paces are leased to this process when it has a free call
+// slot for each. It returns nil when the consumers cannot be read: the
+// settle then leaves its events to a router's claim.
+func (r *Router) Planner(ctx context.Context, m *intake.Message, events []intake.Event) intake.FanOutPlanner {
 	oc := r.orgConsumers(ctx, m.OrgID)
 	if oc.err != nil {
 		return nil
 	}
 	b := &batch{consumers: map[string]orgConsumers{m.OrgID: oc},
 		requests: map[string]intake.OriginalRequest{m.ID: {Query: m.Query, Header: m.Header}}}
-	return &planner{r: r, ctx: ctx, b: b, plans: map[string]intake.FanOut{}}
+	p := &planner{r: r, b: b, plans: map[string]plan{}}
+	for i := range events {
+		e := &events[i]
+		if e.Replay {
+			continue // the settle finds what it replays, which its envelope names
+		}
+		f, unpaced, ok := r.plan(ctx, e, b)
+		if !ok {
+			continue
+		}
+		if unpaced > 0 && r.reserve(unpaced) {
+			p.reserved += unpaced
+			f.Lease = r.cfg.Lease
+		}
+		p.plans[e.ID] = plan{f: f, subject: e.Subject != nil}
+	}
+	return p
 }
 
-// planner fans the events of one settle out; its calls are started once
-// the settle has committed.
-type planner struct {
-	r   *Router
-	ctx context.Context
-	b   *batch
-
-	mu       sync.Mutex
-	plans    map[string]intake.FanOut // by event, the last plan made
-	reserved int                      // call slots taken for leased routes
-}
-
-// Plan judges e's consumers as the fan-out stage does. The routes to
-// consumers that nothing paces are leased to this process when it has a
-// free call slot for each, which Started then uses.
-func (p *planner) Plan(e intake.Event) (intake.FanOut, bool) {
-	r := p.r
-	in := newRuleInput(&e, r.envelope(&e), p.b)
-	f := intake.FanOut{EventID: e.ID}
-	unpaced := 0
-	for _, c := range intake.SelectConsumers(&e, p.b.consumers[e.OrgID].list) {
-		route, err := r.judge(p.ctx, &e, c, in)
+// plan judges e's consumers as the fan-out stage does, and counts the
+// routes to consumers that nothing paces. ok is false when e's request
+// cannot be read for its rules.
+func (r *Router) plan(ctx context.Context, e *intake.Event, b *batch) (f intake.FanOut, unpaced int, ok bool) {
+	in := newRuleInput(e, r.envelope(e), b)
+	f.EventID = e.ID
+	for _, c := range intake.SelectConsumers(e, b.consumers[e.OrgID].list) {
+		route, err := r.judge(ctx, e, c, in)
 		if err != nil {
-			return intake.FanOut{}, false // its request cannot be read: the router's claim will judge it
+			return intake.FanOut{}, 0, false
 		}
 		if !route.Filtered && c.Controls.Unpaced() {
 			unpaced++
 		}
 		f.Routes = append(f.Routes, route)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if unpaced > 0 && r.reserve(unpaced) {
-		p.reserved += unpaced
-		f.Lease = r.cfg.Lease
+	return f, unpaced, true
+}
+
+// planner holds the fan-outs of one settle's events, judged before it;
+// their calls are started once the settle has committed.
+type planner struct {
+	r        *Router
+	b        *batch
+	plans    map[string]plan
+	reserved int // call slots taken for leased routes
+}
+
+// plan is one event's fan-out, and whether the event had a subject when it
+// was judged.
+type plan struct {
+	f       intake.FanOut
+	subject bool
+}
+
+// Plan returns e's fan-out as judged before the settle, unless the settle
+// found e a subject since (its consumers and envelope depend on it): such
+// an event is left to a router's claim.
+func (p *planner) Plan(e intake.Event) (intake.FanOut, bool) {
+	pl, ok := p.plans[e.ID]
+	if !ok || (e.Subject != nil) != pl.subject {
+		return intake.FanOut{}, false
 	}
-	p.plans[e.ID] = f
-	return f, true
+	return pl.f, true
 }
 
 // Started accounts for what the settle committed and starts the calls it
@@ -73,10 +97,11 @@ func (p *planner) Started(ctx context.Context, out intake.Settled) {
 	}
 	for i := range out.Events {
 		e := &out.Events[i]
-		f, ok := p.plans[e.ID]
+		pl, ok := p.plans[e.ID]
 		if !ok || intake.Unrouted(out.Events[i:i+1]) {
 			continue
 		}
+		f := pl.f
 		state := "routed"
 		if e.State != intake.EventPending {
 			state = string(e.State)
@@ -94,18 +119,13 @@ func (p *planner) Started(ctx context.Context, out intake.Settled) {
 		}
 		r.cfg.Metrics.FanOuts.WithLabelValues(state).Inc()
 	}
-	p.mu.Lock()
 	spare := p.reserved - len(out.Calls)
 	p.reserved = 0
-	p.mu.Unlock()
 	r.release(spare)
 }
 
 // Cancel frees the slots of a settle that did not commit.
 func (p *planner) Cancel() {
-	p.mu.Lock()
-	spare := p.reserved
+	p.r.release(p.reserved)
 	p.reserved = 0
-	p.mu.Unlock()
-	p.r.release(spare)
 }

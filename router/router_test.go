@@ -121,7 +121,7 @@ func (e *env) event(t *testing.T, typ string, objectIDs ...string) string {
 		To: intake.MessageProcessed, Outcome: intake.OutcomeEvents, Events: []intake.Event{ev}}
 	var plan intake.FanOutPlanner
 	if e.planned {
-		if plan = e.r.Planner(ctx, m); plan == nil {
+		if plan = e.r.Planner(ctx, m, st.Events); plan == nil {
 			t.Fatal("no plan: the consumers could not be read")
 		}
 		st.Plan = plan.Plan
@@ -333,8 +333,18 @@ func TestNoMatchingConsumerIsKeptAndALaterConsumerDoesNotRerouteIt(t *testing.T)
 	}
 }
 
+// TestSubjectLinkSendsOnlyToTheInitiatingAppsCompletionConsumer, whether the
+// event is fanned out on a claim or planned with its settle: a plan judged
+// before the settle found the subject is not used.
 func TestSubjectLinkSendsOnlyToTheInitiatingAppsCompletionConsumer(t *testing.T) {
+	for _, planned := range []bool{false, true} {
+		t.Run(map[bool]string{false: "claimed", true: "planned"}[planned], func(t *testing.T) { subjectLinks(t, planned) })
+	}
+}
+
+func subjectLinks(t *testing.T, planned bool) {
 	e := setup(t)
+	e.planned = planned
 	ctx := context.Background()
 	general, gURL := newRecorder(t, 200)
 	completion, cURL := newRecorder(t, 200)

@@ -132,9 +132,10 @@ func New(cfg Config) *Worker {
 
 // Router is the local router as a settle uses it.
 type Router interface {
-	// Planner returns the fan-out of one message's events, or nil when it
-	// cannot judge them now (they are then left to a router's claim).
-	Planner(ctx context.Context, m *intake.Message) intake.FanOutPlanner
+	// Planner judges the fan-out of one message's events before its
+	// settle, or returns nil when it cannot now (they are then left to a
+	// router's claim).
+	Planner(ctx context.Context, m *intake.Message, events []intake.Event) intake.FanOutPlanner
 }
 
 // Run processes messages until ctx ends: those handed over by this
@@ -354,7 +355,7 @@ func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 	// process's router, which makes the first calls it leases.
 	var plan intake.FanOutPlanner
 	if len(st.Events) > 0 && w.cfg.Router != nil {
-		if plan = w.cfg.Router.Planner(ctx, &c.Message); plan != nil {
+		if plan = w.cfg.Router.Planner(ctx, &c.Message, st.Events); plan != nil {
 			st.Plan = plan.Plan
 		}
 	}
