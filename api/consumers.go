@@ -51,7 +51,7 @@ func (s *Server) updateConsumer(w http.ResponseWriter, r *http.Request, who cont
 	if req.Retry != nil {
 		u.RetryAttempts = req.Retry.Attempts
 		if req.Retry.Base != nil {
-			d, err := parseDuration("retry.base", *req.Retry.Base)
+			d, err := control.ParseDuration("retry.base", *req.Retry.Base, "30s")
 			if err != nil {
 				return err
 			}
@@ -59,7 +59,7 @@ func (s *Server) updateConsumer(w http.ResponseWriter, r *http.Request, who cont
 		}
 	}
 	if req.AutoDisableAfter != nil {
-		d, err := parseDuration("auto_disable_after", *req.AutoDisableAfter)
+		d, err := control.ParseDuration("auto_disable_after", *req.AutoDisableAfter, "72h")
 		if err != nil {
 			return err
 		}
@@ -154,14 +154,6 @@ func optionalTime(t time.Time) *time.Time {
 	return &u
 }
 
-func parseDuration(field, v string) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, intake.Errorf(intake.EINVALID, "%s must be a duration such as \"30s\" or \"72h\"", field)
-	}
-	return d, nil
-}
-
 // consumerView shows a consumer without its secret, which only the answer
 // that created it carries.
 func consumerView(c intake.Consumer) Consumer {
@@ -242,9 +234,9 @@ func (s *Server) rotateConsumerSecret(w http.ResponseWriter, r *http.Request, wh
 	}
 	var keep *time.Duration
 	if req.KeepOldFor != "" {
-		d, err := time.ParseDuration(req.KeepOldFor)
+		d, err := control.ParseDuration("keep_old_for", req.KeepOldFor, "24h")
 		if err != nil {
-			return intake.Errorf(intake.EINVALID, "keep_old_for must be a duration such as \"24h\"")
+			return err
 		}
 		keep = &d
 	}

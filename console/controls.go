@@ -135,9 +135,9 @@ func formDuration(r *http.Request, name string) (*time.Duration, error) {
 	if v == "" {
 		return nil, nil
 	}
-	d, err := time.ParseDuration(v)
+	d, err := control.ParseDuration(name, v, "72h")
 	if err != nil {
-		return nil, intake.Errorf(intake.EINVALID, "%s must be a duration such as 30s or 72h", name)
+		return nil, err
 	}
 	return &d, nil
 }

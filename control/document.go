@@ -93,9 +93,9 @@ func (s ConsumerSpec) controls() (intake.Controls, error) {
 		if d.v == "" {
 			continue
 		}
-		v, err := time.ParseDuration(d.v)
+		v, err := ParseDuration(d.name, d.v, "72h")
 		if err != nil {
-			return c, intake.Errorf(intake.EINVALID, "%s must be a duration such as 30s or 72h", d.name)
+			return c, err
 		}
 		*d.to = v
 	}

@@ -81,10 +81,10 @@ func retention(field, v string) (time.Duration, error) {
 	if v == "" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(v)
+	d, err := ParseDuration(field, v, "168h")
 	switch {
 	case err != nil:
-		return 0, intake.Errorf(intake.EINVALID, "%s must be a duration such as \"168h\"", field)
+		return 0, err
 	case d == 0:
 		return 0, nil
 	case d < time.Hour || d > intake.MaxRetention:
