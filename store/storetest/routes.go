@@ -865,7 +865,8 @@ func testStatsFindTheOldestDueRoute(t *testing.T, s intake.Store) {
 // testOrderingWaitsForEarlierWebhooks: an ordered route waits while a
 // webhook its connection received earlier is not yet fanned out (its message
 // queued or being processed, or its event not yet fanned out), since that
-// one may come first in its key; unordered consumers do not wait.
+// one may come first in its key; unordered consumers do not wait, nor does
+// anyone for another connection's webhooks.
 func testOrderingWaitsForEarlierWebhooks(t *testing.T, s intake.Store) {
 	ctx := context.Background()
 	f := newFixture(t, s, "acme")
@@ -879,6 +880,9 @@ func testOrderingWaitsForEarlierWebhooks(t *testing.T, s intake.Store) {
 	if len(msgs) != 2 {
 		t.Fatalf("claimed %d messages, want 2", len(msgs))
 	}
+	// Another connection's webhook, received before both and still
+	// queued, holds nothing of this one's back.
+	newFixture(t, s, "other").ingest(t, s, `{"n":0}`, t0.Add(-time.Second))
 	settle := func(m *intake.Message) intake.Event {
 		t.Helper()
 		for _, c := range msgs {
