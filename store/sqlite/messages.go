@@ -129,11 +129,7 @@ type plannedRoutes struct {
 
 // InsertRoutes writes a planned event's routes and leases those it may.
 func (t settleTx) InsertRoutes(ctx context.Context, e intake.Event, f intake.FanOut, now time.Time) error {
-	waiting, err := writeRoutes(ctx, t.tx, e, f, now)
-	if err != nil {
-		return err
-	}
-	calls, wake, err := leaseRoutes(ctx, t.tx, e, waiting, f.Lease, now)
+	calls, wake, err := writeRoutes(ctx, t.tx, e, f, now)
 	t.routed.calls, t.routed.wake = append(t.routed.calls, calls...), t.routed.wake || wake
 	return err
 }

@@ -35,7 +35,7 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 		if !lease.Valid || e.Attempt != f.Attempt || (e.State != intake.EventPending && e.State != intake.EventRetrying) {
 			return intake.Errorf(intake.ESTALE, "fan-out %d of event %s is not current", f.Attempt, f.EventID)
 		}
-		waiting, err := writeRoutes(ctx, tx, e, f, now)
+		claims, wake, err = writeRoutes(ctx, tx, e, f, now)
 		if err != nil {
 			return err
 		}
@@ -57,8 +57,10 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 			e.State = to
 		}
 		e.NextAttemptAt = time.Time{}
-		claims, wake, err = leaseRoutes(ctx, tx, e, waiting, f.Lease, now)
-		return err
+		for i := range claims {
+			claims[i].Event = e // as the fan-out leaves it
+		}
+		return nil
 	}, func() {
 		if wake {
 			s.notifyRoutes()
@@ -71,75 +73,72 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 }
 
 // writeRoutes inserts e's routes and the filtered ones' deliveries,
-// returning the consumers of the waiting routes it wrote.
-func writeRoutes(ctx context.Context, tx *wtx, e intake.Event, f intake.FanOut, now time.Time) ([]string, error) {
+// leasing for f.Lease (0: none) those to consumers that nothing holds back
+// in the same statement. It returns their calls, and whether a route was
+// left waiting for a claim.
+func writeRoutes(ctx context.Context, tx *wtx, e intake.Event, f intake.FanOut, now time.Time) ([]intake.RouteClaim, bool, error) {
 	orderAt := e.OccurredAt
 	if orderAt.IsZero() {
 		orderAt = e.ReceivedAt
 	}
-	var waiting []string
+	var lease any
+	if f.Lease > 0 {
+		lease = ts(now.Add(f.Lease))
+	}
+	var claims []intake.RouteClaim
+	wake := false
 	for _, r := range f.Routes {
 		state := intake.RouteWaiting
 		if r.Filtered {
 			state = intake.RouteFiltered
 		}
-		res, err := tx.ExecContext(ctx, insertRouteSQL, e.ID, r.ConsumerID, e.OrgID, state, ts(now), r.OrderKey, ts(orderAt))
+		var inserted bool
+		var until sql.NullInt64
+		rows, err := tx.QueryContext(ctx, insertRouteSQL, e.ID, r.ConsumerID, e.OrgID, state, ts(now), r.OrderKey, ts(orderAt), lease)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			continue // the consumer has its route already (a re-route keeps the finished ones)
+		for rows.Next() {
+			inserted = true
+			if err := rows.Scan(&until); err != nil {
+				rows.Close()
+				return nil, false, err
+			}
 		}
-		if r.Filtered {
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, false, err
+		}
+		switch {
+		case !inserted: // the consumer has its route already (a re-route keeps the finished ones)
+		case r.Filtered:
 			if r.Delivery != nil {
 				if err := insertDelivery(ctx, tx, *r.Delivery); err != nil {
-					return nil, err
+					return nil, false, err
 				}
 			}
-			continue
-		}
-		waiting = append(waiting, r.ConsumerID)
-	}
-	return waiting, nil
-}
-
-// leaseRoutes leases e's waiting routes to the consumers that nothing holds
-// back (enabled, unpaced, breaker closed) for lease (0: none), returning
-// their calls, and whether a route was left waiting for a claim.
-func leaseRoutes(ctx context.Context, tx *wtx, e intake.Event, waiting []string, lease time.Duration, now time.Time) ([]intake.RouteClaim, bool, error) {
-	var claims []intake.RouteClaim
-	wake := false
-	for _, id := range waiting {
-		if lease <= 0 {
+		case until.Valid:
+			claims = append(claims, intake.RouteClaim{Event: e, ConsumerID: r.ConsumerID, Attempt: 1, LeaseUntil: fromTS(until)})
+		default:
 			wake = true
-			continue
 		}
-		var ctl intake.Controls
-		var enabled, tripped bool
-		err := scanControls(tx.QueryRowContext(ctx, `SELECT c.enabled AND c.deleted_at IS NULL, coalesce(l.tripped, 0), `+controlColumns+`
-			FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id WHERE c.id = ?`, id), &ctl, &enabled, &tripped)
-		if errors.Is(err, sql.ErrNoRows) {
-			wake = true
-			continue
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		if !enabled || tripped || !ctl.Unpaced() {
-			wake = true
-			continue
-		}
-		until := now.Add(lease)
-		if _, err := tx.ExecContext(ctx, `UPDATE routes SET lease_until = ? WHERE event_id = ? AND consumer_id = ?`, ts(until), e.ID, id); err != nil {
-			return nil, false, err
-		}
-		claims = append(claims, intake.RouteClaim{Event: e, ConsumerID: id, Attempt: 1, LeaseUntil: until})
 	}
 	return claims, wake, nil
 }
 
-const insertRouteSQL = `INSERT INTO routes (event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at)
-	VALUES (?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (event_id, consumer_id) DO NOTHING`
+// insertRouteSQL writes one route: ?1 event, ?2 consumer, ?3 org, ?4 state,
+// due at ?5, ?6 order key, ?7 order time, leased until ?8 (NULL: not) when
+// it waits for a consumer that nothing holds back: enabled, unpaced
+// (intake.Controls.Unpaced) and its breaker closed. It returns the lease,
+// and no row when the consumer has its route already.
+const insertRouteSQL = `INSERT INTO routes (event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at, lease_until)
+	SELECT ?1, ?2, ?3, ?4, 0, ?5, ?6, ?7,
+	       CASE WHEN ?4 = 'waiting' AND c.enabled AND c.deleted_at IS NULL AND NOT c.paused AND c.rate_per_sec = 0
+	                 AND c.max_in_flight = 0 AND c.ordering = '' AND NOT coalesce(l.tripped, 0) THEN ?8 END
+	  FROM (SELECT 1) LEFT JOIN consumers c ON c.id = ?2 LEFT JOIN consumer_lanes l ON l.consumer_id = ?2
+	 WHERE true
+	ON CONFLICT (event_id, consumer_id) DO NOTHING
+	RETURNING lease_until`
 
 // controlColumns are a consumer's controls, as scanControls reads them.
 const controlColumns = `c.paused, c.rate_per_sec, c.max_in_flight, c.ordering, c.retry_attempts, c.retry_base_ms, c.breaker_failures,
