@@ -112,6 +112,9 @@ const (
 	// DeliveryFiltered: the consumer's filter declined the event (or its
 	// transform skipped it); no call was made and no attempt spent.
 	DeliveryFiltered = "filtered"
+	// DeliveryHeld: the consumer was paused when the event was fanned out
+	// to it; no call was made, and the route waits for its resume.
+	DeliveryHeld = "held"
 )
 
 // Delivery is one attempt of one event to one consumer.

@@ -263,6 +263,8 @@ type FanOutRoute struct {
 	// Filtered: the consumer's filter declined the event; the route is
 	// written settled, with Delivery as its record.
 	Filtered bool
+	// Delivery is the record written with the route when no call is made
+	// for it now: filtered, or held for a paused consumer.
 	Delivery *Delivery
 	OrderKey string
 }

@@ -244,6 +244,11 @@ func TestConsoleInBrowserPausesAConsumerSetsItsLimitsAndShowsItsHealth(t *testin
 	reloadUntil(t, tab, "the backlog shows 2 held", func() bool {
 		return strings.Contains(read(t, tab, "backlog", chromedp.Text(chromedp.ID("backlog"))), "2 held")
 	})
+	step(t, tab, "a held event's page", chromedp.Navigate(s.url+"/console/events/"+s.events(t)[0].ID),
+		chromedp.WaitVisible(chromedp.ID("deliveries")))
+	if d := read(t, tab, "deliveries", chromedp.Text(chromedp.ID("deliveries"))); !strings.Contains(d, "held") || !strings.Contains(d, "paused") {
+		t.Fatalf("the held event's deliveries read: %s", d)
+	}
 	// From the page without the pause's flash, so the next flash waited
 	// for is the save's.
 	step(t, tab, "set a rate and one call at a time",

@@ -120,13 +120,23 @@ func (e *env) health(t *testing.T, consumerID string) intake.ConsumerHealth {
 	return h
 }
 
+// TestAPausedConsumersEventsAreHeldWithoutSpendingAttemptsAndResumeDrainsThem,
+// whether the events are fanned out on a claim or planned with their
+// settle: each held route has a held record, and resume drains them.
 func TestAPausedConsumersEventsAreHeldWithoutSpendingAttemptsAndResumeDrainsThem(t *testing.T) {
+	for _, planned := range []bool{false, true} {
+		t.Run(map[bool]string{false: "claimed", true: "planned"}[planned], func(t *testing.T) { pausedConsumer(t, planned) })
+	}
+}
+
+func pausedConsumer(t *testing.T, planned bool) {
 	e := setup(t)
 	held := newServer(t, e.clock)
 	other := newServer(t, e.clock)
 	p, _ := e.consumer(t, "paused", held.URL, false, "stripe.*")
 	e.consumer(t, "other", other.URL, false, "stripe.*")
 	e.controls(t, p.ID, func(c *intake.Controls) { c.Paused = true })
+	e.planned = planned
 	var ids []string
 	for range 3 {
 		ids = append(ids, e.event(t, "stripe.invoice.paid"))
@@ -144,12 +154,17 @@ func TestAPausedConsumersEventsAreHeldWithoutSpendingAttemptsAndResumeDrainsThem
 		t.Fatalf("a paused consumer was called %d times", held.total())
 	}
 	for _, id := range ids {
-		if ev, ds := e.get(t, id); ev.State != intake.EventPending || len(ds) != 1 {
-			t.Fatalf("held event %s with deliveries %+v, want pending with the other consumer's one", ev.State, ds)
+		ev, ds := e.get(t, id)
+		outcomes := map[string]string{}
+		for _, d := range ds {
+			outcomes[d.ConsumerID] += d.Outcome
+		}
+		if ev.State != intake.EventPending || len(ds) != 2 || outcomes[p.ID] != intake.DeliveryHeld {
+			t.Fatalf("held event %s with deliveries %+v, want pending with the other consumer's and a held record", ev.State, ds)
 		}
 	}
-	if h := e.health(t, p.ID); h.State != intake.ConsumerPaused || h.Held != 3 || h.Due != 0 {
-		t.Fatalf("health %+v: want paused with 3 held", h)
+	if h := e.health(t, p.ID); h.State != intake.ConsumerPaused || h.Held != 3 || h.Due != 0 || h.LastError != "" {
+		t.Fatalf("health %+v: want paused with 3 held, and no call's error (a held record is none)", h)
 	}
 	e.controls(t, p.ID, func(c *intake.Controls) { c.Paused = false })
 	e.run(t)
@@ -162,7 +177,7 @@ func TestAPausedConsumersEventsAreHeldWithoutSpendingAttemptsAndResumeDrainsThem
 			t.Fatalf("after resume: %s", ev.State)
 		}
 		for _, d := range ds {
-			if d.ConsumerID == p.ID && d.Attempt != 1 {
+			if d.ConsumerID == p.ID && d.Outcome != intake.DeliveryHeld && d.Attempt != 1 {
 				t.Fatalf("the resumed call is attempt %d, want 1: holding spends none", d.Attempt)
 			}
 		}

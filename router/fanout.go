@@ -66,16 +66,22 @@ func (r *Router) fanOut(ctx context.Context, ec intake.EventClaim, b *batch) (co
 		r.cfg.Logger.Error("router: fan-out failed; the lease will expire and the event be fanned out again", "event_id", e.ID, "err", err)
 		return ctx, nil
 	}
-	for _, rt := range f.Routes {
-		if rt.Filtered {
-			r.count(rt.ConsumerID, intake.DeliveryFiltered)
-		}
-	}
+	r.countRecords(f.Routes)
 	if state == string(intake.EventNoConsumer) {
 		r.cfg.Logger.Info("router: no consumer", "event_id", e.ID, "type", e.Type)
 	}
 	r.cfg.Metrics.FanOuts.WithLabelValues(state).Inc()
 	return ctx, claims
+}
+
+// countRecords counts the records a fan-out wrote for routes it made no
+// call for: filtered, or held for a paused consumer.
+func (r *Router) countRecords(routes []intake.FanOutRoute) {
+	for _, rt := range routes {
+		if rt.Delivery != nil {
+			r.count(rt.ConsumerID, rt.Delivery.Outcome)
+		}
+	}
 }
 
 // judge runs one selected consumer's filter and computes its ordering
@@ -100,6 +106,11 @@ func (r *Router) judge(ctx context.Context, e *intake.Event, c intake.Consumer, 
 			route.Filtered, route.Delivery = true, &d
 			return route, nil
 		}
+	}
+	if c.Controls.Paused {
+		d := r.record(e, c.ID, 0, delivery.Result{Outcome: intake.DeliveryHeld,
+			Err: "held: the consumer is paused; the event waits for its resume"})
+		route.Delivery = &d
 	}
 	switch o := c.Controls.Ordering; o {
 	case "":

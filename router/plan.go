@@ -112,11 +112,7 @@ func (p *planner) Started(ctx context.Context, out intake.Settled) {
 			r.startReserved(sctx, c, p.b)
 		}
 		span.End()
-		for _, rt := range f.Routes {
-			if rt.Filtered {
-				r.count(rt.ConsumerID, intake.DeliveryFiltered)
-			}
-		}
+		r.countRecords(f.Routes)
 		r.cfg.Metrics.FanOuts.WithLabelValues(state).Inc()
 	}
 	spare := p.reserved - len(out.Calls)

@@ -137,8 +137,8 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 
 // insertRoutesSQL inserts an event's routes ($3 consumers, $4 filtered,
 // $5 order keys, due at $6), leasing until $7 (NULL: none) those to
-// consumers that nothing holds back, and the filtered ones' deliveries
-// (from $8), for event $1 at attempt $2 with the further condition guard;
+// consumers that nothing holds back, and the records of the routes written
+// with one, filtered or held (from $8), for event $1 at attempt $2 with the further condition guard;
 // nothing when the event is not there (its insert skipped) or the guard
 // fails. Routes left waiting unleased wake every process's routers ($18,
 // $19: channel and instance). It returns each route written.
@@ -157,7 +157,7 @@ func insertRoutesSQL(guard string) string {
 		), del AS (
 			INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
 			SELECT ` + deliveryUnnestColumns + ` FROM ` + deliveryUnnest(8) + `
-			  JOIN ins ON ins.consumer_id = x.consumer_id AND ins.state = 'filtered'
+			  JOIN ins ON ins.consumer_id = x.consumer_id
 		), wake AS (
 			SELECT pg_notify($18, $19) FROM ins WHERE state = 'waiting' AND lease_until IS NULL LIMIT 1
 		)
@@ -175,7 +175,7 @@ func (s *Store) insertRoutesArgs(f intake.FanOut, now time.Time, lease any) []an
 			continue
 		}
 		consumers, filtered, keys = append(consumers, r.ConsumerID), append(filtered, r.Filtered), append(keys, text(r.OrderKey))
-		if r.Filtered && r.Delivery != nil {
+		if r.Delivery != nil {
 			d.add(*r.Delivery)
 		}
 	}
@@ -679,7 +679,7 @@ func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID 
 			FROM deliveries WHERE consumer_id = $1 AND at >= $2 AND outcome IN ('handled', 'ignored', 'retry')
 			  AND ($3::uuid IS NULL OR org_id = $3)`, consumerID, ts(now.Add(-time.Hour)), org).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&h.Delivered1h, &h.Failed1h, &p50, &p99) })
-		b.Queue(`SELECT status_code, error, at FROM deliveries WHERE consumer_id = $1 AND outcome <> 'filtered'
+		b.Queue(`SELECT status_code, error, at FROM deliveries WHERE consumer_id = $1 AND outcome NOT IN ('filtered', 'held')
 			  AND ($2::uuid IS NULL OR org_id = $2) ORDER BY at DESC, id DESC LIMIT 1`, consumerID, org).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {

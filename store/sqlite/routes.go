@@ -72,7 +72,8 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 	return claims, nil
 }
 
-// writeRoutes inserts e's routes and the filtered ones' deliveries,
+// writeRoutes inserts e's routes and the records of those written with one
+// (filtered, or held),
 // leasing for f.Lease (0: none) those to consumers that nothing holds back
 // in the same statement. It returns their calls, and whether a route was
 // left waiting for a claim.
@@ -109,14 +110,16 @@ func writeRoutes(ctx context.Context, tx *wtx, e intake.Event, f intake.FanOut, 
 		if err := rows.Err(); err != nil {
 			return nil, false, err
 		}
-		switch {
-		case !inserted: // the consumer has its route already (a re-route keeps the finished ones)
-		case r.Filtered:
-			if r.Delivery != nil {
-				if err := insertDelivery(ctx, tx, *r.Delivery); err != nil {
-					return nil, false, err
-				}
+		if !inserted {
+			continue // the consumer has its route already (a re-route keeps the finished ones)
+		}
+		if r.Delivery != nil {
+			if err := insertDelivery(ctx, tx, *r.Delivery); err != nil {
+				return nil, false, err
 			}
+		}
+		switch {
+		case r.Filtered:
 		case until.Valid:
 			claims = append(claims, intake.RouteClaim{Event: e, ConsumerID: r.ConsumerID, Attempt: 1, LeaseUntil: fromTS(until)})
 		default:
@@ -533,7 +536,7 @@ func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID 
 	h.P50, h.P99 = nearestRank(latencies, 50), nearestRank(latencies, 99)
 	var last sql.NullInt64
 	err = tx.QueryRowContext(ctx, `SELECT status_code, error, at FROM deliveries INDEXED BY deliveries_consumer_at
-		WHERE consumer_id = ? AND outcome <> 'filtered' ORDER BY at DESC, id DESC LIMIT 1`, consumerID).Scan(&h.LastStatus, &h.LastError, &last)
+		WHERE consumer_id = ? AND outcome NOT IN ('filtered', 'held') ORDER BY at DESC, id DESC LIMIT 1`, consumerID).Scan(&h.LastStatus, &h.LastError, &last)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return h, classify(err)
 	}

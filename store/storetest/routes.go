@@ -951,6 +951,7 @@ func testPlannedFanOut(t *testing.T, s intake.Store) {
 	free := f.consumer(t, s, "free", intake.Controls{})
 	paced := f.consumer(t, s, "paced", intake.Controls{RatePerSec: 10})
 	picky := f.consumer(t, s, "picky", intake.Controls{})
+	resting := f.consumer(t, s, "resting", intake.Controls{Paused: true})
 	settle := func(providerEventID string, plan func(e intake.Event) (intake.FanOut, bool)) intake.Settled {
 		t.Helper()
 		m := f.ingest(t, s, `{"id":"`+providerEventID+`","n":"`+intake.NewID()+`"}`, t0)
@@ -965,8 +966,10 @@ func testPlannedFanOut(t *testing.T, s intake.Store) {
 	calls := 0
 	out := settle("evt_all", func(e intake.Event) (intake.FanOut, bool) {
 		calls++
-		return intake.FanOut{Routes: []intake.FanOutRoute{{ConsumerID: free.ID}, {ConsumerID: paced.ID}, filteredRoute(e, picky)},
-			Lease: routeLease}, true
+		held := delivery(e, resting.ID, 0, intake.DeliveryHeld)
+		held.StatusCode, held.Latency, held.Error = 0, 0, "held: the consumer is paused"
+		return intake.FanOut{Routes: []intake.FanOutRoute{{ConsumerID: free.ID}, {ConsumerID: paced.ID}, filteredRoute(e, picky),
+			{ConsumerID: resting.ID, Delivery: &held}}, Lease: routeLease}, true
 	})
 	if calls != 1 || len(out.Events) != 1 {
 		t.Fatalf("plan called %d times; settled %+v", calls, out)
@@ -983,8 +986,15 @@ func testPlannedFanOut(t *testing.T, s intake.Store) {
 		t.Fatalf("a claim took %d planned events", len(got))
 	}
 	ds, err := s.Deliveries(ctx, intake.Scope{}, e.ID)
-	if err != nil || len(ds) != 1 || ds[0].ConsumerID != picky.ID || ds[0].Outcome != intake.DeliveryFiltered {
-		t.Fatalf("deliveries = %+v %v, want the filtered consumer's record", ds, err)
+	records := map[string]string{}
+	for _, d := range ds {
+		records[d.ConsumerID] += d.Outcome
+	}
+	if err != nil || len(ds) != 2 || records[picky.ID] != intake.DeliveryFiltered || records[resting.ID] != intake.DeliveryHeld {
+		t.Fatalf("deliveries = %+v %v, want the filtered consumer's record and the paused one's held record", ds, err)
+	}
+	if h, err := s.ConsumerHealth(ctx, intake.Scope{}, resting.ID, t0); err != nil || h.Held != 1 || h.LastError != "" || !h.LastDeliveryAt.IsZero() {
+		t.Fatalf("health of the paused consumer = %+v %v, want 1 held and no call (a held record is none)", h, err)
 	}
 	if got := claimRoutes(t, s, t0, 10); len(got) != 1 || got[0].ConsumerID != paced.ID {
 		t.Fatalf("claimed routes = %+v, want the paced consumer's", got)
