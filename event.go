@@ -104,11 +104,16 @@ type Event struct {
 	TraceParent string
 }
 
-// Unrouted reports whether any of the events waits for a router's fan-out:
-// it is on the event queue (a planned event is created fanned out, off it).
+// AwaitsFanOut reports whether e waits for a router's fan-out: it is on
+// the event queue (a planned event is created fanned out, off it).
+func (e *Event) AwaitsFanOut() bool {
+	return (e.State == EventPending || e.State == EventRetrying) && !e.NextAttemptAt.IsZero()
+}
+
+// Unrouted reports whether any of the events awaits its fan-out.
 func Unrouted(events []Event) bool {
-	for _, e := range events {
-		if (e.State == EventPending || e.State == EventRetrying) && !e.NextAttemptAt.IsZero() {
+	for i := range events {
+		if events[i].AwaitsFanOut() {
 			return true
 		}
 	}

@@ -66,22 +66,24 @@ func (r *Router) fanOut(ctx context.Context, ec intake.EventClaim, b *batch) (co
 		r.cfg.Logger.Error("router: fan-out failed; the lease will expire and the event be fanned out again", "event_id", e.ID, "err", err)
 		return ctx, nil
 	}
-	r.countRecords(f.Routes)
-	if state == string(intake.EventNoConsumer) {
-		r.cfg.Logger.Info("router: no consumer", "event_id", e.ID, "type", e.Type)
-	}
-	r.cfg.Metrics.FanOuts.WithLabelValues(state).Inc()
+	r.fannedOut(e, state, f.Routes)
 	return ctx, claims
 }
 
-// countRecords counts the records a fan-out wrote for routes it made no
-// call for: filtered, or held for a paused consumer.
-func (r *Router) countRecords(routes []intake.FanOutRoute) {
+// fannedOut accounts for a committed fan-out, on a claim or in a settle:
+// the state it left the event in ("routed" while routes wait), and the
+// records it wrote for routes it made no call for (filtered, or held for a
+// paused consumer).
+func (r *Router) fannedOut(e *intake.Event, state string, routes []intake.FanOutRoute) {
 	for _, rt := range routes {
 		if rt.Delivery != nil {
 			r.count(rt.ConsumerID, rt.Delivery.Outcome)
 		}
 	}
+	if state == string(intake.EventNoConsumer) {
+		r.cfg.Logger.Info("router: no consumer", "event_id", e.ID, "type", e.Type)
+	}
+	r.cfg.Metrics.FanOuts.WithLabelValues(state).Inc()
 }
 
 // judge runs one selected consumer's filter and computes its ordering

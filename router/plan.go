@@ -98,22 +98,20 @@ func (p *planner) Started(ctx context.Context, out intake.Settled) {
 	for i := range out.Events {
 		e := &out.Events[i]
 		pl, ok := p.plans[e.ID]
-		if !ok || intake.Unrouted(out.Events[i:i+1]) {
+		if !ok || e.AwaitsFanOut() { // the settle did not use its plan
 			continue
 		}
-		f := pl.f
 		state := "routed"
 		if e.State != intake.EventPending {
 			state = string(e.State)
 		}
 		sctx, span := startRoute(ctx, intake.EventClaim{Event: *e, Attempt: 1})
-		traceFannedOut(sctx, state, len(f.Routes), nil)
+		traceFannedOut(sctx, state, len(pl.f.Routes), nil)
 		for _, c := range calls[e.ID] {
 			r.startReserved(sctx, c, p.b)
 		}
 		span.End()
-		r.countRecords(f.Routes)
-		r.cfg.Metrics.FanOuts.WithLabelValues(state).Inc()
+		r.fannedOut(e, state, pl.f.Routes)
 	}
 	spare := p.reserved - len(out.Calls)
 	p.reserved = 0

@@ -215,7 +215,6 @@ func (t *settleTx) InsertRoutes(_ context.Context, e intake.Event, f intake.FanO
 // queuedEvent is an event insert queued for the commit, and whether it
 // inserted a row.
 type queuedEvent struct {
-	id       string
 	inserted bool
 }
 
@@ -289,7 +288,7 @@ func (t *settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error
 	if len(data) == 0 {
 		data = []byte("null")
 	}
-	qe := &queuedEvent{id: e.ID}
+	qe := &queuedEvent{}
 	t.events = append(t.events, qe)
 	t.p.b.Queue(`INSERT INTO events
 		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,

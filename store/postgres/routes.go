@@ -135,13 +135,14 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 	return claims, nil
 }
 
-// insertRoutesSQL inserts an event's routes ($3 consumers, $4 filtered,
-// $5 order keys, due at $6), leasing until $7 (NULL: none) those to
-// consumers that nothing holds back, and the records of the routes written
-// with one, filtered or held (from $8), for event $1 at attempt $2 with the further condition guard;
-// nothing when the event is not there (its insert skipped) or the guard
-// fails. Routes left waiting unleased wake every process's routers ($18,
-// $19: channel and instance). It returns each route written.
+// insertRoutesSQL inserts the routes of event $1 at attempt $2 ($3
+// consumers, $4 filtered, $5 order keys, due at $6), leasing until $7
+// (NULL: none) those to consumers that nothing holds back, with the records
+// of the routes that carry one, filtered or held (from $8). It writes
+// nothing when the event is not there (its insert skipped) or fails guard,
+// a further condition on it. Routes left waiting unleased wake every
+// process's routers ($18, $19: channel and instance). It returns each route
+// written.
 func insertRoutesSQL(guard string) string {
 	return `WITH ev AS (
 			SELECT id, org_id, coalesce(occurred_at, received_at) AS order_at FROM events

@@ -72,11 +72,10 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 	return claims, nil
 }
 
-// writeRoutes inserts e's routes and the records of those written with one
-// (filtered, or held),
-// leasing for f.Lease (0: none) those to consumers that nothing holds back
-// in the same statement. It returns their calls, and whether a route was
-// left waiting for a claim.
+// writeRoutes inserts e's routes and the records of those that carry one
+// (filtered, or held), leasing for f.Lease (0: none), in the same
+// statement, those to consumers that nothing holds back. It returns their
+// calls, and whether a route was left waiting for a claim.
 func writeRoutes(ctx context.Context, tx *wtx, e intake.Event, f intake.FanOut, now time.Time) ([]intake.RouteClaim, bool, error) {
 	orderAt := e.OccurredAt
 	if orderAt.IsZero() {
