@@ -57,11 +57,16 @@ func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
 	}
 }
 
+// commitLoop runs the ingest committers and the call settlers until the
+// store closes.
 func (s *Store) commitLoop() {
 	defer close(s.done)
 	var wg sync.WaitGroup
 	for range committers {
 		wg.Go(s.committer)
+	}
+	for range settlers {
+		wg.Go(s.routeSettler)
 	}
 	wg.Wait()
 	s.failQueued()
@@ -92,10 +97,14 @@ func (s *Store) committer() {
 	}
 }
 
+// failQueued fails the ingests and call settles left queued when the
+// store closed.
 func (s *Store) failQueued() {
 	for {
 		select {
 		case r := <-s.ingest:
+			r.done <- classify(errClosed)
+		case r := <-s.routeSettles:
 			r.done <- classify(errClosed)
 		default:
 			return

@@ -313,3 +313,109 @@ func TestASuccessfulCallTakesNoLaneLockWhileFailuresCountUnderIt(t *testing.T) {
 		t.Fatalf("a success after 8 failures left the lane at %d failures; want 0", n)
 	}
 }
+
+// TestCallSettlesTakenTogetherShareATransactionAndFailAlone hands the
+// settler one batch as it takes what waits: eight results, among them a
+// stale one, a failure that moves the lane and both routes of one event.
+// Each settles as it would alone, the stale one fails alone, and the batch
+// costs the statements of two settles (one pass, and the failure's again
+// with its lane locked) where eight alone cost eight.
+func TestCallSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) {
+	ctx := context.Background()
+	var rt roundTrips
+	s, err := Open(ctx, Options{URL: pgtest.Database(t), Tracer: &rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	o := newOrg(t, s, "acme")
+	c1 := o.consumer(t, s, intake.Controls{})
+	c2 := o.consumer(t, s, intake.Controls{})
+	alone := o.fannedOut(t, s, 1, c1.ID)[0]
+	some := o.fannedOut(t, s, 5, c1.ID)
+	both := o.fannedOut(t, s, 1, c1.ID, c2.ID)[0]
+	claims, err := s.ClaimRoutes(ctx, t0, time.Hour, 100)
+	if err != nil || len(claims) != 8 {
+		t.Fatalf("claims %d %v", len(claims), err)
+	}
+	claim := map[routeKey]intake.RouteClaim{}
+	for _, rc := range claims {
+		claim[routeKey{rc.Event.ID, rc.ConsumerID}] = rc
+	}
+	req := func(eventID, consumerID string, status, attempt int) routeSettleRequest {
+		outcome := intake.DeliveryHandled
+		if status >= 300 {
+			outcome = intake.DeliveryRetry
+		}
+		return routeSettleRequest{now: t0, b: intake.DefaultBackoff, done: make(chan error, 1), st: intake.RouteSettlement{
+			EventID: eventID, ConsumerID: consumerID, Attempt: attempt, Called: true,
+			Delivery: &intake.Delivery{ID: intake.NewID(), OrgID: o.org.ID, EventID: eventID, ConsumerID: consumerID, Attempt: attempt,
+				Outcome: outcome, StatusCode: status, Error: map[bool]string{true: "HTTP 500"}[status >= 300], At: t0}}}
+	}
+	ok := func(eventID, consumerID string, status int) routeSettleRequest {
+		return req(eventID, consumerID, status, claim[routeKey{eventID, consumerID}].Attempt)
+	}
+
+	before := rt.statements.Load()
+	one := []routeSettleRequest{ok(alone.ID, c1.ID, 200)}
+	s.settleRoutes(one)
+	if err := <-one[0].done; err != nil {
+		t.Fatal(err)
+	}
+	single := rt.statements.Load() - before
+
+	batch := []routeSettleRequest{
+		req(some[0].ID, c1.ID, 200, claim[routeKey{some[0].ID, c1.ID}].Attempt+1), // not the call the lease is for
+		ok(some[0].ID, c1.ID, 200), ok(some[1].ID, c1.ID, 200), ok(some[2].ID, c1.ID, 200), ok(some[3].ID, c1.ID, 200),
+		ok(some[4].ID, c1.ID, 500),
+		ok(both.ID, c1.ID, 200), ok(both.ID, c2.ID, 200),
+	}
+	before = rt.statements.Load()
+	s.settleRoutes(batch)
+	together := rt.statements.Load() - before
+	for i, r := range batch {
+		err := <-r.done
+		if i == 0 {
+			if intake.ErrorCode(err) != intake.ESTALE {
+				t.Errorf("the stale result settled: %v", err)
+			}
+		} else if err != nil {
+			t.Errorf("result %d: %v", i, err)
+		}
+	}
+
+	state := func(q string, args ...any) string {
+		t.Helper()
+		var v string
+		if err := s.pool.QueryRow(ctx, q, args...).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	route := func(e intake.Event, consumerID string) string {
+		return state(`SELECT state || ' ' || attempt || ' ' || (lease_until IS NULL) || ' ' || last_error FROM routes
+			WHERE event_id = $1 AND consumer_id = $2`, e.ID, consumerID)
+	}
+	event := func(e intake.Event) string { return state(`SELECT state FROM events WHERE id = $1`, e.ID) }
+	for _, e := range append(some[:4:4], alone) {
+		if got := route(e, c1.ID) + " / " + event(e); got != "handled 1 true  / delivered" {
+			t.Errorf("a successful call's route and event: %q", got)
+		}
+	}
+	if got := route(some[4], c1.ID) + " / " + event(some[4]); got != "waiting 1 true HTTP 500 / retrying" {
+		t.Errorf("the failed call's route and event: %q", got)
+	}
+	if got := route(both, c1.ID) + ", " + route(both, c2.ID) + " / " + event(both); got != "handled 1 true , handled 1 true  / delivered" {
+		t.Errorf("an event whose two routes settled in one batch: %q", got)
+	}
+	if got := state(`SELECT failures::text FROM consumer_lanes WHERE consumer_id = $1`, c1.ID); got != "1" {
+		t.Errorf("the lane counts %s failures; want the one", got)
+	}
+	if got := state(`SELECT count(*)::text FROM deliveries WHERE org_id = $1`, o.org.ID); got != "8" {
+		t.Errorf("%s delivery records; want one per result but the stale one (8)", got)
+	}
+	t.Logf("statements: one settle alone %d, eight together %d", single, together)
+	if together > 2*single+2 {
+		t.Errorf("eight settles together took %d statements; one alone takes %d", together, single)
+	}
+}

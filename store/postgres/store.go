@@ -64,8 +64,10 @@ type Store struct {
 
 	ingest chan ingestRequest
 	batch  int
-	stop   chan struct{}
-	done   chan struct{}
+	// routeSettles are the call settles waiting for a settler.
+	routeSettles chan routeSettleRequest
+	stop         chan struct{}
+	done         chan struct{}
 
 	stopListen context.CancelFunc
 	listenDone chan struct{}
@@ -129,16 +131,17 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	listenCtx, stopListen := context.WithCancel(context.Background())
 	s := &Store{
-		pool:       pool,
-		instance:   rand.Text(),
-		log:        opts.Logger,
-		ingest:     make(chan ingestRequest, 4*opts.MaxBatch),
-		batch:      opts.MaxBatch,
-		stop:       make(chan struct{}),
-		done:       make(chan struct{}),
-		stopListen: stopListen,
-		listenDone: make(chan struct{}),
-		exactBelow: exactBelow,
+		pool:         pool,
+		instance:     rand.Text(),
+		log:          opts.Logger,
+		ingest:       make(chan ingestRequest, 4*opts.MaxBatch),
+		batch:        opts.MaxBatch,
+		routeSettles: make(chan routeSettleRequest, settleBatch),
+		stop:         make(chan struct{}),
+		done:         make(chan struct{}),
+		stopListen:   stopListen,
+		listenDone:   make(chan struct{}),
+		exactBelow:   exactBelow,
 	}
 	go s.commitLoop()
 	go s.listen(listenCtx)
@@ -168,7 +171,8 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-// Close stops the committer (failing ingests still queued) and the
+// Close stops the committers and settlers (failing ingests and settles
+// still queued) and the
 // listener, and closes the pool.
 func (s *Store) Close() error {
 	close(s.stop)
