@@ -398,9 +398,9 @@ type SettleTx interface {
 	// leasing those to consumers that nothing holds back for f.Lease, as
 	// FanOut does; the store returns the leased ones in Settled.Calls.
 	InsertRoutes(ctx context.Context, e Event, f FanOut, now time.Time) error
-	UpdateMessage(ctx context.Context, s Settlement, now time.Time) error
-	// RecordAttempt keeps the history of a message's attempts.
-	RecordAttempt(ctx context.Context, messageID string, a Attempt) error
+	// UpdateMessage moves the message as s says and records a in the
+	// history of its attempts.
+	UpdateMessage(ctx context.Context, s Settlement, a Attempt, now time.Time) error
 	InsertNotice(ctx context.Context, n Notice) error
 }
 
@@ -482,11 +482,8 @@ func ApplySettlement(ctx context.Context, tx SettleTx, connectionID string, now 
 		}
 		out.Events = append(out.Events, e)
 	}
-	if err := tx.UpdateMessage(ctx, s, now); err != nil {
-		return Settled{}, err
-	}
 	a := Attempt{Attempt: s.Attempt, State: s.To, Outcome: s.Outcome, ErrorCode: s.ErrorCode, ErrorMessage: s.ErrorMessage, At: now}
-	if err := tx.RecordAttempt(ctx, s.MessageID, a); err != nil {
+	if err := tx.UpdateMessage(ctx, s, a, now); err != nil {
 		return Settled{}, err
 	}
 	if n, ok := settlementNotice(m, s, now); ok {

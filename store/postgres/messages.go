@@ -85,9 +85,9 @@ func loadBodies(ctx context.Context, q querier, claims []intake.Claim) error {
 }
 
 // SettleMessage applies a processing result in one transaction of two
-// round trips: BEGIN, the message's row lock and its deduplication
-// identity travel together; the writes, decided in Go, travel with the
-// COMMIT. A settlement that lost a race on the identity is re-run from the
+// round trips: BEGIN and the message's row lock, read with its
+// deduplication identity in one statement, travel together; the writes,
+// decided in Go, travel with the COMMIT. A settlement that lost a race on the identity is re-run from the
 // start.
 func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Settlement) (intake.Settled, error) {
 	var out intake.Settled
@@ -99,34 +99,35 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 		t = &settleTx{p: p, s: s, now: now}
 		found := false
 		var conn string
-		p.b.Queue(`SELECT connection_id, org_id, state, attempt, endpoint_id FROM messages WHERE id = $1 FOR UPDATE`, st.MessageID).
+		// The live identity of the settlement's key is read with the lock
+		// (a NULL key reads none). It is not locked: PutIdentity's upsert
+		// catches one committed since.
+		var key any
+		if st.To == intake.MessageProcessed && st.Identity != nil {
+			t.identityKey, key = st.Identity.Key, text(st.Identity.Key)
+		}
+		p.b.Queue(`SELECT m.connection_id, m.org_id, m.state, m.attempt, m.endpoint_id,
+				i.key IS NOT NULL, i.digest, i.event_type, i.message_id::text, i.expires_at
+			  FROM messages m LEFT JOIN message_identities i ON i.connection_id = m.connection_id AND i.key = $2
+			       AND (i.expires_at IS NULL OR i.expires_at > $3)
+			 WHERE m.id = $1 FOR UPDATE OF m`, st.MessageID, key, ts(now)).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					found = true
-					if err := rows.Scan(&conn, &t.msg.OrgID, &t.msg.State, &t.msg.Attempt, &t.msg.EndpointID); err != nil {
+					var live bool
+					var digest, eventType, messageID *string
+					var expires *time.Time
+					if err := rows.Scan(&conn, &t.msg.OrgID, &t.msg.State, &t.msg.Attempt, &t.msg.EndpointID,
+						&live, &digest, &eventType, &messageID, &expires); err != nil {
 						return err
+					}
+					if live {
+						t.identity = &intake.Identity{Key: t.identityKey, Digest: *digest, EventType: *eventType, MessageID: *messageID,
+							ExpiresAt: fromTS(expires)}
 					}
 				}
 				return rows.Err()
 			})
-		if st.To == intake.MessageProcessed && st.Identity != nil {
-			t.identityKey = st.Identity.Key
-			p.b.Queue(`SELECT digest, event_type, message_id, expires_at FROM message_identities
-				WHERE connection_id = (SELECT connection_id FROM messages WHERE id = $1) AND key = $2
-				  AND (expires_at IS NULL OR expires_at > $3)`, st.MessageID, text(st.Identity.Key), ts(now)).
-				Query(func(rows pgx.Rows) error {
-					for rows.Next() {
-						ident := &intake.Identity{Key: st.Identity.Key}
-						var expires *time.Time
-						if err := rows.Scan(&ident.Digest, &ident.EventType, &ident.MessageID, &expires); err != nil {
-							return err
-						}
-						ident.ExpiresAt = fromTS(expires)
-						t.identity = ident
-					}
-					return rows.Err()
-				})
-		}
 		if err := p.flush(ctx); err != nil {
 			return err
 		}
@@ -306,23 +307,22 @@ func (t *settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error
 	return true, nil
 }
 
-func (t *settleTx) UpdateMessage(ctx context.Context, st intake.Settlement, now time.Time) error {
+// UpdateMessage moves the message and records the attempt in one
+// statement.
+func (t *settleTx) UpdateMessage(ctx context.Context, st intake.Settlement, a intake.Attempt, now time.Time) error {
 	var settled any
 	if st.To != intake.MessageFailed {
 		settled = ts(now)
 	}
-	t.p.b.Queue(`UPDATE messages SET state = $1, outcome = $2, error_code = $3, error_message = $4,
-		next_attempt_at = $5, lease_until = NULL, provider_event_id = $6, settled_at = $7
-		WHERE id = $8 AND attempt = $9`,
+	t.p.b.Queue(`WITH moved AS (
+			UPDATE messages SET state = $1, outcome = $2, error_code = $3, error_message = $4,
+			       next_attempt_at = $5, lease_until = NULL, provider_event_id = $6, settled_at = $7
+			 WHERE id = $8 AND attempt = $9)
+		INSERT INTO message_attempts (message_id, org_id, attempt, state, outcome, error_code, error_message, at)
+		VALUES ($8, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (message_id, attempt) DO NOTHING`,
 		string(st.To), text(st.Outcome), text(st.ErrorCode), text(st.ErrorMessage), ts(st.NextAttemptAt), text(st.ProviderEventID),
-		settled, st.MessageID, st.Attempt)
-	return nil
-}
-
-func (t *settleTx) RecordAttempt(ctx context.Context, messageID string, a intake.Attempt) error {
-	t.p.b.Queue(`INSERT INTO message_attempts (message_id, org_id, attempt, state, outcome, error_code, error_message, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (message_id, attempt) DO NOTHING`,
-		messageID, t.msg.OrgID, a.Attempt, string(a.State), text(a.Outcome), text(a.ErrorCode), text(a.ErrorMessage), ts(a.At))
+		settled, st.MessageID, st.Attempt,
+		t.msg.OrgID, a.Attempt, string(a.State), text(a.Outcome), text(a.ErrorCode), text(a.ErrorMessage), ts(a.At))
 	return nil
 }
 

@@ -191,19 +191,17 @@ func (t settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error)
 	return n == 1, err
 }
 
-func (t settleTx) UpdateMessage(ctx context.Context, st intake.Settlement, now time.Time) error {
+func (t settleTx) UpdateMessage(ctx context.Context, st intake.Settlement, a intake.Attempt, now time.Time) error {
 	var settled any
 	if st.To != intake.MessageFailed {
 		settled = ts(now)
 	}
-	_, err := t.tx.ExecContext(ctx, updateMessageSQL,
+	if _, err := t.tx.ExecContext(ctx, updateMessageSQL,
 		st.To, st.Outcome, st.ErrorCode, st.ErrorMessage, ts(st.NextAttemptAt), st.ProviderEventID, settled,
-		st.MessageID, st.Attempt)
-	return err
-}
-
-func (t settleTx) RecordAttempt(ctx context.Context, messageID string, a intake.Attempt) error {
-	_, err := t.tx.ExecContext(ctx, recordAttemptSQL, messageID, a.Attempt, a.State, a.Outcome, a.ErrorCode, a.ErrorMessage, ts(a.At))
+		st.MessageID, st.Attempt); err != nil {
+		return err
+	}
+	_, err := t.tx.ExecContext(ctx, recordAttemptSQL, st.MessageID, a.Attempt, a.State, a.Outcome, a.ErrorCode, a.ErrorMessage, ts(a.At))
 	return err
 }
 
