@@ -36,7 +36,7 @@ const (
 )
 
 // SettleRoute applies one call's result to its route, lane and event in
-// one transaction, which it may share with other calls' results.
+// one transaction, which it may share with the results of other calls.
 func (s *Store) SettleRoute(ctx context.Context, now time.Time, st intake.RouteSettlement, b intake.Backoff) error {
 	if !validIDs(st.EventID, st.ConsumerID) {
 		return notFound("route", st.EventID+"/"+st.ConsumerID)
@@ -52,9 +52,13 @@ func (s *Store) SettleRoute(ctx context.Context, now time.Time, st intake.RouteS
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// A caller that stops waiting learns nothing of the outcome; the route
+	// is settled or its lease expires, as when a commit's answer is lost.
 	select {
 	case err := <-req.done:
 		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	case <-s.done:
 		s.failQueued()
 		return <-req.done
