@@ -37,12 +37,8 @@ func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
 		return err
 	}
 	req := ingestRequest{m: m, done: make(chan error, 1)}
-	select {
-	case s.ingest <- req:
-	case <-s.stop:
-		return classify(errClosed)
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := s.ingest.put(ctx, s.stop, req); err != nil {
+		return err
 	}
 	// Wait for the commit even if ctx ends: the caller must not acknowledge
 	// a message whose fate is unknown, and must not assume it was dropped.
@@ -63,53 +59,26 @@ func (s *Store) commitLoop() {
 	defer close(s.done)
 	var wg sync.WaitGroup
 	for range committers {
-		wg.Go(s.committer)
+		wg.Go(func() {
+			s.ingest.run(s.stop, func(batch []ingestRequest) {
+				if s.commitBatch(batch) {
+					s.hub.Notify(intake.TopicMessages)
+				}
+			})
+		})
 	}
 	for range settlers {
-		wg.Go(s.routeSettler)
+		wg.Go(func() { s.routeSettles.run(s.stop, s.settleRoutes) })
 	}
 	wg.Wait()
 	s.failQueued()
 }
 
-func (s *Store) committer() {
-	batch := make([]ingestRequest, 0, s.batch)
-	for {
-		batch = batch[:0]
-		select {
-		case r := <-s.ingest:
-			batch = append(batch, r)
-		case <-s.stop:
-			return
-		}
-	drain:
-		for len(batch) < s.batch {
-			select {
-			case r := <-s.ingest:
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
-		if s.commitBatch(batch) {
-			s.hub.Notify(intake.TopicMessages)
-		}
-	}
-}
-
 // failQueued fails the ingests and call settles left queued when the
 // store closed.
 func (s *Store) failQueued() {
-	for {
-		select {
-		case r := <-s.ingest:
-			r.done <- classify(errClosed)
-		case r := <-s.routeSettles:
-			r.done <- classify(errClosed)
-		default:
-			return
-		}
-	}
+	s.ingest.drain(func(r ingestRequest) { r.done <- classify(errClosed) })
+	s.routeSettles.drain(func(r routeSettleRequest) { r.done <- classify(errClosed) })
 }
 
 // commitBatch writes the batch in one transaction that also notifies the

@@ -41,16 +41,9 @@ func (s *Store) SettleRoute(ctx context.Context, now time.Time, st intake.RouteS
 	if !validIDs(st.EventID, st.ConsumerID) {
 		return notFound("route", st.EventID+"/"+st.ConsumerID)
 	}
-	if st.Delivery != nil && !validIDs(st.Delivery.ID) {
-		return notFound("delivery", st.Delivery.ID)
-	}
 	req := routeSettleRequest{now: now, st: st, b: b, done: make(chan error, 1)}
-	select {
-	case s.routeSettles <- req:
-	case <-s.stop:
-		return classify(errClosed)
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := s.routeSettles.put(ctx, s.stop, req); err != nil {
+		return err
 	}
 	// A caller that stops waiting learns nothing of the outcome; the route
 	// is settled or its lease expires, as when a commit's answer is lost.
@@ -62,29 +55,6 @@ func (s *Store) SettleRoute(ctx context.Context, now time.Time, st intake.RouteS
 	case <-s.done:
 		s.failQueued()
 		return <-req.done
-	}
-}
-
-func (s *Store) routeSettler() {
-	batch := make([]routeSettleRequest, 0, settleBatch)
-	for {
-		batch = batch[:0]
-		select {
-		case r := <-s.routeSettles:
-			batch = append(batch, r)
-		case <-s.stop:
-			return
-		}
-	drain:
-		for len(batch) < settleBatch {
-			select {
-			case r := <-s.routeSettles:
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
-		s.settleRoutes(batch)
 	}
 }
 

@@ -62,10 +62,8 @@ type Store struct {
 	instance string
 	log      *slog.Logger
 
-	ingest chan ingestRequest
-	batch  int
-	// routeSettles are the call settles waiting for a settler.
-	routeSettles chan routeSettleRequest
+	ingest       batches[ingestRequest]
+	routeSettles batches[routeSettleRequest]
 	stop         chan struct{}
 	done         chan struct{}
 
@@ -134,9 +132,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		pool:         pool,
 		instance:     rand.Text(),
 		log:          opts.Logger,
-		ingest:       make(chan ingestRequest, 4*opts.MaxBatch),
-		batch:        opts.MaxBatch,
-		routeSettles: make(chan routeSettleRequest, settleBatch),
+		ingest:       newBatches[ingestRequest](opts.MaxBatch, 4*opts.MaxBatch),
+		routeSettles: newBatches[routeSettleRequest](settleBatch, settleBatch),
 		stop:         make(chan struct{}),
 		done:         make(chan struct{}),
 		stopListen:   stopListen,
