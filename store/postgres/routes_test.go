@@ -419,3 +419,47 @@ func TestCallSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) {
 		t.Errorf("eight settles together took %d statements; one alone takes %d", together, single)
 	}
 }
+
+// TestACallSettleThatFailsItsBatchFailsAlone gives a batch a result whose
+// write PostgreSQL refuses (a delivery id already taken): the batch's
+// transaction fails, each result is settled alone, and only that one fails.
+func TestACallSettleThatFailsItsBatchFailsAlone(t *testing.T) {
+	ctx := context.Background()
+	s := openURL(t, pgtest.Database(t), 4)
+	o := newOrg(t, s, "acme")
+	c := o.consumer(t, s, intake.Controls{})
+	o.fannedOut(t, s, 4, c.ID)
+	claims, err := s.ClaimRoutes(ctx, t0, time.Hour, 10)
+	if err != nil || len(claims) != 4 {
+		t.Fatalf("claims %d %v", len(claims), err)
+	}
+	taken := intake.NewID()
+	var batch []routeSettleRequest
+	for i, rc := range claims {
+		id := intake.NewID()
+		if i == 1 || i == 2 {
+			id = taken
+		}
+		batch = append(batch, routeSettleRequest{now: t0, b: intake.DefaultBackoff, done: make(chan error, 1), st: intake.RouteSettlement{
+			EventID: rc.Event.ID, ConsumerID: rc.ConsumerID, Attempt: rc.Attempt, Called: true,
+			Delivery: &intake.Delivery{ID: id, OrgID: o.org.ID, EventID: rc.Event.ID, ConsumerID: rc.ConsumerID, Attempt: rc.Attempt,
+				Outcome: intake.DeliveryHandled, StatusCode: 200, At: t0}}})
+	}
+	s.settleRoutes(batch)
+	var failed []int
+	for i, r := range batch {
+		if err := <-r.done; err != nil {
+			failed = append(failed, i)
+		}
+	}
+	if len(failed) != 1 || failed[0] != 2 {
+		t.Fatalf("results that failed: %v; want only the second to use the taken delivery id (2)", failed)
+	}
+	var handled int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM routes WHERE consumer_id = $1 AND state = 'handled'`, c.ID).Scan(&handled); err != nil {
+		t.Fatal(err)
+	}
+	if handled != 3 {
+		t.Fatalf("%d routes handled; want the three whose results could be written", handled)
+	}
+}
