@@ -53,8 +53,8 @@ func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
 	}
 }
 
-// commitLoop runs the ingest committers and the call settlers until the
-// store closes.
+// commitLoop runs the ingest committers and the message and call settlers
+// until the store closes.
 func (s *Store) commitLoop() {
 	defer close(s.done)
 	var wg sync.WaitGroup
@@ -67,6 +67,9 @@ func (s *Store) commitLoop() {
 			})
 		})
 	}
+	for range messageSettlers {
+		wg.Go(func() { s.messageSettles.run(s.stop, s.settleMessages) })
+	}
 	for range settlers {
 		wg.Go(func() { s.routeSettles.run(s.stop, s.settleRoutes) })
 	}
@@ -74,10 +77,11 @@ func (s *Store) commitLoop() {
 	s.failQueued()
 }
 
-// failQueued fails the ingests and call settles left queued when the
-// store closed.
+// failQueued fails the ingests and settles left queued when the store
+// closed.
 func (s *Store) failQueued() {
 	s.ingest.drain(func(r ingestRequest) { r.done <- classify(errClosed) })
+	s.messageSettles.drain(func(r messageSettleRequest) { r.done <- messageSettled{err: classify(errClosed)} })
 	s.routeSettles.drain(func(r routeSettleRequest) { r.done <- classify(errClosed) })
 }
 

@@ -52,10 +52,8 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 	if !validIDs(f.EventID) {
 		return nil, notFound("event", f.EventID)
 	}
-	var lease any
-	if f.Lease > 0 {
-		lease = ts(now.Add(f.Lease))
-	}
+	var routes newRoutes
+	routes.add(f, now, leaseEnd(now, f.Lease))
 	var claims []intake.RouteClaim
 	var wake bool
 	err := s.pipeline(ctx, func(p *pipeTx) error {
@@ -63,12 +61,12 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 		var e intake.Event
 		var found, leased bool
 		var counts intake.RouteCounts
-		type written struct {
+		type route struct {
 			consumerID string
 			state      intake.RouteState
 			leaseUntil *time.Time
 		}
-		var routes []written
+		var written []route
 		p.b.Queue(`SELECT `+eventColumns+`, lease_until IS NOT NULL FROM events WHERE id = $1 FOR UPDATE`, f.EventID).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
@@ -82,15 +80,15 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 			})
 		// Guarded by the same condition as the check in Go, so a stale
 		// fan-out writes nothing before it rolls back.
-		p.b.Queue(insertRoutesSQL(`AND lease_until IS NOT NULL AND state IN ('pending', 'retrying')`),
-			s.insertRoutesArgs(f, now, lease)...).
+		p.b.Queue(insertRoutesSQL(`AND e.lease_until IS NOT NULL AND e.state IN ('pending', 'retrying')`), routes.args(s)...).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
-					var w written
-					if err := rows.Scan(&w.consumerID, &w.state, &w.leaseUntil); err != nil {
+					var w route
+					var eventID string
+					if err := rows.Scan(&eventID, &w.consumerID, &w.state, &w.leaseUntil); err != nil {
 						return err
 					}
-					routes = append(routes, w)
+					written = append(written, w)
 				}
 				return rows.Err()
 			})
@@ -114,7 +112,7 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 		}
 		p.b.Queue(`UPDATE events SET state = $2, next_attempt_at = NULL, lease_until = NULL WHERE id = $1`, f.EventID, string(to))
 		e.State, e.NextAttemptAt = to, time.Time{}
-		for _, w := range routes {
+		for _, w := range written {
 			switch {
 			case w.state != intake.RouteWaiting:
 			case w.leaseUntil != nil:
@@ -134,53 +132,76 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 	return claims, nil
 }
 
-// insertRoutesSQL inserts the routes of event $1 at attempt $2 ($3
-// consumers, $4 filtered, $5 order keys, due at $6), leasing until $7
-// (NULL: none) those to consumers that nothing holds back, with the records
-// of the routes that carry one, filtered or held (from $8). It writes
-// nothing when the event is not there (its insert skipped) or fails guard,
-// a further condition on it. Routes left waiting unleased wake every
+// insertRoutesSQL inserts routes, each of event $1 at attempt $2 ($3
+// consumer, $4 filtered, $5 order key, due at $6), leasing until $7 (NULL:
+// none) those to consumers that nothing holds back, with the records of
+// the routes that carry one, filtered or held (from $8). It writes none for
+// an event that is not there (its insert skipped) or fails guard, a
+// further condition on it (e). Routes left waiting unleased wake every
 // process's routers ($18, $19: channel and instance). It returns each route
-// written.
+// written. Each event is looked up alone (the subquery is not flattened):
+// a plan made for any array of keys then never scans events.
 func insertRoutesSQL(guard string) string {
-	return `WITH ev AS (
-			SELECT id, org_id, coalesce(occurred_at, received_at) AS order_at FROM events
-			 WHERE id = $1 AND attempt = $2 ` + guard + `
-		), ins AS (
+	return `WITH ins AS (
 			INSERT INTO routes (event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at, lease_until)
-			SELECT ev.id, r.consumer_id, ev.org_id, CASE WHEN r.filtered THEN 'filtered' ELSE 'waiting' END, 0, $6, r.order_key,
-			       ev.order_at, CASE WHEN NOT r.filtered AND ` + leaseable + ` THEN $7::timestamptz END
-			  FROM ev CROSS JOIN unnest($3::uuid[], $4::bool[], $5::text[]) AS r (consumer_id, filtered, order_key)
+			SELECT ev.id, r.consumer_id, ev.org_id, CASE WHEN r.filtered THEN 'filtered' ELSE 'waiting' END, 0, r.next_at, r.order_key,
+			       ev.order_at, CASE WHEN NOT r.filtered AND ` + leaseable + ` THEN r.lease_until END
+			  FROM unnest($1::uuid[], $2::int[], $3::uuid[], $4::bool[], $5::text[], $6::timestamptz[], $7::timestamptz[])
+			       AS r (event_id, attempt, consumer_id, filtered, order_key, next_at, lease_until)
+			 CROSS JOIN LATERAL (SELECT e.id, e.org_id, coalesce(e.occurred_at, e.received_at) AS order_at FROM events e
+			        WHERE e.id = r.event_id AND e.attempt = r.attempt ` + guard + ` OFFSET 0) AS ev
 			  LEFT JOIN consumers c ON c.id = r.consumer_id LEFT JOIN consumer_lanes l ON l.consumer_id = r.consumer_id
 			ON CONFLICT DO NOTHING
-			RETURNING consumer_id, state, lease_until
+			RETURNING event_id, consumer_id, state, lease_until
 		), del AS (
 			INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
 			SELECT ` + deliveryUnnestColumns + ` FROM ` + deliveryUnnest(8) + `
-			  JOIN ins ON ins.consumer_id = x.consumer_id
+			  JOIN ins ON ins.event_id = x.event_id AND ins.consumer_id = x.consumer_id
 		), wake AS (
 			SELECT pg_notify($18, $19) FROM ins WHERE state = 'waiting' AND lease_until IS NULL LIMIT 1
 		)
-		SELECT consumer_id::text, state, lease_until FROM ins WHERE (SELECT count(*) FROM wake) >= 0`
+		SELECT event_id::text, consumer_id::text, state, lease_until FROM ins WHERE (SELECT count(*) FROM wake) >= 0`
 }
 
-// insertRoutesArgs are insertRoutesSQL's arguments for f; lease is the
-// lease's end, or nil.
-func (s *Store) insertRoutesArgs(f intake.FanOut, now time.Time, lease any) []any {
-	n := len(f.Routes)
-	consumers, filtered, keys := make([]string, 0, n), make([]bool, 0, n), make([]string, 0, n)
-	var d deliveryColumns
+// newRoutes are insertRoutesSQL's rows, column by column.
+type newRoutes struct {
+	events, consumers, keys []string
+	attempts                []int32
+	filtered                []bool
+	nexts, leases           []*time.Time
+	deliveries              deliveryColumns
+}
+
+// add takes f's routes, due at now, leased until lease (zero: not leased).
+func (n *newRoutes) add(f intake.FanOut, now, lease time.Time) {
 	for _, r := range f.Routes {
 		if !validIDs(r.ConsumerID) {
 			continue
 		}
-		consumers, filtered, keys = append(consumers, r.ConsumerID), append(filtered, r.Filtered), append(keys, text(r.OrderKey))
+		n.events, n.consumers, n.keys = append(n.events, f.EventID), append(n.consumers, r.ConsumerID), append(n.keys, text(r.OrderKey))
+		n.attempts, n.filtered = append(n.attempts, int32(f.Attempt)), append(n.filtered, r.Filtered)
+		n.nexts, n.leases = append(n.nexts, tsPtr(now)), append(n.leases, tsPtr(lease))
 		if r.Delivery != nil {
-			d.add(*r.Delivery)
+			n.deliveries.add(*r.Delivery)
 		}
 	}
-	args := append([]any{f.EventID, f.Attempt, consumers, filtered, keys, ts(now), lease}, d.args()...)
+}
+
+func (n *newRoutes) empty() bool { return len(n.events) == 0 }
+
+// args are insertRoutesSQL's arguments.
+func (n *newRoutes) args(s *Store) []any {
+	args := append([]any{nonNil(n.events), n.attempts, nonNil(n.consumers), n.filtered, nonNil(n.keys), n.nexts, n.leases},
+		n.deliveries.args()...)
 	return append(args, channels[intake.TopicRoutes], s.instance)
+}
+
+// leaseEnd is when a lease of d from now ends (zero: no lease).
+func leaseEnd(now time.Time, d time.Duration) time.Time {
+	if d <= 0 {
+		return time.Time{}
+	}
+	return now.Add(d)
 }
 
 // deliveryColumns holds deliveries column by column, for one INSERT …

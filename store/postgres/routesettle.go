@@ -105,9 +105,7 @@ func (s *Store) settleRouteBatch(ctx context.Context, batch []routeSettleRequest
 	var w *routeBatch
 	err = s.pipeline(ctx, func(p *pipeTx) error {
 		w = newRouteBatch(batch, lockLanes)
-		// Planned for the arrays they are given: a plan made for any
-		// array guesses a hundred keys and joins them to a table scan.
-		p.b.Queue(`SET LOCAL plan_cache_mode = force_custom_plan`)
+		forCustomPlans(p.b)
 		w.read(p.b)
 		if err := p.flush(ctx); err != nil {
 			return err

@@ -62,10 +62,11 @@ type Store struct {
 	instance string
 	log      *slog.Logger
 
-	ingest       batches[ingestRequest]
-	routeSettles batches[routeSettleRequest]
-	stop         chan struct{}
-	done         chan struct{}
+	ingest         batches[ingestRequest]
+	messageSettles batches[messageSettleRequest]
+	routeSettles   batches[routeSettleRequest]
+	stop           chan struct{}
+	done           chan struct{}
 
 	stopListen context.CancelFunc
 	listenDone chan struct{}
@@ -129,16 +130,17 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	listenCtx, stopListen := context.WithCancel(context.Background())
 	s := &Store{
-		pool:         pool,
-		instance:     rand.Text(),
-		log:          opts.Logger,
-		ingest:       newBatches[ingestRequest](opts.MaxBatch, 4*opts.MaxBatch),
-		routeSettles: newBatches[routeSettleRequest](settleBatch, settleBatch),
-		stop:         make(chan struct{}),
-		done:         make(chan struct{}),
-		stopListen:   stopListen,
-		listenDone:   make(chan struct{}),
-		exactBelow:   exactBelow,
+		pool:           pool,
+		instance:       rand.Text(),
+		log:            opts.Logger,
+		ingest:         newBatches[ingestRequest](opts.MaxBatch, 4*opts.MaxBatch),
+		routeSettles:   newBatches[routeSettleRequest](settleBatch, settleBatch),
+		messageSettles: newBatches[messageSettleRequest](messageSettleBatch, messageSettleBatch),
+		stop:           make(chan struct{}),
+		done:           make(chan struct{}),
+		stopListen:     stopListen,
+		listenDone:     make(chan struct{}),
+		exactBelow:     exactBelow,
 	}
 	go s.commitLoop()
 	go s.listen(listenCtx)
