@@ -110,9 +110,17 @@ func (s *Store) settleMessageBatch(ctx context.Context, batch []messageSettleReq
 				// would have shown.
 				errs[i] = intake.Errorf(intake.ESTALE, "attempt %d of message %s is not current", r.st.Attempt, r.st.MessageID)
 			default:
-				if outs[i], errs[i] = intake.ApplySettlement(ctx, t, t.conn, r.now, r.st); errs[i] == nil {
+				outs[i], errs[i] = intake.ApplySettlement(ctx, t, t.conn, r.now, r.st)
+				var refused *intake.Error
+				switch {
+				case errs[i] == nil:
 					w.keep(t, outs[i])
 					moved[r.st.MessageID] = true
+				case !errors.As(errs[i], &refused):
+					// A read that failed (a subject's, an original
+					// event's): the transaction's failure, not the
+					// result's.
+					return errs[i]
 				}
 			}
 		}
@@ -198,7 +206,7 @@ func (w *messageBatch) read() {
 	ids, keys, nows := make([]string, n), make([]*string, n), make([]*time.Time, n)
 	for i, r := range w.reqs {
 		t := &w.locked[i]
-		t.w, t.now = w, r.now
+		t.w = w
 		ids[i], nows[i] = r.st.MessageID, tsPtr(r.now)
 		if r.st.To == intake.MessageProcessed && r.st.Identity != nil {
 			t.identityKey = r.st.Identity.Key
@@ -505,7 +513,6 @@ func (w *messageBatch) queueMoves(b *pgx.Batch) {
 // commit only if it applies.
 type settleTx struct {
 	w     *messageBatch
-	now   time.Time
 	found bool
 	conn  string
 	msg   intake.LockedMessage // its org is the org of the rows the settlement adds
