@@ -58,14 +58,22 @@ func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQ
 }
 func (*roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
+// openCounted opens a store on a database of its own that counts what
+// its connections send.
+func openCounted(t testing.TB) (*Store, *roundTrips) {
+	t.Helper()
+	rt := &roundTrips{}
+	s, err := Open(context.Background(), Options{URL: pgtest.Database(t), Tracer: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, rt
+}
+
 // BenchmarkPipeline reports the statements and round trips one webhook
 // costs through the whole pipeline (storetest.BenchmarkPipeline).
 func BenchmarkPipeline(b *testing.B) {
-	var rt roundTrips
-	s, err := Open(context.Background(), Options{URL: pgtest.Database(b), Tracer: &rt})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
+	s, rt := openCounted(b)
 	storetest.BenchmarkPipeline(b, s, func() (int64, int64) { return rt.statements.Load(), rt.trips.Load() })
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/store/postgres/pgtest"
 )
 
 // TestMessageSettlesTakenTogetherShareATransactionAndFailAlone hands the
@@ -17,12 +16,7 @@ import (
 // alone, and the batch costs the statements of one settle.
 func TestMessageSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) {
 	ctx := context.Background()
-	var rt roundTrips
-	s, err := Open(ctx, Options{URL: pgtest.Database(t), Tracer: &rt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, rt := openCounted(t)
 	o := newOrg(t, s, "acme")
 	c := o.consumer(t, s, intake.Controls{})
 	var ms []*intake.Message

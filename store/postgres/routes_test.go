@@ -322,12 +322,7 @@ func TestASuccessfulCallTakesNoLaneLockWhileFailuresCountUnderIt(t *testing.T) {
 // with its lane locked) where eight alone cost eight.
 func TestCallSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) {
 	ctx := context.Background()
-	var rt roundTrips
-	s, err := Open(ctx, Options{URL: pgtest.Database(t), Tracer: &rt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, rt := openCounted(t)
 	o := newOrg(t, s, "acme")
 	c1 := o.consumer(t, s, intake.Controls{})
 	c2 := o.consumer(t, s, intake.Controls{})
