@@ -1,9 +1,12 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -380,6 +383,11 @@ func (w *messageBatch) queuePuts(b *pgx.Batch) {
 		make([]string, n), make([]string, n)
 	expires := make([]*time.Time, n)
 	var latest time.Time
+	// In the order of their keys, as every batch takes them: two batches
+	// of two processes then never wait for each other's rows.
+	slices.SortFunc(w.puts, func(a, b identityPut) int {
+		return cmp.Or(strings.Compare(a.connection, b.connection), strings.Compare(a.ident.Key, b.ident.Key))
+	})
 	for i, p := range w.puts {
 		conns[i], keys[i], orgs[i], digests[i] = p.connection, text(p.ident.Key), p.org, text(p.ident.Digest)
 		types[i], messages[i], expires[i] = text(p.ident.EventType), p.ident.MessageID, tsPtr(p.ident.ExpiresAt)
