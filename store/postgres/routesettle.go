@@ -18,8 +18,9 @@ import (
 // one after the other, each seeing what those before it changed), but
 // they share the reads that lock their rows and the statements that write
 // them, so a batch costs the statements of one settle whatever it holds.
-// A result that cannot settle (a stale lease, a lane it would move) writes
-// nothing and fails alone.
+// A stale result writes nothing and fails alone; one that would move a
+// lane read unlocked settles again, with the others that would, under the
+// lanes' locks.
 
 type routeSettleRequest struct {
 	now  time.Time
