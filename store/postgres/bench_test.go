@@ -71,6 +71,16 @@ func openCounted(t testing.TB) (*Store, *roundTrips) {
 	return s, rt
 }
 
+// scalar is the one value q reads, as text.
+func (s *Store) scalar(t testing.TB, q string, args ...any) string {
+	t.Helper()
+	var v string
+	if err := s.pool.QueryRow(context.Background(), q, args...).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // BenchmarkPipeline reports the statements and round trips one webhook
 // costs through the whole pipeline (storetest.BenchmarkPipeline).
 func BenchmarkPipeline(b *testing.B) {

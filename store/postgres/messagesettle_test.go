@@ -94,14 +94,7 @@ func TestMessageSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) 
 		t.Errorf("the event whose provider id was held: %+v", o)
 	}
 
-	state := func(q string, args ...any) string {
-		t.Helper()
-		var v string
-		if err := s.pool.QueryRow(ctx, q, args...).Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	state := func(q string, args ...any) string { return s.scalar(t, q, args...) }
 	for i, want := range []string{"processed 1", "ignored 1", "processing 0", "processed 1", "processed 1"} {
 		got := state(`SELECT m.state || ' ' || (SELECT count(*) FROM message_attempts a WHERE a.message_id = m.id) FROM messages m WHERE m.id = $1`, ms[i].ID)
 		if got != want {
@@ -117,3 +110,4 @@ func TestMessageSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) 
 		t.Errorf("six settles together took %d statements; one alone takes %d", together, single)
 	}
 }
+

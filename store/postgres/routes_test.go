@@ -379,14 +379,7 @@ func TestCallSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) {
 		}
 	}
 
-	state := func(q string, args ...any) string {
-		t.Helper()
-		var v string
-		if err := s.pool.QueryRow(ctx, q, args...).Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	state := func(q string, args ...any) string { return s.scalar(t, q, args...) }
 	route := func(e intake.Event, consumerID string) string {
 		return state(`SELECT state || ' ' || attempt || ' ' || (lease_until IS NULL) || ' ' || last_error FROM routes
 			WHERE event_id = $1 AND consumer_id = $2`, e.ID, consumerID)
