@@ -111,3 +111,42 @@ func TestMessageSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) 
 	}
 }
 
+// TestAMessageSettleThatFailsItsBatchFailsAlone gives a batch a result
+// whose event PostgreSQL refuses (data that is not JSON): the batch's
+// transaction fails, each result is settled alone, and only that one fails.
+func TestAMessageSettleThatFailsItsBatchFailsAlone(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openCounted(t)
+	o := newOrg(t, s, "acme")
+	var ms []*intake.Message
+	for _, body := range []string{`{"n":0}`, `{"n":1}`, `{"n":2}`} {
+		ms = append(ms, o.ingest(t, s, body))
+	}
+	claims, err := s.ClaimMessages(ctx, t0, time.Minute, 10)
+	if err != nil || len(claims) != len(ms) {
+		t.Fatalf("claims %d %v", len(claims), err)
+	}
+	var batch []messageSettleRequest
+	for i, c := range claims {
+		e := o.event(&c.Message, "evt_"+c.Message.ID)
+		if c.Message.ID == ms[1].ID {
+			e.Data = []byte(`{not json`)
+		}
+		batch = append(batch, messageSettleRequest{now: t0, done: make(chan messageSettled, 1), st: intake.Settlement{
+			MessageID: c.Message.ID, Attempt: claims[i].Attempt, To: intake.MessageProcessed, Outcome: intake.OutcomeEvents,
+			Events: []intake.Event{e}}})
+	}
+	s.settleMessages(batch)
+	for _, r := range batch {
+		out := <-r.done
+		if (out.err != nil) != (r.st.MessageID == ms[1].ID) {
+			t.Errorf("message %s: %v; want only the one whose event is not JSON to fail", r.st.MessageID, out.err)
+		}
+	}
+	for i, want := range []string{"processed 1", "processing 0", "processed 1"} {
+		got := s.scalar(t, `SELECT m.state || ' ' || (SELECT count(*) FROM events e WHERE e.message_id = m.id) FROM messages m WHERE m.id = $1`, ms[i].ID)
+		if got != want {
+			t.Errorf("message %d (state, events): %q, want %q", i, got, want)
+		}
+	}
+}
