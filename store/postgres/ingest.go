@@ -70,7 +70,7 @@ func (s *Store) commitLoop() {
 	for range messageSettlers {
 		wg.Go(func() { s.messageSettles.run(s.stop, s.settleMessages) })
 	}
-	for range settlers {
+	for range routeSettlers {
 		wg.Go(func() { s.routeSettles.run(s.stop, s.settleRoutes) })
 	}
 	wg.Wait()

@@ -13,7 +13,7 @@ import (
 
 // A call's result is settled in a transaction of its own, or with the
 // results of the calls that finished while the previous settle was
-// committing: the settlers take what waits, up to settleBatch, and
+// committing: the settlers take what waits, up to routeSettleBatch, and
 // settle it together. Each result is applied alone (ApplyRouteSettlement,
 // one after the other, each seeing what those before it changed), but
 // they share the reads that lock their rows and the statements that write
@@ -30,10 +30,10 @@ type routeSettleRequest struct {
 }
 
 const (
-	// settlers is how many batches of call settles may commit at once.
-	settlers = 2
-	// settleBatch is the most call settles one transaction takes.
-	settleBatch = 64
+	// routeSettlers is how many batches of call settles may commit at once.
+	routeSettlers = 2
+	// routeSettleBatch is the most call settles one transaction takes.
+	routeSettleBatch = 64
 )
 
 // SettleRoute applies one call's result to its route, lane and event in

@@ -134,7 +134,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		instance:       rand.Text(),
 		log:            opts.Logger,
 		ingest:         newBatches[ingestRequest](opts.MaxBatch, 4*opts.MaxBatch),
-		routeSettles:   newBatches[routeSettleRequest](settleBatch, settleBatch),
+		routeSettles:   newBatches[routeSettleRequest](routeSettleBatch, routeSettleBatch),
 		messageSettles: newBatches[messageSettleRequest](messageSettleBatch, messageSettleBatch),
 		stop:           make(chan struct{}),
 		done:           make(chan struct{}),
