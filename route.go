@@ -267,6 +267,10 @@ type FanOutRoute struct {
 	// for it now: filtered, or held for a paused consumer.
 	Delivery *Delivery
 	OrderKey string
+	// Unleased keeps the route from being leased with the fan-out even to a
+	// consumer nothing paces: the caller has no call slot of its share for
+	// it, so it waits for a claim.
+	Unleased bool
 }
 
 // FanOut is the result of the router's first look at an event: the routes
@@ -321,12 +325,13 @@ type RouteQueue interface {
 	// and leaves the event queue. ESTALE unless the event is leased at
 	// f.Attempt. It returns the routes it leased (see FanOut.Lease).
 	FanOut(ctx context.Context, now time.Time, f FanOut) ([]RouteClaim, error)
-	// ClaimRoutes leases up to limit due routes of consumers that are not
-	// paused, each consumer's share allowed by its lane (rate, max in
+	// ClaimRoutes leases due routes of consumers that are not paused, as
+	// many as the caller's shares allow (in all, per org and per
+	// consumer), each consumer's share allowed by its lane (rate, max in
 	// flight, breaker) and, for a consumer with ordering, only the first
 	// waiting route of each key. Routes of disabled or deleted consumers
 	// are claimed too, so they can be dropped.
-	ClaimRoutes(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]RouteClaim, error)
+	ClaimRoutes(ctx context.Context, now time.Time, lease time.Duration, shares CallShares) ([]RouteClaim, error)
 	// SettleRoute applies one call's result with ApplyRouteSettlement in
 	// one transaction; ESTALE unless the route is leased at s.Attempt.
 	SettleRoute(ctx context.Context, now time.Time, s RouteSettlement, b Backoff) error

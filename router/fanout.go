@@ -32,6 +32,7 @@ func (r *Router) fanOut(ctx context.Context, ec intake.EventClaim, b *batch) (co
 	}
 	in := newRuleInput(e, r.envelope(e), b)
 	f := intake.FanOut{EventID: e.ID, Attempt: ec.Attempt, Lease: r.cfg.Lease}
+	held := &taken{org: e.OrgID}
 	filtered := 0
 	for _, c := range intake.SelectConsumers(e, oc.list) {
 		if ec.Done[c.ID] {
@@ -42,14 +43,17 @@ func (r *Router) fanOut(ctx context.Context, ec intake.EventClaim, b *batch) (co
 			r.cfg.Logger.Error("router: the event's request cannot be read for its rules; the lease will expire and the event be fanned out again",
 				"event_id", e.ID, "consumer_id", c.ID, "err", err)
 			traceUnrouted(ctx, "request unavailable")
+			r.giveBack(held, nil)
 			return ctx, nil
 		}
 		if route.Filtered {
 			filtered++
 		}
+		r.take(held, &c, &route)
 		f.Routes = append(f.Routes, route)
 	}
 	claims, err := r.cfg.Store.FanOut(ctx, r.cfg.Clock.Now(), f)
+	r.giveBack(held, claims)
 	state := "routed"
 	switch {
 	case len(f.Routes) == 0 && len(ec.Done) == 0:

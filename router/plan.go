@@ -21,18 +21,17 @@ func (r *Router) Planner(ctx context.Context, m *intake.Message, events []intake
 	}
 	b := &batch{consumers: map[string]orgConsumers{m.OrgID: oc},
 		requests: map[string]intake.OriginalRequest{m.ID: {Query: m.Query, Header: m.Header}}}
-	p := &planner{r: r, b: b, plans: map[string]plan{}}
+	p := &planner{r: r, b: b, plans: map[string]plan{}, held: taken{org: m.OrgID}}
 	for i := range events {
 		e := &events[i]
 		if e.Replay {
 			continue // the settle finds what it replays, which its envelope names
 		}
-		f, unpaced, ok := r.plan(ctx, e, b)
+		f, ok := r.plan(ctx, e, b, &p.held)
 		if !ok {
 			continue
 		}
-		if unpaced > 0 && r.reserve(unpaced) {
-			p.reserved += unpaced
+		if p.held.any() {
 			f.Lease = r.cfg.Lease
 		}
 		p.plans[e.ID] = plan{f: f, subject: e.Subject != nil}
@@ -40,32 +39,30 @@ func (r *Router) Planner(ctx context.Context, m *intake.Message, events []intake
 	return p
 }
 
-// plan judges e's consumers as the fan-out stage does, and counts the
-// routes to consumers that nothing paces. ok is false when e's request
-// cannot be read for its rules.
-func (r *Router) plan(ctx context.Context, e *intake.Event, b *batch) (f intake.FanOut, unpaced int, ok bool) {
+// plan judges e's consumers as the fan-out stage does, and holds a call
+// slot for each route to a consumer that nothing paces, as its shares
+// allow. ok is false when e's request cannot be read for its rules.
+func (r *Router) plan(ctx context.Context, e *intake.Event, b *batch, held *taken) (f intake.FanOut, ok bool) {
 	in := newRuleInput(e, r.envelope(e), b)
 	f.EventID = e.ID
 	for _, c := range intake.SelectConsumers(e, b.consumers[e.OrgID].list) {
 		route, err := r.judge(ctx, e, c, in)
 		if err != nil {
-			return intake.FanOut{}, 0, false
+			return intake.FanOut{}, false
 		}
-		if !route.Filtered && c.Controls.Unpaced() {
-			unpaced++
-		}
+		r.take(held, &c, &route)
 		f.Routes = append(f.Routes, route)
 	}
-	return f, unpaced, true
+	return f, true
 }
 
 // planner holds the fan-outs of one settle's events, judged before it;
 // their calls are started once the settle has committed.
 type planner struct {
-	r        *Router
-	b        *batch
-	plans    map[string]plan
-	reserved int // call slots taken for leased routes
+	r     *Router
+	b     *batch
+	plans map[string]plan
+	held  taken // call slots held for the routes the settle may lease
 }
 
 // plan is one event's fan-out, and whether the event had a subject when it
@@ -113,13 +110,10 @@ func (p *planner) Started(ctx context.Context, out intake.Settled) {
 		span.End()
 		r.fannedOut(e, state, pl.f.Routes)
 	}
-	spare := p.reserved - len(out.Calls)
-	p.reserved = 0
-	r.release(spare)
+	r.giveBack(&p.held, out.Calls)
 }
 
 // Cancel frees the slots of a settle that did not commit.
 func (p *planner) Cancel() {
-	p.r.release(p.reserved)
-	p.reserved = 0
+	p.r.giveBack(&p.held, nil)
 }

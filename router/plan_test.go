@@ -23,8 +23,8 @@ func (c *claimCounter) ClaimEvents(ctx context.Context, now time.Time, lease tim
 	return got, err
 }
 
-func (c *claimCounter) ClaimRoutes(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.RouteClaim, error) {
-	got, err := c.EventQueue.ClaimRoutes(ctx, now, lease, limit)
+func (c *claimCounter) ClaimRoutes(ctx context.Context, now time.Time, lease time.Duration, shares intake.CallShares) ([]intake.RouteClaim, error) {
+	got, err := c.EventQueue.ClaimRoutes(ctx, now, lease, shares)
 	c.routes.Add(int64(len(got)))
 	return got, err
 }

@@ -42,9 +42,13 @@ type Config struct {
 	Poll    time.Duration // fallback poll (default 1s)
 	Batch   int           // events or routes claimed per round (default 64)
 	// MaxEvents bounds the calls this process has in flight (default
-	// 256). Per-consumer limits are the consumers' own controls, held by
-	// the store across processes.
+	// 256). An org may hold only its share of them
+	// (intake.CallShares.OrgShare), so another org always finds room.
 	MaxEvents int
+	// ConsumerShare bounds the calls one consumer may have in flight in
+	// this process unless it sets its own max_in_flight, which the store
+	// holds across processes (default DefaultConsumerShare).
+	ConsumerShare int
 	// Pressure, when set, is ingest's: while requests wait for their
 	// commits above its threshold, both stages take new work only within
 	// their share of the slots.
@@ -60,7 +64,7 @@ type Config struct {
 // ends.
 type Router struct {
 	cfg   Config
-	slots chan struct{} // one per call in flight
+	slots *callSlots
 	// freed wakes each stage's loop (coalesced) when a call ends and its
 	// slot comes free.
 	freed [2]chan struct{}
@@ -134,6 +138,9 @@ func New(cfg Config) *Router {
 	if cfg.MaxEvents == 0 {
 		cfg.MaxEvents = 256
 	}
+	if cfg.ConsumerShare == 0 {
+		cfg.ConsumerShare = DefaultConsumerShare
+	}
 	if cfg.Sender == nil {
 		cfg.Sender = delivery.NewSender(delivery.Options{Policy: delivery.DefaultPolicy()})
 	}
@@ -150,7 +157,7 @@ func New(cfg Config) *Router {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Router{cfg: cfg, slots: make(chan struct{}, cfg.MaxEvents), freed: [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}}
+	r := &Router{cfg: cfg, slots: newCallSlots(cfg.MaxEvents, cfg.ConsumerShare), freed: [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}}
 	r.consumers.TTL, r.consumers.Changes = consumersTTL, cfg.Store.Changes()
 	return r
 }
@@ -216,50 +223,35 @@ func (r *Router) loop(ctx context.Context, topic string, freed <-chan struct{}, 
 	}
 }
 
-// free is how many more calls this process may start: its free slots,
-// fewer while ingest is under pressure.
-func (r *Router) free() int { return r.cfg.Pressure.Limit(cap(r.slots)) - len(r.slots) }
+// limit is how many slots may be used now: all of them, fewer while
+// ingest is under pressure.
+func (r *Router) limit() int { return r.cfg.Pressure.Limit(r.cfg.MaxEvents) }
 
-// start runs one call on its own slot, waiting for a slot when all are
-// taken. The call's context outlives ctx: a call begun is settled.
-func (r *Router) start(ctx context.Context, calls *sync.WaitGroup, c intake.RouteClaim, b *batch) {
-	r.slots <- struct{}{}
-	r.run(ctx, calls, c, b)
-}
+// free is how many more calls this process may start.
+func (r *Router) free() int { return r.slots.free(r.limit()) }
 
-// run makes one call on a slot already taken, and frees it after.
+// run makes one call on a slot already held for it, and frees it after.
+// The call's context outlives ctx: a call begun is settled.
 func (r *Router) run(ctx context.Context, calls interface{ Go(func()) }, c intake.RouteClaim, b *batch) {
 	calls.Go(func() {
-		defer r.release(1)
+		defer r.release(c.Event.OrgID, c.ConsumerID, 1)
 		r.call(context.WithoutCancel(ctx), c, b)
 	})
 }
 
-// reserve takes n call slots at once if that many are free (fewer are
-// while ingest is under pressure), for calls a settle will lease.
-func (r *Router) reserve(n int) bool {
-	if r.free() < n {
-		return false
-	}
-	for i := range n {
-		select {
-		case r.slots <- struct{}{}:
-		default:
-			r.release(i)
-			return false
-		}
-	}
-	return true
+// hold takes a slot for a call to c of org that its fan-out is about to
+// lease, if c's shares have one; a route without one is written unleased
+// and waits for a claim.
+func (r *Router) hold(org string, c *intake.Consumer) bool {
+	return r.slots.tryHold(org, c.ID, c.Controls, r.limit())
 }
 
-// release frees n call slots and wakes both stages' loops.
-func (r *Router) release(n int) {
+// release frees n call slots of a consumer and wakes both stages' loops.
+func (r *Router) release(org, consumer string, n int) {
 	if n <= 0 {
 		return
 	}
-	for range n {
-		<-r.slots
-	}
+	r.slots.release(org, consumer, n)
 	for _, ch := range r.freed {
 		select {
 		case ch <- struct{}{}:
@@ -299,7 +291,7 @@ func (r *Router) fanOutRound(ctx context.Context, calls *sync.WaitGroup, limit i
 			fctx, handed := r.fanOut(ctx, ec, b)
 			n.Add(int64(len(handed)))
 			for _, rc := range handed {
-				r.start(fctx, calls, rc, b)
+				r.run(fctx, calls, rc, b)
 			}
 		})
 	}
@@ -313,14 +305,17 @@ func (r *Router) deliverRound(ctx context.Context, calls *sync.WaitGroup, limit 
 	if limit <= 0 {
 		return 0, nil
 	}
-	claims, err := r.cfg.Store.ClaimRoutes(ctx, r.cfg.Clock.Now(), r.cfg.Lease, limit)
+	claims, err := r.cfg.Store.ClaimRoutes(ctx, r.cfg.Clock.Now(), r.cfg.Lease, r.slots.shares(limit, r.limit()))
 	if err != nil {
 		return 0, err
+	}
+	for _, c := range claims {
+		r.slots.hold(c.Event.OrgID, c.ConsumerID, 1)
 	}
 	b := r.readFor(ctx, claims)
 	for _, c := range claims {
 		// The call joins the trace of the processing that created the event.
-		r.start(tracing.FromTraceParent(ctx, c.Event.TraceParent), calls, c, b)
+		r.run(tracing.FromTraceParent(ctx, c.Event.TraceParent), calls, c, b)
 	}
 	return len(claims), nil
 }

@@ -39,7 +39,7 @@ func Route(t testing.TB, s intake.Store, now time.Time, eventID string, to intak
 		}
 	}
 	if len(deliveries) > 0 {
-		routes, err := s.ClaimRoutes(ctx, now, time.Minute, 1000)
+		routes, err := s.ClaimRoutes(ctx, now, time.Minute, intake.Calls(1000))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -180,7 +180,11 @@ func (n *newRoutes) add(f intake.FanOut, now, lease time.Time) {
 		}
 		n.events, n.consumers, n.keys = append(n.events, f.EventID), append(n.consumers, r.ConsumerID), append(n.keys, text(r.OrderKey))
 		n.attempts, n.filtered = append(n.attempts, int32(f.Attempt)), append(n.filtered, r.Filtered)
-		n.nexts, n.leases = append(n.nexts, tsPtr(now)), append(n.leases, tsPtr(lease))
+		routeLease := lease
+		if r.Unleased {
+			routeLease = time.Time{}
+		}
+		n.nexts, n.leases = append(n.nexts, tsPtr(now)), append(n.leases, tsPtr(routeLease))
 		if r.Delivery != nil {
 			n.deliveries.add(*r.Delivery)
 		}
@@ -273,7 +277,8 @@ func laneDests(l *intake.Lane) (dests []any, done func()) {
 // every commit before its locks, counts their calls in flight. Each lane
 // allows its share in Go. The second leases the routes, saves the lanes
 // (giving back the tokens of calls it found no route for) and commits.
-func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.RouteClaim, error) {
+func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Duration, shares intake.CallShares) ([]intake.RouteClaim, error) {
+	limit := shares.Total
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -349,13 +354,13 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 			probeEvery, wasProbeEvery     []int64
 			probing                       = map[string]bool{}
 		)
-		remaining := limit
+		shares := shares // a retried transaction starts from the caller's
 		for _, c := range cands {
-			n, probe := min(remaining, c.due), false
-			if c.live {
+			n, probe := shares.Allow(c.lane.OrgID, c.lane.ConsumerID, c.controls, c.due), false
+			if c.live && n > 0 {
 				n, probe = c.lane.Allow(c.controls, now, inFlight[c.lane.ConsumerID], n)
 			}
-			remaining -= n
+			shares.Took(c.lane.OrgID, c.lane.ConsumerID, n)
 			ids = append(ids, c.lane.ConsumerID)
 			want = append(want, int32(n))
 			ordered = append(ordered, c.live && c.controls.Ordering != "")

@@ -116,7 +116,7 @@ func TestRouteLimitsHoldAcrossProcesses(t *testing.T) {
 					}
 				}
 				gate.RLock()
-				claims, err := s.ClaimRoutes(ctx, now, time.Hour, 10)
+				claims, err := s.ClaimRoutes(ctx, now, time.Hour, intake.Calls(10))
 				mu.Lock()
 				inFlight += len(claims)
 				granted += len(claims)
@@ -169,7 +169,7 @@ func TestSettleWritesNoticesAndRetentionForgetsRoutes(t *testing.T) {
 	e := o.fannedOut(t, s, 1, c.ID)[0]
 	settle := func(now time.Time, outcome string, status int) {
 		t.Helper()
-		claims, err := s.ClaimRoutes(ctx, now, time.Minute, 10)
+		claims, err := s.ClaimRoutes(ctx, now, time.Minute, intake.Calls(10))
 		if err != nil || len(claims) != 1 {
 			t.Fatalf("claims at %v: %+v %v", now, claims, err)
 		}
@@ -254,7 +254,7 @@ func TestASuccessfulCallTakesNoLaneLockWhileFailuresCountUnderIt(t *testing.T) {
 	o := newOrg(t, s, "acme")
 	c := o.consumer(t, s, intake.Controls{})
 	o.fannedOut(t, s, 10, c.ID)
-	claims, err := s.ClaimRoutes(ctx, t0, time.Hour, 10)
+	claims, err := s.ClaimRoutes(ctx, t0, time.Hour, intake.Calls(10))
 	if err != nil || len(claims) != 10 {
 		t.Fatalf("claims %d %v", len(claims), err)
 	}
@@ -329,7 +329,7 @@ func TestCallSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) {
 	alone := o.fannedOut(t, s, 1, c1.ID)[0]
 	some := o.fannedOut(t, s, 5, c1.ID)
 	both := o.fannedOut(t, s, 1, c1.ID, c2.ID)[0]
-	claims, err := s.ClaimRoutes(ctx, t0, time.Hour, 100)
+	claims, err := s.ClaimRoutes(ctx, t0, time.Hour, intake.Calls(100))
 	if err != nil || len(claims) != 8 {
 		t.Fatalf("claims %d %v", len(claims), err)
 	}
@@ -417,7 +417,7 @@ func TestACallSettleThatFailsItsBatchFailsAlone(t *testing.T) {
 	o := newOrg(t, s, "acme")
 	c := o.consumer(t, s, intake.Controls{})
 	o.fannedOut(t, s, 4, c.ID)
-	claims, err := s.ClaimRoutes(ctx, t0, time.Hour, 10)
+	claims, err := s.ClaimRoutes(ctx, t0, time.Hour, intake.Calls(10))
 	if err != nil || len(claims) != 4 {
 		t.Fatalf("claims %d %v", len(claims), err)
 	}

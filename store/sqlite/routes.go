@@ -94,7 +94,11 @@ func writeRoutes(ctx context.Context, tx *wtx, e intake.Event, f intake.FanOut, 
 		}
 		var inserted bool
 		var until sql.NullInt64
-		rows, err := tx.QueryContext(ctx, insertRouteSQL, e.ID, r.ConsumerID, e.OrgID, state, ts(now), r.OrderKey, ts(orderAt), lease)
+		routeLease := lease
+		if r.Unleased {
+			routeLease = nil
+		}
+		rows, err := tx.QueryContext(ctx, insertRouteSQL, e.ID, r.ConsumerID, e.OrgID, state, ts(now), r.OrderKey, ts(orderAt), routeLease)
 		if err != nil {
 			return nil, false, err
 		}
@@ -182,11 +186,15 @@ type candidate struct {
 }
 
 // ClaimRoutes leases due routes, consumer by consumer in turn, each
-// consumer's share allowed by its lane.
-func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.RouteClaim, error) {
+// consumer's share allowed by the caller's shares and by its lane.
+func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Duration, shares intake.CallShares) ([]intake.RouteClaim, error) {
+	if shares.Total <= 0 {
+		return nil, nil
+	}
 	var claims []intake.RouteClaim
 	err := s.tx(ctx, func(tx *wtx) error {
 		claims = nil
+		shares := shares // a retried transaction starts from the caller's
 		var cands []candidate
 		rows, err := tx.QueryContext(ctx, `SELECT c.id, c.org_id, c.enabled AND c.deleted_at IS NULL, `+laneColumns+`, `+controlColumns+`
 			FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id
@@ -214,11 +222,13 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 			return err
 		}
 		for _, c := range cands {
-			remaining := limit - len(claims)
-			if remaining <= 0 {
+			if shares.Total <= 0 {
 				break
 			}
-			n, probe := remaining, false
+			n, probe := shares.Allow(c.org, c.id, c.ctl, shares.Total), false
+			if n <= 0 {
+				continue // at its share: its lane is left as it was
+			}
 			if c.live {
 				// Only a concurrency limit and a tripped breaker's probe
 				// look at the calls in flight.
@@ -229,13 +239,14 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 						return err
 					}
 				}
-				n, probe = c.lane.Allow(c.ctl, now, inFlight, remaining)
+				n, probe = c.lane.Allow(c.ctl, now, inFlight, n)
 			}
 			if n > 0 {
 				got, err := claimConsumerRoutes(ctx, tx, c, now, lease, n, probe)
 				if err != nil {
 					return err
 				}
+				shares.Took(c.org, c.id, len(got))
 				claims = append(claims, got...)
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO consumer_lanes (consumer_id, org_id, tokens, refilled_at, probe_at, probe_every_ms, claimed_at)

@@ -96,7 +96,7 @@ func (f fixture) routed(t *testing.T, s intake.Store, n int, routes func(intake.
 
 func claimRoutes(t *testing.T, s intake.Store, now time.Time, limit int) []intake.RouteClaim {
 	t.Helper()
-	c, err := s.ClaimRoutes(context.Background(), now, routeLease, limit)
+	c, err := s.ClaimRoutes(context.Background(), now, routeLease, intake.Calls(limit))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -916,7 +916,7 @@ func testOrderingWaitsForEarlierWebhooks(t *testing.T, s intake.Store) {
 		t.Fatalf("with an earlier event not yet fanned out, the ordered consumer got %s", got[ordered.ID])
 	}
 	fanOut(t, s, early, now, 0, routes)
-	got, err := s.ClaimRoutes(ctx, now, routeLease, 100)
+	got, err := s.ClaimRoutes(ctx, now, routeLease, intake.Calls(100))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1021,5 +1021,66 @@ func testPlannedFanOut(t *testing.T, s intake.Store) {
 	})
 	if len(out.Events) != 0 || len(out.Calls) != 0 {
 		t.Fatalf("a settle whose event existed = %+v, want nothing created", out)
+	}
+}
+
+// testClaimShares: a route claim takes no more than the caller's shares
+// allow, per consumer and per org, and leaves the lanes of consumers at
+// their share as they were.
+func testClaimShares(t *testing.T, s intake.Store) {
+	a, b := newFixture(t, s, "acme"), newFixture(t, s, "beta")
+	a1, a2 := a.consumer(t, s, "a1", intake.Controls{}), a.consumer(t, s, "a2", intake.Controls{})
+	own := a.consumer(t, s, "own", intake.Controls{MaxInFlight: 5})
+	b1 := b.consumer(t, s, "b1", intake.Controls{})
+	a.routed(t, s, 6, func(intake.Event) []intake.FanOutRoute { return to(a1, a2, own) })
+	b.routed(t, s, 6, func(intake.Event) []intake.FanOutRoute { return to(b1) })
+
+	// b1 holds 2 calls here; with ConsumerShare 2 it takes none, and
+	// a1 and a2 take 2 each, own its max_in_flight, within acme's share.
+	shares := intake.CallShares{Total: 100, Slots: 30, ConsumerShare: 2,
+		Org: map[string]int{b.org.ID: 2}, Consumer: map[string]int{b1.ID: 2}}
+	got, err := s.ClaimRoutes(context.Background(), t0, routeLease, shares)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, c := range got {
+		n[c.ConsumerID]++
+	}
+	if n[b1.ID] != 0 || n[a1.ID] != 2 || n[a2.ID] != 2 || n[own.ID] != 5 {
+		t.Fatalf("claimed b1 %d, a1 %d, a2 %d, own %d; want 0, 2, 2 and 5", n[b1.ID], n[a1.ID], n[a2.ID], n[own.ID])
+	}
+
+	// Each org's share of 10 slots while the other holds some is 3.
+	shares = intake.CallShares{Total: 100, Slots: 10, Org: map[string]int{a.org.ID: 1, b.org.ID: 1}}
+	got, err = s.ClaimRoutes(context.Background(), t0, routeLease, shares)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOrg := map[string]int{}
+	for _, c := range got {
+		byOrg[c.Event.OrgID]++
+	}
+	if byOrg[a.org.ID] != 2 || byOrg[b.org.ID] != 2 {
+		t.Fatalf("claimed acme %d, beta %d; want 2 each: a share of 3 less the 1 each holds", byOrg[a.org.ID], byOrg[b.org.ID])
+	}
+}
+
+// testUnleasedRoute: a fan-out's route marked unleased is written waiting
+// for a claim, even to a consumer nothing paces, while the others are
+// handed over.
+func testUnleasedRoute(t *testing.T, s intake.Store) {
+	f := newFixture(t, s, "acme")
+	leased, held := f.consumer(t, s, "leased", intake.Controls{}), f.consumer(t, s, "held", intake.Controls{})
+	e := f.eventAt(t, s, t0)
+	routes := to(leased, held)
+	routes[1].Unleased = true
+	got := byConsumer(fanOut(t, s, e, t0, time.Minute, routes))
+	if len(got) != 1 || got[leased.ID].Event.ID != e.ID {
+		t.Fatalf("handed over %+v, want only the leased consumer's route", got)
+	}
+	claims := claimRoutes(t, s, t0, 10)
+	if len(claims) != 1 || claims[0].ConsumerID != held.ID || claims[0].Event.ID != e.ID {
+		t.Fatalf("claimed %+v, want the unleased route", claims)
 	}
 }

@@ -68,6 +68,8 @@ func Run(t *testing.T, open Opener) {
 		{"FanOutHandsOverRoutesOfUnpacedConsumersWithAClosedBreaker", testHandover},
 		{"PausedConsumersRoutesWaitUntilResumed", testPause},
 		{"MaxInFlightHoldsAcrossClaims", testMaxInFlight},
+		{"ClaimsTakeNoMoreThanTheCallersShares", testClaimShares},
+		{"AnUnleasedRouteWaitsForAClaim", testUnleasedRoute},
 		{"RateHoldsAcrossClaims", testRate},
 		{"APlannedSettleFansItsEventsOutInItsOwnTransaction", testPlannedFanOut},
 		{"OrderedRoutesWaitForTheirPredecessors", testOrdering},
