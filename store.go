@@ -109,8 +109,10 @@ type Ingester interface {
 type MessageQueue interface {
 	// ClaimMessages takes up to limit due messages (queued or failed and due,
 	// or processing with an expired lease) as their next numbered attempt,
-	// leased until now+lease.
-	ClaimMessages(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Claim, error)
+	// leased until now+lease, none of the orgs in skip: the worker skips
+	// the orgs whose work already waits for it, so one org's backlog is
+	// not claimed in front of another org's messages.
+	ClaimMessages(ctx context.Context, now time.Time, lease time.Duration, limit int, skip ...string) ([]Claim, error)
 	// SettleMessage applies a processing result in one transaction (see
 	// ApplySettlement). It fails with ESTALE if the attempt is not current.
 	SettleMessage(ctx context.Context, now time.Time, s Settlement) (Settled, error)

@@ -45,8 +45,8 @@ func TestIngressHandsOverWhileTheWorkerHasRoomThenQueues(t *testing.T) {
 			t.Fatalf("message with no room stored as %+v, want queued", m)
 		}
 	}
-	h.Taken()
-	if !h.Reserve(&intake.Message{}) {
+	h.Taken(c.Message.OrgID)
+	if !h.Reserve(&intake.Message{OrgID: c.Message.OrgID}) {
 		t.Fatal("taking the message did not free its room")
 	}
 }

@@ -171,7 +171,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 	h.cfg.Pressure.Leave()
 	if err != nil {
 		if handed {
-			h.cfg.Handoff.Cancel()
+			h.cfg.Handoff.Cancel(m.OrgID)
 		}
 		h.cfg.Logger.Error("ingress: commit failed; not acknowledged", "endpoint_id", ep.ID, "err", err)
 		answer(w, http.StatusServiceUnavailable, bodyUnavailable)

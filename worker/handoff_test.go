@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -21,12 +22,12 @@ type countedClaims struct {
 	none   bool
 }
 
-func (c *countedClaims) ClaimMessages(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.Claim, error) {
+func (c *countedClaims) ClaimMessages(ctx context.Context, now time.Time, lease time.Duration, limit int, skip ...string) ([]intake.Claim, error) {
 	c.claims.Add(1)
 	if c.none {
 		return nil, nil
 	}
-	return c.Store.ClaimMessages(ctx, now, lease, limit)
+	return c.Store.ClaimMessages(ctx, now, lease, limit, skip...)
 }
 
 // handOver commits a message as ingress does when the worker has room:
@@ -145,8 +146,8 @@ func TestADrainingWorkerReleasesWhatWasHandedOverButNotStarted(t *testing.T) {
 		}
 	}
 	// Their room is free again.
-	for range 8 {
-		if !h.Reserve(&intake.Message{}) {
+	for i := range 8 {
+		if !h.Reserve(&intake.Message{OrgID: fmt.Sprint("org", i)}) {
 			t.Fatal("the drained hand-off kept room")
 		}
 	}

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -77,6 +79,9 @@ type Worker struct {
 	// alike; running counts them.
 	slots   chan struct{}
 	running sync.WaitGroup
+	// busy counts the attempts running per org.
+	busyMu sync.Mutex
+	busy   map[string]int
 	// freed wakes Run (coalesced) when an attempt ends and its slot
 	// comes free.
 	freed chan struct{}
@@ -140,60 +145,67 @@ type Router interface {
 
 // Run processes messages until ctx ends: those handed over by this
 // process's ingest as they arrive, and claimed ones when the store wakes it
-// or on a poll as the fallback. While ingest is under pressure it takes new
-// work only within its share of the slots, and releases handed-over
-// messages that waited longer than HandoffWait. Work claimed or handed over
-// but not started when ctx ends is released so another process takes it at
-// once; Run returns once the attempts it started have settled.
+// or on a poll as the fallback. What it takes waits in a queue per org and
+// is started org by org in turn, so one org's backlog never waits in front
+// of another's (DESIGN §18). While every slot is busy it still claims, on
+// each poll, the due messages of orgs with nothing waiting. While ingest
+// is under pressure it takes new work only within its share of the slots,
+// claims nothing while they are busy, and releases handed-over messages
+// that waited longer than HandoffWait. Work claimed
+// or handed over but not started when ctx ends is released so another
+// process takes it at once; Run returns once the attempts it started have
+// settled.
 func (w *Worker) Run(ctx context.Context) error {
 	wake, stop := w.cfg.Store.Listen(intake.TopicMessages)
 	defer stop()
 	poll := time.NewTimer(w.cfg.Poll)
 	defer poll.Stop()
 	handed := w.cfg.Handoff.Claims()
-	var held []intake.Claim // taken from the hand-off while the worker held back
+	var queue ready
 	for claim := true; ctx.Err() == nil; {
-		held = w.startHeld(ctx, held)
-		if room := w.room(); claim && room > 0 {
-			// Handed-over work first, but at most a batch of it, so a
-			// steady stream cannot keep retries from being claimed.
-			for i := 0; i < min(w.cfg.Batch, room) && w.takeHanded(ctx); i++ {
+		w.startReady(ctx, &queue)
+		if room := min(w.cfg.Batch, w.room()); claim && room > 0 {
+			n, err := w.claim(ctx, &queue, room)
+			if err != nil && ctx.Err() == nil {
+				w.cfg.Logger.Error("worker: claim failed", "err", err)
 			}
-			if room = min(w.cfg.Batch, w.room()); room > 0 {
-				n, err := w.claim(ctx, room)
-				if err != nil && ctx.Err() == nil {
-					w.cfg.Logger.Error("worker: claim failed", "err", err)
-				}
-				if claim = n == room; !claim { // when full, there may be more due right now
-					poll.Reset(w.cfg.Poll)
-				}
-				continue
+			if claim = n == room; !claim { // when full, there may be more due right now
+				poll.Reset(w.cfg.Poll)
 			}
+			continue
 		}
-		var next <-chan intake.Claim
 		var calm, freed <-chan struct{}
-		if w.room() > 0 {
-			next = handed
-		} else if freed = w.freed; w.cfg.Pressure.High() {
-			calm = w.cfg.Pressure.Calm()
+		if w.room() <= 0 {
+			if freed = w.freed; w.cfg.Pressure.High() {
+				calm = w.cfg.Pressure.Calm()
+			}
 		}
 		select {
 		case <-ctx.Done():
-		case c := <-next:
-			w.startHanded(ctx, c)
+		case c := <-handed:
+			queue.push(waiting{claim: c, handed: true})
 		case <-wake:
 			claim = true
 		case <-poll.C:
 			claim = true
 			poll.Reset(w.cfg.Poll)
-			held = w.releaseOverdue(ctx, held)
+			if w.room() <= 0 {
+				w.releaseOverdue(ctx, &queue)
+				// Every slot is busy: messages of orgs with nothing
+				// running or queued are claimed to wait their turn,
+				// unless ingest needs the store.
+				if n := w.cfg.Batch - queue.len(); n > 0 && !w.cfg.Pressure.High() {
+					if _, err := w.claim(ctx, &queue, n, w.busyOrgs()...); err != nil && ctx.Err() == nil {
+						w.cfg.Logger.Error("worker: claim failed", "err", err)
+					}
+				}
+			}
 		case <-freed:
 		case <-calm:
 		}
 	}
-	for _, c := range held {
-		w.cfg.Handoff.Taken()
-		w.release(ctx, c)
+	for _, q := range queue.take(func(waiting) bool { return true }) {
+		w.giveBack(ctx, q)
 	}
 	w.releaseHanded(ctx)
 	w.running.Wait()
@@ -206,58 +218,65 @@ func (w *Worker) room() int {
 	return w.cfg.Pressure.Limit(cap(w.slots)) - len(w.slots)
 }
 
-// startHeld starts the held handed-over messages there is room for, and
-// returns those still held.
-func (w *Worker) startHeld(ctx context.Context, held []intake.Claim) []intake.Claim {
-	for len(held) > 0 && w.room() > 0 {
-		w.startHanded(ctx, held[0])
-		held = held[1:]
-	}
-	return held
-}
-
-// releaseOverdue, while the worker holds back, takes what waits in the
-// hand-off and releases each message that waited longer than HandoffWait
-// since its receipt, for any process to claim; it returns the rest, held
-// to start first when there is room.
-func (w *Worker) releaseOverdue(ctx context.Context, held []intake.Claim) []intake.Claim {
-	if w.room() > 0 {
-		return held
-	}
+// startReady takes what waits in the hand-off into the queue and starts
+// queued messages, org by org in turn, while there is room.
+func (w *Worker) startReady(ctx context.Context, queue *ready) {
 	for more := true; more; {
 		select {
 		case c := <-w.cfg.Handoff.Claims():
-			held = append(held, c)
+			queue.push(waiting{claim: c, handed: true})
 		default:
 			more = false
 		}
 	}
-	now := w.cfg.Clock.Now()
-	kept := held[:0]
-	for _, c := range held {
-		if now.Sub(c.Message.ReceivedAt) < w.cfg.HandoffWait {
-			kept = append(kept, c)
-			continue
+	for w.room() > 0 {
+		q, ok := queue.pop()
+		if !ok {
+			return
 		}
-		w.cfg.Handoff.Taken()
-		w.release(ctx, c)
+		if q.handed {
+			w.startHanded(ctx, q.claim)
+		} else {
+			w.start(ctx, q.claim)
+		}
+	}
+}
+
+// releaseOverdue, while the worker holds back, releases each handed-over
+// message that waited longer than HandoffWait since its receipt, for any
+// process to claim.
+func (w *Worker) releaseOverdue(ctx context.Context, queue *ready) {
+	cutoff := w.cfg.Clock.Now().Add(-w.cfg.HandoffWait)
+	for _, q := range queue.take(func(q waiting) bool { return q.handed && !q.claim.Message.ReceivedAt.After(cutoff) }) {
+		w.giveBack(ctx, q)
 		w.cfg.Metrics.HandoffReleased.Inc()
 	}
-	return kept
+}
+
+// giveBack releases a message taken and not started.
+func (w *Worker) giveBack(ctx context.Context, q waiting) {
+	if q.handed {
+		w.cfg.Handoff.Taken(q.claim.Message.OrgID)
+	}
+	w.release(ctx, q.claim)
 }
 
 // RunOnce claims one batch of due messages and processes it, returning how
 // many it claimed once every attempt it started has settled.
 func (w *Worker) RunOnce(ctx context.Context) (int, error) {
-	n, err := w.claim(ctx, w.cfg.Batch)
+	var queue ready
+	n, err := w.claim(ctx, &queue, w.cfg.Batch)
+	for q, ok := queue.pop(); ok; q, ok = queue.pop() {
+		w.start(ctx, q.claim)
+	}
 	w.running.Wait()
 	return n, err
 }
 
-// claim claims up to limit due messages and starts them, returning how
-// many it claimed.
-func (w *Worker) claim(ctx context.Context, limit int) (int, error) {
-	claims, err := w.cfg.Store.ClaimMessages(ctx, w.cfg.Clock.Now(), w.cfg.Lease, limit)
+// claim claims up to limit due messages of the orgs with nothing queued,
+// nor in skip, and queues them, returning how many it claimed.
+func (w *Worker) claim(ctx context.Context, queue *ready, limit int, skip ...string) (int, error) {
+	claims, err := w.cfg.Store.ClaimMessages(ctx, w.cfg.Clock.Now(), w.cfg.Lease, limit, append(skip, queue.orgs()...)...)
 	if err != nil {
 		w.cfg.Metrics.WorkerClaims.WithLabelValues("error").Inc()
 		return 0, err
@@ -268,26 +287,15 @@ func (w *Worker) claim(ctx context.Context, limit int) (int, error) {
 	}
 	w.cfg.Metrics.WorkerClaims.WithLabelValues("work").Inc()
 	for _, c := range claims {
-		w.start(ctx, c)
+		queue.push(waiting{claim: c})
 	}
 	return len(claims), nil
-}
-
-// takeHanded starts a handed-over message if one is waiting.
-func (w *Worker) takeHanded(ctx context.Context) bool {
-	select {
-	case c := <-w.cfg.Handoff.Claims():
-		w.startHanded(ctx, c)
-		return true
-	default:
-		return false
-	}
 }
 
 // startHanded starts a handed-over message, unless its lease already ran
 // out while it waited: then it is another claim's to take.
 func (w *Worker) startHanded(ctx context.Context, c intake.Claim) {
-	w.cfg.Handoff.Taken()
+	w.cfg.Handoff.Taken(c.Message.OrgID)
 	if !w.cfg.Clock.Now().Before(c.LeaseUntil) {
 		return
 	}
@@ -306,6 +314,7 @@ func (w *Worker) start(ctx context.Context, c intake.Claim) {
 		return
 	}
 	w.running.Add(1)
+	w.setBusy(c.Message.OrgID, 1)
 	go func() {
 		defer func() {
 			<-w.slots
@@ -313,10 +322,30 @@ func (w *Worker) start(ctx context.Context, c intake.Claim) {
 			case w.freed <- struct{}{}:
 			default:
 			}
+			w.setBusy(c.Message.OrgID, -1)
 			w.running.Done()
 		}()
 		w.Process(context.WithoutCancel(ctx), c)
 	}()
+}
+
+// setBusy counts n more attempts running for org.
+func (w *Worker) setBusy(org string, n int) {
+	w.busyMu.Lock()
+	defer w.busyMu.Unlock()
+	if w.busy == nil {
+		w.busy = map[string]int{}
+	}
+	if w.busy[org] += n; w.busy[org] <= 0 {
+		delete(w.busy, org)
+	}
+}
+
+// busyOrgs lists the orgs with attempts running.
+func (w *Worker) busyOrgs() []string {
+	w.busyMu.Lock()
+	defer w.busyMu.Unlock()
+	return slices.Collect(maps.Keys(w.busy))
 }
 
 // releaseHanded gives back what was handed over but not started. A
@@ -326,7 +355,7 @@ func (w *Worker) releaseHanded(ctx context.Context) {
 	for {
 		select {
 		case c := <-w.cfg.Handoff.Claims():
-			w.cfg.Handoff.Taken()
+			w.cfg.Handoff.Taken(c.Message.OrgID)
 			w.release(ctx, c)
 		default:
 			return

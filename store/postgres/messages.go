@@ -23,15 +23,15 @@ var claimable = intake.ClaimableStates()
 // or settling right now are skipped, not waited for. The claim is one
 // statement, committed on its own; the bodies are read after it (they do
 // not change), so a claim that finds nothing costs one round trip.
-func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.Claim, error) {
+func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Duration, limit int, skip ...string) ([]intake.Claim, error) {
 	rows, err := s.pool.Query(ctx, `WITH expired AS (
 			SELECT id FROM messages
-			 WHERE state = 'processing' AND lease_until <= $2
+			 WHERE state = 'processing' AND lease_until <= $2 AND org_id <> ALL($4::uuid[])
 			 ORDER BY lease_until LIMIT $3
 			   FOR UPDATE SKIP LOCKED
 		), due AS (
 			SELECT id FROM messages
-			 WHERE state IN (`+claimable+`) AND next_attempt_at <= $2
+			 WHERE state IN (`+claimable+`) AND next_attempt_at <= $2 AND org_id <> ALL($4::uuid[])
 			 ORDER BY next_attempt_at LIMIT $3
 			   FOR UPDATE SKIP LOCKED
 		), picked AS (
@@ -39,7 +39,7 @@ func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Dur
 		)
 		UPDATE messages m SET state = 'processing', attempt = m.attempt + 1, lease_until = $1
 		  FROM picked WHERE m.id = picked.id
-		RETURNING `+prefixed("m.", messageColumns), ts(now.Add(lease)), ts(now), limit)
+		RETURNING `+prefixed("m.", messageColumns), ts(now.Add(lease)), ts(now), limit, nonNil(skip))
 	if err != nil {
 		return nil, classify(err)
 	}

@@ -18,10 +18,17 @@ var claimable = intake.ClaimableStates()
 
 // ClaimMessages takes due messages, and processing ones whose lease expired,
 // as their next numbered attempt.
-func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.Claim, error) {
+func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Duration, limit int, skip ...string) ([]intake.Claim, error) {
+	if skip == nil {
+		skip = []string{} // json_each of null would skip every org
+	}
+	skipped, err := json.Marshal(skip)
+	if err != nil {
+		return nil, err
+	}
 	var claims []intake.Claim
-	err := s.tx(ctx, func(tx *wtx) error {
-		rows, err := tx.QueryContext(ctx, claimMessagesSQL, ts(now.Add(lease)), ts(now), limit)
+	err = s.tx(ctx, func(tx *wtx) error {
+		rows, err := tx.QueryContext(ctx, claimMessagesSQL, ts(now.Add(lease)), ts(now), limit, string(skipped))
 		if err != nil {
 			return err
 		}
@@ -499,17 +506,20 @@ func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.Mes
 }
 
 // claimMessagesSQL takes the earliest due of two kinds: claimable messages
-// and expired leases. Each branch is limited on its own partial index, so
-// a backlog of due messages costs a claim no more than its batch.
+// and expired leases, of orgs not in the JSON array ?4. Each branch is
+// limited on its own partial index, so a backlog of due messages costs a
+// claim no more than its batch (and the rows of the orgs it skips).
 var claimMessagesSQL = `UPDATE messages
 	SET state = 'processing', attempt = attempt + 1, lease_until = ?1
 	WHERE id IN (
 		SELECT id FROM (
 			SELECT * FROM (SELECT id, next_attempt_at AS due FROM messages
-				WHERE state IN (` + claimable + `) AND next_attempt_at <= ?2 ORDER BY next_attempt_at LIMIT ?3)
+				WHERE state IN (` + claimable + `) AND next_attempt_at <= ?2 AND org_id NOT IN (SELECT value FROM json_each(?4))
+				ORDER BY next_attempt_at LIMIT ?3)
 			UNION ALL
 			SELECT * FROM (SELECT id, lease_until AS due FROM messages
-				WHERE state = 'processing' AND lease_until <= ?2 ORDER BY lease_until LIMIT ?3)
+				WHERE state = 'processing' AND lease_until <= ?2 AND org_id NOT IN (SELECT value FROM json_each(?4))
+				ORDER BY lease_until LIMIT ?3)
 		) ORDER BY due LIMIT ?3)
 	RETURNING ` + messageColumns
 

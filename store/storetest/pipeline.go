@@ -34,7 +34,7 @@ func BenchmarkPipeline(b *testing.B, s intake.Store, count Counter) {
 		}
 		h.Give(m)
 		claim := <-h.Claims()
-		h.Taken()
+		h.Taken(m.OrgID)
 		e := f.event(m, fmt.Sprintf("evt_%d", i))
 		e.ObjectIDs, e.NextAttemptAt = nil, at
 		st := processed(claim, identity(m, e.ProviderEventID), e)

@@ -32,6 +32,7 @@ func Run(t *testing.T, open Opener) {
 		{"ClaimTakesDueMessagesAsNumberedAttempts", testClaimNumbersAttempts},
 		{"ExpiredLeaseIsTakenOverAndStaleAttemptCannotSettle", testLeaseTakeover},
 		{"RacingClaimersClaimEachMessageOnce", testRacingClaimers},
+		{"AClaimSkipsTheOrgsItIsToldTo", testClaimSkipsOrgs},
 		{"SettleCommitsEventsWithProcessedState", testSettleCommitsEvents},
 		{"RepeatedIdentityIsDuplicateAndChangedContentIsConflict", testDedupe},
 		{"DigestIdentityExpiresAfterADay", testDigestExpiry},
@@ -1061,5 +1062,32 @@ func testReplayJobs(t *testing.T, s intake.Store) {
 	// A finished job is never claimed again, however long after.
 	if j, ok, _ := s.ClaimReplayJob(ctx, t0.Add(time.Hour), time.Minute); ok && j.ID == a.ID {
 		t.Fatal("a finished job was claimed")
+	}
+}
+
+// testClaimSkipsOrgs: a claim told to skip orgs takes none of their
+// messages, due or with a lapsed lease, however much earlier they came, and
+// takes them again once not told to.
+func testClaimSkipsOrgs(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	a, b := newFixture(t, s, "acme"), newFixture(t, s, "beta")
+	for i := range 5 {
+		b.ingest(t, s, fmt.Sprintf(`{"b":%d}`, i), t0)
+	}
+	lapsed, err := s.ClaimMessages(ctx, t0, time.Second, 2)
+	if err != nil || len(lapsed) != 2 {
+		t.Fatalf("claim: %v, %d", err, len(lapsed))
+	}
+	mine := a.ingest(t, s, `{"a":1}`, t0.Add(time.Minute))
+	later := t0.Add(2 * time.Minute) // the two leases have lapsed; beta's are all due
+	got, err := s.ClaimMessages(ctx, later, time.Minute, 10, b.org.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Message.ID != mine.ID {
+		t.Fatalf("claimed %d messages skipping beta, want only acme's", len(got))
+	}
+	if got, err = s.ClaimMessages(ctx, later, time.Minute, 10); err != nil || len(got) != 5 {
+		t.Fatalf("claimed %d messages (%v) when skipping none, want beta's 5", len(got), err)
 	}
 }
