@@ -84,9 +84,15 @@ func NewSender(opts Options) *Sender {
 		opts.UserAgent = "intake"
 	}
 	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second, Control: opts.Policy.control}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if err := numericHost(addr); err != nil {
+			return nil, err
+		}
+		return dialer.DialContext(ctx, network, addr)
+	}
 	transport := &http.Transport{
 		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
+		DialContext:           dial,
 		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   opts.Timeout,
