@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"time"
@@ -84,9 +83,19 @@ func NewSender(opts Options) *Sender {
 		opts.UserAgent = "intake"
 	}
 	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second, Control: opts.Policy.control}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if err := numericHost(addr); err != nil {
+			return nil, err
+		}
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &counted{Conn: c}, nil
+	}
 	transport := &http.Transport{
 		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
+		DialContext:           dial,
 		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   opts.Timeout,
@@ -158,10 +167,12 @@ func (s *Sender) Post(ctx context.Context, url string, body []byte, header http.
 	}
 	req.Header.Set("User-Agent", s.opts.UserAgent)
 	tracing.Inject(ctx, req.Header)
+	var seen seen
+	req = req.WithContext(httptrace.WithClientTrace(ctx, seen.trace()))
 	start := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return Result{Outcome: intake.DeliveryRetry, Latency: time.Since(start), Err: describe(err)}
+		return Result{Outcome: intake.DeliveryRetry, Latency: time.Since(start), Err: describe(err, &seen)}
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
@@ -194,29 +205,4 @@ func retryAfter(v string, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
-}
-
-// describe turns a transport error into a short reason without addresses
-// of internal hosts beyond what the operator configured.
-func describe(err error) string {
-	var ne net.Error
-	switch {
-	case errors.As(err, &ne) && ne.Timeout():
-		return "timeout"
-	case strings.Contains(err.Error(), "consumer address policy"):
-		return "refused by the consumer address policy"
-	case strings.Contains(err.Error(), "connection refused"):
-		return "connection refused"
-	}
-	return fmt.Sprintf("request failed: %v", unwrapURL(err))
-}
-
-func unwrapURL(err error) error {
-	for {
-		u := errors.Unwrap(err)
-		if u == nil {
-			return err
-		}
-		err = u
-	}
 }

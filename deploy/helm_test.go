@@ -322,6 +322,16 @@ func TestChartReadsAnExistingSecretInsteadOfRenderingOne(t *testing.T) {
 	}
 }
 
+func TestChartPassesTheConsumerAddressPolicyToServe(t *testing.T) {
+	if env := template(t).env(t); env["INTAKE_CONSUMER_DENY"] != "" || env["INTAKE_CONSUMER_ALLOW"] != "" {
+		t.Errorf("default values set a policy: %v", env)
+	}
+	env := template(t, "consumerPolicy.deny={10.0.0.0/8,fc00::/7}", "consumerPolicy.allow={10.1.0.0/16}").env(t)
+	if env["INTAKE_CONSUMER_DENY"] != "10.0.0.0/8,fc00::/7" || env["INTAKE_CONSUMER_ALLOW"] != "10.1.0.0/16" {
+		t.Errorf("INTAKE_CONSUMER_DENY %q, INTAKE_CONSUMER_ALLOW %q", env["INTAKE_CONSUMER_DENY"], env["INTAKE_CONSUMER_ALLOW"])
+	}
+}
+
 func TestChartRefusesValuesThatCannotRun(t *testing.T) {
 	for _, c := range []struct {
 		set  []string

@@ -65,11 +65,20 @@ type ServeCmd struct {
 	ScriptTimeout     time.Duration `default:"50ms" env:"INTAKE_SCRIPT_TIMEOUT" help:"How long one call of a rule (filter, transform, interpret script) may run."`
 	ScriptMemory      int           `default:"16777216" env:"INTAKE_SCRIPT_MEMORY" help:"Bytes of memory one JavaScript VM may use."`
 	NotifyInterval    time.Duration `default:"5s" env:"INTAKE_NOTIFY_INTERVAL" help:"How often the notifier looks for operational notices to send."`
+	ConsumerDeny      []string      `name:"consumer-deny" env:"INTAKE_CONSUMER_DENY" placeholder:"CIDR" help:"Refuse consumer and notification URLs in these ranges, beside the metadata and link-local addresses always refused (repeatable, or comma-separated), e.g. 10.0.0.0/8."`
+	ConsumerAllow     []string      `name:"consumer-allow" env:"INTAKE_CONSUMER_ALLOW" placeholder:"CIDR" help:"Reach consumers and notification receivers only in these ranges (repeatable, or comma-separated); what is refused stays refused."`
 }
 
 // Run serves until SIGTERM or SIGINT, then drains and exits.
 func (c *ServeCmd) Run() error {
 	log := c.logger()
+	policy, err := c.consumerPolicy()
+	if err != nil {
+		return err
+	}
+	if len(c.ConsumerDeny)+len(c.ConsumerAllow) > 0 {
+		log.Info("consumer address policy tightened", "deny", c.ConsumerDeny, "allow", c.ConsumerAllow)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -134,7 +143,7 @@ func (c *ServeCmd) Run() error {
 	defer engine.Close()
 	// The one control plane: the API and the console are transports over it.
 	ctl := control.New(control.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
-		Clock: clock, ConsumerPolicy: delivery.DefaultPolicy(), Rules: engine, Logger: log})
+		Clock: clock, ConsumerPolicy: policy, Rules: engine, Logger: log})
 	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	// The router fans events out inside the settle that creates them (the
@@ -142,7 +151,7 @@ func (c *ServeCmd) Run() error {
 	// that commit leases to it; it claims the rest.
 	rt := router.New(router.Config{Store: store, Sealer: sealer, Clock: clock,
 		BodyURLs: bodyurl.Signer{Key: derive(key, "body-url"), PublicURL: c.publicURL()},
-		Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: delivery.DefaultPolicy(), UserAgent: "intake"}),
+		Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: policy, UserAgent: "intake"}),
 		Backoff:  intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
 		MaxEvents: c.Calls, ConsumerShare: c.ConsumerCalls, Pressure: pressure, Rules: engine, Metrics: m, Logger: log})
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
@@ -195,7 +204,7 @@ func (c *ServeCmd) Run() error {
 		leading{job: "sweeper", lead: lead, loop: sweeper.New(sweeper.Config{Store: store, Clock: clock,
 			BodyRetention: c.BodyRetention, Retention: c.Retention, Logger: log})},
 		leading{job: "notifier", lead: lead, loop: notify.New(notify.Config{Store: store, Sealer: sealer, Clock: clock,
-			Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: delivery.DefaultPolicy(), UserAgent: "intake"}),
+			Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: policy, UserAgent: "intake"}),
 			Interval: c.NotifyInterval, Metrics: m, Logger: log})},
 	}
 	workCtx, stopWork := context.WithCancel(context.Background())
@@ -231,6 +240,20 @@ func (c *ServeCmd) Run() error {
 	rt.Wait() // the calls of settles that finished on the way out
 	log.Info("stopped")
 	return nil
+}
+
+// consumerPolicy is the address policy of consumer and notification URLs:
+// the default one, tightened by --consumer-deny and --consumer-allow.
+func (c *ServeCmd) consumerPolicy() (delivery.Policy, error) {
+	deny, err := delivery.ParseRanges("--consumer-deny", c.ConsumerDeny)
+	if err != nil {
+		return delivery.Policy{}, err
+	}
+	allow, err := delivery.ParseRanges("--consumer-allow", c.ConsumerAllow)
+	if err != nil {
+		return delivery.Policy{}, err
+	}
+	return delivery.DefaultPolicy().Tighten(deny, allow), nil
 }
 
 // lead runs a maintenance job (fn) so that one process at a time does, for

@@ -1,0 +1,89 @@
+package delivery
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/testkit"
+)
+
+// peerBytes fails the test when the recorded error holds anything the other
+// side sent: the marker, or the greeting's first line as Go would quote it.
+func peerBytes(t *testing.T, what, recorded string, greeting []byte) {
+	t.Helper()
+	first, _, _ := strings.Cut(string(greeting), "\n")
+	quoted := strconv.Quote(first)
+	if strings.Contains(recorded, testkit.Marker) || strings.Contains(recorded, quoted[1:len(quoted)-1]) {
+		t.Errorf("%s: the recorded error %q carries the peer's bytes", what, recorded)
+	}
+}
+
+func TestFailedCallNamesWhatFailedAndNeverCarriesThePeersBytes(t *testing.T) {
+	ctx := context.Background()
+	s := NewSender(Options{Policy: DefaultPolicy(), Timeout: 5 * time.Second})
+	send := func(url string) Result {
+		return s.Send(ctx, url, NewSecret(), NewEnvelope(&intake.Event{ID: "e"}), time.Now())
+	}
+	for name, greeting := range map[string][]byte{"nats": testkit.NATSGreeting, "mariadb": testkit.MariaDBGreeting} {
+		addr := testkit.Banner(t, greeting)
+		for url, want := range map[string]string{
+			"http://" + addr + "/hooks":  "malformed HTTP answer",
+			"https://" + addr + "/hooks": "TLS handshake failed",
+		} {
+			r := send(url)
+			if r.Outcome != intake.DeliveryRetry || r.Err != want {
+				t.Errorf("%s over %s: %+v, want %q", name, url[:strings.Index(url, ":")], r, want)
+			}
+			peerBytes(t, name, r.Err, greeting)
+		}
+	}
+
+	// A port nobody listens on, a peer that hangs up without a word, and a
+	// certificate nobody vouches for.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	if r := send("http://" + closed + "/"); r.Err != "connection refused" {
+		t.Errorf("closed port: %+v", r)
+	}
+	hangUp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hangUp.Close()
+	go func() {
+		c, err := hangUp.Accept()
+		if err != nil {
+			return
+		}
+		// The whole request is read first: closing over unread bytes
+		// would reset the connection instead.
+		if req, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+			io.Copy(io.Discard, req.Body)
+		}
+		c.Close()
+	}()
+	if r := send("http://" + hangUp.Addr().String() + "/"); r.Err != "connection closed without an answer" {
+		t.Errorf("a peer that hangs up: %+v", r)
+	}
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer tlsSrv.Close()
+	if r := send(tlsSrv.URL); r.Err != "TLS certificate not trusted" {
+		t.Errorf("self-signed certificate: %+v", r)
+	}
+	if r := send("http://" + closed + "/"); strings.Contains(r.Err, closed) {
+		t.Errorf("the error names the address: %q", r.Err)
+	}
+}
