@@ -44,6 +44,7 @@ import (
 // process.
 type ServeCmd struct {
 	Addr              string        `default:":8080" env:"INTAKE_ADDR" help:"Address to listen on."`
+	MetricsAddr       string        `name:"metrics-addr" env:"INTAKE_METRICS_ADDR" help:"Serve /metrics on this address of its own, and no longer on --addr; empty: /metrics on --addr."`
 	Data              string        `default:"./data" env:"INTAKE_DATA" help:"Data directory (database, generated keys)."`
 	DB                string        `name:"db" env:"INTAKE_DB" help:"Database URL; empty: the embedded store under --data."`
 	PublicURL         string        `name:"public-url" env:"INTAKE_PUBLIC_URL" help:"The URL providers reach this server at (default: http://localhost<addr>)."`
@@ -154,7 +155,11 @@ func (c *ServeCmd) Run() error {
 	mux.Handle("/body/", admin.Handler())
 	mux.Handle("/console/", console.New(console.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, Logger: log}).Handler())
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	metricsMux := mux
+	if c.MetricsAddr != "" {
+		metricsMux = http.NewServeMux()
+	}
+	metricsMux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if draining.Load() {
@@ -182,6 +187,24 @@ func (c *ServeCmd) Run() error {
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err
+	}
+	// Metrics on an address of their own, e.g. one only the scraper
+	// reaches: the main address, open to providers, no longer serves them.
+	if c.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", c.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("metrics address: %w", err)
+		}
+		metricsSrv := &http.Server{Handler: metricsMux, ReadHeaderTimeout: c.ReadHeaderTimeout, WriteTimeout: 60 * time.Second,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		defer metricsSrv.Close()
+		go func() {
+			if err := metricsSrv.Serve(mln); err != nil && err != http.ErrServerClosed {
+				log.Error("metrics server stopped", "err", err)
+			}
+		}()
+		log.Info("metrics serving", "addr", mln.Addr().String())
 	}
 	log.Info("intake serving", "addr", ln.Addr().String(), "data", c.Data, "public_url", c.publicURL())
 
