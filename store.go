@@ -144,6 +144,9 @@ type EventQueue interface {
 	// raw query and the headers of its request, for the rules that read
 	// them; the headers are nil once a message's body has expired.
 	MessageRequests(ctx context.Context, messageIDs []string) (map[string]OriginalRequest, error)
+	// Connection returns a connection, for the header names its config
+	// makes credentials.
+	Connection(ctx context.Context, sc Scope, id string) (Connection, error)
 	Listener
 	ChangeFeed
 	RouteQueue

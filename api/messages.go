@@ -52,10 +52,14 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, who control.
 	if err != nil {
 		return err
 	}
+	headers, err := s.ctl.MessageHeaders(r.Context(), who, m)
+	if err != nil {
+		return err
+	}
 	out := MessageDetail{
 		Message:     messageView(m),
 		Query:       redact.Query(m.Query),
-		Headers:     redact.Headers(m.Header),
+		Headers:     headers,
 		EventIDs:    m.EventIDs,
 		BodyExpired: m.BodyExpired,
 	}

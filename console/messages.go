@@ -183,11 +183,12 @@ func (c *Console) message(w http.ResponseWriter, r *http.Request, s *session) er
 	} else {
 		return err
 	}
-	for name, values := range m.Header {
-		if redact.Credential(name) {
-			v.Hidden++
-			continue
-		}
+	shown, err := c.ctl.MessageHeaders(r.Context(), s.caller(), m)
+	if err != nil {
+		return err
+	}
+	v.Hidden = len(m.Header) - len(shown)
+	for name, values := range shown {
 		v.Headers = append(v.Headers, header{Name: http.CanonicalHeaderKey(name), Value: strings.Join(values, ", ")})
 	}
 	slices.SortFunc(v.Headers, func(a, b header) int { return strings.Compare(a.Name, b.Name) })

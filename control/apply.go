@@ -120,11 +120,11 @@ func (pl *planner) document(ctx context.Context, doc Document) error {
 }
 
 func (pl *planner) org(ctx context.Context, spec OrgSpec, existing *intake.Org) error {
-	body, err := retention("body_retention of org "+spec.Name, spec.BodyRetention)
+	body, err := retention("body_retention of org "+spec.Name, spec.BodyRetention, pl.p.maxBody)
 	if err != nil {
 		return err
 	}
-	rows, err := retention("retention of org "+spec.Name, spec.Retention)
+	rows, err := retention("retention of org "+spec.Name, spec.Retention, pl.p.maxRows)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"fmt"
@@ -35,8 +36,14 @@ type Config struct {
 	ConsumerPolicy delivery.Policy
 	// Rules checks filters and scripts when they are saved, and runs dry
 	// runs; nil: an engine with the default bounds.
-	Rules  *rules.Engine
-	Logger *slog.Logger
+	Rules *rules.Engine
+	// MaxBodyRetention and MaxRetention are the server's --body-retention
+	// and --retention: an org's own settings may not exceed them, so no
+	// tenant makes the server keep more than its operator chose (zero:
+	// intake.MaxRetention).
+	MaxBodyRetention time.Duration
+	MaxRetention     time.Duration
+	Logger           *slog.Logger
 }
 
 // Plane performs operator actions on a store.
@@ -48,6 +55,8 @@ type Plane struct {
 	clock     intake.Clock
 	policy    delivery.Policy
 	rules     *rules.Engine
+	maxBody   time.Duration // an org's body_retention at most
+	maxRows   time.Duration // an org's retention at most
 	log       *slog.Logger
 }
 
@@ -60,6 +69,8 @@ func New(cfg Config) *Plane {
 		clock:     cfg.Clock,
 		policy:    cfg.ConsumerPolicy,
 		rules:     cfg.Rules,
+		maxBody:   cmp.Or(cfg.MaxBodyRetention, intake.MaxRetention),
+		maxRows:   cmp.Or(cfg.MaxRetention, intake.MaxRetention),
 		log:       cfg.Logger,
 	}
 	if cfg.StaffToken != "" {

@@ -59,12 +59,12 @@ func (p *Plane) UpdateOrg(ctx context.Context, c Caller, id string, u OrgUpdate)
 		return intake.Org{}, intake.Errorf(intake.ENOTFOUND, "org %s not found", id)
 	}
 	if u.BodyRetention != nil {
-		if o.BodyRetention, err = retention("body_retention", *u.BodyRetention); err != nil {
+		if o.BodyRetention, err = retention("body_retention", *u.BodyRetention, p.maxBody); err != nil {
 			return intake.Org{}, err
 		}
 	}
 	if u.Retention != nil {
-		if o.Retention, err = retention("retention", *u.Retention); err != nil {
+		if o.Retention, err = retention("retention", *u.Retention, p.maxRows); err != nil {
 			return intake.Org{}, err
 		}
 	}
@@ -76,8 +76,8 @@ func (p *Plane) UpdateOrg(ctx context.Context, c Caller, id string, u OrgUpdate)
 }
 
 // retention parses a retention setting: "" or "0s" for the default, else
-// between an hour and intake.MaxRetention.
-func retention(field, v string) (time.Duration, error) {
+// between an hour and max, the server's own.
+func retention(field, v string, max time.Duration) (time.Duration, error) {
 	if v == "" {
 		return 0, nil
 	}
@@ -87,8 +87,8 @@ func retention(field, v string) (time.Duration, error) {
 		return 0, err
 	case d == 0:
 		return 0, nil
-	case d < time.Hour || d > intake.MaxRetention:
-		return 0, intake.Errorf(intake.EINVALID, "%s must be between 1h and %s", field, intake.MaxRetention)
+	case d < time.Hour || d > max:
+		return 0, intake.Errorf(intake.EINVALID, "%s must be between 1h and %s (the server's maximum)", field, durationText(max))
 	}
 	return d, nil
 }

@@ -44,8 +44,12 @@ func (p *Plane) TestRule(ctx context.Context, c Caller, t RuleTest) (rules.TestR
 		if err != nil {
 			return rules.TestResult{}, err
 		}
+		names, err := p.credentialHeaders(ctx, c.Scope, m.ConnectionID)
+		if err != nil {
+			return rules.TestResult{}, err
+		}
 		query, _ := url.ParseQuery(m.Query)
-		in.Request = rules.NewRequest(m.Method, query, header, body)
+		in.Request = rules.NewRequest(m.Method, query, header, body, names...)
 	case t.EventID != "":
 		if err := intake.CheckID("event_id", t.EventID); err != nil {
 			return rules.TestResult{}, err
@@ -62,8 +66,12 @@ func (p *Plane) TestRule(ctx context.Context, c Caller, t RuleTest) (rules.TestR
 		if err != nil {
 			return rules.TestResult{}, err
 		}
+		names, err := p.credentialHeaders(ctx, c.Scope, e.ConnectionID)
+		if err != nil {
+			return rules.TestResult{}, err
+		}
 		req := reqs[e.MessageID]
-		in.Headers, in.Query = rules.RequestView(req.Header, req.Query)
+		in.Headers, in.Query = rules.RequestView(req.Header, req.Query, names...)
 	case len(t.Event) > 0:
 		in.EventJSON = t.Event
 	default:

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/intakehq/intake"
@@ -34,16 +35,31 @@ type Config struct {
 	Attempts int           // calls per notification and receiver before giving up (default 5)
 	Backoff  time.Duration // wait after the first failed call, doubling (default 10s)
 	Batch    int           // notices read at a time (default 500)
-	Metrics  *metrics.Metrics
-	Logger   *slog.Logger
+	// MaxInFlight bounds the calls in flight at once (default 32);
+	// MaxInFlightPerOrg bounds one org's share of them (default 4).
+	MaxInFlight       int
+	MaxInFlightPerOrg int
+	Metrics           *metrics.Metrics
+	Logger            *slog.Logger
 }
 
 // Notifier turns notices into notifications. One process at a time runs it
 // (serve leads it like the sweeper); its windows and retries are in memory.
+//
+// Each receiver (an org's URL or Slack webhook) has its own line and takes
+// one call at a time, so a receiver that hangs holds one slot and delays
+// only its own notifications; the slots are handed out to orgs in turn.
 type Notifier struct {
 	cfg    Config
-	groups map[group]*tally
-	queue  []*outgoing
+	groups map[group]*tally // only Poll's goroutine touches the windows
+
+	mu       sync.Mutex
+	lines    map[receiver]*line
+	inFlight int
+	byOrg    map[string]int    // calls in flight per org
+	served   map[string]uint64 // per org with a line: seq when a call to it last started
+	seq      uint64
+	idle     *sync.Cond // signalled when inFlight drops to 0
 }
 
 // group is what notices are counted by.
@@ -69,18 +85,24 @@ type Notification struct {
 	Detail  string    `json:"detail"`
 }
 
-// outgoing is one notification on its way to the receivers still to take it.
+// receiver is where an org's notifications go: its URL or its Slack
+// webhook.
+type receiver struct{ org, url string }
+
+// line is a receiver's queue: the notifications it has still to take,
+// and whether a call to it is in flight.
+type line struct {
+	pending []*outgoing
+	busy    bool
+}
+
+// outgoing is one notification on its way to one receiver.
 type outgoing struct {
 	id       string // webhook-id: the same on every retry
 	n        Notification
-	targets  []target
+	secret   string // "" for Slack: a readable message, unsigned
 	attempts int
 	nextAt   time.Time
-}
-
-type target struct {
-	url    string
-	secret string // "" for Slack: a readable message, unsigned
 }
 
 // New returns a notifier with defaults filled in.
@@ -106,16 +128,26 @@ func New(cfg Config) *Notifier {
 	if cfg.Batch == 0 {
 		cfg.Batch = 500
 	}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = 32
+	}
+	if cfg.MaxInFlightPerOrg == 0 {
+		cfg.MaxInFlightPerOrg = 4
+	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Notifier{cfg: cfg, groups: map[group]*tally{}}
+	n := &Notifier{cfg: cfg, groups: map[group]*tally{}, lines: map[receiver]*line{}, byOrg: map[string]int{},
+		served: map[string]uint64{}}
+	n.idle = sync.NewCond(&n.mu)
+	return n
 }
 
-// Run polls every Interval until ctx ends.
+// Run polls every Interval until ctx ends, then waits for the calls in
+// flight, which end with it.
 func (n *Notifier) Run(ctx context.Context) error {
 	t := time.NewTicker(n.cfg.Interval)
 	defer t.Stop()
@@ -125,14 +157,17 @@ func (n *Notifier) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			n.Wait()
 			return nil
 		case <-t.C:
 		}
 	}
 }
 
-// Poll reads the unsent notices into their groups' windows, sends each
-// group whose window is open, and retries the calls that are due.
+// Poll reads the unsent notices into their groups' windows, queues each
+// group whose window is open for its receivers, and starts the calls that
+// are due; it does not wait for them (Wait does). The calls run under ctx.
+// One goroutine at a time polls.
 func (n *Notifier) Poll(ctx context.Context) error {
 	now := n.cfg.Clock.Now().UTC()
 	settings := map[string]*intake.NotificationSettings{}
@@ -158,8 +193,19 @@ func (n *Notifier) Poll(ctx context.Context) error {
 			delete(n.groups, g) // its window is over: the store remembers it
 		}
 	}
-	n.send(ctx, now)
+	n.mu.Lock()
+	n.dispatch(ctx)
+	n.mu.Unlock()
 	return nil
+}
+
+// Wait returns once no call is in flight.
+func (n *Notifier) Wait() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for n.inFlight > 0 {
+		n.idle.Wait()
+	}
 }
 
 // take counts notices into their groups and marks them taken: at now when
@@ -253,72 +299,166 @@ func (n *Notifier) enqueue(ctx context.Context, now time.Time, g group, t *tally
 		n.cfg.Metrics.Notifications.WithLabelValues("dropped").Inc()
 		return nil
 	}
-	out := &outgoing{id: "ntf_" + intake.NewID(), n: note, nextAt: now}
+	id := "ntf_" + intake.NewID()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	queued := false
 	if s.URL != "" {
 		secret, err := n.cfg.Sealer.NotificationSecret(*s)
 		if err != nil {
 			n.cfg.Logger.Error("notifier: cannot open the org's notification secret", "org_id", g.org, "err", err)
 		} else {
-			out.targets = append(out.targets, target{url: s.URL, secret: secret})
+			n.queue(receiver{g.org, s.URL}, &outgoing{id: id, n: note, secret: secret, nextAt: now})
+			queued = true
 		}
 	}
 	slack, err := n.cfg.Sealer.NotificationSlackURL(*s)
 	if err != nil {
 		n.cfg.Logger.Error("notifier: cannot open the org's Slack URL", "org_id", g.org, "err", err)
 	} else if slack != "" {
-		out.targets = append(out.targets, target{url: slack})
+		n.queue(receiver{g.org, slack}, &outgoing{id: id, n: note, nextAt: now})
+		queued = true
 	}
-	if len(out.targets) == 0 {
+	if !queued {
 		n.cfg.Metrics.Notifications.WithLabelValues("dropped").Inc()
-		return nil
 	}
-	n.queue = append(n.queue, out)
 	return nil
 }
 
-// send makes the calls that are due; a notification a receiver refused
-// Attempts times is given up for that receiver.
-func (n *Notifier) send(ctx context.Context, now time.Time) {
-	kept := n.queue[:0]
-	for _, out := range n.queue {
-		if now.Before(out.nextAt) {
-			kept = append(kept, out)
-			continue
-		}
-		out.attempts++
-		var failed []target
-		for _, tg := range out.targets {
-			r := n.call(ctx, out, tg, now)
-			if r.Outcome != intake.DeliveryRetry {
-				n.cfg.Metrics.Notifications.WithLabelValues("sent").Inc()
-				continue
-			}
-			if out.attempts >= n.cfg.Attempts {
-				n.cfg.Metrics.Notifications.WithLabelValues("given_up").Inc()
-				n.cfg.Logger.Warn("notifier: gave up on a notification", "org_id", out.n.OrgID, "type", out.n.Type,
-					"subject", out.n.Subject, "slack", tg.secret == "", "attempts", out.attempts, "err", r.Err)
-				continue
-			}
-			n.cfg.Metrics.Notifications.WithLabelValues("failed").Inc()
-			failed = append(failed, tg)
-		}
-		if len(failed) > 0 {
-			out.targets = failed
-			out.nextAt = now.Add(n.cfg.Backoff << (out.attempts - 1))
-			kept = append(kept, out)
-		}
+// queue puts out at the end of r's line. n.mu is held.
+func (n *Notifier) queue(r receiver, out *outgoing) {
+	l := n.lines[r]
+	if l == nil {
+		l = &line{}
+		n.lines[r] = l
 	}
-	clear(n.queue[len(kept):])
-	n.queue = kept
+	l.pending = append(l.pending, out)
 }
 
-func (n *Notifier) call(ctx context.Context, out *outgoing, tg target, now time.Time) delivery.Result {
-	if tg.secret == "" {
+// dispatch starts the calls that are due and fit the bounds: one per idle
+// receiver, at most MaxInFlight in all and MaxInFlightPerOrg per org, the
+// org served longest ago first, so a busy org's backlog never stands in
+// front of another org's notification. n.mu is held.
+func (n *Notifier) dispatch(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	now := n.cfg.Clock.Now().UTC()
+	for n.inFlight < n.cfg.MaxInFlight {
+		r, out := n.next(now)
+		if out == nil {
+			return
+		}
+		n.seq++
+		n.served[r.org] = n.seq
+		n.start(ctx, r, out, now)
+	}
+}
+
+// next picks the call to start: among the idle receivers of the orgs under
+// their bound, the first notification due of the org served longest ago.
+// n.mu is held.
+func (n *Notifier) next(now time.Time) (receiver, *outgoing) {
+	var (
+		best    receiver
+		bestOut *outgoing
+	)
+	for r, l := range n.lines {
+		if l.busy || n.byOrg[r.org] >= n.cfg.MaxInFlightPerOrg {
+			continue
+		}
+		i := slices.IndexFunc(l.pending, func(o *outgoing) bool { return !now.Before(o.nextAt) })
+		if i < 0 {
+			continue
+		}
+		out := l.pending[i]
+		if bestOut == nil || n.before(r, out, best, bestOut) {
+			best, bestOut = r, out
+		}
+	}
+	return best, bestOut
+}
+
+// before orders candidate calls: the org served longest ago, then the
+// notification queued first (its id is time-ordered), then the receiver.
+func (n *Notifier) before(r receiver, out *outgoing, than receiver, thanOut *outgoing) bool {
+	if a, b := n.served[r.org], n.served[than.org]; a != b {
+		return a < b
+	}
+	if out.id != thanOut.id {
+		return out.id < thanOut.id
+	}
+	return r.url < than.url
+}
+
+// start makes one call to r in a goroutine of its own. n.mu is held.
+func (n *Notifier) start(ctx context.Context, r receiver, out *outgoing, now time.Time) {
+	n.lines[r].busy = true
+	n.inFlight++
+	n.byOrg[r.org]++
+	out.attempts++
+	go func() {
+		res := n.call(ctx, r.url, out, now)
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		n.settle(r, out, res)
+		n.inFlight--
+		n.byOrg[r.org]--
+		if n.byOrg[r.org] == 0 {
+			delete(n.byOrg, r.org)
+		}
+		n.dispatch(ctx)
+		if n.inFlight == 0 {
+			n.idle.Broadcast()
+		}
+	}()
+}
+
+// settle records a call's result on r's line: sent, retried after a
+// doubling backoff, or given up after Attempts calls. n.mu is held.
+func (n *Notifier) settle(r receiver, out *outgoing, res delivery.Result) {
+	l := n.lines[r]
+	l.busy = false
+	done := true
+	switch {
+	case res.Outcome != intake.DeliveryRetry:
+		n.cfg.Metrics.Notifications.WithLabelValues("sent").Inc()
+	case out.attempts >= n.cfg.Attempts:
+		n.cfg.Metrics.Notifications.WithLabelValues("given_up").Inc()
+		n.cfg.Logger.Warn("notifier: gave up on a notification", "org_id", out.n.OrgID, "type", out.n.Type,
+			"subject", out.n.Subject, "slack", out.secret == "", "attempts", out.attempts, "err", res.Err)
+	default:
+		n.cfg.Metrics.Notifications.WithLabelValues("failed").Inc()
+		out.nextAt = n.cfg.Clock.Now().UTC().Add(n.cfg.Backoff << (out.attempts - 1))
+		done = false
+	}
+	if done {
+		l.pending = slices.DeleteFunc(l.pending, func(o *outgoing) bool { return o == out })
+	}
+	if len(l.pending) == 0 {
+		delete(n.lines, r)
+		if !n.orgHasLine(r.org) {
+			delete(n.served, r.org) // nothing queued: it starts afresh
+		}
+	}
+}
+
+func (n *Notifier) orgHasLine(org string) bool {
+	for r := range n.lines {
+		if r.org == org {
+			return true
+		}
+	}
+	return false
+}
+
+func (n *Notifier) call(ctx context.Context, url string, out *outgoing, now time.Time) delivery.Result {
+	if out.secret == "" {
 		body, _ := json.Marshal(map[string]string{"text": SlackText(out.n)})
-		return n.cfg.Sender.Post(ctx, tg.url, body, nil, now)
+		return n.cfg.Sender.Post(ctx, url, body, nil, now)
 	}
 	body, _ := json.Marshal(out.n)
-	return n.cfg.Sender.SendBody(ctx, tg.url, []string{tg.secret}, out.id, body, http.Header{}, now)
+	return n.cfg.Sender.SendBody(ctx, url, []string{out.secret}, out.id, body, http.Header{}, now)
 }
 
 // SlackText is a notification as a person reads it.

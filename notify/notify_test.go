@@ -129,6 +129,7 @@ func (e *env) poll() {
 	if err := e.n.Poll(e.t.Context()); err != nil {
 		e.t.Fatal(err)
 	}
+	e.n.Wait()
 }
 
 // verify checks a call's Standard Webhooks signature under secret, the

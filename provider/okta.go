@@ -27,6 +27,16 @@ func (oktaAdapter) ValidateConfig(cfg Config) error {
 	return err
 }
 
+// CredentialHeaders is the header auth_header names: it carries the
+// shared secret as it is.
+func (oktaAdapter) CredentialHeaders(cfg Config) []string {
+	h, err := oktaAuthHeader(cfg)
+	if err != nil {
+		return nil
+	}
+	return []string{h}
+}
+
 func oktaAuthHeader(cfg Config) (string, error) {
 	h, err := stringSetting(cfg, "auth_header")
 	if err != nil {

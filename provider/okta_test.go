@@ -1,8 +1,12 @@
 package provider
 
 import (
+	"encoding/json"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/intakehq/intake"
 )
 
 // Okta authenticates with a header value set on the hook; these requests
@@ -68,5 +72,23 @@ func TestOktaSplitsEventsOfADelivery(t *testing.T) {
 	}
 	if b.Type != "okta.user.lifecycle.create" || !equalStrings(b.ObjectIDs, []string{"00u2", "0oa3"}) {
 		t.Errorf("second: type %q objects %v", b.Type, b.ObjectIDs)
+	}
+}
+
+func TestOktaNamesTheHeaderItsHookAuthenticatesWithAsACredential(t *testing.T) {
+	for _, c := range []struct {
+		config string
+		want   []string
+	}{
+		{``, []string{"Authorization"}},
+		{`{"auth_header": "X-Intake-Key"}`, []string{"X-Intake-Key"}},
+	} {
+		got := CredentialHeaders(intake.Connection{Provider: "okta", Config: json.RawMessage(c.config)})
+		if !slices.Equal(got, c.want) {
+			t.Errorf("config %q: credential headers %v, want %v", c.config, got, c.want)
+		}
+	}
+	if got := CredentialHeaders(intake.Connection{Provider: "hmac", Config: json.RawMessage(`{"header": "X-Signature"}`)}); got != nil {
+		t.Errorf("hmac's signature header is no credential: %v", got)
 	}
 }

@@ -172,7 +172,7 @@ func (ri *ruleInput) filter() (rules.Input, error) {
 			return
 		}
 		req := ri.b.requests[ri.e.MessageID] // none once the message was deleted
-		ri.in.Headers, ri.in.Query = rules.RequestView(req.Header, req.Query)
+		ri.in.Headers, ri.in.Query = rules.RequestView(req.Header, req.Query, ri.b.credentials[ri.e.ConnectionID]...)
 	})
 	return ri.in, ri.inErr
 }

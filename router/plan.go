@@ -21,6 +21,7 @@ func (r *Router) Planner(ctx context.Context, m *intake.Message, events []intake
 	}
 	b := &batch{consumers: map[string]orgConsumers{m.OrgID: oc},
 		requests: map[string]intake.OriginalRequest{m.ID: {Query: m.Query, Header: m.Header}}}
+	r.readCredentials(ctx, b, []string{m.ConnectionID})
 	p := &planner{r: r, b: b, plans: map[string]plan{}, held: taken{org: m.OrgID}}
 	for i := range events {
 		e := &events[i]

@@ -71,6 +71,9 @@ type Router struct {
 	// consumers keeps each org's consumers for a few seconds, voided by
 	// any operator change.
 	consumers cache.TTL[string, []intake.Consumer]
+	// credentials keeps the header names each connection makes
+	// credentials, hidden from the rules' view of its requests.
+	credentials cache.TTL[string, []string]
 	// planned counts the calls of routes a settle planned and leased,
 	// made outside Run's loops (see Planner); Run waits for them on exit.
 	planned inFlight
@@ -159,6 +162,7 @@ func New(cfg Config) *Router {
 	}
 	r := &Router{cfg: cfg, slots: newCallSlots(cfg.MaxEvents, cfg.ConsumerShare), freed: [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}}
 	r.consumers.TTL, r.consumers.Changes = consumersTTL, cfg.Store.Changes()
+	r.credentials.TTL, r.credentials.Changes = consumersTTL, cfg.Store.Changes()
 	return r
 }
 
@@ -357,6 +361,7 @@ type orgConsumers struct {
 type batch struct {
 	consumers   map[string]orgConsumers
 	requests    map[string]intake.OriginalRequest
+	credentials map[string][]string // by connection, for the requests' view
 	requestsErr error
 }
 
@@ -387,7 +392,7 @@ func (r *Router) orgConsumers(ctx context.Context, orgID string) orgConsumers {
 // of the events whose org has a consumer that reads them.
 func (r *Router) read(ctx context.Context, events []*intake.Event, reads func(*intake.Consumer) bool) *batch {
 	b := &batch{consumers: map[string]orgConsumers{}}
-	var ids []string
+	var ids, conns []string
 	for _, e := range events {
 		oc, ok := b.consumers[e.OrgID]
 		if !ok {
@@ -397,12 +402,14 @@ func (r *Router) read(ctx context.Context, events []*intake.Event, reads func(*i
 		for i := range oc.list {
 			if reads(&oc.list[i]) {
 				ids = append(ids, e.MessageID)
+				conns = append(conns, e.ConnectionID)
 				break
 			}
 		}
 	}
 	if len(ids) > 0 {
 		b.requests, b.requestsErr = r.cfg.Store.MessageRequests(ctx, ids)
+		r.readCredentials(ctx, b, conns)
 	}
 	return b
 }
@@ -411,7 +418,7 @@ func (r *Router) read(ctx context.Context, events []*intake.Event, reads func(*i
 // and the original requests of the events whose consumer transforms them.
 func (r *Router) readFor(ctx context.Context, claims []intake.RouteClaim) *batch {
 	b := &batch{consumers: map[string]orgConsumers{}}
-	var ids []string
+	var ids, conns []string
 	for _, c := range claims {
 		e := &c.Event
 		if _, ok := b.consumers[e.OrgID]; !ok {
@@ -419,10 +426,12 @@ func (r *Router) readFor(ctx context.Context, claims []intake.RouteClaim) *batch
 		}
 		if cons, ok, _ := b.consumer(e.OrgID, c.ConsumerID); ok && cons.Transform != "" {
 			ids = append(ids, e.MessageID)
+			conns = append(conns, e.ConnectionID)
 		}
 	}
 	if len(ids) > 0 {
 		b.requests, b.requestsErr = r.cfg.Store.MessageRequests(ctx, ids)
+		r.readCredentials(ctx, b, conns)
 	}
 	return b
 }

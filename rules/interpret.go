@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/redact"
 )
 
 // Request is a stored webhook request as an interpret script sees it.
@@ -24,15 +25,17 @@ type Request struct {
 }
 
 // NewRequest builds the script's view of a request: lower-case header names
-// and the first value of each header and query parameter.
-func NewRequest(method string, query url.Values, header http.Header, body []byte) Request {
+// and the first value of each header and query parameter, credentials
+// removed as RequestView removes them. The script runs after verification:
+// it has no need of them, and what it returns may be shown.
+func NewRequest(method string, query url.Values, header http.Header, body []byte, credentials ...string) Request {
 	r := Request{Method: method, Query: map[string]string{}, Headers: map[string]string{}, Body: string(body)}
 	for k, v := range query {
-		if len(v) > 0 {
+		if len(v) > 0 && !redact.Credential(k) {
 			r.Query[k] = v[0]
 		}
 	}
-	for k, v := range header {
+	for k, v := range redact.Headers(header, credentials...) {
 		if len(v) > 0 {
 			r.Headers[strings.ToLower(k)] = v[0]
 		}

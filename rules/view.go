@@ -10,10 +10,11 @@ import (
 
 // RequestView is what rules see of the request an event came from: header
 // names lower-case with their first value, query parameters with their
-// first value, credentials (tokens, cookies, keys) removed from both.
-func RequestView(header http.Header, rawQuery string) (headers, query map[string]string) {
+// first value, credentials (tokens, cookies, keys, and the headers the
+// connection names as credentials) removed from both.
+func RequestView(header http.Header, rawQuery string, credentials ...string) (headers, query map[string]string) {
 	headers = map[string]string{}
-	for k, vs := range redact.Headers(header) {
+	for k, vs := range redact.Headers(header, credentials...) {
 		if len(vs) > 0 {
 			headers[strings.ToLower(k)] = vs[0]
 		}

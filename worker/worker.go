@@ -485,7 +485,7 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement 
 	if src := cfg.String("script", ""); src != "" {
 		// A provider described without code: its script reads the
 		// verified request.
-		if in, err = w.interpret(ctx, m, req, src); err != nil {
+		if in, err = w.interpret(ctx, conn, m, req, src); err != nil {
 			return dead(st, intake.ErrCodeScript, err.Error())
 		}
 	} else {
@@ -526,8 +526,9 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement 
 }
 
 // interpret runs a connection's interpret script on a verified request.
-func (w *Worker) interpret(ctx context.Context, m intake.Message, req *provider.Request, src string) (provider.Interpretation, error) {
-	evs, err := w.cfg.Rules.Interpret(ctx, rules.Script{Scope: m.OrgID, Source: src}, rules.NewRequest(m.Method, req.Query, m.Header, m.Body))
+func (w *Worker) interpret(ctx context.Context, conn intake.Connection, m intake.Message, req *provider.Request, src string) (provider.Interpretation, error) {
+	evs, err := w.cfg.Rules.Interpret(ctx, rules.Script{Scope: m.OrgID, Source: src},
+		rules.NewRequest(m.Method, req.Query, m.Header, m.Body, provider.CredentialHeaders(conn)...))
 	if err != nil {
 		return provider.Interpretation{}, err
 	}
@@ -547,7 +548,7 @@ func (w *Worker) interpret(ctx context.Context, m intake.Message, req *provider.
 // fails on an event drops it, as a consumer's does; only a failure to read
 // the request is an error.
 func (w *Worker) filter(ctx context.Context, conn intake.Connection, m intake.Message, events []intake.Event) ([]intake.Event, error) {
-	headers, query := rules.RequestView(m.Header, m.Query)
+	headers, query := rules.RequestView(m.Header, m.Query, provider.CredentialHeaders(conn)...)
 	var kept []intake.Event
 	for _, e := range events {
 		body, err := json.Marshal(delivery.NewEnvelope(&e))

@@ -44,6 +44,7 @@ import (
 // process.
 type ServeCmd struct {
 	Addr              string        `default:":8080" env:"INTAKE_ADDR" help:"Address to listen on."`
+	MetricsAddr       string        `name:"metrics-addr" env:"INTAKE_METRICS_ADDR" help:"Serve /metrics on this address of its own, and no longer on --addr; empty: /metrics on --addr."`
 	Data              string        `default:"./data" env:"INTAKE_DATA" help:"Data directory (database, generated keys)."`
 	DB                string        `name:"db" env:"INTAKE_DB" help:"Database URL; empty: the embedded store under --data."`
 	PublicURL         string        `name:"public-url" env:"INTAKE_PUBLIC_URL" help:"The URL providers reach this server at (default: http://localhost<addr>)."`
@@ -51,8 +52,8 @@ type ServeCmd struct {
 	Workers           int           `default:"64" env:"INTAKE_WORKERS" help:"Messages processed at once."`
 	IngestFirst       int           `default:"16" env:"INTAKE_INGEST_FIRST" help:"Requests waiting for their commit above which processing holds back to a share of its slots, so ingest keeps the store and the CPU under a burst; 0: never."`
 	Lease             time.Duration `default:"30s" env:"INTAKE_LEASE" help:"How long a processing attempt may run before another worker takes it over."`
-	BodyRetention     time.Duration `default:"168h" env:"INTAKE_BODY_RETENTION" help:"How long raw bodies are kept (the replay window)."`
-	Retention         time.Duration `default:"720h" env:"INTAKE_RETENTION" help:"How long messages, events and deliveries are kept."`
+	BodyRetention     time.Duration `default:"168h" env:"INTAKE_BODY_RETENTION" help:"How long raw bodies are kept (the replay window); an org's own may be shorter, not longer."`
+	Retention         time.Duration `default:"720h" env:"INTAKE_RETENTION" help:"How long messages, events and deliveries are kept; an org's own may be shorter, not longer."`
 	DeliveryTimeout   time.Duration `default:"10s" env:"INTAKE_DELIVERY_TIMEOUT" help:"How long a consumer may take to answer a delivery."`
 	Calls             int           `default:"256" env:"INTAKE_CALLS" help:"Calls to consumers made at once by this process; one org may hold at most half of them while it is alone, a third while another org holds some, and so on."`
 	ConsumerCalls     int           `default:"64" env:"INTAKE_CONSUMER_CALLS" help:"Calls to one consumer made at once by this process, unless the consumer sets its own max_in_flight."`
@@ -143,7 +144,8 @@ func (c *ServeCmd) Run() error {
 	defer engine.Close()
 	// The one control plane: the API and the console are transports over it.
 	ctl := control.New(control.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
-		Clock: clock, ConsumerPolicy: policy, Rules: engine, Logger: log})
+		Clock: clock, ConsumerPolicy: policy, Rules: engine,
+		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, Logger: log})
 	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	// The router fans events out inside the settle that creates them (the
@@ -164,7 +166,11 @@ func (c *ServeCmd) Run() error {
 	mux.Handle("/body/", admin.Handler())
 	mux.Handle("/console/", console.New(console.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, Logger: log}).Handler())
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	metricsMux := mux
+	if c.MetricsAddr != "" {
+		metricsMux = http.NewServeMux()
+	}
+	metricsMux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if draining.Load() {
@@ -192,6 +198,24 @@ func (c *ServeCmd) Run() error {
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err
+	}
+	// Metrics on an address of their own, e.g. one only the scraper
+	// reaches: the main address, open to providers, no longer serves them.
+	if c.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", c.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("metrics address: %w", err)
+		}
+		metricsSrv := &http.Server{Handler: metricsMux, ReadHeaderTimeout: c.ReadHeaderTimeout, WriteTimeout: 60 * time.Second,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		defer metricsSrv.Close()
+		go func() {
+			if err := metricsSrv.Serve(mln); err != nil && err != http.ErrServerClosed {
+				log.Error("metrics server stopped", "err", err)
+			}
+		}()
+		log.Info("metrics serving", "addr", mln.Addr().String())
 	}
 	log.Info("intake serving", "addr", ln.Addr().String(), "data", c.Data, "public_url", c.publicURL())
 

@@ -1,7 +1,10 @@
 // Package redact is the one rule for what of a stored request operators
-// are never shown: credentials (bearer tokens, cookies, API keys, verify
-// tokens). The admin API and the console both apply it. Signature headers
-// stay visible: a signature only vouches for its own body.
+// and rules are never shown: credentials (bearer tokens, cookies, API keys,
+// verify tokens), by a word list, and the headers a connection's config
+// names as its credential (provider.CredentialHeaders), passed in. The
+// admin API, the console and the rules' view of a request all apply it.
+// Signature headers stay visible: a signature only vouches for its own
+// body.
 package redact
 
 import (
@@ -11,8 +14,14 @@ import (
 )
 
 // Credential reports whether a header or query parameter name carries a
-// credential rather than data about the request.
-func Credential(name string) bool {
+// credential rather than data about the request: by the word list, or
+// because it is one of credentials (compared without case).
+func Credential(name string, credentials ...string) bool {
+	for _, c := range credentials {
+		if strings.EqualFold(name, c) {
+			return true
+		}
+	}
 	n := strings.ToLower(name)
 	switch n {
 	case "cookie", "set-cookie", "key":
@@ -26,11 +35,12 @@ func Credential(name string) bool {
 	return false
 }
 
-// Headers returns the headers without credentials.
-func Headers(h http.Header) http.Header {
+// Headers returns the headers without credentials, the word list's and
+// the named ones.
+func Headers(h http.Header, credentials ...string) http.Header {
 	out := http.Header{}
 	for k, v := range h {
-		if !Credential(k) {
+		if !Credential(k, credentials...) {
 			out[k] = v
 		}
 	}

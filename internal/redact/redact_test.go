@@ -15,3 +15,13 @@ func TestCredentialsAreHiddenAndEverythingElseKept(t *testing.T) {
 		t.Fatalf("query %q", got)
 	}
 }
+
+func TestAHeaderNamedAsACredentialIsHiddenWhateverItsName(t *testing.T) {
+	h := http.Header{"X-Okta-Shared": {"s3cret"}, "X-Request-Id": {"r1"}}
+	if got := Headers(h, "x-okta-shared"); len(got) != 1 || got.Get("X-Request-Id") != "r1" {
+		t.Fatalf("headers %v: want the named credential hidden, the rest kept", got)
+	}
+	if !Credential("X-OKTA-SHARED", "X-Okta-Shared") || Credential("X-Okta-Shared") {
+		t.Fatal("a named credential is matched without case, and only when named")
+	}
+}

@@ -1,0 +1,33 @@
+package provider
+
+import "github.com/intakehq/intake"
+
+// CredentialHeaderer is an adapter whose config may name a header that
+// carries the connection's credential (Okta's auth_header). Wherever a
+// message's headers are shown or handed to rules, that header is hidden as
+// Authorization is; the fixed word list of internal/redact cannot know a
+// name the operator chose.
+type CredentialHeaderer interface {
+	// CredentialHeaders are the header names cfg makes credentials; none
+	// when the adapter's defaults are already on the word list.
+	CredentialHeaders(cfg Config) []string
+}
+
+// CredentialHeaders returns the header names a connection's config makes
+// credentials: none for a provider that names none, or a config that does
+// not parse (control refuses such a config when it is written).
+func CredentialHeaders(cn intake.Connection) []string {
+	a, ok := Lookup(cn.Provider)
+	if !ok {
+		return nil
+	}
+	ch, ok := a.(CredentialHeaderer)
+	if !ok {
+		return nil
+	}
+	cfg, err := ParseConfig(cn.Config)
+	if err != nil {
+		return nil
+	}
+	return ch.CredentialHeaders(cfg)
+}
