@@ -67,7 +67,7 @@ func BenchmarkTransformFreshVM(b *testing.B) {
 	e := newEngine(b, Config{})
 	args := `[` + stripeInvoice + `,{"channel":"#billing"}]`
 	for b.Loop() {
-		vm, err := e.newVM(KindTransform, tenLines)
+		vm, err := newVMRunner(e.cfg).newVM(KindTransform, tenLines)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func BenchmarkTransformFreshVM(b *testing.B) {
 func BenchmarkNewVM(b *testing.B) {
 	e := newEngine(b, Config{})
 	for b.Loop() {
-		vm, err := e.newVM(KindTransform, tenLines)
+		vm, err := newVMRunner(e.cfg).newVM(KindTransform, tenLines)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -154,7 +155,7 @@ func TestScriptStateNeverCrossesScopes(t *testing.T) {
 }
 
 func TestConcurrentCallsEachGetTheirOwnVM(t *testing.T) {
-	e := newEngine(t, Config{MaxVMs: 4})
+	e := newEngine(t, Config{Hosts: 2, HostVMs: 2})
 	const goroutines, calls, scripts = 16, 40, 6
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
@@ -175,7 +176,7 @@ func TestConcurrentCallsEachGetTheirOwnVM(t *testing.T) {
 					return
 				}
 				if n := e.VMs(); n > 4 {
-					errs <- fmt.Errorf("%d VMs alive, over the cap of 4", n)
+					errs <- fmt.Errorf("%d VMs alive, over the cap of 2 hosts × 2", n)
 					return
 				}
 			}
@@ -189,7 +190,7 @@ func TestConcurrentCallsEachGetTheirOwnVM(t *testing.T) {
 }
 
 func TestOtherScriptsRunWhileOneSpins(t *testing.T) {
-	e := newEngine(t, Config{ScriptTimeout: time.Hour, MaxVMs: 4})
+	e := newEngine(t, Config{ScriptTimeout: time.Hour, Hosts: 4})
 	spinCtx, stopSpinning := context.WithCancel(context.Background())
 	defer stopSpinning()
 	spun := make(chan error, 1)
@@ -197,7 +198,8 @@ func TestOtherScriptsRunWhileOneSpins(t *testing.T) {
 		_, err := e.Transform(spinCtx, script(counter), json.RawMessage(`{"spin": true}`), nil)
 		spun <- err
 	}()
-	waitFor(t, func() bool { return e.VMs() == 1 && e.vms.idleCount() == 0 })
+	waitFor(t, func() bool { return busyHosts(e) == 1 && len(hostPIDs(e)) == 1 })
+	spinner := hostPIDs(e)[0]
 
 	other := script(`function transform(event) { return {body: event.n * 2}; }`)
 	var wg sync.WaitGroup
@@ -234,13 +236,13 @@ func TestOtherScriptsRunWhileOneSpins(t *testing.T) {
 	if err := <-spun; err != context.Canceled {
 		t.Fatalf("spinning script after its context ended: %v, want context.Canceled", err)
 	}
-	if e.vms.idleCount() != e.VMs() {
-		t.Errorf("the interrupted VM went back to the pool: %d alive, %d idle", e.VMs(), e.vms.idleCount())
+	if busyHosts(e) != 0 || reaped(spinner) != nil {
+		t.Errorf("the spinning script's host lives on: %d busy, %v", busyHosts(e), reaped(spinner))
 	}
 }
 
 func TestAThousandScriptsStayWithinTheVMCap(t *testing.T) {
-	e := newEngine(t, Config{MaxVMs: 8})
+	e := newEngine(t, Config{Hosts: 1, HostVMs: 8})
 	for i := range 1000 {
 		src := fmt.Sprintf(`var big = new Array(1000).fill(%d); function transform(event) { return {body: big[0]}; }`, i)
 		out, err := e.Transform(context.Background(), Script{Scope: fmt.Sprintf("org-%d", i%7), Source: src}, json.RawMessage(`{}`), nil)
@@ -264,14 +266,14 @@ func TestAThousandScriptsStayWithinTheVMCap(t *testing.T) {
 }
 
 func TestCallerWaitsForAVMWhenAllAreBusyAndGivesUpWithItsContext(t *testing.T) {
-	e := newEngine(t, Config{ScriptTimeout: time.Hour, MaxVMs: 1})
+	e := newEngine(t, Config{ScriptTimeout: time.Hour, Hosts: 1})
 	spinCtx, stopSpinning := context.WithCancel(context.Background())
 	spun := make(chan error, 1)
 	go func() {
 		_, err := e.Transform(spinCtx, script(counter), json.RawMessage(`{"spin": true}`), nil)
 		spun <- err
 	}()
-	waitFor(t, func() bool { return e.VMs() == 1 && e.vms.idleCount() == 0 })
+	waitFor(t, func() bool { return busyHosts(e) == 1 })
 
 	waitCtx, giveUp := context.WithCancel(context.Background())
 	waited := make(chan error, 1)
@@ -338,4 +340,31 @@ func TestCancelledCallerStopsTheScriptEvenBeforeItStarts(t *testing.T) {
 	if _, err := e.Transform(ctx, script(counter), json.RawMessage(`{"spin": true}`), nil); err != context.Canceled {
 		t.Fatalf("cancelled call: %v, want context.Canceled", err)
 	}
+}
+
+// busyHosts counts the script hosts running a call or starting.
+func busyHosts(e *Engine) int {
+	e.hosts.mu.Lock()
+	defer e.hosts.mu.Unlock()
+	return e.hosts.live - len(e.hosts.idle)
+}
+
+// hostPIDs lists the process ids of the script hosts alive.
+func hostPIDs(e *Engine) []int {
+	e.hosts.mu.Lock()
+	defer e.hosts.mu.Unlock()
+	var pids []int
+	for h := range e.hosts.all {
+		pids = append(pids, h.pid)
+	}
+	return pids
+}
+
+// reaped is nil when process pid no longer exists: not running, and not a
+// zombie waiting to be reaped either.
+func reaped(pid int) error {
+	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+		return fmt.Errorf("process %d still exists (kill 0: %v)", pid, err)
+	}
+	return nil
 }
