@@ -219,6 +219,12 @@ func (e *Engine) Test(ctx context.Context, kind Kind, source string, in TestInpu
 	return res, nil
 }
 
+// maxInput bounds the bytes a script is given: JSON arguments take some
+// eight times their size in the VM (the argument string, the request body
+// it holds, the body parsed), so an input above an eighth of the VM's
+// memory could not be held anyway.
+func (e *Engine) maxInput() int { return e.cfg.ScriptMemory / 8 }
+
 // call runs the script's entry function on the JSON array args in a host
 // and returns the result JSON; reuse is false for a dry run, whose VM is
 // closed after the call.
