@@ -63,18 +63,27 @@ type hostRequest struct {
 }
 
 // Bounds of the address space a host may map, above what it mapped as it
-// started (the Go runtime's reservations, the executable): room for the Go
-// heap to grow by one arena with the frames it reads and writes, and for
-// each VM it keeps, twice its memory limit (the allocator rounds QuickJS's
-// allocations up). The smallest values the hostile scripts of
-// sandbox_test.go ran under reliably, with a margin; see docs/performance.md.
+// started (the executable, the Go runtime's reservations: some 1.5 GiB):
+// each VM it keeps full, its input held three times at most (the frame,
+// its string, the engine's copy into the VM; the input is at most half a
+// VM's memory, see Engine.interpret), and a reserve for the Go runtime,
+// whose heap grows by 64 MiB arenas. With every VM full and the largest
+// inputs (as TestAHostWithEveryVMFullStillTakesTheLargestInput, at 16 and
+// 128 MiB per VM), a reserve of 96 MiB failed one run of two and 128 MiB
+// none of five; 192 MiB keeps one arena of margin.
 const (
-	hostGoReserve = 160 << 20
-	hostVMFactor  = 2
+	hostGoReserve   = 192 << 20
+	hostInputCopies = 2 // in VMs' memory: three copies of half of one
 	// hostGoMemory is the Go heap a host aims to stay under: it holds one
 	// call's frames and their strings.
 	hostGoMemory = 64 << 20
 )
+
+// hostAddressSpace is what a host may map above what it mapped as it
+// started.
+func hostAddressSpace(cfg Config) int64 {
+	return hostGoReserve + int64(cfg.HostVMs+hostInputCopies)*int64(cfg.ScriptMemory)
+}
 
 // serveHost answers calls read from in on out, one at a time, until in
 // closes (the engine closed the host, or died: then so does the host).
@@ -86,7 +95,7 @@ func serveHost(conf string, in io.Reader, out io.Writer) int {
 	}
 	cfg := Config{ScriptTimeout: hc.ScriptTimeout, ScriptMemory: hc.ScriptMemory, MaxOutput: hc.MaxOutput, HostVMs: hc.HostVMs}.withDefaults()
 	debug.SetMemoryLimit(hostGoMemory)
-	if err := limitAddressSpace(hostGoReserve + int64(cfg.HostVMs)*int64(cfg.ScriptMemory)*hostVMFactor); err != nil {
+	if err := limitAddressSpace(hostAddressSpace(cfg)); err != nil {
 		fmt.Fprintln(os.Stderr, "rules: script host:", err)
 		return 2
 	}

@@ -445,10 +445,11 @@ func (h *host) failed(ctx context.Context, cfg Config, req *hostRequest, err err
 		se = timeoutError(cfg, req.kind)
 	default:
 		// It died on its own: the address-space limit, most likely.
-		if last := h.stderr.String(); strings.Contains(last, "out of memory") {
+		last := h.stderr.String()
+		if strings.Contains(last, "out of memory") || strings.Contains(last, "OOM") || strings.Contains(last, "errno=12") {
 			se = memoryError(cfg, req.kind)
 		} else {
-			se = &ScriptError{Kind: req.kind, Reason: ReasonInternal, Message: fmt.Sprintf("the script host failed (%v, %v)", err, status)}
+			se = &ScriptError{Kind: req.kind, Reason: ReasonInternal, Message: fmt.Sprintf("the script host failed (%v, %v): %s", err, status, lastLine(last))}
 		}
 	}
 	if req.op == opCheck {
@@ -497,4 +498,16 @@ func (h *host) close() error {
 		}
 	})
 	return h.status
+}
+
+// lastLine is the last line of what a host wrote to stderr, cut to a size:
+// the Go runtime's fatal error, when it died of one.
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 200 {
+		s = strings.ToValidUTF8(s[:200], "") + "…"
+	}
+	return s
 }

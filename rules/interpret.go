@@ -80,6 +80,10 @@ func (e *Engine) interpret(ctx context.Context, s Script, r Request, reuse bool)
 	if err != nil {
 		return nil, fmt.Errorf("rules: interpret request: %w", err)
 	}
+	if len(args) > e.cfg.ScriptMemory/2 {
+		// Escaping grew it (a control character takes six bytes).
+		return nil, &ScriptError{Kind: KindInterpret, Reason: ReasonInput, Message: "body too large"}
+	}
 	raw, err := e.call(ctx, KindInterpret, s, string(args), reuse)
 	if err != nil {
 		return nil, err

@@ -530,7 +530,7 @@ func TestScriptHostsLimitTheirAddressSpace(t *testing.T) {
 			mapped = kb << 10
 		}
 	}
-	extra := int64(hostGoReserve + 3*(8<<20)*hostVMFactor)
+	extra := hostAddressSpace(e.cfg)
 	if limit < extra || limit > mapped+extra {
 		t.Fatalf("the host may map %d bytes, has %d mapped: want at most what it mapped as it started plus %d", limit, mapped, extra)
 	}
@@ -689,5 +689,27 @@ func TestOneOrgsQueuedSlowScriptsDoNotWaitInFrontOfAnothersCall(t *testing.T) {
 	}
 	if got := served(); strings.Join(got[:3], " ") != "org-b org-b org-a" {
 		t.Fatalf("hosts went to %v, want org A's call served before org B's queued ones", got)
+	}
+}
+
+func TestAHostWithEveryVMFullStillTakesTheLargestInput(t *testing.T) {
+	const memory = 16 << 20
+	e := newEngine(t, Config{ScriptMemory: memory, HostVMs: 4})
+	for i := range 4 {
+		src := fmt.Sprintf(`var keep = [];
+			try { for (;;) keep.push(new Array(10000).fill(%d)); } catch (e) { keep.length -= 3; }
+			function transform() { return {body: keep.length}; }`, i)
+		if _, err := e.Transform(context.Background(), script(src), json.RawMessage(`{}`), nil); err != nil {
+			t.Fatalf("VM %d: %v", i, err)
+		}
+	}
+	// The largest bodies let in: escaped six times over, or as they are.
+	echo := script(`function interpret(r) { return [{type: "x", data: r.body.length}]; }`)
+	for _, body := range []string{strings.Repeat("\x01", memory/12-200), strings.Repeat("x", memory/8-200)} {
+		_, err := e.Interpret(context.Background(), echo, Request{Method: "POST", Body: body})
+		var se *ScriptError
+		if err != nil && (!errors.As(err, &se) || se.Reason == ReasonInternal) {
+			t.Fatalf("a body of %d bytes in a host with every VM full: %v", len(body), err)
+		}
 	}
 }
