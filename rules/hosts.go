@@ -389,10 +389,26 @@ const (
 )
 
 // guard runs f, which talks to h, killing h if f outlasts limit or ctx.
+// Once guard returns, no kill of this guard's comes: h may go on to serve
+// another call.
 func (h *host) guard(ctx context.Context, limit time.Duration, f func() ([][]byte, error)) ([][]byte, error) {
-	timer := time.AfterFunc(limit, func() { h.kill(killTimeout) })
-	stop := context.AfterFunc(ctx, func() { h.kill(killCaller) })
+	var (
+		mu       sync.Mutex
+		finished bool
+	)
+	kill := func(why int32) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !finished {
+			h.kill(why)
+		}
+	}
+	timer := time.AfterFunc(limit, func() { kill(killTimeout) })
+	stop := context.AfterFunc(ctx, func() { kill(killCaller) })
 	fields, err := f()
+	mu.Lock()
+	finished = true
+	mu.Unlock()
 	timer.Stop()
 	stop()
 	return fields, err

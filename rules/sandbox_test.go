@@ -504,6 +504,9 @@ func TestADryRunWhoseCallerLeftKillsItsHost(t *testing.T) {
 }
 
 func TestScriptHostsLimitTheirAddressSpace(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a host built with the race detector runs without an address-space limit")
+	}
 	e := newEngine(t, Config{ScriptMemory: 8 << 20, HostVMs: 3})
 	pid := warmHost(t, e)
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
@@ -537,20 +540,20 @@ func TestScriptHostsLimitTheirAddressSpace(t *testing.T) {
 }
 
 func TestAMemoryBombLeavesTheEngineProcessUnharmed(t *testing.T) {
-	e := newEngine(t, Config{ScriptMemory: 128 << 20, HostVMs: 1})
+	e := newEngine(t, Config{ScriptMemory: 64 << 20, ScriptTimeout: time.Minute, HostVMs: 1})
 	warmHost(t, e)
 	runtime.GC()
 	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
 		t.Skip("cannot reset the peak resident size:", err)
 	}
 	before := procStatus(t, "VmRSS")
-	err := within(t, 60*time.Second, func() error {
+	err := within(t, 5*time.Minute, func() error {
 		_, err := e.Transform(context.Background(), script(counter), json.RawMessage(`{"hoard": true}`), nil)
 		return err
 	})
 	scriptErr(t, err, ReasonMemory)
-	if grew := procStatus(t, "VmHWM") - before; grew > 32<<20 {
-		t.Errorf("the engine's process grew by %d MiB at its peak while a script filled 128 MiB", grew>>20)
+	if grew := procStatus(t, "VmHWM") - before; grew > 24<<20 {
+		t.Errorf("the engine's process grew by %d MiB at its peak while a script filled 64 MiB", grew>>20)
 	}
 	if got := count(t, e, script(counter)); got != "1" {
 		t.Fatalf("the call after the bomb counted %s", got)
