@@ -69,6 +69,10 @@ const (
 // payloads and set DataTruncated.
 const MaxEventData = 64 << 10
 
+// MaxEventsPerMessage is the most events one message makes; a message whose
+// provider or script names more is dead with ErrCodeTooManyEvents.
+const MaxEventsPerMessage = 1000
+
 // Subject names the record an event is about and the app that initiated it.
 type Subject struct {
 	App      string `json:"app"`

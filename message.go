@@ -68,6 +68,9 @@ const (
 	ErrCodeLeaseExpired = "lease_expired"
 	ErrCodeBodyExpired  = "body_expired"
 	ErrCodeScript       = "script" // the connection's interpret script failed
+	// ErrCodeTooManyEvents: the message names more than MaxEventsPerMessage
+	// events.
+	ErrCodeTooManyEvents = "too_many_events"
 )
 
 // DefaultMaxAttempts is how many processing or routing attempts run before a

@@ -25,7 +25,8 @@ type RuleTest struct {
 // A rule that does not compile is EINVALID, naming the position; one that
 // fails on the input is a result with Error set.
 func (p *Plane) TestRule(ctx context.Context, c Caller, t RuleTest) (rules.TestResult, error) {
-	in := rules.TestInput{}
+	// The dry run waits for a script host in the caller's org's queue.
+	in := rules.TestInput{Scope: c.Scope.OrgID}
 	switch {
 	case t.Source == "":
 		return rules.TestResult{}, intake.Errorf(intake.EINVALID, "source is required")

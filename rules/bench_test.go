@@ -61,13 +61,52 @@ func BenchmarkTransform(b *testing.B) {
 	}
 }
 
+// BenchmarkTransformInProcess is the call as it ran before script hosts:
+// the same arguments, VM and result checks, in this process, so the
+// difference from BenchmarkTransform is what a host costs a call.
+func BenchmarkTransformInProcess(b *testing.B) {
+	r := newVMRunner(Config{}.withDefaults())
+	defer r.close()
+	s := script(tenLines)
+	key := version(string(KindTransform), s.Scope, s.Source)
+	ev := json.RawMessage(stripeInvoice)
+	tctx := map[string]string{"channel": "#billing"}
+	for b.Loop() {
+		c, err := json.Marshal(tctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		args := append(append(append(append(append(make([]byte, 0, len(ev)+len(c)+3), '['), ev...), ','), c...), ']')
+		raw, _, err := r.call(KindTransform, key, s.Source, string(args), true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := parseOutput(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkScriptHostStart is what a call killed at its limit costs the
+// next one: a host started, until it is ready.
+func BenchmarkScriptHostStart(b *testing.B) {
+	p := newHostPool(Config{}.withDefaults())
+	for b.Loop() {
+		h, err := p.start(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		h.close()
+	}
+}
+
 // BenchmarkTransformFreshVM is what a fresh VM per call would cost: load
 // the script, call it once, close the VM.
 func BenchmarkTransformFreshVM(b *testing.B) {
 	e := newEngine(b, Config{})
 	args := `[` + stripeInvoice + `,{"channel":"#billing"}]`
 	for b.Loop() {
-		vm, err := e.newVM(KindTransform, tenLines)
+		vm, err := newVMRunner(e.cfg).newVM(KindTransform, tenLines)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -81,11 +120,34 @@ func BenchmarkTransformFreshVM(b *testing.B) {
 func BenchmarkNewVM(b *testing.B) {
 	e := newEngine(b, Config{})
 	for b.Loop() {
-		vm, err := e.newVM(KindTransform, tenLines)
+		vm, err := newVMRunner(e.cfg).newVM(KindTransform, tenLines)
 		if err != nil {
 			b.Fatal(err)
 		}
 		vm.close()
+	}
+}
+
+// BenchmarkInterpretInProcess is BenchmarkInterpret as it ran before
+// script hosts, in this process.
+func BenchmarkInterpretInProcess(b *testing.B) {
+	r := newVMRunner(Config{}.withDefaults())
+	defer r.close()
+	s := script(acmeInterpret)
+	key := version(string(KindInterpret), s.Scope, s.Source)
+	req := acmeRequest(`{"changes": [{"id": "c1", "what": "deal.won", "at": "2026-11-30T10:00:00Z", "object": {"id": "d-9"}}]}`)
+	for b.Loop() {
+		args, err := json.Marshal([]Request{req})
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw, _, err := r.call(KindInterpret, key, s.Source, string(args), true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := parseEvents(raw); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -102,9 +164,8 @@ func BenchmarkInterpret(b *testing.B) {
 
 // BenchmarkThousandScripts calls 1 000 distinct scripts round robin under
 // the default cap, so nearly every call replaces the least recently used
-// VM, and reports the VMs alive and the process's resident memory: its peak
-// and its growth over the start (QuickJS allocates outside the Go heap, so
-// the heap alone would not show it).
+// VM, and reports the VMs alive and the resident memory of this process
+// and its script hosts: its peak and its growth over the start.
 func BenchmarkThousandScripts(b *testing.B) {
 	e := newEngine(b, Config{})
 	scripts := make([]Script, 1000)
@@ -115,7 +176,7 @@ func BenchmarkThousandScripts(b *testing.B) {
 	ctx := context.Background()
 	ev := json.RawMessage(`{}`)
 	runtime.GC()
-	base := rss(b)
+	base := rss(b, e)
 	peakVMs, peakRSS := 0, 0
 	i := 0
 	for b.Loop() {
@@ -125,27 +186,40 @@ func BenchmarkThousandScripts(b *testing.B) {
 		i++
 		if i%100 == 0 {
 			peakVMs = max(peakVMs, e.VMs())
-			peakRSS = max(peakRSS, rss(b))
+			peakRSS = max(peakRSS, rss(b, e))
 		}
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(max(peakVMs, e.VMs())), "peak-vms")
-	b.ReportMetric(float64(max(peakRSS, rss(b)))/(1<<20), "peak-rss-MiB")
-	b.ReportMetric(float64(max(peakRSS, rss(b))-base)/(1<<20), "rss-growth-MiB")
+	b.ReportMetric(float64(max(peakRSS, rss(b, e)))/(1<<20), "peak-rss-MiB")
+	b.ReportMetric(float64(max(peakRSS, rss(b, e))-base)/(1<<20), "rss-growth-MiB")
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "go-heap-MiB")
 }
 
-// rss reads the resident set size of this process, in bytes.
-func rss(b *testing.B) int {
-	raw, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		b.Skip("no /proc/self/statm:", err)
+// rss reads the resident set size of this process and e's script hosts,
+// in bytes.
+func rss(b *testing.B, e *Engine) int {
+	n := 0
+	for _, p := range append([]string{"self"}, hostProcs(e)...) {
+		raw, err := os.ReadFile("/proc/" + p + "/statm")
+		if err != nil {
+			b.Skip("no /proc/"+p+"/statm:", err)
+		}
+		fields := strings.Fields(string(raw))
+		pages, err := strconv.Atoi(fields[1])
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += pages * os.Getpagesize()
 	}
-	fields := strings.Fields(string(raw))
-	pages, err := strconv.Atoi(fields[1])
-	if err != nil {
-		b.Fatal(err)
+	return n
+}
+
+func hostProcs(e *Engine) []string {
+	var ps []string
+	for _, pid := range hostPIDs(e) {
+		ps = append(ps, strconv.Itoa(pid))
 	}
-	return pages * os.Getpagesize()
+	return ps
 }

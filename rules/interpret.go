@@ -68,6 +68,11 @@ func (e *Engine) Interpret(ctx context.Context, s Script, r Request) ([]Event, e
 }
 
 func (e *Engine) interpret(ctx context.Context, s Script, r Request, reuse bool) ([]Event, error) {
+	if requestSize(r) > e.maxInput() {
+		// Refused before it is marshalled: a request several times the VM's
+		// memory would cost the server that much in JSON first.
+		return nil, &ScriptError{Kind: KindInterpret, Reason: ReasonInput, Message: "body too large"}
+	}
 	if r.Query == nil {
 		r.Query = map[string]string{}
 	}
@@ -78,11 +83,26 @@ func (e *Engine) interpret(ctx context.Context, s Script, r Request, reuse bool)
 	if err != nil {
 		return nil, fmt.Errorf("rules: interpret request: %w", err)
 	}
+	if len(args) > e.cfg.ScriptMemory/2 {
+		// Escaping grew it (a control character takes six bytes).
+		return nil, &ScriptError{Kind: KindInterpret, Reason: ReasonInput, Message: "body too large"}
+	}
 	raw, err := e.call(ctx, KindInterpret, s, string(args), reuse)
 	if err != nil {
 		return nil, err
 	}
 	return parseEvents(raw)
+}
+
+// requestSize is the bytes of r a script is given.
+func requestSize(r Request) int {
+	n := len(r.Method) + len(r.Body)
+	for _, m := range []map[string]string{r.Query, r.Headers} {
+		for k, v := range m {
+			n += len(k) + len(v)
+		}
+	}
+	return n
 }
 
 func parseEvents(raw []byte) ([]Event, error) {
@@ -91,6 +111,10 @@ func parseEvents(raw []byte) ([]Event, error) {
 	}
 	if len(raw) == 0 || raw[0] != '[' {
 		return nil, bad("interpret must return an array of events, got %s", preview(raw))
+	}
+	if elements(raw, intake.MaxEventsPerMessage) > intake.MaxEventsPerMessage {
+		return nil, &ScriptError{Kind: KindInterpret, Reason: ReasonTooManyEvents,
+			Message: fmt.Sprintf("the script returned more than %d events", intake.MaxEventsPerMessage)}
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
@@ -105,6 +129,43 @@ func parseEvents(raw []byte) ([]Event, error) {
 		events = append(events, ev)
 	}
 	return events, nil
+}
+
+// elements counts the elements of the JSON array raw, stopping past most,
+// without decoding them. Malformed JSON is left for the decoder to refuse.
+func elements(raw []byte, most int) int {
+	if rest := bytes.TrimLeft(raw[1:], " \t\n\r"); len(rest) == 0 || rest[0] == ']' {
+		return 0
+	}
+	n, depth, inString, escaped := 1, 0, false, false
+	for _, b := range raw {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		case ',':
+			if depth == 1 {
+				if n++; n > most {
+					return n
+				}
+			}
+		}
+	}
+	return n
 }
 
 func parseEvent(item json.RawMessage) (Event, error) {

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"runtime"
 	"time"
 
 	"github.com/intakehq/intake"
@@ -32,7 +33,7 @@ const (
 	DefaultScriptTimeout = 50 * time.Millisecond
 	DefaultScriptMemory  = 16 << 20
 	DefaultMaxOutput     = 1 << 20
-	DefaultMaxVMs        = 64
+	DefaultHostVMs       = 16
 	DefaultMaxPrograms   = 1024
 	DefaultCostLimit     = 1_000_000
 	DefaultMaxSource     = 64 << 10
@@ -43,9 +44,13 @@ type Config struct {
 	ScriptTimeout time.Duration // per JS call, and per CEL evaluation
 	ScriptMemory  int           // bytes per JS VM
 	MaxOutput     int           // bytes a JS call may return; more is refused, never truncated
-	// MaxVMs caps the JS VMs alive at once across every script, idle or busy,
-	// so memory stays under MaxVMs × ScriptMemory however many scripts exist.
-	MaxVMs      int
+	// Hosts caps the script host processes (each runs one JS call at a
+	// time); zero is DefaultHosts().
+	Hosts int
+	// HostVMs caps the VMs a host keeps loaded, idle or busy, so script
+	// memory stays under Hosts × HostVMs × ScriptMemory however many
+	// scripts exist.
+	HostVMs     int
 	MaxPrograms int    // compiled CEL programs kept, least recently used dropped first
 	CostLimit   uint64 // CEL runtime cost per evaluation
 	MaxSource   int    // bytes of a rule's source
@@ -61,8 +66,11 @@ func (c Config) withDefaults() Config {
 	if c.MaxOutput <= 0 {
 		c.MaxOutput = DefaultMaxOutput
 	}
-	if c.MaxVMs <= 0 {
-		c.MaxVMs = DefaultMaxVMs
+	if c.Hosts <= 0 {
+		c.Hosts = DefaultHosts()
+	}
+	if c.HostVMs <= 0 {
+		c.HostVMs = DefaultHostVMs
 	}
 	if c.MaxPrograms <= 0 {
 		c.MaxPrograms = DefaultMaxPrograms
@@ -76,13 +84,19 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// DefaultHosts is the script hosts of a server: two per CPU, at least four,
+// so a host killed mid-call or one slow script leaves others running.
+func DefaultHosts() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
+
 // Engine compiles, caches and runs rules; one per server, safe for
-// concurrent use.
+// concurrent use. CEL runs in this process, bounded by its cost limit; JS
+// runs in script hosts, child processes killed when a call outlives its
+// limit (hosts.go).
 type Engine struct {
 	cfg   Config
 	clock intake.Clock
 	cel   *celRunner
-	vms   *pool
+	hosts *hostPool
 }
 
 // New returns an engine bounded by cfg, timing dry runs with clock.
@@ -95,19 +109,25 @@ func New(cfg Config, clock intake.Clock) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg, clock: clock, cel: c, vms: newPool(cfg.MaxVMs)}, nil
+	return &Engine{cfg: cfg, clock: clock, cel: c, hosts: newHostPool(cfg)}, nil
 }
 
-// Close frees every idle VM; VMs in use are freed when their call returns.
-func (e *Engine) Close() { e.vms.close() }
+// Close stops every idle script host; hosts in use are stopped when their
+// call returns.
+func (e *Engine) Close() { e.hosts.close() }
 
-// VMs reports how many JS VMs are alive (idle or busy), never more than
-// Config.MaxVMs.
-func (e *Engine) VMs() int { return e.vms.size() }
+// VMs reports how many JS VMs are loaded in the script hosts, never more
+// than Config.Hosts × Config.HostVMs.
+func (e *Engine) VMs() int { return e.hosts.vms() }
 
 // Check compiles a rule as it would be saved: nil, or an EINVALID error
 // whose message names the position of the fault.
 func (e *Engine) Check(ctx context.Context, kind Kind, source string) error {
+	return e.check(ctx, "", kind, source)
+}
+
+// check compiles a rule; a script is loaded in a host of scope's share.
+func (e *Engine) check(ctx context.Context, scope string, kind Kind, source string) error {
 	if len(source) > e.cfg.MaxSource {
 		return intake.Errorf(intake.EINVALID, "%s: source is %d bytes, at most %d", kind, len(source), e.cfg.MaxSource)
 	}
@@ -116,7 +136,8 @@ func (e *Engine) Check(ctx context.Context, kind Kind, source string) error {
 		_, err := e.cel.program(kind, source)
 		return err
 	case KindTransform, KindInterpret:
-		return e.checkScript(ctx, kind, source)
+		_, err := e.hosts.run(ctx, scope, &hostRequest{op: opCheck, kind: kind, key: version("check"), source: source})
+		return err
 	}
 	return intake.Errorf(intake.EINVALID, "rule kind %q: want filter, key, transform or interpret", kind)
 }
@@ -126,6 +147,9 @@ func (e *Engine) Check(ctx context.Context, kind Kind, source string) error {
 // for interpret.
 type TestInput struct {
 	Input
+	// Scope is whose dry run this is, an organisation's id: its script
+	// waits for a host in that organisation's queue.
+	Scope     string
 	EventJSON json.RawMessage // the envelope as JSON
 	Context   any             // the transform's context argument
 	Request   Request
@@ -145,7 +169,7 @@ type TestResult struct {
 // EINVALID error; a rule that compiles but fails on in is a TestResult
 // with Error set.
 func (e *Engine) Test(ctx context.Context, kind Kind, source string, in TestInput) (TestResult, error) {
-	if err := e.Check(ctx, kind, source); err != nil {
+	if err := e.check(ctx, in.Scope, kind, source); err != nil {
 		return TestResult{}, err
 	}
 	if len(in.EventJSON) == 0 && in.Event != nil {
@@ -176,13 +200,13 @@ func (e *Engine) Test(ctx context.Context, kind Kind, source string, in TestInpu
 		res.Result = key
 	case KindTransform:
 		var out *Output
-		out, err = e.transform(ctx, Script{Source: source}, in.EventJSON, in.Context, false)
+		out, err = e.transform(ctx, Script{Scope: in.Scope, Source: source}, in.EventJSON, in.Context, false)
 		if out != nil {
 			res.Result, res.Output = out, string(out.Body)
 		}
 	case KindInterpret:
 		var evs []Event
-		evs, err = e.interpret(ctx, Script{Source: source}, in.Request, false)
+		evs, err = e.interpret(ctx, Script{Scope: in.Scope, Source: source}, in.Request, false)
 		res.Result = evs
 	}
 	res.Duration = e.clock.Now().Sub(start)
@@ -193,6 +217,20 @@ func (e *Engine) Test(ctx context.Context, kind Kind, source string, in TestInpu
 		res.Error = err.Error()
 	}
 	return res, nil
+}
+
+// maxInput bounds the bytes a script is given: JSON arguments take some
+// eight times their size in the VM (the argument string, the request body
+// it holds, the body parsed), so an input above an eighth of the VM's
+// memory could not be held anyway.
+func (e *Engine) maxInput() int { return e.cfg.ScriptMemory / 8 }
+
+// call runs the script's entry function on the JSON array args in a host
+// and returns the result JSON; reuse is false for a dry run, whose VM is
+// closed after the call.
+func (e *Engine) call(ctx context.Context, kind Kind, s Script, args string, reuse bool) ([]byte, error) {
+	return e.hosts.run(ctx, s.Scope, &hostRequest{op: opCall, kind: kind, key: version(string(kind), s.Scope, s.Source),
+		source: s.Source, args: args, reuse: reuse})
 }
 
 // version names one rule's source for the caches: the same source under

@@ -5,10 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/intakehq/intake"
 )
 
 // counter counts its calls in a global, and spins or allocates without end
@@ -154,7 +160,7 @@ func TestScriptStateNeverCrossesScopes(t *testing.T) {
 }
 
 func TestConcurrentCallsEachGetTheirOwnVM(t *testing.T) {
-	e := newEngine(t, Config{MaxVMs: 4})
+	e := newEngine(t, Config{Hosts: 2, HostVMs: 2})
 	const goroutines, calls, scripts = 16, 40, 6
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
@@ -175,7 +181,7 @@ func TestConcurrentCallsEachGetTheirOwnVM(t *testing.T) {
 					return
 				}
 				if n := e.VMs(); n > 4 {
-					errs <- fmt.Errorf("%d VMs alive, over the cap of 4", n)
+					errs <- fmt.Errorf("%d VMs alive, over the cap of 2 hosts × 2", n)
 					return
 				}
 			}
@@ -189,7 +195,7 @@ func TestConcurrentCallsEachGetTheirOwnVM(t *testing.T) {
 }
 
 func TestOtherScriptsRunWhileOneSpins(t *testing.T) {
-	e := newEngine(t, Config{ScriptTimeout: time.Hour, MaxVMs: 4})
+	e := newEngine(t, Config{ScriptTimeout: time.Hour, Hosts: 4})
 	spinCtx, stopSpinning := context.WithCancel(context.Background())
 	defer stopSpinning()
 	spun := make(chan error, 1)
@@ -197,7 +203,8 @@ func TestOtherScriptsRunWhileOneSpins(t *testing.T) {
 		_, err := e.Transform(spinCtx, script(counter), json.RawMessage(`{"spin": true}`), nil)
 		spun <- err
 	}()
-	waitFor(t, func() bool { return e.VMs() == 1 && e.vms.idleCount() == 0 })
+	waitFor(t, func() bool { return busyHosts(e) == 1 && len(hostPIDs(e)) == 1 })
+	spinner := hostPIDs(e)[0]
 
 	other := script(`function transform(event) { return {body: event.n * 2}; }`)
 	var wg sync.WaitGroup
@@ -234,13 +241,13 @@ func TestOtherScriptsRunWhileOneSpins(t *testing.T) {
 	if err := <-spun; err != context.Canceled {
 		t.Fatalf("spinning script after its context ended: %v, want context.Canceled", err)
 	}
-	if e.vms.idleCount() != e.VMs() {
-		t.Errorf("the interrupted VM went back to the pool: %d alive, %d idle", e.VMs(), e.vms.idleCount())
+	if busyHosts(e) != 0 || reaped(spinner) != nil {
+		t.Errorf("the spinning script's host lives on: %d busy, %v", busyHosts(e), reaped(spinner))
 	}
 }
 
 func TestAThousandScriptsStayWithinTheVMCap(t *testing.T) {
-	e := newEngine(t, Config{MaxVMs: 8})
+	e := newEngine(t, Config{Hosts: 1, HostVMs: 8})
 	for i := range 1000 {
 		src := fmt.Sprintf(`var big = new Array(1000).fill(%d); function transform(event) { return {body: big[0]}; }`, i)
 		out, err := e.Transform(context.Background(), Script{Scope: fmt.Sprintf("org-%d", i%7), Source: src}, json.RawMessage(`{}`), nil)
@@ -264,14 +271,14 @@ func TestAThousandScriptsStayWithinTheVMCap(t *testing.T) {
 }
 
 func TestCallerWaitsForAVMWhenAllAreBusyAndGivesUpWithItsContext(t *testing.T) {
-	e := newEngine(t, Config{ScriptTimeout: time.Hour, MaxVMs: 1})
+	e := newEngine(t, Config{ScriptTimeout: time.Hour, Hosts: 1})
 	spinCtx, stopSpinning := context.WithCancel(context.Background())
 	spun := make(chan error, 1)
 	go func() {
 		_, err := e.Transform(spinCtx, script(counter), json.RawMessage(`{"spin": true}`), nil)
 		spun <- err
 	}()
-	waitFor(t, func() bool { return e.VMs() == 1 && e.vms.idleCount() == 0 })
+	waitFor(t, func() bool { return busyHosts(e) == 1 })
 
 	waitCtx, giveUp := context.WithCancel(context.Background())
 	waited := make(chan error, 1)
@@ -337,5 +344,375 @@ func TestCancelledCallerStopsTheScriptEvenBeforeItStarts(t *testing.T) {
 	cancel()
 	if _, err := e.Transform(ctx, script(counter), json.RawMessage(`{"spin": true}`), nil); err != context.Canceled {
 		t.Fatalf("cancelled call: %v, want context.Canceled", err)
+	}
+}
+
+// busyHosts counts the script hosts running a call or starting.
+func busyHosts(e *Engine) int {
+	e.hosts.mu.Lock()
+	defer e.hosts.mu.Unlock()
+	return e.hosts.live - len(e.hosts.idle)
+}
+
+// hostPIDs lists the process ids of the script hosts alive.
+func hostPIDs(e *Engine) []int {
+	e.hosts.mu.Lock()
+	defer e.hosts.mu.Unlock()
+	var pids []int
+	for h := range e.hosts.all {
+		pids = append(pids, h.pid)
+	}
+	return pids
+}
+
+// reaped is nil when process pid no longer exists: not running, and not a
+// zombie waiting to be reaped either.
+func reaped(pid int) error {
+	if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+		return fmt.Errorf("process %d still exists (kill 0: %v)", pid, err)
+	}
+	return nil
+}
+
+// nativeLoop spends seconds inside one builtin, where QuickJS never looks
+// at its interrupt flag: only killing its process stops it.
+const nativeLoop = `var a = []; a.length = 1e8; a.lastIndexOf(1);`
+
+// within runs f and fails the test if f has not returned after d, so that
+// a limit that no longer holds fails fast rather than hanging the package.
+func within[T any](t *testing.T, d time.Duration, f func() T) T {
+	t.Helper()
+	done := make(chan T, 1)
+	go func() { done <- f() }()
+	select {
+	case v := <-done:
+		return v
+	case <-time.After(d):
+		t.Fatalf("still running after %v", d)
+		panic("unreachable")
+	}
+}
+
+// warmHost starts e's one script host with a call and returns its pid.
+func warmHost(t *testing.T, e *Engine) int {
+	t.Helper()
+	if _, err := e.Transform(context.Background(), script(`function transform() { return null; }`), json.RawMessage(`{}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	pids := hostPIDs(e)
+	if len(pids) != 1 {
+		t.Fatalf("%d hosts after one call, want 1", len(pids))
+	}
+	return pids[0]
+}
+
+func TestANativeBuiltinIsStoppedAtTheTimeLimitAndItsHostKilled(t *testing.T) {
+	const limit = 100 * time.Millisecond
+	e := newEngine(t, Config{ScriptTimeout: limit})
+	pid := warmHost(t, e)
+	start := time.Now()
+	err := within(t, 30*time.Second, func() error {
+		_, err := e.Transform(context.Background(), script("function transform(e, c) { "+nativeLoop+" return null; }"), json.RawMessage(`{}`), nil)
+		return err
+	})
+	took := time.Since(start)
+	if se := scriptErr(t, err, ReasonTimeout); se.Error() != "transform_error: the script ran over its time limit of 100ms" {
+		t.Errorf("error %q", se)
+	}
+	if took > 10*limit {
+		t.Errorf("the call took %v, over ten times its limit of %v", took, limit)
+	}
+	if err := reaped(pid); err != nil {
+		t.Errorf("the host that ran it: %v", err)
+	}
+	if got := count(t, e, script(counter)); got != "1" {
+		t.Fatalf("the call after the kill counted %s", got)
+	}
+}
+
+func TestANativeBuiltinAtAScriptsTopLevelIsStoppedAsItLoads(t *testing.T) {
+	const limit = 100 * time.Millisecond
+	e := newEngine(t, Config{ScriptTimeout: limit})
+	src := nativeLoop + " function transform(e, c) { return null; }"
+
+	pid := warmHost(t, e)
+	start := time.Now()
+	err := within(t, 30*time.Second, func() error { return e.Check(context.Background(), KindTransform, src) })
+	if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(err.Error(), "transform fails while loading: the script ran over its time limit of 100ms") {
+		t.Errorf("check: %v, want EINVALID naming the time limit", err)
+	}
+	if took := time.Since(start); took > 10*limit {
+		t.Errorf("the check took %v, over ten times the limit of %v", took, limit)
+	}
+	if err := reaped(pid); err != nil {
+		t.Errorf("the host that checked it: %v", err)
+	}
+
+	// A script saved before it turned hostile fails its call the same way.
+	pid = warmHost(t, e)
+	start = time.Now()
+	err = within(t, 30*time.Second, func() error {
+		_, err := e.Transform(context.Background(), script(src), json.RawMessage(`{}`), nil)
+		return err
+	})
+	scriptErr(t, err, ReasonTimeout)
+	if took := time.Since(start); took > 10*limit {
+		t.Errorf("the call took %v, over ten times the limit of %v", took, limit)
+	}
+	if err := reaped(pid); err != nil {
+		t.Errorf("the host that called it: %v", err)
+	}
+}
+
+func TestADryRunWhoseCallerLeftKillsItsHost(t *testing.T) {
+	e := newEngine(t, Config{ScriptTimeout: time.Hour})
+	pid := warmHost(t, e)
+	calling := make(chan struct{})
+	grants := 0
+	e.hosts.granted = func(scope string) {
+		// The dry run's second grant is its call, after its check.
+		if scope == "org-dry" {
+			if grants++; grants == 2 {
+				close(calling)
+			}
+		}
+	}
+	ctx, leave := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Test(ctx, KindTransform, "function transform(e, c) { "+nativeLoop+" return null; }",
+			TestInput{Scope: "org-dry", EventJSON: json.RawMessage(`{}`)})
+		done <- err
+	}()
+	select {
+	case <-calling:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the dry run's call never got a host")
+	}
+	leave()
+	select {
+	case err := <-done:
+		if err != context.Canceled {
+			t.Fatalf("dry run whose caller left: %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the dry run went on for 5s after its caller left")
+	}
+	if err := reaped(pid); err != nil {
+		t.Errorf("the host of the dry run: %v", err)
+	}
+}
+
+func TestScriptHostsLimitTheirAddressSpace(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a host built with the race detector runs without an address-space limit")
+	}
+	e := newEngine(t, Config{ScriptMemory: 8 << 20, HostVMs: 3})
+	pid := warmHost(t, e)
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		t.Skip("no /proc:", err)
+	}
+	var limit int64
+	for line := range strings.Lines(string(raw)) {
+		if rest, ok := strings.CutPrefix(line, "Max address space"); ok {
+			limit, err = strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			if err != nil {
+				t.Fatalf("address space limit %q: %v", rest, err)
+			}
+		}
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mapped int64
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmSize:"); ok {
+			kb, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			mapped = kb << 10
+		}
+	}
+	extra := hostAddressSpace(e.cfg)
+	if limit < extra || limit > mapped+extra {
+		t.Fatalf("the host may map %d bytes, has %d mapped: want at most what it mapped as it started plus %d", limit, mapped, extra)
+	}
+}
+
+func TestAMemoryBombLeavesTheEngineProcessUnharmed(t *testing.T) {
+	e := newEngine(t, Config{ScriptMemory: 64 << 20, ScriptTimeout: time.Minute, HostVMs: 1})
+	warmHost(t, e)
+	runtime.GC()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		t.Skip("cannot reset the peak resident size:", err)
+	}
+	before := procStatus(t, "VmRSS")
+	err := within(t, 5*time.Minute, func() error {
+		_, err := e.Transform(context.Background(), script(counter), json.RawMessage(`{"hoard": true}`), nil)
+		return err
+	})
+	scriptErr(t, err, ReasonMemory)
+	if grew := procStatus(t, "VmHWM") - before; grew > 24<<20 {
+		t.Errorf("the engine's process grew by %d MiB at its peak while a script filled 64 MiB", grew>>20)
+	}
+	if got := count(t, e, script(counter)); got != "1" {
+		t.Fatalf("the call after the bomb counted %s", got)
+	}
+}
+
+// procStatus reads a size in bytes from /proc/self/status.
+func procStatus(t *testing.T, field string) int64 {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc:", err)
+	}
+	for line := range strings.Lines(string(raw)) {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no %s in /proc/self/status", field)
+	return 0
+}
+
+func TestAnInterpretBodyLargerThanTheScriptCouldHoldIsRefusedBeforeItIsBuilt(t *testing.T) {
+	e := newEngine(t, Config{ScriptMemory: 4 << 20})
+	src := `function interpret(request) { return [{type: "seen", data: request.body.length}]; }`
+	body := make([]byte, 24<<20)
+	for i := range body {
+		body[i] = 'x'
+	}
+	req := Request{Method: "POST", Body: string(body)}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	allocated := ms.TotalAlloc
+	_, err := e.Interpret(context.Background(), script(src), req)
+	runtime.ReadMemStats(&ms)
+	if se := scriptErr(t, err, ReasonInput); se.Error() != "interpret_error: body too large" {
+		t.Errorf("error %q", se)
+	}
+	if n := ms.TotalAlloc - allocated; n > 1<<20 {
+		t.Errorf("%d MiB allocated to refuse a 24 MiB body", n>>20)
+	}
+	if n := len(hostPIDs(e)); n != 0 {
+		t.Errorf("%d script hosts started for a refused body", n)
+	}
+
+	// A body the script can hold is given to it.
+	req.Body = req.Body[:256<<10]
+	evs, err := e.Interpret(context.Background(), script(src), req)
+	if err != nil || len(evs) != 1 || string(evs[0].Data) != "262144" {
+		t.Fatalf("a 256 KiB body: %v, %v", evs, err)
+	}
+}
+
+func TestAnInterpretScriptNamingMoreEventsThanAMessageMakesIsRefused(t *testing.T) {
+	e := newEngine(t, Config{})
+	// Commas and brackets inside the events are not counted as events.
+	src := `function interpret(request) {
+		var n = request.json.n, out = [];
+		for (var i = 0; i < n; i++) out.push(n < 2000 ? {type: "a,b]", data: [i, {"x,": "[,{"}]} : {type: "x"});
+		return out;
+	}`
+	for _, tc := range []struct {
+		n    int
+		fail bool
+	}{{1000, false}, {1001, true}, {50000, true}, {0, false}} {
+		evs, err := e.Interpret(context.Background(), script(src), Request{Method: "POST", Body: fmt.Sprintf(`{"n": %d}`, tc.n)})
+		if !tc.fail {
+			if err != nil || len(evs) != tc.n {
+				t.Fatalf("%d events: %d back, %v", tc.n, len(evs), err)
+			}
+			continue
+		}
+		se := scriptErr(t, err, ReasonTooManyEvents)
+		if se.Message != "the script returned more than 1000 events" {
+			t.Errorf("%d events: %q", tc.n, se)
+		}
+	}
+}
+
+func TestOneOrgsQueuedSlowScriptsDoNotWaitInFrontOfAnothersCall(t *testing.T) {
+	e := newEngine(t, Config{ScriptTimeout: time.Hour, Hosts: 2})
+	var order []string // under e.hosts.mu
+	e.hosts.granted = func(scope string) { order = append(order, scope) }
+	served := func() []string {
+		e.hosts.mu.Lock()
+		defer e.hosts.mu.Unlock()
+		return append([]string(nil), order...)
+	}
+	waiting := func() int {
+		e.hosts.mu.Lock()
+		defer e.hosts.mu.Unlock()
+		return e.hosts.waiting
+	}
+	slow := Script{Scope: "org-b", Source: `function transform() { for (;;) {} }`}
+	var cancels []context.CancelFunc
+	results := make(chan error, 6)
+	call := func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancels = append(cancels, cancel)
+		go func() {
+			_, err := e.Transform(ctx, slow, json.RawMessage(`{}`), nil)
+			results <- err
+		}()
+	}
+	defer func() {
+		for _, cancel := range cancels {
+			cancel()
+		}
+	}()
+	call()
+	call()
+	waitFor(t, func() bool { return len(served()) == 2 })
+	for range 4 {
+		call()
+	}
+	waitFor(t, func() bool { return waiting() == 4 })
+	a := make(chan error, 1)
+	go func() {
+		_, err := e.Transform(context.Background(), Script{Scope: "org-a", Source: `function transform() { return null; }`}, json.RawMessage(`{}`), nil)
+		a <- err
+	}()
+	waitFor(t, func() bool { return waiting() == 5 })
+
+	cancels[0]() // one of org B's hosts is killed: the next host is org A's
+	select {
+	case err := <-a:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("org A's call was not served; hosts went to %v", served())
+	}
+	if got := served(); strings.Join(got[:3], " ") != "org-b org-b org-a" {
+		t.Fatalf("hosts went to %v, want org A's call served before org B's queued ones", got)
+	}
+}
+
+func TestAHostWithEveryVMFullStillTakesTheLargestInput(t *testing.T) {
+	const memory = 16 << 20
+	e := newEngine(t, Config{ScriptMemory: memory, HostVMs: 4})
+	for i := range 4 {
+		src := fmt.Sprintf(`var keep = [];
+			try { for (;;) keep.push(new Array(10000).fill(%d)); } catch (e) { keep.length -= 3; }
+			function transform() { return {body: keep.length}; }`, i)
+		if _, err := e.Transform(context.Background(), script(src), json.RawMessage(`{}`), nil); err != nil {
+			t.Fatalf("VM %d: %v", i, err)
+		}
+	}
+	// The largest bodies let in: escaped six times over, or as they are.
+	echo := script(`function interpret(r) { return [{type: "x", data: r.body.length}]; }`)
+	for _, body := range []string{strings.Repeat("\x01", memory/12-200), strings.Repeat("x", memory/8-200)} {
+		_, err := e.Interpret(context.Background(), echo, Request{Method: "POST", Body: body})
+		var se *ScriptError
+		if err != nil && (!errors.As(err, &se) || se.Reason == ReasonInternal) {
+			t.Fatalf("a body of %d bytes in a host with every VM full: %v", len(body), err)
+		}
 	}
 }

@@ -61,6 +61,11 @@ func (e *Engine) transform(ctx context.Context, s Script, event json.RawMessage,
 	if len(event) == 0 {
 		event = json.RawMessage("null")
 	}
+	if len(event)+len(c) > e.maxInput() {
+		// Not from the data plane, whose events and request headers are
+		// bounded far below; a dry run's event is the API's to bound.
+		return nil, &ScriptError{Kind: KindTransform, Reason: ReasonInput, Message: "input too large"}
+	}
 	args := make([]byte, 0, len(event)+len(c)+3)
 	args = append(append(append(append(append(args, '['), event...), ','), c...), ']')
 	raw, err := e.call(ctx, KindTransform, s, string(args), reuse)

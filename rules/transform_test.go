@@ -118,8 +118,8 @@ func TestTransformThatThrowsGivesTheJSMessage(t *testing.T) {
 	if want := "transform_error: Error: no tenant on stripe.invoice.paid (line 2, column"; !strings.HasPrefix(se.Error(), want) {
 		t.Fatalf("error %q, want it to start %q", se, want)
 	}
-	if e.vms.idleCount() != 1 {
-		t.Errorf("a script's own throw discarded its VM: %d idle, want 1", e.vms.idleCount())
+	if e.VMs() != 1 {
+		t.Errorf("a script's own throw discarded its VM: %d loaded, want 1", e.VMs())
 	}
 	_, err = e.Transform(context.Background(), script(`function transform(event) { return event.data.nope.deeper; }`), json.RawMessage(stripeInvoice), nil)
 	if se := scriptErr(t, err, ReasonThrow); !strings.Contains(se.Message, "TypeError") {

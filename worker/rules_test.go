@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/intakehq/intake"
@@ -100,5 +101,37 @@ func TestAFailingInterpretScriptMakesTheMessageDead(t *testing.T) {
 	e.run(t)
 	if m := e.message(t, id); m.State != intake.MessageDead || m.ErrorCode != intake.ErrCodeScript || m.ErrorMessage == "" {
 		t.Fatalf("message = %+v, want dead with error code script", m)
+	}
+}
+
+func TestABodyTooLargeForItsInterpretScriptMakesTheMessageDeadUnread(t *testing.T) {
+	e := setup(t)
+	c, ep := e.scripted(t, `function interpret(request) { return [{type: "seen", data: request.body.length}]; }`)
+	id := e.receiveAt(t, c, ep, `"`+strings.Repeat("x", 3<<20)+`"`)
+	e.run(t)
+	m := e.message(t, id)
+	if m.State != intake.MessageDead || m.ErrorCode+": "+m.ErrorMessage != "script: body too large" {
+		t.Fatalf("message = %s %s: %s, want dead with script: body too large", m.State, m.ErrorCode, m.ErrorMessage)
+	}
+}
+
+func TestAMessageNamingMoreThanAThousandEventsIsDead(t *testing.T) {
+	e := setup(t)
+	c, ep := e.scripted(t, `function interpret(request) {
+		var out = [];
+		for (var i = 0; i < 50000; i++) out.push({type: "x"});
+		return out;
+	}`)
+	scripted := e.receiveAt(t, c, ep, `{}`)
+	adapted := e.receive(t, "new-secret", `{"id":"evt_many","type":"paid","many":1001}`)
+	e.run(t)
+	for name, id := range map[string]string{"script": scripted, "adapter": adapted} {
+		if m := e.message(t, id); m.State != intake.MessageDead || m.ErrorCode != intake.ErrCodeTooManyEvents || len(m.EventIDs) != 0 {
+			t.Errorf("%s: message = %s %s: %s, %d events; want dead with too_many_events", name, m.State, m.ErrorCode, m.ErrorMessage, len(m.EventIDs))
+		}
+	}
+	page, _ := e.store.ListEvents(context.Background(), intake.Scope{}, intake.EventFilter{})
+	if len(page.Items) != 0 {
+		t.Fatalf("%d events created", len(page.Items))
 	}
 }

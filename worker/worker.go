@@ -485,17 +485,22 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement 
 	if src := cfg.String("script", ""); src != "" {
 		// A provider described without code: its script reads the
 		// verified request.
-		if in, err = w.interpret(ctx, conn, m, req, src); err != nil {
-			return dead(st, intake.ErrCodeScript, err.Error())
-		}
+		in, err = w.interpret(ctx, conn, m, req, src)
 	} else {
 		in, err = adapter.Interpret(req, cfg)
 	}
+	var se *rules.ScriptError
 	switch {
+	case errors.As(err, &se) && se.Reason == rules.ReasonTooManyEvents:
+		return dead(st, intake.ErrCodeTooManyEvents, se.Message)
+	case errors.As(err, &se):
+		return dead(st, intake.ErrCodeScript, se.Message) // reads "script: body too large"
 	case errors.As(err, &perm):
 		return dead(st, intake.ErrCodePermanent, err.Error())
 	case err != nil:
-		return w.transient(st, m, err)
+		return w.transient(st, m, err) // the caller left, or no script host could start
+	case len(in.Events) > intake.MaxEventsPerMessage:
+		return dead(st, intake.ErrCodeTooManyEvents, fmt.Sprintf("the provider named %d events, at most %d", len(in.Events), intake.MaxEventsPerMessage))
 	}
 	st.To, st.ProviderEventID = intake.MessageProcessed, in.ProviderEventID
 	if in.Challenge {

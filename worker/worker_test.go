@@ -23,7 +23,8 @@ import (
 
 // testAdapter is a provider whose behaviour the body controls: the
 // X-Test-Secret header must equal one of the secrets; the JSON body names
-// the event id and type, and can ask for a transient or permanent failure.
+// the event id and type, and can ask for a transient or permanent failure,
+// or for Many events.
 type testAdapter struct {
 	mu        sync.Mutex
 	transient int    // fail transiently this many more times
@@ -46,7 +47,10 @@ func (a *testAdapter) Verify(r *provider.Request, secrets [][]byte, _ provider.C
 }
 
 func (a *testAdapter) Interpret(r *provider.Request, _ provider.Config) (provider.Interpretation, error) {
-	var body struct{ ID, Type, Fail string }
+	var body struct {
+		ID, Type, Fail string
+		Many           int
+	}
 	if err := json.Unmarshal(r.Body, &body); err != nil {
 		return provider.Interpretation{}, provider.Permanent("body is not JSON")
 	}
@@ -57,6 +61,13 @@ func (a *testAdapter) Interpret(r *provider.Request, _ provider.Config) (provide
 		return provider.Interpretation{}, fmt.Errorf("upstream lookup timed out")
 	}
 	typ := "worker-test." + body.Type
+	if body.Many > 0 {
+		var in provider.Interpretation
+		for i := range body.Many {
+			in.Events = append(in.Events, provider.EventSpec{ProviderEventID: fmt.Sprint(body.ID, i), Type: typ, Data: json.RawMessage(`{}`)})
+		}
+		return in, nil
+	}
 	return provider.Interpretation{ProviderEventID: body.ID, EventType: typ, Kind: intake.KindEvent,
 		Events: []provider.EventSpec{{ProviderEventID: body.ID, Type: typ, Data: r.Body}}}, nil
 }

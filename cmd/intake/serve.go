@@ -65,6 +65,7 @@ type ServeCmd struct {
 	ShutdownGrace     time.Duration `default:"30s" env:"INTAKE_SHUTDOWN_GRACE" help:"How long SIGTERM waits for in-flight requests."`
 	ScriptTimeout     time.Duration `default:"50ms" env:"INTAKE_SCRIPT_TIMEOUT" help:"How long one call of a rule (filter, transform, interpret script) may run."`
 	ScriptMemory      int           `default:"16777216" env:"INTAKE_SCRIPT_MEMORY" help:"Bytes of memory one JavaScript VM may use."`
+	ScriptHosts       int           `default:"0" env:"INTAKE_SCRIPT_HOSTS" help:"Child processes that run JavaScript rules, one call at a time each; 0: two per CPU, at least four."`
 	NotifyInterval    time.Duration `default:"5s" env:"INTAKE_NOTIFY_INTERVAL" help:"How often the notifier looks for operational notices to send."`
 	ConsumerDeny      []string      `name:"consumer-deny" env:"INTAKE_CONSUMER_DENY" placeholder:"CIDR" help:"Refuse consumer and notification URLs in these ranges, beside the metadata and link-local addresses always refused (repeatable, or comma-separated), e.g. 10.0.0.0/8."`
 	ConsumerAllow     []string      `name:"consumer-allow" env:"INTAKE_CONSUMER_ALLOW" placeholder:"CIDR" help:"Reach consumers and notification receivers only in these ranges (repeatable, or comma-separated); what is refused stays refused."`
@@ -135,9 +136,9 @@ func (c *ServeCmd) Run() error {
 	}
 	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
 		Logger: log, Quota: quota, Handoff: handoff, Pressure: pressure})
-	// One rules engine: its VM pools and compiled programs serve the worker,
-	// the router and the control plane's checks and dry runs.
-	engine, err := rules.New(rules.Config{ScriptTimeout: c.ScriptTimeout, ScriptMemory: c.ScriptMemory}, clock)
+	// One rules engine: its script hosts and compiled programs serve the
+	// worker, the router and the control plane's checks and dry runs.
+	engine, err := rules.New(rules.Config{ScriptTimeout: c.ScriptTimeout, ScriptMemory: c.ScriptMemory, Hosts: c.ScriptHosts}, clock)
 	if err != nil {
 		return err
 	}
