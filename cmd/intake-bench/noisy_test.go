@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -85,5 +86,18 @@ func TestNoisyFlagsSpawnAndCheckTheAttackNames(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"--noisy", "--pipeline"}); err == nil {
 		t.Error("--noisy with --pipeline was accepted")
+	}
+}
+
+func TestBigBodyIsJSONOfTheAskedSize(t *testing.T) {
+	for _, size := range []int{0, 8, 1 << 20} {
+		b := bigBody(size)
+		var v struct{ S string }
+		if err := json.Unmarshal(b, &v); err != nil || strings.Trim(v.S, "<") != "" {
+			t.Fatalf("size %d: not a JSON string of '<': %v", size, err)
+		}
+		if size >= 8 && len(b) != size {
+			t.Errorf("size %d: body is %d bytes", size, len(b))
+		}
 	}
 }
