@@ -495,8 +495,10 @@ func startBigBody(ctx context.Context, n *noisy) func() string {
 				return
 			}
 			posted++
-			// One at a time: the next once this one has settled.
-			for ctx.Err() == nil && n.bSettled() < posted {
+			// One at a time: the next once this one has settled. The last
+			// is waited for past the phase, so the peak RSS read after it
+			// includes its whole processing.
+			for at := time.Now(); n.bSettled() < posted && time.Since(at) < 2*time.Minute; {
 				time.Sleep(100 * time.Millisecond)
 			}
 		}
