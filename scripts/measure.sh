@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs every performance measure of docs/performance.md in one sitting, so
 # the figures compare; name parts to run only those:
-#   scripts/measure.sh [ingest] [server] [e2e] [claims] [postgres] [pipeline] [controls] [trips]
-# postgres, pipeline, controls and trips need the local PostgreSQL ($INTAKE_TEST_POSTGRES or
+#   scripts/measure.sh [ingest] [server] [e2e] [claims] [postgres] [pipeline] [controls] [trips] [noisy]
+# postgres, pipeline, controls, trips and noisy need the local PostgreSQL ($INTAKE_TEST_POSTGRES or
 # the default below): intake-bench creates a fresh database and drops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-parts="ingest server e2e claims postgres pipeline controls trips"
+parts="ingest server e2e claims postgres pipeline controls trips noisy"
 for part in "$@"; do
 	case " $parts " in
 	*" $part "*) ;;
@@ -97,6 +97,12 @@ trips() {
 	echo "== statements and round trips per webhook through the whole pipeline"
 	go test -run='^$' -bench=BenchmarkPipeline -benchtime=200x ./store/sqlite/ | grep Benchmark
 	INTAKE_TEST_POSTGRES=$pg go test -run='^$' -bench=BenchmarkPipeline -benchtime=200x ./store/postgres/ | grep Benchmark
+}
+
+noisy() {
+	echo "== noisy neighbours: org A alone, then while org B runs each attack (SQLite, then PostgreSQL)"
+	"$bin/intake-bench" --noisy --intake-bin "$bin/intake" 2>/dev/null
+	"$bin/intake-bench" --noisy --intake-bin "$bin/intake" --db "$pg" 2>/dev/null
 }
 
 for part in $parts; do

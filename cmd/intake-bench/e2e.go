@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,13 +113,18 @@ func (t *tracker) wait(quiet time.Duration) {
 }
 
 // result is the end-to-end latency of every delivered webhook.
-func (t *tracker) result() *E2E {
+func (t *tracker) result() *E2E { return t.resultOf("") }
+
+// resultOf is the end-to-end latency of the webhooks whose ids start with
+// prefix: one run's, when a tracker serves several.
+func (t *tracker) resultOf(prefix string) *E2E {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var e E2E
 	var ds []time.Duration
-	for _, tr := range t.byID {
+	for id, tr := range t.byID {
 		switch {
+		case !strings.HasPrefix(id, prefix):
 		case tr.deliveries > 0:
 			e.Delivered++
 			e.Duplicates += tr.deliveries - 1

@@ -6,7 +6,9 @@
 // runs the same load against a bare net/http handler, so one run shows intake
 // next to the machine's own HTTP ceiling. With --pipeline it measures the
 // whole pipeline, from the first request to the last delivery, on bare
-// HTTP, SQLite and PostgreSQL in one run. See docs/performance.md.
+// HTTP, SQLite and PostgreSQL in one run. With --noisy it measures one
+// org's deliveries while another org attacks the server. See
+// docs/performance.md.
 package main
 
 import (
@@ -46,6 +48,12 @@ type options struct {
 	pausedConsumer bool
 	consumerRate   float64
 	processes      int
+	// The noisy-neighbour benchmark.
+	noisy          bool
+	attacks        []string
+	notifyInterval time.Duration
+	noisyBodyBytes int
+	noisyBodies    int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -70,8 +78,24 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.pausedConsumer, "paused-consumer", false, "with --e2e: also register a second consumer of the same events, paused, so its routes are held while the measured one is served")
 	fs.Float64Var(&o.consumerRate, "consumer-rate", 0, "with --e2e: give the measured consumer this rate_per_sec and report the rate it is delivered at")
 	fs.IntVar(&o.processes, "processes", 1, "with --spawn and --db: start this many servers on the one database and send the load round-robin across them")
+	fs.BoolVar(&o.noisy, "noisy", false, "the noisy-neighbour benchmark: org A's webhook-to-delivery latency alone, then while org B runs each attack, each on a server it spawns (--rate default 20, --duration per phase)")
+	fs.Func("attacks", "with --noisy: a comma-separated subset of "+attackNames()+" (default all)", func(v string) error {
+		for name := range strings.SplitSeq(v, ",") {
+			if !strings.Contains(","+attackNames()+",", ","+name+",") {
+				return fmt.Errorf("unknown attack %q: want some of %s", name, attackNames())
+			}
+			o.attacks = append(o.attacks, name)
+		}
+		return nil
+	})
+	fs.DurationVar(&o.notifyInterval, "notify-interval", time.Second, "with --noisy: the spawned servers' --notify-interval")
+	fs.IntVar(&o.noisyBodyBytes, "noisy-body-bytes", 24<<20, "with --noisy: the size of each body of the big-body attack")
+	fs.IntVar(&o.noisyBodies, "noisy-bodies", 3, "with --noisy: how many bodies the big-body attack posts, one at a time")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.noisy && o.url == "" {
+		o.spawn = true // it starts a server per attack
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -94,6 +118,10 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("--processes must be at least 1")
 	case o.processes > 1 && (!o.spawn || o.db == "" || o.pipeline):
 		return o, errors.New("--processes needs --spawn and --db, without --pipeline: the servers share one PostgreSQL database")
+	case o.noisy && (o.url != "" || o.pipeline || o.e2e || o.baseline || o.processes > 1):
+		return o, errors.New("--noisy spawns its own servers: not with --url, --pipeline, --e2e, --baseline or --processes")
+	case o.noisyBodyBytes < 1 || o.noisyBodyBytes > 63<<20 || o.noisyBodies < 1 || o.notifyInterval <= 0:
+		return o, errors.New("--noisy-body-bytes must be between 1 and 63 MiB; --noisy-bodies and --notify-interval positive")
 	}
 	return o, nil
 }
@@ -109,6 +137,21 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.noisy {
+		r, err := noisyBench(ctx, o, os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "intake-bench:", err)
+			os.Exit(1)
+		}
+		if o.json {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			enc.Encode(r)
+			return
+		}
+		r.writeText(os.Stdout)
+		return
+	}
 	r, err := bench(ctx, o, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "intake-bench:", err)

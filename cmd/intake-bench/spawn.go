@@ -127,6 +127,14 @@ func (s *server) stop() {
 	os.RemoveAll(s.data)
 }
 
+// kill ends the server at once, without draining (held calls and running
+// scripts end with it), and removes its data directory.
+func (s *server) kill() {
+	s.cmd.Process.Kill()
+	<-s.done
+	os.RemoveAll(s.data)
+}
+
 // stopAll stops every server at once: each may take its drain time.
 func stopAll(srvs []*server) {
 	var wg sync.WaitGroup
