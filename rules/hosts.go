@@ -25,7 +25,9 @@ import (
 // and a goroutine running it cannot be stopped. Calls waiting for a host
 // queue per scope (an org), and a freed host goes to the scope with the
 // fewest calls running, then to the one served least recently: one org's
-// queue of slow scripts never waits in front of another org's call.
+// queue of slow scripts never waits in front of another org's call. A
+// scope holds at most its share of the hosts (see shareOf), so another
+// org's call finds a host while one org's scripts run to their limits.
 type hostPool struct {
 	cfg   Config
 	env   []string      // a host's whole environment: its marker and config, none of the server's secrets
@@ -117,7 +119,7 @@ func (p *hostPool) acquire(ctx context.Context, scope string, key [sha256.Size]b
 		sh = &share{}
 		p.shares[scope] = sh
 	}
-	if p.waiting == 0 && (len(p.idle) > 0 || p.live < p.max()) {
+	if p.waiting == 0 && (len(p.idle) > 0 || p.live < p.max()) && sh.running < p.shareOf(scope) {
 		h := p.takeIdle(key)
 		if h == nil {
 			p.live++
@@ -130,6 +132,7 @@ func (p *hostPool) acquire(ctx context.Context, scope string, key [sha256.Size]b
 	p.arrived++
 	sh.queue = append(sh.queue, waiter{wait, p.arrived})
 	p.waiting++
+	p.give() // the calls waiting may be over their shares, this one not
 	p.mu.Unlock()
 	select {
 	case g := <-wait:
@@ -175,6 +178,19 @@ func (p *hostPool) ready(ctx context.Context, scope string, h *host) (*host, err
 
 func (p *hostPool) max() int { return p.cfg.Hosts }
 
+// shareOf is the most hosts scope may hold: three quarters of them shared
+// among the scopes running calls, so that a quarter is always left for a
+// scope running none. p.mu is held.
+func (p *hostPool) shareOf(scope string) int {
+	others := 0
+	for s, sh := range p.shares {
+		if s != scope && sh.running > 0 {
+			others++
+		}
+	}
+	return max(1, (p.max()-p.max()/4)/(others+1))
+}
+
 // takeIdle takes the idle host that has key loaded, or else the one used
 // last; nil when none is idle. p.mu is held.
 func (p *hostPool) takeIdle(key [sha256.Size]byte) *host {
@@ -204,7 +220,8 @@ func (p *hostPool) grant(scope string, sh *share) {
 
 // next hands h (nil: room for a new host) to the waiting call of the
 // scope with the fewest calls running, then the least recently served,
-// then the one waiting longest; false when nobody waits. p.mu is held.
+// then the one waiting longest, among the scopes below their share; false
+// when no such call waits. p.mu is held.
 func (p *hostPool) next(h *host) bool {
 	if p.waiting == 0 {
 		return false
@@ -214,9 +231,12 @@ func (p *hostPool) next(h *host) bool {
 		best  *share
 	)
 	for s, sh := range p.shares {
-		if len(sh.queue) > 0 && (best == nil || before(sh, best)) {
+		if len(sh.queue) > 0 && sh.running < p.shareOf(s) && (best == nil || before(sh, best)) {
 			scope, best = s, sh
 		}
+	}
+	if best == nil {
+		return false
 	}
 	w := best.queue[0]
 	best.queue = best.queue[1:]
@@ -238,22 +258,26 @@ func before(a, b *share) bool {
 }
 
 // release returns h after a call of scope: to a waiting call, or idle; a
-// host that was killed or died is reaped, and its room given on.
+// host that was killed or died is reaped, and its room given on. A call
+// ending may bring other scopes' waiting calls within their shares: they
+// get the idle hosts and the room too.
 func (p *hostPool) release(scope string, h *host) {
 	p.mu.Lock()
 	p.done(scope)
-	if h.alive() && !p.closed {
+	alive := h.alive() && !p.closed
+	if alive {
 		if !p.next(h) {
 			p.idle = append(p.idle, h)
 		}
-		p.mu.Unlock()
-		return
+	} else {
+		delete(p.all, h)
+		p.live--
 	}
-	delete(p.all, h)
-	p.live--
 	p.give()
 	p.mu.Unlock()
-	h.close()
+	if !alive {
+		h.close()
+	}
 }
 
 // drop gives up the room of a host that failed to start.
@@ -265,11 +289,22 @@ func (p *hostPool) drop(scope string) {
 	p.mu.Unlock()
 }
 
-// give offers room for a new host to a waiting call. p.mu is held.
+// give offers the idle hosts, then room for new ones, to the waiting
+// calls within their shares. p.mu is held.
 func (p *hostPool) give() {
-	if p.live < p.max() && !p.closed && p.waiting > 0 {
+	for p.waiting > 0 && len(p.idle) > 0 && !p.closed {
+		h := p.idle[len(p.idle)-1]
+		if !p.next(h) {
+			return
+		}
+		p.idle = p.idle[:len(p.idle)-1]
+	}
+	for p.live < p.max() && !p.closed && p.waiting > 0 {
 		p.live++
-		p.next(nil)
+		if !p.next(nil) {
+			p.live--
+			return
+		}
 	}
 }
 

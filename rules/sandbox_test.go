@@ -716,3 +716,46 @@ func TestAHostWithEveryVMFullStillTakesTheLargestInput(t *testing.T) {
 		}
 	}
 }
+
+// TestAnOrgRunningScriptsToTheirLimitsLeavesAHostForAnother: org B's
+// endless scripts take three of four hosts and its further calls wait;
+// org A's call is served at once by the fourth, while all of B's still run.
+func TestAnOrgRunningScriptsToTheirLimitsLeavesAHostForAnother(t *testing.T) {
+	e := newEngine(t, Config{ScriptTimeout: time.Hour, Hosts: 4})
+	running := func(scope string) int {
+		e.hosts.mu.Lock()
+		defer e.hosts.mu.Unlock()
+		if sh := e.hosts.shares[scope]; sh != nil {
+			return sh.running
+		}
+		return 0
+	}
+	waiting := func() int {
+		e.hosts.mu.Lock()
+		defer e.hosts.mu.Unlock()
+		return e.hosts.waiting
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	slow := Script{Scope: "org-b", Source: `function transform() { for (;;) {} }`}
+	for range 6 {
+		go e.Transform(ctx, slow, json.RawMessage(`{}`), nil)
+	}
+	waitFor(t, func() bool { return running("org-b") == 3 && waiting() == 3 })
+	a := make(chan error, 1)
+	go func() {
+		_, err := e.Transform(context.Background(), Script{Scope: "org-a", Source: `function transform() { return null; }`}, json.RawMessage(`{}`), nil)
+		a <- err
+	}()
+	select {
+	case err := <-a:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second): // a hang guard: B's calls never end by themselves
+		t.Fatal("org A's call was not served while org B held three hosts")
+	}
+	if n := running("org-b"); n != 3 {
+		t.Fatalf("org B ran %d calls while A's was served, want its share of 3", n)
+	}
+}
