@@ -54,10 +54,12 @@ type share struct {
 	queue   []waiter
 }
 
-// waiter is a call waiting for a host; seq orders arrivals across scopes.
+// waiter is a call of version key waiting for a host; seq orders arrivals
+// across scopes.
 type waiter struct {
 	ch  chan grant
 	seq uint64
+	key [sha256.Size]byte
 }
 
 // grant gives a waiting call a host, or when h is nil room to start one,
@@ -119,18 +121,16 @@ func (p *hostPool) acquire(ctx context.Context, scope string, key [sha256.Size]b
 		sh = &share{}
 		p.shares[scope] = sh
 	}
-	if p.waiting == 0 && (len(p.idle) > 0 || p.live < p.max()) && sh.running < p.shareOf(scope) {
-		h := p.takeIdle(key)
-		if h == nil {
-			p.live++
+	if p.waiting == 0 && sh.running < p.shareOf(scope) {
+		if h, ok := p.pick(key); ok {
+			p.grant(scope, sh)
+			p.mu.Unlock()
+			return p.ready(ctx, scope, h)
 		}
-		p.grant(scope, sh)
-		p.mu.Unlock()
-		return p.ready(ctx, scope, h)
 	}
 	wait := make(chan grant, 1)
 	p.arrived++
-	sh.queue = append(sh.queue, waiter{wait, p.arrived})
+	sh.queue = append(sh.queue, waiter{wait, p.arrived, key})
 	p.waiting++
 	p.give() // the calls waiting may be over their shares, this one not
 	p.mu.Unlock()
@@ -191,21 +191,30 @@ func (p *hostPool) shareOf(scope string) int {
 	return max(1, (p.max()-p.max()/4)/(others+1))
 }
 
-// takeIdle takes the idle host that has key loaded, or else the one used
-// last; nil when none is idle. p.mu is held.
-func (p *hostPool) takeIdle(key [sha256.Size]byte) *host {
-	if len(p.idle) == 0 {
-		return nil
-	}
-	i := len(p.idle) - 1
+// pick chooses what serves a call of version key: an idle host that has
+// key loaded, else room for a new host, else the idle host used last; ok
+// is false when there is none. A host warm with another script is taken
+// last, so a call that will run to its limit does not take the host
+// another org's next call would find its script in. p.mu is held.
+func (p *hostPool) pick(key [sha256.Size]byte) (h *host, ok bool) {
+	i := -1
 	for j, h := range p.idle {
 		if _, ok := h.keys[key]; ok {
 			i = j
 		}
 	}
-	h := p.idle[i]
+	switch {
+	case i < 0 && p.live < p.max():
+		p.live++
+		return nil, true
+	case i < 0 && len(p.idle) > 0:
+		i = len(p.idle) - 1
+	case i < 0:
+		return nil, false
+	}
+	h = p.idle[i]
 	p.idle = append(p.idle[:i], p.idle[i+1:]...)
-	return h
+	return h, true
 }
 
 // grant counts a call of sh given a host. p.mu is held.
@@ -218,12 +227,12 @@ func (p *hostPool) grant(scope string, sh *share) {
 	}
 }
 
-// next hands h (nil: room for a new host) to the waiting call of the
-// scope with the fewest calls running, then the least recently served,
-// then the one waiting longest, among the scopes below their share; false
-// when no such call waits. p.mu is held.
-func (p *hostPool) next(h *host) bool {
-	if p.waiting == 0 {
+// next gives a host (or room for one) to the waiting call of the scope
+// with the fewest calls running, then the least recently served, then the
+// one waiting longest, among the scopes below their share; false when no
+// such call waits or nothing is free. p.mu is held.
+func (p *hostPool) next() bool {
+	if p.waiting == 0 || p.closed {
 		return false
 	}
 	var (
@@ -239,6 +248,10 @@ func (p *hostPool) next(h *host) bool {
 		return false
 	}
 	w := best.queue[0]
+	h, ok := p.pick(w.key)
+	if !ok {
+		return false
+	}
 	best.queue = best.queue[1:]
 	p.waiting--
 	p.grant(scope, best)
@@ -266,9 +279,7 @@ func (p *hostPool) release(scope string, h *host) {
 	p.done(scope)
 	alive := h.alive() && !p.closed
 	if alive {
-		if !p.next(h) {
-			p.idle = append(p.idle, h)
-		}
+		p.idle = append(p.idle, h)
 	} else {
 		delete(p.all, h)
 		p.live--
@@ -289,22 +300,10 @@ func (p *hostPool) drop(scope string) {
 	p.mu.Unlock()
 }
 
-// give offers the idle hosts, then room for new ones, to the waiting
+// give offers the idle hosts and the room for new ones to the waiting
 // calls within their shares. p.mu is held.
 func (p *hostPool) give() {
-	for p.waiting > 0 && len(p.idle) > 0 && !p.closed {
-		h := p.idle[len(p.idle)-1]
-		if !p.next(h) {
-			return
-		}
-		p.idle = p.idle[:len(p.idle)-1]
-	}
-	for p.live < p.max() && !p.closed && p.waiting > 0 {
-		p.live++
-		if !p.next(nil) {
-			p.live--
-			return
-		}
+	for p.next() {
 	}
 }
 

@@ -393,7 +393,8 @@ func within[T any](t *testing.T, d time.Duration, f func() T) T {
 	}
 }
 
-// warmHost starts e's one script host with a call and returns its pid.
+// warmHost starts e's one script host with a call and returns its pid; an
+// engine of one host runs its next call there.
 func warmHost(t *testing.T, e *Engine) int {
 	t.Helper()
 	if _, err := e.Transform(context.Background(), script(`function transform() { return null; }`), json.RawMessage(`{}`), nil); err != nil {
@@ -408,7 +409,7 @@ func warmHost(t *testing.T, e *Engine) int {
 
 func TestANativeBuiltinIsStoppedAtTheTimeLimitAndItsHostKilled(t *testing.T) {
 	const limit = 100 * time.Millisecond
-	e := newEngine(t, Config{ScriptTimeout: limit})
+	e := newEngine(t, Config{ScriptTimeout: limit, Hosts: 1})
 	pid := warmHost(t, e)
 	start := time.Now()
 	err := within(t, 30*time.Second, func() error {
@@ -432,7 +433,7 @@ func TestANativeBuiltinIsStoppedAtTheTimeLimitAndItsHostKilled(t *testing.T) {
 
 func TestANativeBuiltinAtAScriptsTopLevelIsStoppedAsItLoads(t *testing.T) {
 	const limit = 100 * time.Millisecond
-	e := newEngine(t, Config{ScriptTimeout: limit})
+	e := newEngine(t, Config{ScriptTimeout: limit, Hosts: 1})
 	src := nativeLoop + " function transform(e, c) { return null; }"
 
 	pid := warmHost(t, e)
@@ -465,7 +466,7 @@ func TestANativeBuiltinAtAScriptsTopLevelIsStoppedAsItLoads(t *testing.T) {
 }
 
 func TestADryRunWhoseCallerLeftKillsItsHost(t *testing.T) {
-	e := newEngine(t, Config{ScriptTimeout: time.Hour})
+	e := newEngine(t, Config{ScriptTimeout: time.Hour, Hosts: 1})
 	pid := warmHost(t, e)
 	calling := make(chan struct{})
 	grants := 0
@@ -757,5 +758,31 @@ func TestAnOrgRunningScriptsToTheirLimitsLeavesAHostForAnother(t *testing.T) {
 	}
 	if n := running("org-b"); n != 3 {
 		t.Fatalf("org B ran %d calls while A's was served, want its share of 3", n)
+	}
+}
+
+// TestScriptHostsRunAtALowerPriority: every thread of a host runs at
+// hostNice, so scripts running to their limits take CPU from one another
+// and not from the server.
+func TestScriptHostsRunAtALowerPriority(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("hosts are lowered on Linux only")
+	}
+	e := newEngine(t, Config{})
+	pid := warmHost(t, e)
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Fields after the command's closing parenthesis: nice is the 17th.
+		fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+		if nice := fields[16]; nice != strconv.Itoa(hostNice) {
+			t.Fatalf("thread %s of the host runs at nice %s, want %d", task.Name(), nice, hostNice)
+		}
 	}
 }
