@@ -359,7 +359,7 @@ func (pl *planner) connection(ctx context.Context, org string, spec ConnectionSp
 	ch := Change{Kind: "connection", Org: org, Name: spec.Name}
 	cref := &idRef{}
 	if old == nil {
-		if err := pl.p.checkConnectionRules(ctx, spec.Provider, config, spec.Filter); err != nil {
+		if err := pl.p.checkConnectionRules(ctx, oref.id, spec.Provider, config, spec.Filter); err != nil {
 			return inside(where, err)
 		}
 		ch.Action = ActionCreate
@@ -389,7 +389,7 @@ func (pl *planner) connection(ctx context.Context, org string, spec ConnectionSp
 		ch.Fields = append(ch.Fields, "filter")
 		u.Filter = &spec.Filter
 	}
-	if err := pl.p.checkConnectionRules(ctx, spec.Provider, config, changed(old.Filter, spec.Filter)); err != nil {
+	if err := pl.p.checkConnectionRules(ctx, oref.id, spec.Provider, config, changed(old.Filter, spec.Filter)); err != nil {
 		return inside(where, err)
 	}
 	replace := len(spec.Secrets) > 0 && !pl.sameSecrets(*old, spec.Secrets)
@@ -537,12 +537,12 @@ func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, 
 		return inside(where, err)
 	}
 	if ctl.Ordering != "" && ctl.Ordering != intake.OrderingSubject && (old == nil || old.Controls.Ordering != ctl.Ordering) {
-		if err := pl.p.rules.Check(ctx, rules.KindKey, ctl.Ordering); err != nil {
+		if err := pl.p.rules.Check(ctx, oref.id, rules.KindKey, ctl.Ordering); err != nil {
 			return inside(where, orderingError(err))
 		}
 	}
 	if old == nil {
-		if err := pl.p.checkRules(ctx, spec.Filter, spec.Transform); err != nil {
+		if err := pl.p.checkRules(ctx, oref.id, spec.Filter, spec.Transform); err != nil {
 			return inside(where, err)
 		}
 		if err := pl.p.checkURL(ctx, spec.URL); err != nil {
@@ -569,7 +569,7 @@ func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, 
 		return nil
 	}
 	ch.ID = old.ID
-	if err := pl.p.checkRules(ctx, changed(old.Filter, spec.Filter), changed(old.Transform, spec.Transform)); err != nil {
+	if err := pl.p.checkRules(ctx, oref.id, changed(old.Filter, spec.Filter), changed(old.Transform, spec.Transform)); err != nil {
 		return inside(where, err)
 	}
 	u := ConsumerUpdate{}

@@ -38,14 +38,14 @@ func (p *Plane) CreateConnection(ctx context.Context, c Caller, n NewConnection)
 	if err != nil {
 		return intake.Connection{}, err
 	}
-	if err := p.checkConnectionRules(ctx, n.Provider, config, n.Filter); err != nil {
+	orgID, err := orgFor(c, n.OrgID)
+	if err != nil {
+		return intake.Connection{}, err
+	}
+	if err := p.checkConnectionRules(ctx, orgID, n.Provider, config, n.Filter); err != nil {
 		return intake.Connection{}, err
 	}
 	if err := provider.CheckSecrets(n.Provider, n.Secrets); err != nil {
-		return intake.Connection{}, err
-	}
-	orgID, err := orgFor(c, n.OrgID)
-	if err != nil {
 		return intake.Connection{}, err
 	}
 	// The id is made first because the sealed secrets are bound to it.
@@ -104,7 +104,7 @@ func (p *Plane) UpdateConnection(ctx context.Context, c Caller, id string, u Con
 	if u.Filter != nil {
 		cn.Filter = *u.Filter
 	}
-	if err := p.checkConnectionRules(ctx, cn.Provider, cn.Config, changed(old.Filter, cn.Filter)); err != nil {
+	if err := p.checkConnectionRules(ctx, cn.OrgID, cn.Provider, cn.Config, changed(old.Filter, cn.Filter)); err != nil {
 		return intake.Connection{}, err
 	}
 	detail := ""
@@ -123,10 +123,11 @@ func (p *Plane) UpdateConnection(ctx context.Context, c Caller, id string, u Con
 }
 
 // checkConnectionRules compiles a connection's filter and, for the
-// providers described without code (hmac, none), its interpret script.
-func (p *Plane) checkConnectionRules(ctx context.Context, prov string, config json.RawMessage, filter string) error {
+// providers described without code (hmac, none), its interpret script, as
+// they would run for org.
+func (p *Plane) checkConnectionRules(ctx context.Context, org, prov string, config json.RawMessage, filter string) error {
 	if filter != "" {
-		if err := p.rules.Check(ctx, rules.KindFilter, filter); err != nil {
+		if err := p.rules.Check(ctx, org, rules.KindFilter, filter); err != nil {
 			return err
 		}
 	}
@@ -137,7 +138,7 @@ func (p *Plane) checkConnectionRules(ctx context.Context, prov string, config js
 	if !DescribedByScript(prov) {
 		return intake.Errorf(intake.EINVALID, "config.script describes a provider intake does not know; it is for hmac and none connections, not %s", prov)
 	}
-	return p.rules.Check(ctx, rules.KindInterpret, src)
+	return p.rules.Check(ctx, org, rules.KindInterpret, src)
 }
 
 // DescribedByScript reports whether a provider's connections may carry an

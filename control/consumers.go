@@ -45,11 +45,11 @@ func (p *Plane) CreateConsumer(ctx context.Context, c Caller, n NewConsumer) (in
 	if err := checkEventTypes(n.EventTypes); err != nil {
 		return intake.Consumer{}, "", err
 	}
-	if err := p.checkRules(ctx, n.Filter, n.Transform); err != nil {
-		return intake.Consumer{}, "", err
-	}
 	orgID, err := orgFor(c, n.OrgID)
 	if err != nil {
+		return intake.Consumer{}, "", err
+	}
+	if err := p.checkRules(ctx, orgID, n.Filter, n.Transform); err != nil {
 		return intake.Consumer{}, "", err
 	}
 	if err := p.checkURL(ctx, n.URL); err != nil {
@@ -87,15 +87,16 @@ func (p *Plane) checkURL(ctx context.Context, u string) error {
 	return nil
 }
 
-// checkRules compiles a consumer's filter and transform as they would run.
-func (p *Plane) checkRules(ctx context.Context, filter, transform string) error {
+// checkRules compiles a consumer's filter and transform as they would run
+// for org.
+func (p *Plane) checkRules(ctx context.Context, org, filter, transform string) error {
 	if filter != "" {
-		if err := p.rules.Check(ctx, rules.KindFilter, filter); err != nil {
+		if err := p.rules.Check(ctx, org, rules.KindFilter, filter); err != nil {
 			return err
 		}
 	}
 	if transform != "" {
-		if err := p.rules.Check(ctx, rules.KindTransform, transform); err != nil {
+		if err := p.rules.Check(ctx, org, rules.KindTransform, transform); err != nil {
 			return err
 		}
 	}
@@ -198,10 +199,10 @@ func (p *Plane) UpdateConsumer(ctx context.Context, c Caller, id string, u Consu
 	if u.Transform != nil {
 		cs.Transform = *u.Transform
 	}
-	if err := p.checkRules(ctx, changed(old.Filter, cs.Filter), changed(old.Transform, cs.Transform)); err != nil {
+	if err := p.checkRules(ctx, cs.OrgID, changed(old.Filter, cs.Filter), changed(old.Transform, cs.Transform)); err != nil {
 		return intake.Consumer{}, err
 	}
-	if err := p.applyControls(ctx, &cs.Controls, u); err != nil {
+	if err := p.applyControls(ctx, cs.OrgID, &cs.Controls, u); err != nil {
 		return intake.Consumer{}, err
 	}
 	if u.URL != nil && *u.URL != cs.URL {

@@ -11,7 +11,7 @@ import (
 
 // applyControls sets the delivery controls an update gives, checked as a
 // whole: nothing is saved unless every one is valid.
-func (p *Plane) applyControls(ctx context.Context, ctl *intake.Controls, u ConsumerUpdate) error {
+func (p *Plane) applyControls(ctx context.Context, org string, ctl *intake.Controls, u ConsumerUpdate) error {
 	next := *ctl
 	if u.Paused != nil {
 		next.Paused = *u.Paused
@@ -27,7 +27,7 @@ func (p *Plane) applyControls(ctx context.Context, ctl *intake.Controls, u Consu
 	}
 	if u.Ordering != nil {
 		if *u.Ordering != "" && *u.Ordering != intake.OrderingSubject && *u.Ordering != ctl.Ordering {
-			if err := p.rules.Check(ctx, rules.KindKey, *u.Ordering); err != nil {
+			if err := p.rules.Check(ctx, org, rules.KindKey, *u.Ordering); err != nil {
 				return orderingError(err)
 			}
 		}

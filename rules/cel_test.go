@@ -71,7 +71,7 @@ func TestFilterExamplesFromTheDesign(t *testing.T) {
 		{`query["tenant"] == "acme"`, Input{Query: map[string]string{"tenant": "acme"}}, true},
 		{`event.replay_of == null`, stripe, true},
 	} {
-		if err := e.Check(context.Background(), KindFilter, tc.filter); err != nil {
+		if err := e.Check(context.Background(), "", KindFilter, tc.filter); err != nil {
 			t.Fatalf("Check(%s): %v", tc.filter, err)
 		}
 		got, err := e.Filter(context.Background(), tc.filter, tc.in)
@@ -93,7 +93,7 @@ func TestFilterThatDoesNotCompileIsInvalidAndNamesThePosition(t *testing.T) {
 		{"event.type == \"a\" &&\n  evnt.data", "line 2, column 3: undeclared reference to 'evnt'"},
 		{`event.type.startsWith(1)`, "line 1, column 22"},
 	} {
-		err := e.Check(context.Background(), KindFilter, tc.filter)
+		err := e.Check(context.Background(), "", KindFilter, tc.filter)
 		if intake.ErrorCode(err) != intake.EINVALID {
 			t.Fatalf("Check(%q) = %v, want EINVALID", tc.filter, err)
 		}
@@ -106,7 +106,7 @@ func TestFilterThatDoesNotCompileIsInvalidAndNamesThePosition(t *testing.T) {
 func TestFilterKnownNotToReturnBoolIsInvalid(t *testing.T) {
 	e := newEngine(t, Config{})
 	for _, filter := range []string{`1 + 2`, `"yes"`, `headers["x"]`, `event.data.size()`} {
-		err := e.Check(context.Background(), KindFilter, filter)
+		err := e.Check(context.Background(), "", KindFilter, filter)
 		if intake.ErrorCode(err) != intake.EINVALID {
 			t.Fatalf("Check(%q) = %v, want EINVALID", filter, err)
 		}
@@ -119,7 +119,7 @@ func TestFilterKnownNotToReturnBoolIsInvalid(t *testing.T) {
 func TestFilterWhoseResultIsNotBoolAtRunTimeIsAnError(t *testing.T) {
 	e := newEngine(t, Config{})
 	in := Input{Event: mustEvent(t, stripeInvoice)}
-	if err := e.Check(context.Background(), KindFilter, `event.data.object.currency`); err != nil {
+	if err := e.Check(context.Background(), "", KindFilter, `event.data.object.currency`); err != nil {
 		t.Fatalf("a dyn result is only known at run time, Check: %v", err)
 	}
 	_, err := e.Filter(context.Background(), `event.data.object.currency`, in)
@@ -158,7 +158,7 @@ func TestFilterOverAHugeListStopsAtItsLimit(t *testing.T) {
 		`event.data.items.all(x, event.data.items.exists(y, y == x + 1.0) || x == 19999.0)`,
 		`event.data.items.all(x, x >= 0.0)`,
 	} {
-		if err := e.Check(context.Background(), KindFilter, expr); err != nil {
+		if err := e.Check(context.Background(), "", KindFilter, expr); err != nil {
 			t.Fatal(err)
 		}
 		_, err := e.Filter(context.Background(), expr, in)
@@ -190,7 +190,7 @@ func TestOrderingKeyReturnsAStringAndRefusesOtherTypes(t *testing.T) {
 	if err != nil || key != "acme/eur" {
 		t.Fatalf("Key = %q, %v; want acme/eur", key, err)
 	}
-	err = e.Check(context.Background(), KindKey, `event.data.object.amount > 1`)
+	err = e.Check(context.Background(), "", KindKey, `event.data.object.amount > 1`)
 	if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(intake.ErrorMessage(err), "want string") {
 		t.Fatalf("Check of a bool key: %v, want EINVALID naming string", err)
 	}
@@ -221,11 +221,11 @@ func TestCompiledProgramsAreCachedWithinTheirBound(t *testing.T) {
 func TestEmptyOrOversizedRuleIsInvalid(t *testing.T) {
 	e := newEngine(t, Config{MaxSource: 100})
 	for _, src := range []string{"", "   ", strings.Repeat("true && ", 20) + "true"} {
-		if err := e.Check(context.Background(), KindFilter, src); intake.ErrorCode(err) != intake.EINVALID {
+		if err := e.Check(context.Background(), "", KindFilter, src); intake.ErrorCode(err) != intake.EINVALID {
 			t.Errorf("Check(%q) = %v, want EINVALID", src, err)
 		}
 	}
-	if err := e.Check(context.Background(), "lua", "x"); intake.ErrorCode(err) != intake.EINVALID {
+	if err := e.Check(context.Background(), "", "lua", "x"); intake.ErrorCode(err) != intake.EINVALID {
 		t.Errorf("Check of an unknown kind = %v, want EINVALID", err)
 	}
 }

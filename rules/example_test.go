@@ -17,7 +17,7 @@ func ExampleEngine_Filter() {
 	defer e.Close()
 
 	const filter = `event.type.startsWith("stripe.invoice.") && event.data.object.amount >= 100000`
-	if err := e.Check(context.Background(), rules.KindFilter, filter); err != nil {
+	if err := e.Check(context.Background(), "org-1", rules.KindFilter, filter); err != nil {
 		panic(err) // the API answers 400 with the position
 	}
 	ev, err := rules.DecodeEvent([]byte(`{"type": "stripe.invoice.paid", "data": {"object": {"amount": 250000}}}`))

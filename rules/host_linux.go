@@ -34,14 +34,11 @@ type spawnRequest struct {
 
 // spawn starts cmd from one thread that never ends: Linux sends a child
 // its Pdeathsig when the thread that forked it exits, and the Go runtime
-// may end a thread a goroutine left locked. The thread runs at hostNice,
-// which its children inherit; if its priority cannot be lowered, hosts run
-// at the engine's.
+// may end a thread a goroutine left locked.
 func spawn(cmd *exec.Cmd) error {
 	spawnOnce.Do(func() {
 		go func() {
 			runtime.LockOSThread()
-			syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), hostNice)
 			for r := range spawns {
 				r.done <- r.cmd.Start()
 			}
@@ -80,10 +77,3 @@ func vmSize() (int64, error) {
 	}
 	return 0, fmt.Errorf("rules: no VmSize in /proc/self/status")
 }
-
-// hostNice is how much lower a host's CPU priority is than the engine's
-// process: a script that runs to its limit takes CPU from other scripts,
-// never from the server's own work (ingest, settles, calls). Hosts are
-// forked from a thread of that priority, and inherit it from their first
-// instruction.
-const hostNice = 10

@@ -37,7 +37,7 @@ func acmeRequest(body string) Request {
 
 func TestInterpretReturnsTheEventsItNames(t *testing.T) {
 	e := newEngine(t, Config{})
-	if err := e.Check(context.Background(), KindInterpret, acmeInterpret); err != nil {
+	if err := e.Check(context.Background(), "", KindInterpret, acmeInterpret); err != nil {
 		t.Fatal(err)
 	}
 	body := `{"changes": [

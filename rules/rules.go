@@ -120,10 +120,11 @@ func (e *Engine) Close() { e.hosts.close() }
 // than Config.Hosts × Config.HostVMs.
 func (e *Engine) VMs() int { return e.hosts.vms() }
 
-// Check compiles a rule as it would be saved: nil, or an EINVALID error
-// whose message names the position of the fault.
-func (e *Engine) Check(ctx context.Context, kind Kind, source string) error {
-	return e.check(ctx, "", kind, source)
+// Check compiles a rule as scope (the org saving it) would save it: nil,
+// or an EINVALID error whose message names the position of the fault. A
+// script is loaded in a host of scope's share, as its calls will be.
+func (e *Engine) Check(ctx context.Context, scope string, kind Kind, source string) error {
+	return e.check(ctx, scope, kind, source)
 }
 
 // check compiles a rule; a script is loaded in a host of scope's share.

@@ -140,7 +140,7 @@ func TestSandboxHasNoIOTimersOrModules(t *testing.T) {
 	if se := scriptErr(t, err, ReasonResult); !strings.Contains(se.Message, "Promise") {
 		t.Errorf("dynamic import: %q", se)
 	}
-	if err := e.Check(context.Background(), KindTransform, `import * as os from "os"; function transform() {}`); err == nil {
+	if err := e.Check(context.Background(), "", KindTransform, `import * as os from "os"; function transform() {}`); err == nil {
 		t.Error("a static import compiled")
 	}
 }
@@ -438,7 +438,7 @@ func TestANativeBuiltinAtAScriptsTopLevelIsStoppedAsItLoads(t *testing.T) {
 
 	pid := warmHost(t, e)
 	start := time.Now()
-	err := within(t, 30*time.Second, func() error { return e.Check(context.Background(), KindTransform, src) })
+	err := within(t, 30*time.Second, func() error { return e.Check(context.Background(), "", KindTransform, src) })
 	if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(err.Error(), "transform fails while loading: the script ran over its time limit of 100ms") {
 		t.Errorf("check: %v, want EINVALID naming the time limit", err)
 	}
@@ -761,28 +761,19 @@ func TestAnOrgRunningScriptsToTheirLimitsLeavesAHostForAnother(t *testing.T) {
 	}
 }
 
-// TestScriptHostsRunAtALowerPriority: every thread of a host runs at
-// hostNice, so scripts running to their limits take CPU from one another
-// and not from the server.
-func TestScriptHostsRunAtALowerPriority(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("hosts are lowered on Linux only")
-	}
+// TestAScriptIsCheckedInTheHostShareOfTheOrgSavingIt: saving a script
+// loads it in a host of the saving org's share, so one org's saves of
+// scripts that run to their limits wait in its own queue.
+func TestAScriptIsCheckedInTheHostShareOfTheOrgSavingIt(t *testing.T) {
 	e := newEngine(t, Config{})
-	pid := warmHost(t, e)
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
+	var scopes []string // under e.hosts.mu
+	e.hosts.granted = func(scope string) { scopes = append(scopes, scope) }
+	if err := e.Check(context.Background(), "org-a", KindTransform, `function transform() { return null; }`); err != nil {
 		t.Fatal(err)
 	}
-	for _, task := range tasks {
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Fields after the command's closing parenthesis: nice is the 17th.
-		fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-		if nice := fields[16]; nice != strconv.Itoa(hostNice) {
-			t.Fatalf("thread %s of the host runs at nice %s, want %d", task.Name(), nice, hostNice)
-		}
+	e.hosts.mu.Lock()
+	defer e.hosts.mu.Unlock()
+	if len(scopes) != 1 || scopes[0] != "org-a" {
+		t.Fatalf("the check was served in %q, want org-a's share", scopes)
 	}
 }

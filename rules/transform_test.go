@@ -38,7 +38,7 @@ const reshape = `function transform(event, context) {
 
 func TestTransformReshapesTheBodyAndAddsHeaders(t *testing.T) {
 	e := newEngine(t, Config{})
-	if err := e.Check(context.Background(), KindTransform, reshape); err != nil {
+	if err := e.Check(context.Background(), "", KindTransform, reshape); err != nil {
 		t.Fatal(err)
 	}
 	out, err := e.Transform(context.Background(), script(reshape), json.RawMessage(stripeInvoice), map[string]string{"app": "billing"})
@@ -138,7 +138,7 @@ func TestThrownMessageIsCutToASize(t *testing.T) {
 
 func TestScriptThatDoesNotCompileIsInvalidAndNamesThePosition(t *testing.T) {
 	e := newEngine(t, Config{})
-	err := e.Check(context.Background(), KindTransform, "function transform(event) {\n  return event +;\n}")
+	err := e.Check(context.Background(), "", KindTransform, "function transform(event) {\n  return event +;\n}")
 	if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(intake.ErrorMessage(err), "line 2, column 17") {
 		t.Fatalf("Check = %v, want EINVALID at line 2, column 17", err)
 	}
@@ -153,12 +153,12 @@ func TestScriptWithoutItsFunctionIsInvalid(t *testing.T) {
 		KindTransform: `function transfrom(event) { return null; }`,
 		KindInterpret: `var interpret = 42;`,
 	} {
-		err := e.Check(context.Background(), kind, src)
+		err := e.Check(context.Background(), "", kind, src)
 		if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(intake.ErrorMessage(err), "does not define "+entry[kind]) {
 			t.Errorf("Check(%s) = %v, want EINVALID naming %s", kind, err, entry[kind])
 		}
 	}
-	if err := e.Check(context.Background(), KindTransform, `const transform = (event) => null;`); err != nil {
+	if err := e.Check(context.Background(), "", KindTransform, `const transform = (event) => null;`); err != nil {
 		t.Errorf("an arrow function bound to a const is a transform too: %v", err)
 	}
 }
@@ -169,7 +169,7 @@ func TestScriptThatFailsWhileLoadingIsInvalid(t *testing.T) {
 		`null.x; function transform() {}`:   "TypeError",
 		`for(;;){} function transform() {}`: "time limit",
 	} {
-		err := e.Check(context.Background(), KindTransform, src)
+		err := e.Check(context.Background(), "", KindTransform, src)
 		if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(intake.ErrorMessage(err), want) {
 			t.Errorf("Check(%q) = %v, want EINVALID naming %q", src, err, want)
 		}
