@@ -121,7 +121,12 @@ func TestKilledServerLosesNoAcknowledgedWebhook(t *testing.T) {
 }
 
 // slowInterpret holds each attempt for a second, so attempts are in
-// flight when the server is killed.
+// flight when the server is killed. The servers running it get a script
+// host for each of the test's webhooks at once (slowHosts): with the
+// default four, the webhooks would wait for a host longer than the test's
+// 2 s lease, and their attempts lapse one after another.
+var slowHosts = []string{"--script-timeout", "5s", "--script-hosts", "32"}
+
 const slowInterpret = `function interpret(request) {
 	for (var start = Date.now(); Date.now() - start < 1000;) {}
 	return [{id: request.json.id, type: "slow.done", data: request.json}];
@@ -138,7 +143,7 @@ func TestKilledServerLosesNoHandedOverWebhook(t *testing.T) {
 		t.Skip("starts and kills the real binary")
 	}
 	data := t.TempDir()
-	s := start(t, data, "--script-timeout", "5s")
+	s := start(t, data, slowHosts...)
 	var org struct{ ID string }
 	s.api(t, "POST", "/api/v1/orgs", map[string]any{"name": "acme"}, &org)
 	var conn struct{ ID string }
@@ -181,7 +186,7 @@ func TestKilledServerLosesNoHandedOverWebhook(t *testing.T) {
 		t.Fatal("no handed-over attempt was in flight at the kill")
 	}
 
-	s = start(t, data, "--script-timeout", "5s")
+	s = start(t, data, slowHosts...)
 	eventsOf := map[string]int{}
 	msgs := s.settledMessages(t)
 	for _, e := range s.events(t) {
