@@ -14,7 +14,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -137,22 +136,11 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	run := func() (report, error) { return bench(ctx, o, os.Stderr) }
 	if o.noisy {
-		r, err := noisyBench(ctx, o, os.Stderr)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "intake-bench:", err)
-			os.Exit(1)
-		}
-		if o.json {
-			enc := json.NewEncoder(os.Stdout)
-			enc.SetIndent("", "  ")
-			enc.Encode(r)
-			return
-		}
-		r.writeText(os.Stdout)
-		return
+		run = func() (report, error) { return noisyBench(ctx, o, os.Stderr) }
 	}
-	r, err := bench(ctx, o, os.Stderr)
+	r, err := run()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "intake-bench:", err)
 		os.Exit(1)
@@ -165,6 +153,9 @@ func main() {
 	}
 	r.writeText(os.Stdout)
 }
+
+// report is what a measurement prints: as text, or encoded as JSON.
+type report interface{ writeText(io.Writer) }
 
 // bench runs the baseline if asked, then intake on each store asked.
 func bench(ctx context.Context, o options, progress io.Writer) (*Report, error) {
@@ -230,30 +221,15 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 	var srvs []*server
 	if o.spawn {
 		tok = rand.Text()
-		dbURL := ""
-		if st.db != "" {
-			u, drop, err := freshDatabase(ctx, st.db)
-			if err != nil {
-				return nil, err
-			}
-			// Deferred first, so it runs after the servers have stopped.
-			defer func() {
-				if err := drop(); err != nil {
-					fmt.Fprintln(progress, "dropping the bench database:", err)
-				}
-			}()
-			dbURL = u
+		env, dropDB, err := serverEnv(ctx, st.db, progress)
+		if err != nil {
+			return nil, err
 		}
-		// Every server opens the secrets the others sealed.
-		key := make([]byte, 32)
-		rand.Read(key)
-		env := []string{"INTAKE_DB=" + dbURL, "INTAKE_MASTER_KEY=" + hex.EncodeToString(key)}
+		defer dropDB() // deferred first, so it runs after the servers have stopped
 		defer func() { stopAll(srvs) }()
 		bases = nil
 		// One after another: the first migrates the database.
 		for range o.processes {
-			// INTAKE_DB is set even when empty, so an inherited one cannot
-			// choose the store.
 			srv, err := spawn(o.intakeBin, tok, env...)
 			if err != nil {
 				return nil, err

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -141,25 +140,13 @@ func noisyBench(ctx context.Context, o options, progress io.Writer) (*NoisyRepor
 // runAttack spawns a server, measures A alone and then under atk.
 func runAttack(ctx context.Context, o options, atk attack, progress io.Writer) (*AttackResult, error) {
 	res := &AttackResult{Name: atk.name, What: atk.what}
-	dbURL := ""
-	if o.db != "" {
-		u, drop, err := freshDatabase(ctx, o.db)
-		if err != nil {
-			return nil, err
-		}
-		defer func() {
-			if err := drop(); err != nil {
-				fmt.Fprintln(progress, "dropping the bench database:", err)
-			}
-		}()
-		dbURL = u
+	env, dropDB, err := serverEnv(ctx, o.db, progress)
+	if err != nil {
+		return nil, err
 	}
-	key := make([]byte, 32)
-	rand.Read(key)
+	defer dropDB()
 	tok := rand.Text()
-	env := []string{"INTAKE_DB=" + dbURL, "INTAKE_MASTER_KEY=" + hex.EncodeToString(key),
-		"INTAKE_NOTIFY_INTERVAL=" + o.notifyInterval.String()}
-	srv, err := spawn(o.intakeBin, tok, env...)
+	srv, err := spawn(o.intakeBin, tok, append(env, "INTAKE_NOTIFY_INTERVAL="+o.notifyInterval.String())...)
 	if err != nil {
 		return nil, err
 	}

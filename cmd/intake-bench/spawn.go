@@ -3,6 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,6 +30,29 @@ type server struct {
 
 	mu   sync.Mutex
 	logs []string // the last lines it logged, to explain a failure
+}
+
+// serverEnv is the environment of the servers of one measurement: a fresh
+// database on the PostgreSQL server db (none: the embedded store; INTAKE_DB
+// is set even when empty, so an inherited one cannot choose the store), and
+// one master key, so every server opens the secrets the others sealed.
+// dropDB drops the database once the servers have stopped.
+func serverEnv(ctx context.Context, db string, progress io.Writer) (env []string, dropDB func(), err error) {
+	dbURL, dropDB := "", func() {}
+	if db != "" {
+		u, drop, err := freshDatabase(ctx, db)
+		if err != nil {
+			return nil, nil, err
+		}
+		dbURL, dropDB = u, func() {
+			if err := drop(); err != nil {
+				fmt.Fprintln(progress, "dropping the bench database:", err)
+			}
+		}
+	}
+	key := make([]byte, 32)
+	rand.Read(key)
+	return []string{"INTAKE_DB=" + dbURL, "INTAKE_MASTER_KEY=" + hex.EncodeToString(key)}, dropDB, nil
 }
 
 // spawn starts bin as `intake serve` on a free loopback port with staff
