@@ -268,8 +268,9 @@ type FanOutRoute struct {
 	Delivery *Delivery
 	OrderKey string
 	// Unleased keeps the route from being leased with the fan-out even to a
-	// consumer nothing paces: the caller has no call slot of its share for
-	// it, so it waits for a claim.
+	// consumer nothing paces: the caller holds no call slot for it (its
+	// share had none left, or the consumer was paced as the caller read
+	// it), so it waits for a claim.
 	Unleased bool
 }
 

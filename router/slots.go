@@ -118,13 +118,12 @@ type taken struct {
 	n   map[string]int
 }
 
-// take holds a slot for a route of e's fan-out to c when c is unpaced, or
-// marks the route unleased when its shares have none left.
+// take holds a slot for a route of a fan-out to c when c is unpaced and
+// its shares have one left, and marks every other route unleased: the store
+// leases no route this process holds no slot for, even one to a consumer
+// whose controls changed since the router read them.
 func (r *Router) take(t *taken, c *intake.Consumer, route *intake.FanOutRoute) {
-	if route.Filtered || !c.Controls.Unpaced() {
-		return
-	}
-	if !r.hold(t.org, c) {
+	if route.Filtered || !c.Controls.Unpaced() || !r.hold(t.org, c) {
 		route.Unleased = true
 		return
 	}
