@@ -32,9 +32,6 @@ func (r *Router) Planner(ctx context.Context, m *intake.Message, events []intake
 		if !ok {
 			continue
 		}
-		if p.held.any() {
-			f.Lease = r.cfg.Lease
-		}
 		p.plans[e.ID] = plan{f: f, subject: e.Subject != nil}
 	}
 	return p
@@ -42,10 +39,11 @@ func (r *Router) Planner(ctx context.Context, m *intake.Message, events []intake
 
 // plan judges e's consumers as the fan-out stage does, and holds a call
 // slot for each route to a consumer that nothing paces, as its shares
-// allow. ok is false when e's request cannot be read for its rules.
+// allow; the routes without one are unleased. ok is false when e's
+// request cannot be read for its rules.
 func (r *Router) plan(ctx context.Context, e *intake.Event, b *batch, held *taken) (f intake.FanOut, ok bool) {
 	in := newRuleInput(e, r.envelope(e), b)
-	f.EventID = e.ID
+	f.EventID, f.Lease = e.ID, r.cfg.Lease
 	for _, c := range intake.SelectConsumers(e, b.consumers[e.OrgID].list) {
 		route, err := r.judge(ctx, e, c, in)
 		if err != nil {

@@ -40,13 +40,6 @@ func (s *callSlots) free(limit int) int {
 	return limit - s.held
 }
 
-// inFlight is how many calls hold a slot.
-func (s *callSlots) inFlight() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.held
-}
-
 // shares is what a claim of up to n calls may take within limit, for the
 // store to apply consumer by consumer. The claimed calls are then held with
 // hold.
@@ -132,9 +125,6 @@ func (r *Router) take(t *taken, c *intake.Consumer, route *intake.FanOutRoute) {
 	}
 	t.n[c.ID]++
 }
-
-// any reports whether a slot is held.
-func (t *taken) any() bool { return len(t.n) > 0 }
 
 // giveBack frees the slots held but not used by the calls leased, which
 // keep theirs until they settle.
