@@ -2,7 +2,6 @@ package intake
 
 import (
 	"context"
-	"strconv"
 	"time"
 )
 
@@ -57,6 +56,9 @@ type Route struct {
 	OrderKey  string
 	OrderAt   time.Time
 	LastError string
+	// LeaseUntil is when the lease of the call being made ends (zero: no
+	// call is).
+	LeaseUntil time.Time
 }
 
 // RetryPolicy is a consumer's own retry schedule; zero fields take the
@@ -257,35 +259,6 @@ func (l *Lane) Settle(c Controls, now time.Time, succeeded bool) string {
 	return ""
 }
 
-// FanOutRoute is one selected consumer in a fan-out.
-type FanOutRoute struct {
-	ConsumerID string
-	// Filtered: the consumer's filter declined the event; the route is
-	// written settled, with Delivery as its record.
-	Filtered bool
-	// Delivery is the record written with the route when no call is made
-	// for it now: filtered, or held for a paused consumer.
-	Delivery *Delivery
-	OrderKey string
-	// Unleased keeps the route from being leased with the fan-out even to a
-	// consumer nothing paces: the caller holds no call slot for it (its
-	// share had none left, or the consumer was paced as the caller read
-	// it), so it waits for a claim.
-	Unleased bool
-}
-
-// FanOut is the result of the router's first look at an event: the routes
-// of the consumers it selected.
-type FanOut struct {
-	EventID string
-	Attempt int // the event claim's attempt
-	Routes  []FanOutRoute
-	// Lease is how long routes to unpaced consumers whose breaker is closed
-	// are leased to the caller in the same commit, which then makes their
-	// first call without a claim; 0: none are.
-	Lease time.Duration
-}
-
 // RouteClaim is one call to be made: a route leased to the caller.
 type RouteClaim struct {
 	Event      Event
@@ -297,24 +270,6 @@ type RouteClaim struct {
 	// attempt.
 	Probe      bool
 	LeaseUntil time.Time
-}
-
-// RouteSettlement is the result of one leased call.
-type RouteSettlement struct {
-	EventID    string
-	ConsumerID string
-	Attempt    int
-	Probe      bool
-	// Delivery is the call's record; nil when no call was made (the
-	// consumer was disabled or deleted: the route is dropped).
-	Delivery *Delivery
-	// Called: a request reached (or was tried against) the consumer, so
-	// the result counts for its breaker. A transform error makes no call.
-	Called     bool
-	RetryAfter time.Duration
-	// Gone: the consumer answered 410 Gone; it is disabled and the route
-	// dropped.
-	Gone bool
 }
 
 // RouteQueue is the router's view of routes.
@@ -333,7 +288,7 @@ type RouteQueue interface {
 	// waiting route of each key. Routes of disabled or deleted consumers
 	// are claimed too, so they can be dropped.
 	ClaimRoutes(ctx context.Context, now time.Time, lease time.Duration, shares CallShares) ([]RouteClaim, error)
-	// SettleRoute applies one call's result with ApplyRouteSettlement in
+	// SettleRoute applies one call's result (DecideRouteSettlements) in
 	// one transaction; ESTALE unless the route is leased at s.Attempt.
 	SettleRoute(ctx context.Context, now time.Time, s RouteSettlement, b Backoff) error
 }
@@ -402,177 +357,6 @@ const (
 // NoticeTopics lists every notification topic.
 var NoticeTopics = []string{NoticeMessageDead, NoticeEventDead, NoticeConsumerTripped, NoticeConsumerRecovered,
 	NoticeConsumerDisabled, NoticeSignatureFailures, NoticeStorageQuota}
-
-// RouteSettleTx is the view of one open store transaction that
-// ApplyRouteSettlement needs.
-type RouteSettleTx interface {
-	// LockRoute returns the route and whether it is leased, locking it.
-	LockRoute(ctx context.Context, eventID, consumerID string) (r Route, leased bool, err error)
-	// LockLane returns the consumer's controls and lane, locking the lane;
-	// ENOTFOUND if the consumer was deleted. SaveLane is called only when
-	// the settle moves the lane, so a store may read the lane unlocked
-	// first (a success on a closed breaker, the usual call, then takes no
-	// lock that every call to the consumer would queue on) provided its
-	// SaveLane then refuses and the settle runs again with the lock.
-	LockLane(ctx context.Context, consumerID string) (Controls, Lane, error)
-	SaveLane(ctx context.Context, l Lane) error
-	// SaveRoute writes the route's state, attempt, next time and last
-	// error, and releases its lease.
-	SaveRoute(ctx context.Context, r Route) error
-	InsertDelivery(ctx context.Context, d Delivery) error
-	// DisableConsumer disables a consumer with its audit entry, unless it
-	// is disabled already.
-	DisableConsumer(ctx context.Context, id string, a AuditEntry) error
-	InsertAudit(ctx context.Context, a AuditEntry) error
-	InsertNotice(ctx context.Context, n Notice) error
-	// LockEvent locks the event and returns its state; CountRoutes counts
-	// its routes as they stand inside this transaction.
-	LockEvent(ctx context.Context, eventID string) (EventState, error)
-	CountRoutes(ctx context.Context, eventID string) (RouteCounts, error)
-	// SetEventState moves the event (its transition checked by the
-	// caller).
-	SetEventState(ctx context.Context, eventID string, to EventState, now time.Time) error
-}
-
-// ApplyRouteSettlement is the one place a call's result becomes state: it
-// refuses a stale call, records the delivery, moves the route by the
-// consumer's retry schedule and the lane by its breaker (auditing and
-// noticing each change), and moves the event once its routes say so.
-// The event is locked first, so two routes of one event settling at once
-// see each other.
-func ApplyRouteSettlement(ctx context.Context, tx RouteSettleTx, now time.Time, s RouteSettlement, b Backoff) error {
-	from, err := tx.LockEvent(ctx, s.EventID)
-	if err != nil {
-		return err
-	}
-	r, leased, err := tx.LockRoute(ctx, s.EventID, s.ConsumerID)
-	if err != nil {
-		return err
-	}
-	if !leased || r.State != RouteWaiting || r.Attempt+1 != s.Attempt {
-		return Errorf(ESTALE, "call %d of event %s to consumer %s is not current", s.Attempt, s.EventID, s.ConsumerID)
-	}
-	ctl, lane, err := tx.LockLane(ctx, s.ConsumerID)
-	deleted := ErrorCode(err) == ENOTFOUND
-	if err != nil && !deleted {
-		return err
-	}
-	if s.Delivery != nil {
-		if err := tx.InsertDelivery(ctx, *s.Delivery); err != nil {
-			return err
-		}
-	}
-	notice := func(topic, subject, detail string) error {
-		return tx.InsertNotice(ctx, Notice{ID: NewID(), OrgID: r.OrgID, Topic: topic, Subject: subject, Detail: detail, At: now.UTC()})
-	}
-	disable := func(detail string) error {
-		a := AuditEntry{ID: NewID(), OrgID: r.OrgID, Actor: "intake", Action: "consumer.disable", TargetType: "consumer",
-			TargetID: s.ConsumerID, Detail: detail, At: now.UTC()}
-		if err := tx.DisableConsumer(ctx, s.ConsumerID, a); err != nil {
-			return err
-		}
-		return notice(NoticeConsumerDisabled, s.ConsumerID, detail)
-	}
-	switch {
-	case deleted || s.Delivery == nil:
-		r.State, r.LastError = RouteDropped, "the consumer was disabled or deleted before the event reached it"
-	case s.Gone:
-		r.State, r.LastError = RouteDropped, "the consumer answered 410 Gone: it is disabled"
-		if err := disable("the consumer answered 410 Gone to event " + s.EventID); err != nil {
-			return err
-		}
-	default:
-		d := s.Delivery
-		r.LastError = d.Error
-		switch d.Outcome {
-		case DeliveryHandled:
-			r.State = RouteHandled
-		case DeliveryIgnored:
-			r.State = RouteIgnored
-		case DeliveryFiltered:
-			r.State = RouteFiltered
-		}
-		if r.State.Done() {
-			r.Attempt = s.Attempt // the call that finished the route, for display
-		}
-		tripped := lane.Tripped
-		if s.Called {
-			was := lane
-			change := lane.Settle(ctl, now, d.Succeeded())
-			// Most calls leave the lane as it was (a success on a closed
-			// breaker): it is written only when it moved.
-			if !lane.same(was) {
-				if err := tx.SaveLane(ctx, lane); err != nil {
-					return err
-				}
-			}
-			switch change {
-			case LaneDisabled:
-				if err := disable("the consumer failed every call for " + ctl.autoDisableAfter().String()); err != nil {
-					return err
-				}
-			case LaneTripped, LaneRecovered:
-				detail := "the circuit breaker opened after " + strconv.Itoa(lane.Failures) + " failed calls in a row; one call is tried every so often"
-				if change == LaneRecovered {
-					detail = "a call succeeded: the circuit breaker closed"
-				}
-				a := AuditEntry{ID: NewID(), OrgID: r.OrgID, Actor: "intake", Action: change, TargetType: "consumer",
-					TargetID: s.ConsumerID, Detail: detail, At: now.UTC()}
-				if err := tx.InsertAudit(ctx, a); err != nil {
-					return err
-				}
-				if err := notice(change, s.ConsumerID, detail); err != nil {
-					return err
-				}
-			}
-		}
-		if r.State == RouteWaiting {
-			// A failed call. A probe, or a call that failed while the breaker
-			// was open, spends no attempt: the route waits for the breaker.
-			if s.Probe || tripped || (s.Called && lane.Tripped) {
-				r.NextAt = now
-			} else {
-				r.Attempt = s.Attempt
-				if r.Attempt >= ctl.Attempts() {
-					r.State = RouteDead
-				} else {
-					r.NextAt = now.Add(max(s.RetryAfter, ctl.Backoff(b).Delay(r.Attempt)))
-				}
-			}
-		}
-	}
-	if err := tx.SaveRoute(ctx, r); err != nil {
-		return err
-	}
-	n, err := tx.CountRoutes(ctx, s.EventID)
-	if err != nil {
-		return err
-	}
-	to := EventAfterRoutes(n)
-	if from == EventRetrying && to == EventPending {
-		// A call failed: the event stays retrying until its routes are done.
-		to = from
-	}
-	if to == from {
-		return nil
-	}
-	if err := CheckEventPath(from, to); err != nil {
-		return err
-	}
-	if to == EventDead {
-		// Grouped by the consumer whose call settled the event: a consumer
-		// that kills many events is one notice with a count.
-		detail := "event " + s.EventID + " is dead: " + r.LastError
-		if r.State != RouteDead {
-			// This call succeeded; another consumer's route died before it.
-			detail = "event " + s.EventID + " is dead: another consumer's attempts are spent"
-		}
-		if err := notice(NoticeEventDead, s.ConsumerID, detail); err != nil {
-			return err
-		}
-	}
-	return tx.SetEventState(ctx, s.EventID, to, now)
-}
 
 // TopicRoutes wakes the routers' delivery loops: routes were written or
 // released, or a consumer was resumed.

@@ -17,10 +17,10 @@ import (
 
 // A processing result is settled in a transaction it may share with the
 // results that arrived while the previous settle was committing, as the
-// call settles are: each result is applied alone (ApplySettlement, one
-// after the other, each seeing the identities those before it recorded),
-// and they share the read that locks their messages and the statements
-// that write their rows. A result that cannot settle (a stale attempt)
+// call settles are: read → decide → write (DESIGN §7). They share the
+// read that locks their messages and the statements that write their
+// rows; intake.DecideSettlements decides each in turn, each seeing what
+// those before it decided. A result that cannot settle (a stale attempt)
 // writes nothing and fails alone.
 
 type messageSettleRequest struct {
@@ -46,7 +46,7 @@ const (
 // round trips, which it may share with other results: BEGIN and the
 // message's row lock, read with its deduplication identity, travel
 // together; the writes, decided in Go, travel with the COMMIT. A batch
-// that lost a race on an identity is re-run from the start.
+// that lost a race on an identity or an event is re-run from the start.
 func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Settlement) (intake.Settled, error) {
 	if !validIDs(st.MessageID) {
 		return intake.Settled{}, notFound("message", st.MessageID)
@@ -90,284 +90,205 @@ func (s *Store) settleMessages(batch []messageSettleRequest) {
 	}
 }
 
-// settleMessageBatch applies each request's result in one transaction and
-// returns each one's outcome and error; err is the transaction's.
+// settleMessageBatch settles a batch in one transaction of two round
+// trips: the first locks the messages and reads what the results need;
+// intake.DecideSettlements decides; the second writes the decision, a
+// statement per kind of row, and commits. It returns each result's
+// outcome and error; err is the transaction's.
 func (s *Store) settleMessageBatch(ctx context.Context, batch []messageSettleRequest) (outs []intake.Settled, errs []error, err error) {
-	var w *messageBatch
+	in := make([]intake.TimedSettlement, len(batch))
+	for i, r := range batch {
+		in[i] = intake.TimedSettlement{Now: r.now, Settlement: r.st}
+	}
+	keys := intake.KeysOf(in)
+	var d intake.SettleDecision
 	err = s.pipeline(ctx, func(p *pipeTx) error {
-		w = &messageBatch{s: s, p: p, reqs: batch, put: map[identityKey]intake.Identity{}}
 		forCustomPlans(p.b)
-		w.read()
+		read := queueSettleRead(p.b, in, keys)
 		if err := p.flush(ctx); err != nil {
 			return err
 		}
-		outs, errs = make([]intake.Settled, len(batch)), make([]error, len(batch))
-		moved := map[string]bool{}
-		for i, r := range batch {
-			t := &w.locked[i]
-			switch {
-			case !t.found:
-				errs[i] = notFound("message", r.st.MessageID)
-			case moved[r.st.MessageID]:
-				// Settled by an earlier result of the batch, as its lock
-				// would have shown.
-				errs[i] = intake.Errorf(intake.ESTALE, "attempt %d of message %s is not current", r.st.Attempt, r.st.MessageID)
-			default:
-				outs[i], errs[i] = intake.ApplySettlement(ctx, t, t.conn, r.now, r.st)
-				var refused *intake.Error
-				switch {
-				case errs[i] == nil:
-					w.keep(t, outs[i])
-					moved[r.st.MessageID] = true
-				case !errors.As(errs[i], &refused):
-					// A read that failed (a subject's, an original
-					// event's): the transaction's failure, not the
-					// result's.
-					return errs[i]
-				}
-			}
-		}
-		w.write()
+		d = intake.DecideSettlements(*read, in)
+		queueSettleWrite(p.b, d, s)
 		return nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	wakeEvents := false
-	for i := range batch {
-		if errs[i] != nil {
-			continue
-		}
-		outs[i] = w.settled(outs[i])
-		wakeEvents = wakeEvents || intake.Unrouted(outs[i].Events)
-	}
-	if wakeEvents {
+	if d.WakeEvents {
 		s.hub.Notify(intake.TopicEvents)
 	}
-	if w.wake {
+	if d.WakeRoutes {
 		s.hub.Notify(intake.TopicRoutes)
+	}
+	outs, errs = make([]intake.Settled, len(batch)), make([]error, len(batch))
+	for i, r := range d.Results {
+		outs[i], errs[i] = r.Settled, r.Err
 	}
 	return outs, errs, nil
 }
 
-// identityKey is a key within a connection: a deduplication key, or a
-// provider object id.
-type identityKey struct{ connection, key string }
-
-// messageBatch is what a batch of settles read under its locks, and what
-// the results applied so far will write at the commit.
-type messageBatch struct {
-	s    *Store
-	p    *pipeTx
-	reqs []messageSettleRequest
-
-	locked []settleTx
-	// subjects are the links read for the events' object ids, by
-	// connection and object id (nil: none).
-	subjects map[identityKey]*intake.Subject
-	// put are the identities recorded by the results kept so far.
-	put map[identityKey]intake.Identity
-
-	puts        []identityPut
-	events      []intake.Event
-	routes      newRoutes
-	moves       []messageMove
-	notices     []intake.Notice
-	notifyEvent bool
-
-	// Read from the commit: the events inserted and the routes leased to
-	// the caller, by event; wake, whether a route was left for a claim.
-	inserted map[string]bool
-	leased   map[string][]leasedRoute
-	wake     bool
-}
-
-type identityPut struct {
-	connection, org string
-	ident           intake.Identity
-}
-
-type messageMove struct {
-	st  intake.Settlement
-	a   intake.Attempt
-	now time.Time
-	org string
-}
-
-type leasedRoute struct {
-	consumer string
-	until    time.Time
-}
-
-// read queues the read that locks every message of the batch, in the
-// order of its id, with the live identity of each one's key (NULL: none).
-// It is not locked: the upsert of the identities catches one committed
-// since.
-func (w *messageBatch) read() {
-	n := len(w.reqs)
-	w.locked = make([]settleTx, n)
-	ids, keys, nows := make([]string, n), make([]*string, n), make([]*time.Time, n)
-	for i, r := range w.reqs {
-		t := &w.locked[i]
-		t.w = w
-		ids[i], nows[i] = r.st.MessageID, tsPtr(r.now)
-		if r.st.To == intake.MessageProcessed && r.st.Identity != nil {
-			t.identityKey = r.st.Identity.Key
-			k := text(r.st.Identity.Key)
-			keys[i] = &k
+// queueSettleRead queues, for one round trip, the reads a batch of
+// results needs: the messages, locked in the order of their ids, each
+// with the live identity of its key; the subject links of the events'
+// object ids; the events that hold their provider event ids; the
+// consumers of their fan-outs. Only the messages are locked: the writes
+// catch an identity or an event another process committed since
+// (queuePuts, queueEvents).
+func queueSettleRead(b *pgx.Batch, batch []intake.TimedSettlement, keys intake.SettleKeys) *intake.SettleRead {
+	in := &intake.SettleRead{Messages: map[string]intake.SettlingMessage{}, Identities: map[intake.ConnKey]intake.Identity{},
+		Subjects: map[intake.ConnKey]intake.Subject{}, Originals: map[intake.ConnKey]string{}, Consumers: map[string]intake.ConsumerLane{}}
+	n := len(batch)
+	ids, idKeys, nows := make([]string, n), make([]*string, n), make([]*time.Time, n)
+	for i, r := range batch {
+		ids[i], nows[i] = r.MessageID, tsPtr(r.Now)
+		if key, ok := keys.Identities[r.MessageID]; ok {
+			k := text(key)
+			idKeys[i] = &k
 		}
 	}
 	// Each identity is looked up by its whole key (the subquery is not
 	// flattened: joined, the planner may look up the connection alone and
 	// filter every identity it has).
-	w.p.b.Queue(`SELECT k.n, m.connection_id, m.org_id, m.state, m.attempt, m.endpoint_id,
+	b.Queue(`SELECT k.n, m.connection_id, m.org_id, m.state, m.attempt, m.endpoint_id,
 			i.digest IS NOT NULL, i.digest, i.event_type, i.message_id::text, i.expires_at
 		  FROM unnest($1::uuid[], $2::text[], $3::timestamptz[]) WITH ORDINALITY AS k (id, key, now, n)
 		  JOIN messages m ON m.id = k.id
 		  LEFT JOIN LATERAL (SELECT i.digest, i.event_type, i.message_id, i.expires_at FROM message_identities i
 		        WHERE i.connection_id = m.connection_id AND i.key = k.key AND (i.expires_at IS NULL OR i.expires_at > k.now)
 		        OFFSET 0) AS i ON true
-		 ORDER BY m.id FOR UPDATE OF m`, ids, keys, nows).Query(func(rows pgx.Rows) error {
+		 ORDER BY m.id FOR UPDATE OF m`, ids, idKeys, nows).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			var n int
-			var msg intake.LockedMessage
-			var conn string
+			var i int
+			var m intake.SettlingMessage
 			var live bool
 			var digest, eventType, messageID *string
 			var expires *time.Time
-			if err := rows.Scan(&n, &conn, &msg.OrgID, &msg.State, &msg.Attempt, &msg.EndpointID,
+			if err := rows.Scan(&i, &m.ConnectionID, &m.OrgID, &m.State, &m.Attempt, &m.EndpointID,
 				&live, &digest, &eventType, &messageID, &expires); err != nil {
 				return err
 			}
-			t := &w.locked[n-1]
-			t.found, t.conn, t.msg = true, conn, msg
+			r := batch[i-1]
+			in.Messages[r.MessageID] = m
 			if live {
-				t.identity = &intake.Identity{Key: t.identityKey, Digest: *digest, EventType: *eventType, MessageID: *messageID,
-					ExpiresAt: fromTS(expires)}
+				key := keys.Identities[r.MessageID]
+				in.Identities[intake.ConnKey{Connection: m.ConnectionID, Key: key}] = intake.Identity{Key: key, Digest: *digest,
+					EventType: *eventType, MessageID: *messageID, ExpiresAt: fromTS(expires)}
 			}
 		}
 		return rows.Err()
 	})
-	w.readSubjects()
-}
-
-// readSubjects queues the read of the subject links of the object ids of
-// the events that carry no subject, in the same round trip.
-func (w *messageBatch) readSubjects() {
-	w.subjects = map[identityKey]*intake.Subject{}
-	var conns, objects []string
-	for _, r := range w.reqs {
-		for _, e := range r.st.Events {
-			if e.Subject != nil || !validIDs(e.ConnectionID) {
-				continue
-			}
-			for _, obj := range e.ObjectIDs {
-				k := identityKey{e.ConnectionID, text(obj)}
-				if _, queued := w.subjects[k]; !queued {
-					w.subjects[k] = nil
-					conns, objects = append(conns, k.connection), append(objects, k.key)
-				}
-			}
-		}
-	}
-	if len(conns) == 0 {
-		return
-	}
-	w.p.b.Queue(`SELECT k.connection_id::text, k.object_id, s.app, s.record_id
-		  FROM unnest($1::uuid[], $2::text[]) AS k (connection_id, object_id)
+	queueConnKeys(b, keys.Subjects, `SELECT k.n, s.app, s.record_id
+		  FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS k (connection_id, object_id, n)
 		 CROSS JOIN LATERAL (SELECT l.app, l.record_id FROM subject_links l
 		        WHERE l.connection_id = k.connection_id AND l.provider_object_id = k.object_id OFFSET 0) AS s`,
-		conns, objects).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var k identityKey
+		func(rows pgx.Rows, sent []intake.ConnKey) error {
+			var n int
 			var sub intake.Subject
-			if err := rows.Scan(&k.connection, &k.key, &sub.App, &sub.RecordID); err != nil {
+			if err := rows.Scan(&n, &sub.App, &sub.RecordID); err != nil {
 				return err
 			}
-			w.subjects[k] = &sub
+			in.Subjects[sent[n-1]] = sub
+			return nil
+		})
+	queueConnKeys(b, keys.Originals, `SELECT k.n, e.id::text
+		  FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS k (connection_id, provider_event_id, n)
+		 CROSS JOIN LATERAL (SELECT e.id FROM events e WHERE e.connection_id = k.connection_id
+		        AND e.provider_event_id = k.provider_event_id AND NOT e.replay AND e.provider_event_id <> '' OFFSET 0) AS e`,
+		func(rows pgx.Rows, sent []intake.ConnKey) error {
+			var n int
+			var id string
+			if err := rows.Scan(&n, &id); err != nil {
+				return err
+			}
+			in.Originals[sent[n-1]] = id
+			return nil
+		})
+	queueConsumerLanes(b, keys.Consumers, false, in.Consumers)
+	return in
+}
+
+// queueConnKeys queues a read over keys within connections: q reads
+// unnest($1 connections, $2 keys) WITH ORDINALITY as k, and scan finds
+// each row's key as sent[k.n-1]. Keys whose connection is not an id match
+// nothing and are not sent.
+func queueConnKeys(b *pgx.Batch, keys []intake.ConnKey, q string, scan func(rows pgx.Rows, sent []intake.ConnKey) error) {
+	var sent []intake.ConnKey
+	var conns, values []string
+	for _, k := range keys {
+		if validIDs(k.Connection) {
+			sent = append(sent, k)
+			conns, values = append(conns, k.Connection), append(values, text(k.Key))
+		}
+	}
+	if len(sent) == 0 {
+		return
+	}
+	b.Queue(q, conns, values).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			if err := scan(rows, sent); err != nil {
+				return err
+			}
 		}
 		return rows.Err()
 	})
 }
 
-// keep makes a result that applied part of the batch: its writes go to
-// the commit, and the results after it judge their identities against
-// the one it recorded.
-func (w *messageBatch) keep(t *settleTx, out intake.Settled) {
-	if t.putIdentity != nil {
-		w.puts = append(w.puts, *t.putIdentity)
-		w.put[identityKey{t.putIdentity.connection, t.putIdentity.ident.Key}] = t.putIdentity.ident
-	}
-	w.events = append(w.events, t.events...)
-	for _, f := range t.fanOuts {
-		w.routes.add(f.FanOut, f.now, leaseEnd(f.now, f.Lease))
-	}
-	if t.move != nil {
-		w.moves = append(w.moves, *t.move)
-	}
-	w.notices = append(w.notices, t.notices...)
-	// Events fanned out here need no router woken for them.
-	w.notifyEvent = w.notifyEvent || intake.Unrouted(out.Events)
-}
-
-// settled is out as committed: ApplySettlement counted every event it
-// queued, and those an existing row made the insert skip were not
-// created; the routes leased to the caller are its calls.
-func (w *messageBatch) settled(out intake.Settled) intake.Settled {
-	created := out.Events[:0]
-	for _, e := range out.Events {
-		if w.inserted[e.ID] {
-			created = append(created, e)
+// queueConsumerLanes queues the read of the consumers that are not
+// deleted, with their controls and lanes into out; lock locks the lanes.
+func queueConsumerLanes(b *pgx.Batch, ids []string, lock bool, out map[string]intake.ConsumerLane) {
+	var valid []string
+	for _, id := range ids {
+		if validIDs(id) {
+			valid = append(valid, id)
 		}
 	}
-	out.Events = created
-	for _, e := range created {
-		for _, l := range w.leased[e.ID] {
-			out.Calls = append(out.Calls, intake.RouteClaim{Event: e, ConsumerID: l.consumer, Attempt: 1, LeaseUntil: l.until})
-		}
+	if len(valid) == 0 {
+		return
 	}
-	return out
-}
-
-// write queues what the kept results write, a statement for each kind of
-// row whatever the batch holds.
-func (w *messageBatch) write() {
-	b := w.p.b
-	if len(w.puts) > 0 {
-		w.queuePuts(b)
+	q := `SELECT c.enabled, ` + prefixed("c.", controlColumns) + `, ` + laneColumns + `
+		FROM consumers c JOIN consumer_lanes l ON l.consumer_id = c.id WHERE c.id = ANY($1::uuid[]) AND c.deleted_at IS NULL ORDER BY c.id`
+	if lock {
+		q += ` FOR UPDATE OF l`
 	}
-	w.inserted, w.leased = map[string]bool{}, map[string][]leasedRoute{}
-	if len(w.events) > 0 {
-		w.queueEvents(b)
-	}
-	if !w.routes.empty() {
-		b.Queue(insertRoutesSQL(""), w.routes.args(w.s)...).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var eventID, consumerID string
-				var state intake.RouteState
-				var until *time.Time
-				if err := rows.Scan(&eventID, &consumerID, &state, &until); err != nil {
-					return err
-				}
-				switch {
-				case state != intake.RouteWaiting:
-				case until != nil:
-					w.leased[eventID] = append(w.leased[eventID], leasedRoute{consumer: consumerID, until: fromTS(until)})
-				default:
-					w.wake = true
-				}
+	b.Queue(q, valid).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var c intake.ConsumerLane
+			controls, doneC := controlDests(&c.Controls)
+			lane, doneL := laneDests(&c.Lane)
+			if err := rows.Scan(append(append([]any{&c.Enabled}, controls...), lane...)...); err != nil {
+				return err
 			}
-			return rows.Err()
-		})
+			doneC()
+			doneL()
+			out[c.Lane.ConsumerID] = c
+		}
+		return rows.Err()
+	})
+}
+
+// queueSettleWrite queues the writes of a decision, a statement for each
+// kind of row whatever the batch holds, and the wake-ups.
+func queueSettleWrite(b *pgx.Batch, d intake.SettleDecision, s *Store) {
+	if len(d.Identities) > 0 {
+		queuePuts(b, d.Identities, d)
 	}
-	if len(w.moves) > 0 {
-		w.queueMoves(b)
+	if len(d.Events) > 0 {
+		queueEvents(b, d.Events)
 	}
-	for _, n := range w.notices {
+	queueRoutes(b, d.Routes)
+	queueDeliveries(b, d.Deliveries)
+	if len(d.Moves) > 0 {
+		queueMoves(b, d.Moves)
+	}
+	for _, n := range d.Notices {
 		queueNotice(b, n)
 	}
-	if w.notifyEvent {
-		b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], w.s.instance)
+	if d.WakeEvents {
+		b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], s.instance)
+	}
+	if d.WakeRoutes {
+		b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicRoutes], s.instance)
 	}
 }
 
@@ -377,26 +298,27 @@ func (w *messageBatch) write() {
 // by zero: fewer rows than identities), which aborts the transaction
 // before its COMMIT; the batch is then re-run, to be judged against the
 // other identity. Otherwise the rows stay locked until this one commits.
-func (w *messageBatch) queuePuts(b *pgx.Batch) {
-	n := len(w.puts)
+func queuePuts(b *pgx.Batch, puts []intake.IdentityPut, d intake.SettleDecision) {
+	n := len(puts)
 	conns, keys, orgs, digests, types, messages := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n)
 	expires := make([]*time.Time, n)
 	var latest time.Time
 	// In the order of their keys, as every batch takes them: two batches
 	// of two processes then never wait for each other's rows.
-	slices.SortFunc(w.puts, func(a, b identityPut) int {
-		return cmp.Or(strings.Compare(a.connection, b.connection), strings.Compare(a.ident.Key, b.ident.Key))
+	puts = slices.Clone(puts)
+	slices.SortFunc(puts, func(a, b intake.IdentityPut) int {
+		return cmp.Or(strings.Compare(a.ConnectionID, b.ConnectionID), strings.Compare(a.Identity.Key, b.Identity.Key))
 	})
-	for i, p := range w.puts {
-		conns[i], keys[i], orgs[i], digests[i] = p.connection, text(p.ident.Key), p.org, text(p.ident.Digest)
-		types[i], messages[i], expires[i] = text(p.ident.EventType), p.ident.MessageID, tsPtr(p.ident.ExpiresAt)
+	for i, p := range puts {
+		conns[i], keys[i], orgs[i], digests[i] = p.ConnectionID, text(p.Identity.Key), p.OrgID, text(p.Identity.Digest)
+		types[i], messages[i], expires[i] = text(p.Identity.EventType), p.Identity.MessageID, tsPtr(p.Identity.ExpiresAt)
 	}
-	for _, r := range w.reqs {
+	for _, m := range d.Moves {
 		// An identity one result found expired at its own time is expired
 		// at the latest.
-		if r.now.After(latest) {
-			latest = r.now
+		if m.Attempt.At.After(latest) {
+			latest = m.Attempt.At
 		}
 	}
 	q := b.Queue(`WITH put AS (
@@ -408,20 +330,15 @@ func (w *messageBatch) queuePuts(b *pgx.Batch) {
 			RETURNING 1)
 		SELECT 1 / (SELECT (count(*) = $9)::int FROM put)`,
 		conns, keys, orgs, digests, types, messages, expires, ts(latest), n)
-	q.Fn = func(br pgx.BatchResults) error {
-		_, err := br.Exec()
-		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "22012" {
-			return errRace
-		}
-		return err
-	}
+	q.Fn = raceOnDivision
 }
 
-// queueEvents inserts the events, skipping those whose (connection,
-// provider event id) a non-replay event holds, and reads which it
-// inserted.
-func (w *messageBatch) queueEvents(b *pgx.Batch) {
-	n := len(w.events)
+// queueEvents inserts the events. If another process committed an event
+// for one of their provider event ids since the read, the insert skips it
+// and the statement fails on purpose (fewer rows than events), as
+// queuePuts does; the batch is then re-run, to be decided against it.
+func queueEvents(b *pgx.Batch, events []intake.Event) {
+	n := len(events)
 	ids, orgs, conns, messages := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	providers, types, kinds, providerIDs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	apps, records, data, objectIDs, states, traces := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
@@ -430,7 +347,7 @@ func (w *messageBatch) queueEvents(b *pgx.Batch) {
 	truncated, replay := make([]bool, n), make([]bool, n)
 	attempts, maxAttempts := make([]int32, n), make([]int32, n)
 	replayOf := make([]*string, n)
-	for i, e := range w.events {
+	for i, e := range events {
 		ids[i], orgs[i], conns[i], messages[i] = e.ID, e.OrgID, e.ConnectionID, e.MessageID
 		providers[i], types[i], kinds[i], providerIDs[i] = text(e.Provider), text(e.Type), string(e.Kind), text(e.ProviderEventID)
 		if e.Subject != nil {
@@ -449,7 +366,7 @@ func (w *messageBatch) queueEvents(b *pgx.Batch) {
 			replayOf[i] = &e.ReplayOf
 		}
 	}
-	b.Queue(`INSERT INTO events
+	q := b.Queue(`WITH ins AS (INSERT INTO events
 		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
 		 subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
 		 next_attempt_at, replay, replay_of, created_at, traceparent)
@@ -464,37 +381,38 @@ func (w *messageBatch) queueEvents(b *pgx.Batch) {
 		          subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
 		          next_attempt_at, replay, replay_of, created_at, traceparent)
 		ON CONFLICT DO NOTHING
-		RETURNING id::text`,
+		RETURNING 1)
+		SELECT 1 / (SELECT (count(*) = $24)::int FROM ins)`,
 		ids, orgs, conns, messages, providers, types, kinds, providerIDs, occurred, received, apps, records, data, truncated,
-		objectIDs, states, attempts, maxAttempts, next, replay, replayOf, created, traces).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			w.inserted[id] = true
-		}
-		return rows.Err()
-	})
+		objectIDs, states, attempts, maxAttempts, next, replay, replayOf, created, traces, n)
+	q.Fn = raceOnDivision
+}
+
+// raceOnDivision reads a statement that divides by zero on purpose when it
+// lost a race to another process's commit: errRace, which re-runs the
+// transaction.
+func raceOnDivision(br pgx.BatchResults) error {
+	_, err := br.Exec()
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "22012" {
+		return errRace
+	}
+	return err
 }
 
 // queueMoves moves each message and records its attempt, in one
 // statement.
-func (w *messageBatch) queueMoves(b *pgx.Batch) {
-	n := len(w.moves)
+func queueMoves(b *pgx.Batch, moves []intake.MessageMove) {
+	n := len(moves)
 	ids, states, outcomes, codes, errs, providerIDs, orgs := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	aStates, aOutcomes, aCodes, aErrs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	attempts, aAttempts := make([]int32, n), make([]int32, n)
 	next, settled, aAt := make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
-	for i, m := range w.moves {
-		st, a := m.st, m.a
+	for i, m := range moves {
+		st, a := m.Settlement, m.Attempt
 		ids[i], states[i], outcomes[i], codes[i] = st.MessageID, string(st.To), text(st.Outcome), text(st.ErrorCode)
-		errs[i], providerIDs[i], orgs[i], attempts[i] = text(st.ErrorMessage), text(st.ProviderEventID), m.org, int32(st.Attempt)
-		next[i] = tsPtr(st.NextAttemptAt)
-		if st.To != intake.MessageFailed {
-			settled[i] = tsPtr(m.now)
-		}
+		errs[i], providerIDs[i], orgs[i], attempts[i] = text(st.ErrorMessage), text(st.ProviderEventID), m.OrgID, int32(st.Attempt)
+		next[i], settled[i] = tsPtr(st.NextAttemptAt), tsPtr(m.SettledAt)
 		aAttempts[i], aStates[i], aOutcomes[i], aCodes[i] = int32(a.Attempt), string(a.State), text(a.Outcome), text(a.ErrorCode)
 		aErrs[i], aAt[i] = text(a.ErrorMessage), tsPtr(a.At)
 	}
@@ -516,89 +434,3 @@ func (w *messageBatch) queueMoves(b *pgx.Batch) {
 		ids, attempts, states, outcomes, codes, errs, next, providerIDs, settled, orgs, aAttempts, aStates, aOutcomes, aCodes, aErrs, aAt)
 }
 
-// settleTx is ApplySettlement's view of one result in a batch: what was
-// read with its message's row lock, and what it will write, kept for the
-// commit only if it applies.
-type settleTx struct {
-	w     *messageBatch
-	found bool
-	conn  string
-	msg   intake.LockedMessage // its org is the org of the rows the settlement adds
-	// identityKey is the key whose live identity was read with the lock,
-	// identity what was found (nil: none).
-	identityKey string
-	identity    *intake.Identity
-
-	putIdentity *identityPut
-	events      []intake.Event
-	fanOuts     []plannedFanOut
-	move        *messageMove
-	notices     []intake.Notice
-}
-
-type plannedFanOut struct {
-	intake.FanOut
-	now time.Time
-}
-
-// LockMessage returns what the batch read when it locked the row.
-func (t *settleTx) LockMessage(ctx context.Context, msgID string) (intake.LockedMessage, error) {
-	return t.msg, nil
-}
-
-func (t *settleTx) InsertNotice(ctx context.Context, n intake.Notice) error {
-	t.notices = append(t.notices, n)
-	return nil
-}
-
-// Identity returns the identity an earlier result of the batch recorded
-// for the key, or else the one read with the row lock.
-func (t *settleTx) Identity(ctx context.Context, connectionID, key string, now time.Time) (*intake.Identity, error) {
-	if key != t.identityKey {
-		return nil, errors.New("postgres: settle asked for an identity it did not read")
-	}
-	if ident, ok := t.w.put[identityKey{connectionID, key}]; ok {
-		return &ident, nil
-	}
-	return t.identity, nil
-}
-
-// PutIdentity records an identity that Identity found absent or expired,
-// at the commit (queuePuts).
-func (t *settleTx) PutIdentity(ctx context.Context, connectionID string, ident intake.Identity) error {
-	t.putIdentity = &identityPut{connection: connectionID, org: t.msg.OrgID, ident: ident}
-	return nil
-}
-
-func (t *settleTx) OriginalEvent(ctx context.Context, connectionID, providerEventID string) (string, error) {
-	if err := t.w.p.flush(ctx); err != nil {
-		return "", err
-	}
-	var eventID string
-	err := t.w.p.conn.QueryRow(ctx, `SELECT id FROM events
-		WHERE connection_id = $1 AND provider_event_id = $2 AND NOT replay AND provider_event_id <> ''`,
-		connectionID, text(providerEventID)).Scan(&eventID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil
-	}
-	return eventID, err
-}
-
-// InsertEvent keeps the event for the commit's insert; whether it
-// inserted a row is known once the commit returns (settled reads it then).
-func (t *settleTx) InsertEvent(ctx context.Context, e intake.Event) (bool, error) {
-	t.events = append(t.events, e)
-	return true, nil
-}
-
-// InsertRoutes keeps a planned event's routes for the commit's insert,
-// which writes none if the event's own insert was skipped.
-func (t *settleTx) InsertRoutes(_ context.Context, e intake.Event, f intake.FanOut, now time.Time) error {
-	t.fanOuts = append(t.fanOuts, plannedFanOut{FanOut: f, now: now})
-	return nil
-}
-
-func (t *settleTx) UpdateMessage(ctx context.Context, st intake.Settlement, a intake.Attempt, now time.Time) error {
-	t.move = &messageMove{st: st, a: a, now: now, org: t.msg.OrgID}
-	return nil
-}

@@ -10,8 +10,8 @@ import (
 
 // TestMessageSettlesTakenTogetherShareATransactionAndFailAlone hands the
 // settler one batch as it takes what waits: a webhook and its resend, a
-// stale result, the same message settled twice, an event planned with a
-// call leased, one left for the router, and one whose provider id an
+// stale result, the same message settled twice, an event fanned out with
+// a call leased, one left for the router, and one whose provider id an
 // earlier event holds. Each settles as it would alone, the stale ones fail
 // alone, and the batch costs the statements of one settle.
 func TestMessageSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) {
@@ -31,9 +31,6 @@ func TestMessageSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) 
 	for _, cl := range claims {
 		attempt[cl.Message.ID] = cl.Attempt
 	}
-	plan := func(e intake.Event) (intake.FanOut, bool) {
-		return intake.FanOut{Routes: []intake.FanOutRoute{{ConsumerID: c.ID}}, Lease: time.Minute}, true
-	}
 	req := func(m *intake.Message, attempt int, ident string, planned bool, events ...intake.Event) messageSettleRequest {
 		st := intake.Settlement{MessageID: m.ID, Attempt: attempt, To: intake.MessageProcessed, Outcome: intake.OutcomeEvents, Events: events}
 		if ident != "" {
@@ -41,7 +38,10 @@ func TestMessageSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) 
 			st.Identity = &id
 		}
 		if planned {
-			st.Plan = plan
+			st.FanOuts = map[string]intake.FanOut{}
+			for _, e := range events {
+				st.FanOuts[e.ID] = intake.FanOut{Routes: []intake.FanOutRoute{{ConsumerID: c.ID}}, Lease: time.Minute}
+			}
 		}
 		return messageSettleRequest{now: t0, st: st, done: make(chan messageSettled, 1)}
 	}

@@ -20,12 +20,6 @@ const earlierInFlight = `(EXISTS (SELECT FROM messages m WHERE m.connection_id =
 	OR EXISTS (SELECT FROM events p WHERE p.connection_id = e.connection_id AND p.state IN ('pending', 'retrying')
 		AND p.next_attempt_at IS NOT NULL AND p.received_at < e.received_at))`
 
-// leaseable is when a new route may be leased in the commit that writes it:
-// its consumer is enabled, nothing paces it, and its breaker is closed
-// (intake.Controls.Unpaced, with the lane). c is consumers, l its lane.
-const leaseable = `c.enabled AND c.deleted_at IS NULL AND NOT c.paused AND c.rate_per_sec = 0 AND c.max_in_flight = 0
-	AND c.ordering = '' AND NOT coalesce(l.tripped, false)`
-
 // routeCountsSQL counts an event's routes as intake.RouteCounts.
 const routeCountsSQL = `SELECT count(*), count(*) FILTER (WHERE state = 'waiting'),
 		count(*) FILTER (WHERE state = 'waiting' AND last_error <> ''), count(*) FILTER (WHERE state = 'filtered'),
@@ -44,168 +38,102 @@ const oldestDueRoute = `(SELECT min((SELECT r.next_at FROM routes r
 		ORDER BY r.next_at LIMIT 1))
 	FROM consumers c WHERE NOT c.paused AND ($1::uuid IS NULL OR c.org_id = $1))`
 
-// FanOut writes an event's routes in two round trips: the first locks the
-// event, inserts the routes (leasing those to unpaced consumers) and the
-// filtered ones' deliveries, and counts the event's routes; the second
-// moves the event and commits.
+// FanOut writes an event's routes, as intake.DecideFanOut decides them,
+// in two round trips: the first locks the event and reads its routes and
+// the consumers; the second writes the routes and their records, moves
+// the event off the event queue and commits.
 func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]intake.RouteClaim, error) {
 	if !validIDs(f.EventID) {
 		return nil, notFound("event", f.EventID)
 	}
-	var routes newRoutes
-	routes.add(f, now, leaseEnd(now, f.Lease))
-	var claims []intake.RouteClaim
-	var wake bool
+	consumers := make([]string, 0, len(f.Routes))
+	for _, r := range f.Routes {
+		consumers = append(consumers, r.ConsumerID)
+	}
+	var out intake.FannedOut
 	err := s.pipeline(ctx, func(p *pipeTx) error {
-		claims, wake = nil, false
-		var e intake.Event
-		var found, leased bool
-		var counts intake.RouteCounts
-		type route struct {
-			consumerID string
-			state      intake.RouteState
-			leaseUntil *time.Time
-		}
-		var written []route
+		in := intake.FanOutRead{Routed: map[string]bool{}, Consumers: map[string]intake.ConsumerLane{}}
+		found := false
 		p.b.Queue(`SELECT `+eventColumns+`, lease_until IS NOT NULL FROM events WHERE id = $1 FOR UPDATE`, f.EventID).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var err error
-					if e, err = scanEvent(rows, &leased); err != nil {
+					if in.Event, err = scanEvent(rows, &in.Leased); err != nil {
 						return err
 					}
 					found = true
 				}
 				return rows.Err()
 			})
-		// Guarded by the same condition as the check in Go, so a stale
-		// fan-out writes nothing before it rolls back.
-		p.b.Queue(insertRoutesSQL(`AND e.lease_until IS NOT NULL AND e.state IN ('pending', 'retrying')`), routes.args(s)...).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var w route
-					var eventID string
-					if err := rows.Scan(&eventID, &w.consumerID, &w.state, &w.leaseUntil); err != nil {
-						return err
-					}
-					written = append(written, w)
+		p.b.Queue(`SELECT consumer_id::text FROM routes WHERE event_id = $1`, f.EventID).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					return err
 				}
-				return rows.Err()
-			})
-		p.b.Queue(routeCountsSQL, f.EventID).QueryRow(func(row pgx.Row) error { return scanCounts(row, &counts) })
+				in.Routed[id] = true
+			}
+			return rows.Err()
+		})
+		p.b.Queue(routeCountsSQL, f.EventID).QueryRow(func(row pgx.Row) error { return scanCounts(row, &in.Counts) })
+		queueConsumerLanes(p.b, consumers, false, in.Consumers)
 		if err := p.flush(ctx); err != nil {
 			return err
 		}
 		if !found {
 			return notFound("event", f.EventID)
 		}
-		from := e.State
-		if !leased || e.Attempt != f.Attempt || (from != intake.EventPending && from != intake.EventRetrying) {
-			return intake.Errorf(intake.ESTALE, "routing attempt %d of event %s is not current", f.Attempt, f.EventID)
-		}
-		to := intake.EventAfterRoutes(counts)
-		if to == intake.EventPending || to == intake.EventRetrying {
-			to = from // its routes move it from here on
-		}
-		if err := intake.CheckEventPath(from, to); err != nil {
+		var err error
+		if out, err = intake.DecideFanOut(in, f, now); err != nil {
 			return err
 		}
-		p.b.Queue(`UPDATE events SET state = $2, next_attempt_at = NULL, lease_until = NULL WHERE id = $1`, f.EventID, string(to))
-		e.State, e.NextAttemptAt = to, time.Time{}
-		for _, w := range written {
-			switch {
-			case w.state != intake.RouteWaiting:
-			case w.leaseUntil != nil:
-				claims = append(claims, intake.RouteClaim{Event: e, ConsumerID: w.consumerID, Attempt: 1, LeaseUntil: fromTS(w.leaseUntil)})
-			default:
-				wake = true
-			}
+		queueRoutes(p.b, out.Routes)
+		queueDeliveries(p.b, out.Deliveries)
+		p.b.Queue(`UPDATE events SET state = $2, next_attempt_at = NULL, lease_until = NULL WHERE id = $1`, f.EventID, string(out.State))
+		if out.Wake {
+			p.b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicRoutes], s.instance)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if wake {
+	if out.Wake {
 		s.hub.Notify(intake.TopicRoutes)
 	}
-	return claims, nil
+	return out.Calls, nil
 }
 
-// insertRoutesSQL inserts routes, each of event $1 at attempt $2 ($3
-// consumer, $4 filtered, $5 order key, due at $6), leasing until $7 (NULL:
-// none) those to consumers that nothing holds back, with the records of
-// the routes that carry one, filtered or held (from $8). It writes none for
-// an event that is not there (its insert skipped) or fails guard, a
-// further condition on it (e). Routes left waiting unleased wake every
-// process's routers ($18, $19: channel and instance). It returns each route
-// written. Each event is looked up alone (the subquery is not flattened):
-// a plan made for any array of keys then never scans events.
-func insertRoutesSQL(guard string) string {
-	return `WITH ins AS (
-			INSERT INTO routes (event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at, lease_until)
-			SELECT ev.id, r.consumer_id, ev.org_id, CASE WHEN r.filtered THEN 'filtered' ELSE 'waiting' END, 0, r.next_at, r.order_key,
-			       ev.order_at, CASE WHEN NOT r.filtered AND ` + leaseable + ` THEN r.lease_until END
-			  FROM unnest($1::uuid[], $2::int[], $3::uuid[], $4::bool[], $5::text[], $6::timestamptz[], $7::timestamptz[])
-			       AS r (event_id, attempt, consumer_id, filtered, order_key, next_at, lease_until)
-			 CROSS JOIN LATERAL (SELECT e.id, e.org_id, coalesce(e.occurred_at, e.received_at) AS order_at FROM events e
-			        WHERE e.id = r.event_id AND e.attempt = r.attempt ` + guard + ` OFFSET 0) AS ev
-			  LEFT JOIN consumers c ON c.id = r.consumer_id LEFT JOIN consumer_lanes l ON l.consumer_id = r.consumer_id
-			ON CONFLICT DO NOTHING
-			RETURNING event_id, consumer_id, state, lease_until
-		), del AS (
-			INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
-			SELECT ` + deliveryUnnestColumns + ` FROM ` + deliveryUnnest(8) + `
-			  JOIN ins ON ins.event_id = x.event_id AND ins.consumer_id = x.consumer_id
-		), wake AS (
-			SELECT pg_notify($18, $19) FROM ins WHERE state = 'waiting' AND lease_until IS NULL LIMIT 1
-		)
-		SELECT event_id::text, consumer_id::text, state, lease_until FROM ins WHERE (SELECT count(*) FROM wake) >= 0`
-}
-
-// newRoutes are insertRoutesSQL's rows, column by column.
-type newRoutes struct {
-	events, consumers, keys []string
-	attempts                []int32
-	filtered                []bool
-	nexts, leases           []*time.Time
-	deliveries              deliveryColumns
-}
-
-// add takes f's routes, due at now, leased until lease (zero: not leased).
-func (n *newRoutes) add(f intake.FanOut, now, lease time.Time) {
-	for _, r := range f.Routes {
-		if !validIDs(r.ConsumerID) {
-			continue
-		}
-		n.events, n.consumers, n.keys = append(n.events, f.EventID), append(n.consumers, r.ConsumerID), append(n.keys, text(r.OrderKey))
-		n.attempts, n.filtered = append(n.attempts, int32(f.Attempt)), append(n.filtered, r.Filtered)
-		routeLease := lease
-		if r.Unleased {
-			routeLease = time.Time{}
-		}
-		n.nexts, n.leases = append(n.nexts, tsPtr(now)), append(n.leases, tsPtr(routeLease))
-		if r.Delivery != nil {
-			n.deliveries.add(*r.Delivery)
-		}
+// queueRoutes inserts new routes, in one statement.
+func queueRoutes(b *pgx.Batch, routes []intake.Route) {
+	n := len(routes)
+	if n == 0 {
+		return
 	}
-}
-
-func (n *newRoutes) empty() bool { return len(n.events) == 0 }
-
-// args are insertRoutesSQL's arguments.
-func (n *newRoutes) args(s *Store) []any {
-	args := append([]any{nonNil(n.events), n.attempts, nonNil(n.consumers), n.filtered, nonNil(n.keys), n.nexts, n.leases},
-		n.deliveries.args()...)
-	return append(args, channels[intake.TopicRoutes], s.instance)
-}
-
-// leaseEnd is when a lease of d from now ends (zero: no lease).
-func leaseEnd(now time.Time, d time.Duration) time.Time {
-	if d <= 0 {
-		return time.Time{}
+	events, consumers, orgs, states, keys := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	attempts := make([]int32, n)
+	nexts, orderAts, leases := make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+	for i, r := range routes {
+		events[i], consumers[i], orgs[i], states[i], keys[i] = r.EventID, r.ConsumerID, r.OrgID, string(r.State), text(r.OrderKey)
+		attempts[i], nexts[i], orderAts[i], leases[i] = int32(r.Attempt), tsPtr(r.NextAt), tsPtr(r.OrderAt), tsPtr(r.LeaseUntil)
 	}
-	return now.Add(d)
+	b.Queue(`INSERT INTO routes (event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at, lease_until)
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::int[], $6::timestamptz[], $7::text[],
+		                     $8::timestamptz[], $9::timestamptz[])`,
+		events, consumers, orgs, states, attempts, nexts, keys, orderAts, leases)
+}
+
+// queueDeliveries inserts delivery records, in one statement.
+func queueDeliveries(b *pgx.Batch, ds []intake.Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	var cols deliveryColumns
+	for _, d := range ds {
+		cols.add(d)
+	}
+	b.Queue(`INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
+		SELECT `+deliveryUnnestColumns+` FROM `+deliveryUnnest(1), cols.args()...)
 }
 
 // deliveryColumns holds deliveries column by column, for one INSERT …

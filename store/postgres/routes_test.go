@@ -317,9 +317,10 @@ func TestASuccessfulCallTakesNoLaneLockWhileFailuresCountUnderIt(t *testing.T) {
 // TestCallSettlesTakenTogetherShareATransactionAndFailAlone hands the
 // settler one batch as it takes what waits: eight results, among them a
 // stale one, a failure that moves the lane and both routes of one event.
-// Each settles as it would alone, the stale one fails alone, and the batch
-// costs the statements of two settles (one pass, and the failure's again
-// with its lane locked) where eight alone cost eight.
+// Each settles as it would alone, one after the other, the stale one
+// fails alone, and the batch costs the statements of two settles (one
+// pass, and again with the lanes locked, since the failure moves one)
+// where eight alone cost eight.
 func TestCallSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) {
 	ctx := context.Background()
 	s, rt := openCounted(t)
@@ -333,9 +334,9 @@ func TestCallSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) {
 	if err != nil || len(claims) != 8 {
 		t.Fatalf("claims %d %v", len(claims), err)
 	}
-	claim := map[routeKey]intake.RouteClaim{}
+	claim := map[intake.RouteKey]intake.RouteClaim{}
 	for _, rc := range claims {
-		claim[routeKey{rc.Event.ID, rc.ConsumerID}] = rc
+		claim[intake.RouteKey{EventID: rc.Event.ID, ConsumerID: rc.ConsumerID}] = rc
 	}
 	req := func(eventID, consumerID string, status, attempt int) routeSettleRequest {
 		outcome := intake.DeliveryHandled
@@ -348,7 +349,7 @@ func TestCallSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) {
 				Outcome: outcome, StatusCode: status, Error: map[bool]string{true: "HTTP 500"}[status >= 300], At: t0}}}
 	}
 	ok := func(eventID, consumerID string, status int) routeSettleRequest {
-		return req(eventID, consumerID, status, claim[routeKey{eventID, consumerID}].Attempt)
+		return req(eventID, consumerID, status, claim[intake.RouteKey{EventID: eventID, ConsumerID: consumerID}].Attempt)
 	}
 
 	before := rt.statements.Load()
@@ -360,10 +361,10 @@ func TestCallSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) {
 	single := rt.statements.Load() - before
 
 	batch := []routeSettleRequest{
-		req(some[0].ID, c1.ID, 200, claim[routeKey{some[0].ID, c1.ID}].Attempt+1), // not the call the lease is for
+		req(some[0].ID, c1.ID, 200, claim[intake.RouteKey{EventID: some[0].ID, ConsumerID: c1.ID}].Attempt+1), // not the call the lease is for
 		ok(some[0].ID, c1.ID, 200), ok(some[1].ID, c1.ID, 200), ok(some[2].ID, c1.ID, 200), ok(some[3].ID, c1.ID, 200),
-		ok(some[4].ID, c1.ID, 500),
 		ok(both.ID, c1.ID, 200), ok(both.ID, c2.ID, 200),
+		ok(some[4].ID, c1.ID, 500), // last: a success after it would close the count again
 	}
 	before = rt.statements.Load()
 	s.settleRoutes(batch)

@@ -167,41 +167,6 @@ func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.Su
 	})
 }
 
-// Subject returns the link of the first of the object ids that has one,
-// as the batch read them with its locks; a pair it did not read (the
-// message is not of the events' connection) is looked up now.
-func (t *settleTx) Subject(ctx context.Context, connectionID string, objectIDs []string) (*intake.Subject, error) {
-	for _, obj := range objectIDs {
-		k := identityKey{connectionID, text(obj)}
-		sub, read := t.w.subjects[k]
-		if !read {
-			return t.lookUpSubject(ctx, connectionID, objectIDs)
-		}
-		if sub != nil {
-			return sub, nil
-		}
-	}
-	return nil, nil
-}
-
-func (t *settleTx) lookUpSubject(ctx context.Context, connectionID string, objectIDs []string) (*intake.Subject, error) {
-	if err := t.w.p.flush(ctx); err != nil {
-		return nil, err
-	}
-	for _, obj := range objectIDs {
-		var sub intake.Subject
-		err := t.w.p.conn.QueryRow(ctx, `SELECT app, record_id FROM subject_links WHERE connection_id = $1 AND provider_object_id = $2`,
-			connectionID, text(obj)).Scan(&sub.App, &sub.RecordID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return &sub, nil
-	}
-	return nil, nil
-}
 
 // ClaimEvents takes due, unleased events not yet fanned out as their next
 // routing attempt, in one statement that also reads who is done with

@@ -17,6 +17,10 @@ type writeJob struct {
 	fn    func(*wtx) error
 	msg   *intake.Message // an ingest: inserted with the batch's other ingests
 	hdr   string          // an ingest's header as JSON, encoded by the caller
+	// settle and call are results, settled with the batch's others of
+	// their kind (runSettles).
+	settle *messageSettle
+	call   *routeSettle
 	after func()          // runs once the commit holding the job returned
 	done  chan error
 }
@@ -159,10 +163,11 @@ func (s *Store) commitBatch(batch []writeJob) {
 		}
 	}
 	for i, j := range batch {
-		if j.msg == nil {
+		if j.fn != nil {
 			results[i] = s.runJob(tx, j)
 		}
 	}
+	settled := s.runSettles(tx, batch, results)
 	err = tx.Commit()
 	if tx.changed {
 		// Even after a failed commit: whether it landed is unknown, and a
@@ -173,6 +178,7 @@ func (s *Store) commitBatch(batch []writeJob) {
 		fail(err)
 		return
 	}
+	settled()
 	for i, j := range batch {
 		if results[i] == nil && j.after != nil {
 			j.after()

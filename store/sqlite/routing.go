@@ -145,22 +145,6 @@ func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.Su
 	})
 }
 
-func (t settleTx) Subject(ctx context.Context, connectionID string, objectIDs []string) (*intake.Subject, error) {
-	for _, obj := range objectIDs {
-		var sub intake.Subject
-		err := t.tx.QueryRowContext(ctx, subjectSQL,
-			connectionID, obj).Scan(&sub.App, &sub.RecordID)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return &sub, nil
-	}
-	return nil, nil
-}
-
 // ClaimEvents takes due, unleased events as their next routing attempt.
 func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.EventClaim, error) {
 	var claims []intake.EventClaim
@@ -272,8 +256,6 @@ func (s *Store) Deliveries(ctx context.Context, sc intake.Scope, eventID string)
 	return out, rows.Err()
 }
 
-const subjectSQL = `SELECT app, record_id FROM subject_links WHERE connection_id = ? AND provider_object_id = ?`
-
 var claimEventsSQL = `UPDATE events
 			SET attempt = attempt + 1, lease_until = ?1,
 			    state = CASE WHEN lease_until IS NOT NULL THEN 'retrying' ELSE state END
@@ -283,9 +265,6 @@ var claimEventsSQL = `UPDATE events
 				   AND (lease_until IS NULL OR lease_until <= ?2)
 				 ORDER BY next_attempt_at LIMIT ?3)
 			RETURNING ` + eventColumns + `, lease_until`
-
-const insertDeliverySQL = `INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // MessageRequests returns the query and headers of the requests events
 // came from, in one read.

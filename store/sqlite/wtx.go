@@ -99,9 +99,10 @@ func hotQueries() []string {
 	return []string{
 		savepointSQL, releaseSQL, rollbackToSQL,
 		insertMessageSQL, insertBodySQL,
-		claimMessagesSQL, messageForSettleSQL, identitySQL, putIdentitySQL,
-		originalEventSQL, insertEventSQL, updateMessageSQL, subjectSQL, recordAttemptSQL,
-		claimEventsSQL, insertDeliverySQL, insertRouteSQL, dueRoutesSQL,
+		claimMessagesSQL, claimEventsSQL, dueRoutesSQL,
+		settlingMessagesSQL, identitiesSQL, subjectsSQL, originalsSQL, consumerLanesSQL,
+		putIdentitiesSQL, insertEventsSQL, insertRoutesSQL, insertDeliveriesSQL, moveMessagesSQL, recordAttemptsSQL, insertNoticesSQL,
+		eventStatesSQL, settlingRoutesSQL, routeCountsSQL, saveRoutesSQL, saveLanesSQL, moveEventsSQL,
 	}
 }
 

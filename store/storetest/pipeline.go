@@ -38,9 +38,7 @@ func BenchmarkPipeline(b *testing.B, s intake.Store, count Counter) {
 		e := f.event(m, fmt.Sprintf("evt_%d", i))
 		e.ObjectIDs, e.NextAttemptAt = nil, at
 		st := processed(claim, identity(m, e.ProviderEventID), e)
-		st.Plan = func(intake.Event) (intake.FanOut, bool) {
-			return intake.FanOut{Routes: []intake.FanOutRoute{{ConsumerID: c.ID}}, Lease: lease}, true
-		}
+		st.FanOuts = map[string]intake.FanOut{e.ID: {Routes: []intake.FanOutRoute{{ConsumerID: c.ID}}, Lease: lease}}
 		out, err := s.SettleMessage(ctx, at, st)
 		if err != nil || len(out.Calls) != 1 {
 			return fmt.Errorf("the settle leased %d calls, want 1: %v", len(out.Calls), err)

@@ -938,13 +938,13 @@ func testOrderingWaitsForEarlierWebhooks(t *testing.T, s intake.Store) {
 	}
 }
 
-// testPlannedFanOut: a settle given a plan fans each event it creates out
-// in its own transaction, as FanOut would: the routes written, the
+// testPlannedFanOut: a settle given an event's fan-out writes it with the
+// event, as FanOut would: the routes written, the
 // filtered ones recorded, the routes to consumers that nothing holds back
 // leased to the caller (its calls returned), and the event left off the
 // event queue in the state its routes give it. An event it is not given a
-// plan for waits for a claim; an event whose insert is skipped gets no
-// routes.
+// fan-out for waits for a claim; an event that is not created (its
+// provider event has its event already) gets no routes.
 func testPlannedFanOut(t *testing.T, s intake.Store) {
 	ctx := context.Background()
 	f := newFixture(t, s, "acme")
@@ -956,7 +956,12 @@ func testPlannedFanOut(t *testing.T, s intake.Store) {
 		t.Helper()
 		m := f.ingest(t, s, `{"id":"`+providerEventID+`","n":"`+intake.NewID()+`"}`, t0)
 		st := processed(claimOne(t, s, t0), nil, f.event(m, providerEventID))
-		st.Plan = plan
+		st.FanOuts = map[string]intake.FanOut{}
+		for _, e := range st.Events {
+			if fo, ok := plan(e); ok {
+				st.FanOuts[e.ID] = fo
+			}
+		}
 		out, err := s.SettleMessage(ctx, t0, st)
 		if err != nil {
 			t.Fatal(err)
