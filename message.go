@@ -171,3 +171,18 @@ func (b ClaimBodies) Fill(id string, header, body []byte) error {
 	m.Body, m.BodyExpired = body, false
 	return json.Unmarshal(header, &m.Header)
 }
+
+// CheckIngest is the rule for what ingest records: a received message
+// queued for any worker to claim, or one handed over to the local worker,
+// which the same commit leases as its first attempt (processing, attempt 1,
+// a lease that ends after its receipt). A replay uses InsertReplay.
+func CheckIngest(m *Message) error {
+	switch {
+	case m.State == MessageQueued:
+		return nil
+	case m.State == MessageProcessing && m.Attempt == 1 && m.LeaseUntil.After(m.ReceivedAt):
+		return nil
+	}
+	return Errorf(EINVALID, "ingest records a queued message, or one handed over as processing at attempt 1 under a lease; "+
+		"not %s at attempt %d (a replay uses InsertReplay)", m.State, m.Attempt)
+}

@@ -10,10 +10,11 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/handoff"
 )
 
 func TestIngressHandsOverWhileTheWorkerHasRoomThenQueues(t *testing.T) {
-	h := intake.NewHandoff(1, 30*time.Second)
+	h := handoff.NewMessages(1, 30*time.Second)
 	e := setup(t, ingress.Config{Handoff: h}, nil)
 	for _, body := range []string{`{"n":1}`, `{"n":2}`} {
 		if w := e.post("/webhooks/"+e.token, strings.NewReader(body), nil); w.Code != http.StatusOK {
@@ -52,7 +53,7 @@ func TestIngressHandsOverWhileTheWorkerHasRoomThenQueues(t *testing.T) {
 }
 
 func TestIngressGivesBackTheRoomOfACommitThatFailed(t *testing.T) {
-	h := intake.NewHandoff(1, 30*time.Second)
+	h := handoff.NewMessages(1, 30*time.Second)
 	e := setup(t, ingress.Config{}, nil)
 	broken := ingress.New(ingress.Config{Store: failingStore{e.store}, Clock: e.clock, Handoff: h})
 	mux := http.NewServeMux()

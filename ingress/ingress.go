@@ -21,6 +21,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/cache"
+	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
@@ -44,7 +45,7 @@ type Config struct {
 	// Handoff, when set, is the local worker's: while it has room, a
 	// message commits under its first lease and goes straight to the
 	// worker, with the body it arrived with.
-	Handoff *intake.Handoff
+	Handoff *handoff.Messages
 	// Pressure, when set, counts the requests waiting for their commit,
 	// for processing to yield to them under a burst.
 	Pressure *intake.Pressure

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/worker"
 )
@@ -33,7 +34,7 @@ func (c *countedClaims) ClaimMessages(ctx context.Context, now time.Time, lease 
 // handOver commits a message as ingress does when the worker has room:
 // under its first lease. give says whether it then reaches the worker (a
 // process that dies after the commit never gives it).
-func (e *env) handOver(t *testing.T, h *intake.Handoff, body string, give bool) string {
+func (e *env) handOver(t *testing.T, h *handoff.Messages, body string, give bool) string {
 	t.Helper()
 	sum := sha256.Sum256([]byte(body))
 	m := &intake.Message{ID: intake.NewID(), OrgID: e.ep.OrgID, ConnectionID: e.conn.ID, EndpointID: e.ep.ID,
@@ -64,7 +65,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestAHandedOverMessageIsProcessedWithNoClaim(t *testing.T) {
 	e := setup(t)
-	h := intake.NewHandoff(8, time.Minute)
+	h := handoff.NewMessages(8, time.Minute)
 	store := &countedClaims{Store: e.store}
 	w := worker.New(worker.Config{Store: store, Sealer: mustSealer(), Clock: e.clock, Poll: time.Hour, Handoff: h})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -93,7 +94,7 @@ func TestAHandedOverMessageIsProcessedWithNoClaim(t *testing.T) {
 
 func TestAHandedOverMessageWhoseProcessDiedIsClaimedAsTheNextAttempt(t *testing.T) {
 	e := setup(t)
-	h := intake.NewHandoff(8, time.Minute)
+	h := handoff.NewMessages(8, time.Minute)
 	id := e.handOver(t, h, `{"id":"evt_1","type":"paid"}`, false)
 	if n := e.run(t); n != 0 {
 		t.Fatalf("claimed %d while the dead process's lease holds", n)
@@ -112,7 +113,7 @@ func TestAHandedOverMessageWhoseProcessDiedIsClaimedAsTheNextAttempt(t *testing.
 // seventh.
 func TestAHandedOverAttemptThatNeverSettlesSpendsAnAttempt(t *testing.T) {
 	e := setup(t)
-	h := intake.NewHandoff(8, time.Minute)
+	h := handoff.NewMessages(8, time.Minute)
 	id := e.handOver(t, h, `{"id":"evt_1","type":"paid"}`, false)
 	for range intake.DefaultMaxAttempts - 1 {
 		e.clock.Advance(time.Minute)
@@ -129,7 +130,7 @@ func TestAHandedOverAttemptThatNeverSettlesSpendsAnAttempt(t *testing.T) {
 
 func TestADrainingWorkerReleasesWhatWasHandedOverButNotStarted(t *testing.T) {
 	e := setup(t)
-	h := intake.NewHandoff(8, time.Minute)
+	h := handoff.NewMessages(8, time.Minute)
 	first := e.handOver(t, h, `{"id":"evt_1","type":"paid"}`, true)
 	second := e.handOver(t, h, `{"id":"evt_2","type":"paid"}`, true)
 	w := worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Handoff: h})
@@ -155,7 +156,7 @@ func TestADrainingWorkerReleasesWhatWasHandedOverButNotStarted(t *testing.T) {
 
 func TestAHandedOverMessageWhoseLeaseRanOutWhileWaitingIsLeftToAClaim(t *testing.T) {
 	e := setup(t)
-	h := intake.NewHandoff(8, time.Minute)
+	h := handoff.NewMessages(8, time.Minute)
 	id := e.handOver(t, h, `{"id":"evt_1","type":"paid"}`, true)
 	e.clock.Advance(time.Minute) // another process may claim it now
 	store := &countedClaims{Store: e.store, none: true}

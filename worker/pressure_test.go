@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/worker"
 )
@@ -43,7 +44,7 @@ func TestABurstIsAcknowledgedWhileProcessingHoldsBackThenTheBacklogDrains(t *tes
 		burst = append(burst, e.receive(t, "new-secret", fmt.Sprintf(`{"id":"evt_%d","type":"paid"}`, i)))
 	}
 	store := &gatedSettles{Store: e.store, gate: make(chan struct{})}
-	h := intake.NewHandoff(8, time.Minute)
+	h := handoff.NewMessages(8, time.Minute)
 	w := worker.New(worker.Config{Store: store, Sealer: mustSealer(), Clock: e.clock, Poll: 5 * time.Millisecond,
 		Concurrency: 8, Handoff: h, Pressure: p, HandoffWait: 2 * time.Second})
 	runCtx, cancel := context.WithCancel(ctx)

@@ -20,6 +20,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/cache"
+	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/provider"
@@ -39,7 +40,7 @@ type Config struct {
 	Concurrency int           // messages processed at once (default 64: a batch's settlements share commits)
 	// Handoff, when set, brings the messages this process's ingest just
 	// committed under their first lease; they are taken before claims.
-	Handoff *intake.Handoff
+	Handoff *handoff.Messages
 	// Router, when set, fans the events out inside the settle that creates
 	// them, and makes the first calls that settle leases to it.
 	Router Router

@@ -28,6 +28,7 @@ import (
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/bodyurl"
+	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
@@ -127,7 +128,7 @@ func (c *ServeCmd) Run() error {
 	m.WatchQuota(quota.Used, quota.Limit)
 	// Fresh messages go from their commit straight to this process's
 	// worker while it has room: as many as it processes at once.
-	handoff := intake.NewHandoff(c.Workers, c.Lease)
+	messages := handoff.NewMessages(c.Workers, c.Lease)
 	// Under a burst, processing yields to the requests waiting for commits.
 	var pressure *intake.Pressure
 	if c.IngestFirst > 0 {
@@ -135,7 +136,7 @@ func (c *ServeCmd) Run() error {
 		m.WatchPressure(pressure)
 	}
 	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
-		Logger: log, Quota: quota, Handoff: handoff, Pressure: pressure})
+		Logger: log, Quota: quota, Handoff: messages, Pressure: pressure})
 	// One rules engine: its script hosts and compiled programs serve the
 	// worker, the router and the control plane's checks and dry runs.
 	engine, err := rules.New(rules.Config{ScriptTimeout: c.ScriptTimeout, ScriptMemory: c.ScriptMemory, Hosts: c.ScriptHosts}, clock)
@@ -158,7 +159,7 @@ func (c *ServeCmd) Run() error {
 		Backoff:  intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
 		MaxEvents: c.Calls, ConsumerShare: c.ConsumerCalls, Pressure: pressure, Rules: engine, Metrics: m, Logger: log})
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
-		Handoff: handoff, Router: rt, Pressure: pressure, Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
+		Handoff: messages, Router: rt, Pressure: pressure, Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
 
 	var draining atomic.Bool
 	mux := http.NewServeMux()

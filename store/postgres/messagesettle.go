@@ -433,4 +433,3 @@ func queueMoves(b *pgx.Batch, moves []intake.MessageMove) {
 		ON CONFLICT (message_id, attempt) DO NOTHING`,
 		ids, attempts, states, outcomes, codes, errs, next, providerIDs, settled, orgs, aAttempts, aStates, aOutcomes, aCodes, aErrs, aAt)
 }
-

@@ -167,7 +167,6 @@ func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.Su
 	})
 }
 
-
 // ClaimEvents takes due, unleased events not yet fanned out as their next
 // routing attempt, in one statement that also reads who is done with
 // each. An event whose previous lease ran out unsettled is taken as

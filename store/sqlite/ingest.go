@@ -13,16 +13,16 @@ import (
 // writeJob is one unit of work for the writer: it runs inside a savepoint
 // of the shared transaction, so its failure undoes only its own writes.
 type writeJob struct {
-	ctx   context.Context
-	fn    func(*wtx) error
-	msg   *intake.Message // an ingest: inserted with the batch's other ingests
-	hdr   string          // an ingest's header as JSON, encoded by the caller
+	ctx context.Context
+	fn  func(*wtx) error
+	msg *intake.Message // an ingest: inserted with the batch's other ingests
+	hdr string          // an ingest's header as JSON, encoded by the caller
 	// settle and call are results, settled with the batch's others of
 	// their kind (runSettles).
 	settle *messageSettle
 	call   *routeSettle
-	after func()          // runs once the commit holding the job returned
-	done  chan error
+	after  func() // runs once the commit holding the job returned
+	done   chan error
 }
 
 var errClosed = errors.New("sqlite: store closed")

@@ -392,5 +392,3 @@ var claimMessagesSQL = `UPDATE messages
 				ORDER BY lease_until LIMIT ?3)
 		) ORDER BY due LIMIT ?3)
 	RETURNING ` + messageColumns
-
-

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/handoff"
 )
 
 // testMessageHandover: a message handed over to the local worker commits under
@@ -23,7 +24,7 @@ func testMessageHandover(t *testing.T, s intake.Store) {
 	handOver := func(body string) *intake.Message {
 		t.Helper()
 		m := f.message(body, t0)
-		if !intake.NewHandoff(1, lease).Reserve(m) {
+		if !handoff.NewMessages(1, lease).Reserve(m) {
 			t.Fatal("an empty hand-off has no room")
 		}
 		if err := s.Ingest(ctx, m); err != nil {
@@ -76,7 +77,7 @@ func testMessageHandover(t *testing.T, s intake.Store) {
 func testHandoverSharesCommitsWithQueued(t *testing.T, s intake.Store) {
 	f := newFixture(t, s, "acme")
 	const n = 40
-	h := intake.NewHandoff(n, time.Minute)
+	h := handoff.NewMessages(n, time.Minute)
 	msgs := make([]*intake.Message, n)
 	var wg sync.WaitGroup
 	for i := range msgs {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/handoff"
 )
 
 // Counter reports how many statements a store ran, and in how many round
@@ -24,7 +25,7 @@ func BenchmarkPipeline(b *testing.B, s intake.Store, count Counter) {
 	f := newFixture(b, s, "pipeline")
 	c := f.consumer(b, s, "app", intake.Controls{})
 	lease := time.Minute
-	h := intake.NewHandoff(1, lease)
+	h := handoff.NewMessages(1, lease)
 	one := func(i int) error {
 		at := t0.Add(time.Duration(i) * time.Millisecond)
 		m := f.message(fmt.Sprintf(`{"id":"evt_%d"}`, i), at)

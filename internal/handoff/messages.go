@@ -1,34 +1,42 @@
-package intake
+// Package handoff carries work from one room of the process to the next
+// without a claim: fresh messages from ingest's commit to the worker
+// (Messages), and the calls a settle leased from the worker to the router
+// (Calls). A crash loses only the memory: the leases expire and any
+// process claims the work.
+package handoff
+
 
 import (
 	"sync"
 	"time"
+
+	"github.com/intakehq/intake"
 )
 
-// Handoff carries fresh messages from the commit that stored them to the
+// Messages carries fresh messages from the commit that stored them to the
 // local worker, so fresh work costs no claim and no body read: the commit
-// itself takes the message's first lease (see CheckIngest), and the worker
+// itself takes the message's first lease (see intake.CheckIngest), and the worker
 // processes it with the body ingress still holds. A crash loses only the
 // memory: the lease expires and any process claims the message.
 //
 // It is bounded, and shared fairly: one org may hold at most its share of
 // the room (see share), so another org's fresh message finds room while one
 // org floods. With no room, ingest stores the message queued, for a claim.
-// A nil Handoff has no room.
-type Handoff struct {
+// A nil Messages has no room.
+type Messages struct {
 	lease time.Duration
 	size  int
-	queue chan Claim
+	queue chan intake.Claim
 
 	mu   sync.Mutex
 	held int            // messages reserved or queued
 	orgs map[string]int // of them, per org holding some
 }
 
-// NewHandoff returns a hand-off queue of size messages for a worker whose
+// NewMessages returns a hand-off queue of size messages for a worker whose
 // attempts are leased for lease.
-func NewHandoff(size int, lease time.Duration) *Handoff {
-	return &Handoff{lease: lease, size: size, queue: make(chan Claim, size), orgs: map[string]int{}}
+func NewMessages(size int, lease time.Duration) *Messages {
+	return &Messages{lease: lease, size: size, queue: make(chan intake.Claim, size), orgs: map[string]int{}}
 }
 
 // Reserve takes room for one message and, if there is room within its
@@ -36,7 +44,7 @@ func NewHandoff(size int, lease time.Duration) *Handoff {
 // processing at attempt 1, leased from its receipt for the worker's lease.
 // Each reservation ends in exactly one Give (the commit holding m returned)
 // or Cancel (it failed).
-func (h *Handoff) Reserve(m *Message) bool {
+func (h *Messages) Reserve(m *intake.Message) bool {
 	if h == nil {
 		return false
 	}
@@ -47,14 +55,14 @@ func (h *Handoff) Reserve(m *Message) bool {
 	}
 	h.held++
 	h.orgs[m.OrgID]++
-	m.State, m.Attempt, m.LeaseUntil = MessageProcessing, 1, m.ReceivedAt.Add(h.lease)
+	m.State, m.Attempt, m.LeaseUntil = intake.MessageProcessing, 1, m.ReceivedAt.Add(h.lease)
 	return true
 }
 
 // share is the most room org may hold: three quarters of it shared among
 // the orgs holding some, so that a quarter is always left for an org
 // holding none; h.mu is held.
-func (h *Handoff) share(org string) int {
+func (h *Messages) share(org string) int {
 	others := len(h.orgs)
 	if h.orgs[org] > 0 {
 		others--
@@ -64,16 +72,16 @@ func (h *Handoff) share(org string) int {
 
 // Give hands a committed message, reserved before its commit, to the
 // worker. It never blocks: the room was taken by Reserve.
-func (h *Handoff) Give(m *Message) {
-	h.queue <- Claim{Message: *m, Attempt: m.Attempt, LeaseUntil: m.LeaseUntil}
+func (h *Messages) Give(m *intake.Message) {
+	h.queue <- intake.Claim{Message: *m, Attempt: m.Attempt, LeaseUntil: m.LeaseUntil}
 }
 
 // Cancel gives back the room of org's reservation whose commit failed.
-func (h *Handoff) Cancel(org string) { h.free(org) }
+func (h *Messages) Cancel(org string) { h.free(org) }
 
 // Claims is where the worker takes handed-over messages from; a nil
-// Handoff's never yields one.
-func (h *Handoff) Claims() <-chan Claim {
+// Messages' never yields one.
+func (h *Messages) Claims() <-chan intake.Claim {
 	if h == nil {
 		return nil
 	}
@@ -82,9 +90,9 @@ func (h *Handoff) Claims() <-chan Claim {
 
 // Taken frees the room of a message of org the worker took from Claims and
 // started or released.
-func (h *Handoff) Taken(org string) { h.free(org) }
+func (h *Messages) Taken(org string) { h.free(org) }
 
-func (h *Handoff) free(org string) {
+func (h *Messages) free(org string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.held--
@@ -93,17 +101,3 @@ func (h *Handoff) free(org string) {
 	}
 }
 
-// CheckIngest is the rule for what ingest records: a received message
-// queued for any worker to claim, or one handed over to the local worker,
-// which the same commit leases as its first attempt (processing, attempt 1,
-// a lease that ends after its receipt). A replay uses InsertReplay.
-func CheckIngest(m *Message) error {
-	switch {
-	case m.State == MessageQueued:
-		return nil
-	case m.State == MessageProcessing && m.Attempt == 1 && m.LeaseUntil.After(m.ReceivedAt):
-		return nil
-	}
-	return Errorf(EINVALID, "ingest records a queued message, or one handed over as processing at attempt 1 under a lease; "+
-		"not %s at attempt %d (a replay uses InsertReplay)", m.State, m.Attempt)
-}

@@ -1,13 +1,17 @@
-package intake
+package handoff
 
 import (
 	"testing"
 	"time"
+
+	"github.com/intakehq/intake"
 )
 
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
 func TestTheHandoffLeavesRoomForAnotherOrgWhileOneFloods(t *testing.T) {
-	h := NewHandoff(8, time.Minute)
-	reserve := func(org string) bool { return h.Reserve(&Message{OrgID: org, ReceivedAt: t0}) }
+	h := NewMessages(8, time.Minute)
+	reserve := func(org string) bool { return h.Reserve(&intake.Message{OrgID: org, ReceivedAt: t0}) }
 	n := 0
 	for reserve("b") {
 		n++
