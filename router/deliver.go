@@ -132,7 +132,7 @@ func (r *Router) secrets(c intake.Consumer) ([]string, error) {
 // event however many consumers ask for it.
 type ruleInput struct {
 	e   *intake.Event
-	env delivery.Envelope
+	env intake.Envelope
 	b   *batch // holds the original request, read for the whole batch
 
 	jsonOnce sync.Once
@@ -144,7 +144,7 @@ type ruleInput struct {
 	inErr  error
 }
 
-func newRuleInput(e *intake.Event, env delivery.Envelope, b *batch) *ruleInput {
+func newRuleInput(e *intake.Event, env intake.Envelope, b *batch) *ruleInput {
 	return &ruleInput{e: e, env: env, b: b}
 }
 

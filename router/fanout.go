@@ -144,8 +144,8 @@ func (r *Router) judge(ctx context.Context, e *intake.Event, c intake.Consumer, 
 
 // envelope is the event as consumers receive it, with a fresh body URL
 // when its data was truncated.
-func (r *Router) envelope(e *intake.Event) delivery.Envelope {
-	env := delivery.NewEnvelope(e)
+func (r *Router) envelope(e *intake.Event) intake.Envelope {
+	env := intake.NewEnvelope(e)
 	if e.DataTruncated && len(r.cfg.BodyURLs.Key) > 0 {
 		env.BodyURL = r.cfg.BodyURLs.URL(e.MessageID, r.cfg.Clock.Now().Add(bodyurl.TTL))
 	}

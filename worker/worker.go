@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/cache"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
@@ -556,7 +555,7 @@ func (w *Worker) filter(ctx context.Context, conn intake.Connection, m intake.Me
 	headers, query := rules.RequestView(m.Header, m.Query, provider.CredentialHeaders(conn)...)
 	var kept []intake.Event
 	for _, e := range events {
-		body, err := json.Marshal(delivery.NewEnvelope(&e))
+		body, err := json.Marshal(intake.NewEnvelope(&e))
 		if err != nil {
 			return nil, err
 		}
