@@ -12,7 +12,6 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
-	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/bodyurl"
 )
 
@@ -139,7 +138,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, who contro
 // writeStreamEvent writes one event as an SSE message. A truncated event
 // carries a fresh raw-body address, as a consumer delivery does.
 func writeStreamEvent(w http.ResponseWriter, e intake.Event, signer bodyurl.Signer, now time.Time) error {
-	env := delivery.NewEnvelope(&e)
+	env := intake.NewEnvelope(&e)
 	if e.DataTruncated {
 		env.BodyURL = signer.URL(e.MessageID, now.Add(bodyurl.TTL))
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
-	"github.com/intakehq/intake/delivery"
 )
 
 // sse is one message read from an event stream.
@@ -106,7 +105,7 @@ func TestEventStreamSendsEventsCommittedAfterItOpensAsConsumerEnvelopes(t *testi
 	if m.id != ev.ID {
 		t.Fatalf("stream sent id %s, want %s", m.id, ev.ID)
 	}
-	var env delivery.Envelope
+	var env intake.Envelope
 	if err := json.Unmarshal([]byte(m.data), &env); err != nil {
 		t.Fatalf("data is not an envelope: %v: %s", err, m.data)
 	}

@@ -112,7 +112,7 @@ func (e *env) settle(t *testing.T) {
 type consumer struct {
 	mu     sync.Mutex
 	status int
-	got    []delivery.Envelope
+	got    []intake.Envelope
 }
 
 func (e *env) consumer(t *testing.T, types ...string) *consumer {
@@ -120,7 +120,7 @@ func (e *env) consumer(t *testing.T, types ...string) *consumer {
 	c := &consumer{status: 200}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		var env delivery.Envelope
+		var env intake.Envelope
 		json.Unmarshal(b, &env)
 		c.mu.Lock()
 		c.got = append(c.got, env)
@@ -138,10 +138,10 @@ func (e *env) consumer(t *testing.T, types ...string) *consumer {
 	return c
 }
 
-func (c *consumer) envelopes() []delivery.Envelope {
+func (c *consumer) envelopes() []intake.Envelope {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]delivery.Envelope(nil), c.got...)
+	return append([]intake.Envelope(nil), c.got...)
 }
 
 func TestReplayedMessageReachesTheConsumerAgainMarkedAsAReplay(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"net/url"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/rules"
 )
 
@@ -59,7 +58,7 @@ func (p *Plane) TestRule(ctx context.Context, c Caller, t RuleTest) (rules.TestR
 		if err != nil {
 			return rules.TestResult{}, err
 		}
-		if in.EventJSON, err = json.Marshal(delivery.NewEnvelope(&e)); err != nil {
+		if in.EventJSON, err = json.Marshal(intake.NewEnvelope(&e)); err != nil {
 			return rules.TestResult{}, err
 		}
 		// The event was read in the caller's scope, so its message is theirs.

@@ -52,7 +52,7 @@ func TestPolicyRefusesMetadataAddressesAtRegistrationAndAtConnect(t *testing.T) 
 	}
 	// At connect time: the dialer refuses, whatever the URL said before.
 	s := NewSender(Options{Policy: p, Timeout: 2 * time.Second})
-	r := s.Send(ctx, "http://169.254.169.254/", NewSecret(), NewEnvelope(&intake.Event{ID: "e"}), time.Now())
+	r := s.Send(ctx, "http://169.254.169.254/", NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), time.Now())
 	if r.Outcome != intake.DeliveryRetry || r.Err != "refused by the consumer address policy" {
 		t.Fatalf("result %+v", r)
 	}
@@ -65,7 +65,7 @@ func TestSendClassifiesAnswersAndReadsAtMost64KiB(t *testing.T) {
 	s := NewSender(Options{Policy: DefaultPolicy(), MaxRetryAfter: time.Hour})
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	send := func() Result {
-		return s.Send(context.Background(), srv.URL, NewSecret(), NewEnvelope(&intake.Event{ID: "e"}), now)
+		return s.Send(context.Background(), srv.URL, NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), now)
 	}
 	cases := []struct {
 		name    string

@@ -31,7 +31,7 @@ func TestFailedCallNamesWhatFailedAndNeverCarriesThePeersBytes(t *testing.T) {
 	ctx := context.Background()
 	s := NewSender(Options{Policy: DefaultPolicy(), Timeout: 5 * time.Second})
 	send := func(url string) Result {
-		return s.Send(ctx, url, NewSecret(), NewEnvelope(&intake.Event{ID: "e"}), time.Now())
+		return s.Send(ctx, url, NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), time.Now())
 	}
 	for name, greeting := range map[string][]byte{"nats": testkit.NATSGreeting, "mariadb": testkit.MariaDBGreeting} {
 		addr := testkit.Banner(t, greeting)

@@ -19,43 +19,6 @@ import (
 // maxAnswer is the most of a consumer's answer that is read.
 const maxAnswer = 64 << 10
 
-// Envelope is the JSON body every consumer receives.
-type Envelope struct {
-	ID              string           `json:"id"`
-	Type            string           `json:"type"`
-	Kind            intake.EventKind `json:"kind"`
-	OrgID           string           `json:"org_id"`
-	ConnectionID    string           `json:"connection_id"`
-	Provider        string           `json:"provider"`
-	ProviderEventID string           `json:"provider_event_id"`
-	MessageID       string           `json:"message_id"`
-	Replay          bool             `json:"replay"`
-	ReplayOf        *string          `json:"replay_of"`
-	OccurredAt      time.Time        `json:"occurred_at"`
-	ReceivedAt      time.Time        `json:"received_at"`
-	Subject         *intake.Subject  `json:"subject"`
-	Data            json.RawMessage  `json:"data"`
-	DataTruncated   bool             `json:"data_truncated,omitempty"`
-	BodyURL         string           `json:"body_url,omitempty"`
-}
-
-// NewEnvelope builds the envelope of an event.
-func NewEnvelope(e *intake.Event) Envelope {
-	env := Envelope{
-		ID: e.ID, Type: e.Type, Kind: e.Kind, OrgID: e.OrgID, ConnectionID: e.ConnectionID, Provider: e.Provider,
-		ProviderEventID: e.ProviderEventID, MessageID: e.MessageID, Replay: e.Replay,
-		OccurredAt: e.OccurredAt.UTC(), ReceivedAt: e.ReceivedAt.UTC(), Subject: e.Subject, Data: e.Data,
-		DataTruncated: e.DataTruncated,
-	}
-	if e.ReplayOf != "" {
-		env.ReplayOf = &e.ReplayOf
-	}
-	if len(env.Data) == 0 {
-		env.Data = json.RawMessage("null")
-	}
-	return env
-}
-
 // Options configure a Sender.
 type Options struct {
 	Timeout       time.Duration // per delivery (default 10s)
@@ -120,7 +83,7 @@ type Result struct {
 // Send posts the envelope to url signed with secret, at time now, and
 // classifies the answer: 2xx handled; 2xx with {"outcome":"ignored"}
 // ignored; anything else, a timeout or no connection, retry.
-func (s *Sender) Send(ctx context.Context, url, secret string, env Envelope, now time.Time) Result {
+func (s *Sender) Send(ctx context.Context, url, secret string, env intake.Envelope, now time.Time) Result {
 	body, err := json.Marshal(env)
 	if err != nil {
 		return Result{Outcome: intake.DeliveryRetry, Err: "encode envelope: " + err.Error()}

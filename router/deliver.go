@@ -2,9 +2,7 @@ package router
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"sync"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
@@ -28,7 +26,7 @@ func (r *Router) call(ctx context.Context, c intake.RouteClaim, b *batch) {
 		return
 	}
 	ctx, span := startDelivery(ctx, e, cons, c.Attempt)
-	res, called := r.deliver(ctx, cons, newRuleInput(e, r.envelope(e), b), c.Attempt)
+	res, called := r.deliver(ctx, cons, rules.NewEventView(r.envelope(e), b.origin(e)), c.Attempt)
 	r.count(cons.ID, res.Outcome)
 	if called {
 		r.cfg.Metrics.DeliverySeconds.WithLabelValues(res.Outcome).Observe(res.Latency.Seconds())
@@ -70,14 +68,14 @@ func (r *Router) settle(ctx context.Context, s intake.RouteSettlement) error {
 // deliver transforms, signs and sends one call. called is false when no
 // request was made (the transform failed or skipped the event): such a
 // result does not count for the consumer's breaker.
-func (r *Router) deliver(ctx context.Context, c intake.Consumer, in *ruleInput, attempt int) (res delivery.Result, called bool) {
+func (r *Router) deliver(ctx context.Context, c intake.Consumer, in *rules.EventView, attempt int) (res delivery.Result, called bool) {
 	var out *rules.Output
 	if c.Transform != "" {
-		body, err := in.json()
+		body, err := in.JSON()
 		if err == nil {
-			fin, _ := in.filter() // the headers and query, when they could be read; a transform runs without them otherwise
+			headers, query, _ := in.Request() // when it could be read; a transform runs without it otherwise
 			out, err = r.cfg.Rules.Transform(ctx, rules.Script{Scope: c.OrgID, Source: c.Transform}, body,
-				rules.TransformContext{ConsumerID: c.ID, Consumer: c.Name, App: c.App, Attempt: attempt, Headers: fin.Headers, Query: fin.Query})
+				rules.TransformContext{ConsumerID: c.ID, Consumer: c.Name, App: c.App, Attempt: attempt, Headers: headers, Query: query})
 		}
 		switch {
 		case err != nil:
@@ -101,13 +99,13 @@ func (r *Router) deliver(ctx context.Context, c intake.Consumer, in *ruleInput, 
 			}
 			header.Set("Content-Type", "text/plain; charset=utf-8")
 		}
-		return r.cfg.Sender.SendBody(ctx, c.URL, secrets, in.env.ID, out.Body, header, r.cfg.Clock.Now()), true
+		return r.cfg.Sender.SendBody(ctx, c.URL, secrets, in.Envelope().ID, out.Body, header, r.cfg.Clock.Now()), true
 	}
-	body, err := in.json()
+	body, err := in.JSON()
 	if err != nil {
 		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "encode envelope: " + err.Error()}, false
 	}
-	return r.cfg.Sender.SendBody(ctx, c.URL, secrets, in.env.ID, body, nil, r.cfg.Clock.Now()), true
+	return r.cfg.Sender.SendBody(ctx, c.URL, secrets, in.Envelope().ID, body, nil, r.cfg.Clock.Now()), true
 }
 
 // secrets are the consumer's signing secrets, opened for one delivery: the
@@ -128,51 +126,13 @@ func (r *Router) secrets(c intake.Consumer) ([]string, error) {
 	return out, nil
 }
 
-// ruleInput is what the rules of one event's consumers see, built once per
-// event however many consumers ask for it.
-type ruleInput struct {
-	e   *intake.Event
-	env delivery.Envelope
-	b   *batch // holds the original request, read for the whole batch
-
-	jsonOnce sync.Once
-	body     []byte
-	jsonErr  error
-
-	inOnce sync.Once
-	in     rules.Input
-	inErr  error
-}
-
-func newRuleInput(e *intake.Event, env delivery.Envelope, b *batch) *ruleInput {
-	return &ruleInput{e: e, env: env, b: b}
-}
-
-// json is the envelope as the consumer would receive it.
-func (ri *ruleInput) json() ([]byte, error) {
-	ri.jsonOnce.Do(func() { ri.body, ri.jsonErr = json.Marshal(ri.env) })
-	return ri.body, ri.jsonErr
-}
-
-// filter is a filter's view of the event: the envelope, and the original
-// request's headers (lower-case names, first value, credentials removed)
-// and query.
-func (ri *ruleInput) filter() (rules.Input, error) {
-	ri.inOnce.Do(func() {
-		body, err := ri.json()
-		if err != nil {
-			ri.inErr = err
-			return
+// origin yields e's original request, as read for the batch, to its rules.
+func (b *batch) origin(e *intake.Event) func() (rules.Origin, error) {
+	return func() (rules.Origin, error) {
+		if b.requestsErr != nil {
+			return rules.Origin{}, b.requestsErr
 		}
-		if ri.in.Event, ri.inErr = rules.DecodeEvent(body); ri.inErr != nil {
-			return
-		}
-		if ri.b.requestsErr != nil {
-			ri.inErr = ri.b.requestsErr
-			return
-		}
-		req := ri.b.requests[ri.e.MessageID] // none once the message was deleted
-		ri.in.Headers, ri.in.Query = rules.RequestView(req.Header, req.Query, ri.b.credentials[ri.e.ConnectionID]...)
-	})
-	return ri.in, ri.inErr
+		req := b.requests[e.MessageID] // none once the message was deleted
+		return rules.Origin{Header: req.Header, Query: req.Query, Credentials: b.credentials[e.ConnectionID]}, nil
+	}
 }

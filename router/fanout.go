@@ -6,6 +6,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/bodyurl"
+	"github.com/intakehq/intake/rules"
 )
 
 // readsRequest reports whether a consumer's rules may read an event's
@@ -30,7 +31,7 @@ func (r *Router) fanOut(ctx context.Context, ec intake.EventClaim, b *batch) (co
 		traceUnrouted(ctx, "consumers unavailable")
 		return ctx, nil
 	}
-	in := newRuleInput(e, r.envelope(e), b)
+	in := rules.NewEventView(r.envelope(e), b.origin(e))
 	f := intake.FanOut{EventID: e.ID, Attempt: ec.Attempt, Lease: r.cfg.Lease}
 	held := &taken{org: e.OrgID}
 	filtered := 0
@@ -93,10 +94,10 @@ func (r *Router) fannedOut(e *intake.Event, state string, routes []intake.FanOut
 // judge runs one selected consumer's filter and computes its ordering
 // key. An error means the request its rules read could not be read: no
 // verdict.
-func (r *Router) judge(ctx context.Context, e *intake.Event, c intake.Consumer, in *ruleInput) (intake.FanOutRoute, error) {
+func (r *Router) judge(ctx context.Context, e *intake.Event, c intake.Consumer, in *rules.EventView) (intake.FanOutRoute, error) {
 	route := intake.FanOutRoute{ConsumerID: c.ID}
 	if c.Filter != "" {
-		fin, err := in.filter()
+		fin, err := in.Input()
 		if err != nil {
 			return route, err
 		}
@@ -125,7 +126,7 @@ func (r *Router) judge(ctx context.Context, e *intake.Event, c intake.Consumer, 
 			route.OrderKey = e.ConnectionID + "/" + e.ObjectIDs[0]
 		}
 	default:
-		fin, err := in.filter()
+		fin, err := in.Input()
 		if err != nil {
 			return route, err
 		}
@@ -144,8 +145,8 @@ func (r *Router) judge(ctx context.Context, e *intake.Event, c intake.Consumer, 
 
 // envelope is the event as consumers receive it, with a fresh body URL
 // when its data was truncated.
-func (r *Router) envelope(e *intake.Event) delivery.Envelope {
-	env := delivery.NewEnvelope(e)
+func (r *Router) envelope(e *intake.Event) intake.Envelope {
+	env := intake.NewEnvelope(e)
 	if e.DataTruncated && len(r.cfg.BodyURLs.Key) > 0 {
 		env.BodyURL = r.cfg.BodyURLs.URL(e.MessageID, r.cfg.Clock.Now().Add(bodyurl.TTL))
 	}

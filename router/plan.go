@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/rules"
 )
 
 // Planner fans out the events a message's settle is about to create (see
@@ -42,7 +43,7 @@ func (r *Router) Planner(ctx context.Context, m *intake.Message, events []intake
 // allow; the routes without one are unleased. ok is false when e's
 // request cannot be read for its rules.
 func (r *Router) plan(ctx context.Context, e *intake.Event, b *batch, held *taken) (f intake.FanOut, ok bool) {
-	in := newRuleInput(e, r.envelope(e), b)
+	in := rules.NewEventView(r.envelope(e), b.origin(e))
 	f.EventID, f.Lease = e.ID, r.cfg.Lease
 	for _, c := range intake.SelectConsumers(e, b.consumers[e.OrgID].list) {
 		route, err := r.judge(ctx, e, c, in)

@@ -366,7 +366,7 @@ func subjectLinks(t *testing.T, planned bool) {
 	if ev.State != intake.EventDelivered || completion.calls() != 1 || general.calls() != 0 || otherApp.calls() != 0 {
 		t.Fatalf("%s; calls completion %d general %d other app %d", ev.State, completion.calls(), general.calls(), otherApp.calls())
 	}
-	var env delivery.Envelope
+	var env intake.Envelope
 	if err := json.Unmarshal(completion.bodies[0], &env); err != nil || env.Subject == nil || env.Subject.RecordID != "inv-42" {
 		t.Fatalf("envelope subject = %+v %v", env.Subject, err)
 	}
@@ -514,7 +514,7 @@ func TestTruncatedEventCarriesAFreshBodyURLToTheWholeRawBody(t *testing.T) {
 	e.truncate = true
 	id := e.event(t, "stripe.invoice.paid")
 	e.run(t)
-	var env delivery.Envelope
+	var env intake.Envelope
 	if err := json.Unmarshal(rec.bodies[0], &env); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ package worker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/cache"
 	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
@@ -554,18 +552,15 @@ func (w *Worker) interpret(ctx context.Context, conn intake.Connection, m intake
 // fails on an event drops it, as a consumer's does; only a failure to read
 // the request is an error.
 func (w *Worker) filter(ctx context.Context, conn intake.Connection, m intake.Message, events []intake.Event) ([]intake.Event, error) {
-	headers, query := rules.RequestView(m.Header, m.Query, provider.CredentialHeaders(conn)...)
+	origin := rules.Origin{Header: m.Header, Query: m.Query, Credentials: provider.CredentialHeaders(conn)}
+	known := func() (rules.Origin, error) { return origin, nil }
 	var kept []intake.Event
 	for _, e := range events {
-		body, err := json.Marshal(delivery.NewEnvelope(&e))
+		in, err := rules.NewEventView(intake.NewEnvelope(&e), known).Input()
 		if err != nil {
 			return nil, err
 		}
-		ev, err := rules.DecodeEvent(body)
-		if err != nil {
-			return nil, err
-		}
-		ok, err := w.cfg.Rules.Filter(ctx, conn.Filter, rules.Input{Event: ev, Headers: headers, Query: query})
+		ok, err := w.cfg.Rules.Filter(ctx, conn.Filter, in)
 		if ctx.Err() != nil {
 			return nil, ctx.Err() // stopped, not judged
 		}

@@ -171,7 +171,7 @@ func localApp(t *testing.T) (*httptest.Server, <-chan forwardedRequest) {
 
 // receive waits for the local app's next request and checks it is signed
 // as a consumer delivery of an event of typ.
-func receive(t *testing.T, got <-chan forwardedRequest, secret, typ string) delivery.Envelope {
+func receive(t *testing.T, got <-chan forwardedRequest, secret, typ string) intake.Envelope {
 	t.Helper()
 	var r forwardedRequest
 	select {
@@ -179,7 +179,7 @@ func receive(t *testing.T, got <-chan forwardedRequest, secret, typ string) deli
 	case <-time.After(15 * time.Second): // a hang guard
 		t.Fatalf("the local app never got the %s event", typ)
 	}
-	var env delivery.Envelope
+	var env intake.Envelope
 	if err := json.Unmarshal(r.body, &env); err != nil {
 		t.Fatalf("forwarded body is not an envelope: %v: %s", err, r.body)
 	}
