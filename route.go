@@ -274,13 +274,13 @@ type RouteClaim struct {
 
 // RouteQueue is the router's view of routes.
 type RouteQueue interface {
-	// FanOut writes an event's routes (skipping consumers that already
-	// have one: a re-routed event keeps the routes it finished) and the
-	// filtered routes' delivery records, and moves the event: no routes →
-	// no_consumer; every route filtered → filtered; else it stays pending
-	// and leaves the event queue. ESTALE unless the event is leased at
-	// f.Attempt. It returns the routes it leased (see FanOut.Lease).
-	FanOut(ctx context.Context, now time.Time, f FanOut) ([]RouteClaim, error)
+	// FanOut writes an event's routes as DecideFanOut decides them (a
+	// re-routed event keeps the routes it finished), with the filtered and
+	// held routes' records, and moves the event off the event queue to the
+	// state they give it. ESTALE unless the event is leased at f.Attempt.
+	// It returns the decision: the event's state and the calls leased (see
+	// FanOut.Lease).
+	FanOut(ctx context.Context, now time.Time, f FanOut) (FannedOut, error)
 	// ClaimRoutes leases due routes of consumers that are not paused, as
 	// many as the caller's shares allow (in all, per org and per
 	// consumer), each consumer's share allowed by its lane (rate, max in

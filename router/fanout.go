@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
@@ -15,54 +16,27 @@ func readsRequest(c *intake.Consumer) bool {
 	return c.Filter != "" || c.Transform != "" || (c.Controls.Ordering != "" && c.Controls.Ordering != intake.OrderingSubject)
 }
 
-// fanOut selects a claimed event's consumers, judges each one's filter,
-// computes its ordering key and writes the routes. It returns the calls
-// the store leased to this process in the same commit. An event it cannot
-// judge (its consumers or its request could not be read) is left as it
-// is: its lease runs out and it is claimed again. The context returned
-// carries the fan-out's span, the parent of those calls.
+// fanOut fans out a claimed event: it judges the event (judgeEvent) and
+// writes its routes. It returns the calls the store leased to this
+// process in the same commit. An event it cannot judge (its consumers or
+// its request could not be read) is left as it is: its lease runs out and
+// it is claimed again. The context returned carries the fan-out's span,
+// the parent of those calls.
 func (r *Router) fanOut(ctx context.Context, ec intake.EventClaim, b *batch) (context.Context, []intake.RouteClaim) {
 	ctx, span := startRoute(ctx, ec)
 	defer span.End()
 	e := &ec.Event
-	oc := b.consumers[e.OrgID]
-	if oc.err != nil {
-		r.cfg.Logger.Error("router: consumers unavailable; the lease will expire and the event be fanned out again", "event_id", e.ID, "err", oc.err)
-		traceUnrouted(ctx, "consumers unavailable")
+	held := &taken{org: e.OrgID}
+	f, err := r.judgeEvent(ctx, e, rules.NewEventView(r.envelope(e), b.origin(e)), b, ec.Done, held)
+	if err != nil {
+		r.cfg.Logger.Error("router: the event cannot be judged; the lease will expire and the event be fanned out again", "event_id", e.ID, "err", err)
+		traceUnrouted(ctx, err.Error())
 		return ctx, nil
 	}
-	in := rules.NewEventView(r.envelope(e), b.origin(e))
-	f := intake.FanOut{EventID: e.ID, Attempt: ec.Attempt, Lease: r.cfg.Lease}
-	held := &taken{org: e.OrgID}
-	filtered := 0
-	for _, c := range intake.SelectConsumers(e, oc.list) {
-		if ec.Done[c.ID] {
-			continue
-		}
-		route, err := r.judge(ctx, e, c, in)
-		if err != nil {
-			r.cfg.Logger.Error("router: the event's request cannot be read for its rules; the lease will expire and the event be fanned out again",
-				"event_id", e.ID, "consumer_id", c.ID, "err", err)
-			traceUnrouted(ctx, "request unavailable")
-			r.giveBack(held, nil)
-			return ctx, nil
-		}
-		if route.Filtered {
-			filtered++
-		}
-		r.take(held, &c, &route)
-		f.Routes = append(f.Routes, route)
-	}
-	claims, err := r.cfg.Store.FanOut(ctx, r.cfg.Clock.Now(), f)
-	r.giveBack(held, claims)
-	state := "routed"
-	switch {
-	case len(f.Routes) == 0 && len(ec.Done) == 0:
-		state = string(intake.EventNoConsumer)
-	case filtered == len(f.Routes) && len(ec.Done) == 0:
-		state = string(intake.EventFiltered)
-	}
-	traceFannedOut(ctx, state, len(f.Routes), err)
+	f.Attempt = ec.Attempt
+	out, err := r.cfg.Store.FanOut(ctx, r.cfg.Clock.Now(), f)
+	r.giveBack(held, out.Calls)
+	traceFannedOut(ctx, fanOutState(out.State), len(f.Routes), err)
 	switch {
 	case intake.ErrorCode(err) == intake.ESTALE:
 		r.cfg.Logger.Info("router: fan-out lost its lease; result dropped", "event_id", e.ID, "attempt", ec.Attempt)
@@ -71,15 +45,90 @@ func (r *Router) fanOut(ctx context.Context, ec intake.EventClaim, b *batch) (co
 		r.cfg.Logger.Error("router: fan-out failed; the lease will expire and the event be fanned out again", "event_id", e.ID, "err", err)
 		return ctx, nil
 	}
-	r.fannedOut(e, state, f.Routes)
-	return ctx, claims
+	r.fannedOut(e, out.State, f.Routes)
+	return ctx, out.Calls
+}
+
+// Judge fans out the events a message's settle is about to create, before
+// it, so that the settle writes their routes with them (see
+// intake.Settlement.FanOuts) and no filter or ordering key runs while the
+// store writes: the worker calls it with the message's events and the
+// rules' views it built of them. It holds a call slot for each route to a
+// consumer that nothing paces, as the org's shares allow, for the first
+// calls the settle may lease; the settle's hand-off (handoff.Calls) brings
+// them back to this router, which makes them and frees the slots not used.
+// An event it cannot judge, or a replay (whose original the settle finds),
+// has no fan-out: a router's claim takes it.
+func (r *Router) Judge(ctx context.Context, m *intake.Message, events []intake.Event, views map[string]*rules.EventView) map[string]intake.FanOut {
+	oc := r.orgConsumers(ctx, m.OrgID)
+	if oc.err != nil {
+		return nil
+	}
+	b := &batch{consumers: map[string]orgConsumers{m.OrgID: oc},
+		requests: map[string]intake.OriginalRequest{m.ID: {Query: m.Query, Header: m.Header}}}
+	r.readCredentials(ctx, b, []string{m.ConnectionID})
+	out := map[string]intake.FanOut{}
+	held := &taken{org: m.OrgID}
+	for i := range events {
+		e := &events[i]
+		if e.Replay {
+			continue
+		}
+		view := views[e.ID]
+		if view == nil || (e.DataTruncated && len(r.cfg.BodyURLs.Key) > 0) {
+			// Consumers of a truncated event receive a body URL, which the
+			// worker's view does not carry.
+			view = rules.NewEventView(r.envelope(e), b.origin(e))
+		}
+		if f, err := r.judgeEvent(ctx, e, view, b, nil, held); err == nil {
+			out[e.ID] = f
+		}
+	}
+	return out
+}
+
+// judgeEvent is the one fan-out: it selects e's consumers (but those in
+// done, which a re-routed event finished), judges each one's filter,
+// computes its ordering key, and holds a call slot in held for each route
+// it may lease. An error (the consumers, or the request their rules read,
+// could not be read) gives back what it held: no verdict.
+func (r *Router) judgeEvent(ctx context.Context, e *intake.Event, in *rules.EventView, b *batch, done map[string]bool, held *taken) (intake.FanOut, error) {
+	oc := b.consumers[e.OrgID]
+	if oc.err != nil {
+		return intake.FanOut{}, fmt.Errorf("consumers unavailable: %w", oc.err)
+	}
+	f := intake.FanOut{EventID: e.ID, Lease: r.cfg.Lease}
+	mine := &taken{org: e.OrgID}
+	for _, c := range intake.SelectConsumers(e, oc.list) {
+		if done[c.ID] {
+			continue
+		}
+		route, err := r.judge(ctx, e, c, in)
+		if err != nil {
+			r.giveBack(mine, nil)
+			return intake.FanOut{}, fmt.Errorf("request unavailable for consumer %s: %w", c.ID, err)
+		}
+		r.take(mine, &c, &route)
+		f.Routes = append(f.Routes, route)
+	}
+	held.add(mine)
+	return f, nil
+}
+
+// fanOutState names the state a fan-out left its event in, for traces
+// and metrics: "routed" while its routes wait.
+func fanOutState(s intake.EventState) string {
+	if s == intake.EventPending || s == intake.EventRetrying || s == "" {
+		return "routed"
+	}
+	return string(s)
 }
 
 // fannedOut accounts for a committed fan-out, on a claim or in a settle:
-// the state it left the event in ("routed" while routes wait), and the
-// records it wrote for routes it made no call for (filtered, or held for a
-// paused consumer).
-func (r *Router) fannedOut(e *intake.Event, state string, routes []intake.FanOutRoute) {
+// the state it left the event in, and the records it wrote for routes it
+// made no call for (filtered, or held for a paused consumer).
+func (r *Router) fannedOut(e *intake.Event, to intake.EventState, routes []intake.FanOutRoute) {
+	state := fanOutState(to)
 	for _, rt := range routes {
 		if rt.Delivery != nil {
 			r.count(rt.ConsumerID, rt.Delivery.Outcome)

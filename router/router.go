@@ -1,12 +1,13 @@
 // Package router routes events to consumers in two stages. The fan-out
 // selects each new event's consumers, runs their filters and ordering
 // keys, and writes one route per consumer; the routes to consumers that
-// nothing holds back come back leased and are called at once. It runs
-// inside the settle that creates the event, by the router's plan (see
-// Planner), or, for an event no settle planned, on a claim of its own. The
-// delivery stage claims due routes (each consumer's share, as
-// its pause, rate, concurrency limit, ordering and breaker allow), calls
-// the consumer and settles the call on its route alone.
+// nothing holds back come back leased and are called at once. The worker
+// has it judged (Judge) before the settle that creates the events, which
+// writes it with them and hands the calls it leased back (handoff.Calls);
+// an event no settle fanned out is fanned out on a claim of its own. The
+// delivery stage claims due routes (each consumer's share, as its pause,
+// rate, concurrency limit, ordering and breaker allow), calls the consumer
+// and settles the call on its route alone.
 package router
 
 import (
@@ -20,6 +21,7 @@ import (
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/cache"
+	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/tracing"
@@ -49,6 +51,9 @@ type Config struct {
 	// this process unless it sets its own max_in_flight, which the store
 	// holds across processes (default DefaultConsumerShare).
 	ConsumerShare int
+	// Calls brings back the first calls of the settles whose fan-outs
+	// this router judged (see Judge).
+	Calls *handoff.Calls
 	// Pressure, when set, is ingest's: while requests wait for their
 	// commits above its threshold, both stages take new work only within
 	// their share of the slots.
@@ -74,14 +79,13 @@ type Router struct {
 	// credentials keeps the header names each connection makes
 	// credentials, hidden from the rules' view of its requests.
 	credentials cache.TTL[string, []string]
-	// planned counts the calls of routes a settle planned and leased,
-	// made outside Run's loops (see Planner); Run waits for them on exit.
-	planned inFlight
+	// handed counts the calls settles handed over, made outside Run's
+	// loops once they stopped (see Wait).
+	handed inFlight
 }
 
 // inFlight counts calls in flight so that one may wait for none to be: unlike
-// a WaitGroup's, its count may rise from zero while another waits, as a
-// settle finishing on the way out starts the calls it leased.
+// a WaitGroup's, its count may rise from zero while another waits.
 type inFlight struct {
 	mu   sync.Mutex
 	n    int
@@ -172,7 +176,6 @@ func New(cfg Config) *Router {
 // calls. On exit it waits for the calls in flight to settle.
 func (r *Router) Run(ctx context.Context) error {
 	var calls sync.WaitGroup
-	defer r.planned.Wait()
 	defer calls.Wait()
 	var stages sync.WaitGroup
 	stages.Go(func() {
@@ -184,6 +187,7 @@ func (r *Router) Run(ctx context.Context) error {
 	})
 	stages.Go(func() {
 		r.loop(ctx, intake.TopicRoutes, r.freed[1], func() (int, int, error) {
+			r.startSettled(ctx, &calls)
 			limit := min(r.free(), r.cfg.Batch)
 			n, err := r.deliverRound(ctx, &calls, limit)
 			return n, limit, err
@@ -194,8 +198,8 @@ func (r *Router) Run(ctx context.Context) error {
 }
 
 // loop runs round until ctx ends: again at once after a round that took
-// all it asked for, else when topic commits, a call frees a slot, or the
-// poll fires. A round with no free slot claims nothing and waits for one,
+// all it asked for, else when topic commits, a settle hands calls over, a
+// call frees a slot, or the poll fires. A round with no free slot claims nothing and waits for one,
 // or for ingest's pressure to fall.
 func (r *Router) loop(ctx context.Context, topic string, freed <-chan struct{}, round func() (n, asked int, err error)) {
 	wake, stop := r.cfg.Store.Listen(topic)
@@ -220,6 +224,7 @@ func (r *Router) loop(ctx context.Context, topic string, freed <-chan struct{}, 
 		select {
 		case <-ctx.Done():
 		case <-wake:
+		case <-r.cfg.Calls.Ready():
 		case <-full:
 		case <-calm:
 		case <-poll.C:
@@ -262,12 +267,6 @@ func (r *Router) release(org, consumer string, n int) {
 		default:
 		}
 	}
-}
-
-// startReserved makes a call a settle leased, on the slot its plan
-// reserved.
-func (r *Router) startReserved(ctx context.Context, c intake.RouteClaim, b *batch) {
-	r.run(ctx, &r.planned, c, b)
 }
 
 // fanOutRound claims up to limit new events and fans each out, starting
@@ -324,19 +323,22 @@ func (r *Router) deliverRound(ctx context.Context, calls *sync.WaitGroup, limit 
 	return len(claims), nil
 }
 
-// Wait returns once every call this router started has settled, those of
-// the settles it planned included; a process waits for it after its loops
-// stopped, since a settle finishing on the way out may still start some.
-func (r *Router) Wait() { r.planned.Wait() }
+// Wait makes the calls settles handed over and not yet made, and returns
+// once they have settled; a process calls it after its loops stopped,
+// since a settle finishing on the way out may still hand some over.
+func (r *Router) Wait() {
+	r.startSettled(context.Background(), &r.handed)
+	r.handed.Wait()
+}
 
-// RunOnce steps both stages once and waits for every call it started: one
-// batch of events fanned out (with the calls handed over), then one claim
-// of due routes, each as many as its free slots allow (fewer while ingest
-// is under pressure). It returns how many events and calls it handled; for
-// tests and tools that step the router. The calls of planned settles (see
-// Planner) settle before it steps.
+// RunOnce steps both stages once and waits for every call it started: the
+// calls settles handed over, one batch of events fanned out (with the
+// calls their fan-outs leased), then one claim of due routes, each as many
+// as its free slots allow (fewer while ingest is under pressure). It
+// returns how many events and calls it handled; for tests and tools that
+// step the router.
 func (r *Router) RunOnce(ctx context.Context) (int, error) {
-	r.planned.Wait()
+	r.Wait()
 	var calls sync.WaitGroup
 	events, started, err := r.fanOutRound(ctx, &calls, min(r.free(), r.cfg.Batch))
 	calls.Wait()

@@ -18,6 +18,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/bodyurl"
+	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/router"
@@ -42,9 +43,10 @@ type env struct {
 	data   string
 	// occurred, when set, is the next events' occurred_at.
 	occurred time.Time
-	// planned makes the next events' settles fan them out, as a worker's
-	// do with the router's plan.
+	// planned makes the next events' settles write their fan-out, judged
+	// by the router before, as a worker's do.
 	planned bool
+	calls   *handoff.Calls
 }
 
 func setup(t *testing.T, opts ...func(*router.Config)) *env {
@@ -66,7 +68,8 @@ func setup(t *testing.T, opts ...func(*router.Config)) *env {
 			t.Fatal(err)
 		}
 	}
-	cfg := router.Config{Store: s, Sealer: sealer, Clock: e.clock, Backoff: intake.Backoff{Base: 10 * time.Second},
+	e.calls = handoff.NewCalls()
+	cfg := router.Config{Store: s, Sealer: sealer, Clock: e.clock, Backoff: intake.Backoff{Base: 10 * time.Second}, Calls: e.calls,
 		BodyURLs: bodyurl.Signer{Key: []byte("body-url-key"), PublicURL: "https://intake.example.com"},
 		Sender:   delivery.NewSender(delivery.Options{Timeout: 5 * time.Second, Policy: delivery.DefaultPolicy()}),
 		Rules:    testkit.Rules(t)}
@@ -119,19 +122,19 @@ func (e *env) event(t *testing.T, typ string, objectIDs ...string) string {
 		NextAttemptAt: e.clock.Now(), CreatedAt: e.clock.Now()}
 	st := intake.Settlement{MessageID: m.ID, Attempt: claims[0].Attempt,
 		To: intake.MessageProcessed, Outcome: intake.OutcomeEvents, Events: []intake.Event{ev}}
-	var plan intake.FanOutPlanner
 	if e.planned {
-		if plan = e.r.Planner(ctx, m, st.Events); plan == nil {
-			t.Fatal("no plan: the consumers could not be read")
+		if st.FanOuts = e.r.Judge(ctx, m, st.Events, nil); st.FanOuts == nil {
+			t.Fatal("no fan-out: the consumers could not be read")
 		}
-		st.Plan = plan.Plan
 	}
 	out, err := e.store.SettleMessage(ctx, e.clock.Now(), st)
 	if err != nil || len(out.Events) != 1 {
 		t.Fatalf("settle: %v %+v", err, out)
 	}
-	if plan != nil {
-		plan.Started(ctx, out)
+	if e.planned {
+		// The router's loop makes the calls handed back, or its next step
+		// (RunOnce, Wait).
+		e.calls.Give(handoff.Settled{OrgID: m.OrgID, FanOuts: st.FanOuts, Settled: out})
 	}
 	return ev.ID
 }

@@ -126,6 +126,17 @@ func (r *Router) take(t *taken, c *intake.Consumer, route *intake.FanOutRoute) {
 	t.n[c.ID]++
 }
 
+// add moves the slots o holds into t.
+func (t *taken) add(o *taken) {
+	for id, n := range o.n {
+		if t.n == nil {
+			t.n = map[string]int{}
+		}
+		t.n[id] += n
+	}
+	o.n = nil
+}
+
 // giveBack frees the slots held but not used by the calls leased, which
 // keep theirs until they settle.
 func (r *Router) giveBack(t *taken, leased []intake.RouteClaim) {

@@ -39,9 +39,12 @@ type Config struct {
 	// Handoff, when set, brings the messages this process's ingest just
 	// committed under their first lease; they are taken before claims.
 	Handoff *handoff.Messages
-	// Router, when set, fans the events out inside the settle that creates
-	// them, and makes the first calls that settle leases to it.
-	Router Router
+	// FanOut, when set, judges the fan-out of a message's events before
+	// their settle, which writes it with them; Calls then carries what
+	// the settle did, its first calls among it, to the router that judged
+	// it.
+	FanOut FanOut
+	Calls  *handoff.Calls
 	// Pressure, when set, is ingest's: while requests wait for their
 	// commits above its threshold, the worker takes new work (handed over
 	// or claimed) only within its share of the slots, so ingest keeps the
@@ -128,18 +131,20 @@ func New(cfg Config) *Worker {
 		}
 		cfg.Rules = e
 	}
+	if cfg.FanOut != nil && cfg.Calls == nil {
+		panic("worker: a fan-out judged before the settle needs Calls to hand its calls back")
+	}
 	w := &Worker{cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), freed: make(chan struct{}, 1)}
 	w.conns.TTL, w.eps.TTL = rowTTL, rowTTL
 	w.conns.Changes, w.eps.Changes = cfg.Store.Changes(), cfg.Store.Changes()
 	return w
 }
 
-// Router is the local router as a settle uses it.
-type Router interface {
-	// Planner judges the fan-out of one message's events before its
-	// settle, or returns nil when it cannot now (they are then left to a
-	// router's claim).
-	Planner(ctx context.Context, m *intake.Message, events []intake.Event) intake.FanOutPlanner
+// FanOut judges the fan-out of a message's events before their settle
+// (router.Router.Judge): by event id, those it could judge; views are the
+// rules' views of the events the worker built, by event id.
+type FanOut interface {
+	Judge(ctx context.Context, m *intake.Message, events []intake.Event, views map[string]*rules.EventView) map[string]intake.FanOut
 }
 
 // Run processes messages until ctx ends: those handed over by this
@@ -373,27 +378,21 @@ func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 	ctx, span := startProcess(ctx, c)
 	defer span.End()
 	start := time.Now()
-	st := w.attempt(ctx, c)
+	views := map[string]*rules.EventView{}
+	st := w.attempt(ctx, c, views)
 	if st.ErrorCode == errCodeUnopenable {
 		w.releaseUnopenable(ctx, c, st.ErrorMessage)
 		return
 	}
 	traceEvents(ctx, st.Events)
-	// The events are fanned out in the settle's own transaction by this
-	// process's router, which makes the first calls it leases.
-	var plan intake.FanOutPlanner
-	if len(st.Events) > 0 && w.cfg.Router != nil {
-		if plan = w.cfg.Router.Planner(ctx, &c.Message, st.Events); plan != nil {
-			st.Plan = plan.Plan
-		}
+	// The settle writes the events' fan-out, judged now; what it leased
+	// goes back to the router that judged it, which makes the first calls.
+	if len(st.Events) > 0 && w.cfg.FanOut != nil {
+		st.FanOuts = w.cfg.FanOut.Judge(ctx, &c.Message, st.Events, views)
 	}
 	out, err := w.cfg.Store.SettleMessage(ctx, w.cfg.Clock.Now(), st)
-	switch {
-	case plan == nil:
-	case err == nil:
-		plan.Started(ctx, out)
-	default:
-		plan.Cancel()
+	if st.FanOuts != nil {
+		w.cfg.Calls.Give(handoff.Settled{OrgID: c.Message.OrgID, FanOuts: st.FanOuts, Settled: out})
 	}
 	switch {
 	case intake.ErrorCode(err) == intake.ESTALE:
@@ -425,8 +424,10 @@ func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 	}
 }
 
-// attempt verifies and interprets the message and says how it should settle.
-func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement {
+// attempt verifies and interprets the message and says how it should
+// settle. It puts in views the rules' view of each event it makes, built
+// once for the connection's filter and the consumers' rules alike.
+func (w *Worker) attempt(ctx context.Context, c intake.Claim, views map[string]*rules.EventView) intake.Settlement {
 	m := c.Message
 	st := intake.Settlement{MessageID: m.ID, Attempt: c.Attempt}
 	if c.Attempt > m.MaxAttempts {
@@ -512,12 +513,17 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim) intake.Settlement 
 		}
 	}
 	st.Events = w.events(conn, m, in)
+	origin := rules.Origin{Header: m.Header, Query: m.Query, Credentials: provider.CredentialHeaders(conn)}
+	for i := range st.Events {
+		e := &st.Events[i]
+		views[e.ID] = rules.NewEventView(intake.NewEnvelope(e), func() (rules.Origin, error) { return origin, nil })
+	}
 	st.Outcome = intake.OutcomeEvents
 	if len(st.Events) == 0 {
 		st.Outcome = intake.OutcomeNoEvents
 	}
 	if conn.Filter != "" && len(st.Events) > 0 {
-		kept, err := w.filter(ctx, conn, m, st.Events)
+		kept, err := w.filter(ctx, conn, m, st.Events, views)
 		if err != nil {
 			return w.transient(st, m, err)
 		}
@@ -551,12 +557,10 @@ func (w *Worker) interpret(ctx context.Context, conn intake.Connection, m intake
 // filter keeps the events the connection's filter accepts. A filter that
 // fails on an event drops it, as a consumer's does; only a failure to read
 // the request is an error.
-func (w *Worker) filter(ctx context.Context, conn intake.Connection, m intake.Message, events []intake.Event) ([]intake.Event, error) {
-	origin := rules.Origin{Header: m.Header, Query: m.Query, Credentials: provider.CredentialHeaders(conn)}
-	known := func() (rules.Origin, error) { return origin, nil }
+func (w *Worker) filter(ctx context.Context, conn intake.Connection, m intake.Message, events []intake.Event, views map[string]*rules.EventView) ([]intake.Event, error) {
 	var kept []intake.Event
 	for _, e := range events {
-		in, err := rules.NewEventView(intake.NewEnvelope(&e), known).Input()
+		in, err := views[e.ID].Input()
 		if err != nil {
 			return nil, err
 		}

@@ -150,16 +150,17 @@ func (c *ServeCmd) Run() error {
 		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, Logger: log})
 	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
-	// The router fans events out inside the settle that creates them (the
-	// worker asks it for each message's plan) and makes the first calls
-	// that commit leases to it; it claims the rest.
-	rt := router.New(router.Config{Store: store, Sealer: sealer, Clock: clock,
+	// The worker has the router judge each message's fan-out before its
+	// settle, which writes it with the events; the calls that commit
+	// leases come back to the router through calls. It claims the rest.
+	calls := handoff.NewCalls()
+	rt := router.New(router.Config{Store: store, Sealer: sealer, Clock: clock, Calls: calls,
 		BodyURLs: bodyurl.Signer{Key: derive(key, "body-url"), PublicURL: c.publicURL()},
 		Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: policy, UserAgent: "intake"}),
 		Backoff:  intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
 		MaxEvents: c.Calls, ConsumerShare: c.ConsumerCalls, Pressure: pressure, Rules: engine, Metrics: m, Logger: log})
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
-		Handoff: messages, Router: rt, Pressure: pressure, Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
+		Handoff: messages, FanOut: rt, Calls: calls, Pressure: pressure, Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
 
 	var draining atomic.Bool
 	mux := http.NewServeMux()

@@ -38,8 +38,9 @@ func seedEveryTable(t *testing.T, s *Store, o org) {
 	if err := s.CreateConsumer(ctx, consumer); err != nil {
 		t.Fatal(err)
 	}
-	routes, err := s.FanOut(ctx, t0, intake.FanOut{EventID: e.ID, Attempt: claims[0].Attempt, Lease: time.Minute,
+	out, err := s.FanOut(ctx, t0, intake.FanOut{EventID: e.ID, Attempt: claims[0].Attempt, Lease: time.Minute,
 		Routes: []intake.FanOutRoute{{ConsumerID: consumer.ID}}})
+	routes := out.Calls
 	if err != nil || len(routes) != 1 {
 		t.Fatalf("fan-out leased %+v %v", routes, err)
 	}

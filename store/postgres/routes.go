@@ -42,9 +42,9 @@ const oldestDueRoute = `(SELECT min((SELECT r.next_at FROM routes r
 // in two round trips: the first locks the event and reads its routes and
 // the consumers; the second writes the routes and their records, moves
 // the event off the event queue and commits.
-func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]intake.RouteClaim, error) {
+func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) (intake.FannedOut, error) {
 	if !validIDs(f.EventID) {
-		return nil, notFound("event", f.EventID)
+		return intake.FannedOut{}, notFound("event", f.EventID)
 	}
 	consumers := make([]string, 0, len(f.Routes))
 	for _, r := range f.Routes {
@@ -96,12 +96,12 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return intake.FannedOut{}, err
 	}
 	if out.Wake {
 		s.hub.Notify(intake.TopicRoutes)
 	}
-	return out.Calls, nil
+	return out, nil
 }
 
 // queueRoutes inserts new routes, in one statement.

@@ -548,7 +548,7 @@ func writeCalls(ctx context.Context, tx *wtx, d intake.RouteSettleDecision) erro
 
 // FanOut writes an event's routes, as intake.DecideFanOut decides them,
 // and moves the event off the event queue.
-func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]intake.RouteClaim, error) {
+func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) (intake.FannedOut, error) {
 	var out intake.FannedOut
 	err := s.txAfter(ctx, func(tx *wtx) error {
 		in := intake.FanOutRead{Routed: map[string]bool{}}
@@ -604,7 +604,7 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) ([]i
 		}
 	})
 	if err != nil {
-		return nil, err
+		return intake.FannedOut{}, err
 	}
-	return out.Calls, nil
+	return out, nil
 }

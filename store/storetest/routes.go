@@ -74,7 +74,7 @@ func fanOut(t *testing.T, s intake.Store, e intake.Event, now time.Time, lease t
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = got
+		out = got.Calls
 	}
 	if !found {
 		t.Fatalf("event %s was not claimed at %v", e.ID, now)
@@ -251,8 +251,8 @@ func testFanOutMovesTheEvent(t *testing.T, s intake.Store) {
 	stale.Attempt = 2
 	_, err := s.FanOut(ctx, t0, stale)
 	wantCode(t, err, intake.ESTALE)
-	if claims, err := s.FanOut(ctx, t0, f1); err != nil || len(claims) != 0 {
-		t.Fatalf("fan-out without a lease = %+v %v", claims, err)
+	if out, err := s.FanOut(ctx, t0, f1); err != nil || len(out.Calls) != 0 {
+		t.Fatalf("fan-out without a lease = %+v %v", out, err)
 	}
 	_, err = s.FanOut(ctx, t0, f1)
 	wantCode(t, err, intake.ESTALE) // fanned out already: not leased any more
@@ -727,10 +727,11 @@ func testRerouteKeepsHandledRoutes(t *testing.T, s intake.Store) {
 	if len(c) != 1 || c[0].Event.ID != e.ID || !c[0].Done[ok.ID] || c[0].Done[once.ID] {
 		t.Fatalf("claim after the re-route = %+v, want ok done and once not", c)
 	}
-	claims, err := s.FanOut(ctx, later, intake.FanOut{EventID: e.ID, Attempt: c[0].Attempt, Routes: to(ok, once), Lease: time.Minute})
+	out, err := s.FanOut(ctx, later, intake.FanOut{EventID: e.ID, Attempt: c[0].Attempt, Routes: to(ok, once), Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
+	claims := out.Calls
 	if len(claims) != 1 || claims[0].ConsumerID != once.ID || claims[0].Attempt != 1 {
 		t.Fatalf("re-route's fan-out handed over %+v, want once's fresh route", claims)
 	}

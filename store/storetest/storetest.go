@@ -987,11 +987,11 @@ func testFilters(t *testing.T, s intake.Store) {
 		if c.Event.ID == e2.ID {
 			fo.Routes = to(consumer)
 		}
-		claims, err := s.FanOut(ctx, t0, fo)
+		out, err := s.FanOut(ctx, t0, fo)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, rc := range claims {
+		for _, rc := range out.Calls {
 			settleRoute(t, s, t0, rc, intake.DeliveryHandled)
 		}
 	}

@@ -9,14 +9,15 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/router"
 	"github.com/intakehq/intake/worker"
 )
 
 // TestTheSettleFansItsEventsOutAndTheRouterMakesTheFirstCall: with the
-// local router as its Router, the worker's settle fans the events out in
-// its own transaction and the router calls the consumer, with no event
-// claimed by any router.
+// local router judging its fan-outs, the worker's settle writes the
+// events fanned out, and the router makes the call the settle handed back,
+// with no event claimed by any router.
 func TestTheSettleFansItsEventsOutAndTheRouterMakesTheFirstCall(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
@@ -32,12 +33,19 @@ func TestTheSettleFansItsEventsOutAndTheRouterMakesTheFirstCall(t *testing.T) {
 	if err := e.store.CreateConsumer(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	rt := router.New(router.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock,
+	calls := handoff.NewCalls()
+	rt := router.New(router.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Calls: calls,
 		Sender: delivery.NewSender(delivery.Options{Timeout: 5 * time.Second, Policy: delivery.DefaultPolicy()})})
-	e.w = worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Router: rt})
+	e.w = worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, FanOut: rt, Calls: calls})
 
 	id := e.receive(t, "new-secret", `{"id":"evt_1","type":"paid"}`)
 	e.run(t)
+	select {
+	case <-calls.Ready():
+	default:
+		t.Fatal("the settle handed nothing back to the router")
+	}
+	rt.Wait() // makes the calls handed back
 	m := e.message(t, id)
 	if m.State != intake.MessageProcessed || len(m.EventIDs) != 1 {
 		t.Fatalf("message = %+v, want processed into one event", m)
