@@ -5,7 +5,6 @@
 // process claims the work.
 package handoff
 
-
 import (
 	"sync"
 	"time"
@@ -100,4 +99,3 @@ func (h *Messages) free(org string) {
 		delete(h.orgs, org)
 	}
 }
-
