@@ -87,3 +87,10 @@ func BenchmarkPipeline(b *testing.B) {
 	s, rt := openCounted(b)
 	storetest.BenchmarkPipeline(b, s, func() (int64, int64) { return rt.statements.Load(), rt.trips.Load() })
 }
+
+// BenchmarkPipelineParallel is BenchmarkPipeline from 64 goroutines at
+// once, as a loaded server runs it (storetest.BenchmarkPipelineParallel).
+func BenchmarkPipelineParallel(b *testing.B) {
+	s, rt := openCounted(b)
+	storetest.BenchmarkPipelineParallel(b, s, func() (int64, int64) { return rt.statements.Load(), rt.trips.Load() })
+}

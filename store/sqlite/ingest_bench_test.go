@@ -72,3 +72,14 @@ func BenchmarkPipeline(b *testing.B) {
 	defer s.Close()
 	storetest.BenchmarkPipeline(b, s, func() (int64, int64) { n := s.statements.Load(); return n, n })
 }
+
+// BenchmarkPipelineParallel is BenchmarkPipeline from 64 goroutines at
+// once, as a loaded server runs it (storetest.BenchmarkPipelineParallel).
+func BenchmarkPipelineParallel(b *testing.B) {
+	s, err := Open(context.Background(), Options{Path: filepath.Join(b.TempDir(), "intake.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.BenchmarkPipelineParallel(b, s, func() (int64, int64) { n := s.statements.Load(); return n, n })
+}

@@ -3,10 +3,13 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/cputime"
 	"github.com/intakehq/intake/internal/handoff"
 )
 
@@ -21,12 +24,61 @@ type Counter func() (statements, roundTrips int64)
 // one consumer (its route leased in the same commit), and the call's
 // settle. It reports the statements and round trips per webhook.
 func BenchmarkPipeline(b *testing.B, s intake.Store, count Counter) {
+	one := pipeline(b, s)
+	if err := one(-1); err != nil { // warm caches and prepared statements
+		b.Fatal(err)
+	}
+	statements, roundTrips := count()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := one(i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	st, rt := count()
+	b.ReportMetric(float64(st-statements)/float64(b.N), "statements/webhook")
+	b.ReportMetric(float64(rt-roundTrips)/float64(b.N), "round-trips/webhook")
+}
+
+// BenchmarkPipelineParallel takes b.N webhooks through the same store calls
+// from 64 goroutines at once, as a loaded server makes them: the settles
+// that meet share transactions. It reports the statements and round trips
+// a webhook costs, and the CPU time of the whole process per webhook
+// (cpu-µs/webhook, the store's work and its callers').
+func BenchmarkPipelineParallel(b *testing.B, s intake.Store, count Counter) {
+	one := pipeline(b, s)
+	if err := one(-1); err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	statements, roundTrips := count()
+	cpu := cputime.Process()
+	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := one(int(next.Add(1))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	st, rt := count()
+	b.ReportMetric(float64(st-statements)/float64(b.N), "statements/webhook")
+	b.ReportMetric(float64(rt-roundTrips)/float64(b.N), "round-trips/webhook")
+	b.ReportMetric(float64((cputime.Process()-cpu).Microseconds())/float64(b.N), "cpu-µs/webhook")
+}
+
+// pipeline returns one webhook's store calls: i numbers the webhook.
+func pipeline(b *testing.B, s intake.Store) func(i int) error {
 	ctx := context.Background()
 	f := newFixture(b, s, "pipeline")
 	c := f.consumer(b, s, "app", intake.Controls{})
 	lease := time.Minute
-	h := handoff.NewMessages(1, lease)
-	one := func(i int) error {
+	return func(i int) error {
+		h := handoff.NewMessages(1, lease)
 		at := t0.Add(time.Duration(i) * time.Millisecond)
 		m := f.message(fmt.Sprintf(`{"id":"evt_%d"}`, i), at)
 		h.Reserve(m)
@@ -46,18 +98,4 @@ func BenchmarkPipeline(b *testing.B, s intake.Store, count Counter) {
 		}
 		return s.SettleRoute(ctx, at, result(out.Calls[0], at, intake.DeliveryHandled), backoff)
 	}
-	if err := one(-1); err != nil { // warm caches and prepared statements
-		b.Fatal(err)
-	}
-	statements, roundTrips := count()
-	b.ResetTimer()
-	for i := range b.N {
-		if err := one(i); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	st, rt := count()
-	b.ReportMetric(float64(st-statements)/float64(b.N), "statements/webhook")
-	b.ReportMetric(float64(rt-roundTrips)/float64(b.N), "round-trips/webhook")
 }
