@@ -1,7 +1,5 @@
 package intake
 
-import "strings"
-
 // Page sizes: a list asks for at most MaxPageSize rows, DefaultPageSize
 // when it names none.
 const (
@@ -54,16 +52,4 @@ func Reroute(state EventState, attempt int) (maxAttempts int, err error) {
 		return 0, Errorf(ECONFLICT, "only dead, no_consumer or filtered events can be re-routed; this one is %s", state)
 	}
 	return attempt + DefaultMaxAttempts, nil
-}
-
-// ClaimableStates are the message states a claim may take to processing,
-// from the transition table, as a quoted SQL list ('queued', 'failed') for
-// the stores to write into their claim queries literally (so the planner
-// matches their partial indexes).
-func ClaimableStates() string {
-	var q []string
-	for _, s := range MessageStatesInto(MessageProcessing) {
-		q = append(q, "'"+string(s)+"'")
-	}
-	return strings.Join(q, ", ")
 }

@@ -51,9 +51,3 @@ func TestClaimBodiesLeavesAMessageWithoutABodyExpired(t *testing.T) {
 		t.Fatal("a message whose body was not found is not marked expired")
 	}
 }
-
-func TestClaimableStatesAreTheTablesWayIntoProcessing(t *testing.T) {
-	if got := intake.ClaimableStates(); got != "'queued', 'failed'" {
-		t.Fatalf("ClaimableStates() = %s", got)
-	}
-}

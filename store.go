@@ -161,11 +161,18 @@ type Listener interface {
 
 // ChangeFeed lets a component's caches see an operator's change at once.
 type ChangeFeed interface {
-	// Changes is the store's counter of operator changes: every write
+	// Changes is the store's count of operator changes: every write
 	// that disables, deletes, rotates or revokes moves it before it
 	// returns, and a change committed by another process on the same
 	// database moves it within a second.
-	Changes() *Changes
+	Changes() Versioned
+}
+
+// Versioned is a count that only grows: a cache tags what it loads with
+// the version it saw before loading, and uses an entry only while the
+// version is unchanged.
+type Versioned interface {
+	Version() uint64
 }
 
 // History is what an operator reads and acts on after the fact: messages,

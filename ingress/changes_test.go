@@ -8,6 +8,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/changes"
 )
 
 func TestDisablingAnEndpointTakesEffectOnTheNextRequest(t *testing.T) {
@@ -48,14 +49,14 @@ func TestDeletingAnEndpointTakesEffectOnTheNextRequest(t *testing.T) {
 // moves only when a notification arrives, not when the rows change.
 type heardStore struct {
 	intake.Store
-	changes *intake.Changes
+	heard *changes.Counter
 }
 
-func (h heardStore) Changes() *intake.Changes { return h.changes }
+func (h heardStore) Changes() intake.Versioned { return h.heard }
 
 func TestAChangeNotificationFlushesTheEndpointCache(t *testing.T) {
 	e := setup(t, ingress.Config{}, nil)
-	heard := &intake.Changes{}
+	heard := &changes.Counter{}
 	e.h = ingress.New(ingress.Config{Store: heardStore{e.store, heard}, Clock: e.clock})
 	e.mux = http.NewServeMux()
 	e.mux.Handle("/webhooks/{token}", e.h)

@@ -11,6 +11,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/handoff"
+	"github.com/intakehq/intake/internal/pressure"
 )
 
 func TestIngressHandsOverWhileTheWorkerHasRoomThenQueues(t *testing.T) {
@@ -85,7 +86,7 @@ func (s heldStore) Ingest(ctx context.Context, m *intake.Message) error {
 }
 
 func TestIngressCountsTheRequestsWaitingForTheirCommit(t *testing.T) {
-	p := intake.NewPressure(2)
+	p := pressure.New(2)
 	e := setup(t, ingress.Config{}, nil)
 	held := heldStore{Store: e.store, release: make(chan struct{})}
 	mux := http.NewServeMux()

@@ -23,6 +23,7 @@ import (
 	"github.com/intakehq/intake/internal/cache"
 	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
+	"github.com/intakehq/intake/internal/pressure"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/provider"
@@ -48,7 +49,7 @@ type Config struct {
 	Handoff *handoff.Messages
 	// Pressure, when set, counts the requests waiting for their commit,
 	// for processing to yield to them under a burst.
-	Pressure *intake.Pressure
+	Pressure *pressure.Gauge
 }
 
 // Handler serves /webhooks/{token} for any method.

@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/pressure"
 	"github.com/intakehq/intake/router"
 )
 
 func TestUnderIngestPressureTheRouterTakesAShareOfItsSlotsThenResumes(t *testing.T) {
-	p := intake.NewPressure(0)
+	p := pressure.New(0)
 	e := setup(t, func(c *router.Config) { c.Pressure, c.MaxEvents = p, 16 }) // 2 of 16 slots while high
 	rec, url := newRecorder(t, http.StatusOK)
 	e.consumer(t, "app", url, false, "*")

@@ -23,6 +23,7 @@ import (
 	"github.com/intakehq/intake/internal/cache"
 	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
+	"github.com/intakehq/intake/internal/pressure"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/tracing"
 	"github.com/intakehq/intake/rules"
@@ -57,7 +58,7 @@ type Config struct {
 	// Pressure, when set, is ingest's: while requests wait for their
 	// commits above its threshold, both stages take new work only within
 	// their share of the slots.
-	Pressure *intake.Pressure
+	Pressure *pressure.Gauge
 	// Rules runs consumers' filters, ordering keys and transforms; nil: an
 	// engine with the default bounds.
 	Rules   *rules.Engine

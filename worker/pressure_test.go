@@ -10,6 +10,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/handoff"
+	"github.com/intakehq/intake/internal/pressure"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/worker"
 )
@@ -34,7 +35,7 @@ func (g *gatedSettles) SettleMessage(ctx context.Context, now time.Time, st inta
 func TestABurstIsAcknowledgedWhileProcessingHoldsBackThenTheBacklogDrains(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
-	p := intake.NewPressure(4) // Share 8 of 8 slots: one attempt at a time while high
+	p := pressure.New(4) // Share 8 of 8 slots: one attempt at a time while high
 	for range 5 {
 		p.Enter() // five requests wait for their commit: ingest is under pressure
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/intakehq/intake/internal/cache"
 	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
+	"github.com/intakehq/intake/internal/pressure"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/provider"
 	"github.com/intakehq/intake/rules"
@@ -49,7 +50,7 @@ type Config struct {
 	// commits above its threshold, the worker takes new work (handed over
 	// or claimed) only within its share of the slots, so ingest keeps the
 	// writer and the CPU; the backlog is claimed once it falls back.
-	Pressure *intake.Pressure
+	Pressure *pressure.Gauge
 	// HandoffWait is how long a handed-over message may wait while the
 	// worker holds back before it is released for any process to claim
 	// (default 2s).

@@ -30,6 +30,7 @@ import (
 	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
+	"github.com/intakehq/intake/internal/pressure"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/notify"
@@ -130,13 +131,13 @@ func (c *ServeCmd) Run() error {
 	// worker while it has room: as many as it processes at once.
 	messages := handoff.NewMessages(c.Workers, c.Lease)
 	// Under a burst, processing yields to the requests waiting for commits.
-	var pressure *intake.Pressure
+	var ingestFirst *pressure.Gauge
 	if c.IngestFirst > 0 {
-		pressure = intake.NewPressure(c.IngestFirst)
-		m.WatchPressure(pressure)
+		ingestFirst = pressure.New(c.IngestFirst)
+		m.WatchPressure(ingestFirst)
 	}
 	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
-		Logger: log, Quota: quota, Handoff: messages, Pressure: pressure})
+		Logger: log, Quota: quota, Handoff: messages, Pressure: ingestFirst})
 	// One rules engine: its script hosts and compiled programs serve the
 	// worker, the router and the control plane's checks and dry runs.
 	engine, err := rules.New(rules.Config{ScriptTimeout: c.ScriptTimeout, ScriptMemory: c.ScriptMemory, Hosts: c.ScriptHosts}, clock)
@@ -158,9 +159,9 @@ func (c *ServeCmd) Run() error {
 		BodyURLs: bodyurl.Signer{Key: derive(key, "body-url"), PublicURL: c.publicURL()},
 		Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: policy, UserAgent: "intake"}),
 		Backoff:  intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
-		MaxEvents: c.Calls, ConsumerShare: c.ConsumerCalls, Pressure: pressure, Rules: engine, Metrics: m, Logger: log})
+		MaxEvents: c.Calls, ConsumerShare: c.ConsumerCalls, Pressure: ingestFirst, Rules: engine, Metrics: m, Logger: log})
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
-		Handoff: messages, FanOut: rt, Calls: calls, Pressure: pressure, Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
+		Handoff: messages, FanOut: rt, Calls: calls, Pressure: ingestFirst, Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
 
 	var draining atomic.Bool
 	mux := http.NewServeMux()

@@ -1,7 +1,7 @@
 // Package cache keeps recently loaded values for a short time, so a burst
 // of work about one endpoint, connection or org costs one store read. An
 // operator's change is seen at once through the store's change counter
-// (intake.Changes); the TTL only bounds what a missed notification could
+// (intake.ChangeFeed); the TTL only bounds what a missed notification could
 // leave stale.
 package cache
 
@@ -17,7 +17,7 @@ type TTL[K comparable, V any] struct {
 	TTL time.Duration
 	Max int // entries kept at most (default 10000); past it the cache starts over
 	// Changes, when set, voids every entry loaded before it last moved.
-	Changes *intake.Changes
+	Changes intake.Versioned
 
 	mu      sync.Mutex
 	entries map[K]entry[V]

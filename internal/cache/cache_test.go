@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/changes"
 )
 
 func TestValuesAreReusedUntilTheTTLAndErrorsAreNotCached(t *testing.T) {
@@ -35,8 +35,8 @@ func TestValuesAreReusedUntilTheTTLAndErrorsAreNotCached(t *testing.T) {
 }
 
 func TestAChangeVoidsEveryEntryLoadedBeforeIt(t *testing.T) {
-	var changes intake.Changes
-	c := TTL[string, int]{TTL: time.Hour, Changes: &changes}
+	var changed changes.Counter
+	c := TTL[string, int]{TTL: time.Hour, Changes: &changed}
 	t0 := time.Unix(0, 0)
 	loads := 0
 	load := func() (int, error) { loads++; return loads, nil }
@@ -45,7 +45,7 @@ func TestAChangeVoidsEveryEntryLoadedBeforeIt(t *testing.T) {
 	if v, _ := c.Get("a", t0, load); v != 1 || loads != 2 {
 		t.Fatalf("before the change = %d after %d loads", v, loads)
 	}
-	changes.Move()
+	changed.Move()
 	if v, _ := c.Get("a", t0, load); v != 3 {
 		t.Fatalf("a after the change = %d, want a fresh load", v)
 	}
@@ -58,11 +58,11 @@ func TestAChangeVoidsEveryEntryLoadedBeforeIt(t *testing.T) {
 }
 
 func TestAValueLoadedAcrossAChangeServesOnlyItsCaller(t *testing.T) {
-	var changes intake.Changes
-	c := TTL[string, string]{TTL: time.Hour, Changes: &changes}
+	var changed changes.Counter
+	c := TTL[string, string]{TTL: time.Hour, Changes: &changed}
 	t0 := time.Unix(0, 0)
 	// The change commits while the load reads the old row.
-	v, err := c.Get("a", t0, func() (string, error) { changes.Move(); return "old", nil })
+	v, err := c.Get("a", t0, func() (string, error) { changed.Move(); return "old", nil })
 	if err != nil || v != "old" {
 		t.Fatalf("the caller got %q, %v", v, err)
 	}

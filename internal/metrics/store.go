@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/pressure"
 )
 
 // storeCollector reads the store's state at scrape time: gauges that no
@@ -80,7 +81,7 @@ func age(now, since time.Time) float64 {
 
 // WatchPressure exports how many requests wait for an ingest commit, and
 // whether processing holds back for them.
-func (m *Metrics) WatchPressure(p *intake.Pressure) {
+func (m *Metrics) WatchPressure(p *pressure.Gauge) {
 	m.Registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "intake_ingest_waiting", Help: "Requests waiting for their ingest commit."},
 			func() float64 { return float64(p.Waiting()) }),

@@ -15,7 +15,7 @@ const changesChannel = "intake_changes"
 // Changes moves once this process committed an operator change, when
 // another process's change notification arrives, and when the listener
 // (re)connects, since notifications sent while it was away are lost.
-func (s *Store) Changes() *intake.Changes { return &s.changes }
+func (s *Store) Changes() intake.Versioned { return &s.changes }
 
 // changeTx is a transaction that knows whether it announced a change, so
 // runTx can move the counter once it committed.

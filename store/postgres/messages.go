@@ -11,12 +11,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/store/internal/sqltext"
 )
 
 // claimable is the SQL list of states the transition table lets a claim
 // move to processing from. It is written into the query literally, so the
 // planner matches it to the messages_due partial index.
-var claimable = intake.ClaimableStates()
+var claimable = sqltext.List(intake.MessageStatesInto(intake.MessageProcessing))
 
 // ClaimMessages takes processing messages whose lease expired, then due
 // ones, as their next numbered attempt. Rows another process is claiming

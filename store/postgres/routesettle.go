@@ -115,9 +115,9 @@ func (s *Store) settleRouteBatch(ctx context.Context, batch []routeSettleRequest
 	if err != nil {
 		return nil, err
 	}
-	if d.WakeRoutes {
-		s.hub.Notify(intake.TopicRoutes)
-	}
+	// Settled calls free this process's call slots, which a claim may take
+	// at once; other processes hear only of what d.WakeRoutes names.
+	s.hub.Notify(intake.TopicRoutes)
 	return d.Errs, nil
 }
 

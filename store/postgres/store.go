@@ -29,6 +29,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/changes"
 	"github.com/intakehq/intake/internal/notify"
 )
 
@@ -71,7 +72,7 @@ type Store struct {
 	stopListen context.CancelFunc
 	listenDone chan struct{}
 
-	changes intake.Changes
+	changes changes.Counter
 	// exactBelow is where Stats starts to estimate the settled states.
 	exactBelow int
 }

@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/store/internal/sqltext"
 )
 
 // claimable is the SQL list of states the transition table lets a claim
 // move to processing from.
-var claimable = intake.ClaimableStates()
+var claimable = sqltext.List(intake.MessageStatesInto(intake.MessageProcessing))
 
 // ClaimMessages takes due messages, and processing ones whose lease expired,
 // as their next numbered attempt.

@@ -97,8 +97,10 @@ func (s *Store) runSettles(tx *wtx, batch []writeJob, results []error) (after fu
 		return errs, err
 	})
 	run(calls, func(tx *wtx, jobs []writeJob) ([]error, error) {
-		errs, routes, err := settleCalls(tx, jobs)
-		wakeRoutes = wakeRoutes || routes
+		errs, err := settleCalls(tx, jobs)
+		// A settled call frees this process's call slot, which a claim may
+		// take at once.
+		wakeRoutes = true
 		return errs, err
 	})
 	return func() {
@@ -391,7 +393,7 @@ func insertNotices(ctx context.Context, tx *wtx, ns []intake.Notice) error {
 
 // settleCalls reads what the call results need, decides, and writes the
 // decision; a result refused by the decision fails alone.
-func settleCalls(tx *wtx, jobs []writeJob) (errs []error, wakeRoutes bool, err error) {
+func settleCalls(tx *wtx, jobs []writeJob) (errs []error, err error) {
 	ctx := context.Background()
 	batch := make([]intake.TimedRouteSettlement, len(jobs))
 	for i, j := range jobs {
@@ -399,13 +401,13 @@ func settleCalls(tx *wtx, jobs []writeJob) (errs []error, wakeRoutes bool, err e
 	}
 	in, err := readCalls(ctx, tx, batch)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	d := intake.DecideRouteSettlements(in, batch)
 	if err := writeCalls(ctx, tx, d); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return d.Errs, d.WakeRoutes, nil
+	return d.Errs, nil
 }
 
 const (

@@ -22,6 +22,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/changes"
 	"github.com/intakehq/intake/internal/notify"
 )
 
@@ -56,7 +57,7 @@ type Store struct {
 	stop       chan struct{}
 	done       chan struct{}
 
-	changes intake.Changes
+	changes changes.Counter
 }
 
 var _ intake.Store = (*Store)(nil)

@@ -1,13 +1,13 @@
-package intake_test
+package pressure_test
 
 import (
 	"testing"
 
-	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/pressure"
 )
 
 func TestPressureTurnsHighAboveItsThresholdAndCalmWhenItFalls(t *testing.T) {
-	p := intake.NewPressure(2)
+	p := pressure.New(2)
 	calmNow := func() bool {
 		select {
 		case <-p.Calm():
@@ -36,7 +36,7 @@ func TestPressureTurnsHighAboveItsThresholdAndCalmWhenItFalls(t *testing.T) {
 	if p.High() || p.Limit(64) != 64 {
 		t.Fatal("still high after the queue fell to the threshold")
 	}
-	var none *intake.Pressure
+	var none *pressure.Gauge
 	none.Enter()
 	if none.High() || none.Limit(5) != 5 {
 		t.Fatal("a nil pressure held processing back")

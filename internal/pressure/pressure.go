@@ -1,16 +1,18 @@
-package intake
+// Package pressure tells processing when ingest needs the store and the
+// CPU more than it does.
+package pressure
 
 import "sync"
 
-// Pressure counts the requests waiting for an ingest commit, so that
+// Gauge counts the requests waiting for an ingest commit, so that
 // processing yields the writer and the CPU to them under a burst (DESIGN.md
 // §2): while more than Threshold wait, the worker and the router take new
 // work only within a small share of their slots, and resume in full once
 // the queue falls back. Nothing is refused or lost meanwhile: messages
 // ingested during a burst are stored queued and claimed as it drains.
 //
-// A nil Pressure is never high.
-type Pressure struct {
+// A nil Gauge is never high.
+type Gauge struct {
 	// Threshold is how many requests may wait for a commit before
 	// processing holds back.
 	Threshold int
@@ -23,14 +25,14 @@ type Pressure struct {
 	calm    chan struct{} // closed while not high; replaced when it turns high
 }
 
-// NewPressure returns a pressure gauge that turns high above threshold
-// requests waiting for a commit.
-func NewPressure(threshold int) *Pressure {
-	return &Pressure{Threshold: threshold}
+// New returns a gauge that turns high above threshold requests waiting
+// for a commit.
+func New(threshold int) *Gauge {
+	return &Gauge{Threshold: threshold}
 }
 
 // Enter counts a request that now waits for its commit.
-func (p *Pressure) Enter() {
+func (p *Gauge) Enter() {
 	if p == nil {
 		return
 	}
@@ -43,7 +45,7 @@ func (p *Pressure) Enter() {
 }
 
 // Leave counts a request whose commit returned.
-func (p *Pressure) Leave() {
+func (p *Gauge) Leave() {
 	if p == nil {
 		return
 	}
@@ -57,7 +59,7 @@ func (p *Pressure) Leave() {
 }
 
 // Waiting is how many requests wait for a commit now.
-func (p *Pressure) Waiting() int {
+func (p *Gauge) Waiting() int {
 	if p == nil {
 		return 0
 	}
@@ -71,7 +73,7 @@ var closedCalm = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 // Calm returns a channel closed once ingest is not under pressure: at once
 // unless more than Threshold requests wait for a commit now.
-func (p *Pressure) Calm() <-chan struct{} {
+func (p *Gauge) Calm() <-chan struct{} {
 	if p == nil {
 		return closedCalm
 	}
@@ -84,7 +86,7 @@ func (p *Pressure) Calm() <-chan struct{} {
 }
 
 // High reports whether more than Threshold requests wait for a commit.
-func (p *Pressure) High() bool {
+func (p *Gauge) High() bool {
 	if p == nil {
 		return false
 	}
@@ -95,7 +97,7 @@ func (p *Pressure) High() bool {
 
 // Limit is how many of a stage's slots it may fill now: all of them when
 // ingest is not under pressure, else one in Share (at least one).
-func (p *Pressure) Limit(slots int) int {
+func (p *Gauge) Limit(slots int) int {
 	if !p.High() {
 		return slots
 	}

@@ -1,0 +1,58 @@
+package intake
+
+import (
+	"context"
+	"time"
+)
+
+// Notice is an operational notification waiting to be sent (DESIGN §9):
+// written in the transaction of the change it reports.
+type Notice struct {
+	ID      string
+	OrgID   string
+	Topic   string // message.dead, event.dead, consumer.tripped, …
+	Subject string // what it is about: a consumer, event, message or endpoint id
+	Detail  string
+	At      time.Time
+}
+
+// Notification topics.
+const (
+	NoticeMessageDead       = "message.dead"
+	NoticeEventDead         = "event.dead"
+	NoticeConsumerTripped   = LaneTripped
+	NoticeConsumerRecovered = LaneRecovered
+	NoticeConsumerDisabled  = LaneDisabled
+	NoticeSignatureFailures = "signature.failures"
+	NoticeStorageQuota      = "storage.quota"
+)
+
+// NoticeTopics lists every notification topic.
+var NoticeTopics = []string{NoticeMessageDead, NoticeEventDead, NoticeConsumerTripped, NoticeConsumerRecovered,
+	NoticeConsumerDisabled, NoticeSignatureFailures, NoticeStorageQuota}
+
+// NotificationSettings is where an org's operational notifications go.
+type NotificationSettings struct {
+	OrgID          string
+	URL            string
+	SealedSlackURL []byte
+	Topics         []string
+	SealedSecret   []byte
+	UpdatedAt      time.Time
+}
+
+// Notifications keeps where notices go and the notices waiting to be sent.
+type Notifications interface {
+	PutNotificationSettings(ctx context.Context, sc Scope, s NotificationSettings, audit ...AuditEntry) error
+	// NotificationSettings returns the org's settings; ENOTFOUND if it has
+	// none.
+	NotificationSettings(ctx context.Context, sc Scope, orgID string) (NotificationSettings, error)
+	// InsertNotice records a notice outside a settle (ingress, the quota).
+	InsertNotice(ctx context.Context, n Notice) error
+	// UnsentNotices returns up to limit notices not yet sent, oldest first.
+	UnsentNotices(ctx context.Context, limit int) ([]Notice, error)
+	// LastSentNotice returns when a notice of (org, topic, subject) was
+	// last sent; zero if never.
+	LastSentNotice(ctx context.Context, orgID, topic, subject string) (time.Time, error)
+	MarkNoticesSent(ctx context.Context, ids []string, at time.Time) error
+}
