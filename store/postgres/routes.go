@@ -370,11 +370,6 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 	return claims, nil
 }
 
-// SettleRoute applies one call's result with intake.ApplyRouteSettlement
-// in two round trips: the first locks the event, the route and the lane
-// and counts the event's routes (stable from there on: every change of an
-// event's routes but a lease takes the event's lock first); the writes go
-// with the COMMIT.
 // ConsumerHealth reads how deliveries to a consumer stand, in one round
 // trip.
 func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID string, now time.Time) (intake.ConsumerHealth, error) {

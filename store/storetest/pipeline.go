@@ -20,7 +20,7 @@ type Counter func() (statements, roundTrips int64)
 
 // BenchmarkPipeline takes b.N webhooks, one after the other, through every
 // store call of the pipeline as one process makes them: the ingest that
-// hands the message over, its settle with one event fanned out by a plan to
+// hands the message over, its settle with one event fanned out (as judged) to
 // one consumer (its route leased in the same commit), and the call's
 // settle. It reports the statements and round trips per webhook.
 func BenchmarkPipeline(b *testing.B, s intake.Store, count Counter) {

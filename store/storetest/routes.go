@@ -939,27 +939,27 @@ func testOrderingWaitsForEarlierWebhooks(t *testing.T, s intake.Store) {
 	}
 }
 
-// testPlannedFanOut: a settle given an event's fan-out writes it with the
+// testSettleFanOut: a settle given an event's fan-out writes it with the
 // event, as FanOut would: the routes written, the
 // filtered ones recorded, the routes to consumers that nothing holds back
 // leased to the caller (its calls returned), and the event left off the
 // event queue in the state its routes give it. An event it is not given a
 // fan-out for waits for a claim; an event that is not created (its
 // provider event has its event already) gets no routes.
-func testPlannedFanOut(t *testing.T, s intake.Store) {
+func testSettleFanOut(t *testing.T, s intake.Store) {
 	ctx := context.Background()
 	f := newFixture(t, s, "acme")
 	free := f.consumer(t, s, "free", intake.Controls{})
 	paced := f.consumer(t, s, "paced", intake.Controls{RatePerSec: 10})
 	picky := f.consumer(t, s, "picky", intake.Controls{})
 	resting := f.consumer(t, s, "resting", intake.Controls{Paused: true})
-	settle := func(providerEventID string, plan func(e intake.Event) (intake.FanOut, bool)) intake.Settled {
+	settle := func(providerEventID string, judge func(e intake.Event) (intake.FanOut, bool)) intake.Settled {
 		t.Helper()
 		m := f.ingest(t, s, `{"id":"`+providerEventID+`","n":"`+intake.NewID()+`"}`, t0)
 		st := processed(claimOne(t, s, t0), nil, f.event(m, providerEventID))
 		st.FanOuts = map[string]intake.FanOut{}
 		for _, e := range st.Events {
-			if fo, ok := plan(e); ok {
+			if fo, ok := judge(e); ok {
 				st.FanOuts[e.ID] = fo
 			}
 		}
@@ -978,7 +978,7 @@ func testPlannedFanOut(t *testing.T, s intake.Store) {
 			{ConsumerID: resting.ID, Delivery: &held}}, Lease: routeLease}, true
 	})
 	if calls != 1 || len(out.Events) != 1 {
-		t.Fatalf("plan called %d times; settled %+v", calls, out)
+		t.Fatalf("fan-out judged %d times; settled %+v", calls, out)
 	}
 	e := out.Events[0]
 	if len(out.Calls) != 1 || out.Calls[0].ConsumerID != free.ID || out.Calls[0].Attempt != 1 || out.Calls[0].Event.ID != e.ID ||
@@ -986,10 +986,10 @@ func testPlannedFanOut(t *testing.T, s intake.Store) {
 		t.Fatalf("calls = %+v, want the unpaced consumer's first call leased", out.Calls)
 	}
 	if st := eventState(t, s, e.ID); st != intake.EventPending {
-		t.Fatalf("planned event is %s, want pending on its routes", st)
+		t.Fatalf("the fanned-out event is %s, want pending on its routes", st)
 	}
 	if got := claimEvents(t, s, t0); len(got) != 0 {
-		t.Fatalf("a claim took %d planned events", len(got))
+		t.Fatalf("a claim took %d events fanned out with their settle", len(got))
 	}
 	ds, err := s.Deliveries(ctx, intake.Scope{}, e.ID)
 	records := map[string]string{}
@@ -1008,7 +1008,7 @@ func testPlannedFanOut(t *testing.T, s intake.Store) {
 	settleRoute(t, s, t0, out.Calls[0], intake.DeliveryHandled)
 
 	if out := settle("evt_none", func(intake.Event) (intake.FanOut, bool) { return intake.FanOut{}, true }); eventState(t, s, out.Events[0].ID) != intake.EventNoConsumer {
-		t.Fatalf("an event planned to no one is %s, want no_consumer", eventState(t, s, out.Events[0].ID))
+		t.Fatalf("an event fanned out to no one is %s, want no_consumer", eventState(t, s, out.Events[0].ID))
 	}
 	out = settle("evt_filtered", func(e intake.Event) (intake.FanOut, bool) {
 		return intake.FanOut{Routes: []intake.FanOutRoute{filteredRoute(e, picky)}}, true
@@ -1018,7 +1018,7 @@ func testPlannedFanOut(t *testing.T, s intake.Store) {
 	}
 	out = settle("evt_later", func(intake.Event) (intake.FanOut, bool) { return intake.FanOut{}, false })
 	if got := claimEvents(t, s, t0); len(got) != 1 || got[0].Event.ID != out.Events[0].ID {
-		t.Fatalf("an event left unplanned: claims = %+v, want it", got)
+		t.Fatalf("an event with no fan-out: claims = %+v, want it", got)
 	}
 	// evt_all again in another message (no identity judged): the event's
 	// insert is skipped, so it gets no routes and no calls.

@@ -72,7 +72,7 @@ func Run(t *testing.T, open Opener) {
 		{"ClaimsTakeNoMoreThanTheCallersShares", testClaimShares},
 		{"AnUnleasedRouteWaitsForAClaim", testUnleasedRoute},
 		{"RateHoldsAcrossClaims", testRate},
-		{"APlannedSettleFansItsEventsOutInItsOwnTransaction", testPlannedFanOut},
+		{"ASettleWritesTheFanOutItIsGivenWithItsEvents", testSettleFanOut},
 		{"OrderedRoutesWaitForTheirPredecessors", testOrdering},
 		{"OrderedRoutesWaitForEarlierWebhooksNotYetFannedOut", testOrderingWaitsForEarlierWebhooks},
 		{"DisabledAndDeletedConsumersRoutesAreClaimedAndDropped", testDisabledConsumerRoutesAreDropped},
