@@ -393,7 +393,13 @@ func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 	}
 	out, err := w.cfg.Store.SettleMessage(ctx, w.cfg.Clock.Now(), st)
 	if st.FanOuts != nil {
-		w.cfg.Calls.Give(handoff.Settled{OrgID: c.Message.OrgID, FanOuts: st.FanOuts, Settled: out})
+		// A settle that failed leased nothing this process can know of: the
+		// router frees every slot it held for it.
+		settled := out
+		if err != nil {
+			settled = intake.Settled{}
+		}
+		w.cfg.Calls.Give(handoff.Settled{OrgID: c.Message.OrgID, FanOuts: st.FanOuts, Settled: settled})
 	}
 	switch {
 	case intake.ErrorCode(err) == intake.ESTALE:

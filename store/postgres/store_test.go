@@ -359,3 +359,45 @@ func TestRetentionRerouteCountsAndStats(t *testing.T) {
 		t.Fatalf("%d messages left, want 2", len(page.Items))
 	}
 }
+
+// TestSameProviderEventInRacingProcessesMakesOneEvent: messages with no
+// identity to judge (items re-sent in other batches) that name one provider
+// event, settled at once by two processes: one event is created, and each
+// settle reports what it created, though each decided on a read that could
+// not see the other's uncommitted event.
+func TestSameProviderEventInRacingProcessesMakesOneEvent(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Database(t)
+	stores := []*Store{openURL(t, url, 8), openURL(t, url, 8)}
+	o := newOrg(t, stores[0], "acme")
+	const n = 12
+	for i := range n {
+		o.ingest(t, stores[0], fmt.Sprintf(`{"batch":%d,"items":[{"id":"evt_item"}]}`, i))
+	}
+	claims, err := stores[0].ClaimMessages(ctx, t0, time.Minute, n)
+	if err != nil || len(claims) != n {
+		t.Fatalf("claimed %d (%v)", len(claims), err)
+	}
+	created := make([]int, n)
+	var wg sync.WaitGroup
+	for i, c := range claims {
+		wg.Go(func() {
+			m := c.Message
+			out, err := stores[i%2].SettleMessage(ctx, t0, intake.Settlement{MessageID: m.ID, Attempt: c.Attempt,
+				To: intake.MessageProcessed, Outcome: intake.OutcomeEvents, Events: []intake.Event{o.event(&m, "evt_item")}})
+			if err != nil || out.State != intake.MessageProcessed {
+				t.Errorf("settle: %+v %v", out, err)
+			}
+			created[i] = len(out.Events)
+		})
+	}
+	wg.Wait()
+	reported := 0
+	for _, n := range created {
+		reported += n
+	}
+	stored := stores[0].scalar(t, `SELECT count(*)::text FROM events WHERE provider_event_id = 'evt_item'`)
+	if reported != 1 || stored != "1" {
+		t.Fatalf("the settles reported %d events created and %s are stored; want 1 and 1", reported, stored)
+	}
+}

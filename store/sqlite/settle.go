@@ -28,8 +28,10 @@ type messageSettle struct {
 // with the other results that reach the writer for it.
 func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Settlement) (intake.Settled, error) {
 	m := &messageSettle{in: intake.TimedSettlement{Now: now, Settlement: st}}
-	err := s.submit(writeJob{ctx: ctx, settle: m})
-	return m.out, err
+	if err := s.submit(writeJob{ctx: ctx, settle: m}); err != nil {
+		return intake.Settled{}, err
+	}
+	return m.out, nil
 }
 
 // routeSettle is a call's result waiting for the writer.
