@@ -52,6 +52,34 @@ type RouteSettleRead struct {
 	Consumers map[string]ConsumerLane
 }
 
+// RouteSettleKeys are the rows a store reads for a batch of call results:
+// each event, consumer and route once, in the batch's order.
+type RouteSettleKeys struct {
+	Events, Consumers []string
+	Routes            []RouteKey
+}
+
+// RouteKeysOf lists what a batch of call results needs read.
+func RouteKeysOf(batch []TimedRouteSettlement) RouteSettleKeys {
+	var k RouteSettleKeys
+	events, consumers, routes := map[string]bool{}, map[string]bool{}, map[RouteKey]bool{}
+	for _, r := range batch {
+		if !events[r.EventID] {
+			events[r.EventID] = true
+			k.Events = append(k.Events, r.EventID)
+		}
+		if !consumers[r.ConsumerID] {
+			consumers[r.ConsumerID] = true
+			k.Consumers = append(k.Consumers, r.ConsumerID)
+		}
+		if rk := (RouteKey{r.EventID, r.ConsumerID}); !routes[rk] {
+			routes[rk] = true
+			k.Routes = append(k.Routes, rk)
+		}
+	}
+	return k
+}
+
 // EventMove is an event moved by the settle of one of its routes.
 type EventMove struct {
 	EventID string

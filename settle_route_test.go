@@ -178,3 +178,11 @@ func TestDecideFanOut(t *testing.T) {
 		t.Fatalf("an unleased event's fan-out: %v, want ESTALE", err)
 	}
 }
+
+func TestRouteKeysOfListsEachRowOnce(t *testing.T) {
+	k := RouteKeysOf([]TimedRouteSettlement{call("e1", "c1", 1, DeliveryHandled), call("e1", "c2", 1, DeliveryHandled),
+		call("e1", "c1", 1, DeliveryHandled), call("e2", "c1", 1, DeliveryHandled)})
+	if len(k.Events) != 2 || len(k.Consumers) != 2 || len(k.Routes) != 3 || k.Routes[1] != (RouteKey{"e1", "c2"}) {
+		t.Fatalf("keys %+v", k)
+	}
+}

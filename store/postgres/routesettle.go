@@ -128,21 +128,11 @@ func (s *Store) settleRouteBatch(ctx context.Context, batch []routeSettleRequest
 func queueCallRead(b *pgx.Batch, batch []intake.TimedRouteSettlement, lockLanes bool) *intake.RouteSettleRead {
 	in := &intake.RouteSettleRead{Events: map[string]intake.EventState{}, Routes: map[intake.RouteKey]intake.Route{},
 		Counts: map[string]intake.RouteCounts{}, Consumers: map[string]intake.ConsumerLane{}}
-	var eventIDs, consumers, routeEvents, routeConsumers []string
-	seenEvent, seenConsumer := map[string]bool{}, map[string]bool{}
-	for _, r := range batch {
-		if !validIDs(r.EventID, r.ConsumerID) {
-			continue
-		}
-		if !seenEvent[r.EventID] {
-			seenEvent[r.EventID] = true
-			eventIDs = append(eventIDs, r.EventID)
-		}
-		if !seenConsumer[r.ConsumerID] {
-			seenConsumer[r.ConsumerID] = true
-			consumers = append(consumers, r.ConsumerID)
-		}
-		routeEvents, routeConsumers = append(routeEvents, r.EventID), append(routeConsumers, r.ConsumerID)
+	keys := intake.RouteKeysOf(batch)
+	eventIDs, consumers := keys.Events, keys.Consumers
+	routeEvents, routeConsumers := make([]string, len(keys.Routes)), make([]string, len(keys.Routes))
+	for i, k := range keys.Routes {
+		routeEvents[i], routeConsumers[i] = k.EventID, k.ConsumerID
 	}
 	b.Queue(`SELECT id::text, state FROM events WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, nonNil(eventIDs)).Query(func(rows pgx.Rows) error {
 		for rows.Next() {

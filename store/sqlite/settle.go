@@ -425,19 +425,11 @@ const (
 func readCalls(ctx context.Context, tx *wtx, batch []intake.TimedRouteSettlement) (intake.RouteSettleRead, error) {
 	in := intake.RouteSettleRead{Events: map[string]intake.EventState{}, Routes: map[intake.RouteKey]intake.Route{},
 		Counts: map[string]intake.RouteCounts{}}
-	var events, consumers []string
-	var routes [][2]string
-	seenEvent, seenConsumer := map[string]bool{}, map[string]bool{}
-	for _, r := range batch {
-		if !seenEvent[r.EventID] {
-			seenEvent[r.EventID] = true
-			events = append(events, r.EventID)
-		}
-		if !seenConsumer[r.ConsumerID] {
-			seenConsumer[r.ConsumerID] = true
-			consumers = append(consumers, r.ConsumerID)
-		}
-		routes = append(routes, [2]string{r.EventID, r.ConsumerID})
+	keys := intake.RouteKeysOf(batch)
+	events, consumers := keys.Events, keys.Consumers
+	routes := make([][2]string, len(keys.Routes))
+	for i, k := range keys.Routes {
+		routes[i] = [2]string{k.EventID, k.ConsumerID}
 	}
 	if err := query(ctx, tx, eventStatesSQL, events, func(rows *sql.Rows) error {
 		var id string
