@@ -165,7 +165,10 @@ func TestAPausedConsumerHoldsItsDeliveriesWhileAnotherIsServedAndDrainsOnResume(
 
 // TestAFailingConsumerTripsItsBreakerAndIsAudited: a consumer that fails
 // every call opens its circuit breaker after breaker_failures calls; then
-// its deliveries wait and no event dies.
+// its deliveries wait and no event dies. Its five events wait while it is
+// paused, so that on its resume their five first calls go out together,
+// and its retries wait two seconds, so that none is made before the
+// failures it follows have settled, however busy the machine.
 func TestAFailingConsumerTripsItsBreakerAndIsAudited(t *testing.T) {
 	down := newPacedConsumer(t, 0)
 	down.status.Store(http.StatusInternalServerError)
@@ -176,7 +179,8 @@ func TestAFailingConsumerTripsItsBreakerAndIsAudited(t *testing.T) {
 	var c struct{ ID string }
 	s.api(t, "POST", "/api/v1/consumers", map[string]any{"org_id": orgs.Items[0].ID, "name": "down", "app": "down", "url": down.URL,
 		"event_types": []string{"github.*"}}, &c)
-	s.cli(t, "consumers", "update", c.ID, "--breaker-failures", "3", "--retry-attempts", "2")
+	s.cli(t, "consumers", "update", c.ID, "--breaker-failures", "3", "--retry-attempts", "2", "--retry-base", "2s")
+	s.cli(t, "consumers", "pause", c.ID)
 	for i := range 5 {
 		resp, err := http.DefaultClient.Do(githubDelivery(s.url+path, "down-"+strconv.Itoa(i)))
 		if err != nil {
@@ -184,6 +188,12 @@ func TestAFailingConsumerTripsItsBreakerAndIsAudited(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
+	var held health
+	eventually(t, 30*time.Second, "the paused consumer's five events are held", func() bool {
+		s.api(t, "GET", "/api/v1/consumers/"+c.ID+"/health", nil, &held)
+		return held.Held == 5
+	})
+	s.cli(t, "consumers", "resume", c.ID)
 	var h health
 	eventually(t, 30*time.Second, "the breaker trips", func() bool {
 		s.api(t, "GET", "/api/v1/consumers/"+c.ID+"/health", nil, &h)
@@ -205,9 +215,8 @@ func TestAFailingConsumerTripsItsBreakerAndIsAudited(t *testing.T) {
 	}
 	// Tripped: the calls stop, and the waiting events do not die although
 	// each allows only two attempts.
-	_, before := down.snapshot()
-	if before > 5 {
-		t.Fatalf("%d calls before the breaker held them, want at most 5", before)
+	if distinct, calls := down.snapshot(); distinct != 5 || calls != 5 {
+		t.Fatalf("%d calls for %d events before the breaker held them, want the five first calls alone", calls, distinct)
 	}
 	for _, e := range s.events(t) {
 		if e.State == "dead" {

@@ -172,9 +172,10 @@ func New(cfg Config) *Router {
 }
 
 // Run fans events out as they commit and delivers routes as they come due,
-// each stage woken by the store and on a poll as the fallback. Every call
-// runs on its own goroutine, so a slow consumer holds up only its own
-// calls. On exit it waits for the calls in flight to settle.
+// each stage woken by the store and on a poll as the fallback, and makes
+// the calls settles hand over as they arrive. Every call runs on its own
+// goroutine, so a slow consumer holds up only its own calls. On exit it
+// waits for the calls in flight to settle.
 func (r *Router) Run(ctx context.Context) error {
 	var calls sync.WaitGroup
 	defer calls.Wait()
@@ -188,19 +189,29 @@ func (r *Router) Run(ctx context.Context) error {
 	})
 	stages.Go(func() {
 		r.loop(ctx, intake.TopicRoutes, r.freed[1], func() (int, int, error) {
-			r.startSettled(ctx, &calls)
 			limit := min(r.free(), r.cfg.Batch)
 			n, err := r.deliverRound(ctx, &calls, limit)
 			return n, limit, err
 		})
+	})
+	// The calls settles hand over go out as they come, not behind a claim.
+	stages.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.cfg.Calls.Ready():
+				r.startSettled(ctx, &calls)
+			}
+		}
 	})
 	stages.Wait()
 	return nil
 }
 
 // loop runs round until ctx ends: again at once after a round that took
-// all it asked for, else when topic commits, a settle hands calls over, a
-// call frees a slot, or the poll fires. A round with no free slot claims nothing and waits for one,
+// all it asked for, else when topic commits, a call frees a slot, or the
+// poll fires. A round with no free slot claims nothing and waits for one,
 // or for ingest's pressure to fall.
 func (r *Router) loop(ctx context.Context, topic string, freed <-chan struct{}, round func() (n, asked int, err error)) {
 	wake, stop := r.cfg.Store.Listen(topic)
@@ -225,7 +236,6 @@ func (r *Router) loop(ctx context.Context, topic string, freed <-chan struct{}, 
 		select {
 		case <-ctx.Done():
 		case <-wake:
-		case <-r.cfg.Calls.Ready():
 		case <-full:
 		case <-calm:
 		case <-poll.C:
