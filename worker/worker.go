@@ -562,8 +562,9 @@ func (w *Worker) interpret(ctx context.Context, conn intake.Connection, m intake
 }
 
 // filter keeps the events the connection's filter accepts. A filter that
-// fails on an event drops it, as a consumer's does; only a failure to read
-// the request is an error.
+// fails on an event drops it, as a consumer's does; an event its view
+// cannot be built for (its envelope does not encode or decode) is an
+// error, as is the caller's context ending.
 func (w *Worker) filter(ctx context.Context, conn intake.Connection, m intake.Message, events []intake.Event, views map[string]*rules.EventView) ([]intake.Event, error) {
 	var kept []intake.Event
 	for _, e := range events {
