@@ -31,6 +31,10 @@ type Consumer struct {
 	// Controls pace deliveries: pause, rate, concurrency, ordering, retry
 	// schedule and circuit breaker (DESIGN §9).
 	Controls Controls
+	// Version counts the row's changes: an update is written only over the
+	// version it read (compare-and-set), so two racing changes never lose
+	// each other.
+	Version int64
 }
 
 // SignsWithOld reports whether deliveries at now still carry a signature

@@ -18,6 +18,9 @@ const (
 	// ESTALE means a worker's attempt is no longer current: its lease was taken
 	// over, or the row already settled. The worker drops its result.
 	ESTALE = "stale"
+	// EVERSION means a row changed since the version a change was made
+	// over: the change was not written.
+	EVERSION = "version_mismatch"
 )
 
 // Error is an error with a code for programs and a message for people.

@@ -44,6 +44,10 @@ type Connection struct {
 	// Filter is a CEL expression each interpreted event must pass to be
 	// created at all; empty: every event.
 	Filter string
+	// Version counts the row's changes: an update is written only over the
+	// version it read (compare-and-set), so two racing changes never lose
+	// each other.
+	Version int64
 }
 
 // Endpoint defaults.
@@ -72,6 +76,10 @@ type Endpoint struct {
 	RatePerSec   float64 // 0 = no limit
 	Burst        int
 	CreatedAt    time.Time
+	// Version counts the row's changes: an update is written only over the
+	// version it read (compare-and-set), so two racing changes never lose
+	// each other.
+	Version int64
 }
 
 // Validate checks the endpoint's limits.

@@ -32,10 +32,16 @@ func (s *Server) updateConnection(w http.ResponseWriter, r *http.Request, who co
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	c, err := s.ctl.UpdateConnection(r.Context(), who, id, control.ConnectionUpdate{Name: req.Name, Config: req.Config, Filter: req.Filter})
+	version, err := ifMatch(r)
 	if err != nil {
 		return err
 	}
+	c, err := s.ctl.UpdateConnection(r.Context(), who, id, control.ConnectionUpdate{Name: req.Name, Config: req.Config, Filter: req.Filter,
+		Version: version})
+	if err != nil {
+		return err
+	}
+	setETag(w, c.Version)
 	writeJSON(w, http.StatusOK, s.connectionView(c))
 	return nil
 }
@@ -100,6 +106,7 @@ func (s *Server) getConnection(w http.ResponseWriter, r *http.Request, who contr
 	if err != nil {
 		return err
 	}
+	setETag(w, c.Version)
 	writeJSON(w, http.StatusOK, s.connectionView(c))
 	return nil
 }

@@ -65,10 +65,14 @@ func (s *Server) updateConsumer(w http.ResponseWriter, r *http.Request, who cont
 		}
 		u.AutoDisableAfter = &d
 	}
+	if u.Version, err = ifMatch(r); err != nil {
+		return err
+	}
 	c, err := s.ctl.UpdateConsumer(r.Context(), who, id, u)
 	if err != nil {
 		return err
 	}
+	setETag(w, c.Version)
 	writeJSON(w, http.StatusOK, consumerView(c))
 	return nil
 }
@@ -95,6 +99,7 @@ func (s *Server) getConsumer(w http.ResponseWriter, r *http.Request, who control
 	if err != nil {
 		return err
 	}
+	setETag(w, c.Version)
 	writeJSON(w, http.StatusOK, consumerView(c))
 	return nil
 }
@@ -118,6 +123,7 @@ func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, who control.C
 	if err != nil {
 		return err
 	}
+	setETag(w, c.Version)
 	writeJSON(w, http.StatusOK, consumerView(c))
 	return nil
 }

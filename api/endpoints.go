@@ -33,11 +33,16 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request, who cont
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	e, err := s.ctl.UpdateEndpoint(r.Context(), who, id,
-		control.Limits{Name: req.Name, Enabled: req.Enabled, MaxBodyBytes: req.MaxBodyBytes, RatePerSec: req.RatePerSec, Burst: req.Burst})
+	version, err := ifMatch(r)
 	if err != nil {
 		return err
 	}
+	e, err := s.ctl.UpdateEndpoint(r.Context(), who, id, control.Limits{Name: req.Name, Enabled: req.Enabled, MaxBodyBytes: req.MaxBodyBytes,
+		RatePerSec: req.RatePerSec, Burst: req.Burst, Version: version})
+	if err != nil {
+		return err
+	}
+	setETag(w, e.Version)
 	writeJSON(w, http.StatusOK, endpointView(e))
 	return nil
 }
@@ -64,6 +69,7 @@ func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request, who control
 	if err != nil {
 		return err
 	}
+	setETag(w, e.Version)
 	writeJSON(w, http.StatusOK, endpointView(e))
 	return nil
 }

@@ -38,6 +38,7 @@ func TestStoreErrorCodesMapToStatuses(t *testing.T) {
 		intake.EUNAUTHORIZED: 401,
 		intake.EFORBIDDEN:    403,
 		intake.ECONFLICT:     409,
+		intake.EVERSION:      412,
 		intake.ETOOLARGE:     413,
 		intake.EUNAVAILABLE:  503,
 		intake.ESTALE:        500,

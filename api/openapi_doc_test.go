@@ -61,6 +61,7 @@ var errorResponses = map[int]string{
 	http.StatusForbidden:             "Forbidden",
 	http.StatusNotFound:              "NotFound",
 	http.StatusConflict:              "Conflict",
+	http.StatusPreconditionFailed:    "PreconditionFailed",
 	http.StatusRequestEntityTooLarge: "TooLarge",
 	http.StatusInternalServerError:   "Internal",
 	http.StatusServiceUnavailable:    "Unavailable",
@@ -72,6 +73,7 @@ var errorDescriptions = map[int]string{
 	http.StatusForbidden:             "The token may not do this: an org's API key acting for another org, or an action only the staff token may take (code `forbidden`).",
 	http.StatusNotFound:              "No such object in the caller's scope (code `not_found`).",
 	http.StatusConflict:              "The object's state does not allow the action (code `conflict`).",
+	http.StatusPreconditionFailed:    "The object changed since the version `If-Match` names (code `version_mismatch`): nothing was changed; read it again.",
 	http.StatusRequestEntityTooLarge: "The request body exceeds 1 MiB (code `too_large`).",
 	http.StatusInternalServerError:   "An unexpected failure (code `internal`); the server logs it, the answer reveals nothing.",
 	http.StatusServiceUnavailable:    "Storage cannot be reached (code `unavailable`); retry after `Retry-After` seconds.",
@@ -102,7 +104,7 @@ func operations() []operation {
 			status: 200, response: api.List[api.Connection]{}},
 		{route: "GET /api/v1/connections/{id}", id: "getConnection", summary: "Show a connection.",
 			status: 200, response: api.Connection{}},
-		{route: "PATCH /api/v1/connections/{id}", id: "updateConnection", summary: "Change a connection's name, provider config (config.script for hmac and none) or filter; absent fields stay.",
+		{header: ifMatchHeader, route: "PATCH /api/v1/connections/{id}", id: "updateConnection", summary: "Change a connection's name, provider config (config.script for hmac and none) or filter; absent fields stay.",
 			request: api.UpdateConnectionRequest{}, status: 200, response: api.Connection{}},
 		{route: "PUT /api/v1/connections/{id}/secrets", id: "replaceSecrets", summary: "Replace a connection's signing secrets; during a rotation give the old and the new together.",
 			request: api.SecretsRequest{}, requires: []string{"secrets"}, status: 200, response: api.Connection{}},
@@ -117,7 +119,7 @@ func operations() []operation {
 			status: 200, response: api.List[api.Endpoint]{}},
 		{route: "GET /api/v1/endpoints/{id}", id: "getEndpoint", summary: "Show an endpoint.",
 			status: 200, response: api.Endpoint{}},
-		{route: "PATCH /api/v1/endpoints/{id}", id: "updateEndpoint", summary: "Change the settings given and leave the others; `rate_per_sec: 0` means no limit.",
+		{header: ifMatchHeader, route: "PATCH /api/v1/endpoints/{id}", id: "updateEndpoint", summary: "Change the settings given and leave the others; `rate_per_sec: 0` means no limit.",
 			request: api.UpdateEndpointRequest{}, status: 200, response: api.Endpoint{}},
 		{route: "DELETE /api/v1/endpoints/{id}", id: "deleteEndpoint", summary: "Delete an endpoint: its address stops answering at once; its history stays.",
 			status: 204},
@@ -176,7 +178,7 @@ func operations() []operation {
 			status: 200, response: api.List[api.Consumer]{}},
 		{route: "GET /api/v1/consumers/{id}", id: "getConsumer", summary: "Show a consumer.",
 			status: 200, response: api.Consumer{}},
-		{route: "PATCH /api/v1/consumers/{id}", id: "updateConsumer", summary: "Change the settings given and leave the others; \"\" removes a filter or transform, null removes max_in_flight. A rule change is audited with its old and new source.",
+		{header: ifMatchHeader, route: "PATCH /api/v1/consumers/{id}", id: "updateConsumer", summary: "Change the settings given and leave the others; \"\" removes a filter or transform, null removes max_in_flight. A rule change is audited with its old and new source.",
 			request: api.UpdateConsumerRequest{}, status: 200, response: api.Consumer{}},
 		{route: "POST /api/v1/consumers/{id}/rotate-secret", id: "rotateConsumerSecret", summary: "A new signing secret, shown once; the old one keeps signing beside it for keep_old_for (24h when absent).",
 			request: api.RotateSecretRequest{}, status: 201, response: api.RotatedSecret{}},
@@ -224,6 +226,13 @@ func operations() []operation {
 }
 
 // The document's shapes for routes' parameters.
+
+// ifMatchHeader makes a change over the version a read answered as its
+// ETag: an object changed since is not changed (412).
+var ifMatchHeader = []*openapi3.Parameter{{In: openapi3.ParameterInHeader, Name: "If-Match",
+	Description: "The ETag a read of the object answered (\"3\"): the change is made only over that version, else 412 and nothing changes. " +
+		"Without it the change is made over whatever is there, and two racing changes of different fields both stick.",
+	Schema: openapi3.NewStringSchema().NewRef()}}
 
 func queryParam(name, desc string, s *openapi3.Schema) *openapi3.Parameter {
 	return &openapi3.Parameter{In: openapi3.ParameterInQuery, Name: name, Description: desc, Schema: s.NewRef()}
@@ -425,7 +434,7 @@ var enums = func() map[string][]string {
 		"Change.kind":           {"org", "connection", "endpoint", "consumer"},
 		// Every code an answer carries; others (stale) are internal.
 		"ErrorDetail.code": {intake.EINVALID, intake.EUNAUTHORIZED, intake.EFORBIDDEN, intake.ENOTFOUND,
-			intake.ECONFLICT, intake.ETOOLARGE, intake.EINTERNAL, intake.EUNAVAILABLE},
+			intake.ECONFLICT, intake.EVERSION, intake.ETOOLARGE, intake.EINTERNAL, intake.EUNAVAILABLE},
 	}
 }()
 

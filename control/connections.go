@@ -70,6 +70,10 @@ type ConnectionUpdate struct {
 	Filter *string         // "" removes the filter
 	// Script sets config.script alone (hmac and none); "" removes it.
 	Script *string
+	// Version, when set, is the version the change is made over (the
+	// ETag the caller read): the change is refused if the connection has
+	// changed since. 0: over whatever is there.
+	Version int64
 }
 
 // UpdateConnection changes a connection's name, provider config (an hmac
@@ -79,8 +83,17 @@ func (p *Plane) UpdateConnection(ctx context.Context, c Caller, id string, u Con
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Connection{}, err
 	}
+	return compareAndSet(u.Version, func() (intake.Connection, error) { return p.updateConnection(ctx, c, id, u) })
+}
+
+// updateConnection is one try of UpdateConnection, over the version it
+// reads.
+func (p *Plane) updateConnection(ctx context.Context, c Caller, id string, u ConnectionUpdate) (intake.Connection, error) {
 	cn, err := p.store.Connection(ctx, c.Scope, id)
 	if err != nil {
+		return intake.Connection{}, err
+	}
+	if err := checkVersion("connection", u.Version, cn.Version); err != nil {
 		return intake.Connection{}, err
 	}
 	old := cn
@@ -119,6 +132,7 @@ func (p *Plane) UpdateConnection(ctx context.Context, c Caller, id string, u Con
 	if err := p.store.UpdateConnection(ctx, c.Scope, cn, a); err != nil {
 		return intake.Connection{}, err
 	}
+	cn.Version++
 	return cn, nil
 }
 
@@ -276,12 +290,21 @@ func (p *Plane) DisableConnection(ctx context.Context, c Caller, id string) (int
 		if e.ConnectionID != id || !e.Enabled {
 			continue
 		}
-		e.Enabled = false
-		a := p.entry(c, e.OrgID, "endpoint.update", "endpoint", e.ID, "enabled=false (connection disabled)")
-		if err := p.store.UpdateEndpoint(ctx, c.Scope, e, a); err != nil {
+		disabled, err := compareAndSet(0, func() (bool, error) {
+			e, err := p.store.Endpoint(ctx, c.Scope, e.ID)
+			if err != nil || !e.Enabled {
+				return false, err
+			}
+			e.Enabled = false
+			a := p.entry(c, e.OrgID, "endpoint.update", "endpoint", e.ID, "enabled=false (connection disabled)")
+			return true, p.store.UpdateEndpoint(ctx, c.Scope, e, a)
+		})
+		if err != nil {
 			return n, err
 		}
-		n++
+		if disabled {
+			n++
+		}
 	}
 	return n, nil
 }

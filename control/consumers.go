@@ -152,6 +152,10 @@ type ConsumerUpdate struct {
 	RetryBase        *time.Duration
 	BreakerFailures  *int           // 0: the default (10)
 	AutoDisableAfter *time.Duration // 0: the default (72h)
+	// Version, when set, is the version the change is made over (the
+	// ETag the caller read): the change is refused if the consumer has
+	// changed since. 0: over whatever is there, however often it moves.
+	Version int64
 }
 
 // UpdateConsumer changes a consumer's settings, checked as on creation; a
@@ -160,12 +164,22 @@ func (p *Plane) UpdateConsumer(ctx context.Context, c Caller, id string, u Consu
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Consumer{}, err
 	}
-	if u == (ConsumerUpdate{}) {
+	settings := u
+	settings.Version = 0
+	if settings == (ConsumerUpdate{}) {
 		return intake.Consumer{}, intake.Errorf(intake.EINVALID, "give at least one setting to change: name, url, event_types, completion, enabled, "+
 			"filter, transform, paused, rate_per_sec, max_in_flight, ordering, retry, breaker_failures or auto_disable_after")
 	}
+	return compareAndSet(u.Version, func() (intake.Consumer, error) { return p.updateConsumer(ctx, c, id, u) })
+}
+
+// updateConsumer is one try of UpdateConsumer, over the version it reads.
+func (p *Plane) updateConsumer(ctx context.Context, c Caller, id string, u ConsumerUpdate) (intake.Consumer, error) {
 	cs, err := p.store.Consumer(ctx, c.Scope, id)
 	if err != nil {
+		return intake.Consumer{}, err
+	}
+	if err := checkVersion("consumer", u.Version, cs.Version); err != nil {
 		return intake.Consumer{}, err
 	}
 	old := cs
@@ -215,6 +229,7 @@ func (p *Plane) UpdateConsumer(ctx context.Context, c Caller, id string, u Consu
 	if err := p.store.UpdateConsumer(ctx, c.Scope, cs, a); err != nil {
 		return intake.Consumer{}, err
 	}
+	cs.Version++
 	return cs, nil
 }
 

@@ -81,22 +81,25 @@ func (p *Plane) PauseConsumer(ctx context.Context, c Caller, id string, paused b
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Consumer{}, err
 	}
-	cs, err := p.store.Consumer(ctx, c.Scope, id)
-	if err != nil {
-		return intake.Consumer{}, err
-	}
-	if cs.Controls.Paused == paused {
+	return compareAndSet(0, func() (intake.Consumer, error) {
+		cs, err := p.store.Consumer(ctx, c.Scope, id)
+		if err != nil {
+			return intake.Consumer{}, err
+		}
+		if cs.Controls.Paused == paused {
+			return cs, nil
+		}
+		cs.Controls.Paused = paused
+		action := "consumer.pause"
+		if !paused {
+			action = "consumer.resume"
+		}
+		if err := p.store.UpdateConsumer(ctx, c.Scope, cs, p.entry(c, cs.OrgID, action, "consumer", cs.ID, "")); err != nil {
+			return intake.Consumer{}, err
+		}
+		cs.Version++
 		return cs, nil
-	}
-	cs.Controls.Paused = paused
-	action := "consumer.pause"
-	if !paused {
-		action = "consumer.resume"
-	}
-	if err := p.store.UpdateConsumer(ctx, c.Scope, cs, p.entry(c, cs.OrgID, action, "consumer", cs.ID, "")); err != nil {
-		return intake.Consumer{}, err
-	}
-	return cs, nil
+	})
 }
 
 // ConsumerHealth is how deliveries to a consumer stand now.

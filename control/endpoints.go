@@ -18,6 +18,10 @@ type Limits struct {
 	MaxBodyBytes *int64
 	RatePerSec   *float64
 	Burst        *int
+	// Version, when set, is the version the change is made over (the
+	// ETag the caller read): the change is refused if the endpoint has
+	// changed since. 0: over whatever is there.
+	Version int64
 }
 
 // CreatedEndpoint is a new endpoint with the token and URL that address
@@ -65,8 +69,16 @@ func (p *Plane) UpdateEndpoint(ctx context.Context, c Caller, id string, l Limit
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Endpoint{}, err
 	}
+	return compareAndSet(l.Version, func() (intake.Endpoint, error) { return p.updateEndpoint(ctx, c, id, l) })
+}
+
+// updateEndpoint is one try of UpdateEndpoint, over the version it reads.
+func (p *Plane) updateEndpoint(ctx context.Context, c Caller, id string, l Limits) (intake.Endpoint, error) {
 	e, err := p.store.Endpoint(ctx, c.Scope, id)
 	if err != nil {
+		return intake.Endpoint{}, err
+	}
+	if err := checkVersion("endpoint", l.Version, e.Version); err != nil {
 		return intake.Endpoint{}, err
 	}
 	if err := applyLimits(&e, l); err != nil {
@@ -80,6 +92,7 @@ func (p *Plane) UpdateEndpoint(ctx context.Context, c Caller, id string, l Limit
 	if err := p.store.UpdateEndpoint(ctx, c.Scope, e, a); err != nil {
 		return intake.Endpoint{}, err
 	}
+	e.Version++
 	return e, nil
 }
 

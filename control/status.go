@@ -26,6 +26,9 @@ func HTTPStatus(err error) int {
 		return http.StatusForbidden
 	case intake.ECONFLICT:
 		return http.StatusConflict
+	case intake.EVERSION:
+		// A change made over a version (If-Match) that is not the row's now.
+		return http.StatusPreconditionFailed
 	case intake.ETOOLARGE:
 		return http.StatusRequestEntityTooLarge
 	case intake.EUNAVAILABLE:

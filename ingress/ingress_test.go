@@ -59,6 +59,7 @@ func setup(t *testing.T, cfg ingress.Config, edit func(*intake.Endpoint)) *env {
 	if err := s.CreateEndpoint(ctx, e.ep); err != nil {
 		t.Fatal(err)
 	}
+	e.ep.Version = 1 // as every row starts
 	if cfg.Store == nil {
 		cfg.Store = s
 	}

@@ -19,6 +19,10 @@ import (
 // withRules gives a consumer a filter and a transform.
 func (e *env) withRules(t *testing.T, c intake.Consumer, filter, transform string) {
 	t.Helper()
+	c, err := e.store.Consumer(context.Background(), intake.Scope{}, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.Filter, c.Transform = filter, transform
 	if err := e.store.UpdateConsumer(context.Background(), intake.Scope{}, c); err != nil {
 		t.Fatal(err)

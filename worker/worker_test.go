@@ -106,6 +106,7 @@ func setup(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
+	e.conn.Version, e.ep.Version = 1, 1 // as every row starts
 	e.w = worker.New(worker.Config{Store: s, Sealer: sealer, Clock: e.clock, PublicURL: "https://hooks.example.com/",
 		Backoff: intake.Backoff{Base: 10 * time.Second}, Rules: testkit.Rules(t)})
 	return e

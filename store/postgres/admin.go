@@ -158,13 +158,13 @@ func orgExists(ctx context.Context, q querier, orgID string) error {
 	return err
 }
 
-const connectionColumns = `id, org_id, provider, name, sealed_secrets, config, created_at, filter`
+const connectionColumns = `id, org_id, provider, name, sealed_secrets, config, created_at, filter, version`
 
 func scanConnection(row pgx.Row) (intake.Connection, error) {
 	var c intake.Connection
 	var config []byte
 	var created *time.Time
-	err := row.Scan(&c.ID, &c.OrgID, &c.Provider, &c.Name, &c.SealedSecrets, &config, &created, &c.Filter)
+	err := row.Scan(&c.ID, &c.OrgID, &c.Provider, &c.Name, &c.SealedSecrets, &config, &created, &c.Filter, &c.Version)
 	if config != nil {
 		c.Config = config
 	}
@@ -204,7 +204,7 @@ func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, c
 		return notFound("connection", connID)
 	}
 	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE connections SET sealed_secrets = $1 WHERE deleted_at IS NULL AND id = $2 AND ($3::uuid IS NULL OR org_id = $3)`,
+		tag, err := tx.Exec(ctx, `UPDATE connections SET sealed_secrets = $1, version = version + 1 WHERE deleted_at IS NULL AND id = $2 AND ($3::uuid IS NULL OR org_id = $3)`,
 			sealed, connID, nullID(sc.OrgID))
 		if err != nil {
 			return err
@@ -222,14 +222,14 @@ func (s *Store) UpdateConnection(ctx context.Context, sc intake.Scope, c intake.
 		return notFound("connection", c.ID)
 	}
 	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE connections SET name = $1, config = $2, filter = $3
-			WHERE deleted_at IS NULL AND id = $4 AND ($5::uuid IS NULL OR org_id = $5)`,
-			text(c.Name), nullJSON(c.Config), text(c.Filter), c.ID, nullID(sc.OrgID))
+		tag, err := tx.Exec(ctx, `UPDATE connections SET name = $1, config = $2, filter = $3, version = version + 1
+			WHERE deleted_at IS NULL AND id = $4 AND ($5::uuid IS NULL OR org_id = $5) AND version = $6`,
+			text(c.Name), nullJSON(c.Config), text(c.Filter), c.ID, nullID(sc.OrgID), c.Version)
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return notFound("connection", c.ID)
+			return notWritten(ctx, tx, "connections", "connection", c.ID, sc)
 		}
 		return s.announce(ctx, tx)
 	})
@@ -257,13 +257,13 @@ func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint, audit ...
 	})
 }
 
-const endpointColumns = `e.id, e.org_id, e.connection_id, e.name, c.provider, e.token_hash, e.sealed_token, e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at`
+const endpointColumns = `e.id, e.org_id, e.connection_id, e.name, c.provider, e.token_hash, e.sealed_token, e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at, e.version`
 
 func scanEndpoint(row pgx.Row) (intake.Endpoint, error) {
 	var e intake.Endpoint
 	var created *time.Time
 	var burst int32
-	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Name, &e.Provider, &e.TokenHash, &e.SealedToken, &e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &burst, &created)
+	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Name, &e.Provider, &e.TokenHash, &e.SealedToken, &e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &burst, &created, &e.Version)
 	e.Burst, e.CreatedAt = int(burst), fromTS(created)
 	return e, err
 }
@@ -301,14 +301,14 @@ func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.En
 		return notFound("endpoint", e.ID)
 	}
 	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE endpoints SET name = $1, enabled = $2, max_body_bytes = $3, rate_per_sec = $4, burst = $5
-			WHERE deleted_at IS NULL AND id = $6 AND ($7::uuid IS NULL OR org_id = $7)`,
-			e.Name, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, nullID(sc.OrgID))
+		tag, err := tx.Exec(ctx, `UPDATE endpoints SET name = $1, enabled = $2, max_body_bytes = $3, rate_per_sec = $4, burst = $5,
+			version = version + 1 WHERE deleted_at IS NULL AND id = $6 AND ($7::uuid IS NULL OR org_id = $7) AND version = $8`,
+			e.Name, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, nullID(sc.OrgID), e.Version)
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return notFound("endpoint", e.ID)
+			return notWritten(ctx, tx, "endpoints", "endpoint", e.ID, sc)
 		}
 		return s.announce(ctx, tx)
 	})
@@ -330,4 +330,20 @@ func nullJSON(b []byte) any {
 		return nil
 	}
 	return string(b)
+}
+
+// notWritten says why an update over a version wrote nothing: the row is
+// gone (or not visible in sc), or another change moved its version since
+// it was read.
+func notWritten(ctx context.Context, tx pgx.Tx, table, what, id string, sc intake.Scope) error {
+	var version int64
+	err := tx.QueryRow(ctx, `SELECT version FROM `+table+` WHERE deleted_at IS NULL AND id = $1 AND ($2::uuid IS NULL OR org_id = $2)`,
+		id, nullID(sc.OrgID)).Scan(&version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound(what, id)
+	}
+	if err != nil {
+		return err
+	}
+	return intake.Errorf(intake.EVERSION, "the %s changed since it was read: it is at version %d now", what, version)
 }

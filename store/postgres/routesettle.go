@@ -213,7 +213,7 @@ func queueCallWrite(p *pipeTx, d intake.RouteSettleDecision, s *Store) {
 	for _, a := range d.Disables {
 		// Written only if the consumer is enabled still: an operator may
 		// have disabled it since it was read.
-		b.Queue(`WITH d AS (UPDATE consumers SET enabled = false WHERE id = $1 AND enabled AND deleted_at IS NULL RETURNING org_id)
+		b.Queue(`WITH d AS (UPDATE consumers SET enabled = false, version = version + 1 WHERE id = $1 AND enabled AND deleted_at IS NULL RETURNING org_id)
 			INSERT INTO audit_log (id, org_id, actor, action, target_type, target_id, detail, at)
 			SELECT $2, org_id, $3, $4, $5, $6, $7, $8 FROM d`,
 			a.TargetID, a.ID, text(a.Actor), text(a.Action), text(a.TargetType), text(a.TargetID), text(a.Detail), ts(a.At))

@@ -50,14 +50,14 @@ func controlDests(k *intake.Controls) (dests []any, done func()) {
 }
 
 const consumerColumns = `id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at, filter, transform,
-	sealed_old_secret, old_secret_until, ` + controlColumns
+	sealed_old_secret, old_secret_until, version, ` + controlColumns
 
 func scanConsumer(row pgx.Row) (intake.Consumer, error) {
 	var c intake.Consumer
 	var created, oldUntil *time.Time
 	controls, done := controlDests(&c.Controls)
 	err := row.Scan(append([]any{&c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &c.EventTypes, &c.Completion, &c.Enabled, &c.SealedSecret, &created,
-		&c.Filter, &c.Transform, &c.SealedOldSecret, &oldUntil}, controls...)...)
+		&c.Filter, &c.Transform, &c.SealedOldSecret, &oldUntil, &c.Version}, controls...)...)
 	c.CreatedAt, c.OldSecretUntil = fromTS(created), fromTS(oldUntil)
 	done()
 	return c, err
@@ -100,17 +100,17 @@ func (s *Store) UpdateConsumer(ctx context.Context, sc intake.Scope, c intake.Co
 	err := s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE consumers SET name = $1, app = $2, url = $3, event_types = $4, completion = $5, enabled = $6,
 			filter = $7, transform = $8, paused = $11, rate_per_sec = $12, max_in_flight = $13, ordering = $14, retry_attempts = $15,
-			retry_base_ms = $16, breaker_failures = $17, auto_disable_after_s = $18
-			WHERE deleted_at IS NULL AND id = $9 AND ($10::uuid IS NULL OR org_id = $10)`,
+			retry_base_ms = $16, breaker_failures = $17, auto_disable_after_s = $18, version = version + 1
+			WHERE deleted_at IS NULL AND id = $9 AND ($10::uuid IS NULL OR org_id = $10) AND version = $19`,
 			text(c.Name), text(c.App), text(c.URL), texts(c.EventTypes), c.Completion, c.Enabled, text(c.Filter), text(c.Transform),
 			c.ID, nullID(sc.OrgID),
 			k.Paused, k.RatePerSec, k.MaxInFlight, text(k.Ordering), k.Retry.Attempts, k.Retry.Base.Milliseconds(), k.BreakerFailures,
-			int64(k.AutoDisableAfter/time.Second))
+			int64(k.AutoDisableAfter/time.Second), c.Version)
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return notFound("consumer", c.ID)
+			return notWritten(ctx, tx, "consumers", "consumer", c.ID, sc)
 		}
 		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicRoutes], s.instance); err != nil {
 			return err
@@ -131,7 +131,7 @@ func (s *Store) RotateConsumerSecret(ctx context.Context, sc intake.Scope, id st
 		return notFound("consumer", id)
 	}
 	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE consumers SET sealed_secret = $1, sealed_old_secret = $2, old_secret_until = $3
+		tag, err := tx.Exec(ctx, `UPDATE consumers SET sealed_secret = $1, sealed_old_secret = $2, old_secret_until = $3, version = version + 1
 			WHERE deleted_at IS NULL AND id = $4 AND ($5::uuid IS NULL OR org_id = $5)`, sealedNew, sealedOld, ts(oldUntil), id, nullID(sc.OrgID))
 		if err != nil {
 			return err

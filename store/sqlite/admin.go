@@ -154,13 +154,13 @@ func orgExists(ctx context.Context, tx *wtx, id string) error {
 	return err
 }
 
-const connectionColumns = `id, org_id, provider, name, sealed_secrets, config, created_at, filter`
+const connectionColumns = `id, org_id, provider, name, sealed_secrets, config, created_at, filter, version`
 
 func scanConnection(row interface{ Scan(...any) error }) (intake.Connection, error) {
 	var c intake.Connection
 	var config sql.NullString
 	var created sql.NullInt64
-	err := row.Scan(&c.ID, &c.OrgID, &c.Provider, &c.Name, &c.SealedSecrets, &config, &created, &c.Filter)
+	err := row.Scan(&c.ID, &c.OrgID, &c.Provider, &c.Name, &c.SealedSecrets, &config, &created, &c.Filter, &c.Version)
 	if config.Valid {
 		c.Config = []byte(config.String)
 	}
@@ -200,7 +200,7 @@ func (s *Store) ListConnections(ctx context.Context, sc intake.Scope) ([]intake.
 // ReplaceConnectionSecrets swaps a connection's sealed secret list.
 func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, id string, sealed []byte, audit ...intake.AuditEntry) error {
 	return s.audited(ctx, audit, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE connections SET sealed_secrets = ? WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
+		res, err := tx.ExecContext(ctx, `UPDATE connections SET sealed_secrets = ?, version = version + 1 WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
 			sealed, id, sc.OrgID, sc.OrgID)
 		if err != nil {
 			return err
@@ -216,14 +216,14 @@ func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, i
 // UpdateConnection saves a connection's name, config and filter.
 func (s *Store) UpdateConnection(ctx context.Context, sc intake.Scope, c intake.Connection, audit ...intake.AuditEntry) error {
 	return s.audited(ctx, audit, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE connections SET name = ?, config = ?, filter = ?
-			WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
-			c.Name, nullJSON(c.Config), c.Filter, c.ID, sc.OrgID, sc.OrgID)
+		res, err := tx.ExecContext(ctx, `UPDATE connections SET name = ?, config = ?, filter = ?, version = version + 1
+			WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?) AND version = ?`,
+			c.Name, nullJSON(c.Config), c.Filter, c.ID, sc.OrgID, sc.OrgID, c.Version)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return notFound("connection", c.ID)
+			return notWritten(ctx, tx, "connections", "connection", c.ID, sc)
 		}
 		tx.announce()
 		return nil
@@ -249,12 +249,12 @@ func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint, audit ...
 	})
 }
 
-const endpointColumns = `e.id, e.org_id, e.connection_id, e.name, c.provider, e.token_hash, e.sealed_token, e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at`
+const endpointColumns = `e.id, e.org_id, e.connection_id, e.name, c.provider, e.token_hash, e.sealed_token, e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at, e.version`
 
 func scanEndpoint(row interface{ Scan(...any) error }) (intake.Endpoint, error) {
 	var e intake.Endpoint
 	var created sql.NullInt64
-	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Name, &e.Provider, &e.TokenHash, &e.SealedToken, &e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &e.Burst, &created)
+	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Name, &e.Provider, &e.TokenHash, &e.SealedToken, &e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &e.Burst, &created, &e.Version)
 	e.CreatedAt = fromTS(created)
 	return e, err
 }
@@ -283,14 +283,14 @@ func (s *Store) EndpointByTokenHash(ctx context.Context, tokenHash []byte) (inta
 // UpdateEndpoint saves an endpoint's name, enabled flag and limits.
 func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.Endpoint, audit ...intake.AuditEntry) error {
 	return s.audited(ctx, audit, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE endpoints SET name = ?, enabled = ?, max_body_bytes = ?, rate_per_sec = ?, burst = ?
-			WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
-			e.Name, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, sc.OrgID, sc.OrgID)
+		res, err := tx.ExecContext(ctx, `UPDATE endpoints SET name = ?, enabled = ?, max_body_bytes = ?, rate_per_sec = ?, burst = ?,
+			version = version + 1 WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?) AND version = ?`,
+			e.Name, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, sc.OrgID, sc.OrgID, e.Version)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return notFound("endpoint", e.ID)
+			return notWritten(ctx, tx, "endpoints", "endpoint", e.ID, sc)
 		}
 		tx.announce()
 		return nil
@@ -322,4 +322,20 @@ func nullJSON(b []byte) any {
 		return nil
 	}
 	return string(b)
+}
+
+// notWritten says why an update over a version wrote nothing: the row is
+// gone (or not visible in sc), or another change moved its version since
+// it was read.
+func notWritten(ctx context.Context, tx *wtx, table, what, id string, sc intake.Scope) error {
+	var version int64
+	err := tx.QueryRowContext(ctx, `SELECT version FROM `+table+` WHERE deleted_at IS NULL AND id = ?1 AND (?2 = '' OR org_id = ?2)`,
+		id, sc.OrgID).Scan(&version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(what, id)
+	}
+	if err != nil {
+		return err
+	}
+	return intake.Errorf(intake.EVERSION, "the %s changed since it was read: it is at version %d now", what, version)
 }

@@ -35,14 +35,14 @@ func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer, audit ...
 }
 
 const consumerColumns = `c.id, c.org_id, c.name, c.app, c.url, c.event_types, c.completion, c.enabled, c.sealed_secret, c.created_at,
-	c.filter, c.transform, c.sealed_old_secret, c.old_secret_until, ` + controlColumns
+	c.filter, c.transform, c.sealed_old_secret, c.old_secret_until, c.version, ` + controlColumns
 
 func scanConsumer(row interface{ Scan(...any) error }) (intake.Consumer, error) {
 	var c intake.Consumer
 	var types string
 	var created, oldUntil sql.NullInt64
 	if err := scanControls(row, &c.Controls, &c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &types, &c.Completion, &c.Enabled, &c.SealedSecret, &created,
-		&c.Filter, &c.Transform, &c.SealedOldSecret, &oldUntil); err != nil {
+		&c.Filter, &c.Transform, &c.SealedOldSecret, &oldUntil, &c.Version); err != nil {
 		return c, err
 	}
 	c.CreatedAt, c.OldSecretUntil = fromTS(created), fromTS(oldUntil)
@@ -88,14 +88,15 @@ func (s *Store) UpdateConsumer(ctx context.Context, sc intake.Scope, c intake.Co
 	err = s.audited(ctx, audit, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE consumers SET name = ?, app = ?, url = ?, event_types = ?, completion = ?, enabled = ?,
 			filter = ?, transform = ?, paused = ?, rate_per_sec = ?, max_in_flight = ?, ordering = ?, retry_attempts = ?, retry_base_ms = ?,
-			breaker_failures = ?, auto_disable_after_s = ? WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`,
+			breaker_failures = ?, auto_disable_after_s = ?, version = version + 1
+			WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?) AND version = ?`,
 			append(append([]any{c.Name, c.App, c.URL, string(types), c.Completion, c.Enabled, c.Filter, c.Transform}, controlArgs(c.Controls)...),
-				c.ID, sc.OrgID, sc.OrgID)...)
+				c.ID, sc.OrgID, sc.OrgID, c.Version)...)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return notFound("consumer", c.ID)
+			return notWritten(ctx, tx, "consumers", "consumer", c.ID, sc)
 		}
 		tx.announce()
 		return nil
@@ -111,7 +112,7 @@ func (s *Store) UpdateConsumer(ctx context.Context, sc intake.Scope, c intake.Co
 func (s *Store) RotateConsumerSecret(ctx context.Context, sc intake.Scope, id string, sealedNew, sealedOld []byte, oldUntil time.Time,
 	audit ...intake.AuditEntry) error {
 	return s.audited(ctx, audit, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE consumers SET sealed_secret = ?, sealed_old_secret = ?, old_secret_until = ?
+		res, err := tx.ExecContext(ctx, `UPDATE consumers SET sealed_secret = ?, sealed_old_secret = ?, old_secret_until = ?, version = version + 1
 			WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?)`, sealedNew, sealedOld, ts(oldUntil), id, sc.OrgID, sc.OrgID)
 		if err != nil {
 			return err

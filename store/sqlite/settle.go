@@ -488,7 +488,7 @@ const (
 		SELECT x.value->>0, x.value->>1, x.value->>2, x.value->>3, x.value->>4, x.value->>5, x.value->>6, x.value->>7 FROM json_each(?) x`
 	// disableSQL disables a consumer unless it is disabled or deleted
 	// already, and records its audit entry only if it did.
-	disableSQL = `UPDATE consumers SET enabled = 0 WHERE id = ? AND enabled AND deleted_at IS NULL RETURNING org_id`
+	disableSQL = `UPDATE consumers SET enabled = 0, version = version + 1 WHERE id = ? AND enabled AND deleted_at IS NULL RETURNING org_id`
 )
 
 // writeCalls writes a decision on call results.

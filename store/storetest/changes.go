@@ -23,6 +23,7 @@ func testChanges(t *testing.T, s intake.Store) {
 	if err := s.CreateConsumer(ctx, consumer); err != nil {
 		t.Fatal(err)
 	}
+	consumer.Version = 1
 	other := newFixture(t, s, "other")
 
 	moves := func(what string, write func() error) {
@@ -47,6 +48,7 @@ func testChanges(t *testing.T, s intake.Store) {
 	disabledConsumer.Enabled = false
 	moves("disabling a consumer", func() error { return s.UpdateConsumer(ctx, org, disabledConsumer) })
 	changedConn := f.conn
+	changedConn.Version++ // moved by the rotation above
 	changedConn.Filter = `event.type != "stripe.charge.refunded"`
 	moves("changing a connection's filter", func() error { return s.UpdateConnection(ctx, org, changedConn) })
 	moves("deleting a consumer", func() error { return s.Delete(ctx, org, intake.DeleteConsumer, consumer.ID, t0) })

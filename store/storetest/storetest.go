@@ -73,6 +73,7 @@ func Run(t *testing.T, open Opener) {
 		{"AnUnleasedRouteWaitsForAClaim", testUnleasedRoute},
 		{"RateHoldsAcrossClaims", testRate},
 		{"ASettleWritesTheFanOutItIsGivenWithItsEvents", testSettleFanOut},
+		{"UpdatesAreWrittenOverTheVersionRead", testUpdatesAreWrittenOverTheVersionRead},
 		{"OrderedRoutesWaitForTheirPredecessors", testOrdering},
 		{"OrderedRoutesWaitForEarlierWebhooksNotYetFannedOut", testOrderingWaitsForEarlierWebhooks},
 		{"DisabledAndDeletedConsumersRoutesAreClaimedAndDropped", testDisabledConsumerRoutesAreDropped},
@@ -122,6 +123,7 @@ func newFixture(t testing.TB, s intake.Store, name string) fixture {
 	if err := s.CreateEndpoint(ctx, f.ep); err != nil {
 		t.Fatal(err)
 	}
+	f.conn.Version, f.ep.Version = 1, 1 // as every row starts
 	return f
 }
 
@@ -706,6 +708,7 @@ func testConsumers(t *testing.T, s intake.Store) {
 	if err := s.CreateConsumer(ctx, c); err != nil {
 		t.Fatal(err)
 	}
+	c.Version = 1
 	got, err := s.Consumer(ctx, intake.Scope{OrgID: a.org.ID}, c.ID)
 	if err != nil || got.URL != c.URL || len(got.EventTypes) != 2 || !got.Completion || !got.Enabled || string(got.SealedSecret) != "sealed" {
 		t.Fatalf("consumer = %+v %v", got, err)
@@ -726,6 +729,7 @@ func testConsumers(t *testing.T, s intake.Store) {
 	}
 	// Every setting saves, the rules among them; the secret stays.
 	edited := off
+	edited.Version++ // over the change just written
 	edited.Name, edited.URL, edited.EventTypes, edited.Completion, edited.Enabled = "ledger", "http://127.0.0.1:9/v2", []string{"*"}, false, true
 	edited.Filter, edited.Transform = `event.type == "x"`, "function transform(e) { return null }"
 	edited.SealedSecret = []byte("other")
