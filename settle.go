@@ -1,6 +1,9 @@
 package intake
 
-import "time"
+import (
+	"maps"
+	"time"
+)
 
 // A processing result settles in three steps (DESIGN §7): the store reads
 // what the results of a batch need (SettleRead), DecideSettlements decides
@@ -206,6 +209,7 @@ func DecideSettlements(in SettleRead, batch []TimedSettlement) SettleDecision {
 		}
 		out := Settled{State: s.To, Outcome: s.Outcome}
 		var part SettleDecision
+		created := map[ConnKey]string{} // by this result, kept if it applies
 		for _, e := range s.Events {
 			found := false // a subject, which the fan-out was judged without
 			if e.Subject == nil {
@@ -220,9 +224,11 @@ func DecideSettlements(in SettleRead, batch []TimedSettlement) SettleDecision {
 			judged = judged && !found && !e.Replay
 			if e.ProviderEventID != "" {
 				key := ConnKey{e.ConnectionID, e.ProviderEventID}
-				original, ok := originals[key]
+				original, ok := created[key]
 				if !ok {
-					original = in.Originals[key]
+					if original, ok = originals[key]; !ok {
+						original = in.Originals[key]
+					}
 				}
 				switch {
 				case e.Replay:
@@ -230,7 +236,7 @@ func DecideSettlements(in SettleRead, batch []TimedSettlement) SettleDecision {
 				case original != "":
 					continue // the provider event has its event already
 				default:
-					originals[key] = e.ID
+					created[key] = e.ID
 				}
 			}
 			if judged {
@@ -265,6 +271,7 @@ func DecideSettlements(in SettleRead, batch []TimedSettlement) SettleDecision {
 			move.SettledAt = r.Now
 		}
 		settled[r.MessageID] = true
+		maps.Copy(originals, created)
 		if put != nil {
 			identities[ConnKey{put.ConnectionID, put.Identity.Key}] = put.Identity
 			d.Identities = append(d.Identities, *put)
