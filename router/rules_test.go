@@ -55,6 +55,33 @@ func TestAConsumerWhoseFilterDeclinesIsRecordedFilteredAndCalledNever(t *testing
 	}
 }
 
+// TestAFilterThatFailsOnTheEventCallsNoOneAndRecordsWhy: a filter that
+// errors at run time (a field the event lacks) is no verdict to deliver
+// on: the consumer is never called, its route is filtered, and its record
+// names the filter's error; whether fanned out on a claim or with its
+// settle.
+func TestAFilterThatFailsOnTheEventCallsNoOneAndRecordsWhy(t *testing.T) {
+	for _, planned := range []bool{false, true} {
+		t.Run(map[bool]string{false: "claimed", true: "planned"}[planned], func(t *testing.T) {
+			e := setup(t)
+			rec, url := newRecorder(t, 200)
+			c, _ := e.consumer(t, "billing", url, false, "stripe.*")
+			e.withRules(t, c, `event.data.no_such_field == "x"`, "")
+			e.planned = planned
+			id := e.event(t, "stripe.invoice.paid")
+			e.run(t)
+			ev, ds := e.get(t, id)
+			if rec.calls() != 0 || ev.State != intake.EventFiltered {
+				t.Fatalf("event %s after %d calls: want filtered and no call", ev.State, rec.calls())
+			}
+			if len(ds) != 1 || ds[0].Outcome != intake.DeliveryFiltered || !strings.HasPrefix(ds[0].Error, "filter_error: ") ||
+				!strings.Contains(ds[0].Error, "no_such_field") {
+				t.Fatalf("deliveries %+v: want one filtered record naming the filter's error", ds)
+			}
+		})
+	}
+}
+
 func TestAnEventEveryMatchingConsumerDeclinedEndsFilteredAndCanBeRerouted(t *testing.T) {
 	e := setup(t)
 	rec, url := newRecorder(t, 200)

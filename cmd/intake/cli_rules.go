@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -61,11 +62,28 @@ func (c *RulesTestCmd) Run(cl *Client) error {
 		}
 		tests = append(tests, api.RuleTestRequest{Kind: kind, Source: string(src), EventID: c.Event, MessageID: c.Message})
 	}
+	var failed []string
 	for _, t := range tests {
 		fmt.Fprintf(cl.stdout(), "%s:\n", t.Kind)
-		if err := cl.send(http.MethodPost, "/api/v1/rules/test", t); err != nil {
+		raw, err := cl.call(http.MethodPost, "/api/v1/rules/test", nil, t)
+		if err != nil {
 			return err
 		}
+		if err := cl.printJSON(raw); err != nil {
+			return err
+		}
+		var res api.RuleTestResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return fmt.Errorf("the server's answer is not a rule test's result: %w", err)
+		}
+		if res.Error != "" {
+			failed = append(failed, fmt.Sprintf("the %s failed: %s", t.Kind, res.Error))
+		}
+	}
+	if len(failed) > 0 {
+		// A script that fails on the event is what a dry run is for
+		// finding: the command says so in its exit status too.
+		return errors.New(strings.Join(failed, "; "))
 	}
 	return nil
 }
