@@ -17,7 +17,7 @@ import (
 // SendCmd posts a correctly signed sample webhook of a provider to an
 // endpoint, for trying a pipeline end to end without the provider.
 type SendCmd struct {
-	EndpointURL string `name:"endpoint-url" required:"" help:"The endpoint's URL, as printed when it was created (URL-signing providers sign it exactly)."`
+	EndpointURL string `name:"endpoint-url" help:"The endpoint's URL, as printed when it was created (URL-signing providers sign it exactly)."`
 	Provider    string `name:"provider" required:"" help:"Whose sample to send: standard, stripe, github, slack, shopify, … (intake send --provider list shows all)."`
 	Type        string `name:"type" help:"Event type, with or without the provider prefix (default: the provider's sample type)."`
 	Secret      string `name:"secret" env:"INTAKE_SEND_SECRET" help:"The connection's signing secret the sample is signed with."`
@@ -36,6 +36,9 @@ type sendResult struct {
 func (c *SendCmd) Run(cl *Client) error {
 	if c.Provider == "list" {
 		return c.list(cl)
+	}
+	if c.EndpointURL == "" {
+		return fmt.Errorf("--endpoint-url is required: the endpoint's URL, as printed when it was created")
 	}
 	if c.Secret == "" {
 		return fmt.Errorf("--secret is required: the connection's signing secret, so the sample verifies")

@@ -103,7 +103,11 @@ func TestSendFailsOnARefusingEndpointAndExplainsWhy(t *testing.T) {
 	if _, err := s.run(t, "", "send", "--endpoint-url", ep.URL, "--provider", "nosuch", "--secret", "x"); err == nil || !strings.Contains(err.Error(), "stripe") {
 		t.Fatalf("unknown provider: %v", err)
 	}
-	out := s.mustRun(t, "", "send", "--endpoint-url", ep.URL, "--provider", "list")
+	if _, err := s.run(t, "", "send", "--provider", "stripe", "--secret", "x"); err == nil || !strings.Contains(err.Error(), "--endpoint-url") {
+		t.Fatalf("without an endpoint: %v", err)
+	}
+	// As README writes it: the list needs no endpoint.
+	out := s.mustRun(t, "", "send", "--provider", "list")
 	if rows := table(t, out); len(rows) != len(fixtures.Providers())+1 {
 		t.Fatalf("provider list:\n%s", out)
 	}
