@@ -18,10 +18,7 @@ func (s *Server) createConsumer(w http.ResponseWriter, r *http.Request, who cont
 	if err != nil {
 		return err
 	}
-	out := consumerView(c)
-	out.SigningSecret = secret
-	writeJSON(w, http.StatusCreated, out)
-	return nil
+	return s.writeConsumer(w, r, http.StatusCreated, c, secret)
 }
 
 func (s *Server) updateConsumer(w http.ResponseWriter, r *http.Request, who control.Caller) error {
@@ -72,19 +69,17 @@ func (s *Server) updateConsumer(w http.ResponseWriter, r *http.Request, who cont
 	if err != nil {
 		return err
 	}
-	setETag(w, c.Version)
-	writeJSON(w, http.StatusOK, consumerView(c))
-	return nil
+	return s.writeConsumer(w, r, http.StatusOK, c, "")
 }
 
 func (s *Server) listConsumers(w http.ResponseWriter, r *http.Request, who control.Caller) error {
-	cs, err := s.store.ListConsumers(r.Context(), who.Scope)
+	cs, err := s.ctl.Consumers(r.Context(), who)
 	if err != nil {
 		return err
 	}
 	out := List[Consumer]{Items: make([]Consumer, 0, len(cs))}
 	for _, c := range cs {
-		out.Items = append(out.Items, consumerView(c))
+		out.Items = append(out.Items, statedView(c))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -95,12 +90,25 @@ func (s *Server) getConsumer(w http.ResponseWriter, r *http.Request, who control
 	if err != nil {
 		return err
 	}
-	c, err := s.store.Consumer(r.Context(), who.Scope, id)
+	c, err := s.ctl.Consumer(r.Context(), who, id)
 	if err != nil {
 		return err
 	}
 	setETag(w, c.Version)
-	writeJSON(w, http.StatusOK, consumerView(c))
+	writeJSON(w, http.StatusOK, statedView(c))
+	return nil
+}
+
+// writeConsumer answers a consumer an action returned, with its state.
+func (s *Server) writeConsumer(w http.ResponseWriter, r *http.Request, status int, c intake.Consumer, secret string) error {
+	sc, err := s.ctl.Stated(r.Context(), c)
+	if err != nil {
+		return err
+	}
+	out := statedView(sc)
+	out.SigningSecret = secret
+	setETag(w, c.Version)
+	writeJSON(w, status, out)
 	return nil
 }
 
@@ -123,9 +131,7 @@ func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, who control.C
 	if err != nil {
 		return err
 	}
-	setETag(w, c.Version)
-	writeJSON(w, http.StatusOK, consumerView(c))
-	return nil
+	return s.writeConsumer(w, r, http.StatusOK, c, "")
 }
 
 func (s *Server) consumerHealth(w http.ResponseWriter, r *http.Request, who control.Caller) error {
@@ -148,6 +154,7 @@ func healthView(h intake.ConsumerHealth) ConsumerHealth {
 		State: h.State, Delivered1h: h.Delivered1h, Failed1h: h.Failed1h, P50Ms: ms(h.P50), P99Ms: ms(h.P99),
 		LastStatus: h.LastStatus, LastError: h.LastError, LastDeliveryAt: optionalTime(h.LastDeliveryAt),
 		InFlight: h.InFlight, Held: h.Held, Due: h.Due, OldestDueAt: optionalTime(h.OldestDueAt),
+		Retrying: h.Retrying, NextAttemptAt: optionalTime(h.NextAttemptAt), FilterErrors1h: h.FilterErrors1h,
 		ConsecutiveFailures: h.Failures,
 	}
 }
@@ -158,6 +165,13 @@ func optionalTime(t time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
+}
+
+// statedView shows a consumer with its state.
+func statedView(c control.StatedConsumer) Consumer {
+	out := consumerView(c.Consumer)
+	out.State = c.State
+	return out
 }
 
 // consumerView shows a consumer without its secret, which only the answer

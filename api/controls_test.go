@@ -111,3 +111,31 @@ func TestBadConsumerControlsAreRefusedAndNothingIsSaved(t *testing.T) {
 		t.Fatalf("a refused change saved something: %+v → %+v", before.Controls, after.Controls)
 	}
 }
+
+func TestConsumerListsAndReadsSayEachConsumersState(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	on := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, newConsumer("on", "*"))
+	held := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, newConsumer("held", "*"))
+	off := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, newConsumer("off", "*"))
+	if on.State != intake.ConsumerEnabled {
+		t.Fatalf("a new consumer's state is %q, want enabled", on.State)
+	}
+	if p := must[api.Consumer](e, 200, "POST", "/api/v1/consumers/"+held.ID+"/pause", acme.org.APIKey, nil); p.State != intake.ConsumerPaused {
+		t.Fatalf("pause answered state %q", p.State)
+	}
+	if d := must[api.Consumer](e, 200, "PATCH", "/api/v1/consumers/"+off.ID, acme.org.APIKey, `{"enabled": false}`); d.State != intake.ConsumerDisabled {
+		t.Fatalf("disable answered state %q", d.State)
+	}
+	list := must[api.List[api.Consumer]](e, 200, "GET", "/api/v1/consumers", acme.org.APIKey, nil)
+	got := map[string]string{}
+	for _, c := range list.Items {
+		got[c.Name] = c.State
+	}
+	if got["on"] != intake.ConsumerEnabled || got["held"] != intake.ConsumerPaused || got["off"] != intake.ConsumerDisabled {
+		t.Fatalf("listed states %v", got)
+	}
+	if c := must[api.Consumer](e, 200, "GET", "/api/v1/consumers/"+held.ID, acme.org.APIKey, nil); c.State != intake.ConsumerPaused {
+		t.Fatalf("read state %q, want paused", c.State)
+	}
+}

@@ -295,17 +295,21 @@ type RetryPolicy struct {
 // the answer that created it: the server keeps it sealed and never shows it
 // again.
 type Consumer struct {
-	ID         string    `json:"id"`
-	OrgID      string    `json:"org_id"`
-	Name       string    `json:"name"`
-	App        string    `json:"app"`
-	URL        string    `json:"url"`
-	EventTypes []string  `json:"event_types"`
-	Completion bool      `json:"completion"`
-	Enabled    bool      `json:"enabled"`
-	Filter     string    `json:"filter"`
-	Transform  string    `json:"transform"`
-	CreatedAt  time.Time `json:"created_at"`
+	ID         string   `json:"id"`
+	OrgID      string   `json:"org_id"`
+	Name       string   `json:"name"`
+	App        string   `json:"app"`
+	URL        string   `json:"url"`
+	EventTypes []string `json:"event_types"`
+	Completion bool     `json:"completion"`
+	Enabled    bool     `json:"enabled"`
+	// State is what its deliveries do now: enabled, failing (its last
+	// call failed), paused, tripped (its circuit breaker is open) or
+	// disabled.
+	State     string    `json:"state"`
+	Filter    string    `json:"filter"`
+	Transform string    `json:"transform"`
+	CreatedAt time.Time `json:"created_at"`
 	// Delivery controls; see UpdateConsumerRequest.
 	Paused           bool    `json:"paused"`
 	RatePerSec       float64 `json:"rate_per_sec"`
@@ -319,7 +323,7 @@ type Consumer struct {
 }
 
 // ConsumerHealth is how deliveries to a consumer stand: its state
-// (enabled, paused, tripped by its circuit breaker, or disabled), the last
+// (enabled, failing, paused, tripped by its circuit breaker, or disabled), the last
 // hour's calls, the last call, and the routes waiting for it.
 type ConsumerHealth struct {
 	State          string     `json:"state"`
@@ -334,6 +338,14 @@ type ConsumerHealth struct {
 	Held           int        `json:"held"`
 	Due            int        `json:"due"`
 	OldestDueAt    *time.Time `json:"oldest_due_at"`
+	// Retrying counts the routes waiting for a later attempt after a
+	// failed call; NextAttemptAt is when the next call is due (null when
+	// nothing waits, or the consumer is paused or disabled).
+	Retrying      int        `json:"retrying"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	// FilterErrors1h counts the events of the last hour the consumer's
+	// filter failed on (each filtered, its record naming the error).
+	FilterErrors1h int `json:"filter_errors_1h"`
 	// ConsecutiveFailures counts the failed calls since the last success.
 	ConsecutiveFailures int `json:"consecutive_failures"`
 }

@@ -528,7 +528,7 @@ func TestEveryPageRendersForStaffAndForAnOrg(t *testing.T) {
 	}
 	b := e.browser()
 	b.signIn(acme.org.APIKey)
-	if p := b.get("/console/"); !strings.Contains(p.body, "1 messages received in the last 24 h are dead") {
+	if p := b.get("/console/"); !strings.Contains(p.body, "1 message received in the last 24 h is dead") {
 		t.Fatalf("the overview raises no alarm for the dead message:\n%s", p.body)
 	}
 	if p := b.get("/console/messages?state=bogus"); p.status != http.StatusBadRequest {

@@ -30,6 +30,7 @@ type overviewView struct {
 	// States counts the messages not settled yet, however old.
 	States       []stateCount
 	DeadEvents   stateCount
+	Retrying     stateCount
 	NoConsumer   stateCount
 	OldestDue    time.Time
 	OldestDueEvt time.Time
@@ -88,6 +89,7 @@ func (c *Console) computeOverview(ctx context.Context, s *session, now time.Time
 		v.States = append(v.States, stateCount{State: string(st), Count: o.Live[st]})
 	}
 	v.DeadEvents = stateCount{State: string(intake.EventDead), Count: o.Events[intake.EventDead]}
+	v.Retrying = stateCount{State: string(intake.EventRetrying), Count: o.Events[intake.EventRetrying]}
 	v.NoConsumer = stateCount{State: string(intake.EventNoConsumer), Count: o.Events[intake.EventNoConsumer]}
 	v.OldestDue, v.OldestDueEvt = o.OldestDueMessage, o.OldestDueEvent
 	v.Alarms = alarms(v, now, o.QueuedBefore, s.staff)
@@ -110,24 +112,37 @@ func alarms(v overviewView, now time.Time, stalledQueued int, staff bool) []alar
 			stalledQueued, roughly(stalledAfter)), "/console/messages?state=queued"})
 	}
 	if v.Totals.Dead > 0 {
-		out = append(out, alarm{"bad", fmt.Sprintf("%d messages received in the last 24 h are dead.", v.Totals.Dead), "/console/dead"})
+		out = append(out, alarm{"bad", count(v.Totals.Dead, "message received in the last 24 h is dead.", "messages received in the last 24 h are dead."), "/console/dead"})
 	}
 	if v.DeadEvents.Count > 0 {
-		out = append(out, alarm{"bad", strconv.Itoa(v.DeadEvents.Count) + " events are dead: their consumers never took them.", "/console/dead"})
+		out = append(out, alarm{"bad", count(v.DeadEvents.Count, "event is", "events are") +
+			" dead: a consumer's attempts ran out. Re-route to try again.", "/console/dead"})
+	}
+	if v.Retrying.Count > 0 {
+		out = append(out, alarm{"warn", count(v.Retrying.Count, "event is", "events are") +
+			" retrying: a consumer's call failed and its next attempt is scheduled.", "/console/events?state=retrying"})
 	}
 	if v.NoConsumer.Count > 0 {
 		link := "/console/events?state=no_consumer"
 		if staff {
 			link = "/console/unclaimed"
 		}
-		out = append(out, alarm{"warn", strconv.Itoa(v.NoConsumer.Count) + " events matched no consumer.", link})
+		out = append(out, alarm{"warn", count(v.NoConsumer.Count, "event", "events") + " matched no consumer.", link})
 	}
 	for _, st := range v.States {
 		if st.State == string(intake.MessageFailed) && st.Count > 0 {
-			out = append(out, alarm{"warn", fmt.Sprintf("%d messages failed and are waiting to be retried.", st.Count), "/console/messages?state=failed"})
+			out = append(out, alarm{"warn", count(st.Count, "message failed and waits", "messages failed and wait") + " to be retried.", "/console/messages?state=failed"})
 		}
 	}
 	return out
+}
+
+// count writes n with the singular or plural words after it.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // chart is the overview's bar chart, laid out for an inline SVG: one bar

@@ -251,7 +251,7 @@ func (c *Console) disableConnection(w http.ResponseWriter, r *http.Request, s *s
 
 // consumersView is the consumers page.
 type consumersView struct {
-	Items   []intake.Consumer
+	Items   []control.StatedConsumer
 	Orgs    orgChoice
 	Created *createdConsumer
 }
@@ -267,7 +267,7 @@ func (c *Console) consumers(w http.ResponseWriter, r *http.Request, s *session) 
 }
 
 func (c *Console) renderConsumers(w http.ResponseWriter, r *http.Request, s *session, created *createdConsumer) error {
-	cs, err := c.store.ListConsumers(r.Context(), s.scope())
+	cs, err := c.ctl.Consumers(r.Context(), s.caller())
 	if err != nil {
 		return err
 	}

@@ -157,7 +157,7 @@ func (r *Router) judge(ctx context.Context, e *intake.Event, c intake.Consumer, 
 		case err != nil || !ok:
 			d := r.record(e, c.ID, 1, delivery.Result{Outcome: intake.DeliveryFiltered})
 			if err != nil {
-				d.Error = "filter_error: " + err.Error()
+				d.Error = intake.FilterErrorPrefix + err.Error()
 			}
 			route.Filtered, route.Delivery = true, &d
 			return route, nil

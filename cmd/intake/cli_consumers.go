@@ -67,10 +67,10 @@ type ConsumersListCmd struct {
 // Run lists the consumers.
 func (c *ConsumersListCmd) Run(cl *Client) error {
 	return printList(cl, c.listFlags, "/api/v1/consumers", nil,
-		[]string{"ID", "NAME", "APP", "URL", "TYPES", "COMPLETION", "ENABLED"},
+		[]string{"ID", "NAME", "APP", "URL", "TYPES", "COMPLETION", "STATE"},
 		func(x api.Consumer) []string {
 			return []string{x.ID, x.Name, x.App, x.URL, strings.Join(x.EventTypes, ","),
-				strconv.FormatBool(x.Completion), strconv.FormatBool(x.Enabled)}
+				strconv.FormatBool(x.Completion), x.State}
 		})
 }
 

@@ -96,17 +96,17 @@ func TestCLIConsumersAddPrintsTheSecretOnceAndWarnsOnStderr(t *testing.T) {
 		}
 	}
 	rows := table(t, later[0])
-	if strings.Join(rows[0], " ") != "ID NAME APP URL TYPES COMPLETION ENABLED" || len(rows) != 2 {
+	if strings.Join(rows[0], " ") != "ID NAME APP URL TYPES COMPLETION STATE" || len(rows) != 2 {
 		t.Fatalf("consumers table: %q", rows)
 	}
-	if want := []string{c.ID, "invoices", "billing", "http://127.0.0.1:9000/hooks", "stripe.invoice.*,github.push", "true", "true"}; strings.Join(rows[1], " ") != strings.Join(want, " ") {
+	if want := []string{c.ID, "invoices", "billing", "http://127.0.0.1:9000/hooks", "stripe.invoice.*,github.push", "true", "enabled"}; strings.Join(rows[1], " ") != strings.Join(want, " ") {
 		t.Fatalf("consumers row: %q, want %q", rows[1], want)
 	}
 
 	if got := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "disable", c.ID)); got.Enabled || got.SigningSecret != "" {
 		t.Fatalf("after disable: %+v", got)
 	}
-	if rows := table(t, s.mustRun(t, acme.org.APIKey, "consumers", "list")); rows[1][6] != "false" {
+	if rows := table(t, s.mustRun(t, acme.org.APIKey, "consumers", "list")); rows[1][6] != "disabled" {
 		t.Fatalf("list after disable: %q", rows)
 	}
 	if got := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "enable", c.ID)); !got.Enabled {

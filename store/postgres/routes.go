@@ -377,19 +377,20 @@ func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID 
 	if !validIDs(consumerID) {
 		return h, notFound("consumer", consumerID)
 	}
-	var found, enabled, paused, tripped bool
-	var held, due int
+	var found bool
+	var st intake.ConsumerStanding
+	var bl intake.Backlog
 	var p50, p99 *int64
-	var lastAt, oldest *time.Time
+	var lastAt, oldest, later, probeAt *time.Time
 	org := nullID(sc.OrgID)
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		b.Queue(`SELECT c.enabled, c.paused, coalesce(l.tripped, false), coalesce(l.failures, 0)
+		b.Queue(`SELECT c.enabled, c.paused, coalesce(l.tripped, false), coalesce(l.failures, 0), l.probe_at
 			FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id
 			WHERE c.deleted_at IS NULL AND c.id = $1 AND ($2::uuid IS NULL OR c.org_id = $2)`, consumerID, org).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					found = true
-					if err := rows.Scan(&enabled, &paused, &tripped, &h.Failures); err != nil {
+					if err := rows.Scan(&st.Enabled, &st.Paused, &st.Tripped, &st.Failures, &probeAt); err != nil {
 						return err
 					}
 				}
@@ -415,9 +416,16 @@ func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID 
 		b.Queue(`SELECT count(*) FILTER (WHERE lease_until > $2),
 				count(*) FILTER (WHERE lease_until IS NULL OR lease_until <= $2),
 				count(*) FILTER (WHERE (lease_until IS NULL OR lease_until <= $2) AND next_at <= $2),
-				min(next_at) FILTER (WHERE (lease_until IS NULL OR lease_until <= $2) AND next_at <= $2)
+				min(next_at) FILTER (WHERE (lease_until IS NULL OR lease_until <= $2) AND next_at <= $2),
+				count(*) FILTER (WHERE (lease_until IS NULL OR lease_until <= $2) AND next_at > $2),
+				min(next_at) FILTER (WHERE (lease_until IS NULL OR lease_until <= $2) AND next_at > $2)
 			FROM routes WHERE consumer_id = $1 AND state = 'waiting' AND ($3::uuid IS NULL OR org_id = $3)`, consumerID, ts(now), org).
-			QueryRow(func(row pgx.Row) error { return row.Scan(&h.InFlight, &held, &due, &oldest) })
+			QueryRow(func(row pgx.Row) error {
+				return row.Scan(&h.InFlight, &bl.Waiting, &bl.Due, &oldest, &bl.Later, &later)
+			})
+		b.Queue(`SELECT count(*) FROM deliveries WHERE consumer_id = $1 AND at >= $2 AND outcome = 'filtered' AND starts_with(error, $4)
+			  AND ($3::uuid IS NULL OR org_id = $3)`, consumerID, ts(now.Add(-time.Hour)), org, intake.FilterErrorPrefix).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&h.FilterErrors1h) })
 	})
 	if err != nil {
 		return intake.ConsumerHealth{}, err
@@ -425,7 +433,8 @@ func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID 
 	if !found {
 		return intake.ConsumerHealth{}, notFound("consumer", consumerID)
 	}
-	h.SetBacklog(enabled, paused, tripped, held, due, fromTS(oldest))
+	bl.OldestDue, bl.NextLater, st.ProbeAt = fromTS(oldest), fromTS(later), fromTS(probeAt)
+	h.SetBacklog(st, bl)
 	if p50 != nil {
 		h.P50 = time.Duration(*p50) * time.Microsecond
 	}
@@ -434,4 +443,30 @@ func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID 
 	}
 	h.LastDeliveryAt = fromTS(lastAt)
 	return h, nil
+}
+
+// ConsumerStates names the state of every consumer visible in sc.
+func (s *Store) ConsumerStates(ctx context.Context, sc intake.Scope) (map[string]string, error) {
+	type standing struct {
+		id string
+		intake.ConsumerStanding
+	}
+	var rows []standing
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		queueRows(b, &rows, func(row pgx.Row) (standing, error) {
+			var st standing
+			err := row.Scan(&st.id, &st.Enabled, &st.Paused, &st.Tripped, &st.Failures)
+			return st, err
+		}, `SELECT c.id, c.enabled, c.paused, coalesce(l.tripped, false), coalesce(l.failures, 0)
+			FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id
+			WHERE c.deleted_at IS NULL AND ($1::uuid IS NULL OR c.org_id = $1)`, nullID(sc.OrgID))
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(rows))
+	for _, st := range rows {
+		out[st.id] = st.State()
+	}
+	return out, nil
 }

@@ -265,10 +265,11 @@ func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID 
 		return h, classify(err)
 	}
 	defer tx.Rollback()
-	var enabled, paused, tripped bool
-	err = tx.QueryRowContext(ctx, `SELECT c.enabled, c.paused, coalesce(l.tripped, 0), coalesce(l.failures, 0)
+	var st intake.ConsumerStanding
+	var probeAt sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT c.enabled, c.paused, coalesce(l.tripped, 0), coalesce(l.failures, 0), l.probe_at
 		FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id
-		WHERE c.deleted_at IS NULL AND c.id = ?1 AND (?2 = '' OR c.org_id = ?2)`, consumerID, sc.OrgID).Scan(&enabled, &paused, &tripped, &h.Failures)
+		WHERE c.deleted_at IS NULL AND c.id = ?1 AND (?2 = '' OR c.org_id = ?2)`, consumerID, sc.OrgID).Scan(&st.Enabled, &st.Paused, &st.Tripped, &st.Failures, &probeAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return h, notFound("consumer", consumerID)
 	}
@@ -308,19 +309,30 @@ func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID 
 		return h, classify(err)
 	}
 	h.LastDeliveryAt = fromTS(last)
-	var waiting, due int
-	var oldest sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT count(*) FROM deliveries INDEXED BY deliveries_consumer_at
+		WHERE consumer_id = ? AND at >= ? AND outcome = 'filtered' AND error LIKE ?`,
+		consumerID, ts(now.Add(-time.Hour)), intake.FilterErrorPrefix+"%").Scan(&h.FilterErrors1h)
+	if err != nil {
+		return h, classify(err)
+	}
+	var b intake.Backlog
+	var oldest, later sql.NullInt64
 	err = tx.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM routes INDEXED BY routes_in_flight WHERE consumer_id = ?1 AND state = 'waiting' AND lease_until > ?2),
 		(SELECT count(*) FROM routes INDEXED BY routes_due WHERE consumer_id = ?1 AND state = 'waiting' AND (lease_until IS NULL OR lease_until <= ?2)),
 		(SELECT count(*) FROM routes INDEXED BY routes_due WHERE consumer_id = ?1 AND state = 'waiting' AND next_at <= ?2
 			AND (lease_until IS NULL OR lease_until <= ?2)),
 		(SELECT min(next_at) FROM routes INDEXED BY routes_due WHERE consumer_id = ?1 AND state = 'waiting' AND next_at <= ?2
-			AND (lease_until IS NULL OR lease_until <= ?2))`, consumerID, ts(now)).Scan(&h.InFlight, &waiting, &due, &oldest)
+			AND (lease_until IS NULL OR lease_until <= ?2)),
+		(SELECT count(*) FROM routes INDEXED BY routes_due WHERE consumer_id = ?1 AND state = 'waiting' AND next_at > ?2
+			AND (lease_until IS NULL OR lease_until <= ?2)),
+		(SELECT min(next_at) FROM routes INDEXED BY routes_due WHERE consumer_id = ?1 AND state = 'waiting' AND next_at > ?2
+			AND (lease_until IS NULL OR lease_until <= ?2))`, consumerID, ts(now)).Scan(&h.InFlight, &b.Waiting, &b.Due, &oldest, &b.Later, &later)
 	if err != nil {
 		return h, classify(err)
 	}
-	h.SetBacklog(enabled, paused, tripped, waiting, due, fromTS(oldest))
+	b.OldestDue, b.NextLater, st.ProbeAt = fromTS(oldest), fromTS(later), fromTS(probeAt)
+	h.SetBacklog(st, b)
 	return h, nil
 }
 
@@ -353,4 +365,25 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// ConsumerStates names the state of every consumer visible in sc.
+func (s *Store) ConsumerStates(ctx context.Context, sc intake.Scope) (map[string]string, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT c.id, c.enabled, c.paused, coalesce(l.tripped, 0), coalesce(l.failures, 0)
+		FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id
+		WHERE c.deleted_at IS NULL AND (?1 = '' OR c.org_id = ?1)`, sc.OrgID)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id string
+		var st intake.ConsumerStanding
+		if err := rows.Scan(&id, &st.Enabled, &st.Paused, &st.Tripped, &st.Failures); err != nil {
+			return nil, classify(err)
+		}
+		out[id] = st.State()
+	}
+	return out, classify(rows.Err())
 }

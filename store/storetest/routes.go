@@ -795,9 +795,9 @@ func testConsumerHealth(t *testing.T, s intake.Store) {
 
 	now := t0.Add(time.Hour + 2*time.Second)
 	h := health(t, s, c, now)
-	want := intake.ConsumerHealth{State: intake.ConsumerEnabled, Delivered1h: 3, Failed1h: 1, P50: 20 * time.Millisecond, P99: 40 * time.Millisecond,
+	want := intake.ConsumerHealth{State: intake.ConsumerFailing, Delivered1h: 3, Failed1h: 1, P50: 20 * time.Millisecond, P99: 40 * time.Millisecond,
 		LastStatus: 503, LastError: "503 Service Unavailable", LastDeliveryAt: t0.Add(6 * time.Second), InFlight: 1, Held: 0, Due: 2,
-		OldestDueAt: t0.Add(7 * time.Second), Failures: 1}
+		OldestDueAt: t0.Add(7 * time.Second), NextAttemptAt: t0.Add(7 * time.Second), Failures: 1}
 	if h != want {
 		t.Fatalf("health = %+v\nwant     %+v", h, want)
 	}
@@ -807,8 +807,70 @@ func testConsumerHealth(t *testing.T, s intake.Store) {
 		t.Fatal(err)
 	}
 	h = health(t, s, c, now)
-	if h.State != intake.ConsumerPaused || h.Held != 2 || h.Due != 0 || !h.OldestDueAt.IsZero() || h.InFlight != 1 {
+	if h.State != intake.ConsumerPaused || h.Held != 2 || h.Due != 0 || !h.OldestDueAt.IsZero() || h.InFlight != 1 || !h.NextAttemptAt.IsZero() {
 		t.Fatalf("paused health = %+v", h)
+	}
+}
+
+// testHealthCountsRetriesAndFilterErrors: a failed call leaves the
+// consumer failing with its route retrying and the time of the next
+// attempt; a filter that failed on an event is counted, one that declined
+// it is not; every consumer's state is listed in its org alone.
+func testHealthCountsRetriesAndFilterErrors(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "c", intake.Controls{Retry: intake.RetryPolicy{Attempts: 5}})
+	idle := f.consumer(t, s, "idle", intake.Controls{})
+	other := newFixture(t, s, "other")
+	elsewhere := other.consumer(t, s, "elsewhere", intake.Controls{})
+
+	events := f.routed(t, s, 2, func(intake.Event) []intake.FanOutRoute { return to(c) })
+	broken := f.eventAt(t, s, t0)
+	failed := filteredRoute(broken, c)
+	failed.Delivery.Error = intake.FilterErrorPrefix + "no such key: customer"
+	fanOut(t, s, broken, t0, 0, []intake.FanOutRoute{failed})
+	declined := f.eventAt(t, s, t0)
+	fanOut(t, s, declined, t0, 0, []intake.FanOutRoute{filteredRoute(declined, c)})
+
+	claims := byEvent(claimRoutes(t, s, t0, 100))
+	if len(claims) != 2 {
+		t.Fatalf("claimed %d routes, want 2", len(claims))
+	}
+	settleRoute(t, s, t0.Add(time.Second), claims[events[0].ID], intake.DeliveryRetry) // due again 1 s on
+	// events[1] stays in flight.
+
+	h := health(t, s, c, t0.Add(1500*time.Millisecond))
+	if h.State != intake.ConsumerFailing || h.Failures != 1 || h.InFlight != 1 || h.Due != 0 || h.Retrying != 1 ||
+		!h.NextAttemptAt.Equal(t0.Add(2*time.Second)) || h.FilterErrors1h != 1 || h.Failed1h != 1 {
+		t.Fatalf("health with a retry scheduled = %+v\nwant failing, 1 in flight, 0 due, 1 retrying at t0+2s, 1 filter error", h)
+	}
+	h = health(t, s, c, t0.Add(2*time.Second))
+	if h.Due != 1 || h.Retrying != 0 || !h.OldestDueAt.Equal(t0.Add(2*time.Second)) || !h.NextAttemptAt.Equal(t0.Add(2*time.Second)) {
+		t.Fatalf("health once the retry is due = %+v", h)
+	}
+	if h := health(t, s, c, t0.Add(2*time.Hour)); h.FilterErrors1h != 0 {
+		t.Fatalf("filter errors of more than an hour ago counted: %+v", h)
+	}
+
+	states, err := s.ConsumerStates(ctx, intake.Scope{OrgID: f.org.ID})
+	if err != nil || len(states) != 2 || states[c.ID] != intake.ConsumerFailing || states[idle.ID] != intake.ConsumerEnabled {
+		t.Fatalf("states = %v %v, want c failing and idle enabled, nothing of the other org", states, err)
+	}
+	if all, err := s.ConsumerStates(ctx, intake.Scope{}); err != nil || all[elsewhere.ID] != intake.ConsumerEnabled || len(all) != 3 {
+		t.Fatalf("staff states = %v %v, want all three", all, err)
+	}
+
+	paused := c
+	paused.Controls.Paused = true
+	if err := s.UpdateConsumer(ctx, intake.Scope{}, paused); err != nil {
+		t.Fatal(err)
+	}
+	h = health(t, s, c, t0.Add(1500*time.Millisecond))
+	if h.State != intake.ConsumerPaused || h.Held != 1 || h.Retrying != 0 || !h.NextAttemptAt.IsZero() {
+		t.Fatalf("paused health = %+v, want the retry held and no next attempt", h)
+	}
+	if states, _ := s.ConsumerStates(ctx, intake.Scope{OrgID: f.org.ID}); states[c.ID] != intake.ConsumerPaused {
+		t.Fatalf("states = %v, want c paused", states)
 	}
 }
 

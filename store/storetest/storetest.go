@@ -88,6 +88,7 @@ func Run(t *testing.T, open Opener) {
 		{"RerouteKeepsHandledRoutes", testRerouteKeepsHandledRoutes},
 		{"ControlsRoundTrip", testControlsRoundTrip},
 		{"ConsumerHealthFigures", testConsumerHealth},
+		{"HealthCountsRetriesAndFilterErrors", testHealthCountsRetriesAndFilterErrors},
 		{"AHandedOverMessageCommitsUnderItsFirstLeaseAndIsClaimedOnceItExpires", testMessageHandover},
 		{"HandedOverAndQueuedMessagesShareCommits", testHandoverSharesCommitsWithQueued},
 		{"IngestRefusesAnythingButQueuedOrAFirstLeasedAttempt", testIngestRefusesOtherStates},
