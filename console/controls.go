@@ -66,9 +66,6 @@ func (c *Console) saveConsumerControls(w http.ResponseWriter, r *http.Request, s
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(r.PostFormValue("max_in_flight")) == "0" {
-		return intake.Errorf(intake.EINVALID, "max_in_flight must be at least 1 (1 = one call at a time); leave it empty for no limit")
-	}
 	u.MaxInFlight = &inFlight
 	ordering := strings.TrimSpace(r.PostFormValue("ordering"))
 	u.Ordering = &ordering

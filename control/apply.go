@@ -551,19 +551,9 @@ func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, 
 		ch.Action = ActionCreate
 		pl.add(ch, func(ctx context.Context, ch *Change) error {
 			cs, secret, err := pl.p.CreateConsumer(ctx, pl.c, NewConsumer{OrgID: oref.id, Name: spec.Name, App: spec.App, URL: spec.URL,
-				EventTypes: spec.EventTypes, Completion: spec.Completion, Filter: spec.Filter, Transform: spec.Transform})
-			if err != nil {
-				return err
-			}
+				EventTypes: spec.EventTypes, Completion: spec.Completion, Filter: spec.Filter, Transform: spec.Transform,
+				Disabled: !enabled, Controls: controlsUpdate(ctl)})
 			ch.ID, ch.SigningSecret = cs.ID, secret
-			if !enabled {
-				if _, err = pl.p.UpdateConsumer(ctx, pl.c, cs.ID, ConsumerUpdate{Enabled: &enabled}); err != nil {
-					return err
-				}
-			}
-			if ctl != (intake.Controls{}) {
-				_, err = pl.p.UpdateConsumer(ctx, pl.c, cs.ID, controlsUpdate(ctl))
-			}
 			return err
 		})
 		return nil
@@ -598,10 +588,7 @@ func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, 
 		ch.Fields, u.Transform = append(ch.Fields, "transform"), &spec.Transform
 	}
 	if old.Controls != ctl {
-		cu := controlsUpdate(ctl)
-		u.Paused, u.RatePerSec, u.MaxInFlight, u.Ordering = cu.Paused, cu.RatePerSec, cu.MaxInFlight, cu.Ordering
-		u.RetryAttempts, u.RetryBase, u.BreakerFailures, u.AutoDisableAfter = cu.RetryAttempts, cu.RetryBase, cu.BreakerFailures, cu.AutoDisableAfter
-		ch.Fields = append(ch.Fields, "delivery controls")
+		ch.Fields, u.ControlsUpdate = append(ch.Fields, "delivery controls"), controlsUpdate(ctl)
 	}
 	pl.update(ch, func(ctx context.Context, ch *Change) error {
 		_, err := pl.p.UpdateConsumer(ctx, pl.c, ch.ID, u)

@@ -102,9 +102,9 @@ func (s ConsumerSpec) controls() (intake.Controls, error) {
 	return c, c.Validate()
 }
 
-// controlsUpdate is the ConsumerUpdate that makes a consumer's controls c.
-func controlsUpdate(c intake.Controls) ConsumerUpdate {
-	return ConsumerUpdate{Paused: &c.Paused, RatePerSec: &c.RatePerSec, MaxInFlight: &c.MaxInFlight, Ordering: &c.Ordering,
+// controlsUpdate is the ControlsUpdate that makes a consumer's controls c.
+func controlsUpdate(c intake.Controls) ControlsUpdate {
+	return ControlsUpdate{Paused: &c.Paused, RatePerSec: &c.RatePerSec, MaxInFlight: &c.MaxInFlight, Ordering: &c.Ordering,
 		RetryAttempts: &c.Retry.Attempts, RetryBase: &c.Retry.Base, BreakerFailures: &c.BreakerFailures,
 		AutoDisableAfter: &c.AutoDisableAfter}
 }
