@@ -285,9 +285,21 @@ func (pl *planner) orgContents(ctx context.Context, spec OrgSpec, oref *idRef, e
 			return intake.Errorf(intake.EINVALID, "org %s names consumer %.64q twice", spec.Name, cs.Name)
 		}
 		namedConsumers[cs.Name] = true
-		old, err := only(consumers, cs.Name, func(c intake.Consumer) string { return c.Name }, "consumers", spec.Name)
+		nameOf := func(c intake.Consumer) string { return c.Name }
+		old, err := only(consumers, cs.Name, nameOf, "consumers", spec.Name)
 		if err != nil {
 			return err
+		}
+		if old == nil && cs.RenamedFrom != "" {
+			if old, err = only(consumers, cs.RenamedFrom, nameOf, "consumers", spec.Name); err != nil {
+				return err
+			}
+		}
+		if old != nil && old.Name != cs.Name {
+			if namedConsumers[old.Name] || declares(spec.Consumers, old.Name) {
+				return intake.Errorf(intake.EINVALID, "org %s renames consumer %.64q to %.64q and names %.64q too", spec.Name, old.Name, cs.Name, old.Name)
+			}
+			namedConsumers[old.Name] = true
 		}
 		if err := pl.consumer(ctx, spec.Name, cs, oref, old); err != nil {
 			return err
@@ -307,6 +319,11 @@ func (pl *planner) orgContents(ctx context.Context, spec OrgSpec, oref *idRef, e
 		}
 	}
 	return nil
+}
+
+// declares reports whether specs name a consumer name.
+func declares(specs []ConsumerSpec, name string) bool {
+	return slices.ContainsFunc(specs, func(s ConsumerSpec) bool { return s.Name == name })
 }
 
 // remove plans a (soft) delete.
@@ -563,6 +580,9 @@ func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, 
 		return inside(where, err)
 	}
 	u := ConsumerUpdate{}
+	if old.Name != spec.Name {
+		ch.Fields, u.Name = append(ch.Fields, "name"), &spec.Name
+	}
 	if old.App != spec.App {
 		ch.Fields, u.App = append(ch.Fields, "app"), &spec.App
 	}

@@ -62,7 +62,11 @@ type EndpointSpec struct {
 // ConsumerSpec is a consumer as a document declares it; absent Enabled is
 // true. Its signing secret is minted by the server.
 type ConsumerSpec struct {
-	Name       string   `json:"name" yaml:"name"`
+	Name string `json:"name" yaml:"name"`
+	// RenamedFrom is the name the consumer had: when no consumer has Name
+	// yet, the one named RenamedFrom is renamed (keeping its id, secret and
+	// history) rather than a new one created beside it.
+	RenamedFrom string   `json:"renamed_from,omitempty" yaml:"renamed_from,omitempty"`
 	App        string   `json:"app" yaml:"app"`
 	URL        string   `json:"url" yaml:"url"`
 	EventTypes []string `json:"event_types" yaml:"event_types"`
