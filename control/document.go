@@ -67,13 +67,13 @@ type ConsumerSpec struct {
 	// yet, the one named RenamedFrom is renamed (keeping its id, secret and
 	// history) rather than a new one created beside it.
 	RenamedFrom string   `json:"renamed_from,omitempty" yaml:"renamed_from,omitempty"`
-	App        string   `json:"app" yaml:"app"`
-	URL        string   `json:"url" yaml:"url"`
-	EventTypes []string `json:"event_types" yaml:"event_types"`
-	Completion bool     `json:"completion,omitempty" yaml:"completion,omitempty"`
-	Enabled    *bool    `json:"enabled,omitempty" yaml:"enabled,omitempty"`
-	Filter     string   `json:"filter,omitempty" yaml:"filter,omitempty"`
-	Transform  string   `json:"transform,omitempty" yaml:"transform,omitempty"`
+	App         string   `json:"app" yaml:"app"`
+	URL         string   `json:"url" yaml:"url"`
+	EventTypes  []string `json:"event_types" yaml:"event_types"`
+	Completion  bool     `json:"completion,omitempty" yaml:"completion,omitempty"`
+	Enabled     *bool    `json:"enabled,omitempty" yaml:"enabled,omitempty"`
+	Filter      string   `json:"filter,omitempty" yaml:"filter,omitempty"`
+	Transform   string   `json:"transform,omitempty" yaml:"transform,omitempty"`
 	// Delivery controls (DESIGN §9); absent is none, or the server's
 	// default.
 	Paused           bool    `json:"paused,omitempty" yaml:"paused,omitempty"`
