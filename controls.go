@@ -52,7 +52,7 @@ func (c Controls) Validate() error {
 	case c.RatePerSec < 0 || c.RatePerSec > MaxRatePerSec || c.RatePerSec != c.RatePerSec:
 		return Errorf(EINVALID, "rate_per_sec must be between 0 (no limit) and %d", MaxRatePerSec)
 	case c.MaxInFlight < 0 || c.MaxInFlight > MaxInFlightLimit:
-		return Errorf(EINVALID, "max_in_flight must be between 1 and %d", MaxInFlightLimit)
+		return Errorf(EINVALID, "max_in_flight must be between 1 (one call at a time) and %d, or 0 for no limit", MaxInFlightLimit)
 	case c.Retry.Attempts < 0 || c.Retry.Attempts > MaxRetryAttempts:
 		return Errorf(EINVALID, "retry.attempts must be between 1 and %d", MaxRetryAttempts)
 	case c.Retry.Base < 0 || c.Retry.Base > 24*time.Hour:

@@ -9,12 +9,21 @@ import (
 )
 
 func (s *Server) createConsumer(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
 	var req CreateConsumerRequest
-	if err := decode(w, r, &req); err != nil {
+	if err := decodeBytes(body, &req); err != nil {
+		return err
+	}
+	ctl, err := controlsUpdate(body, req.ConsumerControls)
+	if err != nil {
 		return err
 	}
 	c, secret, err := s.ctl.CreateConsumer(r.Context(), who, control.NewConsumer{OrgID: req.OrgID, Name: req.Name, App: req.App,
-		URL: req.URL, EventTypes: req.EventTypes, Completion: req.Completion, Filter: req.Filter, Transform: req.Transform})
+		URL: req.URL, EventTypes: req.EventTypes, Completion: req.Completion, Filter: req.Filter, Transform: req.Transform,
+		Disabled: req.Enabled != nil && !*req.Enabled, Controls: ctl})
 	if err != nil {
 		return err
 	}
@@ -35,32 +44,9 @@ func (s *Server) updateConsumer(w http.ResponseWriter, r *http.Request, who cont
 		return err
 	}
 	u := control.ConsumerUpdate{Name: req.Name, URL: req.URL, EventTypes: req.EventTypes, Completion: req.Completion,
-		Enabled: req.Enabled, Filter: req.Filter, Transform: req.Transform, Paused: req.Paused, RatePerSec: req.RatePerSec,
-		Ordering: req.Ordering, BreakerFailures: req.BreakerFailures}
-	switch {
-	case req.MaxInFlight != nil && *req.MaxInFlight < 1:
-		return intake.Errorf(intake.EINVALID, "max_in_flight must be at least 1 (1 = one call at a time); null removes the limit")
-	case req.MaxInFlight != nil:
-		u.MaxInFlight = req.MaxInFlight
-	case isNull(body, "max_in_flight"):
-		u.MaxInFlight = new(int)
-	}
-	if req.Retry != nil {
-		u.RetryAttempts = req.Retry.Attempts
-		if req.Retry.Base != nil {
-			d, err := control.ParseDuration("retry.base", *req.Retry.Base, "30s")
-			if err != nil {
-				return err
-			}
-			u.RetryBase = &d
-		}
-	}
-	if req.AutoDisableAfter != nil {
-		d, err := control.ParseDuration("auto_disable_after", *req.AutoDisableAfter, "72h")
-		if err != nil {
-			return err
-		}
-		u.AutoDisableAfter = &d
+		Enabled: req.Enabled, Filter: req.Filter, Transform: req.Transform}
+	if u.ControlsUpdate, err = controlsUpdate(body, req.ConsumerControls); err != nil {
+		return err
 	}
 	if u.Version, err = ifMatch(r); err != nil {
 		return err
@@ -70,6 +56,35 @@ func (s *Server) updateConsumer(w http.ResponseWriter, r *http.Request, who cont
 		return err
 	}
 	return s.writeConsumer(w, r, http.StatusOK, c, "")
+}
+
+// controlsUpdate translates the controls of a create or update request
+// (body is its JSON, for a null max_in_flight); the control plane checks
+// them, for both alike.
+func controlsUpdate(body []byte, req ConsumerControls) (control.ControlsUpdate, error) {
+	u := control.ControlsUpdate{Paused: req.Paused, RatePerSec: req.RatePerSec, MaxInFlight: req.MaxInFlight,
+		Ordering: req.Ordering, BreakerFailures: req.BreakerFailures}
+	if u.MaxInFlight == nil && isNull(body, "max_in_flight") {
+		u.MaxInFlight = new(int)
+	}
+	if req.Retry != nil {
+		u.RetryAttempts = req.Retry.Attempts
+		if req.Retry.Base != nil {
+			d, err := control.ParseDuration("retry.base", *req.Retry.Base, "30s")
+			if err != nil {
+				return u, err
+			}
+			u.RetryBase = &d
+		}
+	}
+	if req.AutoDisableAfter != nil {
+		d, err := control.ParseDuration("auto_disable_after", *req.AutoDisableAfter, "72h")
+		if err != nil {
+			return u, err
+		}
+		u.AutoDisableAfter = &d
+	}
+	return u, nil
 }
 
 func (s *Server) listConsumers(w http.ResponseWriter, r *http.Request, who control.Caller) error {

@@ -3,6 +3,8 @@ package api_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +207,50 @@ func TestRotatingAConsumerSecretShowsTheNewOneOnceAndBoundsTheOverlap(t *testing
 	r = must[api.RotatedSecret](e, 201, "POST", "/api/v1/consumers/"+c.ID+"/rotate-secret", acme.org.APIKey, api.RotateSecretRequest{KeepOldFor: "0s"})
 	if r.OldValidUntil != nil {
 		t.Fatalf("keep_old_for 0s still keeps the old secret until %v", r.OldValidUntil)
+	}
+}
+
+func TestConsumerURLEventTypesAndNameChangeOverTheVersionRead(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	c := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, newConsumer("orders", "stripe.*"))
+	patch := func(etag, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("PATCH", "/api/v1/consumers/"+c.ID, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+acme.org.APIKey)
+		req.Header.Set("If-Match", etag)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		return rec
+	}
+	etag := e.do("GET", "/api/v1/consumers/"+c.ID, acme.org.APIKey, nil).Header().Get("ETag")
+	rec := patch(etag, `{"name": "invoices", "url": "http://127.0.0.1:9/invoices", "event_types": ["stripe.invoice.*", "github.push"]}`)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("PATCH name, url, event_types: %d %s", rec.Code, rec.Body)
+	}
+	stored, err := e.store.Consumer(context.Background(), intake.Scope{}, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Name != "invoices" || stored.URL != "http://127.0.0.1:9/invoices" || strings.Join(stored.EventTypes, " ") != "stripe.invoice.* github.push" {
+		t.Fatalf("stored after PATCH: %+v", stored)
+	}
+	// Over the version read before that change, nothing changes.
+	wantError(t, patch(etag, `{"url": "http://127.0.0.1:9/stale"}`), http.StatusPreconditionFailed, intake.EVERSION, "changed since")
+	wantError(t, patch(rec.Header().Get("ETag"), `{"url": "http://169.254.169.254/"}`), http.StatusBadRequest, intake.EINVALID, "consumer address policy")
+	wantError(t, patch(rec.Header().Get("ETag"), `{"event_types": []}`), http.StatusBadRequest, intake.EINVALID, "event_types needs at least one pattern")
+	wantError(t, patch(rec.Header().Get("ETag"), `{"name": ""}`), http.StatusBadRequest, intake.EINVALID, "name is required")
+	if got := must[api.Consumer](e, 200, "GET", "/api/v1/consumers/"+c.ID, acme.org.APIKey, nil); got.URL != stored.URL || got.Name != "invoices" ||
+		len(got.EventTypes) != 2 {
+		t.Fatalf("a refused change saved something: %+v", got)
+	}
+	audit := must[api.List[api.AuditEntry]](e, 200, "GET", "/api/v1/audit", acme.org.APIKey, nil)
+	var details []string
+	for _, a := range audit.Items {
+		if a.TargetID == c.ID && a.Action == "consumer.update" {
+			details = append(details, a.Detail)
+		}
+	}
+	if len(details) != 1 || details[0] != "name=invoices url=http://127.0.0.1:9/invoices event_types=stripe.invoice.*,github.push" {
+		t.Fatalf("consumer.update audit: %q", details)
 	}
 }

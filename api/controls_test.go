@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
@@ -86,7 +87,7 @@ func TestBadConsumerControlsAreRefusedAndNothingIsSaved(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{`{"rate_per_sec": -1}`, "rate_per_sec"},
 		{`{"rate_per_sec": 1e9}`, "rate_per_sec"},
-		{`{"max_in_flight": 0}`, "max_in_flight must be at least 1"},
+		{`{"max_in_flight": 10001}`, "max_in_flight must be between 1"},
 		{`{"max_in_flight": -4}`, "max_in_flight"},
 		{`{"ordering": "event.data.("}`, "ordering"},
 		{`{"ordering": "1 + 1"}`, "string"},
@@ -95,7 +96,7 @@ func TestBadConsumerControlsAreRefusedAndNothingIsSaved(t *testing.T) {
 		{`{"auto_disable_after": "5m"}`, "auto_disable_after"},
 		{`{"breaker_failures": -1}`, "breaker_failures"},
 		// One bad control refuses the whole change.
-		{`{"rate_per_sec": 10, "max_in_flight": 0}`, "max_in_flight"},
+		{`{"rate_per_sec": 10, "max_in_flight": -1}`, "max_in_flight"},
 		{`{"paused": true, "retry": {"attempts": -1}}`, "retry.attempts"},
 	} {
 		rec := e.do("PATCH", "/api/v1/consumers/"+c.ID, acme.org.APIKey, tc.body)
@@ -137,5 +138,61 @@ func TestConsumerListsAndReadsSayEachConsumersState(t *testing.T) {
 	}
 	if c := must[api.Consumer](e, 200, "GET", "/api/v1/consumers/"+held.ID, acme.org.APIKey, nil); c.State != intake.ConsumerPaused {
 		t.Fatalf("read state %q, want paused", c.State)
+	}
+}
+
+func TestConsumerCreateTakesEveryControlAnUpdateTakes(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	got := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey,
+		`{"name": "orders", "app": "billing", "url": "http://127.0.0.1:9/hooks", "event_types": ["*"], "enabled": false,
+		  "paused": true, "rate_per_sec": 50, "max_in_flight": 5, "ordering": "event.data.id", "retry": {"attempts": 10, "base": "30s"},
+		  "breaker_failures": 20, "auto_disable_after": "24h", "filter": "event.type != \"x\""}`)
+	if got.Enabled || !got.Paused || got.RatePerSec != 50 || got.MaxInFlight == nil || *got.MaxInFlight != 5 ||
+		got.Ordering != "event.data.id" || got.RetryAttempts != 10 || got.RetryBase != "30s" || got.BreakerFailures != 20 ||
+		got.AutoDisableAfter != "24h0m0s" || got.Filter == "" || !strings.HasPrefix(got.SigningSecret, "whsec_") {
+		t.Fatalf("created with controls: %+v", got)
+	}
+	stored, err := e.store.Consumer(context.Background(), intake.Scope{}, got.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := intake.Controls{Paused: true, RatePerSec: 50, MaxInFlight: 5, Ordering: "event.data.id",
+		Retry: intake.RetryPolicy{Attempts: 10, Base: 30 * time.Second}, BreakerFailures: 20, AutoDisableAfter: 24 * time.Hour}
+	if stored.Controls != want || stored.Enabled {
+		t.Fatalf("stored: enabled %v, controls %+v; want %+v", stored.Enabled, stored.Controls, want)
+	}
+	audit := must[api.List[api.AuditEntry]](e, 200, "GET", "/api/v1/audit", acme.org.APIKey, nil)
+	var create string
+	for _, a := range audit.Items {
+		if a.TargetID == got.ID && a.Action == "consumer.create" {
+			create = a.Detail
+		}
+	}
+	for _, w := range []string{"paused=true", "rate_per_sec=50", "max_in_flight=5", "retry.attempts=10", "enabled=false", `ordering: "" → "event.data.id"`} {
+		if !strings.Contains(create, w) {
+			t.Errorf("consumer.create audit %q lacks %q", create, w)
+		}
+	}
+}
+
+// A control refused on creation is refused with the very message an
+// update of it gets, and creates nothing.
+func TestConsumerCreateRefusesABadControlAsAnUpdateDoes(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	c := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, newConsumer("orders", "*"))
+	for _, bad := range []string{`"rate_per_sec": -1`, `"max_in_flight": -4`, `"max_in_flight": 10001`, `"ordering": "event.data.("`,
+		`"ordering": "1 + 1"`, `"retry": {"attempts": 500}`, `"retry": {"base": "soon"}`, `"retry": {"base": "1us"}`,
+		`"auto_disable_after": "5m"`, `"breaker_failures": -1`} {
+		update := e.do("PATCH", "/api/v1/consumers/"+c.ID, acme.org.APIKey, "{"+bad+"}")
+		create := e.do("POST", "/api/v1/consumers", acme.org.APIKey,
+			`{"name": "second", "app": "billing", "url": "http://127.0.0.1:9/hooks", "event_types": ["*"], `+bad+`}`)
+		if update.Code != http.StatusBadRequest || create.Code != http.StatusBadRequest || create.Body.String() != update.Body.String() {
+			t.Errorf("%s: create %d %s; update %d %s; want the same 400", bad, create.Code, create.Body, update.Code, update.Body)
+		}
+	}
+	if list := must[api.List[api.Consumer]](e, 200, "GET", "/api/v1/consumers", acme.org.APIKey, nil); len(list.Items) != 1 {
+		t.Fatalf("a refused create saved a consumer: %+v", list.Items)
 	}
 }

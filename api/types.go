@@ -248,10 +248,17 @@ type CreateConsumerRequest struct {
 	Completion bool     `json:"completion"`
 	Filter     string   `json:"filter,omitempty"`
 	Transform  string   `json:"transform,omitempty"`
+	// Enabled false registers the consumer without sending it anything
+	// yet; absent is true.
+	Enabled *bool `json:"enabled,omitempty"`
+	// The delivery controls, as an update sets them; absent is none (or
+	// the server's default).
+	ConsumerControls
 }
 
 // UpdateConsumerRequest changes a consumer's settings; absent fields stay,
-// "" removes a filter or transform.
+// "" removes a filter or transform. With If-Match (the ETag a read
+// answered) the change is made only over that version.
 type UpdateConsumerRequest struct {
 	Name       *string   `json:"name"`
 	URL        *string   `json:"url"`
@@ -260,27 +267,33 @@ type UpdateConsumerRequest struct {
 	Enabled    *bool     `json:"enabled"`
 	Filter     *string   `json:"filter"`
 	Transform  *string   `json:"transform"`
+	ConsumerControls
+}
+
+// ConsumerControls are a consumer's delivery controls, set on creation or
+// changed by an update; an absent control stays as it is.
+type ConsumerControls struct {
 	// Paused holds deliveries (they spend no attempt); false resumes them
 	// at the consumer's rate.
-	Paused *bool `json:"paused"`
+	Paused *bool `json:"paused,omitempty"`
 	// RatePerSec caps calls per second across all processes; 0 removes the
 	// cap.
-	RatePerSec *float64 `json:"rate_per_sec"`
+	RatePerSec *float64 `json:"rate_per_sec,omitempty"`
 	// MaxInFlight caps calls in flight across all processes (1: one at a
-	// time); null removes the cap.
+	// time); 0 or null removes the cap.
 	MaxInFlight *int `json:"max_in_flight,omitempty"`
 	// Ordering is "" (none), "subject" (per provider object) or a CEL
 	// expression giving a key: for one key, an event is delivered only
 	// after the earlier ones were handled, ignored, filtered or dead.
-	Ordering *string `json:"ordering"`
+	Ordering *string `json:"ordering,omitempty"`
 	// Retry is the consumer's own schedule.
-	Retry *RetryPolicy `json:"retry"`
+	Retry *RetryPolicy `json:"retry,omitempty"`
 	// BreakerFailures consecutive failed calls open the circuit breaker
 	// (0: the default, 10).
-	BreakerFailures *int `json:"breaker_failures"`
+	BreakerFailures *int `json:"breaker_failures,omitempty"`
 	// AutoDisableAfter of continuous failure disables the consumer (a
 	// duration such as "72h"; "0s": the default, 72h).
-	AutoDisableAfter *string `json:"auto_disable_after"`
+	AutoDisableAfter *string `json:"auto_disable_after,omitempty"`
 }
 
 // RetryPolicy is a consumer's retry schedule: attempts before an event is

@@ -155,6 +155,7 @@ func (c *Console) routes() {
 	c.action("POST /console/consumers/{id}/pause", c.pauseConsumer)
 	c.action("POST /console/consumers/{id}/rotate-secret", c.rotateConsumerSecret)
 	c.action("POST /console/consumers/{id}/controls", c.saveConsumerControls)
+	c.action("POST /console/consumers/{id}/settings", c.saveConsumerSettings)
 	c.page("/console/", func(w http.ResponseWriter, r *http.Request, s *session) error {
 		return intake.Errorf(intake.ENOTFOUND, "no such page")
 	})

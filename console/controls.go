@@ -48,6 +48,58 @@ func (c *Console) rotateConsumerSecret(w http.ResponseWriter, r *http.Request, s
 	return c.renderConsumer(w, r, s, consumerView{C: cs, Filter: cs.Filter, Transform: cs.Transform, NewSecret: secret, OldSecretUntil: until})
 }
 
+// consumerEdit is the consumer settings form as the page shows it.
+type consumerEdit struct {
+	Name, URL, EventTypes string
+	Error                 string
+}
+
+// saveConsumerSettings changes a consumer's name, URL and event types over
+// the version the page showed. A refused change (a bad value, or the
+// consumer changed since) shows the page again with what was entered and
+// why.
+func (c *Console) saveConsumerSettings(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	edit := consumerEdit{Name: r.PostFormValue("name"), URL: strings.TrimSpace(r.PostFormValue("url")),
+		EventTypes: r.PostFormValue("event_types")}
+	types := formEventTypes(r)
+	u := control.ConsumerUpdate{Name: &edit.Name, URL: &edit.URL, EventTypes: &types}
+	if v := r.PostFormValue("version"); v != "" {
+		if u.Version, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return intake.Errorf(intake.EINVALID, "version must be a number")
+		}
+	}
+	_, err = c.ctl.UpdateConsumer(r.Context(), s.caller(), id, u)
+	switch code := intake.ErrorCode(err); {
+	case err == nil:
+		return redirect(w, r, "/console/consumers/"+id+"?flash=consumer-saved")
+	case code == intake.EINVALID || code == intake.EVERSION:
+		cs, rerr := c.store.Consumer(r.Context(), s.scope(), id)
+		if rerr != nil {
+			return rerr
+		}
+		edit.Error = intake.ErrorMessage(err)
+		if code == intake.EVERSION {
+			edit.Error += " Saving again saves what is entered here over it."
+		}
+		return c.renderConsumer(w, r, s, consumerView{C: cs, Filter: cs.Filter, Transform: cs.Transform, Edit: edit,
+			status: control.HTTPStatus(err)})
+	default:
+		return err
+	}
+}
+
+// formEventTypes reads a form's event types: patterns separated by commas
+// or white space.
+func formEventTypes(r *http.Request) []string {
+	return strings.FieldsFunc(r.PostFormValue("event_types"), func(r rune) bool {
+		return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t'
+	})
+}
+
 // saveConsumerControls saves the delivery controls form through the
 // control plane, which checks them all before saving any. An empty field
 // means none (or the default).
@@ -65,9 +117,6 @@ func (c *Console) saveConsumerControls(w http.ResponseWriter, r *http.Request, s
 	inFlight, err := formInt(r, "max_in_flight")
 	if err != nil {
 		return err
-	}
-	if strings.TrimSpace(r.PostFormValue("max_in_flight")) == "0" {
-		return intake.Errorf(intake.EINVALID, "max_in_flight must be at least 1 (1 = one call at a time); leave it empty for no limit")
 	}
 	u.MaxInFlight = &inFlight
 	ordering := strings.TrimSpace(r.PostFormValue("ordering"))

@@ -79,6 +79,7 @@ var flashes = map[string]string{
 	"consumer-paused":     "Paused: deliveries to this consumer are held; they spend no attempt.",
 	"consumer-resumed":    "Resumed: held deliveries go at the consumer's rate.",
 	"notifications-saved": "Notifications saved.",
+	"consumer-saved":      "Consumer saved: the next deliveries go to its URL, for its event types.",
 	"controls-saved":      "Delivery controls saved: they apply to the next calls, on every process.",
 	"secret-adopted":      "The connection now verifies with this handshake's secret.",
 	"secret-known":        "The connection already had this handshake's secret.",

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -24,6 +25,10 @@ type consumerView struct {
 	Events            []intake.Event
 	EventID           string
 	Results           []ruleResult
+	// Edit is the settings form: the consumer's own, or what was entered
+	// and refused, with why.
+	Edit   consumerEdit
+	status int // the page's HTTP status; 0 is 200
 }
 
 // ruleResult is one rule's dry run as the page shows it.
@@ -76,7 +81,10 @@ func (c *Console) renderConsumer(w http.ResponseWriter, r *http.Request, s *sess
 	if v.Health, err = c.ctl.ConsumerHealth(r.Context(), s.caller(), v.C.ID); err != nil {
 		return err
 	}
-	c.render(w, r, s, http.StatusOK, "consumer", "Consumer "+v.C.Name, v)
+	if v.Edit == (consumerEdit{}) {
+		v.Edit = consumerEdit{Name: v.C.Name, URL: v.C.URL, EventTypes: strings.Join(v.C.EventTypes, ", ")}
+	}
+	c.render(w, r, s, cmp.Or(v.status, http.StatusOK), "consumer", "Consumer "+v.C.Name, v)
 	return nil
 }
 

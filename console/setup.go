@@ -286,9 +286,7 @@ func (c *Console) createConsumer(w http.ResponseWriter, r *http.Request, s *sess
 	if err != nil {
 		return err
 	}
-	types := strings.FieldsFunc(r.PostFormValue("event_types"), func(r rune) bool {
-		return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t'
-	})
+	types := formEventTypes(r)
 	cn, secret, err := c.ctl.CreateConsumer(r.Context(), s.caller(), control.NewConsumer{OrgID: orgID, Name: r.PostFormValue("name"),
 		App: r.PostFormValue("app"), URL: strings.TrimSpace(r.PostFormValue("url")), EventTypes: types,
 		Completion: r.PostFormValue("completion") == "on"})

@@ -285,9 +285,21 @@ func (pl *planner) orgContents(ctx context.Context, spec OrgSpec, oref *idRef, e
 			return intake.Errorf(intake.EINVALID, "org %s names consumer %.64q twice", spec.Name, cs.Name)
 		}
 		namedConsumers[cs.Name] = true
-		old, err := only(consumers, cs.Name, func(c intake.Consumer) string { return c.Name }, "consumers", spec.Name)
+		nameOf := func(c intake.Consumer) string { return c.Name }
+		old, err := only(consumers, cs.Name, nameOf, "consumers", spec.Name)
 		if err != nil {
 			return err
+		}
+		if old == nil && cs.RenamedFrom != "" {
+			if old, err = only(consumers, cs.RenamedFrom, nameOf, "consumers", spec.Name); err != nil {
+				return err
+			}
+		}
+		if old != nil && old.Name != cs.Name {
+			if namedConsumers[old.Name] || declares(spec.Consumers, old.Name) {
+				return intake.Errorf(intake.EINVALID, "org %s renames consumer %.64q to %.64q and names %.64q too", spec.Name, old.Name, cs.Name, old.Name)
+			}
+			namedConsumers[old.Name] = true
 		}
 		if err := pl.consumer(ctx, spec.Name, cs, oref, old); err != nil {
 			return err
@@ -307,6 +319,11 @@ func (pl *planner) orgContents(ctx context.Context, spec OrgSpec, oref *idRef, e
 		}
 	}
 	return nil
+}
+
+// declares reports whether specs name a consumer name.
+func declares(specs []ConsumerSpec, name string) bool {
+	return slices.ContainsFunc(specs, func(s ConsumerSpec) bool { return s.Name == name })
 }
 
 // remove plans a (soft) delete.
@@ -551,19 +568,9 @@ func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, 
 		ch.Action = ActionCreate
 		pl.add(ch, func(ctx context.Context, ch *Change) error {
 			cs, secret, err := pl.p.CreateConsumer(ctx, pl.c, NewConsumer{OrgID: oref.id, Name: spec.Name, App: spec.App, URL: spec.URL,
-				EventTypes: spec.EventTypes, Completion: spec.Completion, Filter: spec.Filter, Transform: spec.Transform})
-			if err != nil {
-				return err
-			}
+				EventTypes: spec.EventTypes, Completion: spec.Completion, Filter: spec.Filter, Transform: spec.Transform,
+				Disabled: !enabled, Controls: controlsUpdate(ctl)})
 			ch.ID, ch.SigningSecret = cs.ID, secret
-			if !enabled {
-				if _, err = pl.p.UpdateConsumer(ctx, pl.c, cs.ID, ConsumerUpdate{Enabled: &enabled}); err != nil {
-					return err
-				}
-			}
-			if ctl != (intake.Controls{}) {
-				_, err = pl.p.UpdateConsumer(ctx, pl.c, cs.ID, controlsUpdate(ctl))
-			}
 			return err
 		})
 		return nil
@@ -573,6 +580,9 @@ func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, 
 		return inside(where, err)
 	}
 	u := ConsumerUpdate{}
+	if old.Name != spec.Name {
+		ch.Fields, u.Name = append(ch.Fields, "name"), &spec.Name
+	}
 	if old.App != spec.App {
 		ch.Fields, u.App = append(ch.Fields, "app"), &spec.App
 	}
@@ -598,10 +608,7 @@ func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, 
 		ch.Fields, u.Transform = append(ch.Fields, "transform"), &spec.Transform
 	}
 	if old.Controls != ctl {
-		cu := controlsUpdate(ctl)
-		u.Paused, u.RatePerSec, u.MaxInFlight, u.Ordering = cu.Paused, cu.RatePerSec, cu.MaxInFlight, cu.Ordering
-		u.RetryAttempts, u.RetryBase, u.BreakerFailures, u.AutoDisableAfter = cu.RetryAttempts, cu.RetryBase, cu.BreakerFailures, cu.AutoDisableAfter
-		ch.Fields = append(ch.Fields, "delivery controls")
+		ch.Fields, u.ControlsUpdate = append(ch.Fields, "delivery controls"), controlsUpdate(ctl)
 	}
 	pl.update(ch, func(ctx context.Context, ch *Change) error {
 		_, err := pl.p.UpdateConsumer(ctx, pl.c, ch.ID, u)

@@ -530,3 +530,50 @@ func TestApplySetsNotificationsShowsTheirSecretOnceAndExportHidesTheSlackURL(t *
 		t.Fatalf("exported notifications %+v (%s)", n, b)
 	}
 }
+
+// A consumer's url, event types and name change in place: the same
+// consumer (id, secret, history), never a new one beside it, with prune or
+// without.
+func TestApplyChangesAConsumersURLEventTypesAndNameInPlace(t *testing.T) {
+	e := newApplyEnv(t)
+	ctx := context.Background()
+	e.apply(t, e.staff, acmeDoc(), control.ApplyOptions{})
+	orgs, _ := e.store.ListOrgs(ctx, intake.Scope{})
+	sc := intake.Scope{OrgID: orgs[0].ID}
+	before, _ := e.store.ListConsumers(ctx, sc)
+
+	doc := acmeDoc()
+	c := &doc.Orgs[0].Consumers[0]
+	c.URL = "https://127.0.0.1/ledger"
+	c.EventTypes = []string{"github.push"}
+	c.Name, c.RenamedFrom = "ledger", "billing"
+	for _, opts := range []control.ApplyOptions{{DryRun: true}, {Prune: true}} {
+		wantActions(t, e.apply(t, e.staff, doc, opts), map[string]string{
+			"org acme/acme":                "unchanged",
+			"connection acme/github":       "unchanged",
+			"endpoint acme/github/primary": "unchanged",
+			"connection acme/acme-hooks":   "unchanged",
+			"endpoint acme/acme-hooks/in":  "unchanged",
+			"consumer acme/ledger":         "update name url event_types",
+		})
+	}
+	after, _ := e.store.ListConsumers(ctx, sc)
+	if len(after) != 1 || after[0].ID != before[0].ID || after[0].Name != "ledger" || after[0].URL != "https://127.0.0.1/ledger" ||
+		strings.Join(after[0].EventTypes, ",") != "github.push" || !bytes.Equal(after[0].SealedSecret, before[0].SealedSecret) {
+		t.Fatalf("after renaming: %+v (was %+v)", after, before[0])
+	}
+	// Once renamed, renamed_from is inert: nothing changes, nothing is made.
+	if p := e.apply(t, e.staff, doc, control.ApplyOptions{Prune: true}); !p.Unchanged {
+		t.Fatalf("applying the renamed document again: %v", actions(p))
+	}
+
+	// Renaming a consumer to a name the document also keeps is refused.
+	twice := acmeDoc()
+	twice.Orgs[0].Consumers[0].Name = "ledger-2"
+	twice.Orgs[0].Consumers[0].RenamedFrom = "ledger"
+	twice.Orgs[0].Consumers = append(twice.Orgs[0].Consumers, control.ConsumerSpec{Name: "ledger", App: "billing",
+		URL: "https://127.0.0.1/x", EventTypes: []string{"*"}})
+	if _, err := e.ctl.Apply(ctx, e.staff, twice, control.ApplyOptions{}); err == nil || !strings.Contains(err.Error(), `renames consumer "ledger"`) {
+		t.Fatalf("a rename to a name kept too: %v", err)
+	}
+}

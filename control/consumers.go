@@ -31,6 +31,11 @@ type NewConsumer struct {
 	Completion bool
 	Filter     string // CEL; empty: every event its patterns match
 	Transform  string // JavaScript; empty: the envelope as it is
+	// Disabled registers it without sending it anything yet.
+	Disabled bool
+	// Controls are its delivery controls, checked as an update's are;
+	// nil is none (or the server's default).
+	Controls ControlsUpdate
 }
 
 // CreateConsumer registers an application; its signing secret is returned
@@ -52,16 +57,24 @@ func (p *Plane) CreateConsumer(ctx context.Context, c Caller, n NewConsumer) (in
 	if err := p.checkRules(ctx, orgID, n.Filter, n.Transform); err != nil {
 		return intake.Consumer{}, "", err
 	}
+	var ctl intake.Controls
+	if err := p.applyControls(ctx, orgID, &ctl, n.Controls); err != nil {
+		return intake.Consumer{}, "", err
+	}
 	if err := p.checkURL(ctx, n.URL); err != nil {
 		return intake.Consumer{}, "", err
 	}
 	// The id is made first because the sealed secret is bound to it.
 	cs := intake.Consumer{ID: intake.NewID(), OrgID: orgID, Name: n.Name, App: n.App, URL: n.URL, EventTypes: n.EventTypes,
-		Completion: n.Completion, Enabled: true, CreatedAt: p.now(), Filter: n.Filter, Transform: n.Transform}
+		Completion: n.Completion, Enabled: !n.Disabled, CreatedAt: p.now(), Filter: n.Filter, Transform: n.Transform, Controls: ctl}
 	secret := delivery.NewSecret()
 	cs.SealedSecret = p.sealer.Seal([]byte(secret), []byte(cs.ID))
-	a := p.entry(c, cs.OrgID, "consumer.create", "consumer", cs.ID, "url=", cs.URL, ruleChange("filter", "", cs.Filter),
-		ruleChange("transform", "", cs.Transform))
+	detail := append([]string{"url=" + cs.URL}, controlChanges(intake.Controls{}, ctl)...)
+	if n.Disabled {
+		detail = append(detail, "enabled=false")
+	}
+	a := p.entry(c, cs.OrgID, "consumer.create", "consumer", cs.ID, strings.Join(detail, " "), ruleChange("filter", "", cs.Filter),
+		ruleChange("transform", "", cs.Transform), ruleChange("ordering", "", ctl.Ordering))
 	if err := p.store.CreateConsumer(ctx, cs, a); err != nil {
 		return intake.Consumer{}, "", err
 	}
@@ -141,17 +154,7 @@ type ConsumerUpdate struct {
 	Enabled    *bool
 	Filter     *string // "" removes the filter
 	Transform  *string // "" removes the transform
-	// Delivery controls (DESIGN §9).
-	Paused      *bool
-	RatePerSec  *float64 // 0 removes the limit
-	MaxInFlight *int     // 0 removes the limit
-	Ordering    *string  // "", "subject" or a CEL key expression
-	// RetryAttempts and RetryBase set the consumer's own schedule; 0
-	// returns to the server's.
-	RetryAttempts    *int
-	RetryBase        *time.Duration
-	BreakerFailures  *int           // 0: the default (10)
-	AutoDisableAfter *time.Duration // 0: the default (72h)
+	ControlsUpdate
 	// Version, when set, is the version the change is made over (the
 	// ETag the caller read): the change is refused if the consumer has
 	// changed since. 0: over whatever is there, however often it moves.
@@ -216,7 +219,7 @@ func (p *Plane) updateConsumer(ctx context.Context, c Caller, id string, u Consu
 	if err := p.checkRules(ctx, cs.OrgID, changed(old.Filter, cs.Filter), changed(old.Transform, cs.Transform)); err != nil {
 		return intake.Consumer{}, err
 	}
-	if err := p.applyControls(ctx, cs.OrgID, &cs.Controls, u); err != nil {
+	if err := p.applyControls(ctx, cs.OrgID, &cs.Controls, u.ControlsUpdate); err != nil {
 		return intake.Consumer{}, err
 	}
 	if u.URL != nil && *u.URL != cs.URL {

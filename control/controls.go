@@ -9,9 +9,25 @@ import (
 	"github.com/intakehq/intake/rules"
 )
 
-// applyControls sets the delivery controls an update gives, checked as a
-// whole: nothing is saved unless every one is valid.
-func (p *Plane) applyControls(ctx context.Context, org string, ctl *intake.Controls, u ConsumerUpdate) error {
+// ControlsUpdate sets a consumer's delivery controls (DESIGN §9), on
+// creation or in an update; nil leaves a control as it is.
+type ControlsUpdate struct {
+	Paused      *bool
+	RatePerSec  *float64 // 0 removes the limit
+	MaxInFlight *int     // 0 removes the limit
+	Ordering    *string  // "", "subject" or a CEL key expression
+	// RetryAttempts and RetryBase set the consumer's own schedule; 0
+	// returns to the server's.
+	RetryAttempts    *int
+	RetryBase        *time.Duration
+	BreakerFailures  *int           // 0: the default (10)
+	AutoDisableAfter *time.Duration // 0: the default (72h)
+}
+
+// applyControls sets the delivery controls u gives, checked as a whole:
+// nothing is set unless every one is valid. Creation and every update
+// check controls here, so each is refused with one message.
+func (p *Plane) applyControls(ctx context.Context, org string, ctl *intake.Controls, u ControlsUpdate) error {
 	next := *ctl
 	if u.Paused != nil {
 		next.Paused = *u.Paused
@@ -20,9 +36,6 @@ func (p *Plane) applyControls(ctx context.Context, org string, ctl *intake.Contr
 		next.RatePerSec = *u.RatePerSec
 	}
 	if u.MaxInFlight != nil {
-		if *u.MaxInFlight < 0 {
-			return intake.Errorf(intake.EINVALID, "max_in_flight must be at least 1 (1 = one call at a time)")
-		}
 		next.MaxInFlight = *u.MaxInFlight
 	}
 	if u.Ordering != nil {

@@ -62,14 +62,18 @@ type EndpointSpec struct {
 // ConsumerSpec is a consumer as a document declares it; absent Enabled is
 // true. Its signing secret is minted by the server.
 type ConsumerSpec struct {
-	Name       string   `json:"name" yaml:"name"`
-	App        string   `json:"app" yaml:"app"`
-	URL        string   `json:"url" yaml:"url"`
-	EventTypes []string `json:"event_types" yaml:"event_types"`
-	Completion bool     `json:"completion,omitempty" yaml:"completion,omitempty"`
-	Enabled    *bool    `json:"enabled,omitempty" yaml:"enabled,omitempty"`
-	Filter     string   `json:"filter,omitempty" yaml:"filter,omitempty"`
-	Transform  string   `json:"transform,omitempty" yaml:"transform,omitempty"`
+	Name string `json:"name" yaml:"name"`
+	// RenamedFrom is the name the consumer had: when no consumer has Name
+	// yet, the one named RenamedFrom is renamed (keeping its id, secret and
+	// history) rather than a new one created beside it.
+	RenamedFrom string   `json:"renamed_from,omitempty" yaml:"renamed_from,omitempty"`
+	App         string   `json:"app" yaml:"app"`
+	URL         string   `json:"url" yaml:"url"`
+	EventTypes  []string `json:"event_types" yaml:"event_types"`
+	Completion  bool     `json:"completion,omitempty" yaml:"completion,omitempty"`
+	Enabled     *bool    `json:"enabled,omitempty" yaml:"enabled,omitempty"`
+	Filter      string   `json:"filter,omitempty" yaml:"filter,omitempty"`
+	Transform   string   `json:"transform,omitempty" yaml:"transform,omitempty"`
 	// Delivery controls (DESIGN §9); absent is none, or the server's
 	// default.
 	Paused           bool    `json:"paused,omitempty" yaml:"paused,omitempty"`
@@ -102,9 +106,9 @@ func (s ConsumerSpec) controls() (intake.Controls, error) {
 	return c, c.Validate()
 }
 
-// controlsUpdate is the ConsumerUpdate that makes a consumer's controls c.
-func controlsUpdate(c intake.Controls) ConsumerUpdate {
-	return ConsumerUpdate{Paused: &c.Paused, RatePerSec: &c.RatePerSec, MaxInFlight: &c.MaxInFlight, Ordering: &c.Ordering,
+// controlsUpdate is the ControlsUpdate that makes a consumer's controls c.
+func controlsUpdate(c intake.Controls) ControlsUpdate {
+	return ControlsUpdate{Paused: &c.Paused, RatePerSec: &c.RatePerSec, MaxInFlight: &c.MaxInFlight, Ordering: &c.Ordering,
 		RetryAttempts: &c.Retry.Attempts, RetryBase: &c.Retry.Base, BreakerFailures: &c.BreakerFailures,
 		AutoDisableAfter: &c.AutoDisableAfter}
 }

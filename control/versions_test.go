@@ -63,7 +63,7 @@ func TestRacingChangesOfDifferentFieldsBothStick(t *testing.T) {
 					_, err := p.UpdateConsumer(ctx, who, cons.ID, control.ConsumerUpdate{Enabled: &no})
 					return err
 				}, func() error {
-					_, err := p.UpdateConsumer(ctx, who, cons.ID, control.ConsumerUpdate{RatePerSec: &rate})
+					_, err := p.UpdateConsumer(ctx, who, cons.ID, control.ConsumerUpdate{ControlsUpdate: control.ControlsUpdate{RatePerSec: &rate}})
 					return err
 				})
 				got, err := s.Consumer(ctx, who.Scope, cons.ID)

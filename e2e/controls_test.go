@@ -88,7 +88,7 @@ func TestAPausedConsumerHoldsItsDeliveriesWhileAnotherIsServedAndDrainsOnResume(
 	add := func(name, url string) string {
 		var c struct{ ID string }
 		if err := json.Unmarshal([]byte(s.cli(t, "consumers", "add", "--org", orgs.Items[0].ID, "--name", name, "--app", name,
-			"--consumer-url", url, "--event-type", "github.*")), &c); err != nil {
+			"--url", url, "--event-type", "github.*")), &c); err != nil {
 			t.Fatal(err)
 		}
 		return c.ID

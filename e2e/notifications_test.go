@@ -49,7 +49,7 @@ func TestATrippedConsumerIsNotifiedSignedToTheOrgsURL(t *testing.T) {
 		SigningSecret string `json:"signing_secret"`
 		Topics        []string
 	}
-	if err := json.Unmarshal([]byte(s.cli(t, "notifications", "set", "--org", org, "--notify-url", receiver.URL,
+	if err := json.Unmarshal([]byte(s.cli(t, "notifications", "set", "--org", org, "--url", receiver.URL,
 		"--topic", "consumer.tripped")), &set); err != nil || set.SigningSecret == "" {
 		t.Fatalf("notifications set: %v, %+v", err, set)
 	}

@@ -14,7 +14,7 @@ type ConsumersCmd struct {
 	Add          ConsumersAddCmd          `cmd:"" help:"Register a consumer and print its signing secret (shown only once)."`
 	List         ConsumersListCmd         `cmd:"" help:"List consumers."`
 	Show         ConsumersShowCmd         `cmd:"" help:"Show one consumer."`
-	Update       ConsumersUpdateCmd       `cmd:"" help:"Change a consumer's filter, transform or delivery controls (rate, max in flight, ordering, retries, breaker)."`
+	Update       ConsumersUpdateCmd       `cmd:"" help:"Change a consumer's name, URL, event types, filter, transform or delivery controls (rate, max in flight, ordering, retries, breaker)."`
 	Pause        ConsumersPauseCmd        `cmd:"" help:"Hold a consumer's deliveries: they wait, spend no attempt and never make an event dead."`
 	Resume       ConsumersResumeCmd       `cmd:"" help:"Let a paused consumer's held deliveries go, at its rate."`
 	Health       ConsumersHealthCmd       `cmd:"" help:"Show how deliveries to a consumer stand: state, last hour, last call, backlog."`
@@ -24,16 +24,19 @@ type ConsumersCmd struct {
 	Delete       ConsumersDeleteCmd       `cmd:"" help:"Delete a consumer (its deliveries stay)."`
 }
 
-// ConsumersAddCmd registers a consumer. Its address is --consumer-url
-// because --url is every command's server address.
+// ConsumersAddCmd registers a consumer. Its address is --url (the server's
+// is --server); --consumer-url is the older name of it.
 type ConsumersAddCmd struct {
 	Org        string   `name:"org" help:"Org id (required with the staff token)."`
 	Name       string   `name:"name" required:"" help:"Name of the consumer."`
 	App        string   `name:"app" required:"" help:"The app it belongs to (subject links name apps)."`
-	URL        string   `name:"consumer-url" required:"" help:"Where events are posted (http or https)."`
+	URL        string   `name:"url" aliases:"consumer-url" required:"" help:"Where events are posted (http or https)."`
 	EventType  []string `name:"event-type" required:"" sep:"none" help:"Event type or prefix (stripe.invoice.paid, stripe.invoice.*, *); repeat for several."`
 	Completion bool     `name:"completion" help:"Receive the events about records its app initiated."`
+	Paused     bool     `name:"paused" help:"Hold its deliveries from the start (resume it to let them go)."`
+	Disabled   bool     `name:"disabled" help:"Register it without sending it anything yet (enable it later)."`
 	ruleFlags
+	controlFlags
 }
 
 // Run registers the consumer.
@@ -42,15 +45,28 @@ func (c *ConsumersAddCmd) Run(cl *Client) error {
 	if err != nil {
 		return err
 	}
+	ctl, err := c.controls()
+	if err != nil {
+		return err
+	}
+	if c.Paused {
+		ctl.Paused = &c.Paused
+	}
+	var enabled *bool
+	if c.Disabled {
+		enabled = new(bool)
+	}
 	err = cl.send(http.MethodPost, "/api/v1/consumers", api.CreateConsumerRequest{
-		Filter:     filter,
-		Transform:  transform,
-		OrgID:      c.Org,
-		Name:       c.Name,
-		App:        c.App,
-		URL:        c.URL,
-		EventTypes: c.EventType,
-		Completion: c.Completion,
+		ConsumerControls: ctl,
+		Enabled:          enabled,
+		Filter:           filter,
+		Transform:        transform,
+		OrgID:            c.Org,
+		Name:             c.Name,
+		App:              c.App,
+		URL:              c.URL,
+		EventTypes:       c.EventType,
+		Completion:       c.Completion,
 	})
 	if err != nil {
 		return err

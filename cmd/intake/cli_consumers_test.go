@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
@@ -72,7 +75,7 @@ func TestCLIConsumersAddPrintsTheSecretOnceAndWarnsOnStderr(t *testing.T) {
 	s := newServer(t)
 	acme := s.newTenant(t, "acme")
 	out, stderr, err := s.runWithStderr(t, staffToken, "consumers", "add", "--org", acme.org.ID, "--name", "invoices",
-		"--app", "billing", "--consumer-url", "http://127.0.0.1:9000/hooks", "--event-type", "stripe.invoice.*", "--event-type", "github.push", "--completion")
+		"--app", "billing", "--url", "http://127.0.0.1:9000/hooks", "--event-type", "stripe.invoice.*", "--event-type", "github.push", "--completion")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +143,7 @@ func TestCLIEventsShowIncludesDeliveriesAndUnclaimedListsEveryOrg(t *testing.T) 
 	s := newServer(t)
 	acme, globex := s.newTenant(t, "acme"), s.newTenant(t, "globex")
 	c := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "add", "--name", "hook", "--app", "billing",
-		"--consumer-url", "http://127.0.0.1:9/", "--event-type", "*"))
+		"--url", "http://127.0.0.1:9/", "--event-type", "*"))
 	delivered := s.routedEvent(t, acme, "none.thing.done", intake.EventRetrying,
 		intake.Delivery{ConsumerID: c.ID, Outcome: intake.DeliveryRetry, StatusCode: 500, Latency: 3 * time.Millisecond, Error: "answered 500"})
 
@@ -165,5 +168,82 @@ func TestCLIEventsShowIncludesDeliveriesAndUnclaimedListsEveryOrg(t *testing.T) 
 	}
 	if _, err := s.run(t, acme.org.APIKey, "events", "unclaimed"); err == nil || !strings.Contains(err.Error(), "only the staff token") {
 		t.Fatalf("unclaimed with an org key: %v", err)
+	}
+}
+
+// The server is --server (or INTAKE_URL) and a consumer's address --url,
+// so README's `consumers add --url …` works as typed and never retargets
+// the CLI.
+func TestCLIConsumersAddTakesTheConsumerURLAsURLAndTheServerAsServer(t *testing.T) {
+	s := newServer(t)
+	acme := s.newTenant(t, "acme")
+	// The harness gives --server s.url before the command; --url is the
+	// consumer's.
+	c := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "add", "--name", "tracker", "--app", "tracker",
+		"--url", "http://127.0.0.1:3000/hooks", "--event-type", "github.*", "--rate", "5", "--max-in-flight", "2",
+		"--ordering", "subject", "--retry-attempts", "3", "--retry-base", "30s", "--breaker-failures", "4",
+		"--auto-disable-after", "24h", "--paused", "--disabled"))
+	if c.URL != "http://127.0.0.1:3000/hooks" || c.RatePerSec != 5 || c.MaxInFlight == nil || *c.MaxInFlight != 2 ||
+		c.Ordering != "subject" || c.RetryAttempts != 3 || c.RetryBase != "30s" || c.BreakerFailures != 4 ||
+		c.AutoDisableAfter != "24h0m0s" || !c.Paused || c.Enabled {
+		t.Fatalf("consumers add with controls: %+v", c)
+	}
+
+	// INTAKE_URL still names the server.
+	t.Setenv("INTAKE_URL", s.url)
+	var cli CLI
+	var out bytes.Buffer
+	cli.Client.out = &out
+	parser, err := kong.New(&cli, kong.Name("intake"), kong.Exit(func(code int) { t.Fatalf("exited %d", code) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, err := parser.Parse([]string{"--token", acme.org.APIKey, "consumers", "add", "--name", "second", "--app", "tracker",
+		"--url", "http://127.0.0.1:3001/hooks", "--event-type", "*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kctx.Run(&cli.Client); err != nil {
+		t.Fatal(err)
+	}
+	if got := decodeOut[api.Consumer](t, out.String()); got.URL != "http://127.0.0.1:3001/hooks" || cli.Client.Server != s.url {
+		t.Fatalf("with INTAKE_URL: consumer %+v, server %q", got, cli.Client.Server)
+	}
+
+	// The old global --url is refused with where the server's address went,
+	// not taken for one.
+	_, err = parser.Parse([]string{"--url", s.url, "consumers", "list"})
+	if err = serverFlagHint(err); err == nil || !strings.Contains(err.Error(), "--server (or INTAKE_URL)") {
+		t.Fatalf("global --url: %v", err)
+	}
+	// A bad control is refused with the server's message.
+	if _, err := s.run(t, acme.org.APIKey, "consumers", "add", "--name", "bad", "--app", "a", "--url", "http://127.0.0.1:9/",
+		"--event-type", "*", "--max-in-flight=-3"); err == nil || !strings.Contains(err.Error(), "max_in_flight must be between 1") {
+		t.Fatalf("a bad control: %v", err)
+	}
+}
+
+func TestCLIConsumersUpdateChangesNameURLAndEventTypes(t *testing.T) {
+	s := newServer(t)
+	acme := s.newTenant(t, "acme")
+	c := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "add", "--name", "orders", "--app", "shop",
+		"--url", "http://127.0.0.1:9/orders", "--event-type", "stripe.*", "--rate", "7"))
+	got := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "update", c.ID, "--name", "invoices",
+		"--url", "http://127.0.0.1:9/invoices", "--event-type", "stripe.invoice.*", "--event-type", "github.push"))
+	if got.Name != "invoices" || got.URL != "http://127.0.0.1:9/invoices" || strings.Join(got.EventTypes, " ") != "stripe.invoice.* github.push" ||
+		got.RatePerSec != 7 || got.App != "shop" {
+		t.Fatalf("consumers update: %+v", got)
+	}
+	// Only what is given changes.
+	got = decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "update", c.ID, "--max-in-flight", "none"))
+	if got.Name != "invoices" || got.URL != "http://127.0.0.1:9/invoices" || len(got.EventTypes) != 2 || got.MaxInFlight != nil {
+		t.Fatalf("consumers update --max-in-flight none: %+v", got)
+	}
+	if _, err := s.run(t, acme.org.APIKey, "consumers", "update", c.ID, "--url", "http://169.254.169.254/"); err == nil ||
+		!strings.Contains(err.Error(), "consumer address policy") {
+		t.Fatalf("update to a refused address: %v", err)
+	}
+	if _, err := s.run(t, acme.org.APIKey, "consumers", "update", c.ID); err == nil || !strings.Contains(err.Error(), "--name, --url, --event-type") {
+		t.Fatalf("update with nothing: %v", err)
 	}
 }

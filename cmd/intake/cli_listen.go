@@ -128,13 +128,13 @@ type listener struct {
 func (l *listener) follow(ctx context.Context) (connected bool, err error) {
 	q := url.Values{}
 	setParam(q, "endpoint_id", l.cmd.Endpoint)
-	u := strings.TrimRight(l.cl.URL, "/") + "/api/v1/events/stream"
+	u := strings.TrimRight(l.cl.Server, "/") + "/api/v1/events/stream"
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return false, &refusal{msg: fmt.Sprintf("--url: %v", err)}
+		return false, &refusal{msg: fmt.Sprintf("--server: %v", err)}
 	}
 	req.Header.Set("Authorization", "Bearer "+l.cl.Token)
 	req.Header.Set("Accept", "text/event-stream")
@@ -147,7 +147,7 @@ func (l *listener) follow(ctx context.Context) (connected bool, err error) {
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return false, fmt.Errorf("cannot reach %s: %w", l.cl.URL, errors.Unwrap(err))
+		return false, fmt.Errorf("cannot reach %s: %w", l.cl.Server, errors.Unwrap(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -123,7 +123,7 @@ func startListen(t *testing.T, serverURL, tok string, args ...string) (stdout, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	kctx, err := parser.Parse(append([]string{"--url", serverURL, "--token", tok, "listen", "--retry", "20ms"}, args...))
+	kctx, err := parser.Parse(append([]string{"--server", serverURL, "--token", tok, "listen", "--retry", "20ms"}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestListenStopsOnARefusedToken(t *testing.T) {
 	var errOut bytes.Buffer
 	cli.Client.out, cli.Client.errOut = io.Discard, &errOut
 	parser, _ := kong.New(&cli, kong.Name("intake"))
-	kctx, err := parser.Parse([]string{"--url", s.url, "--token", "ik_wrong", "listen", "--forward-to", "http://localhost:1/hooks"})
+	kctx, err := parser.Parse([]string{"--server", s.url, "--token", "ik_wrong", "listen", "--forward-to", "http://localhost:1/hooks"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,10 @@ type NotificationsCmd struct {
 	Show NotificationsShowCmd `cmd:"" help:"Show where the org's notifications go (the Slack URL masked)."`
 }
 
-// NotificationsSetCmd puts an org's notification settings. Its address is
-// --notify-url because --url is every command's server address.
+// NotificationsSetCmd puts an org's notification settings.
 type NotificationsSetCmd struct {
 	Org      string   `name:"org" help:"Org id (required with the staff token)."`
-	URL      string   `name:"notify-url" help:"Where signed JSON notifications are posted (Standard Webhooks)."`
+	URL      string   `name:"url" aliases:"notify-url" help:"Where signed JSON notifications are posted (Standard Webhooks)."`
 	SlackURL string   `name:"slack-url" help:"A Slack incoming-webhook URL (https) for readable messages."`
 	Topic    []string `name:"topic" sep:"none" help:"A topic to send (message.dead, event.dead, consumer.tripped, consumer.recovered, consumer.disabled, signature.failures, storage.quota); repeat for several."`
 }

@@ -11,7 +11,7 @@ import (
 func TestNotificationsSetPrintsTheSecretOnceAndShowMasksSlack(t *testing.T) {
 	s := newServer(t)
 	tn := s.newTenant(t, "acme")
-	out, errOut, err := s.runWithStderr(t, tn.org.APIKey, "notifications", "set", "--notify-url", "http://127.0.0.1:9/ops",
+	out, errOut, err := s.runWithStderr(t, tn.org.APIKey, "notifications", "set", "--url", "http://127.0.0.1:9/ops",
 		"--slack-url", "https://127.0.0.1:9/services/T/B/s3cr3t", "--topic", "message.dead", "--topic", "consumer.tripped")
 	if err != nil {
 		t.Fatal(err)

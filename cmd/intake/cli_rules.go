@@ -130,20 +130,51 @@ func (f ruleFlags) rules() (filter, transform string, setFilter, setTransform bo
 	return filter, transform, setFilter, setTransform, nil
 }
 
-// ConsumersUpdateCmd changes a consumer's rules and delivery controls.
+// ConsumersUpdateCmd changes a consumer's name, address, event types,
+// rules and delivery controls; what it is not given stays as it is.
 type ConsumersUpdateCmd struct {
-	ID string `arg:"" help:"Consumer id."`
+	ID        string   `arg:"" help:"Consumer id."`
+	Name      *string  `name:"name" help:"New name of the consumer."`
+	URL       *string  `name:"url" help:"Where events are posted from now on (http or https)."`
+	EventType []string `name:"event-type" sep:"none" help:"The event types it receives from now on, replacing the ones it has; repeat for several."`
 	ruleFlags
 	ClearFilter    bool `name:"clear-filter" help:"Remove the consumer's filter."`
 	ClearTransform bool `name:"clear-transform" help:"Remove the consumer's transform."`
+	controlFlags
+}
 
+// controlFlags set a consumer's delivery controls, on creation or in an
+// update; the server checks them.
+type controlFlags struct {
 	Rate             *float64 `name:"rate" help:"Most calls per second, across all processes (0: no limit)."`
-	MaxInFlight      string   `name:"max-in-flight" help:"Most calls in flight, across all processes (1: one at a time; none: no limit)."`
+	MaxInFlight      string   `name:"max-in-flight" help:"Most calls in flight, across all processes (1: one at a time; none or 0: no limit)."`
 	Ordering         *string  `name:"ordering" help:"Deliver in order per key: subject (per provider object), a CEL expression giving the key, or '' for none."`
 	RetryAttempts    *int     `name:"retry-attempts" help:"Attempts before an event is dead for this consumer (0: the server's)."`
 	RetryBase        *string  `name:"retry-base" help:"First wait before a retry, growing fourfold (e.g. 30s; 0s: the server's)."`
 	BreakerFailures  *int     `name:"breaker-failures" help:"Failed calls in a row that open the circuit breaker (0: the default, 10)."`
 	AutoDisableAfter *string  `name:"auto-disable-after" help:"Continuous failure that disables the consumer (e.g. 72h; 0s: the default)."`
+}
+
+// controls is the request's delivery controls the flags give; absent
+// flags are absent controls.
+func (f controlFlags) controls() (api.ConsumerControls, error) {
+	c := api.ConsumerControls{RatePerSec: f.Rate, Ordering: f.Ordering, BreakerFailures: f.BreakerFailures,
+		AutoDisableAfter: f.AutoDisableAfter}
+	switch f.MaxInFlight {
+	case "":
+	case "none":
+		c.MaxInFlight = new(int)
+	default:
+		n, err := strconv.Atoi(f.MaxInFlight)
+		if err != nil {
+			return c, errors.New("--max-in-flight takes a number or none")
+		}
+		c.MaxInFlight = &n
+	}
+	if f.RetryAttempts != nil || f.RetryBase != nil {
+		c.Retry = &api.RetryPolicy{Attempts: f.RetryAttempts, Base: f.RetryBase}
+	}
+	return c, nil
 }
 
 // Run saves the change.
@@ -152,41 +183,21 @@ func (c *ConsumersUpdateCmd) Run(cl *Client) error {
 	if err != nil {
 		return err
 	}
-	req := map[string]any{}
+	req := api.UpdateConsumerRequest{Name: c.Name, URL: c.URL}
+	if len(c.EventType) > 0 {
+		req.EventTypes = &c.EventType
+	}
 	if setFilter || c.ClearFilter {
-		req["filter"] = filter
+		req.Filter = &filter
 	}
 	if setTransform || c.ClearTransform {
-		req["transform"] = transform
+		req.Transform = &transform
 	}
-	if c.Rate != nil {
-		req["rate_per_sec"] = *c.Rate
+	if req.ConsumerControls, err = c.controls(); err != nil {
+		return err
 	}
-	switch c.MaxInFlight {
-	case "":
-	case "none":
-		req["max_in_flight"] = nil
-	default:
-		n, err := strconv.Atoi(c.MaxInFlight)
-		if err != nil {
-			return errors.New("--max-in-flight takes a number or none")
-		}
-		req["max_in_flight"] = n
-	}
-	if c.Ordering != nil {
-		req["ordering"] = *c.Ordering
-	}
-	if c.RetryAttempts != nil || c.RetryBase != nil {
-		req["retry"] = api.RetryPolicy{Attempts: c.RetryAttempts, Base: c.RetryBase}
-	}
-	if c.BreakerFailures != nil {
-		req["breaker_failures"] = *c.BreakerFailures
-	}
-	if c.AutoDisableAfter != nil {
-		req["auto_disable_after"] = *c.AutoDisableAfter
-	}
-	if len(req) == 0 {
-		return errors.New("nothing to change: give --filter, --filter-file, --transform-file, --clear-filter, --clear-transform, " +
+	if req == (api.UpdateConsumerRequest{}) {
+		return errors.New("nothing to change: give --name, --url, --event-type, --filter, --filter-file, --transform-file, --clear-filter, --clear-transform, " +
 			"--rate, --max-in-flight, --ordering, --retry-attempts, --retry-base, --breaker-failures or --auto-disable-after")
 	}
 	return cl.send(http.MethodPatch, idPath("/api/v1/consumers", c.ID), req)

@@ -20,8 +20,10 @@ import (
 // Client is the command-line client of the admin API: the flags every client
 // command shares, and the command groups.
 type Client struct {
-	URL   string `name:"url" env:"INTAKE_URL" default:"http://localhost:8080" help:"Base URL of the intake server."`
-	Token string `name:"token" env:"INTAKE_TOKEN" help:"Staff token or an org's API key."`
+	// Server is --server, never --url: --url is what a command sets (a
+	// consumer's address), so the two cannot be mistaken for each other.
+	Server string `name:"server" env:"INTAKE_URL" default:"http://localhost:8080" help:"Base URL of the intake server."`
+	Token  string `name:"token" env:"INTAKE_TOKEN" help:"Staff token or an org's API key."`
 
 	Orgs          OrgsCmd          `cmd:"" help:"Manage orgs (tenants)."`
 	Connections   ConnectionsCmd   `cmd:"" help:"Manage connections to provider accounts."`
@@ -70,7 +72,7 @@ func (cl *Client) call(method, path string, query url.Values, in any) ([]byte, e
 	if cl.Token == "" {
 		return nil, errors.New("no token: set --token or INTAKE_TOKEN to the staff token or an org's API key")
 	}
-	u := strings.TrimRight(cl.URL, "/") + path
+	u := strings.TrimRight(cl.Server, "/") + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
@@ -98,12 +100,12 @@ func (cl *Client) call(method, path string, query url.Values, in any) ([]byte, e
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach %s: %w", cl.URL, errors.Unwrap(err))
+		return nil, fmt.Errorf("cannot reach %s: %w", cl.Server, errors.Unwrap(err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, fmt.Errorf("reading the answer of %s: %w", cl.URL, err)
+		return nil, fmt.Errorf("reading the answer of %s: %w", cl.Server, err)
 	}
 	if resp.StatusCode >= 300 {
 		var e api.ErrorBody

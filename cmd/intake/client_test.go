@@ -82,7 +82,7 @@ func (s server) runWithStderr(t *testing.T, tok string, args ...string) (string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, err := parser.Parse(append([]string{"--url", s.url, "--token", tok}, args...))
+	ctx, err := parser.Parse(append([]string{"--server", s.url, "--token", tok}, args...))
 	if err != nil {
 		t.Fatalf("intake %v: %v", args, err)
 	}
@@ -261,8 +261,8 @@ func TestCLIReturnsTheAPIErrorMessage(t *testing.T) {
 		{staffToken, []string{"connections", "create", "--provider", "stripe", "--name", "x", "--secret", "s"}, "org_id is required"},
 		{staffToken, []string{"connections", "create", "--provider", "stripe", "--name", "x", "--config", "{"}, "--config must be a JSON object"},
 		{staffToken, []string{"messages", "list", "--state", "lost"}, "state must be one of"},
-		{staffToken, []string{"consumers", "add", "--org", intake.NewID(), "--name", "x", "--app", "a", "--consumer-url", "http://127.0.0.1/", "--event-type", "stripe.*.paid"}, "* may only end a pattern"},
-		{staffToken, []string{"consumers", "add", "--org", intake.NewID(), "--name", "x", "--app", "a", "--consumer-url", "http://169.254.169.254/", "--event-type", "*"}, "refused by the consumer address policy"},
+		{staffToken, []string{"consumers", "add", "--org", intake.NewID(), "--name", "x", "--app", "a", "--url", "http://127.0.0.1/", "--event-type", "stripe.*.paid"}, "* may only end a pattern"},
+		{staffToken, []string{"consumers", "add", "--org", intake.NewID(), "--name", "x", "--app", "a", "--url", "http://169.254.169.254/", "--event-type", "*"}, "refused by the consumer address policy"},
 		{staffToken, []string{"consumers", "disable", intake.NewID()}, "not found"},
 		{staffToken, []string{"links", "add", "--connection", intake.NewID(), "--object", "o", "--app", "a", "--record", "r"}, "not found"},
 		{staffToken, []string{"events", "show", "nope"}, `malformed id "nope"`},

@@ -18,7 +18,7 @@ import (
 // HealthcheckCmd is the container probe: it asks the local server whether it
 // is ready, so an image without a shell or curl can still be health-checked.
 type HealthcheckCmd struct {
-	Addr    string        `default:":8080" env:"INTAKE_ADDR" help:"The address intake serve listens on; the probe asks its loopback. --url (or INTAKE_URL) overrides it."`
+	Addr    string        `default:":8080" env:"INTAKE_ADDR" help:"The address intake serve listens on; the probe asks its loopback. --server (or INTAKE_URL) overrides it."`
 	Timeout time.Duration `default:"3s" help:"How long the probe waits for an answer."`
 }
 
@@ -32,11 +32,11 @@ func (c *HealthcheckCmd) Run(cl *Client, kctx *kong.Context) error {
 	return probe(base+"/readyz", c.Timeout)
 }
 
-// base is the server to ask: the client's --url when the user gave one,
+// base is the server to ask: the client's --server when the user gave one,
 // else the loopback address of --addr.
 func (c *HealthcheckCmd) base(cl *Client, explicitURL bool) (string, error) {
 	if explicitURL {
-		return strings.TrimRight(cl.URL, "/"), nil
+		return strings.TrimRight(cl.Server, "/"), nil
 	}
 	host, port, err := net.SplitHostPort(c.Addr)
 	if err != nil {
@@ -51,14 +51,14 @@ func (c *HealthcheckCmd) base(cl *Client, explicitURL bool) (string, error) {
 	return "http://" + net.JoinHostPort(host, port), nil
 }
 
-// urlGiven reports whether --url was on the command line or INTAKE_URL in
+// urlGiven reports whether --server was on the command line or INTAKE_URL in
 // the environment, as opposed to the client's default.
 func urlGiven(kctx *kong.Context) bool {
 	if os.Getenv("INTAKE_URL") != "" {
 		return true
 	}
 	for _, p := range kctx.Path {
-		if p.Flag != nil && p.Flag.Name == "url" {
+		if p.Flag != nil && p.Flag.Name == "server" {
 			return true
 		}
 	}

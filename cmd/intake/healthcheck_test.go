@@ -50,7 +50,7 @@ func readyz(t *testing.T, status int, body string) *httptest.Server {
 func TestHealthcheckPassesWhenReadyzAnswers200(t *testing.T) {
 	t.Setenv("INTAKE_URL", "")
 	srv := readyz(t, http.StatusOK, "ready\n")
-	out, err := runCLI(t, "healthcheck", "--url", srv.URL)
+	out, err := runCLI(t, "healthcheck", "--server", srv.URL)
 	if err != nil || out != "" {
 		t.Fatalf("ready server: err %v, stdout %q", err, out)
 	}
@@ -59,7 +59,7 @@ func TestHealthcheckPassesWhenReadyzAnswers200(t *testing.T) {
 func TestHealthcheckFailsWithOneLineNamingTheReasonWhenNotReady(t *testing.T) {
 	t.Setenv("INTAKE_URL", "")
 	srv := readyz(t, http.StatusServiceUnavailable, "store unavailable\nmore detail\n")
-	_, err := runCLI(t, "healthcheck", "--url", srv.URL)
+	_, err := runCLI(t, "healthcheck", "--server", srv.URL)
 	if err == nil {
 		t.Fatal("a 503 from /readyz passed the healthcheck")
 	}
@@ -79,7 +79,7 @@ func TestHealthcheckFailsOnARedirectInsteadOfFollowingIt(t *testing.T) {
 		w.Write([]byte("ok"))
 	}))
 	t.Cleanup(srv.Close)
-	if _, err := runCLI(t, "healthcheck", "--url", srv.URL); err == nil || !strings.Contains(err.Error(), "302") {
+	if _, err := runCLI(t, "healthcheck", "--server", srv.URL); err == nil || !strings.Contains(err.Error(), "302") {
 		t.Fatalf("redirect: %v", err)
 	}
 }
@@ -95,7 +95,7 @@ func TestHealthcheckGivesUpAfterItsTimeout(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	defer close(release)
-	_, err := runCLI(t, "healthcheck", "--url", srv.URL, "--timeout", "50ms")
+	_, err := runCLI(t, "healthcheck", "--server", srv.URL, "--timeout", "50ms")
 	if err == nil || !strings.Contains(err.Error(), "no answer within 50ms") {
 		t.Fatalf("a server that never answers: %v", err)
 	}

@@ -3,8 +3,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/alecthomas/kong"
 )
@@ -20,14 +22,27 @@ type CLI struct {
 
 func main() {
 	var cli CLI
-	ctx := kong.Parse(&cli,
+	parser := kong.Must(&cli,
 		kong.Name("intake"),
 		kong.Description("A self-hosted inbound webhook gateway."),
 		kong.UsageOnError(),
 		kong.Vars{"version": currentBuild().String()},
 	)
+	ctx, err := parser.Parse(os.Args[1:])
+	parser.FatalIfErrorf(serverFlagHint(err))
 	if err := ctx.Run(&cli.Client); err != nil {
 		fmt.Fprintln(os.Stderr, "intake:", err)
 		os.Exit(1)
 	}
+}
+
+// serverFlagHint says where the server's address went when a command line
+// gives --url to a command that has no address of its own: the server is
+// --server (or INTAKE_URL); --url is what a command sets, such as a
+// consumer's URL.
+func serverFlagHint(err error) error {
+	if err == nil || !strings.Contains(err.Error(), "unknown flag --url") {
+		return err
+	}
+	return errors.New(err.Error() + ": the intake server's address is --server (or INTAKE_URL); --url is the address a command sets, such as a consumer's")
 }
