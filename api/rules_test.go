@@ -37,6 +37,28 @@ func TestAConsumerRuleThatDoesNotCompileIsRefusedWithItsPositionAndNothingIsSave
 	}
 }
 
+// event is the envelope, typed field by field: event.type is a string, and
+// a filter returning it would have every event filtered at run time.
+func TestAFilterReturningAStringIsRefusedByPatchAndNothingIsSaved(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	c := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, consumerReq(`event.type == "a"`, ""))
+	before := must[api.List[api.AuditEntry]](e, 200, "GET", "/api/v1/audit", acme.org.APIKey, nil)
+	bad := `event.type`
+	wantError(t, e.do("PATCH", "/api/v1/consumers/"+c.ID, acme.org.APIKey, api.UpdateConsumerRequest{Filter: &bad}), 400, intake.EINVALID,
+		`filter must return a bool, not string: event.type; compare it, e.g. event.type == "value"`)
+	if got := must[api.Consumer](e, 200, "GET", "/api/v1/consumers/"+c.ID, acme.org.APIKey, nil); got.Filter != `event.type == "a"` {
+		t.Fatalf("a refused update changed the filter to %q", got.Filter)
+	}
+	if after := must[api.List[api.AuditEntry]](e, 200, "GET", "/api/v1/audit", acme.org.APIKey, nil); len(after.Items) != len(before.Items) {
+		t.Fatalf("a refused update was audited: %+v", after.Items[0])
+	}
+	rec := e.do("POST", "/api/v1/consumers", acme.org.APIKey, consumerReq(`event.type`, ""))
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), "filter must return a bool, not string") {
+		t.Fatalf("create with filter event.type: %d %s, want 400", rec.Code, rec.Body.String())
+	}
+}
+
 func TestRuleChangesAreReturnedAndAuditedWithTheOldAndNewSource(t *testing.T) {
 	e := newEnv(t)
 	acme := e.newTenant("acme")

@@ -27,8 +27,36 @@ type consumerView struct {
 	Results           []ruleResult
 	// Edit is the settings form: the consumer's own, or what was entered
 	// and refused, with why.
-	Edit   consumerEdit
-	status int // the page's HTTP status; 0 is 200
+	Edit    consumerEdit
+	status  int             // the page's HTTP status; 0 is the status asked for
+	Invalid *ruleDiagnostic // why the editor's rules were not saved
+}
+
+// ruleDiagnostic is why an editor's rules were refused when saved: the
+// rule at fault (empty when the refusal names none) and the checker's
+// message, a line each, shown under that rule's box with the edit kept.
+type ruleDiagnostic struct {
+	Rule  rules.Kind
+	Lines []string
+}
+
+// diagnose is the diagnostic of an error saving rules, or nil when the
+// error is not a refusal of what the operator wrote.
+func diagnose(err error) *ruleDiagnostic {
+	if intake.ErrorCode(err) != intake.EINVALID {
+		return nil
+	}
+	msg := intake.ErrorMessage(err)
+	d := &ruleDiagnostic{Lines: strings.Split(strings.TrimRight(msg, "\n"), "\n")}
+	for _, k := range []rules.Kind{rules.KindFilter, rules.KindTransform, rules.KindInterpret} {
+		if strings.HasPrefix(msg, string(k)) {
+			d.Rule = k
+		}
+	}
+	if strings.HasPrefix(msg, "config.script") {
+		d.Rule = rules.KindInterpret
+	}
+	return d
 }
 
 // ruleResult is one rule's dry run as the page shows it.
@@ -73,6 +101,12 @@ func (c *Console) consumer(w http.ResponseWriter, r *http.Request, s *session) e
 }
 
 func (c *Console) renderConsumer(w http.ResponseWriter, r *http.Request, s *session, v consumerView) error {
+	return c.renderConsumerAs(w, r, s, http.StatusOK, v)
+}
+
+// renderConsumerAs renders the consumer's page with the status given: a
+// refused edit is answered with its page, and the status of the refusal.
+func (c *Console) renderConsumerAs(w http.ResponseWriter, r *http.Request, s *session, status int, v consumerView) error {
 	events, err := c.testEvents(r.Context(), s, v.C)
 	if err != nil {
 		return err
@@ -84,7 +118,7 @@ func (c *Console) renderConsumer(w http.ResponseWriter, r *http.Request, s *sess
 	if v.Edit == (consumerEdit{}) {
 		v.Edit = consumerEdit{Name: v.C.Name, URL: v.C.URL, EventTypes: strings.Join(v.C.EventTypes, ", ")}
 	}
-	c.render(w, r, s, cmp.Or(v.status, http.StatusOK), "consumer", "Consumer "+v.C.Name, v)
+	c.render(w, r, s, cmp.Or(v.status, status), "consumer", "Consumer "+v.C.Name, v)
 	return nil
 }
 
@@ -151,7 +185,16 @@ func (c *Console) saveConsumerRules(w http.ResponseWriter, r *http.Request, s *s
 	if strings.TrimSpace(transform) == "" {
 		transform = ""
 	}
-	if _, err := c.ctl.UpdateConsumer(r.Context(), s.caller(), id, control.ConsumerUpdate{Filter: &filter, Transform: &transform}); err != nil {
+	_, err = c.ctl.UpdateConsumer(r.Context(), s.caller(), id, control.ConsumerUpdate{Filter: &filter, Transform: &transform})
+	if d := diagnose(err); d != nil {
+		// The page again, with the edit in the editor and why it was refused.
+		cs, rerr := c.store.Consumer(r.Context(), s.scope(), id)
+		if rerr != nil {
+			return rerr
+		}
+		return c.renderConsumerAs(w, r, s, control.HTTPStatus(err), consumerView{C: cs, Filter: filter, Transform: transform, Invalid: d})
+	}
+	if err != nil {
 		return err
 	}
 	return redirect(w, r, "/console/consumers/"+id+"?flash=rules-saved")
@@ -168,6 +211,7 @@ type connectionView struct {
 	Messages       []intake.Message
 	Target         string
 	Results        []ruleResult
+	Invalid        *ruleDiagnostic // why the editor's rules were not saved
 }
 
 func (c *Console) connection(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -183,6 +227,11 @@ func (c *Console) connection(w http.ResponseWriter, r *http.Request, s *session)
 }
 
 func (c *Console) renderConnection(w http.ResponseWriter, r *http.Request, s *session, v connectionView) error {
+	return c.renderConnectionAs(w, r, s, http.StatusOK, v)
+}
+
+// renderConnectionAs renders the connection's page with the status given.
+func (c *Console) renderConnectionAs(w http.ResponseWriter, r *http.Request, s *session, status int, v connectionView) error {
 	ctx := r.Context()
 	v.Scripted = control.DescribedByScript(v.C.Provider)
 	v.Secrets = "?"
@@ -212,7 +261,7 @@ func (c *Console) renderConnection(w http.ResponseWriter, r *http.Request, s *se
 		}
 		v.Messages = append(v.Messages, page.Items...)
 	}
-	c.render(w, r, s, http.StatusOK, "connection", "Connection "+v.C.Name, v)
+	c.render(w, r, s, status, "connection", "Connection "+v.C.Name, v)
 	return nil
 }
 
@@ -261,7 +310,19 @@ func (c *Console) saveConnectionRules(w http.ResponseWriter, r *http.Request, s 
 		script := r.PostFormValue("script")
 		u.Script = &script
 	}
-	if _, err := c.ctl.UpdateConnection(r.Context(), s.caller(), id, u); err != nil {
+	_, err = c.ctl.UpdateConnection(r.Context(), s.caller(), id, u)
+	if d := diagnose(err); d != nil {
+		cn, rerr := c.store.Connection(r.Context(), s.scope(), id)
+		if rerr != nil {
+			return rerr
+		}
+		v := connectionView{C: cn, Filter: filter, Script: control.Script(cn), Invalid: d}
+		if u.Script != nil {
+			v.Script = *u.Script
+		}
+		return c.renderConnectionAs(w, r, s, control.HTTPStatus(err), v)
+	}
+	if err != nil {
 		return err
 	}
 	return redirect(w, r, "/console/connections/"+id+"?flash=rules-saved")

@@ -2,11 +2,13 @@ package console_test
 
 import (
 	"context"
+	"html/template"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/console"
@@ -115,4 +117,57 @@ func TestAnEndpointNamedInTheConsoleShowsItsName(t *testing.T) {
 	}
 	p = b.post("/console/endpoints", url.Values{"csrf": {b.csrf()}, "connection": {acme.conn.ID}, "name": {"backup"}})
 	wantStatus(t, p, http.StatusConflict)
+}
+
+// A refused save answers the page again: the edit in the editor, and the
+// checker's diagnostics under the rule at fault, a line each.
+func TestARefusedRuleIsShownUnderItsEditorWithTheEditKept(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	ctx := context.Background()
+	cs := intake.Consumer{ID: intake.NewID(), OrgID: acme.org.ID, Name: "billing", App: "billing", URL: "http://127.0.0.1:9/",
+		EventTypes: []string{"*"}, Enabled: true, SealedSecret: []byte{1}, CreatedAt: time.Now(), Filter: `event.type == "a"`}
+	if err := e.store.CreateConsumer(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.signIn(acme.org.APIKey)
+	const transform = "function transform(event) {\n  return null;\n}"
+	for _, tc := range []struct {
+		filter, transform, rule string
+		lines                   []string
+	}{
+		{`event.type`, transform, "filter",
+			[]string{`filter must return a bool, not string: event.type; compare it, e.g. event.type == &#34;value&#34;`}},
+		{`event.type ==`, transform, "filter",
+			[]string{`filter does not compile: line 1, column 14: Syntax error:`, ` | event.type ==`, ` | .............^`}},
+		{`event.type == "b"`, "function transform(event) { return {body: }", "transform", []string{"transform"}},
+	} {
+		p := b.post("/console/consumers/"+cs.ID+"/rules", url.Values{"csrf": {b.csrf()}, "filter": {tc.filter}, "transform": {tc.transform}})
+		wantStatus(t, p, http.StatusBadRequest)
+		if !strings.Contains(p.body, `id="rules-form"`) {
+			t.Fatalf("a refused %s answered another page than the consumer's:\n%s", tc.rule, p.body)
+		}
+		if !strings.Contains(p.body, ">"+template.HTMLEscapeString(tc.filter)+"</textarea>") ||
+			!strings.Contains(p.body, ">"+template.HTMLEscapeString(tc.transform)+"</textarea>") {
+			t.Fatalf("the edit is not in the editor after a refused %s:\n%s", tc.rule, p.body)
+		}
+		if !strings.Contains(p.body, `aria-describedby="`+tc.rule+`-errors"`) || !strings.Contains(p.body, `id="`+tc.rule+`-errors"`) {
+			t.Fatalf("the diagnostics are not tied to the %s's editor:\n%s", tc.rule, p.body)
+		}
+		for _, line := range tc.lines {
+			if !strings.Contains(p.body, `<span class="line">`+line) {
+				t.Errorf("the page lacks the diagnostic line %q:\n%s", line, p.body)
+			}
+		}
+	}
+	if got, _ := e.store.Consumer(ctx, intake.Scope{}, cs.ID); got.Filter != `event.type == "a"` || got.Transform != "" {
+		t.Fatalf("refused saves changed the rules to %q, %q", got.Filter, got.Transform)
+	}
+	// A connection's page too.
+	p := b.post("/console/connections/"+acme.conn.ID+"/rules", url.Values{"csrf": {b.csrf()}, "filter": {`event.id`}})
+	wantStatus(t, p, http.StatusBadRequest)
+	if !strings.Contains(p.body, ">event.id</textarea>") || !strings.Contains(p.body, `<span class="line">filter must return a bool, not string: event.id`) {
+		t.Fatalf("the connection's page after a refused filter:\n%s", p.body)
+	}
 }

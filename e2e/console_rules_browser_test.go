@@ -41,7 +41,31 @@ func TestConsoleInBrowserAddsRulesTestsThemAndTheNextWebhookArrivesReshaped(t *t
 		chromedp.Click(chromedp.CSS(`#consumers tr[data-id="`+cons.ID+`"] a`)),
 		chromedp.WaitVisible(chromedp.ID("rules-form")),
 	)
+	// A filter that is not a bool is refused: the page comes back with the
+	// edit kept and the diagnostic under the filter.
+	step(t, tab, "save a filter that returns a string",
+		chromedp.SendKeys(chromedp.ID("filter"), `event.type`),
+		chromedp.SendKeys(chromedp.ID("transform"), `function transform(event) { return null }`),
+		chromedp.Click(chromedp.ID("save-rules")),
+		chromedp.WaitVisible(chromedp.ID("filter-errors")),
+	)
+	if d := read(t, tab, "diagnostics", chromedp.Text(chromedp.ID("filter-errors"))); !strings.Contains(d,
+		`filter must return a bool, not string: event.type; compare it, e.g. event.type == "value"`) {
+		t.Fatalf("the diagnostics under the filter read:\n%s", d)
+	}
+	if f := read(t, tab, "filter box", chromedp.Value(chromedp.ID("filter"))); f != "event.type" {
+		t.Fatalf("after the refused save the filter box holds %q", f)
+	}
+	if f := read(t, tab, "transform box", chromedp.Value(chromedp.ID("transform"))); f != `function transform(event) { return null }` {
+		t.Fatalf("after the refused save the transform box holds %q", f)
+	}
+	var saved struct{ Filter string }
+	if s.api(t, "GET", "/api/v1/consumers/"+cons.ID, nil, &saved); saved.Filter != "" {
+		t.Fatalf("the refused filter was saved: %q", saved.Filter)
+	}
 	step(t, tab, "write the rules and test them",
+		chromedp.Clear(chromedp.ID("filter")),
+		chromedp.Clear(chromedp.ID("transform")),
 		chromedp.SendKeys(chromedp.ID("filter"), `event.type == "stripe.invoice.paid" && event.data.data.object.object == "invoice"`),
 		chromedp.SendKeys(chromedp.ID("transform"), `function transform(event, context) { return {body: {text: "Paid: " + event.data.data.object.id, kind: event.type}} }`),
 		chromedp.Click(chromedp.ID("test-rules")),

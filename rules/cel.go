@@ -59,7 +59,9 @@ func (e *Engine) Filter(ctx context.Context, source string, in Input) (bool, err
 	}
 	b, ok := v.(bool)
 	if !ok {
-		return false, fmt.Errorf("filter returned %T, want bool", v)
+		// Only a result CEL could not type when the filter was saved
+		// (a field of event.data) gets here.
+		return false, fmt.Errorf("filter returned %s, want bool%s", jsonKind(v), compareHint(KindFilter, valueType(v), source))
 	}
 	return b, nil
 }
@@ -101,12 +103,12 @@ const interruptEvery = 100
 
 func newCELRunner(cfg Config) (*celRunner, error) {
 	env, err := cel.NewEnv(
-		cel.Variable("event", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("headers", cel.MapType(cel.StringType, cel.StringType)),
 		cel.Variable("query", cel.MapType(cel.StringType, cel.StringType)),
 		cel.CrossTypeNumericComparisons(true),
 		cel.OptionalTypes(),
 		ext.Strings(),
+		envelopeDecls(), // last: it wraps the provider the options above add types to
 	)
 	if err != nil {
 		return nil, fmt.Errorf("rules: cel environment: %w", err)
@@ -167,16 +169,82 @@ func (r *celRunner) compile(kind Kind, source string) (cel.Program, error) {
 	if kind == KindKey {
 		want = types.StringType
 	}
+	// A result CEL cannot type (a field of event.data, whose shape is the
+	// provider's) is accepted: it may well be a bool, and one that is not
+	// is an error at run time, naming the fix.
 	if out := ast.OutputType(); !out.IsExactType(want) && !out.IsExactType(types.DynType) {
-		loc := ast.NativeRep().SourceInfo().GetStartLocation(ast.NativeRep().Expr().ID())
-		return nil, intake.Errorf(intake.EINVALID, "%s: %s", kind,
-			describe(loc, fmt.Sprintf("the expression returns %s, want %s", out, want), source))
+		return nil, intake.Errorf(intake.EINVALID, "%s must return a %s, not %s: %s%s", kind, want, typeName(out), shorten(source), compareHint(kind, out, source))
 	}
 	prog, err := r.env.Program(ast, r.opts...)
 	if err != nil {
 		return nil, intake.Errorf(intake.EINVALID, "%s: %v", kind, err)
 	}
 	return prog, nil
+}
+
+// typeName is how a rule's result type is named to the person who wrote
+// it: the envelope's objects by what they are in it.
+func typeName(t *types.Type) string {
+	switch t.TypeName() {
+	case envelopeType:
+		return "an object (the event)"
+	case subjectType:
+		return "an object (the subject)"
+	}
+	switch t.Kind() {
+	case types.BoolKind, types.BytesKind, types.DoubleKind, types.IntKind, types.StringKind, types.UintKind:
+		if t.IsAssignableType(types.NullType) { // wrapper(string): event.replay_of
+			return t.TypeName() + " or null"
+		}
+	}
+	return t.String()
+}
+
+// compareHint suggests the comparison a filter returning a value lacks.
+func compareHint(kind Kind, out *types.Type, source string) string {
+	if kind != KindFilter {
+		return ""
+	}
+	expr := shorten(source)
+	if len(expr) > 40 || strings.ContainsAny(expr, "&|?!") {
+		return "; compare it to a value"
+	}
+	switch out.Kind() {
+	case types.StringKind:
+		return fmt.Sprintf(`; compare it, e.g. %s == "value"`, expr)
+	case types.IntKind, types.UintKind, types.DoubleKind:
+		return fmt.Sprintf("; compare it, e.g. %s > 0", expr)
+	case types.ListKind, types.MapKind:
+		return fmt.Sprintf("; compare it, e.g. %s.size() > 0", expr)
+	case types.StructKind:
+		return fmt.Sprintf("; compare it, e.g. %s != null", expr)
+	}
+	return "; compare it to a value"
+}
+
+// valueType is the CEL type of a result decoded from JSON, for compareHint.
+func valueType(v any) *types.Type {
+	switch v.(type) {
+	case string:
+		return types.StringType
+	case float64, int64, uint64:
+		return types.DoubleType
+	case []any:
+		return types.NewListType(types.DynType)
+	case map[string]any:
+		return types.NewMapType(types.StringType, types.DynType)
+	}
+	return types.DynType
+}
+
+// shorten is source on one line, cut short when long, to quote it in an
+// error.
+func shorten(source string) string {
+	s := strings.Join(strings.Fields(source), " ")
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:57]) + "..."
+	}
+	return s
 }
 
 // describeIssues names each compile error by line and column, with the line

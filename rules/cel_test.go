@@ -110,8 +110,8 @@ func TestFilterKnownNotToReturnBoolIsInvalid(t *testing.T) {
 		if intake.ErrorCode(err) != intake.EINVALID {
 			t.Fatalf("Check(%q) = %v, want EINVALID", filter, err)
 		}
-		if msg := intake.ErrorMessage(err); !strings.Contains(msg, "want bool") || !strings.Contains(msg, "line 1, column") {
-			t.Errorf("Check(%q) message %q, want the position and 'want bool'", filter, msg)
+		if msg := intake.ErrorMessage(err); !strings.Contains(msg, "filter must return a bool, not ") || !strings.Contains(msg, ": "+filter+"; compare it") {
+			t.Errorf("Check(%q) message %q, want it to say a bool is wanted, quote the filter and say to compare", filter, msg)
 		}
 	}
 }
@@ -191,7 +191,7 @@ func TestOrderingKeyReturnsAStringAndRefusesOtherTypes(t *testing.T) {
 		t.Fatalf("Key = %q, %v; want acme/eur", key, err)
 	}
 	err = e.Check(context.Background(), "", KindKey, `event.data.object.amount > 1`)
-	if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(intake.ErrorMessage(err), "want string") {
+	if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(intake.ErrorMessage(err), "key must return a string, not bool") {
 		t.Fatalf("Check of a bool key: %v, want EINVALID naming string", err)
 	}
 	if _, err := e.Key(context.Background(), `event.data.object.amount`, in); err == nil || !strings.Contains(err.Error(), "want string") {

@@ -77,7 +77,7 @@ func TestDryRunReportsARuleThatFailsOnTheInput(t *testing.T) {
 	if !strings.HasPrefix(res.Error, "transform_error: Error: bad") || res.Result != nil {
 		t.Errorf("dry run of a throwing transform: %+v", res)
 	}
-	res, err = e.Test(context.Background(), KindFilter, `event.missing > 1`, TestInput{EventJSON: json.RawMessage(`{}`)})
+	res, err = e.Test(context.Background(), KindFilter, `event.data.missing > 1`, TestInput{EventJSON: json.RawMessage(`{"data":{}}`)})
 	if err != nil || res.Result != false || !strings.Contains(res.Error, "no such key") {
 		t.Errorf("dry run of a failing filter: %+v, %v", res, err)
 	}
