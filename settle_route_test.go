@@ -84,9 +84,13 @@ func TestDecideRouteSettlements(t *testing.T) {
 			}
 		},
 	}, {
-		name:  "a failed probe spends no attempt: its record is retry, not dead",
-		read:  oneRoute(ConsumerLane{Enabled: true, Controls: Controls{Retry: RetryPolicy{Attempts: 3}}, Lane: Lane{Tripped: true}}, 2),
-		batch: func() []TimedRouteSettlement { c := call("e1", "c1", 3, DeliveryRetry); c.Probe = true; return []TimedRouteSettlement{c} }(),
+		name: "a failed probe spends no attempt: its record is retry, not dead",
+		read: oneRoute(ConsumerLane{Enabled: true, Controls: Controls{Retry: RetryPolicy{Attempts: 3}}, Lane: Lane{Tripped: true}}, 2),
+		batch: func() []TimedRouteSettlement {
+			c := call("e1", "c1", 3, DeliveryRetry)
+			c.Probe = true
+			return []TimedRouteSettlement{c}
+		}(),
 		check: func(t *testing.T, d RouteSettleDecision) {
 			if d.Routes[0].State != RouteWaiting || d.Routes[0].Attempt != 2 || d.Deliveries[0].Outcome != DeliveryRetry {
 				t.Fatalf("routes %+v deliveries %+v", d.Routes, d.Deliveries)
