@@ -126,6 +126,9 @@ const (
 	DeliveryHeld = "held"
 )
 
+// DeliveryOutcomes lists every delivery outcome.
+var DeliveryOutcomes = []string{DeliveryHandled, DeliveryIgnored, DeliveryRetry, DeliveryDead, DeliveryFiltered, DeliveryHeld}
+
 // Delivery is one attempt of one event to one consumer.
 type Delivery struct {
 	ID         string
