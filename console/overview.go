@@ -113,7 +113,11 @@ func alarms(v overviewView, now time.Time, stalledQueued int, staff bool) []alar
 		out = append(out, alarm{"bad", fmt.Sprintf("%d messages received in the last 24 h are dead.", v.Totals.Dead), "/console/dead"})
 	}
 	if v.DeadEvents.Count > 0 {
-		out = append(out, alarm{"bad", strconv.Itoa(v.DeadEvents.Count) + " events are dead: their consumers never took them.", "/console/dead"})
+		text := strconv.Itoa(v.DeadEvents.Count) + " events are dead: calls to a consumer failed until its attempts ran out."
+		if v.DeadEvents.Count == 1 {
+			text = "1 event is dead: calls to a consumer failed until its attempts ran out."
+		}
+		out = append(out, alarm{"bad", text, "/console/dead"})
 	}
 	if v.NoConsumer.Count > 0 {
 		link := "/console/events?state=no_consumer"
