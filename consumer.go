@@ -112,7 +112,12 @@ type SubjectLink struct {
 const (
 	DeliveryHandled = "handled"
 	DeliveryIgnored = "ignored"
-	DeliveryRetry   = "retry"
+	// DeliveryRetry: the call failed and the route waits for its next
+	// attempt (or for the breaker).
+	DeliveryRetry = "retry"
+	// DeliveryDead: the call failed and spent the consumer's last attempt;
+	// the route is dead. A failed call, as retry is.
+	DeliveryDead = "dead"
 	// DeliveryFiltered: the consumer's filter declined the event (or its
 	// transform skipped it); no call was made and no attempt spent.
 	DeliveryFiltered = "filtered"
@@ -120,6 +125,9 @@ const (
 	// to it; no call was made, and the route waits for its resume.
 	DeliveryHeld = "held"
 )
+
+// DeliveryOutcomes lists every delivery outcome.
+var DeliveryOutcomes = []string{DeliveryHandled, DeliveryIgnored, DeliveryRetry, DeliveryDead, DeliveryFiltered, DeliveryHeld}
 
 // Delivery is one attempt of one event to one consumer.
 type Delivery struct {
@@ -133,6 +141,12 @@ type Delivery struct {
 	Latency    time.Duration
 	Error      string
 	At         time.Time
+}
+
+// Failed reports whether the call failed: it will be retried, or it spent
+// the consumer's last attempt.
+func (d *Delivery) Failed() bool {
+	return d.Outcome == DeliveryRetry || d.Outcome == DeliveryDead
 }
 
 // Succeeded reports whether the consumer is done with the event on this

@@ -32,6 +32,9 @@ const (
 	RouteDropped RouteState = "dropped"
 )
 
+// RouteStates lists every route state.
+var RouteStates = []RouteState{RouteWaiting, RouteHandled, RouteIgnored, RouteFiltered, RouteDead, RouteDropped}
+
 // RouteLeaseExpired is the last error of a route whose call's lease ran
 // out before it settled (its process stopped, or the call outlived the
 // lease): that call counts as failed, and the route is claimed as its next

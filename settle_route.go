@@ -216,6 +216,10 @@ func DecideRouteSettlements(in RouteSettleRead, batch []TimedRouteSettlement) Ro
 					r.Attempt = s.Attempt
 					if r.Attempt >= c.Controls.Attempts() {
 						r.State = RouteDead
+						// The call's record says it spent the last attempt.
+						if len(part.Deliveries) == 1 && part.Deliveries[0].Outcome == DeliveryRetry {
+							part.Deliveries[0].Outcome = DeliveryDead
+						}
 					} else {
 						r.NextAt = s.Now.Add(max(s.RetryAfter, c.Controls.Backoff(s.Backoff).Delay(r.Attempt)))
 					}

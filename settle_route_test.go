@@ -66,6 +66,35 @@ func TestDecideRouteSettlements(t *testing.T) {
 			if d.Routes[0].State != RouteDead || d.Events[0].State != EventDead || len(d.Notices) != 1 || d.Notices[0].Topic != NoticeEventDead {
 				t.Fatalf("route %+v events %+v notices %+v", d.Routes, d.Events, d.Notices)
 			}
+			if len(d.Deliveries) != 1 || d.Deliveries[0].Outcome != DeliveryDead || d.Deliveries[0].Error != "status 500" {
+				t.Fatalf("deliveries %+v, want the last call's record dead with its error", d.Deliveries)
+			}
+			// A dead call is a failed call to the breaker.
+			if len(d.Lanes) != 1 || d.Lanes[0].Failures != 1 || d.Lanes[0].FailingSince.IsZero() {
+				t.Fatalf("lanes %+v, want one failure", d.Lanes)
+			}
+		},
+	}, {
+		name:  "a failed call before the consumer's last attempt is recorded retry",
+		read:  oneRoute(ConsumerLane{Enabled: true, Controls: Controls{Retry: RetryPolicy{Attempts: 3}}}, 1),
+		batch: []TimedRouteSettlement{call("e1", "c1", 2, DeliveryRetry)},
+		check: func(t *testing.T, d RouteSettleDecision) {
+			if d.Routes[0].State != RouteWaiting || len(d.Deliveries) != 1 || d.Deliveries[0].Outcome != DeliveryRetry {
+				t.Fatalf("routes %+v deliveries %+v", d.Routes, d.Deliveries)
+			}
+		},
+	}, {
+		name: "a failed probe spends no attempt: its record is retry, not dead",
+		read: oneRoute(ConsumerLane{Enabled: true, Controls: Controls{Retry: RetryPolicy{Attempts: 3}}, Lane: Lane{Tripped: true}}, 2),
+		batch: func() []TimedRouteSettlement {
+			c := call("e1", "c1", 3, DeliveryRetry)
+			c.Probe = true
+			return []TimedRouteSettlement{c}
+		}(),
+		check: func(t *testing.T, d RouteSettleDecision) {
+			if d.Routes[0].State != RouteWaiting || d.Routes[0].Attempt != 2 || d.Deliveries[0].Outcome != DeliveryRetry {
+				t.Fatalf("routes %+v deliveries %+v", d.Routes, d.Deliveries)
+			}
 		},
 	}, {
 		name: "a call that is not leased is stale and writes nothing",

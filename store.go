@@ -205,6 +205,10 @@ type History interface {
 	ListEvents(ctx context.Context, sc Scope, f EventFilter) (Page[Event], error)
 	// Deliveries lists an event's delivery attempts, oldest first.
 	Deliveries(ctx context.Context, sc Scope, eventID string) ([]Delivery, error)
+	// EventRoutes lists the routes of events visible in sc (each event's
+	// way to one consumer: its state, the attempts it spent, its last
+	// error), by event and then consumer.
+	EventRoutes(ctx context.Context, sc Scope, eventIDs []string) ([]Route, error)
 	// RerouteEvent is the operator's re-route (see Reroute): the event back
 	// to pending, due now, with a fresh budget of attempts. Its deliveries
 	// are kept, so consumers that handled it are not called again.

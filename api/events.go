@@ -50,11 +50,69 @@ func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, sc intake.S
 		return err
 	}
 	out := List[Event]{Items: make([]Event, 0, len(page.Items)), NextCursor: page.NextCursor}
+	var dead []string
 	for _, e := range page.Items {
 		out.Items = append(out.Items, eventView(e))
+		if e.State == intake.EventDead {
+			dead = append(dead, e.ID)
+		}
+	}
+	if len(dead) > 0 {
+		// A dead event names the consumers whose attempts it spent, and why.
+		routes, err := s.eventRoutes(r, sc, dead)
+		if err != nil {
+			return err
+		}
+		for i := range out.Items {
+			for _, rt := range routes[out.Items[i].ID] {
+				if rt.State == string(intake.RouteDead) {
+					out.Items[i].DeadRoutes = append(out.Items[i].DeadRoutes, rt)
+				}
+			}
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// consumersByID are the consumers visible in sc, for their names and
+// retry limits.
+func (s *Server) consumersByID(r *http.Request, sc intake.Scope) (map[string]intake.Consumer, error) {
+	cs, err := s.store.ListConsumers(r.Context(), sc)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]intake.Consumer, len(cs))
+	for _, c := range cs {
+		out[c.ID] = c
+	}
+	return out, nil
+}
+
+// eventRoutes reads the events' routes, by event, with their consumers'
+// names and retry limits.
+func (s *Server) eventRoutes(r *http.Request, sc intake.Scope, eventIDs []string) (map[string][]EventRoute, error) {
+	rs, err := s.store.EventRoutes(r.Context(), sc, eventIDs)
+	if err != nil {
+		return nil, err
+	}
+	consumers, err := s.consumersByID(r, sc)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]EventRoute{}
+	for _, rt := range rs {
+		out[rt.EventID] = append(out[rt.EventID], routeView(rt, consumers))
+	}
+	return out, nil
+}
+
+func routeView(rt intake.Route, consumers map[string]intake.Consumer) EventRoute {
+	v := EventRoute{ConsumerID: rt.ConsumerID, State: string(rt.State), Attempt: rt.Attempt, LastError: rt.LastError}
+	if c, ok := consumers[rt.ConsumerID]; ok {
+		v.ConsumerName, v.MaxAttempts = c.Name, c.Controls.Attempts()
+	}
+	return v
 }
 
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, who control.Caller) error {
@@ -71,9 +129,20 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, who control.Ca
 	if err != nil {
 		return err
 	}
-	out := EventDetail{Event: eventView(e), Deliveries: make([]Delivery, 0, len(ds))}
+	consumers, err := s.consumersByID(r, sc)
+	if err != nil {
+		return err
+	}
+	rs, err := s.store.EventRoutes(r.Context(), sc, []string{e.ID})
+	if err != nil {
+		return err
+	}
+	out := EventDetail{Event: eventView(e), Routes: make([]EventRoute, 0, len(rs)), Deliveries: make([]Delivery, 0, len(ds))}
+	for _, rt := range rs {
+		out.Routes = append(out.Routes, routeView(rt, consumers))
+	}
 	for _, d := range ds {
-		out.Deliveries = append(out.Deliveries, deliveryView(d))
+		out.Deliveries = append(out.Deliveries, deliveryView(d, consumers))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -102,8 +171,9 @@ func eventView(e intake.Event) Event {
 	}
 }
 
-func deliveryView(d intake.Delivery) Delivery {
-	return Delivery{
+func deliveryView(d intake.Delivery, consumers map[string]intake.Consumer) Delivery {
+	c, ok := consumers[d.ConsumerID]
+	v := Delivery{
 		ConsumerID: d.ConsumerID,
 		Attempt:    d.Attempt,
 		Outcome:    d.Outcome,
@@ -112,4 +182,8 @@ func deliveryView(d intake.Delivery) Delivery {
 		Error:      d.Error,
 		At:         d.At.UTC(),
 	}
+	if ok {
+		v.ConsumerName, v.MaxAttempts = c.Name, c.Controls.Attempts()
+	}
+	return v
 }

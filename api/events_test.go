@@ -50,6 +50,46 @@ func TestEventDetailListsEveryDeliveryAttemptOldestFirst(t *testing.T) {
 	}
 }
 
+func TestEventAttemptsCountTowardEachConsumersOwnLimitAndADeadEventNamesItsConsumer(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	fast := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, newConsumer("fast", "apitest.*"))
+	flaky := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, newConsumer("flaky", "apitest.*"))
+	must[api.Consumer](e, 200, "PATCH", "/api/v1/consumers/"+flaky.ID, acme.org.APIKey, `{"retry": {"attempts": 1}}`)
+	ev := e.event(acme, "apitest.thing.happened")
+	e.route(ev, intake.EventDead,
+		intake.Delivery{ConsumerID: fast.ID, Outcome: intake.DeliveryHandled, StatusCode: 204},
+		intake.Delivery{ConsumerID: flaky.ID, Outcome: intake.DeliveryRetry, StatusCode: 503, Error: "answered 503"})
+
+	got := must[api.EventDetail](e, 200, "GET", "/api/v1/events/"+ev.ID, acme.org.APIKey, nil)
+	routes := map[string]api.EventRoute{}
+	for _, r := range got.Routes {
+		routes[r.ConsumerName] = r
+	}
+	if r := routes["fast"]; len(got.Routes) != 2 || r.ConsumerID != fast.ID || r.State != "handled" || r.Attempt != 1 || r.MaxAttempts != intake.DefaultMaxAttempts {
+		t.Fatalf("routes %+v", got.Routes)
+	}
+	if r := routes["flaky"]; r.State != "dead" || r.Attempt != 1 || r.MaxAttempts != 1 || r.LastError != "answered 503" {
+		t.Fatalf("flaky's route %+v", r)
+	}
+	for _, d := range got.Deliveries {
+		if d.ConsumerID == flaky.ID && (d.ConsumerName != "flaky" || d.Attempt != 1 || d.MaxAttempts != 1 || d.Outcome != "dead") {
+			t.Errorf("flaky's delivery %+v, want attempt 1 of 1, dead", d)
+		}
+		if d.ConsumerID == fast.ID && (d.ConsumerName != "fast" || d.MaxAttempts != intake.DefaultMaxAttempts || d.Outcome != "handled") {
+			t.Errorf("fast's delivery %+v", d)
+		}
+	}
+
+	dead := must[api.List[api.Event]](e, 200, "GET", "/api/v1/events?state=dead", acme.org.APIKey, nil).Items
+	if len(dead) != 1 || len(dead[0].DeadRoutes) != 1 {
+		t.Fatalf("dead events %+v", dead)
+	}
+	if r := dead[0].DeadRoutes[0]; r.ConsumerID != flaky.ID || r.ConsumerName != "flaky" || r.LastError != "answered 503" || r.MaxAttempts != 1 {
+		t.Fatalf("dead route %+v", r)
+	}
+}
+
 func TestEventDetailOfAnUnroutedEventHasAnEmptyDeliveryList(t *testing.T) {
 	e := newEnv(t)
 	acme := e.newTenant("acme")

@@ -430,6 +430,8 @@ var enums = func() map[string][]string {
 		"Rerouted.state":        eventStates,
 		"Event.state":           eventStates,
 		"EventDetail.state":     eventStates,
+		"EventRoute.state":      names(intake.RouteStates),
+		"Delivery.outcome":      intake.DeliveryOutcomes,
 		"Change.action":         {control.ActionCreate, control.ActionUpdate, control.ActionDelete, control.ActionUnchanged},
 		"Change.kind":           {"org", "connection", "endpoint", "consumer"},
 		// Every code an answer carries; others (stale) are internal.

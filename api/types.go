@@ -215,25 +215,51 @@ type Event struct {
 	DataTruncated   bool            `json:"data_truncated"`
 	Replay          bool            `json:"replay"`
 	ReplayOf        string          `json:"replay_of"`
+	// DeadRoutes, on a dead event in a list, are the consumers whose
+	// attempts it spent, each with its last error.
+	DeadRoutes []EventRoute `json:"dead_routes,omitempty"`
 }
 
-// EventDetail is one event with every delivery attempt made of it, oldest
-// first.
+// EventDetail is one event with its way to each consumer, and every
+// delivery attempt made of it, oldest first.
 type EventDetail struct {
 	Event
-	Deliveries []Delivery `json:"deliveries"`
+	Routes     []EventRoute `json:"routes"`
+	Deliveries []Delivery   `json:"deliveries"`
+}
+
+// EventRoute is an event's way to one consumer: where it stands, the
+// attempts it spent of that consumer's own limit (a re-route starts them
+// afresh), and the last call's error.
+type EventRoute struct {
+	ConsumerID string `json:"consumer_id"`
+	// ConsumerName is empty when the consumer was deleted.
+	ConsumerName string `json:"consumer_name"`
+	State        string `json:"state"`
+	Attempt      int    `json:"attempt"`
+	// MaxAttempts is the consumer's retry limit (0: it was deleted).
+	MaxAttempts int    `json:"max_attempts"`
+	LastError   string `json:"last_error"`
 }
 
 // Delivery is one attempt of an event to one consumer. Error says why an
 // attempt is to be retried; it is empty when the consumer answered 2xx.
+// Outcome dead marks the failed call that spent the consumer's last
+// attempt.
 type Delivery struct {
-	ConsumerID string    `json:"consumer_id"`
-	Attempt    int       `json:"attempt"`
-	Outcome    string    `json:"outcome"`
-	StatusCode int       `json:"status_code"`
-	LatencyMS  float64   `json:"latency_ms"`
-	Error      string    `json:"error"`
-	At         time.Time `json:"at"`
+	ConsumerID string `json:"consumer_id"`
+	// ConsumerName is empty when the consumer was deleted.
+	ConsumerName string `json:"consumer_name"`
+	Attempt      int    `json:"attempt"`
+	// MaxAttempts is the consumer's own retry limit, which Attempt counts
+	// toward (0: the consumer was deleted); a re-route starts the count
+	// afresh.
+	MaxAttempts int       `json:"max_attempts"`
+	Outcome     string    `json:"outcome"`
+	StatusCode  int       `json:"status_code"`
+	LatencyMS   float64   `json:"latency_ms"`
+	Error       string    `json:"error"`
+	At          time.Time `json:"at"`
 }
 
 // CreateConsumerRequest registers an app to receive events. OrgID may be

@@ -659,6 +659,68 @@ func TestDeadLettersReplayAndRerouteInBulk(t *testing.T) {
 	}
 }
 
+// TestDeadLettersNameTheConsumerAndItsLastError: a dead event lists the
+// consumer whose attempts it spent, by name and linked, with its last
+// error; the overview's alarm says what happened, in the singular for one.
+func TestDeadLettersNameTheConsumerAndItsLastError(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	m := e.send(acme, "invoice.paid")
+	deadEvent(t, e, m.EventIDs[0])
+	cs, err := e.store.ListConsumers(context.Background(), intake.Scope{OrgID: acme.org.ID})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("consumers %+v %v", cs, err)
+	}
+
+	b := e.browser()
+	b.signIn(acme.org.APIKey)
+	p := b.get("/console/dead")
+	for _, want := range []string{`<a href="/console/consumers/` + cs[0].ID + `">failing</a>`, "answered 503", "1 of 1"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("the dead letters page lacks %q:\n%s", want, p.body)
+		}
+	}
+	p = b.get("/console/")
+	if !strings.Contains(p.body, "1 event is dead: calls to a consumer failed until its attempts ran out.") {
+		t.Fatalf("the overview's alarm for the dead event:\n%s", p.body)
+	}
+	p = b.get("/console/events/" + m.EventIDs[0])
+	if !strings.Contains(p.body, `<span class="state state-dead">dead</span>`) || !strings.Contains(p.body, "attempt 1 of 1") {
+		t.Fatalf("the dead event's page does not show its dead call:\n%s", p.body)
+	}
+}
+
+// TestEventPageCountsAttemptsOfEachConsumersOwnLimit: an event's page
+// reads "attempt n of m" with m the consumer's own retry limit, not the
+// server's, and names the consumer.
+func TestEventPageCountsAttemptsOfEachConsumersOwnLimit(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	m := e.send(acme, "invoice.paid")
+	ctx := context.Background()
+	c := intake.Consumer{ID: intake.NewID(), OrgID: acme.org.ID, Name: "ledger", App: "billing", URL: "http://127.0.0.1:9/",
+		EventTypes: []string{"*"}, Enabled: true, SealedSecret: []byte{1}, CreatedAt: time.Now(),
+		Controls: intake.Controls{Retry: intake.RetryPolicy{Attempts: 3}}}
+	if err := e.store.CreateConsumer(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Route(t, e.store, time.Now(), m.EventIDs[0], intake.EventRetrying,
+		intake.Delivery{ConsumerID: c.ID, Outcome: intake.DeliveryRetry, StatusCode: 503, Error: "answered 503"})
+
+	b := e.browser()
+	b.signIn(acme.org.APIKey)
+	p := b.get("/console/events/" + m.EventIDs[0])
+	wantStatus(t, p, 200)
+	for _, want := range []string{"attempt 1 of 3", `<a href="/console/consumers/` + c.ID + `">ledger</a>`, "answered 503"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("the event page lacks %q:\n%s", want, p.body)
+		}
+	}
+	if strings.Contains(p.body, "of 6") || strings.Contains(p.body, c.ID+"</") {
+		t.Errorf("the event page counts toward the server's limit or shows the consumer's id:\n%s", p.body)
+	}
+}
+
 // deadEvent routes an event to death as a router whose one consumer fails
 // its only attempt would.
 func deadEvent(t *testing.T, e *env, id string) {

@@ -13,10 +13,17 @@ type deadView struct {
 	Messages     []messageRow
 	MessageCount int
 	MessagesNext string
-	Events       []intake.Event
+	Events       []deadEvent
 	EventsNext   string
 	Endpoints    []option
 	Filter       deadFilter
+}
+
+// deadEvent is a dead event with the consumers whose attempts it spent,
+// each with its last error.
+type deadEvent struct {
+	intake.Event
+	Routes []routeRow
 }
 
 type deadFilter struct {
@@ -72,7 +79,29 @@ func (c *Console) dead(w http.ResponseWriter, r *http.Request, s *session) error
 	if err != nil {
 		return err
 	}
-	v.Events = events.Items
+	if len(events.Items) > 0 {
+		ids := make([]string, len(events.Items))
+		for i, ev := range events.Items {
+			ids[i] = ev.ID
+		}
+		routes, err := c.store.EventRoutes(ctx, s.scope(), ids)
+		if err != nil {
+			return err
+		}
+		consumers, err := c.consumersByID(r, s.scope())
+		if err != nil {
+			return err
+		}
+		dead := map[string][]routeRow{}
+		for _, rt := range routes {
+			if rt.State == intake.RouteDead {
+				dead[rt.EventID] = append(dead[rt.EventID], newRouteRow(rt, consumers))
+			}
+		}
+		for _, ev := range events.Items {
+			v.Events = append(v.Events, deadEvent{Event: ev, Routes: dead[ev.ID]})
+		}
+	}
 	keep := []string{"endpoint", df.Endpoint, "since", df.Since, "until", df.Until, "type", df.Type}
 	if msgs.NextCursor != "" {
 		v.MessagesNext = queryString(append(keep, "mcursor", msgs.NextCursor)...)

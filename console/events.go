@@ -99,14 +99,48 @@ func (c *Console) eventPage(r *http.Request, sc intake.Scope, ef eventFilter) (e
 type eventView struct {
 	E          intake.Event
 	Data       shownBody
+	Routes     []routeRow
 	Deliveries []deliveryRow
 	Reroutable bool
 }
 
-// deliveryRow is a delivery attempt with its consumer's name.
+// deliveryRow is a delivery attempt with its consumer's name and retry
+// limit (0: the consumer was deleted).
 type deliveryRow struct {
 	intake.Delivery
-	Consumer string
+	Consumer    string
+	MaxAttempts int
+}
+
+// routeRow is an event's way to one consumer: the attempts it spent of
+// that consumer's own limit (a re-route starts them afresh) and its last
+// error.
+type routeRow struct {
+	intake.Route
+	Consumer    string
+	MaxAttempts int
+}
+
+// consumersByID are the consumers visible in sc by id, for their names
+// and retry limits.
+func (c *Console) consumersByID(r *http.Request, sc intake.Scope) (map[string]intake.Consumer, error) {
+	cs, err := c.store.ListConsumers(r.Context(), sc)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]intake.Consumer, len(cs))
+	for _, cn := range cs {
+		out[cn.ID] = cn
+	}
+	return out, nil
+}
+
+func newRouteRow(rt intake.Route, consumers map[string]intake.Consumer) routeRow {
+	row := routeRow{Route: rt}
+	if cn, ok := consumers[rt.ConsumerID]; ok {
+		row.Consumer, row.MaxAttempts = cn.Name, cn.Controls.Attempts()
+	}
+	return row
 }
 
 func (c *Console) event(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -122,17 +156,24 @@ func (c *Console) event(w http.ResponseWriter, r *http.Request, s *session) erro
 	if err != nil {
 		return err
 	}
-	consumers, err := c.store.ListConsumers(r.Context(), s.scope())
+	consumers, err := c.consumersByID(r, s.scope())
 	if err != nil {
 		return err
 	}
-	names := map[string]string{}
-	for _, cn := range consumers {
-		names[cn.ID] = cn.Name + " (" + cn.App + ")"
+	routes, err := c.store.EventRoutes(r.Context(), s.scope(), []string{e.ID})
+	if err != nil {
+		return err
 	}
 	v := eventView{E: e, Data: showBody(e.Data), Reroutable: intake.CheckEventTransition(e.State, intake.EventPending) == nil}
+	for _, rt := range routes {
+		v.Routes = append(v.Routes, newRouteRow(rt, consumers))
+	}
 	for _, d := range ds {
-		v.Deliveries = append(v.Deliveries, deliveryRow{Delivery: d, Consumer: names[d.ConsumerID]})
+		row := deliveryRow{Delivery: d}
+		if cn, ok := consumers[d.ConsumerID]; ok {
+			row.Consumer, row.MaxAttempts = cn.Name, cn.Controls.Attempts()
+		}
+		v.Deliveries = append(v.Deliveries, row)
 	}
 	c.render(w, r, s, http.StatusOK, "event", "Event "+short(id), v)
 	return nil

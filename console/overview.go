@@ -116,7 +116,7 @@ func alarms(v overviewView, now time.Time, stalledQueued int, staff bool) []alar
 	}
 	if v.DeadEvents.Count > 0 {
 		out = append(out, alarm{"bad", count(v.DeadEvents.Count, "event is", "events are") +
-			" dead: a consumer's attempts ran out. Re-route to try again.", "/console/dead"})
+			" dead: calls to a consumer failed until its attempts ran out.", "/console/dead"})
 	}
 	if v.Retrying.Count > 0 {
 		out = append(out, alarm{"warn", count(v.Retrying.Count, "event is", "events are") +

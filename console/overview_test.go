@@ -16,7 +16,7 @@ func TestAlarmsCountEventsRetryingAndSayDeadEventsTruly(t *testing.T) {
 		{"nothing", overviewView{}, nil},
 		{"one of each", overviewView{DeadEvents: stateCount{Count: 1}, Retrying: stateCount{Count: 1}, Totals: hourCounts{Dead: 1}},
 			[]string{"1 message received in the last 24 h is dead.",
-				"1 event is dead: a consumer's attempts ran out. Re-route to try again.",
+				"1 event is dead: calls to a consumer failed until its attempts ran out.",
 				"1 event is retrying: a consumer's call failed and its next attempt is scheduled."}},
 		{"several", overviewView{Retrying: stateCount{Count: 3}, NoConsumer: stateCount{Count: 2}},
 			[]string{"3 events are retrying: a consumer's call failed and its next attempt is scheduled.", "2 events matched no consumer."}},

@@ -247,3 +247,20 @@ func TestCLIConsumersUpdateChangesNameURLAndEventTypes(t *testing.T) {
 		t.Fatalf("update with nothing: %v", err)
 	}
 }
+
+func TestCLIDeadEventsListTheConsumerItsAttemptsAndItsLastError(t *testing.T) {
+	s := newServer(t)
+	acme := s.newTenant(t, "acme")
+	c := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "add", "--name", "hook", "--app", "billing",
+		"--url", "http://127.0.0.1:9/", "--event-type", "*"))
+	s.mustRun(t, acme.org.APIKey, "consumers", "update", c.ID, "--retry-attempts", "1")
+	dead := s.routedEvent(t, acme, "none.thing.done", intake.EventDead,
+		intake.Delivery{ConsumerID: c.ID, Outcome: intake.DeliveryRetry, StatusCode: 500, Error: "answered 500"})
+
+	out := s.mustRun(t, acme.org.APIKey, "events", "list", "--state", "dead")
+	rows := table(t, out)
+	if strings.Join(rows[0], " ") != "ID OCCURRED TYPE CONSUMER ATTEMPT LAST ERROR" || len(rows) != 2 ||
+		rows[1][0] != dead.ID || rows[1][3] != "hook" || rows[1][4] != "1/1" || !strings.HasSuffix(out, "answered 500\n") {
+		t.Fatalf("dead events:\n%s", out)
+	}
+}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
 )
 
@@ -93,12 +95,49 @@ func (c *EventsListCmd) Run(cl *Client) error {
 		q.Set("limit", strconv.Itoa(c.Limit))
 	}
 	setParam(q, "cursor", c.Cursor)
+	if c.State == string(intake.EventDead) {
+		return c.dead(cl, q)
+	}
 	return printList(cl, c.listFlags, "/api/v1/events", q,
 		[]string{"ID", "OCCURRED", "TYPE", "KIND", "STATE", "ATTEMPT", "MESSAGE"},
 		func(e api.Event) []string {
 			return []string{e.ID, timeCell(e.OccurredAt), e.Type, e.Kind, e.State,
 				strconv.Itoa(e.Attempt) + "/" + strconv.Itoa(e.MaxAttempts), e.MessageID}
 		})
+}
+
+// dead lists dead events one row per consumer whose attempts an event
+// spent: its name, the attempts of its own limit, and its last error.
+func (c *EventsListCmd) dead(cl *Client, q url.Values) error {
+	var list api.List[api.Event]
+	raw, err := cl.get("/api/v1/events", q, &list)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return cl.printJSON(raw)
+	}
+	var rows [][]string
+	for _, e := range list.Items {
+		for _, r := range e.DeadRoutes {
+			name := r.ConsumerName
+			if name == "" {
+				name = r.ConsumerID + " (deleted)"
+			}
+			rows = append(rows, []string{e.ID, timeCell(e.OccurredAt), e.Type, name,
+				strconv.Itoa(r.Attempt) + "/" + strconv.Itoa(r.MaxAttempts), r.LastError})
+		}
+		if len(e.DeadRoutes) == 0 {
+			rows = append(rows, []string{e.ID, timeCell(e.OccurredAt), e.Type, "-", "-", "-"})
+		}
+	}
+	if err := cl.printTable([]string{"ID", "OCCURRED", "TYPE", "CONSUMER", "ATTEMPT", "LAST ERROR"}, rows); err != nil {
+		return err
+	}
+	if list.NextCursor != "" {
+		_, err = fmt.Fprintf(cl.stdout(), "more: --cursor %s\n", list.NextCursor)
+	}
+	return err
 }
 
 // EventsShowCmd shows one event.

@@ -398,9 +398,9 @@ func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID 
 			})
 		// Nearest rank: percentile_disc is the first latency whose
 		// cumulative share reaches p.
-		b.Queue(`SELECT count(*) FILTER (WHERE outcome IN ('handled', 'ignored')), count(*) FILTER (WHERE outcome = 'retry'),
+		b.Queue(`SELECT count(*) FILTER (WHERE outcome IN ('handled', 'ignored')), count(*) FILTER (WHERE outcome IN ('retry', 'dead')),
 				percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_us), percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_us)
-			FROM deliveries WHERE consumer_id = $1 AND at >= $2 AND outcome IN ('handled', 'ignored', 'retry')
+			FROM deliveries WHERE consumer_id = $1 AND at >= $2 AND outcome IN ('handled', 'ignored', 'retry', 'dead')
 			  AND ($3::uuid IS NULL OR org_id = $3)`, consumerID, ts(now.Add(-time.Hour)), org).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&h.Delivered1h, &h.Failed1h, &p50, &p99) })
 		b.Queue(`SELECT status_code, error, at FROM deliveries WHERE consumer_id = $1 AND outcome NOT IN ('filtered', 'held')

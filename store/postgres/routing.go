@@ -259,6 +259,30 @@ func (s *Store) Deliveries(ctx context.Context, sc intake.Scope, eventID string)
 	return out, err
 }
 
+// EventRoutes lists the routes of events visible in sc, by event and then
+// consumer.
+func (s *Store) EventRoutes(ctx context.Context, sc intake.Scope, eventIDs []string) ([]intake.Route, error) {
+	if len(eventIDs) == 0 || !validIDs(eventIDs...) {
+		return nil, nil
+	}
+	var out []intake.Route
+	err := s.read(ctx, sc, func(b *pgx.Batch) {
+		queueRows(b, &out, scanRoute, `SELECT event_id::text, consumer_id::text, org_id::text, state, attempt, next_at, order_key, order_at,
+			       last_error, lease_until
+			FROM routes WHERE event_id = ANY($1::uuid[]) AND ($2::uuid IS NULL OR org_id = $2) ORDER BY event_id, consumer_id`,
+			eventIDs, nullID(sc.OrgID))
+	})
+	return out, err
+}
+
+func scanRoute(row pgx.Row) (intake.Route, error) {
+	var r intake.Route
+	var next, orderAt, lease *time.Time
+	err := row.Scan(&r.EventID, &r.ConsumerID, &r.OrgID, &r.State, &r.Attempt, &next, &r.OrderKey, &orderAt, &r.LastError, &lease)
+	r.NextAt, r.OrderAt, r.LeaseUntil = fromTS(next), fromTS(orderAt), fromTS(lease)
+	return r, err
+}
+
 func scanDelivery(row pgx.Row) (intake.Delivery, error) {
 	var d intake.Delivery
 	var latency int64

@@ -277,7 +277,7 @@ func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID 
 		return h, classify(err)
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT outcome, latency_us FROM deliveries INDEXED BY deliveries_consumer_at
-		WHERE consumer_id = ? AND at >= ? AND outcome IN ('handled', 'ignored', 'retry') ORDER BY latency_us`,
+		WHERE consumer_id = ? AND at >= ? AND outcome IN ('handled', 'ignored', 'retry', 'dead') ORDER BY latency_us`,
 		consumerID, ts(now.Add(-time.Hour)))
 	if err != nil {
 		return h, classify(err)
@@ -290,7 +290,7 @@ func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID 
 			rows.Close()
 			return h, classify(err)
 		}
-		if outcome == intake.DeliveryRetry {
+		if outcome == intake.DeliveryRetry || outcome == intake.DeliveryDead {
 			h.Failed1h++
 		} else {
 			h.Delivered1h++

@@ -257,6 +257,36 @@ func (s *Store) Deliveries(ctx context.Context, sc intake.Scope, eventID string)
 	return out, rows.Err()
 }
 
+// EventRoutes lists the routes of events visible in sc, by event and then
+// consumer.
+func (s *Store) EventRoutes(ctx context.Context, sc intake.Scope, eventIDs []string) ([]intake.Route, error) {
+	if len(eventIDs) == 0 {
+		return nil, nil
+	}
+	args := []any{sc.OrgID}
+	for _, id := range eventIDs {
+		args = append(args, id)
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at, last_error, lease_until
+		FROM routes WHERE (?1 = '' OR org_id = ?1) AND event_id IN (?`+strings.Repeat(", ?", len(eventIDs)-1)+`)
+		ORDER BY event_id, consumer_id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []intake.Route
+	for rows.Next() {
+		var r intake.Route
+		var next, orderAt, lease sql.NullInt64
+		if err := rows.Scan(&r.EventID, &r.ConsumerID, &r.OrgID, &r.State, &r.Attempt, &next, &r.OrderKey, &orderAt, &r.LastError, &lease); err != nil {
+			return nil, err
+		}
+		r.NextAt, r.OrderAt, r.LeaseUntil = fromTS(next), fromTS(orderAt), fromTS(lease)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
 var claimEventsSQL = `UPDATE events
 			SET attempt = attempt + 1, lease_until = ?1,
 			    state = CASE WHEN lease_until IS NOT NULL THEN 'retrying' ELSE state END

@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -497,6 +499,22 @@ func testRetry(t *testing.T, s intake.Store) {
 	if again := claimRoutes(t, s, now.Add(24*time.Hour), 100); len(again) != 0 {
 		t.Fatalf("a dead route was claimed: %+v", again)
 	}
+	// The call that spent the last attempt is recorded dead, and counts as
+	// failed in the consumer's health.
+	ds, err := s.Deliveries(context.Background(), intake.Scope{OrgID: f.org.ID}, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outcomes []string
+	for _, d := range ds {
+		outcomes = append(outcomes, fmt.Sprintf("%d:%s", d.Attempt, d.Outcome))
+	}
+	if fmt.Sprint(outcomes) != "[1:retry 2:retry 3:dead]" || ds[2].Error != "503 Service Unavailable" {
+		t.Fatalf("deliveries %v (%+v), want the third dead with its error", outcomes, ds)
+	}
+	if h := health(t, s, c, now); h.Failed1h != 3 || h.Delivered1h != 0 || h.LastError != "503 Service Unavailable" {
+		t.Fatalf("health %+v, want 3 failed calls", h)
+	}
 }
 
 // testEventFollowsItsRoutes: one dead route makes the event dead once its
@@ -739,6 +757,58 @@ func testRerouteKeepsHandledRoutes(t *testing.T, s intake.Store) {
 	settleRoute(t, s, later, claims[0], intake.DeliveryHandled)
 	if st := eventState(t, s, e.ID); st != intake.EventDelivered {
 		t.Fatalf("event %s, want delivered", st)
+	}
+}
+
+// testEventRoutes: an event's routes are read per consumer, with the
+// attempts each spent and its last error, in one read for many events and
+// only in the event's org; a re-route starts the dead route afresh.
+func testEventRoutes(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	other := newFixture(t, s, "other")
+	ok := f.consumer(t, s, "ok", intake.Controls{})
+	once := f.consumer(t, s, "once", intake.Controls{Retry: intake.RetryPolicy{Attempts: 1}})
+	events := f.routed(t, s, 2, func(intake.Event) []intake.FanOutRoute { return to(ok, once) })
+	claims := claimRoutes(t, s, t0, 100)
+	for _, c := range claims {
+		outcome := intake.DeliveryHandled
+		if c.Event.ID == events[0].ID && c.ConsumerID == once.ID {
+			outcome = intake.DeliveryRetry
+		}
+		settleRoute(t, s, t0, c, outcome)
+	}
+	read := func(sc intake.Scope, ids ...string) string {
+		t.Helper()
+		rs, err := s.EventRoutes(ctx, sc, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range rs {
+			who := map[string]string{ok.ID: "ok", once.ID: "once"}[r.ConsumerID]
+			ev := map[string]string{events[0].ID: "e0", events[1].ID: "e1"}[r.EventID]
+			out = append(out, fmt.Sprintf("%s %s %s %d %q", ev, who, r.State, r.Attempt, r.LastError))
+		}
+		slices.Sort(out)
+		return strings.Join(out, "; ")
+	}
+	want := `e0 ok handled 1 ""; e0 once dead 1 "503 Service Unavailable"; e1 ok handled 1 ""; e1 once handled 1 ""`
+	if got := read(intake.Scope{OrgID: f.org.ID}, events[0].ID, events[1].ID); got != want {
+		t.Fatalf("routes\n%s\nwant\n%s", got, want)
+	}
+	if got := read(intake.Scope{OrgID: other.org.ID}, events[0].ID, events[1].ID); got != "" {
+		t.Fatalf("another org reads %s", got)
+	}
+	if got := read(intake.Scope{}); got != "" {
+		t.Fatalf("no events read %s", got)
+	}
+	if err := s.RerouteEvent(ctx, intake.Scope{}, events[0].ID, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	fanOut(t, s, events[0], t0.Add(time.Minute), time.Minute, to(ok, once))
+	if got := read(intake.Scope{}, events[0].ID); got != `e0 ok handled 1 ""; e0 once waiting 0 ""` {
+		t.Fatalf("after a re-route: %s", got)
 	}
 }
 

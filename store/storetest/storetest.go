@@ -86,6 +86,7 @@ func Run(t *testing.T, open Opener) {
 		{"ACallWhoseLeaseRanOutCountsAsFailed", testALapsedCallCountsAsFailed},
 		{"StatsFindTheOldestDueRoute", testStatsFindTheOldestDueRoute},
 		{"RerouteKeepsHandledRoutes", testRerouteKeepsHandledRoutes},
+		{"AnEventsRoutesAreReadWithTheirAttemptsAndErrors", testEventRoutes},
 		{"ControlsRoundTrip", testControlsRoundTrip},
 		{"ConsumerHealthFigures", testConsumerHealth},
 		{"HealthCountsRetriesAndFilterErrors", testHealthCountsRetriesAndFilterErrors},
