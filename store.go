@@ -37,18 +37,21 @@ type Store interface {
 // Tenancy keeps the rows an operator configures: orgs and their API keys,
 // connections, endpoints, consumers and subject links.
 type Tenancy interface {
-	// CreateOrg inserts an org with its first API key.
+	// CreateOrg inserts an org with its first API key; a name another live
+	// org has is ECONFLICT.
 	CreateOrg(ctx context.Context, o Org, key APIKey, audit ...AuditEntry) error
-	// OrgByKeyHash finds the org of an unrevoked API key.
+	// OrgByKeyHash finds the live org of an unrevoked API key.
 	OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (Org, error)
 	CreateAPIKey(ctx context.Context, sc Scope, k APIKey, audit ...AuditEntry) error
 	ListAPIKeys(ctx context.Context, sc Scope) ([]APIKey, error)
 	// RevokeAPIKey stops a key at once.
 	RevokeAPIKey(ctx context.Context, sc Scope, id string, at time.Time, audit ...AuditEntry) error
+	// ListOrgs lists the live orgs visible in sc.
 	ListOrgs(ctx context.Context, sc Scope) ([]Org, error)
-	// SetOrgRetention sets an org's retention overrides (zero: the
-	// server's default).
-	SetOrgRetention(ctx context.Context, sc Scope, orgID string, body, rows time.Duration, audit ...AuditEntry) error
+	// UpdateOrg saves an org's name and retention overrides (zero: the
+	// server's default), written only over o.Version (EVERSION otherwise).
+	// A name another live org has is ECONFLICT.
+	UpdateOrg(ctx context.Context, sc Scope, o Org, audit ...AuditEntry) error
 
 	CreateConnection(ctx context.Context, c Connection, audit ...AuditEntry) error
 	Connection(ctx context.Context, sc Scope, id string) (Connection, error)
@@ -66,7 +69,8 @@ type Tenancy interface {
 	UpdateEndpoint(ctx context.Context, sc Scope, e Endpoint, audit ...AuditEntry) error
 	// Delete marks a connection, endpoint or consumer deleted (seed 003's
 	// soft delete): every read ignores it from then on, its history stays.
-	// Deleting a connection deletes its endpoints.
+	// Deleting a connection deletes its endpoints; deleting an org deletes
+	// its connections, endpoints and consumers.
 	Delete(ctx context.Context, sc Scope, kind DeleteKind, id string, at time.Time, audit ...AuditEntry) error
 	ListEndpoints(ctx context.Context, sc Scope) ([]Endpoint, error)
 

@@ -15,6 +15,10 @@ type Org struct {
 	// org's bodies and rows; zero keeps the server's.
 	BodyRetention time.Duration
 	Retention     time.Duration
+	// Version counts the row's changes: an update is written only over the
+	// version it read (compare-and-set), so two racing changes never lose
+	// each other.
+	Version int64
 }
 
 // MaxRetention bounds an org's retention settings.
@@ -104,6 +108,9 @@ const (
 	DeleteConnection DeleteKind = "connection"
 	DeleteEndpoint   DeleteKind = "endpoint"
 	DeleteConsumer   DeleteKind = "consumer"
+	// DeleteOrg deletes an org with its connections, endpoints and
+	// consumers: its endpoints stop and its keys no longer authenticate.
+	DeleteOrg DeleteKind = "org"
 )
 
 // Scope limits a query to one org; the zero Scope (staff) sees every org.

@@ -115,7 +115,9 @@ func (s *Server) Handler() http.Handler { return s.mux }
 func (s *Server) routes() {
 	s.handle("POST /api/v1/orgs", s.createOrg)
 	s.handle("GET /api/v1/orgs", s.listOrgs)
+	s.handle("GET /api/v1/orgs/{id}", s.getOrg)
 	s.handle("PATCH /api/v1/orgs/{id}", s.updateOrg)
+	s.handle("DELETE /api/v1/orgs/{id}", s.deleteOrg)
 	s.handle("PUT /api/v1/orgs/{id}/notifications", s.putNotifications)
 	s.handle("GET /api/v1/orgs/{id}/notifications", s.getNotifications)
 

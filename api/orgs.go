@@ -46,7 +46,21 @@ func orgView(o intake.Org) Org {
 	return v
 }
 
-// updateOrg sets an org's own retention.
+func (s *Server) getOrg(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	o, err := s.ctl.Org(r.Context(), who, id)
+	if err != nil {
+		return err
+	}
+	setETag(w, o.Version)
+	writeJSON(w, http.StatusOK, orgView(o))
+	return nil
+}
+
+// updateOrg renames an org (staff) and sets its own retention.
 func (s *Server) updateOrg(w http.ResponseWriter, r *http.Request, who control.Caller) error {
 	id, err := pathID(r)
 	if err != nil {
@@ -56,7 +70,27 @@ func (s *Server) updateOrg(w http.ResponseWriter, r *http.Request, who control.C
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	o, err := s.ctl.UpdateOrg(r.Context(), who, id, control.OrgUpdate{BodyRetention: req.BodyRetention, Retention: req.Retention})
+	version, err := ifMatch(r)
+	if err != nil {
+		return err
+	}
+	o, err := s.ctl.UpdateOrg(r.Context(), who, id, control.OrgUpdate{Name: req.Name, BodyRetention: req.BodyRetention,
+		Retention: req.Retention, Version: version})
+	if err != nil {
+		return err
+	}
+	setETag(w, o.Version)
+	writeJSON(w, http.StatusOK, orgView(o))
+	return nil
+}
+
+// deleteOrg deletes an org (staff) and answers it as it was.
+func (s *Server) deleteOrg(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	o, err := s.ctl.DeleteOrg(r.Context(), who, id)
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,9 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 	cases := map[string]call{
 		"POST /api/v1/orgs":                                    {"/api/v1/orgs", api.CreateOrgRequest{Name: "x"}, forbidden},
 		"GET /api/v1/orgs":                                     {"/api/v1/orgs", nil, emptyList},
+		"GET /api/v1/orgs/{id}":                                {"/api/v1/orgs/" + acme.org.ID, nil, notFound},
 		"PATCH /api/v1/orgs/{id}":                              {"/api/v1/orgs/" + acme.org.ID, map[string]any{"retention": "1h"}, notFound},
+		"DELETE /api/v1/orgs/{id}":                             {"/api/v1/orgs/" + acme.org.ID, nil, forbidden},
 		"PUT /api/v1/orgs/{id}/notifications":                  {"/api/v1/orgs/" + acme.org.ID + "/notifications", api.NotificationsRequest{Topics: []string{"event.dead"}}, notFound},
 		"GET /api/v1/orgs/{id}/notifications":                  {"/api/v1/orgs/" + acme.org.ID + "/notifications", nil, notFound},
 		"POST /api/v1/connections":                             {"/api/v1/connections", map[string]any{"org_id": acme.org.ID, "provider": testProvider, "name": "x", "secrets": []string{"s"}}, forbidden},

@@ -46,9 +46,11 @@ type Org struct {
 	Retention     string `json:"retention,omitempty"`
 }
 
-// UpdateOrgRequest sets an org's own retention; "" or "0s" returns a
-// setting to the server's default.
+// UpdateOrgRequest renames an org (staff only; unique among orgs) and sets
+// its own retention; "" or "0s" returns a retention to the server's
+// default. Absent fields stay.
 type UpdateOrgRequest struct {
+	Name          *string `json:"name"`
 	BodyRetention *string `json:"body_retention"`
 	Retention     *string `json:"retention"`
 }

@@ -96,21 +96,16 @@ func (pl *planner) document(ctx context.Context, doc Document) error {
 			return intake.Errorf(intake.EINVALID, "org %.64q is named twice", spec.Name)
 		}
 		seen[spec.Name] = true
-		var match []intake.Org
-		for _, o := range orgs {
-			if o.Name == spec.Name {
-				match = append(match, o)
+		// A name is unique among live orgs (the store holds it), so it
+		// finds one org or none.
+		var existing *intake.Org
+		for i := range orgs {
+			if orgs[i].Name == spec.Name {
+				existing = &orgs[i]
 			}
 		}
-		switch {
-		case len(match) > 1:
-			return intake.Errorf(intake.ECONFLICT, "%d orgs are named %.64q; rename all but one to manage it by name", len(match), spec.Name)
-		case len(match) == 0 && !pl.c.Staff():
+		if existing == nil && !pl.c.Staff() {
 			return intake.Errorf(intake.EFORBIDDEN, "an org's API key applies its own org (%s) only, not %.64q", pl.c.OrgName, spec.Name)
-		}
-		var existing *intake.Org
-		if len(match) == 1 {
-			existing = &match[0]
 		}
 		if err := pl.org(ctx, spec, existing); err != nil {
 			return err

@@ -15,15 +15,52 @@ func (p *Plane) CreateOrg(ctx context.Context, c Caller, name string) (intake.Or
 	if err := c.RequireStaff(); err != nil {
 		return intake.Org{}, "", err
 	}
-	if err := intake.CheckName("name", name); err != nil {
+	if err := p.checkOrgName(ctx, "", name); err != nil {
 		return intake.Org{}, "", err
 	}
-	o := intake.Org{ID: intake.NewID(), Name: name, CreatedAt: p.now()}
+	o := intake.Org{ID: intake.NewID(), Name: name, CreatedAt: p.now(), Version: 1}
 	key, k := newKey(o.ID, o.CreatedAt)
 	if err := p.store.CreateOrg(ctx, o, k, p.entry(c, o.ID, "org.create", "org", o.ID, "name=", o.Name)); err != nil {
 		return intake.Org{}, "", err
 	}
 	return o, key, nil
+}
+
+// checkOrgName refuses a name that is empty, too long, or another live
+// org's (the org id's own is its to keep): `intake apply` finds an org by
+// its name. The store's index holds it against a race.
+func (p *Plane) checkOrgName(ctx context.Context, id, name string) error {
+	if err := intake.CheckName("name", name); err != nil {
+		return err
+	}
+	orgs, err := p.store.ListOrgs(ctx, intake.Scope{})
+	if err != nil {
+		return err
+	}
+	for _, o := range orgs {
+		if o.Name == name && o.ID != id {
+			return intake.Errorf(intake.ECONFLICT, "an org named %.64q exists already", name)
+		}
+	}
+	return nil
+}
+
+// Org reads an org visible to the caller: an org key its own, staff any
+// live org.
+func (p *Plane) Org(ctx context.Context, c Caller, id string) (intake.Org, error) {
+	if err := intake.CheckID("id", id); err != nil {
+		return intake.Org{}, err
+	}
+	orgs, err := p.store.ListOrgs(ctx, c.Scope)
+	if err != nil {
+		return intake.Org{}, err
+	}
+	for _, o := range orgs {
+		if o.ID == id {
+			return o, nil
+		}
+	}
+	return intake.Org{}, intake.Errorf(intake.ENOTFOUND, "org %s not found", id)
 }
 
 // newKey makes an org API key: the key itself, shown once, and the row
@@ -33,30 +70,48 @@ func newKey(orgID string, at time.Time) (string, intake.APIKey) {
 	return key, intake.APIKey{ID: intake.NewID(), OrgID: orgID, Prefix: key[:keyPrefixLen], Hash: token.Hash(key), CreatedAt: at}
 }
 
-// OrgUpdate is a change to an org's own retention: nil leaves a setting
-// as it is, "" or "0s" returns it to the server's default.
+// OrgUpdate is a change to an org: its name (staff only) and its own
+// retention. nil leaves a setting as it is; a retention of "" or "0s"
+// returns it to the server's default.
 type OrgUpdate struct {
+	Name          *string
 	BodyRetention *string
 	Retention     *string
+	// Version, when set, is the version the change is made over (the
+	// ETag the caller read): the change is refused if the org has changed
+	// since. 0: over whatever is there.
+	Version int64
 }
 
-// UpdateOrg sets an org's own retention, within bounds.
+// UpdateOrg renames an org (staff only) and sets its own retention, within
+// bounds.
 func (p *Plane) UpdateOrg(ctx context.Context, c Caller, id string, u OrgUpdate) (intake.Org, error) {
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Org{}, err
 	}
-	orgs, err := p.store.ListOrgs(ctx, c.Scope)
+	if u.Name != nil {
+		if err := c.RequireStaff(); err != nil {
+			return intake.Org{}, intake.Errorf(intake.EFORBIDDEN, "only the staff token may rename an org")
+		}
+	}
+	return compareAndSet(u.Version, func() (intake.Org, error) { return p.updateOrg(ctx, c, id, u) })
+}
+
+// updateOrg is one try of UpdateOrg, over the version it reads.
+func (p *Plane) updateOrg(ctx context.Context, c Caller, id string, u OrgUpdate) (intake.Org, error) {
+	o, err := p.Org(ctx, c, id)
 	if err != nil {
 		return intake.Org{}, err
 	}
-	var o *intake.Org
-	for i := range orgs {
-		if orgs[i].ID == id {
-			o = &orgs[i]
-		}
+	if err := checkVersion("org", u.Version, o.Version); err != nil {
+		return intake.Org{}, err
 	}
-	if o == nil {
-		return intake.Org{}, intake.Errorf(intake.ENOTFOUND, "org %s not found", id)
+	was := o.Name
+	if u.Name != nil {
+		if err := p.checkOrgName(ctx, o.ID, *u.Name); err != nil {
+			return intake.Org{}, err
+		}
+		o.Name = *u.Name
 	}
 	if u.BodyRetention != nil {
 		if o.BodyRetention, err = retention("body_retention", *u.BodyRetention, p.maxBody); err != nil {
@@ -68,11 +123,33 @@ func (p *Plane) UpdateOrg(ctx context.Context, c Caller, id string, u OrgUpdate)
 			return intake.Org{}, err
 		}
 	}
-	a := p.entry(c, o.ID, "org.update", "org", o.ID, fmt.Sprintf("body_retention=%s retention=%s", o.BodyRetention, o.Retention))
-	if err := p.store.SetOrgRetention(ctx, c.Scope, o.ID, o.BodyRetention, o.Retention, a); err != nil {
+	detail := fmt.Sprintf("name=%q body_retention=%s retention=%s", o.Name, o.BodyRetention, o.Retention)
+	if o.Name != was {
+		detail += fmt.Sprintf(" (was %q)", was)
+	}
+	if err := p.store.UpdateOrg(ctx, c.Scope, o, p.entry(c, o.ID, "org.update", "org", o.ID, detail)); err != nil {
 		return intake.Org{}, err
 	}
-	return *o, nil
+	o.Version++
+	return o, nil
+}
+
+// DeleteOrg deletes an org (staff only), softly: its endpoints refuse the
+// very next request, its keys and console sessions stop, it and what it
+// configured leave every list; its messages, events and audit stay. It
+// returns the org as it was.
+func (p *Plane) DeleteOrg(ctx context.Context, c Caller, id string) (intake.Org, error) {
+	if err := c.RequireStaff(); err != nil {
+		return intake.Org{}, err
+	}
+	o, err := p.Org(ctx, c, id)
+	if err != nil {
+		return intake.Org{}, err
+	}
+	if err := p.store.Delete(ctx, c.Scope, intake.DeleteOrg, o.ID, p.now(), p.entry(c, o.ID, "org.delete", "org", o.ID, "name=", o.Name)); err != nil {
+		return intake.Org{}, err
+	}
+	return o, nil
 }
 
 // retention parses a retention setting: "" or "0s" for the default, else

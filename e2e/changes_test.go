@@ -16,6 +16,7 @@ import (
 // changeFixture is an org with a GitHub connection, endpoints to change
 // and a second API key to revoke.
 type changeFixture struct {
+	orgID    string
 	connID   string
 	key      string
 	keyID    string
@@ -29,6 +30,7 @@ func newChangeFixture(t *testing.T, s *server) *changeFixture {
 	f := &changeFixture{}
 	var org struct{ ID string }
 	s.api(t, "POST", "/api/v1/orgs", map[string]any{"name": "acme"}, &org)
+	f.orgID = org.ID
 	var conn struct{ ID string }
 	s.api(t, "POST", "/api/v1/connections", map[string]any{"org_id": org.ID, "provider": "github", "name": "gh",
 		"secrets": []string{githubSecret}}, &conn)
@@ -147,6 +149,32 @@ func TestAnOperatorsChangeActsOnTheNextRequestToTheSameProcess(t *testing.T) {
 	}
 	if m := s.newestSettled(t, f.rotated.id, 3); m.State != "processed" {
 		t.Fatalf("signed with the new secret: %s %s", m.State, m.Outcome)
+	}
+}
+
+func TestDeletingAnOrgStopsItsEndpointsAndKeysOnTheNextRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the real binary")
+	}
+	s := start(t, t.TempDir())
+	f := newChangeFixture(t, s)
+	// Used once first, so the process holds the endpoint in its cache.
+	if code := post(t, s.url+f.toChange.path, githubSecret); code != http.StatusOK {
+		t.Fatalf("before the delete: %d", code)
+	}
+	if code := withKey(t, s, f.key); code != http.StatusOK {
+		t.Fatalf("the key before the delete: %d", code)
+	}
+	var gone struct{ ID, Name string }
+	s.api(t, "DELETE", "/api/v1/orgs/"+f.orgID, nil, &gone)
+	if gone.ID != f.orgID || gone.Name != "acme" {
+		t.Fatalf("DELETE answered %+v", gone)
+	}
+	if code := post(t, s.url+f.toChange.path, githubSecret); code != http.StatusNotFound {
+		t.Fatalf("the request right after deleting its org: %d, want 404", code)
+	}
+	if code := withKey(t, s, f.key); code != http.StatusUnauthorized {
+		t.Fatalf("the org's key right after the delete: %d, want 401", code)
 	}
 }
 

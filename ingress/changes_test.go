@@ -45,6 +45,23 @@ func TestDeletingAnEndpointTakesEffectOnTheNextRequest(t *testing.T) {
 	}
 }
 
+func TestDeletingAnOrgStopsItsEndpointsOnTheNextRequest(t *testing.T) {
+	e := setup(t, ingress.Config{}, nil)
+	if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusOK {
+		t.Fatalf("before deleting: %d", w.Code)
+	}
+	if err := e.store.Delete(context.Background(), intake.Scope{}, intake.DeleteOrg, e.ep.OrgID, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// The clock stands still: the endpoint is still well inside its TTL.
+	if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusNotFound {
+		t.Fatalf("right after deleting its org: %d", w.Code)
+	}
+	if n := len(e.stored(t)); n != 1 {
+		t.Fatalf("%d messages recorded, want only the one before deleting", n)
+	}
+}
+
 // heardStore is this process's view of a shared store: its change counter
 // moves only when a notification arrives, not when the rows change.
 type heardStore struct {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/intakehq/intake"
 )
@@ -16,7 +17,7 @@ func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey, 
 	return s.audited(ctx, audit, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3)`,
 			o.ID, o.Name, ts(o.CreatedAt)); err != nil {
-			return err
+			return orgNameTaken(err, o.Name)
 		}
 		key.OrgID = o.ID
 		if key.CreatedAt.IsZero() {
@@ -36,8 +37,8 @@ func insertKey(ctx context.Context, tx pgx.Tx, k intake.APIKey) error {
 func (s *Store) OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (intake.Org, error) {
 	var o intake.Org
 	var created *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT o.id, o.name, o.created_at FROM api_keys k JOIN orgs o ON o.id = k.org_id
-		WHERE k.key_hash = $1 AND k.revoked_at IS NULL`, apiKeyHash).Scan(&o.ID, &o.Name, &created)
+	err := s.pool.QueryRow(ctx, `SELECT o.id, o.name, o.created_at, o.version FROM api_keys k JOIN orgs o ON o.id = k.org_id
+		WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND o.deleted_at IS NULL`, apiKeyHash).Scan(&o.ID, &o.Name, &created, &o.Version)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return o, intake.Errorf(intake.ENOTFOUND, "no org has this key")
 	}
@@ -95,12 +96,12 @@ func (s *Store) RevokeAPIKey(ctx context.Context, sc intake.Scope, keyID string,
 	})
 }
 
-// ListOrgs lists the orgs visible in sc.
+// ListOrgs lists the live orgs visible in sc.
 func (s *Store) ListOrgs(ctx context.Context, sc intake.Scope) ([]intake.Org, error) {
 	var out []intake.Org
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		queueRows(b, &out, scanOrg, `SELECT id, name, created_at, coalesce(body_retention_us, 0), coalesce(retention_us, 0)
-			FROM orgs WHERE ($1::uuid IS NULL OR id = $1) ORDER BY id`, nullID(sc.OrgID))
+		queueRows(b, &out, scanOrg, `SELECT id, name, created_at, coalesce(body_retention_us, 0), coalesce(retention_us, 0), version
+			FROM orgs WHERE deleted_at IS NULL AND ($1::uuid IS NULL OR id = $1) ORDER BY id`, nullID(sc.OrgID))
 	})
 	return out, err
 }
@@ -109,28 +110,49 @@ func scanOrg(row pgx.Row) (intake.Org, error) {
 	var o intake.Org
 	var created *time.Time
 	var body, meta int64
-	err := row.Scan(&o.ID, &o.Name, &created, &body, &meta)
+	err := row.Scan(&o.ID, &o.Name, &created, &body, &meta, &o.Version)
 	o.CreatedAt = fromTS(created)
 	o.BodyRetention, o.Retention = time.Duration(body)*time.Microsecond, time.Duration(meta)*time.Microsecond
 	return o, err
 }
 
-// SetOrgRetention sets an org's retention overrides.
-func (s *Store) SetOrgRetention(ctx context.Context, sc intake.Scope, orgID string, body, rows time.Duration, audit ...intake.AuditEntry) error {
-	if !validIDs(orgID) {
-		return notFound("org", orgID)
+// UpdateOrg saves an org's name and retention overrides over the version
+// it read.
+func (s *Store) UpdateOrg(ctx context.Context, sc intake.Scope, o intake.Org, audit ...intake.AuditEntry) error {
+	if !validIDs(o.ID) {
+		return notFound("org", o.ID)
 	}
 	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE orgs SET body_retention_us = nullif($1::bigint, 0), retention_us = nullif($2::bigint, 0)
-			WHERE id = $3 AND ($4::uuid IS NULL OR id = $4)`, body.Microseconds(), rows.Microseconds(), orgID, nullID(sc.OrgID))
+		tag, err := tx.Exec(ctx, `UPDATE orgs SET name = $1, body_retention_us = nullif($2::bigint, 0), retention_us = nullif($3::bigint, 0), version = version + 1
+			WHERE deleted_at IS NULL AND id = $4 AND ($5::uuid IS NULL OR id = $5) AND version = $6`,
+			o.Name, o.BodyRetention.Microseconds(), o.Retention.Microseconds(), o.ID, nullID(sc.OrgID), o.Version)
 		if err != nil {
-			return err
+			return orgNameTaken(err, o.Name)
 		}
 		if tag.RowsAffected() == 0 {
-			return notFound("org", orgID)
+			var version int64
+			err := tx.QueryRow(ctx, `SELECT version FROM orgs WHERE deleted_at IS NULL AND id = $1 AND ($2::uuid IS NULL OR id = $2)`,
+				o.ID, nullID(sc.OrgID)).Scan(&version)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return notFound("org", o.ID)
+			}
+			if err != nil {
+				return err
+			}
+			return intake.Errorf(intake.EVERSION, "the org changed since it was read: it is at version %d now", version)
 		}
-		return nil
+		return s.announce(ctx, tx)
 	})
+}
+
+// orgNameTaken names the conflict when another live org holds name: the
+// index that keeps live names unique refused the write.
+func orgNameTaken(err error, name string) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "orgs_live_name" {
+		return intake.Errorf(intake.ECONFLICT, "an org named %.64q exists already", name)
+	}
+	return err
 }
 
 // CreateConnection inserts a connection; its org must exist.
@@ -151,7 +173,7 @@ func orgExists(ctx context.Context, q querier, orgID string) error {
 		return notFound("org", orgID)
 	}
 	var one int
-	err := q.QueryRow(ctx, `SELECT 1 FROM orgs WHERE id = $1`, orgID).Scan(&one)
+	err := q.QueryRow(ctx, `SELECT 1 FROM orgs WHERE deleted_at IS NULL AND id = $1`, orgID).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return notFound("org", orgID)
 	}

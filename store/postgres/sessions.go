@@ -18,8 +18,8 @@ func (s *Store) CreateSession(ctx context.Context, cs intake.ConsoleSession) err
 	return classify(err)
 }
 
-// SessionByHash finds a live session; an org's works only while the API key
-// it was signed in with is unrevoked.
+// SessionByHash finds a live session; an org's works only while the org is
+// not deleted and the API key it was signed in with is unrevoked.
 func (s *Store) SessionByHash(ctx context.Context, idHash []byte, now time.Time) (intake.ConsoleSession, error) {
 	cs := intake.ConsoleSession{IDHash: idHash}
 	var org *string
@@ -27,7 +27,7 @@ func (s *Store) SessionByHash(ctx context.Context, idHash []byte, now time.Time)
 	err := s.pool.QueryRow(ctx, `SELECT s.org_id, coalesce(o.name, ''), s.key_hash, s.actor, s.csrf, s.created_at, s.expires_at
 		FROM console_sessions s LEFT JOIN orgs o ON o.id = s.org_id
 		WHERE s.id_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2
-		  AND (s.org_id IS NULL OR EXISTS (SELECT 1 FROM api_keys k
+		  AND (s.org_id IS NULL OR o.deleted_at IS NULL AND EXISTS (SELECT 1 FROM api_keys k
 		       WHERE k.key_hash = s.key_hash AND k.org_id = s.org_id AND k.revoked_at IS NULL))`, idHash, ts(now)).
 		Scan(&org, &cs.OrgName, &cs.KeyHash, &cs.Actor, &cs.CSRF, &created, &expires)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"github.com/intakehq/intake"
 )
 
@@ -15,7 +18,7 @@ func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey, 
 	return s.audited(ctx, audit, func(tx *wtx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO orgs (id, name, created_at) VALUES (?, ?, ?)`,
 			o.ID, o.Name, ts(o.CreatedAt)); err != nil {
-			return err
+			return orgNameTaken(err, o.Name)
 		}
 		key.OrgID = o.ID
 		if key.CreatedAt.IsZero() {
@@ -35,8 +38,8 @@ func insertKey(ctx context.Context, tx *wtx, k intake.APIKey) error {
 func (s *Store) OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (intake.Org, error) {
 	var o intake.Org
 	var created sql.NullInt64
-	err := s.read.QueryRowContext(ctx, `SELECT o.id, o.name, o.created_at FROM api_keys k JOIN orgs o ON o.id = k.org_id
-		WHERE k.key_hash = ? AND k.revoked_at IS NULL`, apiKeyHash).Scan(&o.ID, &o.Name, &created)
+	err := s.read.QueryRowContext(ctx, `SELECT o.id, o.name, o.created_at, o.version FROM api_keys k JOIN orgs o ON o.id = k.org_id
+		WHERE k.key_hash = ? AND k.revoked_at IS NULL AND o.deleted_at IS NULL`, apiKeyHash).Scan(&o.ID, &o.Name, &created, &o.Version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, intake.Errorf(intake.ENOTFOUND, "no org has this key")
 	}
@@ -94,10 +97,10 @@ func (s *Store) RevokeAPIKey(ctx context.Context, sc intake.Scope, id string, at
 	})
 }
 
-// ListOrgs lists the orgs visible in sc.
+// ListOrgs lists the live orgs visible in sc.
 func (s *Store) ListOrgs(ctx context.Context, sc intake.Scope) ([]intake.Org, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, name, created_at, coalesce(body_retention_us, 0), coalesce(retention_us, 0)
-		FROM orgs WHERE (?1 = '' OR id = ?1) ORDER BY id`, sc.OrgID)
+	rows, err := s.read.QueryContext(ctx, `SELECT id, name, created_at, coalesce(body_retention_us, 0), coalesce(retention_us, 0), version
+		FROM orgs WHERE deleted_at IS NULL AND (?1 = '' OR id = ?1) ORDER BY id`, sc.OrgID)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +110,7 @@ func (s *Store) ListOrgs(ctx context.Context, sc intake.Scope) ([]intake.Org, er
 		var o intake.Org
 		var created sql.NullInt64
 		var body, meta int64
-		if err := rows.Scan(&o.ID, &o.Name, &created, &body, &meta); err != nil {
+		if err := rows.Scan(&o.ID, &o.Name, &created, &body, &meta, &o.Version); err != nil {
 			return nil, err
 		}
 		o.CreatedAt = fromTS(created)
@@ -117,19 +120,41 @@ func (s *Store) ListOrgs(ctx context.Context, sc intake.Scope) ([]intake.Org, er
 	return out, rows.Err()
 }
 
-// SetOrgRetention sets an org's retention overrides.
-func (s *Store) SetOrgRetention(ctx context.Context, sc intake.Scope, orgID string, body, rows time.Duration, audit ...intake.AuditEntry) error {
+// UpdateOrg saves an org's name and retention overrides over the version
+// it read.
+func (s *Store) UpdateOrg(ctx context.Context, sc intake.Scope, o intake.Org, audit ...intake.AuditEntry) error {
 	return s.audited(ctx, audit, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE orgs SET body_retention_us = nullif(?, 0), retention_us = nullif(?, 0)
-			WHERE id = ? AND (? = '' OR id = ?)`, body.Microseconds(), rows.Microseconds(), orgID, sc.OrgID, sc.OrgID)
+		res, err := tx.ExecContext(ctx, `UPDATE orgs SET name = ?, body_retention_us = nullif(?, 0), retention_us = nullif(?, 0), version = version + 1
+			WHERE deleted_at IS NULL AND id = ? AND (? = '' OR id = ?) AND version = ?`,
+			o.Name, o.BodyRetention.Microseconds(), o.Retention.Microseconds(), o.ID, sc.OrgID, sc.OrgID, o.Version)
 		if err != nil {
-			return err
+			return orgNameTaken(err, o.Name)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return notFound("org", orgID)
+			var version int64
+			err := tx.QueryRowContext(ctx, `SELECT version FROM orgs WHERE deleted_at IS NULL AND id = ?1 AND (?2 = '' OR id = ?2)`,
+				o.ID, sc.OrgID).Scan(&version)
+			if errors.Is(err, sql.ErrNoRows) {
+				return notFound("org", o.ID)
+			}
+			if err != nil {
+				return err
+			}
+			return intake.Errorf(intake.EVERSION, "the org changed since it was read: it is at version %d now", version)
 		}
+		tx.announce()
 		return nil
 	})
+}
+
+// orgNameTaken names the conflict when another live org holds name: the
+// index that keeps live names unique refused the write.
+func orgNameTaken(err error, name string) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
+		return intake.Errorf(intake.ECONFLICT, "an org named %.64q exists already", name)
+	}
+	return err
 }
 
 // CreateConnection inserts a connection; its org must exist.
@@ -147,7 +172,7 @@ func (s *Store) CreateConnection(ctx context.Context, c intake.Connection, audit
 
 func orgExists(ctx context.Context, tx *wtx, id string) error {
 	var one int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM orgs WHERE id = ?`, id).Scan(&one)
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM orgs WHERE deleted_at IS NULL AND id = ?`, id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return notFound("org", id)
 	}

@@ -54,6 +54,11 @@ func testChanges(t *testing.T, s intake.Store) {
 	moves("deleting a consumer", func() error { return s.Delete(ctx, org, intake.DeleteConsumer, consumer.ID, t0) })
 	moves("deleting an endpoint", func() error { return s.Delete(ctx, org, intake.DeleteEndpoint, f.ep.ID, t0) })
 	moves("deleting a connection", func() error { return s.Delete(ctx, intake.Scope{}, intake.DeleteConnection, other.conn.ID, t0) })
+	renamed := other.org
+	renamed.Name = "other, renamed"
+	moves("renaming an org", func() error { return s.UpdateOrg(ctx, intake.Scope{}, renamed) })
+	gone := newFixture(t, s, "gone")
+	moves("deleting an org", func() error { return s.Delete(ctx, intake.Scope{}, intake.DeleteOrg, gone.org.ID, t0) })
 
 	before := s.Changes().Version()
 	m := other.message(`{}`, t0)

@@ -74,6 +74,8 @@ func Run(t *testing.T, open Opener) {
 		{"RateHoldsAcrossClaims", testRate},
 		{"ASettleWritesTheFanOutItIsGivenWithItsEvents", testSettleFanOut},
 		{"UpdatesAreWrittenOverTheVersionRead", testUpdatesAreWrittenOverTheVersionRead},
+		{"OrgsAreRenamedOverTheVersionRead", testOrgsAreRenamedOverTheVersionRead},
+		{"ADeletedOrgIsGoneFromEveryRead", testADeletedOrgIsGoneFromEveryRead},
 		{"OrderedRoutesWaitForTheirPredecessors", testOrdering},
 		{"OrderedRoutesWaitForEarlierWebhooksNotYetFannedOut", testOrderingWaitsForEarlierWebhooks},
 		{"DisabledAndDeletedConsumersRoutesAreClaimedAndDropped", testDisabledConsumerRoutesAreDropped},
@@ -125,7 +127,7 @@ func newFixture(t testing.TB, s intake.Store, name string) fixture {
 	if err := s.CreateEndpoint(ctx, f.ep); err != nil {
 		t.Fatal(err)
 	}
-	f.conn.Version, f.ep.Version = 1, 1 // as every row starts
+	f.org.Version, f.conn.Version, f.ep.Version = 1, 1, 1 // as every row starts
 	return f
 }
 
@@ -879,7 +881,7 @@ func testSoftDelete(t *testing.T, s intake.Store) {
 		t.Fatal(err)
 	}
 	wantCode(t, s.Delete(ctx, intake.Scope{OrgID: other.org.ID}, intake.DeleteConsumer, c.ID, t0), intake.ENOTFOUND)
-	wantCode(t, s.Delete(ctx, intake.Scope{}, "org", f.org.ID, t0), intake.EINVALID)
+	wantCode(t, s.Delete(ctx, intake.Scope{}, "message", m.ID, t0), intake.EINVALID)
 	if err := s.Delete(ctx, intake.Scope{OrgID: f.org.ID}, intake.DeleteConsumer, c.ID, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -925,11 +927,16 @@ func testOrgRetention(t *testing.T, s intake.Store) {
 	short := newFixture(t, s, "short")
 	long := newFixture(t, s, "long")
 	plain := newFixture(t, s, "plain")
-	wantCode(t, s.SetOrgRetention(ctx, intake.Scope{OrgID: long.org.ID}, short.org.ID, time.Hour, time.Hour), intake.ENOTFOUND)
-	if err := s.SetOrgRetention(ctx, intake.Scope{OrgID: short.org.ID}, short.org.ID, time.Hour, 2*time.Hour); err != nil {
+	retain := func(sc intake.Scope, id string, body, rows time.Duration) error {
+		o := liveOrg(t, s, id)
+		o.BodyRetention, o.Retention = body, rows
+		return s.UpdateOrg(ctx, sc, o)
+	}
+	wantCode(t, retain(intake.Scope{OrgID: long.org.ID}, short.org.ID, time.Hour, time.Hour), intake.ENOTFOUND)
+	if err := retain(intake.Scope{OrgID: short.org.ID}, short.org.ID, time.Hour, 2*time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetOrgRetention(ctx, intake.Scope{}, long.org.ID, 48*time.Hour, 96*time.Hour); err != nil {
+	if err := retain(intake.Scope{}, long.org.ID, 48*time.Hour, 96*time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	orgs, _ := s.ListOrgs(ctx, intake.Scope{OrgID: short.org.ID})
@@ -967,7 +974,7 @@ func testOrgRetention(t *testing.T, s intake.Store) {
 		t.Fatalf("dropped %d bodies (%v): long %v plain %v", n, err, bodyLeft(ml), bodyLeft(mp))
 	}
 	// Clearing the overrides returns the org to the default.
-	if err := s.SetOrgRetention(ctx, intake.Scope{}, long.org.ID, 0, 0); err != nil {
+	if err := retain(intake.Scope{}, long.org.ID, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := s.DropBodies(ctx, now, 24*time.Hour, 100); n != 1 || bodyLeft(ml) {
