@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 		{"ForbiddenTransitionsAreRefusedAndChangeNothing", testForbiddenTransitions},
 		{"ReleasedLeaseIsClaimableAtOnceAsTheSameAttempt", testRelease},
 		{"OrgScopeHidesOtherOrgsRows", testScope},
+		{"EveryScopedReadHidesAnotherOrgsRows", testEveryScopedReadHidesAnotherOrgsRows},
 		{"ListsPaginateNewestFirst", testPagination},
 		{"EndpointUpdatesAndTokenLookup", testEndpoints},
 		{"EndpointNameIsKeptAndRenamed", testEndpointName},
