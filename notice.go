@@ -39,10 +39,16 @@ type NotificationSettings struct {
 	Topics         []string
 	SealedSecret   []byte
 	UpdatedAt      time.Time
+	// Version counts the settings' changes. A put with version 0 makes
+	// the org's first settings; any other is written only over that
+	// version (EVERSION otherwise).
+	Version int64
 }
 
 // Notifications keeps where notices go and the notices waiting to be sent.
 type Notifications interface {
+	// PutNotificationSettings writes an org's settings over s.Version
+	// (0: the org has none yet); EVERSION when they are not at it.
 	PutNotificationSettings(ctx context.Context, sc Scope, s NotificationSettings, audit ...AuditEntry) error
 	// NotificationSettings returns the org's settings; ENOTFOUND if it has
 	// none.

@@ -16,10 +16,16 @@ func (s *Server) putNotifications(w http.ResponseWriter, r *http.Request, who co
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	n, err := s.ctl.PutNotifications(r.Context(), who, id, control.NotificationUpdate{URL: req.URL, SlackURL: req.SlackWebhookURL, Topics: req.Topics})
+	version, err := ifMatch(r)
 	if err != nil {
 		return err
 	}
+	n, err := s.ctl.PutNotifications(r.Context(), who, id, control.NotificationUpdate{URL: req.URL, SlackURL: req.SlackWebhookURL,
+		Topics: req.Topics, Version: version})
+	if err != nil {
+		return err
+	}
+	setETag(w, n.Version)
 	writeJSON(w, http.StatusOK, notificationsView(n))
 	return nil
 }
@@ -33,6 +39,7 @@ func (s *Server) getNotifications(w http.ResponseWriter, r *http.Request, who co
 	if err != nil {
 		return err
 	}
+	setETag(w, n.Version)
 	writeJSON(w, http.StatusOK, notificationsView(n))
 	return nil
 }

@@ -97,9 +97,9 @@ func operations() []operation {
 			request: api.UpdateOrgRequest{}, status: 200, response: api.Org{}},
 		{route: "DELETE /api/v1/orgs/{id}", id: "deleteOrg", summary: "Delete an org (staff): its endpoints answer 404 at once, its keys stop, it leaves every list; its history stays. The answer is the org as it was.",
 			status: 200, response: api.Org{}},
-		{route: "PUT /api/v1/orgs/{id}/notifications", id: "putNotifications", summary: "Set where the org's operational notifications go (every setting, as given); the first answer carries the signing secret of `url`, shown once.",
+		{header: ifMatchHeader, route: "PUT /api/v1/orgs/{id}/notifications", id: "putNotifications", summary: "Set where the org's operational notifications go (every setting, as given); the first answer carries the signing secret of `url`, shown once. Its ETag is the settings' version.",
 			request: api.NotificationsRequest{}, status: 200, response: api.Notifications{}},
-		{route: "GET /api/v1/orgs/{id}/notifications", id: "getNotifications", summary: "Show where the org's operational notifications go; the Slack URL is masked.",
+		{route: "GET /api/v1/orgs/{id}/notifications", id: "getNotifications", summary: "Show where the org's operational notifications go; the Slack URL is masked; the ETag is the settings' version.",
 			status: 200, response: api.Notifications{}},
 
 		{route: "POST /api/v1/connections", id: "createConnection", summary: "Link an org to a provider account; secrets are never returned.",

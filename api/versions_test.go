@@ -47,3 +47,31 @@ func TestReadsAnswerAnETagAndAChangeOverAnOlderOneIs412(t *testing.T) {
 		}
 	}
 }
+
+// TestNotificationSettingsAnswerAnETagAndAPutOverAnOlderOneIs412.
+func TestNotificationSettingsAnswerAnETagAndAPutOverAnOlderOneIs412(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	path := "/api/v1/orgs/" + acme.org.ID + "/notifications"
+	put := func(etag, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("PUT", path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+acme.org.APIKey)
+		if etag != "" {
+			req.Header.Set("If-Match", etag)
+		}
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := put("", `{"topics":["message.dead"]}`); rec.Code != http.StatusOK || rec.Header().Get("ETag") != `"1"` {
+		t.Fatalf("first PUT: %d, ETag %q: %s", rec.Code, rec.Header().Get("ETag"), rec.Body)
+	}
+	if rec := put(`"1"`, `{"topics":["event.dead"]}`); rec.Code != http.StatusOK || rec.Header().Get("ETag") != `"2"` {
+		t.Fatalf("PUT over version 1: %d, ETag %q: %s", rec.Code, rec.Header().Get("ETag"), rec.Body)
+	}
+	wantError(t, put(`"1"`, `{"topics":[]}`), http.StatusPreconditionFailed, intake.EVERSION, "changed since version 1")
+	got := e.do("GET", path, acme.org.APIKey, nil)
+	if !strings.Contains(got.Body.String(), `"event.dead"`) || got.Header().Get("ETag") != `"2"` {
+		t.Fatalf("after the refused put the settings read %s (ETag %q)", got.Body, got.Header().Get("ETag"))
+	}
+}

@@ -67,10 +67,8 @@ func (c *Console) saveConsumerSettings(w http.ResponseWriter, r *http.Request, s
 		EventTypes: r.PostFormValue("event_types")}
 	types := formEventTypes(r)
 	u := control.ConsumerUpdate{Name: &edit.Name, URL: &edit.URL, EventTypes: &types}
-	if v := r.PostFormValue("version"); v != "" {
-		if u.Version, err = strconv.ParseInt(v, 10, 64); err != nil {
-			return intake.Errorf(intake.EINVALID, "version must be a number")
-		}
+	if u.Version, err = formVersion(r); err != nil {
+		return err
 	}
 	_, err = c.ctl.UpdateConsumer(r.Context(), s.caller(), id, u)
 	switch code := intake.ErrorCode(err); {
@@ -189,4 +187,18 @@ func formDuration(r *http.Request, name string) (*time.Duration, error) {
 		return nil, err
 	}
 	return &d, nil
+}
+
+// formVersion is the version of the row the form was shown with (0: none,
+// or a row not made yet): the change is made over it, or refused.
+func formVersion(r *http.Request) (int64, error) {
+	v := strings.TrimSpace(r.PostFormValue("version"))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, intake.Errorf(intake.EINVALID, "version must be a number")
+	}
+	return n, nil
 }

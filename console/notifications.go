@@ -74,6 +74,9 @@ func (c *Console) saveNotifications(w http.ResponseWriter, r *http.Request, s *s
 		u.Topics = []string{}
 	}
 	u.KeepSlack = u.SlackURL == "" && r.PostFormValue("remove_slack") != "on"
+	if u.Version, err = formVersion(r); err != nil {
+		return err
+	}
 	got, err := c.ctl.PutNotifications(r.Context(), s.caller(), orgID, u)
 	if err != nil {
 		return err

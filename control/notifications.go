@@ -20,6 +20,8 @@ type NotificationSettings struct {
 	SlackURL      string
 	Topics        []string
 	SigningSecret string
+	// Version counts the settings' changes (0: none set).
+	Version int64
 }
 
 // NotificationUpdate is what PutNotifications sets: every setting, as
@@ -32,6 +34,9 @@ type NotificationUpdate struct {
 	// ignored): a form that cannot show the credential need not ask for
 	// it again.
 	KeepSlack bool
+	// Version, when not 0, is the version the caller read (If-Match): the
+	// put is refused if the settings changed since.
+	Version int64
 }
 
 // PutNotifications sets where an org's notifications go. The first put
@@ -64,33 +69,42 @@ func (p *Plane) PutNotifications(ctx context.Context, c Caller, orgID string, u 
 			return NotificationSettings{}, intake.Errorf(intake.EINVALID, "slack_webhook_url: %s", intake.ErrorMessage(err))
 		}
 	}
+	return compareAndSet(u.Version, func() (NotificationSettings, error) { return p.putNotifications(ctx, c, orgID, u, topics) })
+}
+
+// putNotifications writes the checked settings over the version it reads.
+func (p *Plane) putNotifications(ctx context.Context, c Caller, orgID string, u NotificationUpdate, topics []string) (NotificationSettings, error) {
 	old, err := p.store.NotificationSettings(ctx, c.Scope, orgID)
 	first := intake.ErrorCode(err) == intake.ENOTFOUND
 	if err != nil && !first {
 		return NotificationSettings{}, err
 	}
+	if err := checkVersion("notification settings", u.Version, old.Version); err != nil {
+		return NotificationSettings{}, err
+	}
+	slackURL := u.SlackURL
 	if u.KeepSlack && !first {
-		if u.SlackURL, err = p.sealer.NotificationSlackURL(old); err != nil {
+		if slackURL, err = p.sealer.NotificationSlackURL(old); err != nil {
 			return NotificationSettings{}, fmt.Errorf("open the Slack URL of org %s: %w", orgID, err)
 		}
 	}
-	s := intake.NotificationSettings{OrgID: orgID, URL: u.URL, SealedSlackURL: p.sealer.SealNotificationSlackURL(orgID, u.SlackURL),
-		Topics: topics, SealedSecret: old.SealedSecret, UpdatedAt: p.now()}
+	s := intake.NotificationSettings{OrgID: orgID, URL: u.URL, SealedSlackURL: p.sealer.SealNotificationSlackURL(orgID, slackURL),
+		Topics: topics, SealedSecret: old.SealedSecret, UpdatedAt: p.now(), Version: old.Version}
 	var secret string
 	if first {
 		secret = delivery.NewSecret()
 		s.SealedSecret = p.sealer.SealNotificationSecret(orgID, secret)
 	}
 	slack := "none"
-	if u.SlackURL != "" {
-		slack = maskSlackURL(u.SlackURL)
+	if slackURL != "" {
+		slack = maskSlackURL(slackURL)
 	}
 	a := p.entry(c, orgID, "notifications.update", "org", orgID,
 		fmt.Sprintf("url=%s slack_webhook_url=%s topics=%s", u.URL, slack, strings.Join(topics, ",")))
 	if err := p.store.PutNotificationSettings(ctx, c.Scope, s, a); err != nil {
 		return NotificationSettings{}, err
 	}
-	return NotificationSettings{URL: u.URL, SlackURL: maskSlackURL(u.SlackURL), Topics: topics, SigningSecret: secret}, nil
+	return NotificationSettings{URL: u.URL, SlackURL: maskSlackURL(slackURL), Topics: topics, SigningSecret: secret, Version: old.Version + 1}, nil
 }
 
 // Notifications returns where an org's notifications go; ENOTFOUND until
@@ -107,7 +121,7 @@ func (p *Plane) Notifications(ctx context.Context, c Caller, orgID string) (Noti
 	if err != nil {
 		return NotificationSettings{}, fmt.Errorf("open the Slack URL of org %s: %w", orgID, err)
 	}
-	return NotificationSettings{URL: s.URL, SlackURL: maskSlackURL(slack), Topics: s.Topics}, nil
+	return NotificationSettings{URL: s.URL, SlackURL: maskSlackURL(slack), Topics: s.Topics, Version: s.Version}, nil
 }
 
 // checkTopics refuses an unknown topic and returns the topics without

@@ -115,3 +115,60 @@ func TestRacingChangesOfDifferentFieldsBothStick(t *testing.T) {
 		})
 	}
 }
+
+// TestRacingFirstNotificationPutsMintOneSecret: two first puts of an
+// org's notification settings made at once both succeed, and exactly one
+// answer carries the signing secret, the one the settings keep; a put over
+// a version read before another put is refused.
+func TestRacingFirstNotificationPutsMintOneSecret(t *testing.T) {
+	for name, open := range map[string]func(testing.TB) intake.Store{
+		"sqlite":   func(t testing.TB) intake.Store { return testkit.SQLite(t) },
+		"postgres": func(t testing.TB) intake.Store { return testkit.Postgres(t) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t)
+			sealer, _ := seal.New(bytes.Repeat([]byte{3}, 32))
+			clock := testkit.NewClock(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
+			p := control.New(control.Config{Store: s, Sealer: sealer, Clock: clock, Rules: testkit.Rules(t)})
+			staff := control.Caller{Actor: "staff"}
+			for round := range 10 {
+				org := intake.Org{ID: intake.NewID(), Name: "acme-" + intake.NewID(), CreatedAt: clock.Now()}
+				if err := s.CreateOrg(ctx, org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte(org.ID)}); err != nil {
+					t.Fatal(err)
+				}
+				var wg sync.WaitGroup
+				got := make([]control.NotificationSettings, 2)
+				errs := make([]error, 2)
+				for i, topic := range []string{intake.NoticeMessageDead, intake.NoticeEventDead} {
+					wg.Go(func() {
+						got[i], errs[i] = p.PutNotifications(ctx, staff, org.ID, control.NotificationUpdate{Topics: []string{topic}})
+					})
+				}
+				wg.Wait()
+				var secrets []string
+				for i := range got {
+					if errs[i] != nil {
+						t.Fatalf("round %d: %v", round, errs[i])
+					}
+					if got[i].SigningSecret != "" {
+						secrets = append(secrets, got[i].SigningSecret)
+					}
+				}
+				stored, err := s.NotificationSettings(ctx, intake.Scope{}, org.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				kept, err := sealer.NotificationSecret(stored)
+				if len(secrets) != 1 || err != nil || kept != secrets[0] || stored.Version != 2 {
+					t.Fatalf("round %d: secrets answered %q, kept %q (%v), version %d; want one secret, the one kept, at version 2",
+						round, secrets, kept, err, stored.Version)
+				}
+				_, err = p.PutNotifications(ctx, staff, org.ID, control.NotificationUpdate{Topics: []string{}, Version: 1})
+				if intake.ErrorCode(err) != intake.EVERSION {
+					t.Fatalf("round %d: a put over version 1 at version 2: %v, want version_mismatch", round, err)
+				}
+			}
+		})
+	}
+}

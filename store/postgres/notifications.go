@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/intakehq/intake"
 )
@@ -19,12 +20,28 @@ func (s *Store) PutNotificationSettings(ctx context.Context, sc intake.Scope, n 
 		if err := orgExists(ctx, tx, n.OrgID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO notification_settings (org_id, url, sealed_slack_url, topics, sealed_secret, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (org_id) DO UPDATE SET url = excluded.url, sealed_slack_url = excluded.sealed_slack_url,
-				topics = excluded.topics, sealed_secret = excluded.sealed_secret, updated_at = excluded.updated_at`,
-			n.OrgID, text(n.URL), n.SealedSlackURL, texts(n.Topics), n.SealedSecret, ts(n.UpdatedAt))
-		return err
+		var tag pgconn.CommandTag
+		var err error
+		if n.Version == 0 {
+			tag, err = tx.Exec(ctx, `INSERT INTO notification_settings (org_id, url, sealed_slack_url, topics, sealed_secret, updated_at)
+				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (org_id) DO NOTHING`,
+				n.OrgID, text(n.URL), n.SealedSlackURL, texts(n.Topics), n.SealedSecret, ts(n.UpdatedAt))
+		} else {
+			tag, err = tx.Exec(ctx, `UPDATE notification_settings SET url = $2, sealed_slack_url = $3, topics = $4, sealed_secret = $5,
+				updated_at = $6, version = version + 1 WHERE org_id = $1 AND version = $7`,
+				n.OrgID, text(n.URL), n.SealedSlackURL, texts(n.Topics), n.SealedSecret, ts(n.UpdatedAt), n.Version)
+		}
+		if err != nil || tag.RowsAffected() == 1 {
+			return err
+		}
+		var now int64
+		if err := tx.QueryRow(ctx, `SELECT version FROM notification_settings WHERE org_id = $1`, n.OrgID).Scan(&now); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return intake.Errorf(intake.EVERSION, "org %s has no notification settings now", n.OrgID)
+			}
+			return err
+		}
+		return intake.Errorf(intake.EVERSION, "the notification settings changed since they were read: they are at version %d now", now)
 	})
 }
 
@@ -36,10 +53,10 @@ func (s *Store) NotificationSettings(ctx context.Context, sc intake.Scope, orgID
 	}
 	var updated *time.Time
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		b.Queue(`SELECT url, sealed_slack_url, topics, sealed_secret, updated_at FROM notification_settings
+		b.Queue(`SELECT url, sealed_slack_url, topics, sealed_secret, updated_at, version FROM notification_settings
 			WHERE org_id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, orgID, nullID(sc.OrgID)).
 			QueryRow(func(row pgx.Row) error {
-				return row.Scan(&n.URL, &n.SealedSlackURL, &n.Topics, &n.SealedSecret, &updated)
+				return row.Scan(&n.URL, &n.SealedSlackURL, &n.Topics, &n.SealedSecret, &updated, &n.Version)
 			})
 	})
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -26,12 +26,31 @@ func (s *Store) PutNotificationSettings(ctx context.Context, sc intake.Scope, n 
 		if err := orgExists(ctx, tx, n.OrgID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO notification_settings (org_id, url, sealed_slack_url, topics, sealed_secret, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (org_id) DO UPDATE SET url = excluded.url, sealed_slack_url = excluded.sealed_slack_url,
-				topics = excluded.topics, sealed_secret = excluded.sealed_secret, updated_at = excluded.updated_at`,
-			n.OrgID, n.URL, n.SealedSlackURL, string(topics), n.SealedSecret, ts(n.UpdatedAt))
-		return err
+		var res sql.Result
+		var err error
+		if n.Version == 0 {
+			res, err = tx.ExecContext(ctx, `INSERT INTO notification_settings (org_id, url, sealed_slack_url, topics, sealed_secret, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (org_id) DO NOTHING`,
+				n.OrgID, n.URL, n.SealedSlackURL, string(topics), n.SealedSecret, ts(n.UpdatedAt))
+		} else {
+			res, err = tx.ExecContext(ctx, `UPDATE notification_settings SET url = ?, sealed_slack_url = ?, topics = ?, sealed_secret = ?,
+				updated_at = ?, version = version + 1 WHERE org_id = ? AND version = ?`,
+				n.URL, n.SealedSlackURL, string(topics), n.SealedSecret, ts(n.UpdatedAt), n.OrgID, n.Version)
+		}
+		if err != nil {
+			return err
+		}
+		if k, err := res.RowsAffected(); err != nil || k == 1 {
+			return err
+		}
+		var now int64
+		if err := tx.QueryRowContext(ctx, `SELECT version FROM notification_settings WHERE org_id = ?`, n.OrgID).Scan(&now); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return intake.Errorf(intake.EVERSION, "org %s has no notification settings now", n.OrgID)
+			}
+			return err
+		}
+		return intake.Errorf(intake.EVERSION, "the notification settings changed since they were read: they are at version %d now", now)
 	})
 }
 
@@ -40,9 +59,9 @@ func (s *Store) NotificationSettings(ctx context.Context, sc intake.Scope, orgID
 	n := intake.NotificationSettings{OrgID: orgID}
 	var topics string
 	var updated sql.NullInt64
-	err := s.read.QueryRowContext(ctx, `SELECT url, sealed_slack_url, topics, sealed_secret, updated_at FROM notification_settings
+	err := s.read.QueryRowContext(ctx, `SELECT url, sealed_slack_url, topics, sealed_secret, updated_at, version FROM notification_settings
 		WHERE org_id = ?1 AND (?2 = '' OR org_id = ?2)`, orgID, sc.OrgID).
-		Scan(&n.URL, &n.SealedSlackURL, &topics, &n.SealedSecret, &updated)
+		Scan(&n.URL, &n.SealedSlackURL, &topics, &n.SealedSecret, &updated, &n.Version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, intake.Errorf(intake.ENOTFOUND, "org %s has no notification settings", orgID)
 	}

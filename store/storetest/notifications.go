@@ -56,14 +56,26 @@ func testNotificationSettings(t *testing.T, s intake.Store) {
 	wantCode(t, s.PutNotificationSettings(ctx, intake.Scope{}, intake.NotificationSettings{OrgID: intake.NewID(),
 		Topics: []string{}, SealedSecret: []byte{1}, UpdatedAt: t0}), intake.ENOTFOUND)
 
-	// A second put replaces every setting.
+	// A second put replaces every setting, over the version it read; a
+	// first put or one over an older version is refused.
+	if got.Version != 1 {
+		t.Fatalf("new settings are at version %d, want 1", got.Version)
+	}
 	n.URL, n.SealedSlackURL, n.Topics, n.UpdatedAt = "", nil, []string{}, t0.Add(time.Minute)
+	wantCode(t, s.PutNotificationSettings(ctx, intake.Scope{}, n), intake.EVERSION) // a second "first" put
+	n.Version = 1
 	if err := s.PutNotificationSettings(ctx, intake.Scope{}, n); err != nil {
 		t.Fatal(err)
 	}
 	got, err = s.NotificationSettings(ctx, intake.Scope{}, acme.org.ID)
-	if err != nil || got.URL != "" || got.SealedSlackURL != nil || len(got.Topics) != 0 || !got.UpdatedAt.Equal(n.UpdatedAt) {
+	if err != nil || got.URL != "" || got.SealedSlackURL != nil || len(got.Topics) != 0 || !got.UpdatedAt.Equal(n.UpdatedAt) || got.Version != 2 {
 		t.Fatalf("replaced settings = %+v %v", got, err)
+	}
+	stale := n
+	stale.URL = "https://stale.example/"
+	wantCode(t, s.PutNotificationSettings(ctx, own, stale), intake.EVERSION)
+	if got, _ := s.NotificationSettings(ctx, own, acme.org.ID); got.URL != "" || got.Version != 2 {
+		t.Fatalf("a put over an older version changed the settings: %+v", got)
 	}
 }
 
