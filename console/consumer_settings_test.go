@@ -66,3 +66,40 @@ func TestConsumerPageEditsNameURLAndEventTypesOverTheVersionShown(t *testing.T) 
 		t.Fatalf("a refused save changed the consumer: %+v", after)
 	}
 }
+
+// A refused controls form is answered with the page, what was entered in
+// the form and why beside it; nothing is saved.
+func TestRefusedControlsKeepTheEditAndSayWhy(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	c := apiCall[api.Consumer](e, acme.org.APIKey, "POST", "/api/v1/consumers", api.CreateConsumerRequest{Name: "orders", App: "shop",
+		URL: "http://127.0.0.1:9/orders", EventTypes: []string{"stripe.*"}})
+	b := e.browser()
+	b.signIn(acme.org.APIKey)
+	for _, bad := range []struct{ field, value, why string }{
+		{"ordering", "event.data.(", "ordering"},
+		{"max_in_flight", "-3", "max_in_flight"},
+		{"rate_per_sec", "fast", "rate_per_sec must be a number"},
+	} {
+		form := url.Values{"csrf": {b.csrf()}, "rate_per_sec": {"12.5"}, "max_in_flight": {"4"}, "ordering": {"subject"},
+			"retry_attempts": {"9"}, "retry_base": {"20s"}, "breaker_failures": {"7"}, "auto_disable_after": {"48h"}}
+		form.Set(bad.field, bad.value)
+		p := b.post("/console/consumers/"+c.ID+"/controls", form)
+		body := html.UnescapeString(p.body)
+		if p.status != http.StatusBadRequest || !strings.Contains(body, `id="controls-error"`) || !strings.Contains(body, bad.why) {
+			t.Fatalf("%s=%s: %d, want 400 with the page and why (%q)", bad.field, bad.value, p.status, bad.why)
+		}
+		for name, v := range form {
+			if name == "csrf" {
+				continue
+			}
+			if !strings.Contains(body, `name="`+name+`"`) || !strings.Contains(body, `value="`+v[0]+`"`) {
+				t.Errorf("%s=%s: the page does not keep %s=%q", bad.field, bad.value, name, v[0])
+			}
+		}
+	}
+	stored, err := e.store.Consumer(context.Background(), intake.Scope{}, c.ID)
+	if err != nil || stored.Controls != (intake.Controls{}) {
+		t.Fatalf("a refused form saved controls: %+v %v", stored.Controls, err)
+	}
+}

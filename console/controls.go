@@ -98,51 +98,105 @@ func formEventTypes(r *http.Request) []string {
 	})
 }
 
+// controlsEdit is the delivery controls form: the consumer's own, or what
+// was entered and refused, with why.
+type controlsEdit struct {
+	Rate, MaxInFlight, Ordering, Attempts, Base, Failures, Disable string
+	Error                                                          string
+}
+
+// controlsForm fills the form from a consumer's controls; an unset one is
+// empty (no limit, or the default).
+func controlsForm(k intake.Controls) controlsEdit {
+	e := controlsEdit{Ordering: k.Ordering}
+	if k.RatePerSec != 0 {
+		e.Rate = strconv.FormatFloat(k.RatePerSec, 'f', -1, 64)
+	}
+	if k.MaxInFlight != 0 {
+		e.MaxInFlight = strconv.Itoa(k.MaxInFlight)
+	}
+	if k.Retry.Attempts != 0 {
+		e.Attempts = strconv.Itoa(k.Retry.Attempts)
+	}
+	if k.Retry.Base != 0 {
+		e.Base = k.Retry.Base.String()
+	}
+	if k.BreakerFailures != 0 {
+		e.Failures = strconv.Itoa(k.BreakerFailures)
+	}
+	if k.AutoDisableAfter != 0 {
+		e.Disable = k.AutoDisableAfter.String()
+	}
+	return e
+}
+
 // saveConsumerControls saves the delivery controls form through the
 // control plane, which checks them all before saving any. An empty field
-// means none (or the default).
+// means none (or the default). A refused form shows the page again with
+// what was entered and why.
 func (c *Console) saveConsumerControls(w http.ResponseWriter, r *http.Request, s *session) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
+	edit := controlsEdit{Rate: r.PostFormValue("rate_per_sec"), MaxInFlight: r.PostFormValue("max_in_flight"),
+		Ordering: strings.TrimSpace(r.PostFormValue("ordering")), Attempts: r.PostFormValue("retry_attempts"),
+		Base: r.PostFormValue("retry_base"), Failures: r.PostFormValue("breaker_failures"), Disable: r.PostFormValue("auto_disable_after")}
+	u, err := controlsUpdate(r, edit.Ordering)
+	if err == nil {
+		_, err = c.ctl.UpdateConsumer(r.Context(), s.caller(), id, u)
+	}
+	switch {
+	case err == nil:
+		return redirect(w, r, "/console/consumers/"+id+"?flash=controls-saved")
+	case intake.ErrorCode(err) == intake.EINVALID:
+		cs, rerr := c.store.Consumer(r.Context(), s.scope(), id)
+		if rerr != nil {
+			return rerr
+		}
+		edit.Error = intake.ErrorMessage(err)
+		return c.renderConsumer(w, r, s, consumerView{C: cs, Filter: cs.Filter, Transform: cs.Transform, Controls: edit,
+			status: control.HTTPStatus(err)})
+	default:
+		return err
+	}
+}
+
+// controlsUpdate reads the controls form into a change of every control.
+func controlsUpdate(r *http.Request, ordering string) (control.ConsumerUpdate, error) {
 	var u control.ConsumerUpdate
 	rate, err := formFloat(r, "rate_per_sec")
 	if err != nil {
-		return err
+		return u, err
 	}
 	u.RatePerSec = &rate
 	inFlight, err := formInt(r, "max_in_flight")
 	if err != nil {
-		return err
+		return u, err
 	}
 	u.MaxInFlight = &inFlight
-	ordering := strings.TrimSpace(r.PostFormValue("ordering"))
 	u.Ordering = &ordering
 	attempts, err := formInt(r, "retry_attempts")
 	if err != nil {
-		return err
+		return u, err
 	}
 	u.RetryAttempts = &attempts
 	base, err := formDuration(r, "retry_base")
 	if err != nil {
-		return err
+		return u, err
 	}
 	u.RetryBase = orZero(base)
 	failures, err := formInt(r, "breaker_failures")
 	if err != nil {
-		return err
+		return u, err
 	}
 	u.BreakerFailures = &failures
 	disable, err := formDuration(r, "auto_disable_after")
 	if err != nil {
-		return err
+		return u, err
 	}
 	u.AutoDisableAfter = orZero(disable)
-	if _, err := c.ctl.UpdateConsumer(r.Context(), s.caller(), id, u); err != nil {
-		return err
-	}
-	return redirect(w, r, "/console/consumers/"+id+"?flash=controls-saved")
+	return u, nil
 }
 
 func orZero(d *time.Duration) *time.Duration {

@@ -27,9 +27,11 @@ type consumerView struct {
 	Results           []ruleResult
 	// Edit is the settings form: the consumer's own, or what was entered
 	// and refused, with why.
-	Edit    consumerEdit
-	status  int             // the page's HTTP status; 0 is the status asked for
-	Invalid *ruleDiagnostic // why the editor's rules were not saved
+	Edit consumerEdit
+	// Controls is the delivery controls form, as Edit is the settings'.
+	Controls controlsEdit
+	status   int             // the page's HTTP status; 0 is the status asked for
+	Invalid  *ruleDiagnostic // why the editor's rules were not saved
 }
 
 // ruleDiagnostic is why an editor's rules were refused when saved: the
@@ -114,6 +116,9 @@ func (c *Console) renderConsumerAs(w http.ResponseWriter, r *http.Request, s *se
 	v.Events = events
 	if v.Health, err = c.ctl.ConsumerHealth(r.Context(), s.caller(), v.C.ID); err != nil {
 		return err
+	}
+	if v.Controls == (controlsEdit{}) {
+		v.Controls = controlsForm(v.C.Controls)
 	}
 	if v.Edit == (consumerEdit{}) {
 		v.Edit = consumerEdit{Name: v.C.Name, URL: v.C.URL, EventTypes: strings.Join(v.C.EventTypes, ", ")}
