@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -32,7 +31,7 @@ type Config struct {
 	// Control performs every operator action; nil: one over Store, Sealer,
 	// StaffToken, PublicURL, Clock and ConsumerPolicy.
 	Control    *control.Plane
-	Store      intake.Store // what the API reads
+	Store      intake.Store // for the default Control, signed bodies and wake-ups
 	Sealer     *seal.Sealer
 	StaffToken string // empty: no staff access
 	PublicURL  string // e.g. "http://localhost:8080"
@@ -49,8 +48,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Server is the admin API: a transport over the control plane, and the
-// reads of the store.
+// Server is the admin API: a transport over the control plane, which
+// performs every operator action and read. The store itself serves only
+// the signed raw-body addresses (the signature, not an operator, is the
+// authorisation) and the event stream's wake-ups.
 type Server struct {
 	ctl       *control.Plane
 	store     intake.Store
@@ -333,22 +334,4 @@ func pathID(r *http.Request) (string, error) {
 		return "", intake.Errorf(intake.EINVALID, "malformed id %.64q: want a UUID", id)
 	}
 	return id, nil
-}
-
-// pageParams reads limit and cursor from the query string.
-func pageParams(r *http.Request) (limit int, cursor string, err error) {
-	q := r.URL.Query()
-	limit = intake.DefaultPageSize
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > intake.MaxPageSize {
-			return 0, "", intake.Errorf(intake.EINVALID, "limit must be an integer between 1 and %d", intake.MaxPageSize)
-		}
-		limit = n
-	}
-	cursor = q.Get("cursor")
-	if cursor != "" && !intake.ValidID(cursor) {
-		return 0, "", intake.Errorf(intake.EINVALID, "malformed cursor")
-	}
-	return limit, cursor, nil
 }

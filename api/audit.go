@@ -21,12 +21,11 @@ type AuditEntry struct {
 }
 
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, who control.Caller) error {
-	sc := who.Scope
-	limit, cursor, err := pageParams(r)
+	limit, err := control.ParseLimit(r.URL.Query().Get("limit"))
 	if err != nil {
 		return err
 	}
-	page, err := s.store.ListAudit(r.Context(), sc, intake.AuditFilter{Limit: limit, Cursor: cursor})
+	page, err := s.ctl.Audit(r.Context(), who, intake.AuditFilter{Limit: limit, Cursor: r.URL.Query().Get("cursor")})
 	if err != nil {
 		return err
 	}

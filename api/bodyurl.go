@@ -16,12 +16,11 @@ const BodyURLTTL = bodyurl.TTL
 // createBodyURL signs a short-lived address for a message's raw body, for
 // tools that should not hold an API key.
 func (s *Server) createBodyURL(w http.ResponseWriter, r *http.Request, who control.Caller) error {
-	sc := who.Scope
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	m, err := s.store.Message(r.Context(), sc, id)
+	m, err := s.ctl.Message(r.Context(), who, id)
 	if err != nil {
 		return err
 	}

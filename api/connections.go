@@ -85,7 +85,7 @@ func (s *Server) adoptHandshakeSecret(w http.ResponseWriter, r *http.Request, wh
 }
 
 func (s *Server) listConnections(w http.ResponseWriter, r *http.Request, who control.Caller) error {
-	conns, err := s.store.ListConnections(r.Context(), who.Scope)
+	conns, err := s.ctl.Connections(r.Context(), who)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (s *Server) getConnection(w http.ResponseWriter, r *http.Request, who contr
 	if err != nil {
 		return err
 	}
-	c, err := s.store.Connection(r.Context(), who.Scope, id)
+	c, err := s.ctl.Connection(r.Context(), who, id)
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request, who cont
 }
 
 func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request, who control.Caller) error {
-	eps, err := s.store.ListEndpoints(r.Context(), who.Scope)
+	eps, err := s.ctl.Endpoints(r.Context(), who)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request, who control
 	if err != nil {
 		return err
 	}
-	e, err := s.store.Endpoint(r.Context(), who.Scope, id)
+	e, err := s.ctl.Endpoint(r.Context(), who, id)
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, who control.C
 }
 
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, who control.Caller) error {
-	keys, err := s.store.ListAPIKeys(r.Context(), who.Scope)
+	keys, err := s.ctl.APIKeys(r.Context(), who)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
@@ -11,26 +10,13 @@ import (
 )
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, who control.Caller) error {
-	sc := who.Scope
 	q := r.URL.Query()
-	f := intake.MessageFilter{EndpointID: q.Get("endpoint_id"), State: intake.MessageState(q.Get("state")),
-		ProviderEventID: q.Get("provider_event_id")}
-	if len(f.ProviderEventID) > 500 {
-		return intake.Errorf(intake.EINVALID, "provider_event_id must be at most 500 bytes")
-	}
-	if f.EndpointID != "" {
-		if err := intake.CheckID("endpoint_id", f.EndpointID); err != nil {
-			return err
-		}
-	}
-	if f.State != "" && !f.State.Valid() {
-		return intake.Errorf(intake.EINVALID, "state must be one of %s", joinStates(intake.MessageStates))
-	}
-	var err error
-	if f.Limit, f.Cursor, err = pageParams(r); err != nil {
+	limit, err := control.ParseLimit(q.Get("limit"))
+	if err != nil {
 		return err
 	}
-	page, err := s.store.ListMessages(r.Context(), sc, f)
+	page, err := s.ctl.Messages(r.Context(), who, intake.MessageFilter{EndpointID: q.Get("endpoint_id"),
+		State: intake.MessageState(q.Get("state")), ProviderEventID: q.Get("provider_event_id"), Limit: limit, Cursor: q.Get("cursor")})
 	if err != nil {
 		return err
 	}
@@ -43,12 +29,11 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, who contro
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, who control.Caller) error {
-	sc := who.Scope
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	m, err := s.store.Message(r.Context(), sc, id)
+	m, err := s.ctl.Message(r.Context(), who, id)
 	if err != nil {
 		return err
 	}
@@ -66,7 +51,7 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, who control.
 	if out.EventIDs == nil {
 		out.EventIDs = []string{}
 	}
-	attempts, err := s.store.MessageAttempts(r.Context(), sc, id)
+	attempts, err := s.ctl.MessageAttempts(r.Context(), who, id)
 	if err != nil {
 		return err
 	}
@@ -80,12 +65,11 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, who control.
 }
 
 func (s *Server) getMessageBody(w http.ResponseWriter, r *http.Request, who control.Caller) error {
-	sc := who.Scope
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	body, header, err := s.store.MessageBody(r.Context(), sc, id)
+	body, header, err := s.ctl.MessageBody(r.Context(), who, id)
 	if err != nil {
 		return err
 	}
@@ -111,12 +95,4 @@ func messageView(m intake.Message) Message {
 		Outcome:         m.Outcome,
 		ReplayOf:        m.ReplayOf,
 	}
-}
-
-func joinStates[S ~string](states []S) string {
-	names := make([]string, len(states))
-	for i, v := range states {
-		names[i] = string(v)
-	}
-	return strings.Join(names, ", ")
 }

@@ -23,7 +23,7 @@ func (s *Server) createOrg(w http.ResponseWriter, r *http.Request, who control.C
 }
 
 func (s *Server) listOrgs(w http.ResponseWriter, r *http.Request, who control.Caller) error {
-	orgs, err := s.store.ListOrgs(r.Context(), who.Scope)
+	orgs, err := s.ctl.Orgs(r.Context(), who)
 	if err != nil {
 		return err
 	}

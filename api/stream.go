@@ -40,14 +40,13 @@ const (
 // of the few seconds before it, are sent, so delivery is at least once and
 // clients deduplicate on the id, as consumers do.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, who control.Caller) error {
-	sc := who.Scope
 	q := r.URL.Query()
-	t := &eventTail{store: s.store, scope: sc, sent: map[string]int64{}}
+	t := &eventTail{ctl: s.ctl, who: who, sent: map[string]int64{}}
 	if id := q.Get("endpoint_id"); id != "" {
 		if err := intake.CheckID("endpoint_id", id); err != nil {
 			return err
 		}
-		ep, err := s.store.Endpoint(r.Context(), sc, id)
+		ep, err := s.ctl.Endpoint(r.Context(), who, id)
 		if err != nil {
 			return err
 		}
@@ -153,8 +152,8 @@ func writeStreamEvent(w http.ResponseWriter, e intake.Event, signer bodyurl.Sign
 // eventTail finds the events of a scope (and endpoint) committed since its
 // last poll, oldest first.
 type eventTail struct {
-	store        intake.Store
-	scope        intake.Scope
+	ctl          *control.Plane
+	who          control.Caller
 	endpointID   string
 	connectionID string
 	// newest is the time (unix ms) of the newest id seen; sent holds the ids
@@ -171,7 +170,7 @@ func (t *eventTail) poll(ctx context.Context) ([]intake.Event, error) {
 	var fresh []intake.Event
 	f := intake.EventFilter{Limit: streamPage}
 	for {
-		page, err := t.store.ListEvents(ctx, t.scope, f)
+		page, err := t.ctl.Events(ctx, t.who, f)
 		if err != nil {
 			return nil, err
 		}
@@ -226,7 +225,7 @@ func (t *eventTail) wanted(ctx context.Context, e intake.Event) (bool, error) {
 	}
 	ep, ok := t.endpoints[e.MessageID]
 	if !ok {
-		m, err := t.store.Message(ctx, t.scope, e.MessageID)
+		m, err := t.ctl.Message(ctx, t.who, e.MessageID)
 		if intake.ErrorCode(err) == intake.ENOTFOUND {
 			return false, nil // deleted by retention since
 		}

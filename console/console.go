@@ -1,5 +1,5 @@
 // Package console serves the web console at /console: server-rendered pages
-// over the same store and operator actions as the admin API, for operators
+// over the same operator actions and reads as the admin API, for operators
 // who would rather look than read JSON. A session is signed in with the
 // staff token or an org's API key, and every read goes through the
 // session's scope, so another org's rows do not exist for it.
@@ -32,7 +32,7 @@ type Config struct {
 	// Control performs every operator action; nil: one over Store, Sealer,
 	// StaffToken, PublicURL, Clock and ConsumerPolicy.
 	Control    *control.Plane
-	Store      intake.Store // what the console reads
+	Store      intake.Store // for the default Control and the sessions
 	Sealer     *seal.Sealer
 	StaffToken string // empty: no staff sign-in
 	PublicURL  string // where providers reach ingress; endpoint URLs are shown under it
@@ -51,7 +51,7 @@ type Config struct {
 // Console is the web console.
 type Console struct {
 	ctl       *control.Plane
-	store     intake.Store
+	store     intake.Store // sessions only: every operator read is the control plane's
 	publicURL string
 	httpsURL  bool
 	clock     intake.Clock

@@ -427,10 +427,14 @@ func TestAnotherOrgsRowsAreNotFound(t *testing.T) {
 	b := e.browser()
 	b.signIn(globex.org.APIKey)
 	for _, path := range []string{"/console/messages/" + m.ID, "/console/messages/" + m.ID + "/body", "/console/events/" + m.EventIDs[0],
-		"/console/messages/not-an-id", "/console/unclaimed", "/console/nosuchpage"} {
+		"/console/messages/not-an-id", "/console/nosuchpage"} {
 		if p := b.get(path); p.status != http.StatusNotFound || strings.Contains(p.body, m.ID) {
 			t.Errorf("GET %s: %d", path, p.status)
 		}
+	}
+	// Unclaimed events are staff's: refused, as the admin API refuses them.
+	if p := b.get("/console/unclaimed"); p.status != http.StatusForbidden || strings.Contains(p.body, m.ID) {
+		t.Errorf("GET /console/unclaimed: %d, want 403", p.status)
 	}
 	csrf := b.csrf()
 	for _, path := range []string{"/console/messages/" + m.ID + "/replay", "/console/events/" + m.EventIDs[0] + "/reroute",

@@ -41,7 +41,7 @@ func (c *Console) rotateConsumerSecret(w http.ResponseWriter, r *http.Request, s
 	if err != nil {
 		return err
 	}
-	cs, err := c.store.Consumer(r.Context(), s.scope(), id)
+	cs, err := c.consumerRow(r.Context(), s, id)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (c *Console) saveConsumerSettings(w http.ResponseWriter, r *http.Request, s
 	case err == nil:
 		return redirect(w, r, "/console/consumers/"+id+"?flash=consumer-saved")
 	case code == intake.EINVALID || code == intake.EVERSION:
-		cs, rerr := c.store.Consumer(r.Context(), s.scope(), id)
+		cs, rerr := c.consumerRow(r.Context(), s, id)
 		if rerr != nil {
 			return rerr
 		}

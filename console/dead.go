@@ -40,10 +40,7 @@ func (c *Console) deadFilters(r *http.Request) (deadFilter, intake.MessageFilter
 	if err != nil {
 		return df, mf, intake.EventFilter{}, err
 	}
-	ef, err := eventFilter{Type: df.Type, State: string(intake.EventDead)}.parse()
-	if err != nil {
-		return df, mf, ef, err
-	}
+	ef := eventFilter{Type: df.Type, State: string(intake.EventDead)}.filter()
 	ef.Since, ef.Until = mf.Since, mf.Until
 	return df, mf, ef, nil
 }
@@ -57,50 +54,41 @@ func (c *Console) dead(w http.ResponseWriter, r *http.Request, s *session) error
 	ctx := r.Context()
 	mf.Limit, mf.Cursor = pageSize, q.Get("mcursor")
 	ef.Limit, ef.Cursor = pageSize, q.Get("ecursor")
-	if (mf.Cursor != "" && !intake.ValidID(mf.Cursor)) || (ef.Cursor != "" && !intake.ValidID(ef.Cursor)) {
-		return intake.Errorf(intake.EINVALID, "malformed page cursor")
-	}
 	names, endpoints, err := c.endpointNames(ctx, s)
 	if err != nil {
 		return err
 	}
 	v := deadView{Endpoints: endpoints, Filter: df}
-	if v.MessageCount, err = c.store.CountMessages(ctx, s.scope(), mf); err != nil {
+	if v.MessageCount, err = c.ctl.CountMessages(ctx, s.caller(), mf); err != nil {
 		return err
 	}
-	msgs, err := c.store.ListMessages(ctx, s.scope(), mf)
+	msgs, err := c.ctl.Messages(ctx, s.caller(), mf)
 	if err != nil {
 		return err
 	}
 	for _, m := range msgs.Items {
 		v.Messages = append(v.Messages, messageRow{Message: m, Endpoint: names[m.EndpointID]})
 	}
-	events, err := c.store.ListEvents(ctx, s.scope(), ef)
+	events, err := c.ctl.Events(ctx, s.caller(), ef)
 	if err != nil {
 		return err
 	}
-	if len(events.Items) > 0 {
-		ids := make([]string, len(events.Items))
-		for i, ev := range events.Items {
-			ids[i] = ev.ID
-		}
-		routes, err := c.store.EventRoutes(ctx, s.scope(), ids)
-		if err != nil {
-			return err
-		}
-		consumers, err := c.consumersByID(r, s.scope())
-		if err != nil {
-			return err
-		}
-		dead := map[string][]routeRow{}
-		for _, rt := range routes {
+	ids := make([]string, len(events.Items))
+	for i, ev := range events.Items {
+		ids[i] = ev.ID
+	}
+	routes, err := c.ctl.EventRoutes(ctx, s.caller(), ids)
+	if err != nil {
+		return err
+	}
+	for _, ev := range events.Items {
+		var dead []routeRow
+		for _, rt := range routes[ev.ID] {
 			if rt.State == intake.RouteDead {
-				dead[rt.EventID] = append(dead[rt.EventID], newRouteRow(rt, consumers))
+				dead = append(dead, rt)
 			}
 		}
-		for _, ev := range events.Items {
-			v.Events = append(v.Events, deadEvent{Event: ev, Routes: dead[ev.ID]})
-		}
+		v.Events = append(v.Events, deadEvent{Event: ev, Routes: dead})
 	}
 	keep := []string{"endpoint", df.Endpoint, "since", df.Since, "until", df.Until, "type", df.Type}
 	if msgs.NextCursor != "" {

@@ -51,10 +51,7 @@ func (c *Console) messages(w http.ResponseWriter, r *http.Request, s *session) e
 		return err
 	}
 	f.Limit, f.Cursor = pageSize, q.Get("cursor")
-	if f.Cursor != "" && !intake.ValidID(f.Cursor) {
-		return intake.Errorf(intake.EINVALID, "malformed page cursor")
-	}
-	page, err := c.store.ListMessages(r.Context(), s.scope(), f)
+	page, err := c.ctl.Messages(r.Context(), s.caller(), f)
 	if err != nil {
 		return err
 	}
@@ -74,18 +71,10 @@ func (c *Console) messages(w http.ResponseWriter, r *http.Request, s *session) e
 	return nil
 }
 
-// parse turns the form's filter into the store's.
+// parse turns the form's filter into the store's, reading its times; the
+// control plane checks the rest.
 func (mf messageFilter) parse() (intake.MessageFilter, error) {
 	f := intake.MessageFilter{EndpointID: mf.Endpoint, State: intake.MessageState(mf.State), ProviderEventID: mf.ProviderEventID}
-	if len(f.ProviderEventID) > 500 {
-		return f, intake.Errorf(intake.EINVALID, "the provider event id is at most 500 bytes")
-	}
-	if f.EndpointID != "" && !intake.ValidID(f.EndpointID) {
-		return f, intake.Errorf(intake.EINVALID, "malformed endpoint id")
-	}
-	if f.State != "" && !f.State.Valid() {
-		return f, intake.Errorf(intake.EINVALID, "unknown state %q", truncate(mf.State, 40))
-	}
 	var err error
 	if f.Since, err = formTime("since", mf.Since); err != nil {
 		return f, err
@@ -114,13 +103,13 @@ func formTime(field, v string) (time.Time, error) {
 // connection ("stripe · live", after the org's name for staff), and lists
 // them for filters.
 func (c *Console) endpointNames(ctx context.Context, s *session) (map[string]string, []option, error) {
-	conns, err := c.store.ListConnections(ctx, s.scope())
+	conns, err := c.ctl.Connections(ctx, s.caller())
 	if err != nil {
 		return nil, nil, err
 	}
 	orgName := map[string]string{}
 	if s.staff {
-		orgs, err := c.store.ListOrgs(ctx, s.scope())
+		orgs, err := c.ctl.Orgs(ctx, s.caller())
 		if err != nil {
 			return nil, nil, err
 		}
@@ -132,7 +121,7 @@ func (c *Console) endpointNames(ctx context.Context, s *session) (map[string]str
 	for _, cn := range conns {
 		connName[cn.ID] = orgName[cn.OrgID] + cn.Provider + " · " + cn.Name
 	}
-	eps, err := c.store.ListEndpoints(ctx, s.scope())
+	eps, err := c.ctl.Endpoints(ctx, s.caller())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -173,7 +162,7 @@ func (c *Console) message(w http.ResponseWriter, r *http.Request, s *session) er
 	if err != nil {
 		return err
 	}
-	m, err := c.store.Message(r.Context(), s.scope(), id)
+	m, err := c.ctl.Message(r.Context(), s.caller(), id)
 	if err != nil {
 		return err
 	}
@@ -192,7 +181,7 @@ func (c *Console) message(w http.ResponseWriter, r *http.Request, s *session) er
 		v.Headers = append(v.Headers, header{Name: http.CanonicalHeaderKey(name), Value: strings.Join(values, ", ")})
 	}
 	slices.SortFunc(v.Headers, func(a, b header) int { return strings.Compare(a.Name, b.Name) })
-	if conn, err := c.store.Connection(r.Context(), s.scope(), m.ConnectionID); err == nil {
+	if conn, err := c.ctl.Connection(r.Context(), s.caller(), m.ConnectionID); err == nil {
 		if a, ok := provider.Lookup(conn.Provider); ok {
 			if hs, ok := a.(provider.HandshakeSecreter); ok {
 				v.HandshakeSecret = hs.HandshakeSecret(&provider.Request{Method: m.Method, Header: m.Header}) != ""
@@ -202,7 +191,7 @@ func (c *Console) message(w http.ResponseWriter, r *http.Request, s *session) er
 		return err
 	}
 	if !m.BodyExpired {
-		body, _, err := c.store.MessageBody(r.Context(), s.scope(), id)
+		body, _, err := c.ctl.MessageBody(r.Context(), s.caller(), id)
 		switch {
 		case intake.ErrorCode(err) == intake.ENOTFOUND:
 			v.BodyExpired = true
@@ -212,13 +201,13 @@ func (c *Console) message(w http.ResponseWriter, r *http.Request, s *session) er
 			v.Body = showBody(body)
 		}
 	}
-	attempts, err := c.store.MessageAttempts(r.Context(), s.scope(), id)
+	attempts, err := c.ctl.MessageAttempts(r.Context(), s.caller(), id)
 	if err != nil {
 		return err
 	}
 	v.Attempts = attempts
 	for _, eid := range m.EventIDs {
-		e, err := c.store.Event(r.Context(), s.scope(), eid)
+		e, err := c.ctl.Event(r.Context(), s.caller(), eid)
 		if intake.ErrorCode(err) == intake.ENOTFOUND {
 			continue // deleted by retention
 		}
@@ -237,7 +226,7 @@ func (c *Console) messageBody(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		return err
 	}
-	body, header, err := c.store.MessageBody(r.Context(), s.scope(), id)
+	body, header, err := c.ctl.MessageBody(r.Context(), s.caller(), id)
 	if err != nil {
 		return err
 	}
@@ -264,7 +253,7 @@ func (c *Console) adoptSecret(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		return err
 	}
-	m, err := c.store.Message(r.Context(), s.scope(), id)
+	m, err := c.ctl.Message(r.Context(), s.caller(), id)
 	if err != nil {
 		return err
 	}
@@ -283,11 +272,4 @@ func short(id string) string {
 		return "…" + id[len(id)-12:]
 	}
 	return id
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }

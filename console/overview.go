@@ -65,7 +65,7 @@ func (c *Console) computeOverview(ctx context.Context, s *session, now time.Time
 	v := overviewView{At: now}
 	end := now.Truncate(time.Hour).Add(time.Hour)
 	since := end.Add(-chartHours * time.Hour)
-	o, err := c.store.Overview(ctx, s.scope(), intake.OverviewQuery{Since: since, Hours: chartHours, Now: now, QueuedBefore: now.Add(-stalledAfter)})
+	o, err := c.ctl.Overview(ctx, s.caller(), intake.OverviewQuery{Since: since, Hours: chartHours, Now: now, QueuedBefore: now.Add(-stalledAfter)})
 	if err != nil {
 		return v, err
 	}

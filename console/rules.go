@@ -94,12 +94,18 @@ func (c *Console) consumer(w http.ResponseWriter, r *http.Request, s *session) e
 	if err != nil {
 		return err
 	}
-	cs, err := c.store.Consumer(r.Context(), s.scope(), id)
+	cs, err := c.consumerRow(r.Context(), s, id)
 	if err != nil {
 		return err
 	}
 	v := consumerView{C: cs, Filter: cs.Filter, Transform: cs.Transform}
 	return c.renderConsumer(w, r, s, v)
+}
+
+// consumerRow reads a consumer for its page.
+func (c *Console) consumerRow(ctx context.Context, s *session, id string) (intake.Consumer, error) {
+	cs, err := c.ctl.Consumer(ctx, s.caller(), id)
+	return cs.Consumer, err
 }
 
 func (c *Console) renderConsumer(w http.ResponseWriter, r *http.Request, s *session, v consumerView) error {
@@ -132,7 +138,7 @@ func (c *Console) renderConsumerAs(w http.ResponseWriter, r *http.Request, s *se
 func (c *Console) testEvents(ctx context.Context, s *session, cs intake.Consumer) ([]intake.Event, error) {
 	var out []intake.Event
 	f := intake.EventFilter{Limit: 200}
-	page, err := c.store.ListEvents(ctx, intake.Scope{OrgID: cs.OrgID}, f)
+	page, err := c.ctl.Events(ctx, s.caller().Within(cs.OrgID), f)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +157,7 @@ func (c *Console) testConsumerRules(w http.ResponseWriter, r *http.Request, s *s
 	if err != nil {
 		return err
 	}
-	cs, err := c.store.Consumer(r.Context(), s.scope(), id)
+	cs, err := c.consumerRow(r.Context(), s, id)
 	if err != nil {
 		return err
 	}
@@ -193,7 +199,7 @@ func (c *Console) saveConsumerRules(w http.ResponseWriter, r *http.Request, s *s
 	_, err = c.ctl.UpdateConsumer(r.Context(), s.caller(), id, control.ConsumerUpdate{Filter: &filter, Transform: &transform})
 	if d := diagnose(err); d != nil {
 		// The page again, with the edit in the editor and why it was refused.
-		cs, rerr := c.store.Consumer(r.Context(), s.scope(), id)
+		cs, rerr := c.consumerRow(r.Context(), s, id)
 		if rerr != nil {
 			return rerr
 		}
@@ -224,7 +230,7 @@ func (c *Console) connection(w http.ResponseWriter, r *http.Request, s *session)
 	if err != nil {
 		return err
 	}
-	cn, err := c.store.Connection(r.Context(), s.scope(), id)
+	cn, err := c.ctl.Connection(r.Context(), s.caller(), id)
 	if err != nil {
 		return err
 	}
@@ -243,7 +249,8 @@ func (c *Console) renderConnectionAs(w http.ResponseWriter, r *http.Request, s *
 	if n, ok := c.ctl.SecretCount(v.C); ok {
 		v.Secrets = strconv.Itoa(n)
 	}
-	events, err := c.store.ListEvents(ctx, intake.Scope{OrgID: v.C.OrgID}, intake.EventFilter{Limit: 200})
+	in := s.caller().Within(v.C.OrgID)
+	events, err := c.ctl.Events(ctx, in, intake.EventFilter{Limit: 200})
 	if err != nil {
 		return err
 	}
@@ -252,7 +259,7 @@ func (c *Console) renderConnectionAs(w http.ResponseWriter, r *http.Request, s *
 			v.Events = append(v.Events, e)
 		}
 	}
-	eps, err := c.store.ListEndpoints(ctx, intake.Scope{OrgID: v.C.OrgID})
+	eps, err := c.ctl.Endpoints(ctx, in)
 	if err != nil {
 		return err
 	}
@@ -260,7 +267,7 @@ func (c *Console) renderConnectionAs(w http.ResponseWriter, r *http.Request, s *
 		if ep.ConnectionID != v.C.ID || !v.Scripted {
 			continue
 		}
-		page, err := c.store.ListMessages(ctx, intake.Scope{OrgID: v.C.OrgID}, intake.MessageFilter{EndpointID: ep.ID, Limit: maxTestEvents})
+		page, err := c.ctl.Messages(ctx, in, intake.MessageFilter{EndpointID: ep.ID, Limit: maxTestEvents})
 		if err != nil {
 			return err
 		}
@@ -277,7 +284,7 @@ func (c *Console) testConnectionRules(w http.ResponseWriter, r *http.Request, s 
 	if err != nil {
 		return err
 	}
-	cn, err := c.store.Connection(r.Context(), s.scope(), id)
+	cn, err := c.ctl.Connection(r.Context(), s.caller(), id)
 	if err != nil {
 		return err
 	}
@@ -317,7 +324,7 @@ func (c *Console) saveConnectionRules(w http.ResponseWriter, r *http.Request, s 
 	}
 	_, err = c.ctl.UpdateConnection(r.Context(), s.caller(), id, u)
 	if d := diagnose(err); d != nil {
-		cn, rerr := c.store.Connection(r.Context(), s.scope(), id)
+		cn, rerr := c.ctl.Connection(r.Context(), s.caller(), id)
 		if rerr != nil {
 			return rerr
 		}

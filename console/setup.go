@@ -26,7 +26,7 @@ type orgChoice struct {
 
 func (c *Console) orgChoice(ctx context.Context, s *session) (orgChoice, error) {
 	oc := orgChoice{Staff: s.staff, Names: map[string]string{}}
-	orgs, err := c.store.ListOrgs(ctx, s.scope())
+	orgs, err := c.ctl.Orgs(ctx, s.caller())
 	if err != nil {
 		return oc, err
 	}
@@ -76,11 +76,11 @@ func (c *Console) endpoints(w http.ResponseWriter, r *http.Request, s *session) 
 
 func (c *Console) renderEndpoints(w http.ResponseWriter, r *http.Request, s *session, created *createdEndpoint) error {
 	ctx := r.Context()
-	eps, err := c.store.ListEndpoints(ctx, s.scope())
+	eps, err := c.ctl.Endpoints(ctx, s.caller())
 	if err != nil {
 		return err
 	}
-	conns, err := c.store.ListConnections(ctx, s.scope())
+	conns, err := c.ctl.Connections(ctx, s.caller())
 	if err != nil {
 		return err
 	}
@@ -185,11 +185,11 @@ type connectionRow struct {
 
 func (c *Console) connections(w http.ResponseWriter, r *http.Request, s *session) error {
 	ctx := r.Context()
-	conns, err := c.store.ListConnections(ctx, s.scope())
+	conns, err := c.ctl.Connections(ctx, s.caller())
 	if err != nil {
 		return err
 	}
-	eps, err := c.store.ListEndpoints(ctx, s.scope())
+	eps, err := c.ctl.Endpoints(ctx, s.caller())
 	if err != nil {
 		return err
 	}

@@ -138,6 +138,9 @@ func (p *Plane) RerouteWhere(ctx context.Context, c Caller, f intake.EventFilter
 		}
 		states = []intake.EventState{f.State}
 	}
+	if err := checkEventFilter(f); err != nil {
+		return 0, err
+	}
 	n := 0
 	for _, st := range states {
 		g := f

@@ -42,6 +42,9 @@ func (p *Plane) ReplayMessage(ctx context.Context, c Caller, id string) (intake.
 // maxBulkReplay, and returns how many.
 func (p *Plane) ReplayDead(ctx context.Context, c Caller, f intake.MessageFilter) (int, error) {
 	f.State, f.Limit, f.Cursor = intake.MessageDead, 200, ""
+	if err := checkMessageFilter(f); err != nil {
+		return 0, err
+	}
 	n := 0
 	for n < maxBulkReplay {
 		page, err := p.store.ListMessages(ctx, c.Scope, f)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -348,4 +349,59 @@ func TestAConnectionsScriptIsSetAloneAndOnlyWhereAProviderIsDescribedByOne(t *te
 	if _, err := tr.ctl.UpdateConnection(ctx, who, stripe.ID, control.ConnectionUpdate{Script: &src}); intake.ErrorCode(err) != intake.EINVALID {
 		t.Fatalf("a script on a stripe connection: %v, want invalid", err)
 	}
+}
+
+// get reads a console page, with its status.
+func (tr *transports) get(path string) (int, string) {
+	tr.t.Helper()
+	resp, err := tr.web.Get(tr.url + path)
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(raw)
+}
+
+// TestABadFilterIsRefusedAlikeByTheAPIAndTheConsole: a list's filter is
+// checked by the control plane, so the API and the console refuse the same
+// mistake with the same status and the same words.
+func TestABadFilterIsRefusedAlikeByTheAPIAndTheConsole(t *testing.T) {
+	tr := newTransports(t)
+	long := func(n int) string { return strings.Repeat("x", n) }
+	for _, c := range []struct{ api, console string }{
+		{"/api/v1/messages?endpoint_id=nope", "/console/messages?endpoint=nope"},
+		{"/api/v1/messages?state=lost", "/console/messages?state=lost"},
+		{"/api/v1/messages?provider_event_id=" + long(501), "/console/messages?provider_event_id=" + long(501)},
+		{"/api/v1/messages?cursor=zzz", "/console/messages?cursor=zzz"},
+		{"/api/v1/messages?endpoint_id=nope", "/console/dead?endpoint=nope"},
+		{"/api/v1/messages?cursor=zzz", "/console/dead?mcursor=zzz"},
+		{"/api/v1/events?consumer_id=nope", "/console/events?consumer=nope"},
+		{"/api/v1/events?state=done", "/console/events?state=done"},
+		{"/api/v1/events?type=" + long(201), "/console/events?type=" + long(201)},
+		{"/api/v1/events?type=" + long(201), "/console/dead?type=" + long(201)},
+		{"/api/v1/events?cursor=zzz", "/console/events?cursor=zzz"},
+		{"/api/v1/events?cursor=zzz", "/console/dead?ecursor=zzz"},
+	} {
+		var body api.ErrorBody
+		tr.api("GET", c.api, tr.key, nil, &body, http.StatusBadRequest)
+		status, page := tr.get(c.console)
+		if status != http.StatusBadRequest || !strings.Contains(page, html.EscapeString(body.Error.Message)) {
+			t.Errorf("%s: console %d without %q, the API's words", c.console, status, body.Error.Message)
+		}
+	}
+}
+
+// TestUnclaimedEventsAreRefusedAlikeByTheAPIAndTheConsole: unclaimed events
+// span every org, so they are staff's; an org's key is refused the same way
+// by both transports.
+func TestUnclaimedEventsAreRefusedAlikeByTheAPIAndTheConsole(t *testing.T) {
+	tr := newTransports(t)
+	var body api.ErrorBody
+	tr.api("GET", "/api/v1/unclaimed", tr.key, nil, &body, http.StatusForbidden)
+	status, page := tr.get("/console/unclaimed")
+	if status != http.StatusForbidden || !strings.Contains(page, html.EscapeString(body.Error.Message)) {
+		t.Fatalf("console: %d, want %d and %q as the API answered", status, http.StatusForbidden, body.Error.Message)
+	}
+	tr.api("GET", "/api/v1/unclaimed", staff, nil, nil, http.StatusOK)
 }

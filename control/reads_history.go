@@ -1,0 +1,176 @@
+package control
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/intakehq/intake"
+)
+
+// Messages lists a page of the messages f selects.
+func (p *Plane) Messages(ctx context.Context, c Caller, f intake.MessageFilter) (intake.Page[intake.Message], error) {
+	if err := checkMessageFilter(f); err != nil {
+		return intake.Page[intake.Message]{}, err
+	}
+	return p.store.ListMessages(ctx, c.Scope, f)
+}
+
+// CountMessages counts every message f selects, past its page.
+func (p *Plane) CountMessages(ctx context.Context, c Caller, f intake.MessageFilter) (int, error) {
+	if err := checkMessageFilter(f); err != nil {
+		return 0, err
+	}
+	return p.store.CountMessages(ctx, c.Scope, f)
+}
+
+// Message reads one message; its headers as operators see them are
+// MessageHeaders'.
+func (p *Plane) Message(ctx context.Context, c Caller, id string) (intake.Message, error) {
+	if err := intake.CheckID("id", id); err != nil {
+		return intake.Message{}, err
+	}
+	return p.store.Message(ctx, c.Scope, id)
+}
+
+// MessageAttempts lists the attempts at processing a message.
+func (p *Plane) MessageAttempts(ctx context.Context, c Caller, id string) ([]intake.Attempt, error) {
+	if err := intake.CheckID("id", id); err != nil {
+		return nil, err
+	}
+	return p.store.MessageAttempts(ctx, c.Scope, id)
+}
+
+// MessageBody reads a message's raw body and the headers that describe it;
+// ENOTFOUND once retention has erased it.
+func (p *Plane) MessageBody(ctx context.Context, c Caller, id string) ([]byte, http.Header, error) {
+	if err := intake.CheckID("id", id); err != nil {
+		return nil, nil, err
+	}
+	return p.store.MessageBody(ctx, c.Scope, id)
+}
+
+// Events lists a page of the events f selects.
+func (p *Plane) Events(ctx context.Context, c Caller, f intake.EventFilter) (intake.Page[intake.Event], error) {
+	if err := checkEventFilter(f); err != nil {
+		return intake.Page[intake.Event]{}, err
+	}
+	return p.store.ListEvents(ctx, c.Scope, f)
+}
+
+// Unclaimed lists the events no consumer wanted, across every org, so staff
+// see which integrations nobody subscribes to yet. It is staff's alone: an
+// org's caller is refused (EFORBIDDEN), whichever transport it came by; its
+// own such events are Events in state no_consumer.
+func (p *Plane) Unclaimed(ctx context.Context, c Caller, limit int, cursor string) (intake.Page[intake.Event], error) {
+	if err := c.RequireStaff(); err != nil {
+		return intake.Page[intake.Event]{}, err
+	}
+	return p.Events(ctx, c, intake.EventFilter{State: intake.EventNoConsumer, Limit: limit, Cursor: cursor})
+}
+
+// Event reads one event.
+func (p *Plane) Event(ctx context.Context, c Caller, id string) (intake.Event, error) {
+	if err := intake.CheckID("id", id); err != nil {
+		return intake.Event{}, err
+	}
+	return p.store.Event(ctx, c.Scope, id)
+}
+
+// NamedRoute is an event's way to one consumer, with that consumer's name
+// and its own retry limit (both empty once the consumer is deleted).
+type NamedRoute struct {
+	intake.Route
+	Consumer    string
+	MaxAttempts int
+}
+
+// NamedDelivery is one call to a consumer, with the consumer's name and
+// retry limit (both empty once the consumer is deleted).
+type NamedDelivery struct {
+	intake.Delivery
+	Consumer    string
+	MaxAttempts int
+}
+
+// EventDetail is an event with its routes and the calls made for it.
+type EventDetail struct {
+	intake.Event
+	Routes     []NamedRoute
+	Deliveries []NamedDelivery
+}
+
+// EventDetail reads an event with its routes and deliveries, each naming
+// its consumer.
+func (p *Plane) EventDetail(ctx context.Context, c Caller, id string) (EventDetail, error) {
+	e, err := p.Event(ctx, c, id)
+	if err != nil {
+		return EventDetail{}, err
+	}
+	ds, err := p.store.Deliveries(ctx, c.Scope, e.ID)
+	if err != nil {
+		return EventDetail{}, err
+	}
+	consumers, err := p.consumersByID(ctx, c)
+	if err != nil {
+		return EventDetail{}, err
+	}
+	routes, err := p.namedRoutes(ctx, c, []string{e.ID}, consumers)
+	if err != nil {
+		return EventDetail{}, err
+	}
+	out := EventDetail{Event: e, Routes: routes[e.ID], Deliveries: make([]NamedDelivery, 0, len(ds))}
+	for _, d := range ds {
+		nd := NamedDelivery{Delivery: d}
+		if cs, ok := consumers[d.ConsumerID]; ok {
+			nd.Consumer, nd.MaxAttempts = cs.Name, cs.Controls.Attempts()
+		}
+		out.Deliveries = append(out.Deliveries, nd)
+	}
+	return out, nil
+}
+
+// EventRoutes reads the events' routes, by event, each naming its consumer.
+func (p *Plane) EventRoutes(ctx context.Context, c Caller, eventIDs []string) (map[string][]NamedRoute, error) {
+	for _, id := range eventIDs {
+		if err := intake.CheckID("event_id", id); err != nil {
+			return nil, err
+		}
+	}
+	if len(eventIDs) == 0 {
+		return map[string][]NamedRoute{}, nil
+	}
+	consumers, err := p.consumersByID(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return p.namedRoutes(ctx, c, eventIDs, consumers)
+}
+
+func (p *Plane) namedRoutes(ctx context.Context, c Caller, eventIDs []string, consumers map[string]intake.Consumer) (map[string][]NamedRoute, error) {
+	rs, err := p.store.EventRoutes(ctx, c.Scope, eventIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]NamedRoute{}
+	for _, rt := range rs {
+		nr := NamedRoute{Route: rt}
+		if cs, ok := consumers[rt.ConsumerID]; ok {
+			nr.Consumer, nr.MaxAttempts = cs.Name, cs.Controls.Attempts()
+		}
+		out[rt.EventID] = append(out[rt.EventID], nr)
+	}
+	return out, nil
+}
+
+// consumersByID are the consumers the caller sees, by id.
+func (p *Plane) consumersByID(ctx context.Context, c Caller) (map[string]intake.Consumer, error) {
+	cs, err := p.store.ListConsumers(ctx, c.Scope)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]intake.Consumer, len(cs))
+	for _, cn := range cs {
+		out[cn.ID] = cn
+	}
+	return out, nil
+}
