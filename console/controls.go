@@ -150,7 +150,7 @@ func (c *Console) saveConsumerControls(w http.ResponseWriter, r *http.Request, s
 	case err == nil:
 		return redirect(w, r, "/console/consumers/"+id+"?flash=controls-saved")
 	case intake.ErrorCode(err) == intake.EINVALID:
-		cs, rerr := c.store.Consumer(r.Context(), s.scope(), id)
+		cs, rerr := c.consumerRow(r.Context(), s, id)
 		if rerr != nil {
 			return rerr
 		}
