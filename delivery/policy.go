@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Policy decides which addresses consumers and notification receivers may
@@ -288,6 +289,23 @@ func (p Policy) control(_, address string, _ syscall.RawConn) error {
 		return &refusal{why: fmt.Sprintf(": %q is not an address", address)}
 	}
 	return p.Allows(ap.Addr())
+}
+
+// Dialer dials through the policy: a host that is a number must be a
+// dotted-decimal address, and every address connected to is checked as
+// the connection is made.
+func (p Policy) Dialer(timeout time.Duration) Dialer {
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: p.control}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if err := numericHost(addr); err != nil {
+			return nil, err
+		}
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &counted{Conn: c}, nil
+	}
 }
 
 // numericHost refuses, before any resolver sees it, a host the dialer was

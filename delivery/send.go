@@ -45,17 +45,7 @@ func NewSender(opts Options) *Sender {
 	if opts.UserAgent == "" {
 		opts.UserAgent = "intake"
 	}
-	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second, Control: opts.Policy.control}
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if err := numericHost(addr); err != nil {
-			return nil, err
-		}
-		c, err := dialer.DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return &counted{Conn: c}, nil
-	}
+	dial := opts.Policy.Dialer(opts.Timeout)
 	transport := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           dial,

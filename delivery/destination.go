@@ -1,0 +1,143 @@
+package delivery
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// A consumer's url names where its events go, by scheme (DESIGN §12):
+// http and https are posted to; nats, kafka, amqp and redis are brokers,
+// published to. Everything else about a consumer is the same for every
+// kind.
+
+// Publication is one call to a destination: byte for byte the body an
+// HTTP consumer would get, with the headers it would get (the Standard
+// Webhooks values, traceparent, Content-Type and a transform's headers)
+// as the message's headers or properties.
+type Publication struct {
+	// ID is the event id: the destination's deduplication id (Nats-Msg-Id,
+	// message_id, the webhook-id header or field), the same on every
+	// attempt.
+	ID string
+	// Type is the event type, for "{type}" in a subject, topic or routing
+	// key.
+	Type   string
+	Body   []byte
+	Header http.Header
+	// OrderKey is the route's ordering key ("" for none): the record key
+	// of a Kafka record, the "{key}" of a NATS subject or AMQP routing key.
+	OrderKey string
+}
+
+// Publisher publishes to one destination, one consumer's url, over the
+// connection it keeps. Publish is safe for concurrent use; it returns
+// handled once the destination acknowledged the message (a PubAck, a
+// publisher confirm, a produce acked by every in-sync replica, the id of
+// an XADD), else retry with why. Close releases the connection.
+type Publisher interface {
+	Publish(ctx context.Context, p Publication) Result
+	Close() error
+}
+
+// Dialer makes a connection to a broker's address through the address
+// policy, as the HTTP sender's connections are made.
+type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// kind is a scheme of destination: how its urls are checked when saved and
+// how a publisher to one is opened.
+type kind struct {
+	// check refuses a url of the kind that cannot work, saying why (an
+	// EINVALID error): a missing topic, a subject with spaces, no
+	// exchange nor queue.
+	check func(u *url.URL) error
+	// open connects a publisher to u; each dial goes through dial, and
+	// each publish is bounded by timeout.
+	open func(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error)
+}
+
+// brokers are the destination kinds other than HTTP, by scheme.
+var brokers = map[string]kind{}
+
+// Schemes lists the schemes a consumer's url may have.
+func Schemes() []string {
+	out := []string{"http", "https"}
+	for _, s := range []string{"nats", "kafka", "amqp", "amqps", "redis", "rediss"} {
+		if _, ok := brokers[s]; ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// IsBroker reports whether raw names a broker rather than an HTTP
+// receiver.
+func IsBroker(raw string) bool {
+	scheme, _, _ := strings.Cut(raw, "://")
+	_, ok := brokers[strings.ToLower(scheme)]
+	return ok
+}
+
+// Redact shows a url with its password replaced by ***, and any query
+// parameter that carries a credential too: what every read, list, export
+// and log shows of a consumer's url.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	changed := false
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "***")
+			changed = true
+		}
+	}
+	q := u.Query()
+	for k := range q {
+		switch strings.ToLower(k) {
+		case "password", "pass", "token", "secret", "sasl_password":
+			q.Set(k, "***")
+			changed = true
+		}
+	}
+	if !changed {
+		return raw
+	}
+	u.RawQuery = q.Encode()
+	return strings.Replace(u.String(), "%2A%2A%2A", "***", -1)
+}
+
+// checkBroker checks a broker url of a known scheme; nil for http(s).
+func checkBroker(u *url.URL) error {
+	k, ok := brokers[strings.ToLower(u.Scheme)]
+	if !ok {
+		return nil
+	}
+	if u.Hostname() == "" {
+		return intake.Errorf(intake.EINVALID, "url %s has no host", Redact(u.String()))
+	}
+	return k.check(u)
+}
+
+// NoKey stands for "{key}" in a subject or routing key when the event has
+// no ordering key.
+const NoKey = "_"
+
+// Expand fills a subject, topic or routing key written with "{type}" (the
+// event type) and "{key}" (the ordering key, NoKey when there is none).
+func Expand(template string, p Publication) string {
+	if !strings.Contains(template, "{") {
+		return template
+	}
+	key := p.OrderKey
+	if key == "" {
+		key = NoKey
+	}
+	return strings.NewReplacer("{type}", p.Type, "{key}", key).Replace(template)
+}
