@@ -300,3 +300,41 @@ func TestCLIAdoptsAnAsanaHandshakeSecret(t *testing.T) {
 		t.Fatalf("adopt-secret printed %s", out)
 	}
 }
+
+// TestMessagesListShowsTheIgnoreReasonAndNames: a message ignored for its
+// signature shows why in ERROR, and its connection and endpoint go by
+// their names.
+func TestMessagesListShowsTheIgnoreReasonAndNames(t *testing.T) {
+	s := newServer(t)
+	ctx := context.Background()
+	org := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
+	conn := decodeOut[api.Connection](t, s.mustRun(t, org.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
+	ep := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "create", "--connection", conn.ID, "--name", "primary"))
+	now := time.Now().UTC()
+	m := intake.Message{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, EndpointID: ep.ID, Method: "POST",
+		Body: []byte("{}"), Digest: "d", ReceivedAt: now, State: intake.MessageQueued, MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: now}
+	if err := s.store.Ingest(ctx, &m); err != nil {
+		t.Fatal(err)
+	}
+	claims, err := s.store.ClaimMessages(ctx, now.Add(time.Second), time.Minute, 1)
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim: %v %v", claims, err)
+	}
+	if _, err := s.store.SettleMessage(ctx, now.Add(time.Second), intake.Settlement{MessageID: m.ID, Attempt: claims[0].Attempt,
+		To: intake.MessageIgnored, Outcome: intake.OutcomeSignature, ErrorMessage: "signature: no secret matched"}); err != nil {
+		t.Fatal(err)
+	}
+	out := s.mustRun(t, org.APIKey, "messages", "list")
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "ERROR") || !strings.Contains(lines[0], "CONNECTION") {
+		t.Fatalf("messages table:\n%s", out)
+	}
+	for _, want := range []string{"ignored", "signature: no secret matched", "  open  ", "primary"} {
+		if !strings.Contains(lines[1], want) {
+			t.Fatalf("row lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(lines[1], ep.ID) || strings.Contains(lines[1], conn.ID) {
+		t.Fatalf("the row names the endpoint or connection by id:\n%s", out)
+	}
+}
