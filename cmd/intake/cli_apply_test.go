@@ -43,7 +43,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 
 func TestApplyResolvesSecretsLocallyPrintsThePlanAndExportWritesPlaceholders(t *testing.T) {
 	s := newServer(t)
-	org := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
+	org := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
 	dir := t.TempDir()
 	file := writeFile(t, dir, "intake.yaml", applyFile)
 	writeFile(t, dir, "old-secret.txt", "gh-old-secret\n")
@@ -87,7 +87,7 @@ func TestApplyResolvesSecretsLocallyPrintsThePlanAndExportWritesPlaceholders(t *
 
 func TestApplyNamesWhatIsWrongWithTheFileAndSendsNothing(t *testing.T) {
 	s := newServer(t)
-	org := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
+	org := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
 	dir := t.TempDir()
 	t.Setenv("ACME_GITHUB_SECRET", "")
 	cases := []struct{ name, content, want string }{

@@ -107,12 +107,13 @@ func clip(s string, n int) string {
 
 // MessagesShowCmd shows one message.
 type MessagesShowCmd struct {
+	outputFlags
 	ID string `arg:"" help:"Message id."`
 }
 
 // Run shows the message.
 func (c *MessagesShowCmd) Run(cl *Client) error {
-	return cl.show(idPath("/api/v1/messages", c.ID))
+	return cl.show(c.outputFlags, idPath("/api/v1/messages", c.ID))
 }
 
 // MessagesBodyCmd writes a message's raw body.
@@ -203,12 +204,13 @@ func (c *EventsListCmd) dead(cl *Client, q url.Values) error {
 
 // EventsShowCmd shows one event.
 type EventsShowCmd struct {
+	outputFlags
 	ID string `arg:"" help:"Event id."`
 }
 
 // Run shows the event.
 func (c *EventsShowCmd) Run(cl *Client) error {
-	return cl.show(idPath("/api/v1/events", c.ID))
+	return cl.show(c.outputFlags, idPath("/api/v1/events", c.ID))
 }
 
 // EventsUnclaimedCmd lists no_consumer events of every org.

@@ -111,7 +111,7 @@ func TestSendFailsOnARefusingEndpointAndExplainsWhy(t *testing.T) {
 	if rows := table(t, out); len(rows) != len(fixtures.Providers())+1 {
 		t.Fatalf("provider list:\n%s", out)
 	}
-	list := decodeOut[api.List[struct{ Provider, DefaultType string }]](t, s.mustRun(t, "", "send", "--endpoint-url", ep.URL, "--provider", "list", "--json"))
+	list := decodeOut[api.List[struct{ Provider, DefaultType string }]](t, s.mustRunJSON(t, "", "send", "--endpoint-url", ep.URL, "--provider", "list", "--json"))
 	if len(list.Items) != len(fixtures.Providers()) || list.Items[0].Provider == "" {
 		t.Fatalf("provider list as JSON: %+v", list)
 	}
@@ -132,7 +132,7 @@ func TestSendWithoutATokenSaysTheSignatureIsStillToBeVerified(t *testing.T) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
 	}
-	res := decodeOut[sendResult](t, s.mustRun(t, "", "send", "--endpoint-url", ep.URL+"/webhooks/ik_sample", "--provider", "github", "--secret", "x", "--json"))
+	res := decodeOut[sendResult](t, s.mustRunJSON(t, "", "send", "--endpoint-url", ep.URL+"/webhooks/ik_sample", "--provider", "github", "--secret", "x", "--json"))
 	if res.MessageID != "msg_1" || res.State != "" {
 		t.Fatalf("--json result %+v", res)
 	}
