@@ -171,11 +171,11 @@ func sendVerdict(res sendResult) error {
 	switch res.State {
 	case string(intake.MessageIgnored):
 		if res.Outcome == intake.OutcomeSignature {
-			return fmt.Errorf("intake ignored the sample: its signature did not verify with the connection's secrets; check --secret")
+			return fmt.Errorf("the sample was ignored: its signature did not verify with the connection's secrets; check --secret")
 		}
-		return fmt.Errorf("intake ignored the sample: %s", res.Outcome)
+		return fmt.Errorf("the sample was ignored: %s", res.Outcome)
 	case string(intake.MessageFailed), string(intake.MessageDead):
-		return fmt.Errorf("intake could not process the sample: %s", cmp.Or(res.Error, res.State))
+		return fmt.Errorf("the sample could not be processed: %s", cmp.Or(res.Error, res.State))
 	}
 	return nil
 }
