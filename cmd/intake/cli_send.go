@@ -3,6 +3,8 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,6 +70,7 @@ func (c *SendCmd) Run(cl *Client) error {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	sent := time.Now()
 	resp, err := hc.Do(req.WithContext(ctx))
 	if err != nil {
 		return fmt.Errorf("cannot reach the endpoint: %w", unwrapAll(err))
@@ -75,12 +78,6 @@ func (c *SendCmd) Run(cl *Client) error {
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	res := sendResult{Provider: s.Provider, Type: s.Type, Status: resp.StatusCode, Answer: strings.TrimSpace(string(answer))}
-	var receipt struct {
-		MessageID string `json:"message_id"`
-	}
-	if resp.StatusCode < 300 && json.Unmarshal(answer, &receipt) == nil {
-		res.MessageID = receipt.MessageID
-	}
 	if !c.JSON {
 		fmt.Fprintf(cl.stdout(), "sent %s (%s sample): %s\n", s.Type, s.Provider, resp.Status)
 	}
@@ -92,13 +89,14 @@ func (c *SendCmd) Run(cl *Client) error {
 		}
 		return fmt.Errorf("the endpoint answered %s%s", resp.Status, sendHint(resp.StatusCode))
 	}
-	// The endpoint answers once the webhook is stored; its signature is
-	// verified after. Follow the message, when there is a token to ask with.
+	// The endpoint answers once the webhook is stored, naming nothing; its
+	// signature is verified after. Find the message by its body's digest
+	// and follow it, when there is a token to ask with.
 	var followErr error
-	if res.MessageID != "" && cl.Token != "" {
+	if cl.Token != "" {
 		var m api.Message
-		m, followErr = c.follow(cl, res.MessageID)
-		res.State, res.Outcome = m.State, m.Outcome
+		m, followErr = c.follow(cl, digest(s.Body), sent)
+		res.MessageID, res.State, res.Outcome = m.ID, m.State, m.Outcome
 		res.Error = cmp.Or(m.ErrorMessage, m.ErrorCode)
 	}
 	if c.JSON {
@@ -119,18 +117,31 @@ func (c *SendCmd) printResult(cl *Client, res sendResult) error {
 	return cl.printJSON(b)
 }
 
-// follow polls the message until it settles or --wait passes, and returns
-// it as last seen.
-func (c *SendCmd) follow(cl *Client, id string) (api.Message, error) {
+// follow finds the message stored with the body's digest (the newest
+// received since sent, less a little for clocks that differ), then polls
+// it until it settles or --wait passes, and returns it as last seen.
+func (c *SendCmd) follow(cl *Client, digest string, sent time.Time) (api.Message, error) {
 	deadline := time.Now().Add(c.Wait)
 	tick := time.NewTicker(sendPoll)
 	defer tick.Stop()
+	var id string
 	for {
 		var m api.Message
-		if _, err := cl.get(idPath("/api/v1/messages", id), nil, &m); err != nil {
+		if id == "" {
+			var page api.List[api.Message]
+			if _, err := cl.get("/api/v1/messages?limit=50", nil, &page); err != nil {
+				return api.Message{}, err
+			}
+			for _, item := range page.Items {
+				if item.Digest == digest && !item.ReceivedAt.Before(sent.Add(-time.Minute)) {
+					id, m = item.ID, item
+					break
+				}
+			}
+		} else if _, err := cl.get(idPath("/api/v1/messages", id), nil, &m); err != nil {
 			return api.Message{}, err
 		}
-		if m.State != string(intake.MessageQueued) && m.State != string(intake.MessageProcessing) {
+		if id != "" && m.State != string(intake.MessageQueued) && m.State != string(intake.MessageProcessing) {
 			return m, nil
 		}
 		if !time.Now().Before(deadline) {
@@ -140,18 +151,24 @@ func (c *SendCmd) follow(cl *Client, id string) (api.Message, error) {
 	}
 }
 
+// digest is a body's digest as messages show it.
+func digest(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
 // printOutcome says what became of the stored webhook, as far as send
 // could see.
 func (c *SendCmd) printOutcome(cl *Client, res sendResult, followErr error) {
 	w := cl.stdout()
 	show := "intake messages show " + res.MessageID
 	switch {
-	case res.MessageID == "":
-		fmt.Fprintln(w, "stored; intake verifies its signature in the background (intake messages list, or the console's Messages page, shows the outcome)")
 	case cl.Token == "":
-		fmt.Fprintf(w, "stored as message %s; intake verifies its signature in the background: with a token (--token or INTAKE_TOKEN), `%s` shows the outcome\n", res.MessageID, show)
+		fmt.Fprintln(w, "stored; intake verifies its signature in the background: with a token (--token or INTAKE_TOKEN) send follows it to its outcome, which `intake messages list` shows too")
 	case followErr != nil:
-		fmt.Fprintf(w, "stored as message %s; cannot follow it (%v): `%s` shows the outcome\n", res.MessageID, followErr, show)
+		fmt.Fprintf(w, "stored; cannot follow it (%v): `intake messages list` shows the outcome\n", followErr)
+	case res.MessageID == "":
+		fmt.Fprintf(w, "stored; it was not among the messages the token sees within %s: `intake messages list` shows the outcome\n", c.Wait)
 	case res.State == string(intake.MessageQueued) || res.State == string(intake.MessageProcessing):
 		fmt.Fprintf(w, "message %s: still %s after %s; `%s` shows the outcome\n", res.MessageID, res.State, c.Wait, show)
 	default:
