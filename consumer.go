@@ -8,11 +8,15 @@ import (
 // Consumer is an application's registration to receive events: which types,
 // at which URL, signed with its own secret.
 type Consumer struct {
-	ID           string
-	OrgID        string
-	Name         string
-	App          string
+	ID    string
+	OrgID string
+	Name  string
+	App   string
+	// URL is where its events go (DESIGN §12), as every read shows it:
+	// a password it carries replaced by ***. SealedURL is the whole url,
+	// sealed, when it carries credentials; deliveries use that.
 	URL          string
+	SealedURL    []byte
 	EventTypes   []string // exact ("stripe.invoice.paid") or prefix ("stripe.invoice.*", "*")
 	Completion   bool     // receives events about records its app initiated
 	Enabled      bool

@@ -151,6 +151,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/consumers/{id}/pause", s.pauseConsumer)
 	s.handle("POST /api/v1/consumers/{id}/resume", s.resumeConsumer)
 	s.handle("GET /api/v1/consumers/{id}/health", s.consumerHealth)
+	s.handle("POST /api/v1/consumers/{id}/test", s.testConsumer)
 
 	s.handle("POST /api/v1/subject-links", s.createSubjectLink)
 	s.handle("POST /api/v1/rules/test", s.testRule)

@@ -162,6 +162,23 @@ func (s *Server) consumerHealth(w http.ResponseWriter, r *http.Request, who cont
 	return nil
 }
 
+// testConsumer delivers a test event to a consumer of any kind and
+// answers what the destination said.
+func (s *Server) testConsumer(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	t, err := s.ctl.TestConsumer(r.Context(), who, id)
+	if err != nil {
+		return err
+	}
+	res := t.Result
+	writeJSON(w, http.StatusOK, ConsumerTest{EventID: t.EventID, Outcome: res.Outcome, StatusCode: res.StatusCode,
+		LatencyMs: float64(res.Latency.Microseconds()) / 1000, Error: res.Err})
+	return nil
+}
+
 // healthView is a consumer's health as the API shows it.
 func healthView(h intake.ConsumerHealth) ConsumerHealth {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

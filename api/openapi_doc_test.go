@@ -192,6 +192,8 @@ func operations() []operation {
 			status: 200, response: api.Consumer{}},
 		{route: "GET /api/v1/consumers/{id}/health", id: "consumerHealth", summary: "How deliveries to the consumer stand: state, the last hour's calls, the last call, and what waits for it.",
 			status: 200, response: api.ConsumerHealth{}},
+		{route: "POST /api/v1/consumers/{id}/test", id: "testConsumer", summary: "Deliver a test event (intake.test) to the consumer, whatever its kind, signed as its events are and without its rules, and answer what the destination said.",
+			status: 200, response: api.ConsumerTest{}},
 		{route: "DELETE /api/v1/consumers/{id}", id: "deleteConsumer", summary: "Delete a consumer; its history stays.",
 			status: 204},
 

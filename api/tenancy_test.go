@@ -72,6 +72,7 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 		"POST /api/v1/consumers/{id}/pause":                    {"/api/v1/consumers/" + cons.ID + "/pause", nil, notFound},
 		"POST /api/v1/consumers/{id}/resume":                   {"/api/v1/consumers/" + cons.ID + "/resume", nil, notFound},
 		"GET /api/v1/consumers/{id}/health":                    {"/api/v1/consumers/" + cons.ID + "/health", nil, notFound},
+		"POST /api/v1/consumers/{id}/test":                     {"/api/v1/consumers/" + cons.ID + "/test", nil, notFound},
 		"POST /api/v1/subject-links":                           {"/api/v1/subject-links", map[string]any{"connection_id": acme.conn.ID, "provider_object_id": "o", "app": "a", "record_id": "r"}, notFound},
 		"POST /api/v1/messages/{id}/replay":                    {"/api/v1/messages/" + msg.ID + "/replay", nil, notFound},
 		"POST /api/v1/endpoints/{id}/replay":                   {"/api/v1/endpoints/" + acme.ep.ID + "/replay", api.ReplayWindowRequest{Since: now.Add(-time.Hour), Until: now.Add(time.Hour)}, notFound},

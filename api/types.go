@@ -391,6 +391,17 @@ type ConsumerHealth struct {
 	ConsecutiveFailures int `json:"consecutive_failures"`
 }
 
+// ConsumerTest is what a test delivery to a consumer came to: handled
+// (the destination acknowledged: a 2xx, a PubAck, a publisher confirm, an
+// acked produce, a stream entry), ignored, or retry with the error.
+type ConsumerTest struct {
+	EventID    string  `json:"event_id"`
+	Outcome    string  `json:"outcome"`
+	StatusCode int     `json:"status_code"`
+	LatencyMs  float64 `json:"latency_ms"`
+	Error      string  `json:"error"`
+}
+
 // CreateSubjectLinkRequest says that a provider object (in one connection)
 // is a record of an app, so events about it go to that app's completion
 // consumers.

@@ -581,7 +581,7 @@ func (pl *planner) consumer(ctx context.Context, org string, spec ConsumerSpec, 
 	if old.App != spec.App {
 		ch.Fields, u.App = append(ch.Fields, "app"), &spec.App
 	}
-	if old.URL != spec.URL {
+	if !pl.p.sameURL(*old, spec.URL) {
 		if err := pl.p.checkURL(ctx, spec.URL); err != nil {
 			return inside(where, err)
 		}

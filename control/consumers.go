@@ -65,8 +65,9 @@ func (p *Plane) CreateConsumer(ctx context.Context, c Caller, n NewConsumer) (in
 		return intake.Consumer{}, "", err
 	}
 	// The id is made first because the sealed secret is bound to it.
-	cs := intake.Consumer{ID: intake.NewID(), OrgID: orgID, Name: n.Name, App: n.App, URL: n.URL, EventTypes: n.EventTypes,
+	cs := intake.Consumer{ID: intake.NewID(), OrgID: orgID, Name: n.Name, App: n.App, EventTypes: n.EventTypes,
 		Completion: n.Completion, Enabled: !n.Disabled, CreatedAt: p.now(), Filter: n.Filter, Transform: n.Transform, Controls: ctl}
+	p.setURL(&cs, n.URL)
 	secret := delivery.NewSecret()
 	cs.SealedSecret = p.sealer.Seal([]byte(secret), []byte(cs.ID))
 	detail := append([]string{"url=" + cs.URL}, controlChanges(intake.Controls{}, ctl)...)
@@ -79,6 +80,29 @@ func (p *Plane) CreateConsumer(ctx context.Context, c Caller, n NewConsumer) (in
 		return intake.Consumer{}, "", err
 	}
 	return cs, secret, nil
+}
+
+// setURL sets where a consumer's events go. A url that carries
+// credentials (a broker's password) is sealed whole, bound to the
+// consumer; its url shows the password as *** (DESIGN §12).
+func (p *Plane) setURL(cs *intake.Consumer, raw string) {
+	cs.URL, cs.SealedURL = delivery.Redact(raw), nil
+	if cs.URL != raw {
+		cs.SealedURL = p.sealer.SealConsumerURL(cs.ID, raw)
+	}
+}
+
+// sameURL reports whether raw is the consumer's url: as shown (its
+// password as ***, which changes nothing), or as sealed.
+func (p *Plane) sameURL(cs intake.Consumer, raw string) bool {
+	if raw == cs.URL {
+		return true
+	}
+	if len(cs.SealedURL) == 0 {
+		return false
+	}
+	whole, err := p.sealer.ConsumerURL(cs)
+	return err == nil && whole == raw
 }
 
 // checkURL holds a consumer URL to its length and the address policy.
@@ -222,11 +246,11 @@ func (p *Plane) updateConsumer(ctx context.Context, c Caller, id string, u Consu
 	if err := p.applyControls(ctx, cs.OrgID, &cs.Controls, u.ControlsUpdate); err != nil {
 		return intake.Consumer{}, err
 	}
-	if u.URL != nil && *u.URL != cs.URL {
+	if u.URL != nil && !p.sameURL(cs, *u.URL) {
 		if err := p.checkURL(ctx, *u.URL); err != nil {
 			return intake.Consumer{}, err
 		}
-		cs.URL = *u.URL
+		p.setURL(&cs, *u.URL)
 	}
 	a := p.entry(c, cs.OrgID, "consumer.update", "consumer", cs.ID, consumerChanges(old, cs))
 	if err := p.store.UpdateConsumer(ctx, c.Scope, cs, a); err != nil {

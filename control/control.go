@@ -43,7 +43,11 @@ type Config struct {
 	// intake.MaxRetention).
 	MaxBodyRetention time.Duration
 	MaxRetention     time.Duration
-	Logger           *slog.Logger
+	// Sender makes a consumer's test deliveries (the router's, so a
+	// broker's connection is the one deliveries use); nil: one of its own
+	// under ConsumerPolicy.
+	Sender *delivery.Sender
+	Logger *slog.Logger
 }
 
 // Plane performs operator actions on a store.
@@ -57,6 +61,7 @@ type Plane struct {
 	rules     *rules.Engine
 	maxBody   time.Duration // an org's body_retention at most
 	maxRows   time.Duration // an org's retention at most
+	sender    *delivery.Sender
 	log       *slog.Logger
 }
 
@@ -71,7 +76,11 @@ func New(cfg Config) *Plane {
 		rules:     cfg.Rules,
 		maxBody:   cmp.Or(cfg.MaxBodyRetention, intake.MaxRetention),
 		maxRows:   cmp.Or(cfg.MaxRetention, intake.MaxRetention),
+		sender:    cfg.Sender,
 		log:       cfg.Logger,
+	}
+	if p.sender == nil {
+		p.sender = delivery.NewSender(delivery.Options{Policy: cfg.ConsumerPolicy})
 	}
 	if cfg.StaffToken != "" {
 		p.staffHash = token.Hash(cfg.StaffToken)

@@ -90,7 +90,12 @@ func (p *Plane) exportOrg(ctx context.Context, o intake.Org) (OrgSpec, error) {
 	}
 	for _, cs := range consumers {
 		ctl := cs.Controls
-		spec.Consumers = append(spec.Consumers, ConsumerSpec{Name: cs.Name, App: cs.App, URL: cs.URL, EventTypes: cs.EventTypes,
+		url := cs.URL
+		if len(cs.SealedURL) > 0 {
+			// Its credentials stay sealed: the file names where to find them.
+			url = "${env:" + envName(o.Name) + "_" + envName(cs.Name) + "_URL}"
+		}
+		spec.Consumers = append(spec.Consumers, ConsumerSpec{Name: cs.Name, App: cs.App, URL: url, EventTypes: cs.EventTypes,
 			Completion: cs.Completion, Enabled: &cs.Enabled, Filter: cs.Filter, Transform: cs.Transform,
 			Paused: ctl.Paused, RatePerSec: ctl.RatePerSec, MaxInFlight: ctl.MaxInFlight, Ordering: ctl.Ordering,
 			RetryAttempts: ctl.Retry.Attempts, RetryBase: durationText(ctl.Retry.Base), BreakerFailures: ctl.BreakerFailures,

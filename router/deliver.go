@@ -20,13 +20,15 @@ func (r *Router) call(ctx context.Context, c intake.RouteClaim, b *batch) {
 	}
 	s := intake.RouteSettlement{EventID: e.ID, ConsumerID: c.ConsumerID, Attempt: c.Attempt, Probe: c.Probe}
 	if !found || !cons.Enabled {
-		// Deleted or disabled since the fan-out: the route is dropped.
+		// Deleted or disabled since the fan-out: the route is dropped,
+		// and a broker connection kept for the consumer closed.
+		r.cfg.Sender.Forget(c.ConsumerID)
 		r.count(c.ConsumerID, string(intake.RouteDropped))
 		r.settle(ctx, s)
 		return
 	}
 	ctx, span := startDelivery(ctx, e, cons, c.Attempt)
-	res, called := r.deliver(ctx, cons, rules.NewEventView(r.envelope(e), b.origin(e)), c.Attempt)
+	res, called := r.deliver(ctx, cons, rules.NewEventView(r.envelope(e), b.origin(e)), c.Attempt, c.OrderKey)
 	r.count(cons.ID, res.Outcome)
 	if called {
 		r.cfg.Metrics.DeliverySeconds.WithLabelValues(res.Outcome).Observe(res.Latency.Seconds())
@@ -68,7 +70,7 @@ func (r *Router) settle(ctx context.Context, s intake.RouteSettlement) error {
 // deliver transforms, signs and sends one call. called is false when no
 // request was made (the transform failed or skipped the event): such a
 // result does not count for the consumer's breaker.
-func (r *Router) deliver(ctx context.Context, c intake.Consumer, in *rules.EventView, attempt int) (res delivery.Result, called bool) {
+func (r *Router) deliver(ctx context.Context, c intake.Consumer, in *rules.EventView, attempt int, orderKey string) (res delivery.Result, called bool) {
 	var out *rules.Output
 	if c.Transform != "" {
 		body, err := in.JSON()
@@ -86,10 +88,16 @@ func (r *Router) deliver(ctx context.Context, c intake.Consumer, in *rules.Event
 			return delivery.Result{Outcome: intake.DeliveryFiltered, Err: "transform returned null"}, false
 		}
 	}
-	secrets, err := r.secrets(c)
+	secrets, err := r.cfg.Sealer.ConsumerSecrets(c, r.cfg.Clock.Now())
 	if err != nil {
 		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "consumer secret cannot be opened"}, false
 	}
+	dest, err := r.cfg.Sealer.ConsumerURL(c)
+	if err != nil {
+		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "consumer url cannot be opened"}, false
+	}
+	env := in.Envelope()
+	p := delivery.Publication{ID: env.ID, Type: env.Type, OrderKey: orderKey}
 	if out != nil {
 		header := out.Header
 		if !out.JSON && header.Get("Content-Type") == "" {
@@ -99,31 +107,23 @@ func (r *Router) deliver(ctx context.Context, c intake.Consumer, in *rules.Event
 			}
 			header.Set("Content-Type", "text/plain; charset=utf-8")
 		}
-		return r.cfg.Sender.SendBody(ctx, c.URL, secrets, in.Envelope().ID, out.Body, header, r.cfg.Clock.Now()), true
+		p.Body, p.Header = out.Body, header
+		return r.cfg.Sender.Deliver(ctx, c.ID, dest, secrets, p, r.cfg.Clock.Now()), true
 	}
-	body, err := in.JSON()
-	if err != nil {
+	if p.Body, err = in.JSON(); err != nil {
 		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "encode envelope: " + err.Error()}, false
 	}
-	return r.cfg.Sender.SendBody(ctx, c.URL, secrets, in.Envelope().ID, body, nil, r.cfg.Clock.Now()), true
+	return r.cfg.Sender.Deliver(ctx, c.ID, dest, secrets, p, r.cfg.Clock.Now()), true
 }
 
-// secrets are the consumer's signing secrets, opened for one delivery: the
-// current one, and the one a rotation keeps beside it while it lasts.
-func (r *Router) secrets(c intake.Consumer) ([]string, error) {
-	secret, err := r.cfg.Sealer.Open(c.SealedSecret, []byte(c.ID))
-	if err != nil {
-		return nil, err
+// destination is where the consumer's events go: its url, opened from
+// its sealed form when it carries credentials (a broker's password).
+func (r *Router) destination(c intake.Consumer) (string, error) {
+	if len(c.SealedURL) == 0 {
+		return c.URL, nil
 	}
-	out := []string{string(secret)}
-	if c.SignsWithOld(r.cfg.Clock.Now()) {
-		old, err := r.cfg.Sealer.Open(c.SealedOldSecret, []byte(c.ID))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, string(old))
-	}
-	return out, nil
+	u, err := r.cfg.Sealer.Open(c.SealedURL, []byte(c.ID+"/url"))
+	return string(u), err
 }
 
 // origin yields e's original request, as read for the batch, to its rules.

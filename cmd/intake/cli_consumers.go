@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
 )
 
@@ -18,6 +20,7 @@ type ConsumersCmd struct {
 	Pause        ConsumersPauseCmd        `cmd:"" help:"Hold a consumer's deliveries: they wait, spend no attempt and never make an event dead."`
 	Resume       ConsumersResumeCmd       `cmd:"" help:"Let a paused consumer's held deliveries go, at its rate."`
 	Health       ConsumersHealthCmd       `cmd:"" help:"Show how deliveries to a consumer stand: state, last hour, last call, backlog."`
+	Test         ConsumersTestCmd         `cmd:"" help:"Deliver a test event (intake.test) to a consumer of any kind and show what it said."`
 	RotateSecret ConsumersRotateSecretCmd `cmd:"" name:"rotate-secret" help:"Give a consumer a new signing secret (shown once); the old one keeps signing beside it for a while."`
 	Enable       ConsumersEnableCmd       `cmd:"" help:"Send events to a consumer again."`
 	Disable      ConsumersDisableCmd      `cmd:"" help:"Stop sending events to a consumer."`
@@ -159,6 +162,32 @@ type ConsumersHealthCmd struct {
 // Run shows the health.
 func (c *ConsumersHealthCmd) Run(cl *Client) error {
 	return cl.show(c.outputFlags, idPath("/api/v1/consumers", c.ID, "/health"))
+}
+
+// ConsumersTestCmd delivers a test event to a consumer.
+type ConsumersTestCmd struct {
+	outputFlags
+	ID string `arg:"" help:"Consumer id."`
+}
+
+// Run delivers the test event and shows what the destination said; it
+// fails when the destination did not take it.
+func (c *ConsumersTestCmd) Run(cl *Client) error {
+	var res api.ConsumerTest
+	raw, err := cl.call(http.MethodPost, idPath("/api/v1/consumers", c.ID, "/test"), nil, nil)
+	if err != nil {
+		return err
+	}
+	if err := cl.print(c.outputFlags, raw); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return err
+	}
+	if res.Outcome != intake.DeliveryHandled && res.Outcome != intake.DeliveryIgnored {
+		return fmt.Errorf("the consumer did not take the test event: %s", res.Error)
+	}
+	return nil
 }
 
 // LinksCmd records which app record a provider object belongs to.

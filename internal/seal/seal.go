@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/intakehq/intake"
 )
@@ -194,4 +195,41 @@ func (s *Sealer) NotificationSlackURL(n intake.NotificationSettings) (string, er
 	}
 	b, err := s.Open(n.SealedSlackURL, notificationSlackAD(n.OrgID))
 	return string(b), err
+}
+
+// consumerURLAD binds a consumer's sealed url to the consumer.
+func consumerURLAD(consumerID string) []byte { return []byte(consumerID + "/url") }
+
+// SealConsumerURL seals a consumer's whole url, which carries credentials
+// (a broker's password).
+func (s *Sealer) SealConsumerURL(consumerID, url string) []byte {
+	return s.Seal([]byte(url), consumerURLAD(consumerID))
+}
+
+// ConsumerURL is where a consumer's events go: its url, opened from its
+// sealed form when it carries credentials.
+func (s *Sealer) ConsumerURL(c intake.Consumer) (string, error) {
+	if len(c.SealedURL) == 0 {
+		return c.URL, nil
+	}
+	b, err := s.Open(c.SealedURL, consumerURLAD(c.ID))
+	return string(b), err
+}
+
+// ConsumerSecrets are a consumer's signing secrets at now, opened: the
+// current one, and the one a rotation keeps beside it while it lasts.
+func (s *Sealer) ConsumerSecrets(c intake.Consumer, now time.Time) ([]string, error) {
+	secret, err := s.Open(c.SealedSecret, []byte(c.ID))
+	if err != nil {
+		return nil, err
+	}
+	out := []string{string(secret)}
+	if c.SignsWithOld(now) {
+		old, err := s.Open(c.SealedOldSecret, []byte(c.ID))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, string(old))
+	}
+	return out, nil
 }

@@ -20,14 +20,14 @@ func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer, audit ...
 		k := c.Controls
 		_, err := tx.Exec(ctx, `WITH c AS (
 				INSERT INTO consumers (id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at,
-					filter, transform, `+controlColumns+`)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+					filter, transform, `+controlColumns+`, sealed_url)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
 				RETURNING id, org_id)
 			INSERT INTO consumer_lanes (consumer_id, org_id) SELECT id, org_id FROM c`,
 			c.ID, c.OrgID, c.Name, c.App, c.URL, texts(c.EventTypes), c.Completion, c.Enabled, c.SealedSecret, ts(c.CreatedAt),
 			text(c.Filter), text(c.Transform),
 			k.Paused, k.RatePerSec, k.MaxInFlight, text(k.Ordering), k.Retry.Attempts, k.Retry.Base.Milliseconds(), k.BreakerFailures,
-			int64(k.AutoDisableAfter/time.Second))
+			int64(k.AutoDisableAfter/time.Second), c.SealedURL)
 		if err != nil {
 			return err
 		}
@@ -50,14 +50,14 @@ func controlDests(k *intake.Controls) (dests []any, done func()) {
 }
 
 const consumerColumns = `id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at, filter, transform,
-	sealed_old_secret, old_secret_until, version, ` + controlColumns
+	sealed_old_secret, old_secret_until, version, sealed_url, ` + controlColumns
 
 func scanConsumer(row pgx.Row) (intake.Consumer, error) {
 	var c intake.Consumer
 	var created, oldUntil *time.Time
 	controls, done := controlDests(&c.Controls)
 	err := row.Scan(append([]any{&c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &c.EventTypes, &c.Completion, &c.Enabled, &c.SealedSecret, &created,
-		&c.Filter, &c.Transform, &c.SealedOldSecret, &oldUntil, &c.Version}, controls...)...)
+		&c.Filter, &c.Transform, &c.SealedOldSecret, &oldUntil, &c.Version, &c.SealedURL}, controls...)...)
 	c.CreatedAt, c.OldSecretUntil = fromTS(created), fromTS(oldUntil)
 	done()
 	return c, err
@@ -100,12 +100,12 @@ func (s *Store) UpdateConsumer(ctx context.Context, sc intake.Scope, c intake.Co
 	err := s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE consumers SET name = $1, app = $2, url = $3, event_types = $4, completion = $5, enabled = $6,
 			filter = $7, transform = $8, paused = $11, rate_per_sec = $12, max_in_flight = $13, ordering = $14, retry_attempts = $15,
-			retry_base_ms = $16, breaker_failures = $17, auto_disable_after_s = $18, version = version + 1
+			retry_base_ms = $16, breaker_failures = $17, auto_disable_after_s = $18, sealed_url = $20, version = version + 1
 			WHERE deleted_at IS NULL AND id = $9 AND ($10::uuid IS NULL OR org_id = $10) AND version = $19`,
 			text(c.Name), text(c.App), text(c.URL), texts(c.EventTypes), c.Completion, c.Enabled, text(c.Filter), text(c.Transform),
 			c.ID, nullID(sc.OrgID),
 			k.Paused, k.RatePerSec, k.MaxInFlight, text(k.Ordering), k.Retry.Attempts, k.Retry.Base.Milliseconds(), k.BreakerFailures,
-			int64(k.AutoDisableAfter/time.Second), c.Version)
+			int64(k.AutoDisableAfter/time.Second), c.Version, c.SealedURL)
 		if err != nil {
 			return err
 		}

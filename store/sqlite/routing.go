@@ -22,10 +22,10 @@ func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer, audit ...
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO consumers (id, org_id, name, app, url, event_types, completion, enabled, sealed_secret, created_at,
-			filter, transform, paused, rate_per_sec, max_in_flight, ordering, retry_attempts, retry_base_ms, breaker_failures, auto_disable_after_s)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			filter, transform, sealed_url, paused, rate_per_sec, max_in_flight, ordering, retry_attempts, retry_base_ms, breaker_failures, auto_disable_after_s)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			append([]any{c.ID, c.OrgID, c.Name, c.App, c.URL, string(types), c.Completion, c.Enabled, c.SealedSecret, ts(c.CreatedAt), c.Filter,
-				c.Transform}, controlArgs(c.Controls)...)...); err != nil {
+				c.Transform, c.SealedURL}, controlArgs(c.Controls)...)...); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO consumer_lanes (consumer_id, org_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, c.ID, c.OrgID)
@@ -35,14 +35,14 @@ func (s *Store) CreateConsumer(ctx context.Context, c intake.Consumer, audit ...
 }
 
 const consumerColumns = `c.id, c.org_id, c.name, c.app, c.url, c.event_types, c.completion, c.enabled, c.sealed_secret, c.created_at,
-	c.filter, c.transform, c.sealed_old_secret, c.old_secret_until, c.version, ` + controlColumns
+	c.filter, c.transform, c.sealed_old_secret, c.old_secret_until, c.version, c.sealed_url, ` + controlColumns
 
 func scanConsumer(row interface{ Scan(...any) error }) (intake.Consumer, error) {
 	var c intake.Consumer
 	var types string
 	var created, oldUntil sql.NullInt64
 	if err := scanControls(row, &c.Controls, &c.ID, &c.OrgID, &c.Name, &c.App, &c.URL, &types, &c.Completion, &c.Enabled, &c.SealedSecret, &created,
-		&c.Filter, &c.Transform, &c.SealedOldSecret, &oldUntil, &c.Version); err != nil {
+		&c.Filter, &c.Transform, &c.SealedOldSecret, &oldUntil, &c.Version, &c.SealedURL); err != nil {
 		return c, err
 	}
 	c.CreatedAt, c.OldSecretUntil = fromTS(created), fromTS(oldUntil)
@@ -87,10 +87,10 @@ func (s *Store) UpdateConsumer(ctx context.Context, sc intake.Scope, c intake.Co
 	}
 	err = s.audited(ctx, audit, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE consumers SET name = ?, app = ?, url = ?, event_types = ?, completion = ?, enabled = ?,
-			filter = ?, transform = ?, paused = ?, rate_per_sec = ?, max_in_flight = ?, ordering = ?, retry_attempts = ?, retry_base_ms = ?,
+			filter = ?, transform = ?, sealed_url = ?, paused = ?, rate_per_sec = ?, max_in_flight = ?, ordering = ?, retry_attempts = ?, retry_base_ms = ?,
 			breaker_failures = ?, auto_disable_after_s = ?, version = version + 1
 			WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?) AND version = ?`,
-			append(append([]any{c.Name, c.App, c.URL, string(types), c.Completion, c.Enabled, c.Filter, c.Transform}, controlArgs(c.Controls)...),
+			append(append([]any{c.Name, c.App, c.URL, string(types), c.Completion, c.Enabled, c.Filter, c.Transform, c.SealedURL}, controlArgs(c.Controls)...),
 				c.ID, sc.OrgID, sc.OrgID, c.Version)...)
 		if err != nil {
 			return err

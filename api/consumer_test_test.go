@@ -1,0 +1,71 @@
+package api_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/delivery"
+)
+
+// A test delivery reaches the consumer signed under its secret, as type
+// intake.test, and the answer says what the consumer said.
+func TestAConsumerTestDeliversASignedTestEventAndSaysWhatTheConsumerAnswered(t *testing.T) {
+	var mu sync.Mutex
+	status := http.StatusOK
+	var got *http.Request
+	var body []byte
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = r
+		body, _ = io.ReadAll(r.Body)
+		w.WriteHeader(status)
+	}))
+	defer app.Close()
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	req := newConsumer("app", "stripe.*")
+	req.URL = app.URL + "/hooks"
+	c := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, req)
+
+	res := must[api.ConsumerTest](e, 200, "POST", "/api/v1/consumers/"+c.ID+"/test", acme.org.APIKey, nil)
+	if res.Outcome != intake.DeliveryHandled || res.StatusCode != 200 || res.EventID == "" || res.Error != "" {
+		t.Fatalf("test answered %+v, want handled 200", res)
+	}
+	mu.Lock()
+	var env intake.Envelope
+	if err := json.Unmarshal(body, &env); err != nil || env.Type != "intake.test" || env.ID != res.EventID || got.Header.Get("webhook-id") != res.EventID {
+		t.Fatalf("the consumer got %s (%v), headers %v", body, err, got.Header)
+	}
+	want, _ := delivery.Sign(c.SigningSecret, res.EventID, mustAtoi(t, got.Header.Get("webhook-timestamp")), body)
+	if got.Header.Get("webhook-signature") != want {
+		t.Fatalf("signature %q, want %q under the consumer's secret", got.Header.Get("webhook-signature"), want)
+	}
+	status = http.StatusInternalServerError
+	mu.Unlock()
+	res = must[api.ConsumerTest](e, 200, "POST", "/api/v1/consumers/"+c.ID+"/test", acme.org.APIKey, nil)
+	if res.Outcome != intake.DeliveryRetry || res.StatusCode != 500 || !strings.Contains(res.Error, "500") {
+		t.Fatalf("test of a failing consumer answered %+v", res)
+	}
+	audit := must[api.List[api.AuditEntry]](e, 200, "GET", "/api/v1/audit", acme.org.APIKey, nil)
+	if len(audit.Items) == 0 || audit.Items[0].Action != "consumer.test" || !strings.Contains(audit.Items[0].Detail, "outcome=retry status=500") {
+		t.Fatalf("audit %+v", audit.Items)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
