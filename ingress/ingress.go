@@ -94,9 +94,10 @@ func (h *Handler) Drain() { h.draining.Store(true) }
 var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Te", "Trailer",
 	"Transfer-Encoding", "Upgrade"}
 
-// Answers carry no ids, errors, secrets or paths.
+// Answers carry no errors, secrets or paths, and no id but the receipt's:
+// the stored message's own id, by which its sender (intake send, say) can
+// follow the verification that happens after the answer.
 var (
-	bodyReceived    = []byte(`{"ok":true}` + "\n")
 	bodyNotFound    = []byte(`{"error":"not found"}` + "\n")
 	bodyTooLarge    = []byte(`{"error":"payload too large"}` + "\n")
 	bodyRateLimited = []byte(`{"error":"rate limited"}` + "\n")
@@ -195,7 +196,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 		w.Write(challenge.Body)
 		return "challenge"
 	}
-	answer(w, http.StatusOK, bodyReceived)
+	answer(w, http.StatusOK, received(m.ID))
 	return "accepted"
 }
 
@@ -255,6 +256,14 @@ func (h *Handler) publicURL(r *http.Request) string {
 		u += "?" + r.URL.RawQuery
 	}
 	return u
+}
+
+// received is the answer to a stored webhook: {"ok":true,"message_id":ID}.
+func received(id string) []byte {
+	b := make([]byte, 0, 48+len(id))
+	b = append(b, `{"ok":true,"message_id":"`...)
+	b = append(b, id...)
+	return append(b, "\"}\n"...)
 }
 
 func answer(w http.ResponseWriter, status int, body []byte) {

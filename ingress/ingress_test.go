@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -119,6 +120,13 @@ func TestIngressStoresRequestThenAcknowledges(t *testing.T) {
 		t.Fatalf("%d messages stored", len(msgs))
 	}
 	m := msgs[0]
+	var receipt struct {
+		OK        bool   `json:"ok"`
+		MessageID string `json:"message_id"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &receipt); err != nil || !receipt.OK || receipt.MessageID != m.ID {
+		t.Fatalf("answer %q (%v), want ok and the stored message's id %s", w.Body.String(), err, m.ID)
+	}
 	if m.State != intake.MessageQueued || m.Query != "x=1" || m.Method != "POST" || !m.ReceivedAt.Equal(e.clock.Now()) ||
 		m.Digest != sha256hex(`{"hello":"world"}`) {
 		t.Fatalf("message = %+v", m)
