@@ -259,7 +259,10 @@ func (n *natsPublisher) Publish(ctx context.Context, p Publication) Result {
 func (n *natsPublisher) publish(ctx context.Context, p Publication) (*jetstream.PubAck, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.timeout)
 	defer cancel()
-	subject := Expand(n.t.subject, p)
+	// An ordering key is one token of the subject, whatever it holds.
+	keyed := p
+	keyed.OrderKey = keyToken.Replace(p.OrderKey)
+	subject := Expand(n.t.subject, keyed)
 	if why := subjectProblem(subject); why != "" {
 		return nil, fmt.Errorf("subject %q %s", subject, why)
 	}
@@ -296,6 +299,9 @@ func (n *natsPublisher) publish(ctx context.Context, p Publication) (*jetstream.
 	}
 	return nil, fmt.Errorf("publish to NATS at %s: %w", n.t.addr, err)
 }
+
+// keyToken makes an ordering key one token of a subject.
+var keyToken = strings.NewReplacer(".", "_", " ", "_", "\t", "_", "\r", "_", "\n", "_", "*", "_", ">", "_")
 
 // Close closes the connection; a Publish after it is refused.
 func (n *natsPublisher) Close() error {
