@@ -1,0 +1,311 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/delivery"
+)
+
+// natsStream is a JetStream stream of the test's own, capturing
+// "<prefix>.>" on the NATS server the tests use, deleted when it ends.
+type natsStream struct {
+	addr, name, prefix string
+	stream             jetstream.Stream
+}
+
+// newNATSStream makes the test's stream. Without NATS the test fails in
+// CI and is skipped elsewhere.
+func newNATSStream(t *testing.T) natsStream {
+	t.Helper()
+	addr := os.Getenv("INTAKE_TEST_NATS")
+	if addr == "" {
+		addr = "127.0.0.1:4222"
+	}
+	nc, err := nats.Connect("nats://"+addr, nats.Timeout(2*time.Second))
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("NATS with JetStream is not reachable at %s (%v): CI must run it", addr, err)
+		}
+		t.Skipf("NATS is not reachable at %s: %v", addr, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	suffix := hex.EncodeToString(b)
+	ns := natsStream{addr: addr, name: "INTAKE_E2E_" + suffix, prefix: "intake-e2e-" + suffix}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ns.stream, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: ns.name, Subjects: []string{ns.prefix + ".>"},
+		Duplicates: 10 * time.Minute, Storage: jetstream.MemoryStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := js.DeleteStream(ctx, ns.name); err != nil {
+			t.Errorf("delete stream %s: %v", ns.name, err)
+		}
+		nc.Close()
+	})
+	return ns
+}
+
+// natsMessage is one message read back from the stream.
+type natsMessage struct {
+	subject string
+	header  nats.Header
+	body    []byte
+}
+
+// messages reads every message the stream holds.
+func (ns natsStream) messages(t *testing.T) []natsMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := ns.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []natsMessage
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := ns.stream.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("read message %d: %v", seq, err)
+		}
+		out = append(out, natsMessage{subject: m.Subject, header: m.Header, body: m.Data})
+	}
+	return out
+}
+
+// addNATSConsumer registers a consumer of every GitHub event at url and
+// returns its id and signing secret.
+func addNATSConsumer(t *testing.T, s *server, url string, extra map[string]any) (id, secret string) {
+	t.Helper()
+	in := map[string]any{"org_id": firstOrgID(t, s), "name": "bus", "app": "bus", "url": url,
+		"event_types": []string{"github.*"}}
+	for k, v := range extra {
+		in[k] = v
+	}
+	var cons struct {
+		ID            string `json:"id"`
+		SigningSecret string `json:"signing_secret"`
+	}
+	if status := s.api(t, "POST", "/api/v1/consumers", in, &cons); status != http.StatusCreated && status != http.StatusOK {
+		t.Fatalf("add consumer %s: %d", url, status)
+	}
+	return cons.ID, cons.SigningSecret
+}
+
+func postGitHubN(t *testing.T, s *server, path, prefix string, n int) {
+	t.Helper()
+	for i := range n {
+		if status, b := postGitHub(t, http.DefaultClient, s.url+path, prefix+strconv.Itoa(i)); status != http.StatusOK && status != http.StatusAccepted {
+			t.Fatalf("ingress answered %d %s", status, b)
+		}
+	}
+}
+
+// TestANATSConsumerReceivesSignedEventsAndHoldsThemWhilePaused: on the real
+// binary, a consumer whose url is a JetStream subject gets each event as a
+// message on the subject of its type, the envelope as body, signed as over
+// HTTP, Nats-Msg-Id the event id; paused, its events wait and nothing is
+// published; resumed, every one arrives once.
+func TestANATSConsumerReceivesSignedEventsAndHoldsThemWhilePaused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the real binary")
+	}
+	ns := newNATSStream(t)
+	s := start(t, t.TempDir())
+	path := setupGitHub(t, s)
+	id, secret := addNATSConsumer(t, s, "nats://"+ns.addr+"/"+ns.prefix+".{type}?stream="+ns.name, nil)
+
+	const n = 5
+	postGitHubN(t, s, path, "nats-", n)
+	eventually(t, 30*time.Second, "every event published", func() bool { return len(ns.messages(t)) == n })
+	seen := map[string]bool{}
+	for _, m := range ns.messages(t) {
+		if m.subject != ns.prefix+".github.issues.opened" {
+			t.Errorf("published to %q, want the subject of the event's type", m.subject)
+		}
+		var env struct{ ID, Type string }
+		if err := json.Unmarshal(m.body, &env); err != nil || env.Type != "github.issues.opened" {
+			t.Fatalf("body %q is not the event's envelope: %v", m.body, err)
+		}
+		if m.header.Get("Nats-Msg-Id") != env.ID || m.header.Get("webhook-id") != env.ID {
+			t.Errorf("Nats-Msg-Id %q, webhook-id %q, want the event id %q", m.header.Get("Nats-Msg-Id"), m.header.Get("webhook-id"), env.ID)
+		}
+		unix, _ := strconv.ParseInt(m.header.Get("webhook-timestamp"), 10, 64)
+		if want, _ := delivery.Sign(secret, env.ID, unix, m.body); m.header.Get("webhook-signature") != want {
+			t.Errorf("webhook-signature %q does not verify (want %q)", m.header.Get("webhook-signature"), want)
+		}
+		if m.header.Get("content-type") != "application/json" {
+			t.Errorf("headers %v lack content-type", m.header)
+		}
+		seen[env.ID] = true
+	}
+	for _, e := range s.events(t) {
+		if !seen[e.ID] {
+			t.Errorf("event %s was not published", e.ID)
+		}
+	}
+
+	if out := s.cli(t, "consumers", "pause", id, "--json"); !json.Valid([]byte(out)) {
+		t.Fatalf("consumers pause answered:\n%s", out)
+	}
+	postGitHubN(t, s, path, "nats-paused-", n)
+	var h health
+	eventually(t, 30*time.Second, "the paused consumer's deliveries are held", func() bool {
+		s.api(t, "GET", "/api/v1/consumers/"+id+"/health", nil, &h)
+		return h.Held == n
+	})
+	if got := len(ns.messages(t)); got != n {
+		t.Fatalf("%d messages published while paused, want the %d from before", got-n, 0)
+	}
+	s.cli(t, "consumers", "resume", id)
+	eventually(t, 30*time.Second, "every held event published on resume", func() bool { return len(ns.messages(t)) == 2*n })
+	ids := map[string]bool{}
+	for _, m := range ns.messages(t) {
+		ids[m.header.Get("Nats-Msg-Id")] = true
+	}
+	if len(ids) != 2*n {
+		t.Errorf("%d distinct event ids published, want %d", len(ids), 2*n)
+	}
+}
+
+// natsRelay forwards connections from its address to a NATS server: the
+// broker as intake sees it, down until up is called.
+type natsRelay struct {
+	addr, to string
+	ln       net.Listener
+	wg       sync.WaitGroup
+}
+
+func (r *natsRelay) up(t *testing.T) {
+	t.Helper()
+	// The port was free a moment ago; another process may hold it briefly.
+	eventually(t, 5*time.Second, "the relay listening on its port", func() bool {
+		var err error
+		r.ln, err = net.Listen("tcp", r.addr)
+		return err == nil
+	})
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		r.ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		r.wg.Wait()
+	})
+	r.wg.Go(func() {
+		for {
+			in, err := r.ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", r.to)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, in, out)
+			mu.Unlock()
+			r.wg.Go(func() { io.Copy(out, in); out.Close() })
+			r.wg.Go(func() { io.Copy(in, out); in.Close() })
+		}
+	})
+}
+
+// TestANATSConsumerWhoseBrokerIsDownTripsItsBreakerAndGetsEveryEventOnceBack:
+// on the real binary, a consumer whose broker refuses connections fails
+// its calls and trips its breaker; nothing dies; once the broker is
+// reachable the breaker's probe succeeds and every event is published,
+// once each.
+func TestANATSConsumerWhoseBrokerIsDownTripsItsBreakerAndGetsEveryEventOnceBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the real binary")
+	}
+	ns := newNATSStream(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := &natsRelay{addr: ln.Addr().String(), to: ns.addr}
+	ln.Close() // the broker is down: connections to its address are refused
+
+	s := start(t, t.TempDir())
+	path := setupGitHub(t, s)
+	id, _ := addNATSConsumer(t, s, "nats://"+relay.addr+"/"+ns.prefix+".{type}", map[string]any{"breaker_failures": 3})
+
+	const n = 8
+	postGitHubN(t, s, path, "nats-down-", n)
+	var h struct {
+		State     string `json:"state"`
+		LastError string `json:"last_error"`
+	}
+	eventually(t, 30*time.Second, "the consumer's breaker tripped", func() bool {
+		s.api(t, "GET", "/api/v1/consumers/"+id+"/health", nil, &h)
+		return h.State == "tripped"
+	})
+	for _, e := range s.events(t) {
+		if e.State == "dead" || e.State == "delivered" {
+			t.Fatalf("event %s is %s while its broker is down", e.ID, e.State)
+		}
+		for _, d := range s.event(t, e.ID).Deliveries {
+			if d.Outcome != "retry" {
+				t.Fatalf("event %s: delivery outcome %q while the broker is down", e.ID, d.Outcome)
+			}
+		}
+	}
+	if len(ns.messages(t)) != 0 {
+		t.Fatal("a message was published while the broker was down")
+	}
+
+	relay.up(t)
+	eventually(t, 90*time.Second, "every event delivered once the broker is back", func() bool {
+		for _, e := range s.events(t) {
+			if e.State == "dead" {
+				t.Fatalf("event %s dead although its broker came back", e.ID)
+			}
+			if e.State != "delivered" {
+				return false
+			}
+		}
+		return true
+	})
+	msgs := ns.messages(t)
+	ids := map[string]int{}
+	for _, m := range msgs {
+		ids[m.header.Get("Nats-Msg-Id")]++
+	}
+	for _, e := range s.events(t) {
+		if ids[e.ID] != 1 {
+			t.Errorf("event %s published %d times, want once", e.ID, ids[e.ID])
+		}
+	}
+	if len(msgs) != n {
+		t.Errorf("stream holds %d messages, want %d", len(msgs), n)
+	}
+	t.Logf("last error while the broker was down: %s", h.LastError)
+}
