@@ -125,6 +125,7 @@ func checkRedis(u *url.URL) error {
 // connections, each made through the address policy's dialer.
 type redisPublisher struct {
 	client  *redis.Client
+	end     context.CancelFunc // ends dials under way
 	target  redisTarget
 	shown   string // the url, password redacted
 	timeout time.Duration
@@ -138,7 +139,13 @@ func openRedis(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
+	// Close ends a dial still under way: the library probes a Redis that
+	// is down from a goroutine of its own.
+	life, end := context.WithCancel(context.Background())
 	connect := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(life, cancel)()
 		c, err := dial(ctx, network, addr)
 		if err != nil || !t.tls {
 			return c, err
@@ -173,7 +180,7 @@ func openRedis(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error
 		PoolTimeout:           timeout,
 		ConnMaxIdleTime:       5 * time.Minute,
 	})
-	return &redisPublisher{client: client, target: t, shown: Redact(u.String()), timeout: timeout}, nil
+	return &redisPublisher{client: client, end: end, target: t, shown: Redact(u.String()), timeout: timeout}, nil
 }
 
 // Publish adds one entry to the stream: handled once XADD answered its id.
@@ -245,7 +252,10 @@ func (r *redisPublisher) describe(err error) string {
 	return "redis " + r.shown + ": " + msg
 }
 
-// Close closes the pool's connections.
+// Close closes the pool's connections and ends any dial under way. After
+// four dials in a row failed, the library probes the address once a
+// second from a goroutine that sees the Close at its next probe.
 func (r *redisPublisher) Close() error {
+	r.end()
 	return r.client.Close()
 }

@@ -571,3 +571,30 @@ func TestRedisCloseClosesEveryConnection(t *testing.T) {
 		t.Fatalf("publish after Close: %+v", r)
 	}
 }
+
+func TestRedisCloseEndsADialUnderWay(t *testing.T) {
+	redisNoLeak(t)
+	dialing := make(chan struct{}, 1)
+	hang := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dialing <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	u, _ := url.Parse("redis://redis.internal:6379/0?stream=s")
+	pub, err := openRedis(u, hang, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan Result)
+	go func() { done <- pub.Publish(context.Background(), redisPublication("evt_closing")) }()
+	<-dialing
+	pub.Close()
+	select {
+	case r := <-done:
+		if r.Outcome != intake.DeliveryRetry {
+			t.Fatalf("result %+v, want retry", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close left the dial hanging")
+	}
+}
