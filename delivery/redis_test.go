@@ -598,3 +598,40 @@ func TestRedisCloseEndsADialUnderWay(t *testing.T) {
 		t.Fatal("Close left the dial hanging")
 	}
 }
+
+// A consumer whose url is a Redis stream is checked when saved and gets,
+// through the Sender, the entry an HTTP consumer's request would carry:
+// the same body, signed the same way.
+func TestSenderDeliversToARedisStreamSignedAsOverHTTP(t *testing.T) {
+	redisNoLeak(t)
+	c := redisReader(t, 0)
+	key := redisStream(t, c)
+	raw := "redis://" + redisTestAddr + "/0?stream=" + key
+	ctx := context.Background()
+	if err := DefaultPolicy().CheckURL(ctx, raw); err != nil {
+		t.Fatalf("check %s: %v", raw, err)
+	}
+	if err := DefaultPolicy().CheckURL(ctx, "redis://:hunter2@"+redisTestAddr+"/0"); err == nil ||
+		!strings.Contains(err.Error(), "names no stream") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("a url without a stream: %v", err)
+	}
+	s := NewSender(Options{Timeout: 2 * time.Second})
+	defer s.Close()
+	secret := NewSecret()
+	now := time.Unix(1_700_000_000, 0)
+	body := []byte(`{"id":"evt_s","type":"stripe.invoice.paid"}`)
+	r := s.Deliver(ctx, "cons_redis", raw, []string{secret}, Publication{ID: "evt_s", Type: "stripe.invoice.paid", Body: body}, now)
+	if r.Outcome != intake.DeliveryHandled {
+		t.Fatalf("deliver: %+v", r)
+	}
+	msgs := redisEntries(t, c, key)
+	if len(msgs) != 1 {
+		t.Fatalf("%d entries, want 1", len(msgs))
+	}
+	got := msgs[0].Values
+	sig, _ := Sign(secret, "evt_s", now.Unix(), body)
+	if got["body"] != string(body) || got["webhook-id"] != "evt_s" || got["webhook-timestamp"] != "1700000000" ||
+		got["webhook-signature"] != sig || got["content-type"] != "application/json" {
+		t.Fatalf("entry %v, want the body signed as over HTTP", got)
+	}
+}
