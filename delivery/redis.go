@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -147,8 +148,14 @@ func openRedis(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error
 		defer cancel()
 		defer context.AfterFunc(life, cancel)()
 		c, err := dial(ctx, network, addr)
-		if err != nil || !t.tls {
-			return c, err
+		if err != nil {
+			return nil, err
+		}
+		if !t.tls {
+			if raw, ok := redisRaw(c); ok {
+				return redisSocket{Conn: c, raw: raw}, nil
+			}
+			return c, nil
 		}
 		tc := tls.Client(c, &tls.Config{ServerName: t.host, MinVersion: tls.VersionTLS12})
 		if err := tc.HandshakeContext(ctx); err != nil {
@@ -181,6 +188,31 @@ func openRedis(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error
 		ConnMaxIdleTime:       5 * time.Minute,
 	})
 	return &redisPublisher{client: client, end: end, target: t, shown: Redact(u.String()), timeout: timeout}, nil
+}
+
+// redisSocket shows the library the socket under the policy's counting
+// wrapper: before it reuses a kept connection it peeks at the socket, so
+// one that Redis closed (a restart, its idle timeout) is dialled afresh
+// rather than failing a publish.
+type redisSocket struct {
+	net.Conn
+	raw syscall.Conn
+}
+
+func (s redisSocket) SyscallConn() (syscall.RawConn, error) { return s.raw.SyscallConn() }
+
+// redisRaw finds the socket of a connection the policy's dialer made.
+func redisRaw(c net.Conn) (syscall.Conn, bool) {
+	for {
+		switch v := c.(type) {
+		case syscall.Conn:
+			return v, true
+		case *counted:
+			c = v.Conn
+		default:
+			return nil, false
+		}
+	}
 }
 
 // Publish adds one entry to the stream: handled once XADD answered its id.

@@ -411,8 +411,9 @@ func TestRedissSpeaksTLS(t *testing.T) {
 }
 
 // redisProxy forwards connections at addr to the test Redis, as a Redis
-// that came back would answer there.
-func redisProxy(t *testing.T, addr string) {
+// that came back would answer there. drop closes the connections made so
+// far, as a Redis that restarted would.
+func redisProxy(t *testing.T, addr string) (drop func()) {
 	t.Helper()
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -442,15 +443,20 @@ func redisProxy(t *testing.T, addr string) {
 			go func() { defer wg.Done(); io.Copy(in, out); in.Close() }()
 		}
 	}()
-	t.Cleanup(func() {
-		l.Close()
+	drop = func() {
 		mu.Lock()
+		defer mu.Unlock()
 		for _, c := range conns {
 			c.Close()
 		}
-		mu.Unlock()
+		conns = nil
+	}
+	t.Cleanup(func() {
+		l.Close()
+		drop()
 		wg.Wait()
 	})
+	return drop
 }
 
 func TestRedisPublishSucceedsOnceTheBrokerIsBack(t *testing.T) {
@@ -470,6 +476,28 @@ func TestRedisPublishSucceedsOnceTheBrokerIsBack(t *testing.T) {
 	msgs := redisEntries(t, c, key)
 	if len(msgs) != 1 || msgs[0].Values["webhook-id"] != "evt_back" {
 		t.Fatalf("entries %v", msgs)
+	}
+	pub.Close()
+}
+
+// A kept connection that Redis closed (a restart, a timeout on its side)
+// is noticed before use, so the next publish goes out on a new one.
+func TestRedisPublishAfterTheConnectionBrokeGoesOutOnANewOne(t *testing.T) {
+	redisNoLeak(t)
+	c := redisReader(t, 0)
+	key := redisStream(t, c)
+	addr := redisFreeAddr(t)
+	drop := redisProxy(t, addr)
+	pub := openRedisTest(t, "redis://"+addr+"/0?stream="+key, 2*time.Second)
+	if r := pub.Publish(context.Background(), redisPublication("evt_before")); r.Outcome != intake.DeliveryHandled {
+		t.Fatalf("result %+v", r)
+	}
+	drop()
+	if r := pub.Publish(context.Background(), redisPublication("evt_after")); r.Outcome != intake.DeliveryHandled {
+		t.Fatalf("result %+v after the connection broke, want handled", r)
+	}
+	if n := len(redisEntries(t, c, key)); n != 2 {
+		t.Fatalf("%d entries, want 2", n)
 	}
 	pub.Close()
 }
