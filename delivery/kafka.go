@@ -260,6 +260,13 @@ func (p *kafkaPublisher) Publish(ctx context.Context, pub Publication) Result {
 	if err == nil {
 		return Result{Outcome: intake.DeliveryHandled, Latency: took}
 	}
+	if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
+		// The client keeps what it learnt of the topic, its id among it,
+		// and fails every later record to it: forgotten, the next publish
+		// looks the topic up again (one created since, or recreated under
+		// a new id, as by a cluster rebuilt while it was down).
+		p.cl.PurgeTopicsFromClient(topic)
+	}
 	return Result{Outcome: intake.DeliveryRetry, Latency: took, Err: p.describe(topic, err)}
 }
 

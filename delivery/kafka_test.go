@@ -21,6 +21,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
 	"github.com/intakehq/intake"
@@ -211,6 +212,23 @@ func TestKafkaUnknownTopicIsARetrySayingTheTopicDoesNotExist(t *testing.T) {
 	}
 	if took := time.Since(start); took > 3*time.Second+time.Second {
 		t.Fatalf("took %s", took)
+	}
+
+	// Once the topic is made, the next publish reaches it.
+	admin, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "missing-topic", 1, 1
+	req.Topics = append(req.Topics, rt)
+	if resp, err := req.RequestWith(context.Background(), admin); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create topic: %v %+v", err, resp)
+	}
+	if r := p.Publish(context.Background(), testPublication("evt_1")); r.Outcome != intake.DeliveryHandled {
+		t.Fatalf("publish once the topic exists: %+v", r)
 	}
 }
 
@@ -465,5 +483,41 @@ func TestKafkaCheckRefusesURLsThatCannotWork(t *testing.T) {
 	}
 	if !IsBroker("kafka://127.0.0.1:9092/events") || !strings.Contains(strings.Join(Schemes(), " "), "kafka") {
 		t.Fatal("kafka is not a known scheme")
+	}
+}
+
+func TestKafkaPublishesAgainOnceTheBrokerIsBack(t *testing.T) {
+	topic := kafkaTopicName(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	c := startKafka(t, kfake.NumBrokers(1), kfake.Ports(port), kfake.SeedTopics(1, topic))
+	p := openKafkaURL(t, "kafka://"+c.ListenAddrs()[0]+"/"+topic, nil, time.Second)
+	if r := p.Publish(context.Background(), testPublication("evt_1")); r.Outcome != intake.DeliveryHandled {
+		t.Fatalf("publish: %+v", r)
+	}
+	c.Close()
+	if r := p.Publish(context.Background(), testPublication("evt_2")); r.Outcome != intake.DeliveryRetry {
+		t.Fatalf("publish while the broker is down: %+v", r)
+	}
+
+	back := startKafka(t, kfake.NumBrokers(1), kfake.Ports(port), kfake.SeedTopics(1, topic))
+	var r Result
+	// The rebuilt cluster's topic has a new id: the first publish learns
+	// that, the retry after it is acked.
+	for range 2 {
+		if r = p.Publish(context.Background(), testPublication("evt_2")); r.Outcome == intake.DeliveryHandled {
+			break
+		}
+	}
+	if r.Outcome != intake.DeliveryHandled {
+		t.Fatalf("publish once the broker is back: %+v", r)
+	}
+	recs := consumeKafka(t, back.ListenAddrs(), topic, 1)
+	if got := recordHeaders(recs[len(recs)-1]); !strings.Contains(strings.Join(got, " "), "webhook-id=evt_2") {
+		t.Fatalf("headers %v", got)
 	}
 }
