@@ -521,3 +521,34 @@ func TestKafkaPublishesAgainOnceTheBrokerIsBack(t *testing.T) {
 		t.Fatalf("headers %v", got)
 	}
 }
+
+func TestKafkaDeliverPublishesSignedOverTheConsumersKeptClient(t *testing.T) {
+	topic := kafkaTopicName(t)
+	c := startKafka(t, kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
+	s := NewSender(Options{Policy: DefaultPolicy(), Timeout: 5 * time.Second})
+	defer s.Close()
+	secret := NewSecret()
+	now := time.Unix(1700000000, 0)
+	raw := "kafka://" + c.ListenAddrs()[0] + "/" + topic
+	body := []byte(`{"id":"evt_1"}`)
+	for range 2 {
+		r := s.Deliver(context.Background(), "con_1", raw, []string{secret}, Publication{ID: "evt_1", Type: "t", Body: body, OrderKey: "k"}, now)
+		if r.Outcome != intake.DeliveryHandled {
+			t.Fatalf("deliver: %+v", r)
+		}
+	}
+	recs := consumeKafka(t, c.ListenAddrs(), topic, 2)
+	want, err := Sign(secret, "evt_1", now.Unix(), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(recordHeaders(recs[1]), " ")
+	for _, h := range []string{"content-type=application/json", "webhook-id=evt_1", "webhook-timestamp=1700000000", "webhook-signature=" + want} {
+		if !strings.Contains(got, h) {
+			t.Errorf("headers %s lack %s", got, h)
+		}
+	}
+	if !bytes.Equal(recs[1].Value, body) || string(recs[1].Key) != "k" {
+		t.Errorf("record %q key %q", recs[1].Value, recs[1].Key)
+	}
+}
