@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -175,6 +176,7 @@ type amqpPublisher struct {
 
 	mu     sync.Mutex
 	conn   *amqpConn
+	old    []*amqpConn // replaced connections, perhaps still closing
 	closed bool
 }
 
@@ -182,6 +184,25 @@ type amqpPublisher struct {
 type amqpConn struct {
 	c    *amqp.Connection
 	idle chan *amqpChannel
+	dead atomic.Bool // given up on: being closed
+	once sync.Once
+}
+
+// usable reports whether publishes may still use the connection.
+func (c *amqpConn) usable() bool {
+	return !c.dead.Load() && !c.c.IsClosed()
+}
+
+// close gives the connection up and closes it, waiting at most wait for
+// the broker's answer; a second call waits for the first.
+func (c *amqpConn) close(wait time.Duration) error {
+	c.dead.Store(true)
+	var err error
+	c.once.Do(func() { err = c.c.CloseDeadline(time.Now().Add(wait)) })
+	if errors.Is(err, amqp.ErrClosed) {
+		return nil
+	}
+	return err
 }
 
 // amqpChannel is a channel in confirm mode with what the broker returned
@@ -214,8 +235,17 @@ func (p *amqpPublisher) Publish(ctx context.Context, pub Publication) Result {
 	// A publish the broker does not confirm in time leaves the connection
 	// in doubt: close it (which also ends a call blocked on it) and
 	// connect again on the next publish.
-	stop := context.AfterFunc(ctx, func() { _ = conn.c.CloseDeadline(time.Now().Add(time.Second)) })
-	defer stop()
+	stop := context.AfterFunc(ctx, func() { _ = conn.close(time.Second) })
+	defer func() {
+		if ctx.Err() == nil {
+			stop()
+			return
+		}
+		conn.dead.Store(true) // before the next publish looks
+		if stop() {
+			go conn.close(time.Second)
+		}
+	}()
 
 	ch, err := conn.channel()
 	if err != nil {
@@ -238,7 +268,7 @@ func (p *amqpPublisher) Publish(ctx context.Context, pub Publication) Result {
 			}
 		default:
 		}
-		if ch.ch.IsClosed() || conn.c.IsClosed() {
+		if ch.ch.IsClosed() || !conn.usable() {
 			return retry("the connection closed before the broker confirmed the message")
 		}
 		conn.release(ch)
@@ -284,7 +314,7 @@ func (p *amqpPublisher) connection(ctx context.Context) (*amqpConn, error) {
 	if closed {
 		return nil, errAMQPClosed
 	}
-	if c != nil && !c.c.IsClosed() {
+	if c != nil && c.usable() {
 		return c, nil
 	}
 	select {
@@ -299,11 +329,8 @@ func (p *amqpPublisher) connection(ctx context.Context) (*amqpConn, error) {
 	if closed {
 		return nil, errAMQPClosed
 	}
-	if c != nil && !c.c.IsClosed() {
+	if c != nil && c.usable() {
 		return c, nil
-	}
-	if c != nil {
-		_ = c.c.CloseDeadline(time.Now())
 	}
 	deadline, _ := ctx.Deadline()
 	conn, err := amqp.DialConfig(p.url, amqp.Config{
@@ -325,11 +352,21 @@ func (p *amqpPublisher) connection(ctx context.Context) (*amqpConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &amqpConn{c: conn, idle: make(chan *amqpChannel, amqpMaxIdle)}
+	fresh := &amqpConn{c: conn, idle: make(chan *amqpChannel, amqpMaxIdle)}
 	p.mu.Lock()
-	p.conn = c
+	if c != nil {
+		p.old = append(p.old, c)
+	}
+	kept := p.old[:0]
+	for _, o := range p.old {
+		if !o.c.IsClosed() {
+			kept = append(kept, o)
+		}
+	}
+	p.old = kept
+	p.conn = fresh
 	p.mu.Unlock()
-	return c, nil
+	return fresh, nil
 }
 
 // channel takes an idle channel or opens one in confirm mode.
@@ -385,7 +422,9 @@ func (p *amqpPublisher) describe(ctx context.Context, err error) string {
 		return err.Error()
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
 		return fmt.Sprintf("the broker did not answer within %s", p.timeout)
-	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || pastDeadline(ctx):
+		// The handshake's socket deadline is the context's, and the
+		// client reports it as a frame error.
 		return fmt.Sprintf("the broker did not answer within %s (%v)", p.timeout, err)
 	case errors.Is(err, context.Canceled):
 		return "cancelled"
@@ -393,19 +432,24 @@ func (p *amqpPublisher) describe(ctx context.Context, err error) string {
 	return err.Error()
 }
 
+func pastDeadline(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
+}
+
 // Close closes the connection; a Publish after it fails.
 func (p *amqpPublisher) Close() error {
 	p.gate <- struct{}{}
 	defer func() { <-p.gate }()
 	p.mu.Lock()
-	c := p.conn
-	p.conn, p.closed = nil, true
+	conns := append(p.old, p.conn)
+	p.conn, p.old, p.closed = nil, nil, true
 	p.mu.Unlock()
-	if c == nil || c.c.IsClosed() {
-		return nil
+	var err error
+	for _, c := range conns {
+		if c != nil {
+			err = errors.Join(err, c.close(p.timeout))
+		}
 	}
-	if err := c.c.CloseDeadline(time.Now().Add(p.timeout)); err != nil && !errors.Is(err, amqp.ErrClosed) {
-		return err
-	}
-	return nil
+	return err
 }

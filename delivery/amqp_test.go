@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -536,5 +538,123 @@ func TestAMQPCheckRefusesURLsThatCannotWork(t *testing.T) {
 		if !IsBroker(s + "://h/?queue=q") {
 			t.Errorf("%s is not a broker scheme", s)
 		}
+	}
+}
+
+// amqpProxy stands between a publisher and RabbitMQ: it can stop passing
+// on what the broker says (a broker that takes messages and never
+// confirms) and counts the connections made through it.
+type amqpProxy struct {
+	l      net.Listener
+	broker string
+	mute   atomic.Bool
+	conns  atomic.Int32
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	open   []net.Conn
+}
+
+func startAMQPProxy(t *testing.T) *amqpProxy {
+	t.Helper()
+	u, err := url.Parse(amqpBrokerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &amqpProxy{l: l, broker: u.Host}
+	x.wg.Add(1)
+	go x.serve()
+	t.Cleanup(x.close)
+	return x
+}
+
+func (x *amqpProxy) serve() {
+	defer x.wg.Done()
+	for {
+		client, err := x.l.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial("tcp", x.broker)
+		if err != nil {
+			client.Close()
+			continue
+		}
+		x.conns.Add(1)
+		x.mu.Lock()
+		x.open = append(x.open, client, server)
+		x.mu.Unlock()
+		x.wg.Add(2)
+		go func() {
+			defer x.wg.Done()
+			_, _ = io.Copy(server, client)
+			server.Close()
+		}()
+		go func() {
+			defer x.wg.Done()
+			defer client.Close()
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := server.Read(buf)
+				if n > 0 && !x.mute.Load() {
+					if _, werr := client.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+func (x *amqpProxy) close() {
+	x.l.Close()
+	x.mu.Lock()
+	for _, c := range x.open {
+		c.Close()
+	}
+	x.mu.Unlock()
+	x.wg.Wait()
+}
+
+// A broker that takes the message and never confirms it: the publish is
+// retried once the timeout passes, and the next publish connects again.
+func TestAMQPUnconfirmedPublishIsRetriedAtTheTimeoutAndTheConnectionRemade(t *testing.T) {
+	c := amqpTestBroker(t)
+	queue, d := amqpQueue(t, c)
+	x := startAMQPProxy(t)
+	p := openTestAMQP(t, "amqp://guest:guest@"+x.l.Addr().String()+"/?queue="+queue, nil, 500*time.Millisecond)
+	if r := p.Publish(context.Background(), testPublication("evt_1", "x", "")); r.Outcome != intake.DeliveryHandled {
+		t.Fatalf("first publish: %+v", r)
+	}
+	receive(t, d)
+
+	x.mute.Store(true)
+	start := time.Now()
+	r := p.Publish(context.Background(), testPublication("evt_2", "x", ""))
+	if r.Outcome != intake.DeliveryRetry || !strings.Contains(r.Err, "no publisher confirm within 500ms") {
+		t.Fatalf("unconfirmed publish: %+v", r)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("unconfirmed publish took %s with a 500ms timeout", took)
+	}
+	if m := receive(t, d); m.MessageId != "evt_2" {
+		t.Fatalf("message %q", m.MessageId)
+	}
+
+	x.mute.Store(false)
+	if r := p.Publish(context.Background(), testPublication("evt_2", "x", "")); r.Outcome != intake.DeliveryHandled {
+		t.Fatalf("republish once the broker answers: %+v", r)
+	}
+	if m := receive(t, d); m.MessageId != "evt_2" {
+		t.Fatalf("message %q", m.MessageId)
+	}
+	if n := x.conns.Load(); n != 2 {
+		t.Fatalf("%d connections made, want 2", n)
 	}
 }
