@@ -658,3 +658,44 @@ func TestAMQPUnconfirmedPublishIsRetriedAtTheTimeoutAndTheConnectionRemade(t *te
 		t.Fatalf("%d connections made, want 2", n)
 	}
 }
+
+func TestAMQPRefusedCredentialsAreRetriedWithoutThePassword(t *testing.T) {
+	amqpTestBroker(t)
+	u, err := url.Parse(amqpBrokerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("intake-nobody", "wrong-pw-7")
+	u.RawQuery = "queue=q"
+	p := openTestAMQP(t, u.String(), nil, 5*time.Second)
+	r := p.Publish(context.Background(), testPublication("evt_1", "x", ""))
+	if r.Outcome != intake.DeliveryRetry || !strings.Contains(r.Err, "403") || strings.Contains(r.Err, "wrong-pw-7") {
+		t.Fatalf("result %+v", r)
+	}
+}
+
+// Whatever url check accepts opens a publisher, and check never panics.
+func FuzzCheckAMQP(f *testing.F) {
+	for _, s := range []string{
+		"amqp://127.0.0.1:5672/?exchange=intake&routing_key=events.{type}",
+		"amqps://u:p@h/v?queue=q&heartbeat=5",
+		"amqp://h/?exchange=x&queue=q",
+		"amqp://h:0/?exchange=%zz",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") {
+			return
+		}
+		if checkBroker(u) != nil {
+			return
+		}
+		p, err := openAMQP(u, Policy{}.Dialer(time.Second), time.Second)
+		if err != nil {
+			t.Fatalf("%q passed check but does not open: %v", raw, err)
+		}
+		_ = p.Close()
+	})
+}
