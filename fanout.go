@@ -110,7 +110,7 @@ func DecideFanOut(in FanOutRead, f FanOut, now time.Time) (FannedOut, error) {
 		case f.Lease > 0 && !fr.Unleased && found && c.leaseable():
 			r.LeaseUntil = now.Add(f.Lease)
 			n.Waiting++
-			out.Calls = append(out.Calls, RouteClaim{ConsumerID: r.ConsumerID, Attempt: 1, LeaseUntil: r.LeaseUntil})
+			out.Calls = append(out.Calls, RouteClaim{ConsumerID: r.ConsumerID, Attempt: 1, LeaseUntil: r.LeaseUntil, OrderKey: r.OrderKey})
 		default:
 			n.Waiting++
 			out.Wake = true

@@ -75,6 +75,9 @@ type RouteClaim struct {
 	// attempt.
 	Probe      bool
 	LeaseUntil time.Time
+	// OrderKey is the route's ordering key ("" for none), for the
+	// destinations that keep order by it (a Kafka record's key).
+	OrderKey string
 }
 
 // RouteQueue is the router's view of routes.

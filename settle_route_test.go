@@ -191,12 +191,12 @@ func TestDecideFanOut(t *testing.T) {
 	e.Attempt = 2
 	read := FanOutRead{Event: e, Leased: true, Routed: map[string]bool{"done": true}, Counts: RouteCounts{Total: 1},
 		Consumers: map[string]ConsumerLane{"c1": {Enabled: true}, "off": {}}}
-	f := FanOut{EventID: "e1", Attempt: 2, Lease: time.Minute, Routes: []FanOutRoute{{ConsumerID: "done"}, {ConsumerID: "c1"}, {ConsumerID: "off"}}}
+	f := FanOut{EventID: "e1", Attempt: 2, Lease: time.Minute, Routes: []FanOutRoute{{ConsumerID: "done"}, {ConsumerID: "c1", OrderKey: "k"}, {ConsumerID: "off"}}}
 	out, err := DecideFanOut(read, f, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out.Routes) != 2 || len(out.Calls) != 1 || out.Calls[0].ConsumerID != "c1" || !out.Wake || out.State != EventPending {
+	if len(out.Routes) != 2 || len(out.Calls) != 1 || out.Calls[0].ConsumerID != "c1" || out.Calls[0].OrderKey != "k" || !out.Wake || out.State != EventPending {
 		t.Fatalf("fan-out %+v", out)
 	}
 	if _, err := DecideFanOut(read, FanOut{EventID: "e1", Attempt: 1}, t0); ErrorCode(err) != ESTALE {

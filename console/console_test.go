@@ -805,3 +805,32 @@ func TestAsanaHandshakeSecretIsAdoptedFromItsMessagePageUnseen(t *testing.T) {
 		t.Fatalf("audit: %+v %v", audit.Items, err)
 	}
 }
+
+// TestConnectionsPageShowsConfigAsSettingsAScriptAsCodeAndNoCredential:
+// a connection's config reads as settings, its script as code (not an
+// escaped JSON string), and Meta's verify token never.
+func TestConnectionsPageShowsConfigAsSettingsAScriptAsCodeAndNoCredential(t *testing.T) {
+	const verify = "meta-verify-0123456789"
+	e := newEnv(t)
+	org := apiCall[api.Org](e, staffToken, "POST", "/api/v1/orgs", api.CreateOrgRequest{Name: "acme"})
+	script := "function interpret(request) {\n  return [{id: request.json.id, type: \"inventory.changed\", data: request.json}];\n}"
+	cfg, _ := json.Marshal(map[string]any{"header": "X-Inventory-Signature", "script": script})
+	apiCall[api.Connection](e, org.APIKey, "POST", "/api/v1/connections", api.CreateConnectionRequest{
+		Provider: "hmac", Name: "inventory", Secrets: []string{"inv-secret"}, Config: cfg})
+	apiCall[api.Connection](e, org.APIKey, "POST", "/api/v1/connections", api.CreateConnectionRequest{
+		Provider: "meta", Name: "pages", Secrets: []string{"app-secret"}, Config: json.RawMessage(`{"verify_token":"` + verify + `"}`)})
+	b := e.browser()
+	b.signIn(org.APIKey)
+	p := b.get("/console/connections")
+	wantStatus(t, p, 200)
+	for _, want := range []string{"<dt>header</dt><dd><code>X-Inventory-Signature</code></dd>",
+		`<dt>script</dt><dd><pre class="code">function interpret(request) {` + "\n" + `  return [{id: request.json.id, type: &#34;inventory.changed&#34;, data: request.json}];` + "\n}</pre>",
+		"<dt>verify_token</dt><dd><span class=\"muted\">set (never shown)</span>"} {
+		if !strings.Contains(p.body, want) {
+			t.Fatalf("the connections page lacks %q:\n%s", want, p.body)
+		}
+	}
+	if strings.Contains(p.body, verify) || strings.Contains(p.body, `\n`) || strings.Contains(p.body, `{&#34;`) {
+		t.Fatal("the connections page shows the verify token, or config as raw JSON")
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -128,7 +130,52 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatFloat(100*float64(part)/float64(whole), 'f', 1, 64) + " %"
 	},
-	"add": func(a, b int) int { return a + b },
+	"add":         func(a, b int) int { return a + b },
+	"configFacts": configFacts,
+}
+
+// configFact is one setting of a connection's config as a person reads it.
+type configFact struct {
+	Key, Value string
+	Code       bool // a script: shown as a block of code
+	Hidden     bool // a credential (Meta's verify token): shown only as set
+}
+
+// configFacts lists a connection's config settings in key order; nested
+// values stay compact JSON. A setting whose name says it is a credential
+// is never shown.
+func configFacts(raw json.RawMessage) []configFact {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	facts := make([]configFact, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		f := configFact{Key: k}
+		var str string
+		switch {
+		case credentialSetting(k):
+			f.Hidden = true
+		case json.Unmarshal(m[k], &str) == nil:
+			f.Value, f.Code = str, k == "script"
+		default:
+			var buf bytes.Buffer
+			json.Compact(&buf, m[k])
+			f.Value = buf.String()
+		}
+		facts = append(facts, f)
+	}
+	return facts
+}
+
+func credentialSetting(key string) bool {
+	k := strings.ToLower(key)
+	for _, w := range []string{"token", "secret", "password", "credential"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return strings.HasSuffix(k, "key")
 }
 
 // ago says how long ago t was, roughly.

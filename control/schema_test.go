@@ -177,3 +177,41 @@ func TestSchemaAndDocumentTypeAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeShowsEveryPartOfAnOrgAndDeniesNone: the README's configuration
+// section may not tell a reader that a part of the file the schema holds is
+// missing.
+func TestReadmeShowsEveryPartOfAnOrgAndDeniesNone(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "## Configuration as code")
+	section, _, _ = strings.Cut(section, "\n## ")
+	raw, err := os.ReadFile(schemaPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Defs map[string]struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	for prop := range schema.Defs["org"].Properties {
+		if prop == "body_retention" || prop == "retention" {
+			continue // shown under "Retention"
+		}
+		if !strings.Contains(section, prop+":") {
+			t.Errorf("README's example org has no %s", prop)
+		}
+		title := strings.ToUpper(prop[:1]) + prop[1:]
+		for _, denial := range []string{title + " are not part of the file", title + " is not part of the file"} {
+			if strings.Contains(section, denial) {
+				t.Errorf("README says %q, but the schema holds an org's %s", denial, prop)
+			}
+		}
+	}
+}

@@ -2,10 +2,14 @@ package delivery
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/intakehq/intake"
@@ -66,13 +70,12 @@ var brokers = map[string]kind{}
 
 // Schemes lists the schemes a consumer's url may have.
 func Schemes() []string {
-	out := []string{"http", "https"}
-	for _, s := range []string{"nats", "kafka", "amqp", "amqps", "redis", "rediss"} {
-		if _, ok := brokers[s]; ok {
-			out = append(out, s)
-		}
+	var out []string
+	for s := range brokers {
+		out = append(out, s)
 	}
-	return out
+	slices.Sort(out)
+	return append([]string{"http", "https"}, out...)
 }
 
 // IsBroker reports whether raw names a broker rather than an HTTP
@@ -140,4 +143,104 @@ func Expand(template string, p Publication) string {
 		key = NoKey
 	}
 	return strings.NewReplacer("{type}", p.Type, "{key}", key).Replace(template)
+}
+
+// open connects a publisher to the broker raw names.
+func open(raw string, dial Dialer, timeout time.Duration) (Publisher, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("bad consumer url")
+	}
+	k, ok := brokers[strings.ToLower(u.Scheme)]
+	if !ok {
+		return nil, fmt.Errorf("url scheme %q is not one intake delivers to", u.Scheme)
+	}
+	p, err := k.open(u, dial, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %s", Redact(raw), redactIn(err.Error(), u))
+	}
+	return p, nil
+}
+
+// redactIn removes u's password from a message a client library wrote.
+func redactIn(msg string, u *url.URL) string {
+	if u.User == nil {
+		return msg
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		return strings.ReplaceAll(msg, pw, "***")
+	}
+	return msg
+}
+
+// publishers keeps one publisher per consumer, for the url it was opened
+// for: a changed url closes the old one and opens another.
+type publishers struct {
+	mu sync.Mutex
+	m  map[string]*pooled
+}
+
+// pooled is one consumer's publisher, opened once by whichever delivery
+// needs it first.
+type pooled struct {
+	url  string
+	once sync.Once
+	p    Publisher
+	err  error
+}
+
+func (ps *publishers) get(consumerID, url string, open func() (Publisher, error)) (Publisher, error) {
+	ps.mu.Lock()
+	e := ps.m[consumerID]
+	if e == nil || e.url != url {
+		if e != nil {
+			go e.close()
+		}
+		e = &pooled{url: url}
+		ps.m[consumerID] = e
+	}
+	ps.mu.Unlock()
+	e.once.Do(func() { e.p, e.err = open() })
+	if e.err != nil {
+		// Not kept: the next delivery tries to connect again.
+		ps.mu.Lock()
+		if ps.m[consumerID] == e {
+			delete(ps.m, consumerID)
+		}
+		ps.mu.Unlock()
+		return nil, e.err
+	}
+	return e.p, nil
+}
+
+func (ps *publishers) forget(consumerID string) {
+	ps.mu.Lock()
+	e := ps.m[consumerID]
+	delete(ps.m, consumerID)
+	ps.mu.Unlock()
+	if e != nil {
+		e.close()
+	}
+}
+
+func (ps *publishers) closeAll() error {
+	ps.mu.Lock()
+	all := ps.m
+	ps.m = map[string]*pooled{}
+	ps.mu.Unlock()
+	var errs []error
+	for _, e := range all {
+		errs = append(errs, e.close())
+	}
+	return errors.Join(errs...)
+}
+
+// close closes the publisher once it is open (waiting for an open under
+// way); one that never opened has nothing to close.
+func (e *pooled) close() error {
+	e.once.Do(func() { e.err = errors.New("closed") })
+	if e.p == nil {
+		return nil
+	}
+	return e.p.Close()
 }

@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/intakehq/intake"
 )
 
 // Policy decides which addresses consumers and notification receivers may
@@ -179,20 +182,56 @@ func carriedIPv4(a netip.Addr) []netip.Addr {
 	return nil
 }
 
-// CheckURL validates a consumer URL at registration: http or https, a host,
-// and every address the host stands for or resolves to allowed. A host
-// that is a number is an IPv4 address (as URL parsers and inet_aton read
-// it), never a name for the resolver: it is judged as that address and
-// must be written as one (dotted decimal).
+// CheckURL validates a consumer URL at registration: http or https (no
+// credentials), or a broker's scheme (its credentials in the URL, its
+// kind's own rules), a host, and every address each host stands for or
+// resolves to allowed. A host that is a number is an IPv4 address (as URL
+// parsers and inet_aton read it), never a name for the resolver: it is
+// judged as that address and must be written as one (dotted decimal).
 func (p Policy) CheckURL(ctx context.Context, raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return fmt.Errorf("url must be an absolute http or https URL")
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return fmt.Errorf("url must be an absolute URL: %s", strings.Join(Schemes(), ", "))
 	}
-	if u.User != nil {
-		return fmt.Errorf("url must not carry credentials")
+	hosts := []string{u.Hostname()}
+	switch scheme := strings.ToLower(u.Scheme); {
+	case scheme == "http" || scheme == "https":
+		if u.User != nil {
+			return fmt.Errorf("url must not carry credentials")
+		}
+	case IsBroker(raw):
+		if err := checkBroker(u); err != nil {
+			return errors.New(intake.ErrorMessage(err))
+		}
+		hosts = hosts[:0]
+		for _, hp := range strings.Split(u.Host, ",") { // a Kafka URL may name several brokers
+			host, _, err := net.SplitHostPort(hp)
+			if err != nil {
+				host = strings.Trim(hp, "[]")
+			}
+			if host == "" {
+				return fmt.Errorf("url %s names an empty host", Redact(raw))
+			}
+			hosts = append(hosts, host)
+		}
+	default:
+		return fmt.Errorf("url scheme %q is not one intake delivers to: %s", u.Scheme, strings.Join(Schemes(), ", "))
 	}
-	host := u.Hostname()
+	for _, host := range hosts {
+		if err := p.checkHost(ctx, host); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkHost refuses a host that is not ASCII, a number not written as a
+// dotted-decimal address, or that stands for or resolves to an address
+// the policy refuses.
+func (p Policy) checkHost(ctx context.Context, host string) error {
+	if host == "" {
+		return fmt.Errorf("url must name a host")
+	}
 	for i := 0; i < len(host); i++ {
 		// The HTTP client maps such names (full-width digits among them)
 		// before it dials; the resolver here would not.

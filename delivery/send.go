@@ -26,10 +26,13 @@ type Options struct {
 	UserAgent     string
 }
 
-// Sender delivers envelopes over HTTP.
+// Sender delivers events to consumers: posted over HTTP, or published to
+// a broker over a connection kept per consumer.
 type Sender struct {
 	client *http.Client
 	opts   Options
+	dial   Dialer
+	pubs   publishers
 }
 
 // NewSender returns a Sender whose connections obey opts.Policy and that
@@ -53,7 +56,7 @@ func NewSender(opts Options) *Sender {
 		TLSHandshakeTimeout:   opts.Timeout,
 		ResponseHeaderTimeout: opts.Timeout,
 	}
-	return &Sender{opts: opts, client: &http.Client{
+	return &Sender{opts: opts, dial: dial, pubs: publishers{m: map[string]*pooled{}}, client: &http.Client{
 		Transport:     transport,
 		Timeout:       opts.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -87,11 +90,60 @@ func (s *Sender) Send(ctx context.Context, url, secret string, env intake.Envelo
 // transform's); Content-Type is application/json unless header sets
 // another. The webhook-* headers are always the sender's own.
 func (s *Sender) SendBody(ctx context.Context, url string, secrets []string, id string, body []byte, header http.Header, now time.Time) Result {
+	h, err := signed(secrets, id, body, header, now)
+	if err != nil {
+		return Result{Outcome: intake.DeliveryRetry, Err: err.Error()}
+	}
+	return s.Post(ctx, url, body, h, now)
+}
+
+// Deliver delivers p to a consumer at url, signed under each of secrets
+// as SendBody signs: posted when url is http or https, else published to
+// the broker it names over the consumer's kept connection, with the same
+// headers as the message's headers or properties.
+func (s *Sender) Deliver(ctx context.Context, consumerID, url string, secrets []string, p Publication, now time.Time) Result {
+	h, err := signed(secrets, p.ID, p.Body, p.Header, now)
+	if err != nil {
+		return Result{Outcome: intake.DeliveryRetry, Err: err.Error()}
+	}
+	if !IsBroker(url) {
+		return s.Post(ctx, url, p.Body, h, now)
+	}
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
+	tracing.Inject(ctx, h)
+	p.Header = h
+	start := time.Now()
+	pub, err := s.pubs.get(consumerID, url, func() (Publisher, error) { return open(url, s.dial, s.opts.Timeout) })
+	if err != nil {
+		return Result{Outcome: intake.DeliveryRetry, Latency: time.Since(start), Err: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	r := pub.Publish(ctx, p)
+	if r.Latency == 0 {
+		r.Latency = time.Since(start)
+	}
+	return r
+}
+
+// Forget closes the connection kept for a consumer (disabled, deleted, or
+// its url changed); the next delivery to it opens one afresh.
+func (s *Sender) Forget(consumerID string) { s.pubs.forget(consumerID) }
+
+// Close closes every connection kept to a broker.
+func (s *Sender) Close() error { return s.pubs.closeAll() }
+
+// signed returns header (cloned) with the Standard Webhooks headers of
+// body as event id, signed under each of secrets: the signatures,
+// space-separated, cover exactly the bytes sent.
+func signed(secrets []string, id string, body []byte, header http.Header, now time.Time) (http.Header, error) {
 	sigs := make([]string, 0, len(secrets))
 	for _, secret := range secrets {
 		sig, err := Sign(secret, id, now.Unix(), body)
 		if err != nil {
-			return Result{Outcome: intake.DeliveryRetry, Err: err.Error()}
+			return nil, err
 		}
 		sigs = append(sigs, sig)
 	}
@@ -102,7 +154,7 @@ func (s *Sender) SendBody(ctx context.Context, url string, secrets []string, id 
 	h.Set("webhook-id", id)
 	h.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
 	h.Set("webhook-signature", strings.Join(sigs, " "))
-	return s.Post(ctx, url, body, h, now)
+	return h, nil
 }
 
 // Post posts body to url with header (Content-Type application/json unless

@@ -244,7 +244,7 @@ func TestARotatedConsumerSecretSignsBesideTheOldOneUntilItsOverlapEnds(t *testin
 		SigningSecret string    `json:"signing_secret"`
 		OldValidUntil time.Time `json:"old_valid_until"`
 	}
-	out := s.cli(t, "consumers", "rotate-secret", id, "--keep-old-for", keep.String())
+	out := s.cli(t, "consumers", "rotate-secret", id, "--keep-old-for", keep.String(), "--json")
 	if err := json.Unmarshal([]byte(out), &rotated); err != nil || !strings.HasPrefix(rotated.SigningSecret, "whsec_") ||
 		rotated.SigningSecret == oldSecret || rotated.OldValidUntil.IsZero() {
 		t.Fatalf("rotate-secret printed %s (%v)", out, err)

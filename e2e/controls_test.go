@@ -88,17 +88,17 @@ func TestAPausedConsumerHoldsItsDeliveriesWhileAnotherIsServedAndDrainsOnResume(
 	add := func(name, url string) string {
 		var c struct{ ID string }
 		if err := json.Unmarshal([]byte(s.cli(t, "consumers", "add", "--org", orgs.Items[0].ID, "--name", name, "--app", name,
-			"--url", url, "--event-type", "github.*")), &c); err != nil {
+			"--url", url, "--event-type", "github.*", "--json")), &c); err != nil {
 			t.Fatal(err)
 		}
 		return c.ID
 	}
 	slowID, _ := add("slow", slow.URL), add("healthy", healthy.URL)
-	out := s.cli(t, "consumers", "update", slowID, "--max-in-flight", "1", "--rate", "200")
+	out := s.cli(t, "consumers", "update", slowID, "--max-in-flight", "1", "--rate", "200", "--json")
 	if !strings.Contains(out, `"max_in_flight": 1`) || !strings.Contains(out, `"rate_per_sec": 200`) {
 		t.Fatalf("consumers update answered:\n%s", out)
 	}
-	if out := s.cli(t, "consumers", "pause", slowID); !strings.Contains(out, `"paused": true`) {
+	if out := s.cli(t, "consumers", "pause", slowID, "--json"); !strings.Contains(out, `"paused": true`) {
 		t.Fatalf("consumers pause answered:\n%s", out)
 	}
 
@@ -119,7 +119,7 @@ func TestAPausedConsumerHoldsItsDeliveriesWhileAnotherIsServedAndDrainsOnResume(
 	})
 	var h health
 	eventually(t, 30*time.Second, "the paused consumer's deliveries are held", func() bool {
-		if err := json.Unmarshal([]byte(s.cli(t, "consumers", "health", slowID)), &h); err != nil {
+		if err := json.Unmarshal([]byte(s.cli(t, "consumers", "health", slowID, "--json")), &h); err != nil {
 			t.Fatal(err)
 		}
 		return h.Held == n
@@ -155,7 +155,7 @@ func TestAPausedConsumerHoldsItsDeliveriesWhileAnotherIsServedAndDrainsOnResume(
 	if p := slow.peak.Load(); p != 1 {
 		t.Fatalf("max_in_flight 1, yet %d calls were in flight at once", p)
 	}
-	if err := json.Unmarshal([]byte(s.cli(t, "consumers", "health", slowID)), &h); err != nil {
+	if err := json.Unmarshal([]byte(s.cli(t, "consumers", "health", slowID, "--json")), &h); err != nil {
 		t.Fatal(err)
 	}
 	if h.State != "enabled" || h.Delivered1h != n || h.Held != 0 || h.LastStatus != 200 {
@@ -384,7 +384,7 @@ func TestAnOrderedConsumerGetsOneSubjectsEventsInOrderThroughRetries(t *testing.
 	var c struct{ ID string }
 	s.api(t, "POST", "/api/v1/consumers", map[string]any{"org_id": orgs.Items[0].ID, "name": "ordered", "app": "ordered",
 		"url": consumer.URL, "event_types": []string{"github.*"}}, &c)
-	if out := s.cli(t, "consumers", "update", c.ID, "--ordering", "subject", "--breaker-failures", "1000"); !strings.Contains(out, `"ordering": "subject"`) {
+	if out := s.cli(t, "consumers", "update", c.ID, "--ordering", "subject", "--breaker-failures", "1000", "--json"); !strings.Contains(out, `"ordering": "subject"`) {
 		t.Fatalf("consumers update answered:\n%s", out)
 	}
 	const n = 12

@@ -50,7 +50,7 @@ func TestATrippedConsumerIsNotifiedSignedToTheOrgsURL(t *testing.T) {
 		Topics        []string
 	}
 	if err := json.Unmarshal([]byte(s.cli(t, "notifications", "set", "--org", org, "--url", receiver.URL,
-		"--topic", "consumer.tripped")), &set); err != nil || set.SigningSecret == "" {
+		"--topic", "consumer.tripped", "--json")), &set); err != nil || set.SigningSecret == "" {
 		t.Fatalf("notifications set: %v, %+v", err, set)
 	}
 	var c struct{ ID string }

@@ -58,7 +58,7 @@ func TestRulesFromTheCLIFilterAndReshapeWhatAConsumerReceives(t *testing.T) {
 		SigningSecret string `json:"signing_secret"`
 	}
 	if err := json.Unmarshal([]byte(s.cli(t, "consumers", "add", "--org", orgs.Items[0].ID, "--name", "chat", "--app", "chat",
-		"--url", consumer.URL, "--event-type", "github.*")), &cons); err != nil {
+		"--url", consumer.URL, "--event-type", "github.*", "--json")), &cons); err != nil {
 		t.Fatal(err)
 	}
 

@@ -119,6 +119,9 @@ func TestIngressStoresRequestThenAcknowledges(t *testing.T) {
 		t.Fatalf("%d messages stored", len(msgs))
 	}
 	m := msgs[0]
+	if got := w.Body.String(); got != `{"ok":true}`+"\n" || strings.Contains(got, m.ID) {
+		t.Fatalf("answer %q, want a receipt that names no id", got)
+	}
 	if m.State != intake.MessageQueued || m.Query != "x=1" || m.Method != "POST" || !m.ReceivedAt.Equal(e.clock.Now()) ||
 		m.Digest != sha256hex(`{"hello":"world"}`) {
 		t.Fatalf("message = %+v", m)

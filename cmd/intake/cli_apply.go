@@ -145,6 +145,8 @@ func printPlan(w io.Writer, plan control.Plan, file string) error {
 			minted = append(minted, fmt.Sprintf("org %s API key: %s", planPath(c), c.APIKey))
 		case c.URL != "":
 			minted = append(minted, fmt.Sprintf("endpoint %s URL (give it to the provider): %s", planPath(c), c.URL))
+		case c.SigningSecret != "" && c.Kind == "notifications":
+			minted = append(minted, fmt.Sprintf("notifications of org %s signing secret (receivers verify notices with it): %s", c.Org, c.SigningSecret))
 		case c.SigningSecret != "":
 			minted = append(minted, fmt.Sprintf("consumer %s signing secret: %s", planPath(c), c.SigningSecret))
 		}

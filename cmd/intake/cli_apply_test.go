@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/control"
 )
 
 const applyFile = `orgs:
@@ -42,7 +43,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 
 func TestApplyResolvesSecretsLocallyPrintsThePlanAndExportWritesPlaceholders(t *testing.T) {
 	s := newServer(t)
-	org := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
+	org := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
 	dir := t.TempDir()
 	file := writeFile(t, dir, "intake.yaml", applyFile)
 	writeFile(t, dir, "old-secret.txt", "gh-old-secret\n")
@@ -86,7 +87,7 @@ func TestApplyResolvesSecretsLocallyPrintsThePlanAndExportWritesPlaceholders(t *
 
 func TestApplyNamesWhatIsWrongWithTheFileAndSendsNothing(t *testing.T) {
 	s := newServer(t)
-	org := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
+	org := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
 	dir := t.TempDir()
 	t.Setenv("ACME_GITHUB_SECRET", "")
 	cases := []struct{ name, content, want string }{
@@ -109,5 +110,25 @@ func TestApplyNamesWhatIsWrongWithTheFileAndSendsNothing(t *testing.T) {
 	}
 	if audit := s.mustRun(t, staffToken, "audit", "list"); !strings.Contains(audit, "org.create") || strings.Contains(audit, "connection.create") {
 		t.Fatalf("a refused file created something:\n%s", audit)
+	}
+}
+
+func TestApplyLabelsTheNotificationSecretAsTheOrgsNotConsumers(t *testing.T) {
+	plan := control.Plan{Changes: []control.Change{
+		{Action: control.ActionCreate, Kind: "notifications", Org: "acme", Name: "acme", SigningSecret: "whsec_notify"},
+		{Action: control.ActionCreate, Kind: "consumer", Org: "acme", Name: "billing", SigningSecret: "whsec_billing"},
+	}}
+	var out strings.Builder
+	if err := printPlan(&out, plan, "intake.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"notifications of org acme signing secret (receivers verify notices with it): whsec_notify",
+		"consumer acme/billing signing secret: whsec_billing"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("plan lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "consumer acme/acme") {
+		t.Fatalf("the notification secret is labelled a consumer's:\n%s", out.String())
 	}
 }

@@ -20,17 +20,19 @@ type ConnectionsCmd struct {
 
 // ConnectionsAdoptCmd adds a handshake's secret to a connection.
 type ConnectionsAdoptCmd struct {
+	outputFlags
 	ID      string `arg:"" help:"Connection id."`
 	Message string `name:"message" required:"" help:"Id of the recorded handshake message."`
 }
 
 // Run adopts the secret; the secret itself is never printed.
 func (c *ConnectionsAdoptCmd) Run(cl *Client) error {
-	return cl.send(http.MethodPost, idPath("/api/v1/connections", c.ID, "/adopt-handshake-secret"), api.AdoptSecretRequest{MessageID: c.Message})
+	return cl.send(c.outputFlags, http.MethodPost, idPath("/api/v1/connections", c.ID, "/adopt-handshake-secret"), api.AdoptSecretRequest{MessageID: c.Message})
 }
 
 // ConnectionsCreateCmd creates a connection.
 type ConnectionsCreateCmd struct {
+	outputFlags
 	Org      string   `name:"org" help:"Org id (required with the staff token)."`
 	Provider string   `name:"provider" required:"" help:"Provider code (stripe, github, …, or none)."`
 	Name     string   `name:"name" required:"" help:"Name of the connection."`
@@ -47,7 +49,7 @@ func (c *ConnectionsCreateCmd) Run(cl *Client) error {
 		}
 		req.Config = json.RawMessage(c.Config)
 	}
-	return cl.send(http.MethodPost, "/api/v1/connections", req)
+	return cl.send(c.outputFlags, http.MethodPost, "/api/v1/connections", req)
 }
 
 // ConnectionsListCmd lists connections.
@@ -70,10 +72,11 @@ func (c *ConnectionsListCmd) Run(cl *Client) error {
 
 // ConnectionsShowCmd shows one connection.
 type ConnectionsShowCmd struct {
+	outputFlags
 	ID string `arg:"" help:"Connection id."`
 }
 
 // Run shows the connection.
 func (c *ConnectionsShowCmd) Run(cl *Client) error {
-	return cl.show(idPath("/api/v1/connections", c.ID))
+	return cl.show(c.outputFlags, idPath("/api/v1/connections", c.ID))
 }

@@ -27,6 +27,7 @@ type ConsumersCmd struct {
 // ConsumersAddCmd registers a consumer. Its address is --url (the server's
 // is --server); --consumer-url is the older name of it.
 type ConsumersAddCmd struct {
+	outputFlags
 	Org        string   `name:"org" help:"Org id (required with the staff token)."`
 	Name       string   `name:"name" required:"" help:"Name of the consumer."`
 	App        string   `name:"app" required:"" help:"The app it belongs to (subject links name apps)."`
@@ -56,7 +57,7 @@ func (c *ConsumersAddCmd) Run(cl *Client) error {
 	if c.Disabled {
 		enabled = new(bool)
 	}
-	err = cl.send(http.MethodPost, "/api/v1/consumers", api.CreateConsumerRequest{
+	err = cl.send(c.outputFlags, http.MethodPost, "/api/v1/consumers", api.CreateConsumerRequest{
 		ConsumerControls: ctl,
 		Enabled:          enabled,
 		Filter:           filter,
@@ -92,62 +93,72 @@ func (c *ConsumersListCmd) Run(cl *Client) error {
 
 // ConsumersShowCmd shows one consumer.
 type ConsumersShowCmd struct {
+	outputFlags
 	ID string `arg:"" help:"Consumer id."`
 }
 
 // Run shows the consumer.
 func (c *ConsumersShowCmd) Run(cl *Client) error {
-	return cl.show(idPath("/api/v1/consumers", c.ID))
+	return cl.show(c.outputFlags, idPath("/api/v1/consumers", c.ID))
 }
 
 // ConsumersEnableCmd enables a consumer.
 type ConsumersEnableCmd struct {
+	outputFlags
 	ID string `arg:"" help:"Consumer id."`
 }
 
 // Run enables the consumer.
-func (c *ConsumersEnableCmd) Run(cl *Client) error { return setConsumerEnabled(cl, c.ID, true) }
+func (c *ConsumersEnableCmd) Run(cl *Client) error {
+	return setConsumerEnabled(cl, c.outputFlags, c.ID, true)
+}
 
 // ConsumersDisableCmd disables a consumer.
 type ConsumersDisableCmd struct {
+	outputFlags
 	ID string `arg:"" help:"Consumer id."`
 }
 
 // Run disables the consumer.
-func (c *ConsumersDisableCmd) Run(cl *Client) error { return setConsumerEnabled(cl, c.ID, false) }
+func (c *ConsumersDisableCmd) Run(cl *Client) error {
+	return setConsumerEnabled(cl, c.outputFlags, c.ID, false)
+}
 
-func setConsumerEnabled(cl *Client, id string, enabled bool) error {
-	return cl.send(http.MethodPatch, idPath("/api/v1/consumers", id), api.UpdateConsumerRequest{Enabled: &enabled})
+func setConsumerEnabled(cl *Client, f outputFlags, id string, enabled bool) error {
+	return cl.send(f, http.MethodPatch, idPath("/api/v1/consumers", id), api.UpdateConsumerRequest{Enabled: &enabled})
 }
 
 // ConsumersPauseCmd pauses a consumer.
 type ConsumersPauseCmd struct {
+	outputFlags
 	ID string `arg:"" help:"Consumer id."`
 }
 
 // Run pauses the consumer.
 func (c *ConsumersPauseCmd) Run(cl *Client) error {
-	return cl.send(http.MethodPost, idPath("/api/v1/consumers", c.ID, "/pause"), nil)
+	return cl.send(c.outputFlags, http.MethodPost, idPath("/api/v1/consumers", c.ID, "/pause"), nil)
 }
 
 // ConsumersResumeCmd resumes a paused consumer.
 type ConsumersResumeCmd struct {
+	outputFlags
 	ID string `arg:"" help:"Consumer id."`
 }
 
 // Run resumes the consumer.
 func (c *ConsumersResumeCmd) Run(cl *Client) error {
-	return cl.send(http.MethodPost, idPath("/api/v1/consumers", c.ID, "/resume"), nil)
+	return cl.send(c.outputFlags, http.MethodPost, idPath("/api/v1/consumers", c.ID, "/resume"), nil)
 }
 
 // ConsumersHealthCmd shows a consumer's health.
 type ConsumersHealthCmd struct {
+	outputFlags
 	ID string `arg:"" help:"Consumer id."`
 }
 
 // Run shows the health.
 func (c *ConsumersHealthCmd) Run(cl *Client) error {
-	return cl.show(idPath("/api/v1/consumers", c.ID, "/health"))
+	return cl.show(c.outputFlags, idPath("/api/v1/consumers", c.ID, "/health"))
 }
 
 // LinksCmd records which app record a provider object belongs to.
@@ -157,6 +168,7 @@ type LinksCmd struct {
 
 // LinksAddCmd records a subject link.
 type LinksAddCmd struct {
+	outputFlags
 	Connection string `name:"connection" required:"" help:"Connection id the object lives in."`
 	Object     string `name:"object" required:"" help:"Provider object id (e.g. Stripe in_…, a GitHub node id)."`
 	App        string `name:"app" required:"" help:"The app that created the object."`
@@ -165,7 +177,7 @@ type LinksAddCmd struct {
 
 // Run records the link.
 func (c *LinksAddCmd) Run(cl *Client) error {
-	return cl.send(http.MethodPost, "/api/v1/subject-links", api.CreateSubjectLinkRequest{
+	return cl.send(c.outputFlags, http.MethodPost, "/api/v1/subject-links", api.CreateSubjectLinkRequest{
 		ConnectionID:     c.Connection,
 		ProviderObjectID: c.Object,
 		App:              c.App,
@@ -175,13 +187,14 @@ func (c *LinksAddCmd) Run(cl *Client) error {
 
 // ConsumersRotateSecretCmd rotates a consumer's signing secret.
 type ConsumersRotateSecretCmd struct {
+	outputFlags
 	ID         string `arg:"" help:"Consumer id."`
 	KeepOldFor string `name:"keep-old-for" default:"24h" help:"How long the old secret keeps signing beside the new one (0s: not at all)."`
 }
 
 // Run rotates the secret and prints the new one.
 func (c *ConsumersRotateSecretCmd) Run(cl *Client) error {
-	if err := cl.send(http.MethodPost, idPath("/api/v1/consumers", c.ID, "/rotate-secret"), api.RotateSecretRequest{KeepOldFor: c.KeepOldFor}); err != nil {
+	if err := cl.send(c.outputFlags, http.MethodPost, idPath("/api/v1/consumers", c.ID, "/rotate-secret"), api.RotateSecretRequest{KeepOldFor: c.KeepOldFor}); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintln(cl.stderr(), "intake: store the new signing_secret now; it will not be shown again.")

@@ -28,9 +28,9 @@ type tenant struct {
 func (s server) newTenant(t *testing.T, name string) tenant {
 	t.Helper()
 	var tn tenant
-	tn.org = decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", name))
-	tn.conn = decodeOut[api.Connection](t, s.mustRun(t, tn.org.APIKey, "connections", "create", "--provider", "none", "--name", name))
-	tn.ep = decodeOut[api.Endpoint](t, s.mustRun(t, tn.org.APIKey, "endpoints", "create", "--connection", tn.conn.ID))
+	tn.org = decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", name))
+	tn.conn = decodeOut[api.Connection](t, s.mustRunJSON(t, tn.org.APIKey, "connections", "create", "--provider", "none", "--name", name))
+	tn.ep = decodeOut[api.Endpoint](t, s.mustRunJSON(t, tn.org.APIKey, "endpoints", "create", "--connection", tn.conn.ID))
 	return tn
 }
 
@@ -79,11 +79,13 @@ func TestCLIConsumersAddPrintsTheSecretOnceAndWarnsOnStderr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := decodeOut[api.Consumer](t, out)
-	if !strings.HasPrefix(c.SigningSecret, "whsec_") || c.OrgID != acme.org.ID || c.App != "billing" || !c.Completion || !c.Enabled ||
-		strings.Join(c.EventTypes, " ") != "stripe.invoice.* github.push" {
+	// A person reads key: value lines; the secret among them, once.
+	kv := keyValues(t, out)
+	if !strings.HasPrefix(kv["signing_secret"], "whsec_") || kv["org_id"] != acme.org.ID || kv["app"] != "billing" ||
+		kv["completion"] != "true" || kv["enabled"] != "true" || kv["event_types"] != "stripe.invoice.*, github.push" {
 		t.Fatalf("consumers add: %s", out)
 	}
+	c := api.Consumer{ID: kv["id"], SigningSecret: kv["signing_secret"]}
 	if !strings.Contains(stderr, "will not be shown again") || strings.Contains(stderr, c.SigningSecret) {
 		t.Fatalf("stderr = %q, want a note that the secret will not be shown again", stderr)
 	}
@@ -106,18 +108,18 @@ func TestCLIConsumersAddPrintsTheSecretOnceAndWarnsOnStderr(t *testing.T) {
 		t.Fatalf("consumers row: %q, want %q", rows[1], want)
 	}
 
-	if got := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "disable", c.ID)); got.Enabled || got.SigningSecret != "" {
+	if got := decodeOut[api.Consumer](t, s.mustRunJSON(t, acme.org.APIKey, "consumers", "disable", c.ID)); got.Enabled || got.SigningSecret != "" {
 		t.Fatalf("after disable: %+v", got)
 	}
 	if rows := table(t, s.mustRun(t, acme.org.APIKey, "consumers", "list")); rows[1][6] != "disabled" {
 		t.Fatalf("list after disable: %q", rows)
 	}
-	if got := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "enable", c.ID)); !got.Enabled {
+	if got := decodeOut[api.Consumer](t, s.mustRunJSON(t, acme.org.APIKey, "consumers", "enable", c.ID)); !got.Enabled {
 		t.Fatalf("after enable: %+v", got)
 	}
 
 	globex := s.newTenant(t, "globex")
-	if got := decodeOut[api.List[api.Consumer]](t, s.mustRun(t, globex.org.APIKey, "consumers", "list", "--json")); got.Items == nil || len(got.Items) != 0 {
+	if got := decodeOut[api.List[api.Consumer]](t, s.mustRunJSON(t, globex.org.APIKey, "consumers", "list", "--json")); got.Items == nil || len(got.Items) != 0 {
 		t.Fatalf("globex lists acme's consumers: %+v", got)
 	}
 	if _, err := s.run(t, globex.org.APIKey, "consumers", "disable", c.ID); err == nil || !strings.Contains(err.Error(), "not found") {
@@ -128,7 +130,7 @@ func TestCLIConsumersAddPrintsTheSecretOnceAndWarnsOnStderr(t *testing.T) {
 func TestCLILinksAnObjectToAnAppRecordInItsOwnOrgOnly(t *testing.T) {
 	s := newServer(t)
 	acme, globex := s.newTenant(t, "acme"), s.newTenant(t, "globex")
-	link := decodeOut[api.SubjectLink](t, s.mustRun(t, acme.org.APIKey, "links", "add",
+	link := decodeOut[api.SubjectLink](t, s.mustRunJSON(t, acme.org.APIKey, "links", "add",
 		"--connection", acme.conn.ID, "--object", "in_123", "--app", "billing", "--record", "invoice-42"))
 	if link.ID == "" || link.ConnectionID != acme.conn.ID || link.ProviderObjectID != "in_123" || link.App != "billing" || link.RecordID != "invoice-42" {
 		t.Fatalf("link: %+v", link)
@@ -142,12 +144,12 @@ func TestCLILinksAnObjectToAnAppRecordInItsOwnOrgOnly(t *testing.T) {
 func TestCLIEventsShowIncludesDeliveriesAndUnclaimedListsEveryOrg(t *testing.T) {
 	s := newServer(t)
 	acme, globex := s.newTenant(t, "acme"), s.newTenant(t, "globex")
-	c := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "add", "--name", "hook", "--app", "billing",
+	c := decodeOut[api.Consumer](t, s.mustRunJSON(t, acme.org.APIKey, "consumers", "add", "--name", "hook", "--app", "billing",
 		"--url", "http://127.0.0.1:9/", "--event-type", "*"))
 	delivered := s.routedEvent(t, acme, "none.thing.done", intake.EventRetrying,
 		intake.Delivery{ConsumerID: c.ID, Outcome: intake.DeliveryRetry, StatusCode: 500, Latency: 3 * time.Millisecond, Error: "answered 500"})
 
-	shown := decodeOut[api.EventDetail](t, s.mustRun(t, acme.org.APIKey, "events", "show", delivered.ID))
+	shown := decodeOut[api.EventDetail](t, s.mustRunJSON(t, acme.org.APIKey, "events", "show", delivered.ID))
 	if shown.ID != delivered.ID || shown.State != "retrying" || len(shown.Deliveries) != 1 {
 		t.Fatalf("events show: %+v", shown)
 	}
@@ -162,7 +164,7 @@ func TestCLIEventsShowIncludesDeliveriesAndUnclaimedListsEveryOrg(t *testing.T) 
 		rows[1][0] != g.ID || rows[1][1] != globex.org.ID || rows[2][0] != a.ID || rows[2][1] != acme.org.ID {
 		t.Fatalf("unclaimed table: %q", rows)
 	}
-	page := decodeOut[api.List[api.Event]](t, s.mustRun(t, staffToken, "events", "unclaimed", "--json", "--limit", "1"))
+	page := decodeOut[api.List[api.Event]](t, s.mustRunJSON(t, staffToken, "events", "unclaimed", "--json", "--limit", "1"))
 	if len(page.Items) != 1 || page.Items[0].ID != g.ID || page.NextCursor != g.ID {
 		t.Fatalf("unclaimed --json: %+v", page)
 	}
@@ -179,7 +181,7 @@ func TestCLIConsumersAddTakesTheConsumerURLAsURLAndTheServerAsServer(t *testing.
 	acme := s.newTenant(t, "acme")
 	// The harness gives --server s.url before the command; --url is the
 	// consumer's.
-	c := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "add", "--name", "tracker", "--app", "tracker",
+	c := decodeOut[api.Consumer](t, s.mustRunJSON(t, acme.org.APIKey, "consumers", "add", "--name", "tracker", "--app", "tracker",
 		"--url", "http://127.0.0.1:3000/hooks", "--event-type", "github.*", "--rate", "5", "--max-in-flight", "2",
 		"--ordering", "subject", "--retry-attempts", "3", "--retry-base", "30s", "--breaker-failures", "4",
 		"--auto-disable-after", "24h", "--paused", "--disabled"))
@@ -199,7 +201,7 @@ func TestCLIConsumersAddTakesTheConsumerURLAsURLAndTheServerAsServer(t *testing.
 		t.Fatal(err)
 	}
 	kctx, err := parser.Parse([]string{"--token", acme.org.APIKey, "consumers", "add", "--name", "second", "--app", "tracker",
-		"--url", "http://127.0.0.1:3001/hooks", "--event-type", "*"})
+		"--url", "http://127.0.0.1:3001/hooks", "--event-type", "*", "--json"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,16 +228,16 @@ func TestCLIConsumersAddTakesTheConsumerURLAsURLAndTheServerAsServer(t *testing.
 func TestCLIConsumersUpdateChangesNameURLAndEventTypes(t *testing.T) {
 	s := newServer(t)
 	acme := s.newTenant(t, "acme")
-	c := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "add", "--name", "orders", "--app", "shop",
+	c := decodeOut[api.Consumer](t, s.mustRunJSON(t, acme.org.APIKey, "consumers", "add", "--name", "orders", "--app", "shop",
 		"--url", "http://127.0.0.1:9/orders", "--event-type", "stripe.*", "--rate", "7"))
-	got := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "update", c.ID, "--name", "invoices",
+	got := decodeOut[api.Consumer](t, s.mustRunJSON(t, acme.org.APIKey, "consumers", "update", c.ID, "--name", "invoices",
 		"--url", "http://127.0.0.1:9/invoices", "--event-type", "stripe.invoice.*", "--event-type", "github.push"))
 	if got.Name != "invoices" || got.URL != "http://127.0.0.1:9/invoices" || strings.Join(got.EventTypes, " ") != "stripe.invoice.* github.push" ||
 		got.RatePerSec != 7 || got.App != "shop" {
 		t.Fatalf("consumers update: %+v", got)
 	}
 	// Only what is given changes.
-	got = decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "update", c.ID, "--max-in-flight", "none"))
+	got = decodeOut[api.Consumer](t, s.mustRunJSON(t, acme.org.APIKey, "consumers", "update", c.ID, "--max-in-flight", "none"))
 	if got.Name != "invoices" || got.URL != "http://127.0.0.1:9/invoices" || len(got.EventTypes) != 2 || got.MaxInFlight != nil {
 		t.Fatalf("consumers update --max-in-flight none: %+v", got)
 	}
@@ -251,7 +253,7 @@ func TestCLIConsumersUpdateChangesNameURLAndEventTypes(t *testing.T) {
 func TestCLIDeadEventsListTheConsumerItsAttemptsAndItsLastError(t *testing.T) {
 	s := newServer(t)
 	acme := s.newTenant(t, "acme")
-	c := decodeOut[api.Consumer](t, s.mustRun(t, acme.org.APIKey, "consumers", "add", "--name", "hook", "--app", "billing",
+	c := decodeOut[api.Consumer](t, s.mustRunJSON(t, acme.org.APIKey, "consumers", "add", "--name", "hook", "--app", "billing",
 		"--url", "http://127.0.0.1:9/", "--event-type", "*"))
 	s.mustRun(t, acme.org.APIKey, "consumers", "update", c.ID, "--retry-attempts", "1")
 	dead := s.routedEvent(t, acme, "none.thing.done", intake.EventDead,

@@ -20,6 +20,7 @@ type EndpointsCmd struct {
 // EndpointsCreateCmd creates an endpoint; absent limits take the server's
 // defaults.
 type EndpointsCreateCmd struct {
+	outputFlags
 	Connection   string   `name:"connection" required:"" help:"Connection id."`
 	Name         *string  `name:"name" help:"A name unique among the connection's endpoints (what intake apply matches)."`
 	MaxBodyBytes *int64   `name:"max-body-bytes" help:"Largest body accepted (default 1 MiB)."`
@@ -29,7 +30,7 @@ type EndpointsCreateCmd struct {
 
 // Run creates the endpoint.
 func (c *EndpointsCreateCmd) Run(cl *Client) error {
-	return cl.send(http.MethodPost, "/api/v1/endpoints", api.CreateEndpointRequest{
+	return cl.send(c.outputFlags, http.MethodPost, "/api/v1/endpoints", api.CreateEndpointRequest{
 		ConnectionID: c.Connection,
 		Name:         c.Name,
 		MaxBodyBytes: c.MaxBodyBytes,
@@ -59,30 +60,35 @@ func (c *EndpointsListCmd) Run(cl *Client) error {
 
 // EndpointsShowCmd shows one endpoint.
 type EndpointsShowCmd struct {
+	outputFlags
 	ID string `arg:"" help:"Endpoint id."`
 }
 
 // Run shows the endpoint.
 func (c *EndpointsShowCmd) Run(cl *Client) error {
-	return cl.show(idPath("/api/v1/endpoints", c.ID))
+	return cl.show(c.outputFlags, idPath("/api/v1/endpoints", c.ID))
 }
 
 // EndpointsEnableCmd enables an endpoint.
 type EndpointsEnableCmd struct {
+	outputFlags
 	ID string `arg:"" help:"Endpoint id."`
 }
 
 // Run enables the endpoint.
-func (c *EndpointsEnableCmd) Run(cl *Client) error { return setEnabled(cl, c.ID, true) }
+func (c *EndpointsEnableCmd) Run(cl *Client) error { return setEnabled(cl, c.outputFlags, c.ID, true) }
 
 // EndpointsDisableCmd disables an endpoint.
 type EndpointsDisableCmd struct {
+	outputFlags
 	ID string `arg:"" help:"Endpoint id."`
 }
 
 // Run disables the endpoint.
-func (c *EndpointsDisableCmd) Run(cl *Client) error { return setEnabled(cl, c.ID, false) }
+func (c *EndpointsDisableCmd) Run(cl *Client) error {
+	return setEnabled(cl, c.outputFlags, c.ID, false)
+}
 
-func setEnabled(cl *Client, id string, enabled bool) error {
-	return cl.send(http.MethodPatch, idPath("/api/v1/endpoints", id), api.UpdateEndpointRequest{Enabled: &enabled})
+func setEnabled(cl *Client, f outputFlags, id string, enabled bool) error {
+	return cl.send(f, http.MethodPatch, idPath("/api/v1/endpoints", id), api.UpdateEndpointRequest{Enabled: &enabled})
 }

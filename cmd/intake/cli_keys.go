@@ -18,12 +18,13 @@ type KeysCmd struct {
 
 // KeysCreateCmd creates a key.
 type KeysCreateCmd struct {
+	outputFlags
 	Org string `name:"org" help:"The org (staff token); an org key creates in its own org."`
 }
 
 // Run creates the key and prints it.
 func (c *KeysCreateCmd) Run(cl *Client) error {
-	if err := cl.send(http.MethodPost, "/api/v1/keys", api.CreateKeyRequest{OrgID: c.Org}); err != nil {
+	if err := cl.send(c.outputFlags, http.MethodPost, "/api/v1/keys", api.CreateKeyRequest{OrgID: c.Org}); err != nil {
 		return err
 	}
 	fmt.Fprintln(cl.stderr(), "intake: store the key now; it will not be shown again")

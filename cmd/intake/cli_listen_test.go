@@ -200,11 +200,11 @@ func receive(t *testing.T, got <-chan forwardedRequest, secret, typ string) inta
 func TestListenForwardsEventsRoutedWhileItRunsAndWhileItWasDisconnected(t *testing.T) {
 	s := newStack(t)
 	setup := server{url: s.url}
-	org := decodeOut[api.Org](t, setup.mustRun(t, staffToken, "orgs", "create", "acme"))
-	conn := decodeOut[api.Connection](t, setup.mustRun(t, org.APIKey, "connections", "create", "--provider", "stripe",
+	org := decodeOut[api.Org](t, setup.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
+	conn := decodeOut[api.Connection](t, setup.mustRunJSON(t, org.APIKey, "connections", "create", "--provider", "stripe",
 		"--name", "test mode", "--secret", "whsec_stripe_test"))
-	ep := decodeOut[api.Endpoint](t, setup.mustRun(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
-	other := decodeOut[api.Endpoint](t, setup.mustRun(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
+	ep := decodeOut[api.Endpoint](t, setup.mustRunJSON(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
+	other := decodeOut[api.Endpoint](t, setup.mustRunJSON(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
 
 	app, got := localApp(t)
 	px := newProxy(t, s.url)
@@ -245,10 +245,10 @@ func TestListenForwardsEventsRoutedWhileItRunsAndWhileItWasDisconnected(t *testi
 func TestListenJSONPrintsOneObjectPerEventAndMakesASecretWhenNoneIsGiven(t *testing.T) {
 	s := newStack(t)
 	setup := server{url: s.url}
-	org := decodeOut[api.Org](t, setup.mustRun(t, staffToken, "orgs", "create", "acme"))
-	conn := decodeOut[api.Connection](t, setup.mustRun(t, org.APIKey, "connections", "create", "--provider", "github",
+	org := decodeOut[api.Org](t, setup.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
+	conn := decodeOut[api.Connection](t, setup.mustRunJSON(t, org.APIKey, "connections", "create", "--provider", "github",
 		"--name", "gh", "--secret", "gh-secret"))
-	ep := decodeOut[api.Endpoint](t, setup.mustRun(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
+	ep := decodeOut[api.Endpoint](t, setup.mustRunJSON(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
 	app, got := localApp(t)
 	stdout, stderr := startListen(t, s.url, org.APIKey, "--forward-to", app.URL, "--json")
 	waitFor(t, "listen is ready", func() bool { return strings.Contains(stderr.String(), "ready") })

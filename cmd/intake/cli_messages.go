@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -35,23 +36,84 @@ func (c *MessagesListCmd) Run(cl *Client) error {
 		q.Set("limit", strconv.Itoa(c.Limit))
 	}
 	setParam(q, "cursor", c.Cursor)
+	var names names
+	if !c.JSON {
+		var err error
+		if names, err = endpointNames(cl); err != nil {
+			return err
+		}
+	}
 	return printList(cl, c.listFlags, "/api/v1/messages", q,
-		[]string{"ID", "RECEIVED", "METHOD", "STATE", "ATTEMPT", "OUTCOME", "ERROR", "ENDPOINT"},
+		[]string{"ID", "RECEIVED", "METHOD", "STATE", "ATTEMPT", "OUTCOME", "ERROR", "CONNECTION", "ENDPOINT"},
 		func(m api.Message) []string {
 			return []string{m.ID, timeCell(m.ReceivedAt), m.Method, m.State,
 				strconv.Itoa(m.Attempt) + "/" + strconv.Itoa(m.MaxAttempts),
-				cell(m.Outcome), cell(m.ErrorCode), m.EndpointID}
+				cell(m.Outcome), cell(clip(cmp.Or(m.ErrorMessage, m.ErrorCode), 60)),
+				cmp.Or(names.connections[m.ConnectionID], m.ConnectionID), cmp.Or(names.endpoints[m.EndpointID], m.EndpointID)}
 		})
+}
+
+// names are what a person calls the connections and endpoints the token
+// sees; an unnamed endpoint goes by its id.
+type names struct {
+	connections map[string]string
+	endpoints   map[string]string
+}
+
+func endpointNames(cl *Client) (names, error) {
+	n := names{connections: map[string]string{}, endpoints: map[string]string{}}
+	conns, err := listAll[api.Connection](cl, "/api/v1/connections")
+	if err != nil {
+		return n, err
+	}
+	for _, c := range conns {
+		n.connections[c.ID] = c.Name
+	}
+	eps, err := listAll[api.Endpoint](cl, "/api/v1/endpoints")
+	if err != nil {
+		return n, err
+	}
+	for _, e := range eps {
+		n.endpoints[e.ID] = e.Name
+	}
+	return n, nil
+}
+
+// listAll reads every page of a list.
+func listAll[T any](cl *Client, path string) ([]T, error) {
+	var all []T
+	q := url.Values{}
+	for {
+		var page api.List[T]
+		if _, err := cl.get(path, q, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Items...)
+		if page.NextCursor == "" {
+			return all, nil
+		}
+		q.Set("cursor", page.NextCursor)
+	}
+}
+
+// clip shortens s to at most n runes, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 // MessagesShowCmd shows one message.
 type MessagesShowCmd struct {
+	outputFlags
 	ID string `arg:"" help:"Message id."`
 }
 
 // Run shows the message.
 func (c *MessagesShowCmd) Run(cl *Client) error {
-	return cl.show(idPath("/api/v1/messages", c.ID))
+	return cl.show(c.outputFlags, idPath("/api/v1/messages", c.ID))
 }
 
 // MessagesBodyCmd writes a message's raw body.
@@ -142,12 +204,13 @@ func (c *EventsListCmd) dead(cl *Client, q url.Values) error {
 
 // EventsShowCmd shows one event.
 type EventsShowCmd struct {
+	outputFlags
 	ID string `arg:"" help:"Event id."`
 }
 
 // Run shows the event.
 func (c *EventsShowCmd) Run(cl *Client) error {
-	return cl.show(idPath("/api/v1/events", c.ID))
+	return cl.show(c.outputFlags, idPath("/api/v1/events", c.ID))
 }
 
 // EventsUnclaimedCmd lists no_consumer events of every org.

@@ -21,6 +21,7 @@ type NotificationsSetCmd struct {
 	URL      string   `name:"url" aliases:"notify-url" help:"Where signed JSON notifications are posted (Standard Webhooks)."`
 	SlackURL string   `name:"slack-url" help:"A Slack incoming-webhook URL (https) for readable messages."`
 	Topic    []string `name:"topic" sep:"none" help:"A topic to send (message.dead, event.dead, consumer.tripped, consumer.recovered, consumer.disabled, signature.failures, storage.quota); repeat for several."`
+	outputFlags
 }
 
 // Run puts the settings and prints the answer.
@@ -34,7 +35,7 @@ func (c *NotificationsSetCmd) Run(cl *Client) error {
 	if err != nil {
 		return err
 	}
-	if err := cl.printJSON(raw); err != nil {
+	if err := cl.print(c.outputFlags, raw); err != nil {
 		return err
 	}
 	var out api.Notifications
@@ -46,6 +47,7 @@ func (c *NotificationsSetCmd) Run(cl *Client) error {
 
 // NotificationsShowCmd shows an org's notification settings.
 type NotificationsShowCmd struct {
+	outputFlags
 	Org string `name:"org" help:"Org id (required with the staff token)."`
 }
 
@@ -55,7 +57,7 @@ func (c *NotificationsShowCmd) Run(cl *Client) error {
 	if err != nil {
 		return err
 	}
-	return cl.show(idPath("/api/v1/orgs", org, "/notifications"))
+	return cl.show(c.outputFlags, idPath("/api/v1/orgs", org, "/notifications"))
 }
 
 // orgID is the org a command acts in: the one given, or the only org the

@@ -14,6 +14,7 @@ import (
 
 // ReplayCmd replays one message, or an endpoint's window with a progress bar.
 type ReplayCmd struct {
+	outputFlags
 	Message  string        `name:"message" help:"Replay this message."`
 	Endpoint string        `name:"endpoint" help:"Replay what this endpoint received in a window."`
 	Since    time.Duration `name:"since" help:"Window start, this long ago (e.g. 24h)."`
@@ -27,7 +28,7 @@ func (c *ReplayCmd) Run(cl *Client) error {
 	case c.Message != "" && c.Endpoint != "":
 		return errors.New("give --message or --endpoint, not both")
 	case c.Message != "":
-		return cl.send(http.MethodPost, idPath("/api/v1/messages", c.Message, "/replay"), nil)
+		return cl.send(c.outputFlags, http.MethodPost, idPath("/api/v1/messages", c.Message, "/replay"), nil)
 	case c.Endpoint == "" || c.Since <= 0:
 		return errors.New("give --message ID, or --endpoint ID with --since (e.g. --since 24h)")
 	}
@@ -77,6 +78,7 @@ func progressBar(done, total, width int) string {
 
 // EventsRerouteCmd re-routes dead or no_consumer events.
 type EventsRerouteCmd struct {
+	outputFlags
 	ID    string        `arg:"" optional:"" help:"The event to re-route; omit to re-route by filter."`
 	State string        `name:"state" help:"Only events in this state (dead or no_consumer; default both)."`
 	Type  string        `name:"type" help:"Only events of this type."`
@@ -86,11 +88,11 @@ type EventsRerouteCmd struct {
 // Run re-routes.
 func (c *EventsRerouteCmd) Run(cl *Client) error {
 	if c.ID != "" {
-		return cl.send(http.MethodPost, idPath("/api/v1/events", c.ID, "/reroute"), nil)
+		return cl.send(c.outputFlags, http.MethodPost, idPath("/api/v1/events", c.ID, "/reroute"), nil)
 	}
 	req := api.RerouteRequest{Type: c.Type, State: intake.EventState(c.State)}
 	if c.Since > 0 {
 		req.Since = time.Now().UTC().Add(-c.Since)
 	}
-	return cl.send(http.MethodPost, "/api/v1/events/reroute", req)
+	return cl.send(c.outputFlags, http.MethodPost, "/api/v1/events/reroute", req)
 }

@@ -16,9 +16,9 @@ import (
 
 func TestCLIReplaysAMessageAndAnEndpointWindowWithProgress(t *testing.T) {
 	s := newServer(t)
-	org := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
-	conn := decodeOut[api.Connection](t, s.mustRun(t, org.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
-	ep := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
+	org := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
+	conn := decodeOut[api.Connection](t, s.mustRunJSON(t, org.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
+	ep := decodeOut[api.Endpoint](t, s.mustRunJSON(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
 	var ids []string
 	for i := range 3 {
 		body := fmt.Sprintf(`{"n":%d}`, i)
@@ -34,7 +34,7 @@ func TestCLIReplaysAMessageAndAnEndpointWindowWithProgress(t *testing.T) {
 	one := decodeOut[struct {
 		ID       string `json:"id"`
 		ReplayOf string `json:"replay_of"`
-	}](t, s.mustRun(t, org.APIKey, "replay", "--message", ids[0]))
+	}](t, s.mustRunJSON(t, org.APIKey, "replay", "--message", ids[0]))
 	if one.ReplayOf != ids[0] || one.ID == ids[0] {
 		t.Fatalf("replay --message: %+v", one)
 	}
@@ -63,16 +63,16 @@ func TestProgressBar(t *testing.T) {
 
 func TestCLIDeletesAnEndpointAndManagesKeys(t *testing.T) {
 	s := newServer(t)
-	org := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
-	conn := decodeOut[api.Connection](t, s.mustRun(t, org.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
-	ep := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
+	org := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
+	conn := decodeOut[api.Connection](t, s.mustRunJSON(t, org.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
+	ep := decodeOut[api.Endpoint](t, s.mustRunJSON(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
 	if out := s.mustRun(t, org.APIKey, "endpoints", "delete", ep.ID); !strings.Contains(out, "deleted endpoint "+ep.ID) {
 		t.Fatalf("delete: %q", out)
 	}
 	if _, err := s.run(t, org.APIKey, "endpoints", "show", ep.ID); err == nil {
 		t.Fatal("a deleted endpoint is shown")
 	}
-	key := decodeOut[api.APIKey](t, s.mustRun(t, org.APIKey, "keys", "create"))
+	key := decodeOut[api.APIKey](t, s.mustRunJSON(t, org.APIKey, "keys", "create"))
 	if out := s.mustRun(t, key.Key, "keys", "list"); !strings.Contains(out, key.Prefix) || strings.Contains(out, key.Key) {
 		t.Fatalf("keys list: %q", out)
 	}

@@ -16,12 +16,13 @@ type OrgsCmd struct {
 
 // OrgsCreateCmd creates an org.
 type OrgsCreateCmd struct {
+	outputFlags
 	Name string `arg:"" help:"Name of the org."`
 }
 
 // Run creates the org.
 func (c *OrgsCreateCmd) Run(cl *Client) error {
-	return cl.send(http.MethodPost, "/api/v1/orgs", api.CreateOrgRequest{Name: c.Name})
+	return cl.send(c.outputFlags, http.MethodPost, "/api/v1/orgs", api.CreateOrgRequest{Name: c.Name})
 }
 
 // OrgsListCmd lists orgs.
@@ -38,13 +39,14 @@ func (c *OrgsListCmd) Run(cl *Client) error {
 
 // OrgsRenameCmd renames an org.
 type OrgsRenameCmd struct {
+	outputFlags
 	ID   string `arg:"" help:"The org's id."`
 	Name string `arg:"" help:"Its new name."`
 }
 
 // Run renames it.
 func (c *OrgsRenameCmd) Run(cl *Client) error {
-	return cl.send(http.MethodPatch, idPath("/api/v1/orgs", c.ID), api.UpdateOrgRequest{Name: &c.Name})
+	return cl.send(c.outputFlags, http.MethodPatch, idPath("/api/v1/orgs", c.ID), api.UpdateOrgRequest{Name: &c.Name})
 }
 
 // OrgsDeleteCmd deletes an org.

@@ -12,20 +12,20 @@ import (
 // name; `orgs delete` stops the org's key at once and frees its name.
 func TestCLIRenamesAndDeletesOrgs(t *testing.T) {
 	s := newServer(t)
-	acme := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
-	conn := decodeOut[api.Connection](t, s.mustRun(t, acme.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
-	ep := decodeOut[api.Endpoint](t, s.mustRun(t, acme.APIKey, "endpoints", "create", "--connection", conn.ID))
+	acme := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
+	conn := decodeOut[api.Connection](t, s.mustRunJSON(t, acme.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
+	ep := decodeOut[api.Endpoint](t, s.mustRunJSON(t, acme.APIKey, "endpoints", "create", "--connection", conn.ID))
 	if _, err := s.run(t, staffToken, "orgs", "create", "acme"); err == nil || !strings.Contains(err.Error(), `an org named "acme" exists already`) {
 		t.Fatalf("a second `orgs create acme`: %v, want the name refused", err)
 	}
 	if _, err := s.run(t, acme.APIKey, "orgs", "rename", acme.ID, "mine"); err == nil || !strings.Contains(err.Error(), "staff") {
 		t.Fatalf("an org key renaming: %v, want it refused", err)
 	}
-	renamed := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "rename", acme.ID, "acme corp"))
+	renamed := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "rename", acme.ID, "acme corp"))
 	if renamed.ID != acme.ID || renamed.Name != "acme corp" {
 		t.Fatalf("orgs rename: %+v", renamed)
 	}
-	second := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
+	second := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
 
 	if out := s.mustRun(t, staffToken, "orgs", "delete", acme.ID); out != "deleted org "+acme.ID+"\n" {
 		t.Fatalf("orgs delete printed %q", out)

@@ -133,6 +133,7 @@ func (f ruleFlags) rules() (filter, transform string, setFilter, setTransform bo
 // ConsumersUpdateCmd changes a consumer's name, address, event types,
 // rules and delivery controls; what it is not given stays as it is.
 type ConsumersUpdateCmd struct {
+	outputFlags
 	ID        string   `arg:"" help:"Consumer id."`
 	Name      *string  `name:"name" help:"New name of the consumer."`
 	URL       *string  `name:"url" help:"Where events are posted from now on (http or https)."`
@@ -200,5 +201,5 @@ func (c *ConsumersUpdateCmd) Run(cl *Client) error {
 		return errors.New("nothing to change: give --name, --url, --event-type, --filter, --filter-file, --transform-file, --clear-filter, --clear-transform, " +
 			"--rate, --max-in-flight, --ordering, --retry-attempts, --retry-base, --breaker-failures or --auto-disable-after")
 	}
-	return cl.send(http.MethodPatch, idPath("/api/v1/consumers", c.ID), req)
+	return cl.send(c.outputFlags, http.MethodPatch, idPath("/api/v1/consumers", c.ID), req)
 }

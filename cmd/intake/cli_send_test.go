@@ -111,8 +111,29 @@ func TestSendFailsOnARefusingEndpointAndExplainsWhy(t *testing.T) {
 	if rows := table(t, out); len(rows) != len(fixtures.Providers())+1 {
 		t.Fatalf("provider list:\n%s", out)
 	}
-	list := decodeOut[api.List[struct{ Provider, DefaultType string }]](t, s.mustRun(t, "", "send", "--endpoint-url", ep.URL, "--provider", "list", "--json"))
+	list := decodeOut[api.List[struct{ Provider, DefaultType string }]](t, s.mustRunJSON(t, "", "send", "--endpoint-url", ep.URL, "--provider", "list", "--json"))
 	if len(list.Items) != len(fixtures.Providers()) || list.Items[0].Provider == "" {
 		t.Fatalf("provider list as JSON: %+v", list)
+	}
+}
+
+// TestSendWithoutATokenSaysTheSignatureIsStillToBeVerified: a 200 only
+// means stored; without a token to follow the message, send says so and
+// names the command that shows the outcome.
+func TestSendWithoutATokenSaysTheSignatureIsStillToBeVerified(t *testing.T) {
+	s := newServer(t)
+	ep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	t.Cleanup(ep.Close)
+	out := s.mustRun(t, "", "send", "--endpoint-url", ep.URL+"/webhooks/ik_sample", "--provider", "github", "--secret", "x")
+	for _, want := range []string{"200 OK", "stored; intake verifies its signature in the background", "with a token", "intake messages list"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	res := decodeOut[sendResult](t, s.mustRunJSON(t, "", "send", "--endpoint-url", ep.URL+"/webhooks/ik_sample", "--provider", "github", "--secret", "x", "--json"))
+	if res.Status != 200 || res.MessageID != "" || res.State != "" {
+		t.Fatalf("--json result %+v", res)
 	}
 }

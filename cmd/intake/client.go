@@ -170,22 +170,36 @@ func printList[T any](cl *Client, f listFlags, path string, query url.Values, he
 	return err
 }
 
-// show fetches one resource and prints it as JSON.
-func (cl *Client) show(path string) error {
+// outputFlags are the output flags of every command that prints one
+// answer of the server (show, create, update, …).
+type outputFlags struct {
+	JSON bool `name:"json" help:"Print the server's answer as JSON instead of key: value lines."`
+}
+
+// show fetches one resource and prints it.
+func (cl *Client) show(f outputFlags, path string) error {
 	raw, err := cl.call(http.MethodGet, path, nil, nil)
 	if err != nil {
 		return err
 	}
-	return cl.printJSON(raw)
+	return cl.print(f, raw)
 }
 
-// send posts (or puts, patches) a request and prints the answer as JSON.
-func (cl *Client) send(method, path string, in any) error {
+// send posts (or puts, patches) a request and prints the answer.
+func (cl *Client) send(f outputFlags, method, path string, in any) error {
 	raw, err := cl.call(method, path, nil, in)
 	if err != nil {
 		return err
 	}
-	return cl.printJSON(raw)
+	return cl.print(f, raw)
+}
+
+// print prints one answer as key: value lines, or as JSON with --json.
+func (cl *Client) print(f outputFlags, raw []byte) error {
+	if f.JSON {
+		return cl.printJSON(raw)
+	}
+	return printReadable(cl.stdout(), raw)
 }
 
 // idPath joins an id given on the command line into a path, escaped so a

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,47 +146,47 @@ func table(t *testing.T, out string) [][]string {
 
 func TestCLISetsUpAnOrgConnectionAndEndpointThroughTheAPI(t *testing.T) {
 	s := newServer(t)
-	org := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "Acme Corp"))
+	org := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "Acme Corp"))
 	if org.ID == "" || org.Name != "Acme Corp" || !strings.HasPrefix(org.APIKey, "ik_") {
 		t.Fatalf("org: %+v", org)
 	}
-	conn := decodeOut[api.Connection](t, s.mustRun(t, staffToken, "connections", "create", "--org", org.ID,
+	conn := decodeOut[api.Connection](t, s.mustRunJSON(t, staffToken, "connections", "create", "--org", org.ID,
 		"--provider", "stripe", "--name", "live", "--secret", "whsec_a,with,commas", "--secret", "whsec_b", "--config", `{"tolerance":"5m"}`))
 	if conn.OrgID != org.ID || conn.Provider != "stripe" || conn.SecretCount == nil || *conn.SecretCount != 2 || compact(t, conn.Config) != `{"tolerance":"5m"}` {
 		t.Fatalf("connection: %+v", conn)
 	}
-	ep := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "create", "--connection", conn.ID, "--rate-per-sec", "0", "--max-body-bytes", "4096"))
+	ep := decodeOut[api.Endpoint](t, s.mustRunJSON(t, org.APIKey, "endpoints", "create", "--connection", conn.ID, "--rate-per-sec", "0", "--max-body-bytes", "4096"))
 	if ep.Token == "" || ep.URL != s.url+"/webhooks/"+ep.Token || ep.RatePerSec != 0 || ep.MaxBodyBytes != 4096 || ep.Burst != intake.DefaultBurst || !ep.Enabled {
 		t.Fatalf("endpoint: %+v", ep)
 	}
 
-	shown := s.mustRun(t, org.APIKey, "connections", "show", conn.ID)
+	shown := s.mustRunJSON(t, org.APIKey, "connections", "show", conn.ID)
 	if strings.Contains(shown, "whsec_") || decodeOut[api.Connection](t, shown).ID != conn.ID {
 		t.Fatalf("connections show: %s", shown)
 	}
-	if got := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "disable", ep.ID)); got.Enabled || got.MaxBodyBytes != 4096 {
+	if got := decodeOut[api.Endpoint](t, s.mustRunJSON(t, org.APIKey, "endpoints", "disable", ep.ID)); got.Enabled || got.MaxBodyBytes != 4096 {
 		t.Fatalf("after disable: %+v", got)
 	}
-	if got := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "show", ep.ID)); got.Enabled || got.Token != "" {
+	if got := decodeOut[api.Endpoint](t, s.mustRunJSON(t, org.APIKey, "endpoints", "show", ep.ID)); got.Enabled || got.Token != "" {
 		t.Fatalf("endpoints show: %+v", got)
 	}
-	if got := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "enable", ep.ID)); !got.Enabled {
+	if got := decodeOut[api.Endpoint](t, s.mustRunJSON(t, org.APIKey, "endpoints", "enable", ep.ID)); !got.Enabled {
 		t.Fatalf("after enable: %+v", got)
 	}
 }
 
 func TestCLIListsPrintAlignedTablesOrJSON(t *testing.T) {
 	s := newServer(t)
-	acme := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
-	globex := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "globex industries"))
-	conn := decodeOut[api.Connection](t, s.mustRun(t, acme.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
-	ep := decodeOut[api.Endpoint](t, s.mustRun(t, acme.APIKey, "endpoints", "create", "--connection", conn.ID, "--rate-per-sec", "0"))
+	acme := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
+	globex := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "globex industries"))
+	conn := decodeOut[api.Connection](t, s.mustRunJSON(t, acme.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
+	ep := decodeOut[api.Endpoint](t, s.mustRunJSON(t, acme.APIKey, "endpoints", "create", "--connection", conn.ID, "--rate-per-sec", "0"))
 
 	rows := table(t, s.mustRun(t, staffToken, "orgs", "list"))
 	if strings.Join(rows[0], " ") != "ID NAME CREATED" || len(rows) != 3 || rows[1][0] != acme.ID || rows[2][0] != globex.ID {
 		t.Fatalf("orgs table: %q", rows)
 	}
-	list := decodeOut[api.List[api.Org]](t, s.mustRun(t, acme.APIKey, "orgs", "list", "--json"))
+	list := decodeOut[api.List[api.Org]](t, s.mustRunJSON(t, acme.APIKey, "orgs", "list", "--json"))
 	if len(list.Items) != 1 || list.Items[0].ID != acme.ID {
 		t.Fatalf("orgs --json with acme's key: %+v", list)
 	}
@@ -205,9 +206,9 @@ func TestCLIListsPrintAlignedTablesOrJSON(t *testing.T) {
 
 func TestCLIShowsListsAndDumpsMessages(t *testing.T) {
 	s := newServer(t)
-	org := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
-	conn := decodeOut[api.Connection](t, s.mustRun(t, org.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
-	ep := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
+	org := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
+	conn := decodeOut[api.Connection](t, s.mustRunJSON(t, org.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
+	ep := decodeOut[api.Endpoint](t, s.mustRunJSON(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
 	body := "\x00raw \xffbody\n"
 	var ids []string
 	for i := 0; i < 3; i++ {
@@ -233,12 +234,12 @@ func TestCLIShowsListsAndDumpsMessages(t *testing.T) {
 	if want := "more: --cursor " + ids[1]; lines[len(lines)-1] != want {
 		t.Fatalf("last line %q, want %q", lines[len(lines)-1], want)
 	}
-	page := decodeOut[api.List[api.Message]](t, s.mustRun(t, org.APIKey, "messages", "list", "--json", "--cursor", ids[1]))
+	page := decodeOut[api.List[api.Message]](t, s.mustRunJSON(t, org.APIKey, "messages", "list", "--json", "--cursor", ids[1]))
 	if len(page.Items) != 1 || page.Items[0].ID != ids[0] {
 		t.Fatalf("second page: %+v", page)
 	}
 
-	shown := s.mustRun(t, org.APIKey, "messages", "show", ids[0])
+	shown := s.mustRunJSON(t, org.APIKey, "messages", "show", ids[0])
 	if m := decodeOut[api.MessageDetail](t, shown); m.ID != ids[0] || m.Headers.Get("Content-Type") == "" || strings.Contains(shown, "leaked") {
 		t.Fatalf("messages show: %s", shown)
 	}
@@ -285,9 +286,9 @@ func TestCLIReportsAnUnreachableServer(t *testing.T) {
 
 func TestCLIAdoptsAnAsanaHandshakeSecret(t *testing.T) {
 	s := newServer(t)
-	org := decodeOut[api.Org](t, s.mustRun(t, staffToken, "orgs", "create", "acme"))
-	conn := decodeOut[api.Connection](t, s.mustRun(t, org.APIKey, "connections", "create", "--provider", "asana", "--name", "tasks"))
-	ep := decodeOut[api.Endpoint](t, s.mustRun(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
+	org := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
+	conn := decodeOut[api.Connection](t, s.mustRunJSON(t, org.APIKey, "connections", "create", "--provider", "asana", "--name", "tasks"))
+	ep := decodeOut[api.Endpoint](t, s.mustRunJSON(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
 	now := time.Now().UTC()
 	m := &intake.Message{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, EndpointID: ep.ID, Method: "POST",
 		Header: http.Header{"X-Hook-Secret": {"asana-handshake-secret"}}, Body: []byte{}, Digest: "d", ReceivedAt: now,
@@ -295,8 +296,112 @@ func TestCLIAdoptsAnAsanaHandshakeSecret(t *testing.T) {
 	if err := s.store.Ingest(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	out := s.mustRun(t, org.APIKey, "connections", "adopt-secret", conn.ID, "--message", m.ID)
+	out := s.mustRunJSON(t, org.APIKey, "connections", "adopt-secret", conn.ID, "--message", m.ID)
 	if got := decodeOut[api.Connection](t, out); got.SecretCount == nil || *got.SecretCount != 1 || strings.Contains(out, "asana-handshake-secret") {
 		t.Fatalf("adopt-secret printed %s", out)
+	}
+}
+
+// TestMessagesListShowsTheIgnoreReasonAndNames: a message ignored for its
+// signature shows why in ERROR, and its connection and endpoint go by
+// their names.
+func TestMessagesListShowsTheIgnoreReasonAndNames(t *testing.T) {
+	s := newServer(t)
+	ctx := context.Background()
+	org := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
+	conn := decodeOut[api.Connection](t, s.mustRunJSON(t, org.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
+	ep := decodeOut[api.Endpoint](t, s.mustRunJSON(t, org.APIKey, "endpoints", "create", "--connection", conn.ID, "--name", "primary"))
+	now := time.Now().UTC()
+	m := intake.Message{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, EndpointID: ep.ID, Method: "POST",
+		Body: []byte("{}"), Digest: "d", ReceivedAt: now, State: intake.MessageQueued, MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: now}
+	if err := s.store.Ingest(ctx, &m); err != nil {
+		t.Fatal(err)
+	}
+	claims, err := s.store.ClaimMessages(ctx, now.Add(time.Second), time.Minute, 1)
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim: %v %v", claims, err)
+	}
+	if _, err := s.store.SettleMessage(ctx, now.Add(time.Second), intake.Settlement{MessageID: m.ID, Attempt: claims[0].Attempt,
+		To: intake.MessageIgnored, Outcome: intake.OutcomeSignature, ErrorMessage: "signature: no secret matched"}); err != nil {
+		t.Fatal(err)
+	}
+	out := s.mustRun(t, org.APIKey, "messages", "list")
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "ERROR") || !strings.Contains(lines[0], "CONNECTION") {
+		t.Fatalf("messages table:\n%s", out)
+	}
+	for _, want := range []string{"ignored", "signature: no secret matched", "  open  ", "primary"} {
+		if !strings.Contains(lines[1], want) {
+			t.Fatalf("row lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(lines[1], ep.ID) || strings.Contains(lines[1], conn.ID) {
+		t.Fatalf("the row names the endpoint or connection by id:\n%s", out)
+	}
+}
+
+// mustRunJSON runs a command that must succeed with --json, for a test that
+// decodes its answer.
+func (s server) mustRunJSON(t *testing.T, tok string, args ...string) string {
+	t.Helper()
+	if !slices.Contains(args, "--json") {
+		args = append(args, "--json")
+	}
+	return s.mustRun(t, tok, args...)
+}
+
+// keyValues reads a command's key: value lines, checking that every value
+// starts in one column.
+func keyValues(t *testing.T, out string) map[string]string {
+	t.Helper()
+	kv := map[string]string{}
+	col := -1
+	for line := range strings.Lines(out) {
+		line = strings.TrimRight(line, "\n")
+		if line == "" {
+			break // the tables after the lines
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || strings.HasPrefix(line, " ") {
+			continue
+		}
+		rest := strings.TrimLeft(v, " ")
+		if rest == "" {
+			continue // multi-line text follows
+		}
+		if at := len(line) - len(rest); col == -1 {
+			col = at
+		} else if at != col {
+			t.Fatalf("values are not aligned (%d, %d):\n%s", col, at, out)
+		}
+		kv[k] = rest
+	}
+	return kv
+}
+
+// TestCLIShowPrintsKeyValueLinesAndJSONOnRequest: show prints aligned
+// key: value lines (nested settings under dotted keys, a script indented
+// below its key) and the server's JSON with --json.
+func TestCLIShowPrintsKeyValueLinesAndJSONOnRequest(t *testing.T) {
+	s := newServer(t)
+	org := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
+	script := "function interpret(request) {\n  return [];\n}\n"
+	cfg, _ := json.Marshal(map[string]any{"header": "X-Sig", "script": script})
+	conn := decodeOut[api.Connection](t, s.mustRunJSON(t, org.APIKey, "connections", "create", "--provider", "hmac", "--name", "inventory",
+		"--secret", "inv-secret", "--config", string(cfg)))
+
+	out := s.mustRun(t, org.APIKey, "connections", "show", conn.ID)
+	kv := keyValues(t, out)
+	if kv["id"] != conn.ID || kv["name"] != "inventory" || kv["provider"] != "hmac" || kv["config.header"] != "X-Sig" || kv["secret_count"] != "1" || kv["filter"] != "-" {
+		t.Fatalf("connections show:\n%s", out)
+	}
+	if !strings.Contains(out, "config.script:\n    function interpret(request) {\n      return [];\n    }\n") {
+		t.Fatalf("the script is not shown as code below its key:\n%s", out)
+	}
+	if strings.Contains(out, "inv-secret") || strings.Contains(out, `\n`) {
+		t.Fatalf("connections show:\n%s", out)
+	}
+	if got := decodeOut[api.Connection](t, s.mustRun(t, org.APIKey, "connections", "show", conn.ID, "--json")); got.ID != conn.ID {
+		t.Fatalf("--json: %+v", got)
 	}
 }

@@ -175,6 +175,8 @@ func (c *ServeCmd) Run() error {
 		metricsMux = http.NewServeMux()
 	}
 	metricsMux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	// A person who opens the bare address wants the console.
+	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if draining.Load() {
@@ -221,7 +223,8 @@ func (c *ServeCmd) Run() error {
 		}()
 		log.Info("metrics serving", "addr", mln.Addr().String())
 	}
-	log.Info("intake serving", "addr", ln.Addr().String(), "data", c.Data, "public_url", c.publicURL())
+	log.Info("intake serving", "addr", ln.Addr().String(), "data", c.Data, "public_url", c.publicURL(),
+		"console", c.consoleURL(ln.Addr()))
 
 	// Window replays recorded by any process's API or console; claims
 	// spread them over the processes and a stopped one's are taken over.
@@ -363,6 +366,23 @@ func (c *ServeCmd) publicURL() string {
 		addr = "localhost" + addr
 	}
 	return "http://" + addr
+}
+
+// consoleURL is where a person opens the console: under the public URL when
+// one is set, else on the address actually listened on (so --addr :0 names
+// its port, and a wildcard host reads as localhost).
+func (c *ServeCmd) consoleURL(addr net.Addr) string {
+	if c.PublicURL != "" {
+		return c.publicURL() + "/console/"
+	}
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return c.publicURL() + "/console/"
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/console/"
 }
 
 // derive makes a purpose-bound key from the master key, so the body-URL

@@ -330,7 +330,7 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 				       last_error = CASE WHEN r.lease_until IS NOT NULL THEN '`+intake.RouteLeaseExpired+`' ELSE r.last_error END
 				  FROM pick
 				 WHERE r.event_id = pick.event_id AND r.consumer_id = pick.consumer_id
-				RETURNING r.event_id, r.consumer_id, r.attempt
+				RETURNING r.event_id, r.consumer_id, r.attempt, r.order_key
 			), taken AS (
 				SELECT consumer_id, count(*) AS n FROM leased GROUP BY consumer_id
 			), lanes AS (
@@ -343,7 +343,7 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 				  FROM w LEFT JOIN taken t ON t.consumer_id = w.consumer_id
 				 WHERE l.consumer_id = w.consumer_id
 			)
-			SELECT `+prefixed("e.", eventColumns)+`, leased.consumer_id::text, leased.attempt
+			SELECT `+prefixed("e.", eventColumns)+`, leased.consumer_id::text, leased.attempt, leased.order_key
 			  FROM leased JOIN events e ON e.id = leased.event_id
 			 ORDER BY leased.consumer_id, e.id`,
 			ids, want, ordered, probes, tokens, refilled, probeAt, probeEvery, wasProbeAt, wasProbeEvery, ts(now), ts(now.Add(lease)), rated).
@@ -351,7 +351,7 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 				for rows.Next() {
 					var c intake.RouteClaim
 					var attempt int
-					e, err := scanEvent(rows, &c.ConsumerID, &attempt)
+					e, err := scanEvent(rows, &c.ConsumerID, &attempt, &c.OrderKey)
 					if err != nil {
 						return err
 					}

@@ -152,7 +152,7 @@ const earlierInFlight = `(EXISTS (SELECT 1 FROM messages m INDEXED BY messages_i
 // while no earlier webhook of its connection is on its way to being
 // fanned out (earlierInFlight).
 const (
-	dueRoutesSQL = `SELECT event_id, attempt, lease_until IS NOT NULL FROM routes INDEXED BY routes_due
+	dueRoutesSQL = `SELECT event_id, attempt, lease_until IS NOT NULL, order_key FROM routes INDEXED BY routes_due
 		WHERE consumer_id = ?1 AND state = 'waiting' AND next_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
 		ORDER BY next_at, event_id LIMIT ?3`
 	orderedRoutesSQL = `WITH RECURSIVE keys (k) AS (
@@ -164,14 +164,14 @@ const (
 		heads (event_id) AS (
 			SELECT (SELECT event_id FROM routes INDEXED BY routes_order WHERE consumer_id = ?1 AND state = 'waiting' AND order_key = keys.k AND order_key <> ''
 				ORDER BY order_at, event_id LIMIT 1) FROM keys WHERE keys.k IS NOT NULL)
-		SELECT event_id, attempt, lease_until IS NOT NULL, next_at FROM routes r
+		SELECT event_id, attempt, lease_until IS NOT NULL, order_key, next_at FROM routes r
 		 WHERE consumer_id = ?1 AND event_id IN (SELECT event_id FROM heads)
 		   AND state = 'waiting' AND next_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
 		   AND NOT EXISTS (SELECT 1 FROM events e WHERE e.id = r.event_id AND ` + earlierInFlight + `)
 		UNION ALL
-		SELECT event_id, attempt, lease_until IS NOT NULL, next_at FROM routes INDEXED BY routes_due
+		SELECT event_id, attempt, lease_until IS NOT NULL, order_key, next_at FROM routes INDEXED BY routes_due
 		 WHERE consumer_id = ?1 AND state = 'waiting' AND next_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2) AND order_key = ''
-		ORDER BY 4, 1 LIMIT ?3`
+		ORDER BY 5, 1 LIMIT ?3`
 )
 
 func claimConsumerRoutes(ctx context.Context, tx *wtx, c candidate, now time.Time, lease time.Duration, n int, probe bool) ([]intake.RouteClaim, error) {
@@ -187,10 +187,10 @@ func claimConsumerRoutes(ctx context.Context, tx *wtx, c candidate, now time.Tim
 	var out []intake.RouteClaim
 	var lapsed []bool
 	for rows.Next() {
-		var id string
+		var id, key string
 		var attempt int
 		var expired bool
-		dest := []any{&id, &attempt, &expired}
+		dest := []any{&id, &attempt, &expired, &key}
 		if q == orderedRoutesSQL {
 			var next int64
 			dest = append(dest, &next)
@@ -202,7 +202,8 @@ func claimConsumerRoutes(ctx context.Context, tx *wtx, c candidate, now time.Tim
 		if expired {
 			attempt++ // the call whose lease ran out unsettled counts as failed
 		}
-		out = append(out, intake.RouteClaim{Event: intake.Event{ID: id}, ConsumerID: c.id, Attempt: attempt + 1, Probe: probe, LeaseUntil: until})
+		out = append(out, intake.RouteClaim{Event: intake.Event{ID: id}, ConsumerID: c.id, Attempt: attempt + 1, Probe: probe, LeaseUntil: until,
+			OrderKey: key})
 		lapsed = append(lapsed, expired)
 	}
 	rows.Close()

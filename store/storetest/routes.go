@@ -417,12 +417,15 @@ func testOrdering(t *testing.T, s intake.Store) {
 	if len(got) != 3 || got[a1.ID].Attempt != 1 || got[b1.ID].Attempt != 1 || got[free.ID].Attempt != 1 {
 		t.Fatalf("claimed %v, want a1, b1 and the unkeyed event", got)
 	}
+	if got[a1.ID].OrderKey != "a" || got[b1.ID].OrderKey != "b" || got[free.ID].OrderKey != "" {
+		t.Fatalf("claimed keys %q %q %q, want each call to carry its route's key", got[a1.ID].OrderKey, got[b1.ID].OrderKey, got[free.ID].OrderKey)
+	}
 	settleRoute(t, s, t0, got[a1.ID], intake.DeliveryRetry) // a1 waits for its retry, 1 s on
 	if more := claimRoutes(t, s, t0, 100); len(more) != 0 {
 		t.Fatalf("claimed %+v while a1 waits for its retry", more)
 	}
 	retry := claimRoutes(t, s, t0.Add(time.Second), 100)
-	if len(retry) != 1 || retry[0].Event.ID != a1.ID || retry[0].Attempt != 2 {
+	if len(retry) != 1 || retry[0].Event.ID != a1.ID || retry[0].Attempt != 2 || retry[0].OrderKey != "a" {
 		t.Fatalf("claimed %+v, want a1's retry", retry)
 	}
 	settleRoute(t, s, t0.Add(time.Second), retry[0], intake.DeliveryHandled)

@@ -1,0 +1,185 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// memory is a broker kind for these tests: it keeps what is published to
+// it, per url, and refuses a url without a topic.
+type memory struct {
+	mu     sync.Mutex
+	opened map[string]int
+	closed map[string]int
+	got    []Publication
+	fail   error
+}
+
+func (m *memory) kind() kind {
+	return kind{
+		check: func(u *url.URL) error {
+			if strings.Trim(u.Path, "/") == "" {
+				return intake.Errorf(intake.EINVALID, "url %s names no topic", Redact(u.String()))
+			}
+			return nil
+		},
+		open: func(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if m.fail != nil {
+				return nil, m.fail
+			}
+			m.opened[u.String()]++
+			return &memoryPublisher{m: m, url: u.String()}, nil
+		},
+	}
+}
+
+type memoryPublisher struct {
+	m   *memory
+	url string
+}
+
+func (p *memoryPublisher) Publish(ctx context.Context, pub Publication) Result {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	p.m.got = append(p.m.got, pub)
+	return Result{Outcome: intake.DeliveryHandled, Latency: time.Millisecond}
+}
+
+func (p *memoryPublisher) Close() error {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	p.m.closed[p.url]++
+	return nil
+}
+
+func withMemoryBroker(t *testing.T) *memory {
+	m := &memory{opened: map[string]int{}, closed: map[string]int{}}
+	brokers["memory"] = m.kind()
+	t.Cleanup(func() { delete(brokers, "memory") })
+	return m
+}
+
+func TestABrokerURLIsCheckedByItsKindAndItsHostByThePolicy(t *testing.T) {
+	withMemoryBroker(t)
+	ctx := context.Background()
+	for raw, want := range map[string]string{
+		"memory://127.0.0.1:1/events":         "",
+		"memory://user:pw@127.0.0.1:1/events": "", // a broker's credentials live in its url
+		"memory://127.0.0.1:1/":               "names no topic",
+		"memory://169.254.169.254:1/events":   "169.254.169.254",
+		"gopher://127.0.0.1/x":                `url scheme "gopher" is not one intake delivers to: http, https, memory`,
+		"https://user:pw@127.0.0.1/x":         "url must not carry credentials",
+		"/hooks":                              "url must be an absolute URL",
+	} {
+		err := DefaultPolicy().CheckURL(ctx, raw)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v, want it accepted", raw, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: %v, want an error with %q", raw, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), ":pw@") {
+			t.Errorf("%s: the error shows the password: %v", raw, err)
+		}
+	}
+}
+
+// A delivery to a broker publishes the body signed as an HTTP delivery
+// would be, over one connection per consumer, opened again when its url
+// changes and closed when the consumer is forgotten.
+func TestDeliverPublishesSignedToTheConsumersBrokerOverOneConnection(t *testing.T) {
+	m := withMemoryBroker(t)
+	s := NewSender(Options{Timeout: time.Second})
+	defer s.Close()
+	secret := NewSecret()
+	now := time.Unix(1_700_000_000, 0)
+	body := []byte(`{"id":"evt_1","type":"stripe.invoice.paid"}`)
+	for range 3 {
+		r := s.Deliver(context.Background(), "cons_1", "memory://127.0.0.1:1/events", []string{secret},
+			Publication{ID: "evt_1", Type: "stripe.invoice.paid", Body: body, OrderKey: "cus_9"}, now)
+		if r.Outcome != intake.DeliveryHandled {
+			t.Fatalf("deliver: %+v", r)
+		}
+	}
+	if m.opened["memory://127.0.0.1:1/events"] != 1 || len(m.got) != 3 {
+		t.Fatalf("opened %v, published %d; want one connection for three deliveries", m.opened, len(m.got))
+	}
+	p := m.got[0]
+	want, _ := Sign(secret, "evt_1", now.Unix(), body)
+	if string(p.Body) != string(body) || p.Header.Get("webhook-id") != "evt_1" || p.Header.Get("webhook-signature") != want ||
+		p.Header.Get("webhook-timestamp") != "1700000000" || p.Header.Get("Content-Type") != "application/json" || p.OrderKey != "cus_9" {
+		t.Fatalf("published %+v (%v), want the body signed as over HTTP", p, p.Header)
+	}
+
+	s.Deliver(context.Background(), "cons_1", "memory://127.0.0.1:1/other", []string{secret}, Publication{ID: "evt_2", Body: body}, now)
+	waitFor(t, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.closed["memory://127.0.0.1:1/events"] == 1
+	})
+	if m.opened["memory://127.0.0.1:1/other"] != 1 {
+		t.Fatalf("opened %v, want the new url opened", m.opened)
+	}
+	s.Forget("cons_1")
+	if m.closed["memory://127.0.0.1:1/other"] != 1 {
+		t.Fatalf("closed %v, want the forgotten consumer's connection closed", m.closed)
+	}
+}
+
+func TestABrokerThatCannotBeReachedIsARetryThatNamesNoPassword(t *testing.T) {
+	m := withMemoryBroker(t)
+	m.fail = errors.New("dial tcp: connection refused for user:s3cret")
+	s := NewSender(Options{Timeout: time.Second})
+	defer s.Close()
+	r := s.Deliver(context.Background(), "cons_1", "memory://user:s3cret@127.0.0.1:1/events", []string{NewSecret()},
+		Publication{ID: "evt_1", Body: []byte(`{}`)}, time.Now())
+	if r.Outcome != intake.DeliveryRetry || !strings.Contains(r.Err, "connection refused") || strings.Contains(r.Err, "s3cret") {
+		t.Fatalf("result %+v, want a retry naming why and no password", r)
+	}
+	m.fail = nil
+	if r := s.Deliver(context.Background(), "cons_1", "memory://user:s3cret@127.0.0.1:1/events", []string{NewSecret()},
+		Publication{ID: "evt_1", Body: []byte(`{}`)}, time.Now()); r.Outcome != intake.DeliveryHandled {
+		t.Fatalf("once reachable: %+v", r)
+	}
+}
+
+func TestRedactHidesPasswordsAndExpandFillsTypeAndKey(t *testing.T) {
+	for raw, want := range map[string]string{
+		"nats://u:p@h:4222/s":             "nats://u:***@h:4222/s",
+		"amqp://h/?exchange=x":            "amqp://h/?exchange=x",
+		"redis://h/0?stream=s&password=x": "redis://h/0?password=***&stream=s",
+		"https://h/x":                     "https://h/x",
+	} {
+		if got := Redact(raw); got != want {
+			t.Errorf("Redact(%s) = %s, want %s", raw, got, want)
+		}
+	}
+	p := Publication{Type: "github.push", OrderKey: "conn/obj"}
+	if got := Expand("events.{type}.{key}", p); got != "events.github.push.conn/obj" {
+		t.Errorf("Expand = %s", got)
+	}
+	if got := Expand("events.{key}", Publication{}); got != "events."+NoKey {
+		t.Errorf("Expand without a key = %s", got)
+	}
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
