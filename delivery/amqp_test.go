@@ -699,3 +699,30 @@ func FuzzCheckAMQP(f *testing.F) {
 		_ = p.Close()
 	})
 }
+
+// The sender's Deliver publishes to an amqp consumer signed as over HTTP,
+// over the connection it keeps for the consumer.
+func TestDeliverPublishesToRabbitMQSignedAsOverHTTP(t *testing.T) {
+	c := amqpTestBroker(t)
+	queue, d := amqpQueue(t, c)
+	s := NewSender(Options{Timeout: 5 * time.Second})
+	defer s.Close()
+	secret := NewSecret()
+	now := time.Unix(1_700_000_000, 0)
+	body := []byte(`{"id":"evt_s","type":"stripe.invoice.paid"}`)
+	for i := 0; i < 2; i++ {
+		r := s.Deliver(context.Background(), "cons_amqp", amqpURL(t, "queue="+queue), []string{secret},
+			Publication{ID: "evt_s", Type: "stripe.invoice.paid", Body: body}, now)
+		if r.Outcome != intake.DeliveryHandled {
+			t.Fatalf("deliver %d: %+v", i, r)
+		}
+	}
+	want, _ := Sign(secret, "evt_s", now.Unix(), body)
+	for i := 0; i < 2; i++ {
+		m := receive(t, d)
+		if string(m.Body) != string(body) || m.MessageId != "evt_s" || m.ContentType != "application/json" ||
+			m.Headers["webhook-id"] != "evt_s" || m.Headers["webhook-timestamp"] != "1700000000" || m.Headers["webhook-signature"] != want {
+			t.Fatalf("delivery %d: body %q message_id %q headers %v", i, m.Body, m.MessageId, m.Headers)
+		}
+	}
+}
