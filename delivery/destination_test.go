@@ -3,7 +3,9 @@ package delivery
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -181,4 +183,33 @@ func waitFor(t *testing.T, ok func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// testPublication is a call as the sender makes one: a body that is not
+// all text, the Standard Webhooks headers, traceparent and a transform's
+// headers, one of them with two values.
+func testPublication(id, typ, key string) Publication {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("webhook-id", id)
+	h.Set("webhook-timestamp", "1614265330")
+	h.Set("webhook-signature", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= v1,b2xkZXI=")
+	h.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	h.Set("X-Tenant", "acme")
+	h.Add("X-Transform", "one")
+	h.Add("X-Transform", "two")
+	return Publication{ID: id, Type: typ, OrderKey: key, Header: h, Body: []byte(`{"id":"` + id + `","n":1}` + "\n\x00\xff")}
+}
+
+// headerLines are a header's values as name=value lines, the names in
+// lower case, sorted: what a broker message's headers should read.
+func headerLines(h http.Header) []string {
+	var out []string
+	for k, vs := range h {
+		for _, v := range vs {
+			out = append(out, strings.ToLower(k)+"="+v)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
@@ -142,27 +141,10 @@ func (ts testStream) count(t *testing.T) uint64 {
 	return info.State.Msgs
 }
 
-func testPublication(id string) Publication {
-	h := http.Header{}
-	h.Set("webhook-id", id)
-	h.Set("webhook-timestamp", "1767225600")
-	h.Set("webhook-signature", "v1,c2lnbmF0dXJl v1,b2xkZXI=")
-	h.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-	h.Set("Content-Type", "application/json")
-	h.Add("X-Transform", "one")
-	h.Add("X-Transform", "two")
-	return Publication{
-		ID:     id,
-		Type:   "invoice.paid",
-		Body:   []byte("{\"id\":\"" + id + "\",\"raw\":\"\xff\x00\"}\n"),
-		Header: h,
-	}
-}
-
 func TestNATSPublishesBodyHeadersAndMsgIDAsAcknowledged(t *testing.T) {
 	ts := newTestStream(t)
 	pub := openTestNATS(t, ts.url(ts.prefix+".events"), nil, 5*time.Second)
-	p := testPublication("evt_" + randomSuffix(t))
+	p := testPublication("evt_"+randomSuffix(t), "invoice.paid", "")
 	p.Header.Set("Nats-Rollup", "all") // a transform's header cannot steer JetStream
 
 	r := pub.Publish(context.Background(), p)
@@ -196,7 +178,7 @@ func TestNATSExpandsTypeAndKeyInTheSubject(t *testing.T) {
 	ts := newTestStream(t)
 	pub := openTestNATS(t, ts.url(ts.prefix+".{type}.{key}"), nil, 5*time.Second)
 
-	p := testPublication("evt_" + randomSuffix(t))
+	p := testPublication("evt_"+randomSuffix(t), "invoice.paid", "")
 	p.OrderKey = "cus_42"
 	if r := pub.Publish(context.Background(), p); r.Outcome != intake.DeliveryHandled {
 		t.Fatalf("publish with a key: %+v", r)
@@ -205,7 +187,7 @@ func TestNATSExpandsTypeAndKeyInTheSubject(t *testing.T) {
 		t.Errorf("message on the key's subject is %q, want %q", m.Header.Get("Nats-Msg-Id"), p.ID)
 	}
 
-	q := testPublication("evt_" + randomSuffix(t))
+	q := testPublication("evt_"+randomSuffix(t), "invoice.paid", "")
 	if r := pub.Publish(context.Background(), q); r.Outcome != intake.DeliveryHandled {
 		t.Fatalf("publish without a key: %+v", r)
 	}
@@ -214,7 +196,7 @@ func TestNATSExpandsTypeAndKeyInTheSubject(t *testing.T) {
 	}
 
 	// Whatever a key holds, it is one token of the subject.
-	odd := testPublication("evt_" + randomSuffix(t))
+	odd := testPublication("evt_"+randomSuffix(t), "invoice.paid", "")
 	odd.OrderKey = "conn/R_1 a.b*>"
 	if r := pub.Publish(context.Background(), odd); r.Outcome != intake.DeliveryHandled {
 		t.Fatalf("publish with a key that is no token: %+v", r)
@@ -227,7 +209,7 @@ func TestNATSExpandsTypeAndKeyInTheSubject(t *testing.T) {
 func TestNATSRepublishOfTheSameIDIsStoredOnceAndHandled(t *testing.T) {
 	ts := newTestStream(t)
 	pub := openTestNATS(t, ts.url(ts.prefix+".events"), nil, 5*time.Second)
-	p := testPublication("evt_" + randomSuffix(t))
+	p := testPublication("evt_"+randomSuffix(t), "invoice.paid", "")
 
 	first, err := pub.publish(context.Background(), p)
 	if err != nil || first.Duplicate {
@@ -247,7 +229,7 @@ func TestNATSRepublishOfTheSameIDIsStoredOnceAndHandled(t *testing.T) {
 
 func TestNATSStreamParameterRequiresThatStreamToAcknowledge(t *testing.T) {
 	ts := newTestStream(t)
-	p := testPublication("evt_" + randomSuffix(t))
+	p := testPublication("evt_"+randomSuffix(t), "invoice.paid", "")
 
 	ours := openTestNATS(t, ts.url(ts.prefix+".events?stream="+ts.name), nil, 5*time.Second)
 	if r := ours.Publish(context.Background(), p); r.Outcome != intake.DeliveryHandled {
@@ -255,7 +237,7 @@ func TestNATSStreamParameterRequiresThatStreamToAcknowledge(t *testing.T) {
 	}
 
 	other := openTestNATS(t, ts.url(ts.prefix+".events?stream=ELSEWHERE_"+randomSuffix(t)), nil, 5*time.Second)
-	r := other.Publish(context.Background(), testPublication("evt_"+randomSuffix(t)))
+	r := other.Publish(context.Background(), testPublication("evt_"+randomSuffix(t), "invoice.paid", ""))
 	if r.Outcome != intake.DeliveryRetry || !strings.Contains(r.Err, "is not captured by stream") {
 		t.Errorf("publish expecting another stream: %+v", r)
 	}
@@ -268,7 +250,7 @@ func TestNATSSubjectNoStreamCapturesIsRetry(t *testing.T) {
 	addr := natsAddr(t)
 	subject := "intake-nostream-" + randomSuffix(t) + ".events"
 	pub := openTestNATS(t, "nats://"+addr+"/"+subject, nil, 5*time.Second)
-	r := pub.Publish(context.Background(), testPublication("evt_1"))
+	r := pub.Publish(context.Background(), testPublication("evt_1", "invoice.paid", ""))
 	if r.Outcome != intake.DeliveryRetry || !strings.Contains(r.Err, "no JetStream stream captures subject \""+subject+"\"") {
 		t.Errorf("publish where no stream listens: %+v", r)
 	}
@@ -282,7 +264,7 @@ func TestNATSConcurrentPublishesAreAllAcknowledged(t *testing.T) {
 	results := make([]Result, n)
 	for i := range n {
 		wg.Go(func() {
-			results[i] = pub.Publish(context.Background(), testPublication(fmt.Sprintf("evt_%d", i)))
+			results[i] = pub.Publish(context.Background(), testPublication(fmt.Sprintf("evt_%d", i), "invoice.paid", ""))
 		})
 	}
 	wg.Wait()
@@ -326,14 +308,14 @@ func TestNATSBrokenConnectionIsRemadeOnTheNextPublish(t *testing.T) {
 	ts := newTestStream(t)
 	var c cuttable
 	pub := openTestNATS(t, ts.url(ts.prefix+".events"), c.dial, 5*time.Second)
-	if r := pub.Publish(context.Background(), testPublication("evt_a")); r.Outcome != intake.DeliveryHandled {
+	if r := pub.Publish(context.Background(), testPublication("evt_a", "invoice.paid", "")); r.Outcome != intake.DeliveryHandled {
 		t.Fatalf("publish: %+v", r)
 	}
 	c.cut()
 	// The first publish may meet the broken connection before the client
 	// saw it break; the one after goes over a new connection.
-	pub.Publish(context.Background(), testPublication("evt_b"))
-	if r := pub.Publish(context.Background(), testPublication("evt_c")); r.Outcome != intake.DeliveryHandled {
+	pub.Publish(context.Background(), testPublication("evt_b", "invoice.paid", ""))
+	if r := pub.Publish(context.Background(), testPublication("evt_c", "invoice.paid", "")); r.Outcome != intake.DeliveryHandled {
 		t.Fatalf("publish after the connection broke: %+v", r)
 	}
 	if got := c.dials.Load(); got != 2 {
@@ -415,7 +397,7 @@ func TestNATSServerThatNeverAcknowledgesIsRetryWithinTheTimeout(t *testing.T) {
 	addr := silentServer(t, true)
 	pub := openTestNATS(t, "nats://"+addr+"/intake.events", nil, timeout)
 	start := time.Now()
-	r := pub.Publish(context.Background(), testPublication("evt_1"))
+	r := pub.Publish(context.Background(), testPublication("evt_1", "invoice.paid", ""))
 	if r.Outcome != intake.DeliveryRetry || !strings.Contains(r.Err, "did not acknowledge within 300ms") {
 		t.Errorf("publish never acknowledged: %+v", r)
 	}
@@ -446,13 +428,13 @@ func TestNATSCloseReleasesTheConnectionAndRefusesPublishes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := pub.Publish(context.Background(), testPublication("evt_1")); r.Outcome != intake.DeliveryHandled {
+	if r := pub.Publish(context.Background(), testPublication("evt_1", "invoice.paid", "")); r.Outcome != intake.DeliveryHandled {
 		t.Fatalf("publish: %+v", r)
 	}
 	if err := pub.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r := pub.Publish(context.Background(), testPublication("evt_2"))
+	r := pub.Publish(context.Background(), testPublication("evt_2", "invoice.paid", ""))
 	if r.Outcome != intake.DeliveryRetry || !strings.Contains(r.Err, "closed") {
 		t.Errorf("publish after close: %+v", r)
 	}
