@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -68,4 +69,47 @@ func mustAtoi(t *testing.T, s string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// A broker url's password is sealed: every read shows it as ***, the
+// database never holds it in the clear, the export names an env variable
+// for the url, and giving the url back as read changes nothing.
+func TestABrokerURLsPasswordIsSealedAndShownAsStars(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	req := newConsumer("orders", "stripe.*")
+	req.URL = "nats://alice:pw-Zq81x@127.0.0.1:4222/orders.{type}?stream=ORDERS"
+	c := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, req)
+	shown := "nats://alice:***@127.0.0.1:4222/orders.{type}?stream=ORDERS"
+	if c.URL != shown {
+		t.Fatalf("created url %q, want %q", c.URL, shown)
+	}
+	for _, path := range []string{"/api/v1/consumers/" + c.ID, "/api/v1/consumers", "/api/v1/audit", "/api/v1/export"} {
+		body := e.do("GET", path, acme.org.APIKey, nil).Body.String()
+		if strings.Contains(body, "pw-Zq81x") {
+			t.Errorf("GET %s shows the password: %s", path, body)
+		}
+	}
+	if strings.Contains(string(e.dbBytes()), "pw-Zq81x") {
+		t.Fatal("the database holds the broker's password in the clear")
+	}
+	if exp := e.do("GET", "/api/v1/export", acme.org.APIKey, nil).Body.String(); !strings.Contains(exp, "${env:ACME_ORDERS_URL}") {
+		t.Fatalf("the export does not name an env variable for the url:\n%s", exp)
+	}
+	// The url as read, or in full, is the same url: no change.
+	for _, same := range []string{shown, req.URL} {
+		got := must[api.Consumer](e, 200, "PATCH", "/api/v1/consumers/"+c.ID, acme.org.APIKey, map[string]string{"url": same})
+		if got.URL != shown {
+			t.Fatalf("after PATCH url=%s: %q", same, got.URL)
+		}
+	}
+	stored, err := e.store.Consumer(context.Background(), intake.Scope{}, c.ID)
+	if err != nil || len(stored.SealedURL) == 0 {
+		t.Fatalf("stored %+v %v, want the url sealed", stored, err)
+	}
+	// A url without credentials is kept as it is, and unsealed.
+	got := must[api.Consumer](e, 200, "PATCH", "/api/v1/consumers/"+c.ID, acme.org.APIKey, map[string]string{"url": "nats://127.0.0.1:4222/orders"})
+	if stored, _ := e.store.Consumer(context.Background(), intake.Scope{}, c.ID); got.URL != "nats://127.0.0.1:4222/orders" || len(stored.SealedURL) != 0 {
+		t.Fatalf("a plain url: %q, sealed %d bytes", got.URL, len(stored.SealedURL))
+	}
 }

@@ -88,32 +88,39 @@ func IsBroker(raw string) bool {
 
 // Redact shows a url with its password replaced by ***, and any query
 // parameter that carries a credential too: what every read, list, export
-// and log shows of a consumer's url.
+// and log shows of a consumer's url. The rest stays as written.
 func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
 		return raw
 	}
-	changed := false
-	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "***")
-			changed = true
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, tail := rest[:end], rest[end:]
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		if user, _, has := strings.Cut(authority[:at], ":"); has {
+			authority = user + ":***" + authority[at:]
 		}
 	}
-	q := u.Query()
-	for k := range q {
-		switch strings.ToLower(k) {
-		case "password", "pass", "token", "secret", "sasl_password":
-			q.Set(k, "***")
-			changed = true
+	path, query, hasQuery := strings.Cut(tail, "?")
+	if hasQuery {
+		query, fragment, hasFragment := strings.Cut(query, "#")
+		params := strings.Split(query, "&")
+		for i, kv := range params {
+			k, _, _ := strings.Cut(kv, "=")
+			switch strings.ToLower(k) {
+			case "password", "pass", "token", "secret", "sasl_password":
+				params[i] = k + "=***"
+			}
+		}
+		tail = path + "?" + strings.Join(params, "&")
+		if hasFragment {
+			tail += "#" + fragment
 		}
 	}
-	if !changed {
-		return raw
-	}
-	u.RawQuery = q.Encode()
-	return strings.Replace(u.String(), "%2A%2A%2A", "***", -1)
+	return scheme + "://" + authority + tail
 }
 
 // checkBroker checks a broker url of a known scheme; nil for http(s).
