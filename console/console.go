@@ -154,6 +154,7 @@ func (c *Console) routes() {
 	c.action("POST /console/consumers/{id}/rules", c.saveConsumerRules)
 	c.action("POST /console/consumers/{id}/pause", c.pauseConsumer)
 	c.action("POST /console/consumers/{id}/rotate-secret", c.rotateConsumerSecret)
+	c.action("POST /console/consumers/{id}/send-test", c.testConsumer)
 	c.action("POST /console/consumers/{id}/controls", c.saveConsumerControls)
 	c.action("POST /console/consumers/{id}/settings", c.saveConsumerSettings)
 	c.page("/console/", func(w http.ResponseWriter, r *http.Request, s *session) error {

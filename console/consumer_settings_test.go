@@ -4,6 +4,7 @@ import (
 	"context"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -101,5 +102,28 @@ func TestRefusedControlsKeepTheEditAndSayWhy(t *testing.T) {
 	stored, err := e.store.Consumer(context.Background(), intake.Scope{}, c.ID)
 	if err != nil || stored.Controls != (intake.Controls{}) {
 		t.Fatalf("a refused form saved controls: %+v %v", stored.Controls, err)
+	}
+}
+
+// The consumer page's test button delivers a test event and shows what
+// the consumer said.
+func TestTheConsumerPageSendsATestEventAndShowsTheAnswer(t *testing.T) {
+	got := make(chan string, 1)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("webhook-id")
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer app.Close()
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	c := apiCall[api.Consumer](e, acme.org.APIKey, "POST", "/api/v1/consumers", api.CreateConsumerRequest{Name: "orders", App: "shop",
+		URL: app.URL + "/hooks", EventTypes: []string{"stripe.*"}})
+	b := e.browser()
+	b.signIn(acme.org.APIKey)
+	p := b.post("/console/consumers/"+c.ID+"/send-test", url.Values{"csrf": {b.csrf()}})
+	id := <-got
+	if p.status != http.StatusOK || !strings.Contains(p.body, `id="test-result"`) || !strings.Contains(p.body, "<code>"+id+"</code>") ||
+		!strings.Contains(p.body, ">handled<") || !strings.Contains(p.body, "HTTP 202") {
+		t.Fatalf("test: %d\n%s", p.status, p.body)
 	}
 }

@@ -48,6 +48,24 @@ func (c *Console) rotateConsumerSecret(w http.ResponseWriter, r *http.Request, s
 	return c.renderConsumer(w, r, s, consumerView{C: cs, Filter: cs.Filter, Transform: cs.Transform, NewSecret: secret, OldSecretUntil: until})
 }
 
+// testConsumer delivers a test event to the consumer and shows its page
+// with what the destination said.
+func (c *Console) testConsumer(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	t, err := c.ctl.TestConsumer(r.Context(), s.caller(), id)
+	if err != nil {
+		return err
+	}
+	cs, err := c.consumerRow(r.Context(), s, id)
+	if err != nil {
+		return err
+	}
+	return c.renderConsumer(w, r, s, consumerView{C: cs, Filter: cs.Filter, Transform: cs.Transform, Test: &t})
+}
+
 // consumerEdit is the consumer settings form as the page shows it.
 type consumerEdit struct {
 	Name, URL, EventTypes string

@@ -19,7 +19,8 @@ import (
 type consumerView struct {
 	C                 intake.Consumer
 	Health            intake.ConsumerHealth
-	NewSecret         string // a rotated secret, shown this once
+	NewSecret         string                // a rotated secret, shown this once
+	Test              *control.ConsumerTest // a test delivery's result
 	OldSecretUntil    time.Time
 	Filter, Transform string // the editor's contents: saved, or what was tried
 	Events            []intake.Event
