@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -257,6 +258,11 @@ func (p *Plane) updateConsumer(ctx context.Context, c Caller, id string, u Consu
 		return intake.Consumer{}, err
 	}
 	cs.Version++
+	if !cs.Enabled || cs.URL != old.URL || !bytes.Equal(cs.SealedURL, old.SealedURL) {
+		// A broker connection kept for it is closed now (the router also
+		// closes one when it finds the consumer disabled or gone).
+		p.sender.Forget(cs.ID)
+	}
 	return cs, nil
 }
 

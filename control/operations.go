@@ -81,7 +81,13 @@ func (p *Plane) Delete(ctx context.Context, c Caller, kind intake.DeleteKind, id
 	if err != nil {
 		return err
 	}
-	return p.store.Delete(ctx, c.Scope, kind, id, p.now(), p.entry(c, orgID, string(kind)+".delete", string(kind), id))
+	if err := p.store.Delete(ctx, c.Scope, kind, id, p.now(), p.entry(c, orgID, string(kind)+".delete", string(kind), id)); err != nil {
+		return err
+	}
+	if kind == intake.DeleteConsumer {
+		p.sender.Forget(id) // a broker connection kept for it
+	}
+	return nil
 }
 
 // EraseBodies deletes an endpoint's stored payloads received in [since,
