@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -95,34 +94,6 @@ func (ns natsStream) messages(t *testing.T) []natsMessage {
 	return out
 }
 
-// addNATSConsumer registers a consumer of every GitHub event at url and
-// returns its id and signing secret.
-func addNATSConsumer(t *testing.T, s *server, url string, extra map[string]any) (id, secret string) {
-	t.Helper()
-	in := map[string]any{"org_id": firstOrgID(t, s), "name": "bus", "app": "bus", "url": url,
-		"event_types": []string{"github.*"}}
-	for k, v := range extra {
-		in[k] = v
-	}
-	var cons struct {
-		ID            string `json:"id"`
-		SigningSecret string `json:"signing_secret"`
-	}
-	if status := s.api(t, "POST", "/api/v1/consumers", in, &cons); status != http.StatusCreated && status != http.StatusOK {
-		t.Fatalf("add consumer %s: %d", url, status)
-	}
-	return cons.ID, cons.SigningSecret
-}
-
-func postGitHubN(t *testing.T, s *server, path, prefix string, n int) {
-	t.Helper()
-	for i := range n {
-		if status, b := postGitHub(t, http.DefaultClient, s.url+path, prefix+strconv.Itoa(i)); status != http.StatusOK && status != http.StatusAccepted {
-			t.Fatalf("ingress answered %d %s", status, b)
-		}
-	}
-}
-
 // TestANATSConsumerReceivesSignedEventsAndHoldsThemWhilePaused: on the real
 // binary, a consumer whose url is a JetStream subject gets each event as a
 // message on the subject of its type, the envelope as body, signed as over
@@ -135,7 +106,7 @@ func TestANATSConsumerReceivesSignedEventsAndHoldsThemWhilePaused(t *testing.T) 
 	ns := newNATSStream(t)
 	s := start(t, t.TempDir())
 	path := setupGitHub(t, s)
-	id, secret := addNATSConsumer(t, s, "nats://"+ns.addr+"/"+ns.prefix+".{type}?stream="+ns.name, nil)
+	id, secret := addBrokerConsumer(t, s, "nats://"+ns.addr+"/"+ns.prefix+".{type}?stream="+ns.name, nil)
 
 	const n = 5
 	postGitHubN(t, s, path, "nats-", n)
@@ -256,7 +227,7 @@ func TestANATSConsumerWhoseBrokerIsDownTripsItsBreakerAndGetsEveryEventOnceBack(
 
 	s := start(t, t.TempDir())
 	path := setupGitHub(t, s)
-	id, _ := addNATSConsumer(t, s, "nats://"+relay.addr+"/"+ns.prefix+".{type}", map[string]any{"breaker_failures": 3})
+	id, _ := addBrokerConsumer(t, s, "nats://"+relay.addr+"/"+ns.prefix+".{type}", map[string]any{"breaker_failures": 3})
 
 	const n = 8
 	postGitHubN(t, s, path, "nats-down-", n)
