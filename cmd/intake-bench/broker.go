@@ -83,9 +83,9 @@ func startSink(ctx context.Context, raw, addr, eventType string, track *tracker)
 	// The subject or topic intake publishes the bench's events to.
 	name := delivery.Expand(strings.TrimPrefix(u.Path, "/"), delivery.Publication{Type: eventType})
 	if u.Scheme == "nats" {
-		return startNATSSink(ctx, u, name, track)
+		return startNATSSink(ctx, raw, u, name, track)
 	}
-	return startKafkaSink(ctx, u, name, track)
+	return startKafkaSink(ctx, raw, u, name, track)
 }
 
 // arrived records the envelope in body as delivered at.
@@ -101,7 +101,7 @@ func arrived(track *tracker, body []byte, at time.Time) {
 // startNATSSink makes sure a JetStream stream captures subject (the one
 // named by ?stream=, made when missing and then deleted at the end) and
 // reads every new message of it with an ordered consumer.
-func startNATSSink(ctx context.Context, u *url.URL, subject string, track *tracker) (*sink, error) {
+func startNATSSink(ctx context.Context, raw string, u *url.URL, subject string, track *tracker) (*sink, error) {
 	host := u.Host
 	if u.Port() == "" {
 		host = net.JoinHostPort(u.Hostname(), "4222")
@@ -150,14 +150,14 @@ func startNATSSink(ctx context.Context, u *url.URL, subject string, track *track
 		drop()
 		return fail(fmt.Errorf("consuming stream %s: %w", name, err))
 	}
-	return &sink{kind: "nats", url: u.String(), close: func() { cc.Stop(); drop(); nc.Close() }}, nil
+	return &sink{kind: "nats", url: raw, close: func() { cc.Stop(); drop(); nc.Close() }}, nil
 }
 
 // startKafkaSink reads topic from its start with a kgo consumer, after
 // making it (one partition) if the cluster lacks it. For the host "kfake"
 // it first starts franz-go's fake cluster in this process and gives intake
 // its address instead.
-func startKafkaSink(ctx context.Context, u *url.URL, topic string, track *tracker) (*sink, error) {
+func startKafkaSink(ctx context.Context, raw string, u *url.URL, topic string, track *tracker) (*sink, error) {
 	kind, stopCluster := "kafka", func() {}
 	var seeds []string
 	if u.Hostname() == kfakeHost {
@@ -166,9 +166,8 @@ func startKafkaSink(ctx context.Context, u *url.URL, topic string, track *tracke
 			return nil, fmt.Errorf("starting kfake: %w", err)
 		}
 		kind, stopCluster, seeds = "kafka (kfake, in this process)", c.Close, c.ListenAddrs()
-		given := *u
-		given.Host = strings.Join(seeds, ",")
-		u = &given
+		// Given as written (u.String() would escape the braces of {type}).
+		raw = strings.Replace(raw, "//"+u.Host, "//"+strings.Join(seeds, ","), 1)
 	} else {
 		for h := range strings.SplitSeq(u.Host, ",") {
 			if _, _, err := net.SplitHostPort(h); err != nil {
@@ -198,7 +197,7 @@ func startKafkaSink(ctx context.Context, u *url.URL, topic string, track *tracke
 			fs.EachRecord(func(r *kgo.Record) { arrived(track, r.Value, at) })
 		}
 	}()
-	return &sink{kind: kind, url: u.String(), close: func() { cancel(); <-done; cl.Close(); stopCluster() }}, nil
+	return &sink{kind: kind, url: raw, close: func() { cancel(); <-done; cl.Close(); stopCluster() }}, nil
 }
 
 // createTopic makes topic with one partition, unless it is there.
