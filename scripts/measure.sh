@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs every performance measure of docs/performance.md in one sitting, so
 # the figures compare; name parts to run only those:
-#   scripts/measure.sh [ingest] [server] [e2e] [claims] [postgres] [pipeline] [controls] [trips] [noisy]
+#   scripts/measure.sh [ingest] [server] [e2e] [claims] [postgres] [pipeline] [controls] [trips] [noisy] [brokers]
 # postgres, pipeline, controls, trips and noisy need the local PostgreSQL ($INTAKE_TEST_POSTGRES or
 # the default below): intake-bench creates a fresh database and drops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-parts="ingest server e2e claims postgres pipeline controls trips noisy"
+parts="ingest server e2e claims postgres pipeline controls trips noisy brokers"
 for part in "$@"; do
 	case " $parts " in
 	*" $part "*) ;;
@@ -103,6 +103,21 @@ noisy() {
 	echo "== noisy neighbours: org A alone, then while org B runs each attack (SQLite, then PostgreSQL)"
 	"$bin/intake-bench" --noisy --intake-bin "$bin/intake" 2>/dev/null
 	"$bin/intake-bench" --noisy --intake-bin "$bin/intake" --db "$pg" 2>/dev/null
+}
+
+brokers() {
+	echo "== the same closed-loop load delivered over HTTP, to NATS JetStream, to Kafka (kfake, in the bench's process), SQLite"
+	nats=${INTAKE_TEST_NATS:-127.0.0.1:4222}
+	for to in http "nats://$nats/intakebench.{type}?stream=INTAKE_BENCH" "kafka://kfake/intakebench.{type}"; do
+		consumer=()
+		[ "$to" = http ] || consumer=(--consumer "$to")
+		"$bin/intake-bench" --spawn --intake-bin "$bin/intake" --e2e --clients 64 --body-bytes 2048 --duration 20s \
+			"${consumer[@]}" --json 2>/dev/null >"$bin/to-${to%%:*}.json"
+	done
+	for to in http nats kafka; do
+		jq -r --slurpfile h "$bin/to-http.json" --arg to "$to" '.intake as $r | $h[0].intake.to_last_delivery_per_sec as $hr |
+			"\($to) (\($r.e2e.consumer)): acked \($r.acked_per_sec | round)/s; \($r.to_last_delivery_per_sec | round)/s first request → last arrival over \($r.to_last_delivery_seconds * 10 | round / 10) s; \($r.e2e.delivered) delivered, \($r.e2e.missing // 0) missing, \($r.e2e.duplicates // 0) duplicate; e2e p50 \($r.e2e.latency_ms.p50 | round) ms p99 \($r.e2e.latency_ms.p99 | round) ms; \($r.to_last_delivery_per_sec / $hr * 100 | round / 100) of http"' "$bin/to-$to.json"
+	done
 }
 
 for part in $parts; do

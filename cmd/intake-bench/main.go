@@ -40,6 +40,7 @@ type options struct {
 	json         bool
 	e2e          bool
 	consumerAddr string
+	consumer     string // a broker url the measured consumer is, "" for HTTP
 	rules        bool
 	db           string
 	pipeline     bool
@@ -71,6 +72,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON on stdout")
 	fs.BoolVar(&o.e2e, "e2e", false, "measure end-to-end latency through a local consumer (needs consumer routing)")
 	fs.StringVar(&o.consumerAddr, "consumer-addr", "127.0.0.1:0", "where the --e2e consumer listens; intake must reach it")
+	fs.StringVar(&o.consumer, "consumer", "", "with --e2e: deliver to this broker instead of the HTTP consumer, and count what arrives there: nats://host:4222/<subject>[?stream=S] (the bench makes the stream, or uses S when it exists) or kafka://host:9092/<topic> (kafka://kfake/<topic>: franz-go's fake cluster, started in this process); {type} is the bench's event type")
 	fs.BoolVar(&o.rules, "rules", false, "with --e2e: give the consumer a CEL filter and a 10-line JavaScript transform that every event passes through")
 	fs.StringVar(&o.db, "db", "", "with --spawn: the PostgreSQL server (postgres:// URL) to store in, on a fresh database the bench creates and drops; empty: the embedded SQLite store")
 	fs.BoolVar(&o.pipeline, "pipeline", false, "with --spawn: the whole pipeline (--baseline and --e2e) on bare HTTP, then SQLite, then PostgreSQL at --db, each from the first request to the last delivery")
@@ -111,6 +113,10 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("--db and --pipeline need --spawn: the bench starts each server on its own store")
 	case (o.pausedConsumer || o.consumerRate != 0) && !o.e2e:
 		return o, errors.New("--paused-consumer and --consumer-rate need --e2e: they are about the consumer's deliveries")
+	case o.consumer != "" && !o.e2e:
+		return o, errors.New("--consumer needs --e2e: it is where the measured deliveries go")
+	case checkConsumerURL(o.consumer) != nil:
+		return o, checkConsumerURL(o.consumer)
 	case o.consumerRate < 0:
 		return o, errors.New("--consumer-rate must not be negative")
 	case o.processes < 1:
@@ -252,13 +258,16 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 	var e2e *E2E
 	var paused *consumer
 	var pausedID string
+	var consumerKind string
 	if o.e2e {
 		track = newTracker()
-		c, err := startConsumer(o.consumerAddr, track)
+		c, err := startSink(ctx, o.consumer, o.consumerAddr, b.eventType, track)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("the consumer: %w", err)
 		}
 		defer c.close()
+		consumerKind = c.kind
+		fmt.Fprintf(progress, "consumer: %s at %s\n", c.kind, c.url)
 		id, err := registerConsumer(a, b, "intake-bench", c.url, o.rules)
 		switch {
 		case errors.Is(err, errNoConsumers):
@@ -293,6 +302,7 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 		fmt.Fprintln(progress, "waiting for the consumer to get every acked webhook (gives up after 10s without one)")
 		track.wait(10 * time.Second)
 		e2e = track.result()
+		e2e.Consumer = consumerKind
 		if _, last := track.pending(); e2e.Delivered > 0 {
 			got.setToLastDelivery(last)
 		}

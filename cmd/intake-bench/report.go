@@ -34,6 +34,7 @@ type Run struct {
 // E2E is the end-to-end measure: received by intake → got by the consumer.
 type E2E struct {
 	Skipped    string   `json:"skipped,omitempty"`    // why it was not measured
+	Consumer   string   `json:"consumer,omitempty"`   // where it was delivered: http, nats, kafka
 	Delivered  int      `json:"delivered,omitempty"`  // distinct webhooks the consumer got
 	Missing    int      `json:"missing,omitempty"`    // acked webhooks it never got
 	Duplicates int      `json:"duplicates,omitempty"` // repeated deliveries (at-least-once)
@@ -150,6 +151,9 @@ func (r *Report) writeText(w io.Writer) {
 	case e.Skipped != "":
 		fmt.Fprintf(w, "end-to-end: skipped: %s\n", e.Skipped)
 	default:
+		if e.Consumer != "" {
+			fmt.Fprintf(w, "consumer: %s\n", e.Consumer)
+		}
 		fmt.Fprintf(w, "end-to-end (received → consumer): p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms; delivered %d, missing %d, duplicates %d\n",
 			e.Latency.P50, e.Latency.P90, e.Latency.P99, e.Latency.Max, e.Delivered, e.Missing, e.Duplicates)
 		if r.Intake.ToLastDeliveryPerSec > 0 {
