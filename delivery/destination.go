@@ -88,20 +88,21 @@ func IsBroker(raw string) bool {
 
 // Redact shows a url with its password replaced by ***, and any query
 // parameter that carries a credential too: what every read, list, export
-// and log shows of a consumer's url.
+// and log shows of a consumer's url. The rest reads as it was written, a
+// {type} in the stream or subject as well.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return raw
 	}
-	changed := false
+	out := raw
 	if u.User != nil {
 		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "***")
-			changed = true
+			out = redactPassword(raw)
 		}
 	}
 	q := u.Query()
+	changed := false
 	for k := range q {
 		switch strings.ToLower(k) {
 		case "password", "pass", "token", "secret", "sasl_password":
@@ -110,10 +111,41 @@ func Redact(raw string) string {
 		}
 	}
 	if !changed {
+		return out
+	}
+	// The query starts at the first ?: none comes before it once the
+	// password is ***.
+	start := strings.Index(out, "?") + 1
+	end := len(out)
+	if i := strings.Index(out[start:], "#"); i >= 0 {
+		end = start + i
+	}
+	return out[:start] + strings.ReplaceAll(q.Encode(), "%2A%2A%2A", "***") + out[end:]
+}
+
+// redactPassword replaces the password in the userinfo of raw, a url
+// that parsed with one, by ***, keeping every other byte: the authority
+// ends at the first /, ? or # after "//", and the userinfo at its last @,
+// as url.Parse reads them.
+func redactPassword(raw string) string {
+	i := strings.Index(raw, "://")
+	if i < 0 {
 		return raw
 	}
-	u.RawQuery = q.Encode()
-	return strings.Replace(u.String(), "%2A%2A%2A", "***", -1)
+	start := i + len("://")
+	end := len(raw)
+	if j := strings.IndexAny(raw[start:], "/?#"); j >= 0 {
+		end = start + j
+	}
+	at := strings.LastIndex(raw[start:end], "@")
+	if at < 0 {
+		return raw
+	}
+	colon := strings.Index(raw[start:start+at], ":")
+	if colon < 0 {
+		return raw
+	}
+	return raw[:start+colon+1] + "***" + raw[start+at:]
 }
 
 // checkBroker checks a broker url of a known scheme; nil for http(s).

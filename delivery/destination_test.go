@@ -160,6 +160,12 @@ func TestRedactHidesPasswordsAndExpandFillsTypeAndKey(t *testing.T) {
 		"amqp://h/?exchange=x":            "amqp://h/?exchange=x",
 		"redis://h/0?stream=s&password=x": "redis://h/0?password=***&stream=s",
 		"https://h/x":                     "https://h/x",
+		// Only the password changes: a {type} reads as written.
+		"nats://u:p@h:4222/events.{type}":                   "nats://u:***@h:4222/events.{type}",
+		"redis://u%40x:p%2Fq@h:6379/0?stream=intake.{type}": "redis://u%40x:***@h:6379/0?stream=intake.{type}",
+		"rediss://:p@h/0?stream={type}#f":                   "rediss://:***@h/0?stream={type}#f",
+		"amqp://u:p@h/?exchange=x&password=y#f":             "amqp://u:***@h/?exchange=x&password=***#f",
+		"redis://u@h/0?stream={type}":                       "redis://u@h/0?stream={type}",
 	} {
 		if got := Redact(raw); got != want {
 			t.Errorf("Redact(%s) = %s, want %s", raw, got, want)
