@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"testing"
+	"time"
 )
 
-// The helpers every broker destination's tests share.
+// Helpers the tests of every broker destination share.
 
 // addBrokerConsumer registers a consumer of every GitHub event at url and
 // returns its id and signing secret.
@@ -71,4 +74,63 @@ func refuseBrokerConsumer(t *testing.T, s *server, url string) string {
 		t.Errorf("consumer at %s refused, yet %d consumers saved", url, after-before)
 	}
 	return string(b)
+}
+
+// relay forwards connections from its address to a broker: the broker as
+// intake sees it, down until up is called.
+type relay struct {
+	addr, to string
+	ln       net.Listener
+	wg       sync.WaitGroup
+}
+
+// downRelay is a relay to the broker at to, down: connections to its
+// address are refused until up is called.
+func downRelay(t *testing.T, to string) *relay {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return &relay{addr: ln.Addr().String(), to: to}
+}
+
+func (r *relay) up(t *testing.T) {
+	t.Helper()
+	// The port was free a moment ago; another process may hold it briefly.
+	eventually(t, 5*time.Second, "the relay listening on its port", func() bool {
+		var err error
+		r.ln, err = net.Listen("tcp", r.addr)
+		return err == nil
+	})
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		r.ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		r.wg.Wait()
+	})
+	r.wg.Go(func() {
+		for {
+			in, err := r.ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", r.to)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, in, out)
+			mu.Unlock()
+			r.wg.Go(func() { io.Copy(out, in); out.Close() })
+			r.wg.Go(func() { io.Copy(in, out); in.Close() })
+		}
+	})
 }

@@ -5,11 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"io"
-	"net"
 	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -161,53 +158,6 @@ func TestANATSConsumerReceivesSignedEventsAndHoldsThemWhilePaused(t *testing.T) 
 	}
 }
 
-// natsRelay forwards connections from its address to a NATS server: the
-// broker as intake sees it, down until up is called.
-type natsRelay struct {
-	addr, to string
-	ln       net.Listener
-	wg       sync.WaitGroup
-}
-
-func (r *natsRelay) up(t *testing.T) {
-	t.Helper()
-	// The port was free a moment ago; another process may hold it briefly.
-	eventually(t, 5*time.Second, "the relay listening on its port", func() bool {
-		var err error
-		r.ln, err = net.Listen("tcp", r.addr)
-		return err == nil
-	})
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		r.ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		r.wg.Wait()
-	})
-	r.wg.Go(func() {
-		for {
-			in, err := r.ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", r.to)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, in, out)
-			mu.Unlock()
-			r.wg.Go(func() { io.Copy(out, in); out.Close() })
-			r.wg.Go(func() { io.Copy(in, out); in.Close() })
-		}
-	})
-}
-
 // TestANATSConsumerWhoseBrokerIsDownTripsItsBreakerAndGetsEveryEventOnceBack:
 // on the real binary, a consumer whose broker refuses connections fails
 // its calls and trips its breaker; nothing dies; once the broker is
@@ -218,12 +168,7 @@ func TestANATSConsumerWhoseBrokerIsDownTripsItsBreakerAndGetsEveryEventOnceBack(
 		t.Skip("starts the real binary")
 	}
 	ns := newNATSStream(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	relay := &natsRelay{addr: ln.Addr().String(), to: ns.addr}
-	ln.Close() // the broker is down: connections to its address are refused
+	relay := downRelay(t, ns.addr)
 
 	s := start(t, t.TempDir())
 	path := setupGitHub(t, s)
