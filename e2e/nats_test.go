@@ -5,12 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -95,34 +92,6 @@ func (ns natsStream) messages(t *testing.T) []natsMessage {
 	return out
 }
 
-// addNATSConsumer registers a consumer of every GitHub event at url and
-// returns its id and signing secret.
-func addNATSConsumer(t *testing.T, s *server, url string, extra map[string]any) (id, secret string) {
-	t.Helper()
-	in := map[string]any{"org_id": firstOrgID(t, s), "name": "bus", "app": "bus", "url": url,
-		"event_types": []string{"github.*"}}
-	for k, v := range extra {
-		in[k] = v
-	}
-	var cons struct {
-		ID            string `json:"id"`
-		SigningSecret string `json:"signing_secret"`
-	}
-	if status := s.api(t, "POST", "/api/v1/consumers", in, &cons); status != http.StatusCreated && status != http.StatusOK {
-		t.Fatalf("add consumer %s: %d", url, status)
-	}
-	return cons.ID, cons.SigningSecret
-}
-
-func postGitHubN(t *testing.T, s *server, path, prefix string, n int) {
-	t.Helper()
-	for i := range n {
-		if status, b := postGitHub(t, http.DefaultClient, s.url+path, prefix+strconv.Itoa(i)); status != http.StatusOK && status != http.StatusAccepted {
-			t.Fatalf("ingress answered %d %s", status, b)
-		}
-	}
-}
-
 // TestANATSConsumerReceivesSignedEventsAndHoldsThemWhilePaused: on the real
 // binary, a consumer whose url is a JetStream subject gets each event as a
 // message on the subject of its type, the envelope as body, signed as over
@@ -135,7 +104,7 @@ func TestANATSConsumerReceivesSignedEventsAndHoldsThemWhilePaused(t *testing.T) 
 	ns := newNATSStream(t)
 	s := start(t, t.TempDir())
 	path := setupGitHub(t, s)
-	id, secret := addNATSConsumer(t, s, "nats://"+ns.addr+"/"+ns.prefix+".{type}?stream="+ns.name, nil)
+	id, secret := addBrokerConsumer(t, s, "nats://"+ns.addr+"/"+ns.prefix+".{type}?stream="+ns.name, nil)
 
 	const n = 5
 	postGitHubN(t, s, path, "nats-", n)
@@ -190,53 +159,6 @@ func TestANATSConsumerReceivesSignedEventsAndHoldsThemWhilePaused(t *testing.T) 
 	}
 }
 
-// natsRelay forwards connections from its address to a NATS server: the
-// broker as intake sees it, down until up is called.
-type natsRelay struct {
-	addr, to string
-	ln       net.Listener
-	wg       sync.WaitGroup
-}
-
-func (r *natsRelay) up(t *testing.T) {
-	t.Helper()
-	// The port was free a moment ago; another process may hold it briefly.
-	eventually(t, 5*time.Second, "the relay listening on its port", func() bool {
-		var err error
-		r.ln, err = net.Listen("tcp", r.addr)
-		return err == nil
-	})
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		r.ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		r.wg.Wait()
-	})
-	r.wg.Go(func() {
-		for {
-			in, err := r.ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", r.to)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, in, out)
-			mu.Unlock()
-			r.wg.Go(func() { io.Copy(out, in); out.Close() })
-			r.wg.Go(func() { io.Copy(in, out); in.Close() })
-		}
-	})
-}
-
 // TestANATSConsumerWhoseBrokerIsDownTripsItsBreakerAndGetsEveryEventOnceBack:
 // on the real binary, a consumer whose broker refuses connections fails
 // its calls and trips its breaker; nothing dies; once the broker is
@@ -251,12 +173,12 @@ func TestANATSConsumerWhoseBrokerIsDownTripsItsBreakerAndGetsEveryEventOnceBack(
 	if err != nil {
 		t.Fatal(err)
 	}
-	relay := &natsRelay{addr: ln.Addr().String(), to: ns.addr}
+	relay := &brokerRelay{addr: ln.Addr().String(), to: ns.addr}
 	ln.Close() // the broker is down: connections to its address are refused
 
 	s := start(t, t.TempDir())
 	path := setupGitHub(t, s)
-	id, _ := addNATSConsumer(t, s, "nats://"+relay.addr+"/"+ns.prefix+".{type}", map[string]any{"breaker_failures": 3})
+	id, _ := addBrokerConsumer(t, s, "nats://"+relay.addr+"/"+ns.prefix+".{type}", map[string]any{"breaker_failures": 3})
 
 	const n = 8
 	postGitHubN(t, s, path, "nats-down-", n)
