@@ -244,7 +244,8 @@ func TestARabbitMQConsumerReceivesSignedEventsAndHoldsThemWhilePaused(t *testing
 // on the real binary, a consumer of a RabbitMQ queue whose broker refuses
 // connections fails its calls and trips its breaker; nothing dies; once
 // the broker is reachable the breaker's probe succeeds and every event is
-// published, once each, with the event id as message_id.
+// published, once each, with the event id as message_id. The same again
+// when the broker drops the connection intake keeps to it.
 func TestARabbitMQConsumerWhoseBrokerIsDownTripsItsBreakerAndGetsEveryEventOnceBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the real binary")
@@ -290,38 +291,57 @@ func TestARabbitMQConsumerWhoseBrokerIsDownTripsItsBreakerAndGetsEveryEventOnceB
 	}
 
 	relay.up(t)
-	eventually(t, 90*time.Second, "every event delivered once the broker is back", func() bool {
+	everyEventOnce := func(want int) {
+		t.Helper()
+		eventually(t, 90*time.Second, "every event delivered once the broker is back", func() bool {
+			for _, e := range s.events(t) {
+				if e.State == "dead" {
+					t.Fatalf("event %s dead although its broker came back", e.ID)
+				}
+				if e.State != "delivered" {
+					return false
+				}
+			}
+			return true
+		})
+		// A delivery counts as delivered once the broker confirmed it,
+		// which may be a moment before the queue's consumer has it.
+		eventually(t, 10*time.Second, "every confirmed message in the queue", func() bool { return len(q.messages()) >= want })
+		msgs := q.messages()
+		ids := map[string]int{}
+		for _, m := range msgs {
+			ids[m.MessageId]++
+			unix, _ := strconv.ParseInt(amqpHeader(m, "webhook-timestamp"), 10, 64)
+			if want, _ := delivery.Sign(secret, m.MessageId, unix, m.Body); amqpHeader(m, "webhook-signature") != want {
+				t.Errorf("message %s: webhook-signature does not verify", m.MessageId)
+			}
+		}
 		for _, e := range s.events(t) {
-			if e.State == "dead" {
-				t.Fatalf("event %s dead although its broker came back", e.ID)
-			}
-			if e.State != "delivered" {
-				return false
+			if ids[e.ID] != 1 {
+				t.Errorf("event %s published %d times, want once", e.ID, ids[e.ID])
 			}
 		}
-		return true
-	})
-	// A delivery counts as delivered once the broker confirmed it, which
-	// may be a moment before the queue's consumer has it.
-	eventually(t, 10*time.Second, "every confirmed message in the queue", func() bool { return len(q.messages()) >= n })
-	msgs := q.messages()
-	ids := map[string]int{}
-	for _, m := range msgs {
-		ids[m.MessageId]++
-		unix, _ := strconv.ParseInt(amqpHeader(m, "webhook-timestamp"), 10, 64)
-		if want, _ := delivery.Sign(secret, m.MessageId, unix, m.Body); amqpHeader(m, "webhook-signature") != want {
-			t.Errorf("message %s: webhook-signature does not verify", m.MessageId)
+		if len(msgs) != want {
+			t.Errorf("queue received %d messages, want %d", len(msgs), want)
 		}
 	}
-	for _, e := range s.events(t) {
-		if ids[e.ID] != 1 {
-			t.Errorf("event %s published %d times, want once", e.ID, ids[e.ID])
-		}
-	}
-	if len(msgs) != n {
-		t.Errorf("queue received %d messages, want %d", len(msgs), n)
-	}
+	everyEventOnce(n)
 	t.Logf("last error while the broker was down: %s", h.LastError)
+
+	// The broker goes away under the connection intake keeps: the next
+	// calls fail, and once it is back they go out on a new connection.
+	relay.down()
+	postGitHubN(t, s, path, "amqp-dropped-", n)
+	eventually(t, 30*time.Second, "the consumer's calls failing on the dropped connection", func() bool {
+		s.api(t, "GET", "/api/v1/consumers/"+id+"/health", nil, &h)
+		return h.State == "tripped"
+	})
+	if got := len(q.messages()); got != n {
+		t.Fatalf("%d messages published while the broker was gone", got-n)
+	}
+	relay.up(t)
+	everyEventOnce(2 * n)
+	t.Logf("last error once the connection dropped: %s", h.LastError)
 }
 
 // TestARabbitMQURLIntakeCannotPublishToIsRefusedAndNothingIsSaved: on the

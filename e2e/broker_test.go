@@ -41,35 +41,34 @@ func postGitHubN(t *testing.T, s *server, path, prefix string, n int) {
 }
 
 // brokerRelay forwards connections from its address to a broker: the
-// broker as intake sees it, down until up is called.
+// broker as intake sees it, down until up is called and again once down
+// is.
 type brokerRelay struct {
 	addr, to string
-	ln       net.Listener
-	wg       sync.WaitGroup
+
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	ln    net.Listener // nil while down
+	conns []net.Conn
 }
 
+// up listens on the relay's address and forwards what connects to it.
 func (r *brokerRelay) up(t *testing.T) {
 	t.Helper()
+	var ln net.Listener
 	// The port was free a moment ago; another process may hold it briefly.
 	eventually(t, 5*time.Second, "the relay listening on its port", func() bool {
 		var err error
-		r.ln, err = net.Listen("tcp", r.addr)
+		ln, err = net.Listen("tcp", r.addr)
 		return err == nil
 	})
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		r.ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		r.wg.Wait()
-	})
+	r.mu.Lock()
+	r.ln = ln
+	r.mu.Unlock()
+	t.Cleanup(r.down)
 	r.wg.Go(func() {
 		for {
-			in, err := r.ln.Accept()
+			in, err := ln.Accept()
 			if err != nil {
 				return
 			}
@@ -78,11 +77,33 @@ func (r *brokerRelay) up(t *testing.T) {
 				in.Close()
 				continue
 			}
-			mu.Lock()
-			conns = append(conns, in, out)
-			mu.Unlock()
+			r.mu.Lock()
+			if r.ln != ln { // went down meanwhile
+				r.mu.Unlock()
+				in.Close()
+				out.Close()
+				return
+			}
+			r.conns = append(r.conns, in, out)
+			r.mu.Unlock()
 			r.wg.Go(func() { io.Copy(out, in); out.Close() })
 			r.wg.Go(func() { io.Copy(in, out); in.Close() })
 		}
 	})
+}
+
+// down stops listening and cuts every connection it forwards, as a broker
+// that goes away does.
+func (r *brokerRelay) down() {
+	r.mu.Lock()
+	if r.ln != nil {
+		r.ln.Close()
+	}
+	r.ln = nil
+	for _, c := range r.conns {
+		c.Close()
+	}
+	r.conns = nil
+	r.mu.Unlock()
+	r.wg.Wait()
 }
