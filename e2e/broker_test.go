@@ -76,48 +76,35 @@ func refuseBrokerConsumer(t *testing.T, s *server, url string) string {
 	return string(b)
 }
 
-// relay forwards connections from its address to a broker: the broker as
-// intake sees it, down until up is called.
-type relay struct {
+// brokerRelay forwards connections from its address to a broker: the
+// broker as intake sees it, down until up is called and again once down
+// is.
+type brokerRelay struct {
 	addr, to string
-	ln       net.Listener
-	wg       sync.WaitGroup
+
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	ln    net.Listener // nil while down
+	conns []net.Conn
 }
 
-// downRelay is a relay to the broker at to, down: connections to its
-// address are refused until up is called.
-func downRelay(t *testing.T, to string) *relay {
+// up listens on the relay's address and forwards what connects to it.
+func (r *brokerRelay) up(t *testing.T) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return &relay{addr: ln.Addr().String(), to: to}
-}
-
-func (r *relay) up(t *testing.T) {
-	t.Helper()
+	var ln net.Listener
 	// The port was free a moment ago; another process may hold it briefly.
 	eventually(t, 5*time.Second, "the relay listening on its port", func() bool {
 		var err error
-		r.ln, err = net.Listen("tcp", r.addr)
+		ln, err = net.Listen("tcp", r.addr)
 		return err == nil
 	})
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		r.ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		r.wg.Wait()
-	})
+	r.mu.Lock()
+	r.ln = ln
+	r.mu.Unlock()
+	t.Cleanup(r.down)
 	r.wg.Go(func() {
 		for {
-			in, err := r.ln.Accept()
+			in, err := ln.Accept()
 			if err != nil {
 				return
 			}
@@ -126,11 +113,45 @@ func (r *relay) up(t *testing.T) {
 				in.Close()
 				continue
 			}
-			mu.Lock()
-			conns = append(conns, in, out)
-			mu.Unlock()
+			r.mu.Lock()
+			if r.ln != ln { // went down meanwhile
+				r.mu.Unlock()
+				in.Close()
+				out.Close()
+				return
+			}
+			r.conns = append(r.conns, in, out)
+			r.mu.Unlock()
 			r.wg.Go(func() { io.Copy(out, in); out.Close() })
 			r.wg.Go(func() { io.Copy(in, out); in.Close() })
 		}
 	})
+}
+
+// down stops listening and cuts every connection it forwards, as a broker
+// that goes away does.
+func (r *brokerRelay) down() {
+	r.mu.Lock()
+	if r.ln != nil {
+		r.ln.Close()
+	}
+	r.ln = nil
+	for _, c := range r.conns {
+		c.Close()
+	}
+	r.conns = nil
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+// downRelay is a relay to the broker at to, down: connections to its
+// address are refused until up is called.
+func downRelay(t *testing.T, to string) *brokerRelay {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return &brokerRelay{addr: ln.Addr().String(), to: to}
 }
