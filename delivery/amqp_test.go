@@ -350,30 +350,7 @@ func TestAMQPNothingListeningIsRetriedWithoutThePassword(t *testing.T) {
 }
 
 func TestAMQPBrokerThatNeverAnswersIsRetriedWithinTheTimeout(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c) // accepted, never answered
-		}
-	}()
-	defer func() { l.Close(); <-done }()
-
-	p := openTestAMQP(t, "amqp://"+l.Addr().String()+"/?queue=q", nil, 300*time.Millisecond)
+	p := openTestAMQP(t, "amqp://"+silentBroker(t)+"/?queue=q", nil, 300*time.Millisecond)
 	start := time.Now()
 	r := p.Publish(context.Background(), testPublication("evt_1", "x", ""))
 	if r.Outcome != intake.DeliveryRetry || !strings.Contains(r.Err, "did not answer within 300ms") {

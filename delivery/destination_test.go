@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -216,4 +217,39 @@ func headerLines(h http.Header) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// silentBroker accepts connections and never answers, as a hung broker
+// does; it holds them until the test ends.
+func silentBroker(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
 }

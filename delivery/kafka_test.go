@@ -229,30 +229,7 @@ func TestKafkaBrokerWhereNothingListensIsARetryWithTheConnectionError(t *testing
 }
 
 func TestKafkaBrokerThatAcceptsAndNeverAnswersEndsAtTheTimeout(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var held sync.WaitGroup
-	held.Go(func() {
-		var conns []net.Conn
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c) // held, never answered
-		}
-	})
-	defer held.Wait()
-	defer l.Close()
-
-	p := openKafkaURL(t, "kafka://"+l.Addr().String()+"/events", nil, 500*time.Millisecond)
+	p := openKafkaURL(t, "kafka://"+silentBroker(t)+"/events", nil, 500*time.Millisecond)
 	start := time.Now()
 	r := p.Publish(context.Background(), testPublication("evt_1", "order.created", ""))
 	took := time.Since(start)

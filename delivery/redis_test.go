@@ -313,44 +313,9 @@ func TestRedisWrongCredentialsAreARetryThatHidesThePassword(t *testing.T) {
 	}
 }
 
-// redisSilent accepts connections and never answers, as a hung broker
-// does; it holds them until the test ends.
-func redisSilent(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var held []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
-}
-
 func TestRedisBrokerThatNeverAnswersIsARetryWithinTheTimeout(t *testing.T) {
 	redisNoLeak(t)
-	addr := redisSilent(t)
+	addr := silentBroker(t)
 	const timeout = 300 * time.Millisecond
 	pub := openRedisTest(t, "redis://"+addr+"/0?stream=s", timeout)
 	start := time.Now()

@@ -265,26 +265,10 @@ func TestARabbitMQConsumerWhoseBrokerIsDownTripsItsBreakerAndGetsEveryEventOnceB
 
 	const n = 8
 	postGitHubN(t, s, path, "amqp-down-", n)
-	var h struct {
-		State     string `json:"state"`
-		LastError string `json:"last_error"`
-	}
-	eventually(t, 30*time.Second, "the consumer's breaker tripped", func() bool {
-		s.api(t, "GET", "/api/v1/consumers/"+id+"/health", nil, &h)
-		return h.State == "tripped"
-	})
-	for _, e := range s.events(t) {
-		if e.State == "dead" || e.State == "delivered" {
-			t.Fatalf("event %s is %s while its broker is down", e.ID, e.State)
-		}
-		for _, d := range s.event(t, e.ID).Deliveries {
-			if d.Outcome != "retry" {
-				t.Fatalf("event %s: delivery outcome %q while the broker is down", e.ID, d.Outcome)
-			}
-		}
-	}
-	if pw, ok := b.url.User.Password(); ok && strings.Contains(h.LastError, ":"+pw+"@") {
-		t.Errorf("the last error shows the broker's password: %s", h.LastError)
+	lastError := waitTripped(t, s, id, 30*time.Second)
+	wantNothingDeliveredYet(t, s)
+	if pw, ok := b.url.User.Password(); ok && strings.Contains(lastError, ":"+pw+"@") {
+		t.Errorf("the last error shows the broker's password: %s", lastError)
 	}
 	if len(q.messages()) != 0 {
 		t.Fatal("a message was published while the broker was down")
@@ -293,17 +277,7 @@ func TestARabbitMQConsumerWhoseBrokerIsDownTripsItsBreakerAndGetsEveryEventOnceB
 	relay.up(t)
 	everyEventOnce := func(want int) {
 		t.Helper()
-		eventually(t, 90*time.Second, "every event delivered once the broker is back", func() bool {
-			for _, e := range s.events(t) {
-				if e.State == "dead" {
-					t.Fatalf("event %s dead although its broker came back", e.ID)
-				}
-				if e.State != "delivered" {
-					return false
-				}
-			}
-			return true
-		})
+		waitEveryEventDelivered(t, s, 90*time.Second)
 		// A delivery counts as delivered once the broker confirmed it,
 		// which may be a moment before the queue's consumer has it.
 		eventually(t, 10*time.Second, "every confirmed message in the queue", func() bool { return len(q.messages()) >= want })
@@ -316,32 +290,22 @@ func TestARabbitMQConsumerWhoseBrokerIsDownTripsItsBreakerAndGetsEveryEventOnceB
 				t.Errorf("message %s: webhook-signature does not verify", m.MessageId)
 			}
 		}
-		for _, e := range s.events(t) {
-			if ids[e.ID] != 1 {
-				t.Errorf("event %s published %d times, want once", e.ID, ids[e.ID])
-			}
-		}
-		if len(msgs) != want {
-			t.Errorf("queue received %d messages, want %d", len(msgs), want)
-		}
+		wantEachEventOnce(t, s, ids, want)
 	}
 	everyEventOnce(n)
-	t.Logf("last error while the broker was down: %s", h.LastError)
+	t.Logf("last error while the broker was down: %s", lastError)
 
 	// The broker goes away under the connection intake keeps: the next
 	// calls fail, and once it is back they go out on a new connection.
 	relay.down()
 	postGitHubN(t, s, path, "amqp-dropped-", n)
-	eventually(t, 30*time.Second, "the consumer's calls failing on the dropped connection", func() bool {
-		s.api(t, "GET", "/api/v1/consumers/"+id+"/health", nil, &h)
-		return h.State == "tripped"
-	})
+	lastError = waitTripped(t, s, id, 30*time.Second) // its calls failing on the dropped connection
 	if got := len(q.messages()); got != n {
 		t.Fatalf("%d messages published while the broker was gone", got-n)
 	}
 	relay.up(t)
 	everyEventOnce(2 * n)
-	t.Logf("last error once the connection dropped: %s", h.LastError)
+	t.Logf("last error once the connection dropped: %s", lastError)
 }
 
 // TestARabbitMQURLIntakeCannotPublishToIsRefusedAndNothingIsSaved: on the

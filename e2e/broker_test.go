@@ -155,3 +155,69 @@ func downRelay(t *testing.T, to string) *brokerRelay {
 	defer ln.Close()
 	return &brokerRelay{addr: ln.Addr().String(), to: to}
 }
+
+// waitTripped waits for the consumer's breaker to open while its broker
+// is down, and returns the consumer's last error.
+func waitTripped(t *testing.T, s *server, id string, within time.Duration) string {
+	t.Helper()
+	var h struct {
+		State     string `json:"state"`
+		LastError string `json:"last_error"`
+	}
+	eventually(t, within, "the consumer's breaker tripped", func() bool {
+		s.api(t, "GET", "/api/v1/consumers/"+id+"/health", nil, &h)
+		return h.State == "tripped"
+	})
+	return h.LastError
+}
+
+// wantNothingDeliveredYet: while the broker is down, no event is dead or
+// delivered, and every call made failed and will be retried.
+func wantNothingDeliveredYet(t *testing.T, s *server) {
+	t.Helper()
+	for _, e := range s.events(t) {
+		if e.State == "dead" || e.State == "delivered" {
+			t.Fatalf("event %s is %s while its broker is down", e.ID, e.State)
+		}
+		for _, d := range s.event(t, e.ID).Deliveries {
+			if d.Outcome != "retry" {
+				t.Fatalf("event %s: delivery outcome %q while the broker is down", e.ID, d.Outcome)
+			}
+		}
+	}
+}
+
+// waitEveryEventDelivered waits until every event is delivered, and fails
+// at once if one is dead.
+func waitEveryEventDelivered(t *testing.T, s *server, within time.Duration) {
+	t.Helper()
+	eventually(t, within, "every event delivered once the broker is back", func() bool {
+		for _, e := range s.events(t) {
+			if e.State == "dead" {
+				t.Fatalf("event %s dead although its broker came back", e.ID)
+			}
+			if e.State != "delivered" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// wantEachEventOnce: the broker holds each event once, by the dedup ids
+// counted in got, and nothing else (want messages in all).
+func wantEachEventOnce(t *testing.T, s *server, got map[string]int, want int) {
+	t.Helper()
+	total := 0
+	for _, k := range got {
+		total += k
+	}
+	for _, e := range s.events(t) {
+		if got[e.ID] != 1 {
+			t.Errorf("event %s reached the broker %d times, want once", e.ID, got[e.ID])
+		}
+	}
+	if total != want {
+		t.Errorf("the broker holds %d messages, want %d", total, want)
+	}
+}

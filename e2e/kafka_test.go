@@ -247,49 +247,16 @@ func TestAKafkaConsumerWhoseBrokerIsDownTripsItsBreakerAndGetsEveryEventOnceBack
 
 	const n = 8
 	postGitHubN(t, s, path, "kafka-down-", n)
-	var h struct {
-		State     string `json:"state"`
-		LastError string `json:"last_error"`
-	}
-	eventually(t, 60*time.Second, "the consumer's breaker tripped", func() bool {
-		s.api(t, "GET", "/api/v1/consumers/"+id+"/health", nil, &h)
-		return h.State == "tripped"
-	})
-	for _, e := range s.events(t) {
-		if e.State == "dead" || e.State == "delivered" {
-			t.Fatalf("event %s is %s while its broker is down", e.ID, e.State)
-		}
-		for _, d := range s.event(t, e.ID).Deliveries {
-			if d.Outcome != "retry" {
-				t.Fatalf("event %s: delivery outcome %q while the broker is down", e.ID, d.Outcome)
-			}
-		}
-	}
+	lastError := waitTripped(t, s, id, 60*time.Second)
+	wantNothingDeliveredYet(t, s)
 
 	k := startKafkaCluster(t, port)
-	eventually(t, 90*time.Second, "every event delivered once the broker is back", func() bool {
-		for _, e := range s.events(t) {
-			if e.State == "dead" {
-				t.Fatalf("event %s dead although its broker came back", e.ID)
-			}
-			if e.State != "delivered" {
-				return false
-			}
-		}
-		return true
-	})
+	waitEveryEventDelivered(t, s, 90*time.Second)
 	recs := k.records(t, topic)
 	ids := map[string]int{}
 	for _, r := range recs {
 		ids[header(r, "webhook-id")]++
 	}
-	for _, e := range s.events(t) {
-		if ids[e.ID] != 1 {
-			t.Errorf("event %s produced %d times, want once", e.ID, ids[e.ID])
-		}
-	}
-	if len(recs) != n {
-		t.Errorf("topic holds %d records, want %d", len(recs), n)
-	}
-	t.Logf("last error while the broker was down: %s", h.LastError)
+	wantEachEventOnce(t, s, ids, n)
+	t.Logf("last error while the broker was down: %s", lastError)
 }

@@ -176,52 +176,19 @@ func TestANATSConsumerWhoseBrokerIsDownTripsItsBreakerAndGetsEveryEventOnceBack(
 
 	const n = 8
 	postGitHubN(t, s, path, "nats-down-", n)
-	var h struct {
-		State     string `json:"state"`
-		LastError string `json:"last_error"`
-	}
-	eventually(t, 30*time.Second, "the consumer's breaker tripped", func() bool {
-		s.api(t, "GET", "/api/v1/consumers/"+id+"/health", nil, &h)
-		return h.State == "tripped"
-	})
-	for _, e := range s.events(t) {
-		if e.State == "dead" || e.State == "delivered" {
-			t.Fatalf("event %s is %s while its broker is down", e.ID, e.State)
-		}
-		for _, d := range s.event(t, e.ID).Deliveries {
-			if d.Outcome != "retry" {
-				t.Fatalf("event %s: delivery outcome %q while the broker is down", e.ID, d.Outcome)
-			}
-		}
-	}
+	lastError := waitTripped(t, s, id, 30*time.Second)
+	wantNothingDeliveredYet(t, s)
 	if len(ns.messages(t)) != 0 {
 		t.Fatal("a message was published while the broker was down")
 	}
 
 	relay.up(t)
-	eventually(t, 90*time.Second, "every event delivered once the broker is back", func() bool {
-		for _, e := range s.events(t) {
-			if e.State == "dead" {
-				t.Fatalf("event %s dead although its broker came back", e.ID)
-			}
-			if e.State != "delivered" {
-				return false
-			}
-		}
-		return true
-	})
+	waitEveryEventDelivered(t, s, 90*time.Second)
 	msgs := ns.messages(t)
 	ids := map[string]int{}
 	for _, m := range msgs {
 		ids[m.header.Get("Nats-Msg-Id")]++
 	}
-	for _, e := range s.events(t) {
-		if ids[e.ID] != 1 {
-			t.Errorf("event %s published %d times, want once", e.ID, ids[e.ID])
-		}
-	}
-	if len(msgs) != n {
-		t.Errorf("stream holds %d messages, want %d", len(msgs), n)
-	}
-	t.Logf("last error while the broker was down: %s", h.LastError)
+	wantEachEventOnce(t, s, ids, n)
+	t.Logf("last error while the broker was down: %s", lastError)
 }

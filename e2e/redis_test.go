@@ -230,57 +230,24 @@ func TestARedisConsumerWhoseBrokerIsDownTripsItsBreakerAndGetsEveryEventOnceBack
 
 	const n = 8
 	postGitHubN(t, s, path, "redis-down-", n)
-	var h struct {
-		State     string `json:"state"`
-		LastError string `json:"last_error"`
+	lastError := waitTripped(t, s, id, 30*time.Second)
+	if strings.Contains(lastError, rs.password) {
+		t.Errorf("the last error %q shows the password", lastError)
 	}
-	eventually(t, 30*time.Second, "the consumer's breaker tripped", func() bool {
-		s.api(t, "GET", "/api/v1/consumers/"+id+"/health", nil, &h)
-		return h.State == "tripped"
-	})
-	if strings.Contains(h.LastError, rs.password) {
-		t.Errorf("the last error %q shows the password", h.LastError)
-	}
-	for _, e := range s.events(t) {
-		if e.State == "dead" || e.State == "delivered" {
-			t.Fatalf("event %s is %s while its broker is down", e.ID, e.State)
-		}
-		for _, d := range s.event(t, e.ID).Deliveries {
-			if d.Outcome != "retry" {
-				t.Fatalf("event %s: delivery outcome %q while the broker is down", e.ID, d.Outcome)
-			}
-		}
-	}
+	wantNothingDeliveredYet(t, s)
 	if len(rs.entries(t)) != 0 {
 		t.Fatal("an entry was added while the broker was down")
 	}
 
 	relay.up(t)
-	eventually(t, 90*time.Second, "every event delivered once the broker is back", func() bool {
-		for _, e := range s.events(t) {
-			if e.State == "dead" {
-				t.Fatalf("event %s dead although its broker came back", e.ID)
-			}
-			if e.State != "delivered" {
-				return false
-			}
-		}
-		return true
-	})
+	waitEveryEventDelivered(t, s, 90*time.Second)
 	entries := rs.entries(t)
 	ids := map[string]int{}
 	for _, e := range entries {
 		ids[e.fields["webhook-id"]]++
 	}
-	for _, e := range s.events(t) {
-		if ids[e.ID] != 1 {
-			t.Errorf("event %s added %d times, want once", e.ID, ids[e.ID])
-		}
-	}
-	if len(entries) != n {
-		t.Errorf("the streams hold %d entries, want %d", len(entries), n)
-	}
-	t.Logf("last error while the broker was down: %s", h.LastError)
+	wantEachEventOnce(t, s, ids, n)
+	t.Logf("last error while the broker was down: %s", lastError)
 }
 
 // TestARedisURLIntakeRefusesIsA400AndSavesNothing: on the real binary,
