@@ -272,13 +272,16 @@ func TestConsoleInBrowserPausesAConsumerSetsItsLimitsAndShowsItsHealth(t *testin
 	if v := read(t, tab, "max in flight", chromedp.Value(chromedp.ID("max_in_flight"))); v != "1" {
 		t.Fatalf("max in flight box holds %q after saving", v)
 	}
-	step(t, tab, "a bad ordering expression is refused",
+	step(t, tab, "a bad ordering expression is refused beside the form, the edit kept",
 		chromedp.SendKeys(chromedp.ID("ordering"), "event.data.("),
 		chromedp.Click(chromedp.ID("save-controls")),
-		chromedp.WaitVisible(chromedp.CSS("section.notice")),
+		chromedp.WaitVisible(chromedp.ID("controls-error")),
 	)
-	if msg := read(t, tab, "error page", chromedp.Text(chromedp.CSS("section.notice"))); !strings.Contains(msg, "ordering") && !strings.Contains(msg, "Syntax") {
+	if msg := read(t, tab, "controls error", chromedp.Text(chromedp.ID("controls-error"))); !strings.Contains(msg, "ordering") && !strings.Contains(msg, "Syntax") {
 		t.Fatalf("the refused ordering reads: %s", msg)
+	}
+	if v := read(t, tab, "ordering box", chromedp.Value(chromedp.ID("ordering"))); v != "event.data.(" {
+		t.Fatalf("the ordering box holds %q after the refusal, want the edit kept", v)
 	}
 	step(t, tab, "resume",
 		chromedp.Navigate(s.url+"/console/consumers/"+cons.ID),

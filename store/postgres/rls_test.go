@@ -78,8 +78,9 @@ func seedEveryTable(t *testing.T, s *Store, o org) {
 		Subject: "storage", Detail: "d", At: t0}); err != nil {
 		t.Fatal(err)
 	}
+	// The store's own writer, in the org's scope, over the row above.
 	if err := s.PutNotificationSettings(ctx, intake.Scope{OrgID: o.org.ID}, intake.NotificationSettings{OrgID: o.org.ID,
-		Topics: []string{intake.NoticeStorageQuota}, SealedSecret: []byte("s"), UpdatedAt: t0}); err != nil {
+		Topics: []string{intake.NoticeStorageQuota}, SealedSecret: []byte("s"), UpdatedAt: t0, Version: 1}); err != nil {
 		t.Fatal(err)
 	}
 }
