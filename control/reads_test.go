@@ -3,7 +3,6 @@ package control_test
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +10,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/internal/seal"
-	"github.com/intakehq/intake/store/sqlite"
+	"github.com/intakehq/intake/internal/testkit"
 )
 
 // TestEachReadRefusesABadIDOrFilterWithOneError: every operator read checks
@@ -19,11 +18,7 @@ import (
 // the API and the console cannot answer the same mistake two ways.
 func TestEachReadRefusesABadIDOrFilterWithOneError(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "intake.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := testkit.SQLite(t)
 	sealer, _ := seal.New(bytes.Repeat([]byte{5}, 32))
 	ctl := control.New(control.Config{Store: s, Sealer: sealer})
 	staff := control.Caller{Actor: "staff"}

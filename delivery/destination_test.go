@@ -253,3 +253,53 @@ func silentBroker(t *testing.T) string {
 	})
 	return l.Addr().String()
 }
+
+// wantChecked: each bad url is refused as invalid with a message holding
+// its reason, none showing password; each good one is accepted.
+func wantChecked(t *testing.T, bad map[string]string, good []string, password string) {
+	t.Helper()
+	for raw, why := range bad {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		err = checkBroker(u)
+		if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(err.Error(), why) {
+			t.Errorf("%s: %v, want it invalid saying %q", raw, err, why)
+		}
+		if err != nil && strings.Contains(err.Error(), password) {
+			t.Errorf("%s: the error shows the password: %v", raw, err)
+		}
+	}
+	for _, raw := range good {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if err := checkBroker(u); err != nil {
+			t.Errorf("%s refused: %v", raw, err)
+		}
+	}
+}
+
+// openTestPublisher checks raw and opens a publisher to it through dial
+// (nil: the default policy's), closed when the test ends.
+func openTestPublisher(t *testing.T, raw string, dial Dialer, timeout time.Duration) Publisher {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkBroker(u); err != nil {
+		t.Fatalf("check %s: %v", raw, err)
+	}
+	if dial == nil {
+		dial = DefaultPolicy().Dialer(timeout)
+	}
+	p, err := brokers[strings.ToLower(u.Scheme)].open(u, dial, timeout)
+	if err != nil {
+		t.Fatalf("open %s: %v", raw, err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}

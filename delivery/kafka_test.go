@@ -46,22 +46,7 @@ func kafkaTopicName(t *testing.T) string {
 
 func openKafkaURL(t *testing.T, raw string, dial Dialer, timeout time.Duration) Publisher {
 	t.Helper()
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := checkBroker(u); err != nil {
-		t.Fatalf("check %s: %v", raw, err)
-	}
-	if dial == nil {
-		dial = DefaultPolicy().Dialer(timeout)
-	}
-	p, err := brokers["kafka"].open(u, dial, timeout)
-	if err != nil {
-		t.Fatalf("open %s: %v", raw, err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
+	return openTestPublisher(t, raw, dial, timeout)
 }
 
 // consumeKafka reads n records of topic from the start.
@@ -402,19 +387,6 @@ func TestKafkaCheckRefusesURLsThatCannotWork(t *testing.T) {
 		"kafka://127.0.0.1:9092/events#frag":                   "has a fragment",
 		"kafka://u:hunter2@127.0.0.1:9092/?sasl=scram-sha-256": "names no topic",
 	}
-	for raw, want := range bad {
-		u, err := url.Parse(raw)
-		if err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		err = checkBroker(u)
-		if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(err.Error(), want) {
-			t.Errorf("check %s: %v, want %s saying %q", raw, err, intake.EINVALID, want)
-		}
-		if err != nil && strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("check %s shows the password: %v", raw, err)
-		}
-	}
 	good := []string{
 		"kafka://127.0.0.1:9092/intake-events",
 		"kafka://kafka-1.internal:9092,kafka-2.internal:9093/intake.events_v1",
@@ -426,15 +398,7 @@ func TestKafkaCheckRefusesURLsThatCannotWork(t *testing.T) {
 		"kafka://kafka.internal:9092/events?tls=0",
 		"kafka://kafka.internal:9092/" + strings.Repeat("t", 249),
 	}
-	for _, raw := range good {
-		u, err := url.Parse(raw)
-		if err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		if err := checkBroker(u); err != nil {
-			t.Errorf("check %s: %v", raw, err)
-		}
-	}
+	wantChecked(t, bad, good, "hunter2")
 	if !IsBroker("kafka://127.0.0.1:9092/events") || !strings.Contains(strings.Join(Schemes(), " "), "kafka") {
 		t.Fatal("kafka is not a known scheme")
 	}

@@ -75,19 +75,7 @@ func redisStream(t *testing.T, c *redis.Client) string {
 // policy, closed after the test.
 func openRedisTest(t *testing.T, raw string, timeout time.Duration) Publisher {
 	t.Helper()
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := checkBroker(u); err != nil {
-		t.Fatalf("check %s: %v", raw, err)
-	}
-	p, err := brokers[u.Scheme].open(u, DefaultPolicy().Dialer(timeout), timeout)
-	if err != nil {
-		t.Fatalf("open %s: %v", raw, err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
+	return openTestPublisher(t, raw, nil, timeout)
 }
 
 func redisEntries(t *testing.T, c *redis.Client, key string) []redis.XMessage {
@@ -239,20 +227,6 @@ func TestCheckRedisRefusesURLsThatCannotWork(t *testing.T) {
 		"rediss:///0?stream=s":                               "no host",
 		"redis://u:hunter2@127.0.0.1/99?stream=s":            "from 0 to 15",
 	}
-	for raw, why := range bad {
-		u, err := url.Parse(raw)
-		if err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		err = checkBroker(u)
-		if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(err.Error(), why) {
-			t.Errorf("%s: %v, want EINVALID saying %q", raw, err, why)
-			continue
-		}
-		if strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("%s: the refusal shows the password: %v", raw, err)
-		}
-	}
 	good := []string{
 		"redis://127.0.0.1:6379/0?stream=intake",
 		"redis://127.0.0.1?stream=intake",
@@ -261,18 +235,7 @@ func TestCheckRedisRefusesURLsThatCannotWork(t *testing.T) {
 		"rediss://intake:secret@redis.example.com/2?stream=intake",
 		"REDIS://127.0.0.1/0?stream=intake",
 	}
-	for _, raw := range good {
-		u, err := url.Parse(raw)
-		if err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		if err := checkBroker(u); err != nil {
-			t.Errorf("%s refused: %v", raw, err)
-		}
-		if !IsBroker(raw) {
-			t.Errorf("%s is not a broker", raw)
-		}
-	}
+	wantChecked(t, bad, good, "hunter2")
 	if s := Schemes(); !slices.Contains(s, "redis") || !slices.Contains(s, "rediss") {
 		t.Errorf("schemes %v, want redis and rediss", s)
 	}
