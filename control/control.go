@@ -110,6 +110,9 @@ type Caller struct {
 	Actor string
 	// OrgName names an org key's org, for display.
 	OrgName string
+	// Role is what an org caller may do in its org; staff has none and
+	// may do everything.
+	Role intake.Role
 }
 
 // Staff reports whether the caller holds the staff token.
