@@ -97,8 +97,10 @@ type RouteQueue interface {
 	// are claimed too, so they can be dropped.
 	ClaimRoutes(ctx context.Context, now time.Time, lease time.Duration, shares CallShares) ([]RouteClaim, error)
 	// SettleRoute applies one call's result (DecideRouteSettlements) in
-	// one transaction; ESTALE unless the route is leased at s.Attempt.
-	SettleRoute(ctx context.Context, now time.Time, s RouteSettlement, b Backoff) error
+	// one transaction, returning the call's outcome as recorded ("dead"
+	// when it spent the last attempt; "" without a delivery); ESTALE
+	// unless the route is leased at s.Attempt.
+	SettleRoute(ctx context.Context, now time.Time, s RouteSettlement, b Backoff) (recorded string, err error)
 }
 
 // RouteCounts is how an event's routes stand. Failed counts the waiting

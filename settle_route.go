@@ -90,6 +90,10 @@ type EventMove struct {
 type RouteSettleDecision struct {
 	// Errs are each result's refusal (nil: applied), in the batch's order.
 	Errs []error
+	// Recorded are each applied result's delivery outcome as written
+	// ("dead" for the call that spent the last attempt), in the batch's
+	// order; "" for a refused result or one without a delivery.
+	Recorded []string
 
 	Deliveries []Delivery
 	// Routes are the settled routes as they now stand, their leases
@@ -116,7 +120,7 @@ type RouteSettleDecision struct {
 // retry schedule and the lane by its breaker, each change audited and
 // noticed; the event moves once its routes say so.
 func DecideRouteSettlements(in RouteSettleRead, batch []TimedRouteSettlement) RouteSettleDecision {
-	d := RouteSettleDecision{Errs: make([]error, len(batch))}
+	d := RouteSettleDecision{Errs: make([]error, len(batch)), Recorded: make([]string, len(batch))}
 	// What the results before have decided, over what was read.
 	events, routes, counts, lanes := map[string]EventState{}, map[RouteKey]Route{}, map[string]RouteCounts{}, map[string]ConsumerLane{}
 	routeAt, eventAt, laneAt := map[RouteKey]int{}, map[string]int{}, map[string]int{}
@@ -278,6 +282,9 @@ func DecideRouteSettlements(in RouteSettleRead, batch []TimedRouteSettlement) Ro
 				laneAt[s.ConsumerID] = len(d.Lanes)
 				d.Lanes = append(d.Lanes, c.Lane)
 			}
+		}
+		if len(part.Deliveries) == 1 {
+			d.Recorded[i] = part.Deliveries[0].Outcome
 		}
 		d.Deliveries = append(d.Deliveries, part.Deliveries...)
 		d.Disables = append(d.Disables, part.Disables...)

@@ -37,7 +37,7 @@ func TestAFailingConsumerShowsItsRetryAndNextAttempt(t *testing.T) {
 	c := calls[0]
 	d := intake.Delivery{ID: intake.NewID(), OrgID: acme.org.ID, EventID: c.Event.ID, ConsumerID: cs.ID, Attempt: c.Attempt,
 		Outcome: intake.DeliveryRetry, StatusCode: 503, Error: "503 Service Unavailable", At: now}
-	if err := e.store.SettleRoute(ctx, now, intake.RouteSettlement{EventID: c.Event.ID, ConsumerID: cs.ID, Attempt: c.Attempt,
+	if _, err := e.store.SettleRoute(ctx, now, intake.RouteSettlement{EventID: c.Event.ID, ConsumerID: cs.ID, Attempt: c.Attempt,
 		Delivery: &d, Called: true}, intake.Backoff{Base: time.Hour, Max: time.Hour}); err != nil {
 		t.Fatal(err)
 	}

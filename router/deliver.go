@@ -24,16 +24,11 @@ func (r *Router) call(ctx context.Context, c intake.RouteClaim, b *batch) {
 		// and a broker connection kept for the consumer closed.
 		r.cfg.Sender.Forget(c.ConsumerID)
 		r.count(c.ConsumerID, string(intake.RouteDropped))
-		r.settle(ctx, s)
+		_, _ = r.settle(ctx, s)
 		return
 	}
 	ctx, span := startDelivery(ctx, e, cons, c.Attempt)
 	res, called := r.deliver(ctx, cons, rules.NewEventView(r.envelope(e), b.origin(e)), c.Attempt, c.OrderKey)
-	r.count(cons.ID, res.Outcome)
-	if called {
-		r.cfg.Metrics.DeliverySeconds.WithLabelValues(res.Outcome).Observe(res.Latency.Seconds())
-		r.cfg.Metrics.ConsumerDeliverySeconds.WithLabelValues(cons.ID).Observe(res.Latency.Seconds())
-	}
 	if res.Outcome == intake.DeliveryHandled && !e.Replay {
 		r.cfg.Metrics.EndToEnd.Observe(r.cfg.Clock.Now().Sub(e.ReceivedAt).Seconds())
 	}
@@ -44,7 +39,17 @@ func (r *Router) call(ctx context.Context, c intake.RouteClaim, b *batch) {
 		// or any other.
 		d.Error, s.Gone = "the consumer answered 410 Gone: it is disabled", true
 	}
-	endDelivery(span, res, r.settle(ctx, s))
+	recorded, err := r.settle(ctx, s)
+	if recorded != "" {
+		// The settle decides whether a failed call spent the last attempt.
+		res.Outcome = recorded
+	}
+	r.count(cons.ID, res.Outcome)
+	if called {
+		r.cfg.Metrics.DeliverySeconds.WithLabelValues(res.Outcome).Observe(res.Latency.Seconds())
+		r.cfg.Metrics.ConsumerDeliverySeconds.WithLabelValues(cons.ID).Observe(res.Latency.Seconds())
+	}
+	endDelivery(span, res, err)
 }
 
 // count adds one call (or decision to make none) to the delivery metrics.
@@ -53,10 +58,11 @@ func (r *Router) count(consumerID string, outcome string) {
 	r.cfg.Metrics.ConsumerDeliveries.WithLabelValues(consumerID, outcome).Inc()
 }
 
-// settle applies one call's result to its route; a result whose lease
-// was lost is dropped, as the route is another call's now.
-func (r *Router) settle(ctx context.Context, s intake.RouteSettlement) error {
-	err := r.cfg.Store.SettleRoute(ctx, r.cfg.Clock.Now(), s, r.cfg.Backoff)
+// settle applies one call's result to its route, returning the call's
+// outcome as recorded; a result whose lease was lost is dropped, as the
+// route is another call's now.
+func (r *Router) settle(ctx context.Context, s intake.RouteSettlement) (recorded string, err error) {
+	recorded, err = r.cfg.Store.SettleRoute(ctx, r.cfg.Clock.Now(), s, r.cfg.Backoff)
 	switch {
 	case intake.ErrorCode(err) == intake.ESTALE:
 		r.cfg.Logger.Info("router: call lost its lease; result dropped", "event_id", s.EventID, "consumer_id", s.ConsumerID, "attempt", s.Attempt)
@@ -64,7 +70,7 @@ func (r *Router) settle(ctx context.Context, s intake.RouteSettlement) error {
 		r.cfg.Logger.Error("router: settle failed; the lease will expire and the call be made again",
 			"event_id", s.EventID, "consumer_id", s.ConsumerID, "err", err)
 	}
-	return err
+	return recorded, err
 }
 
 // deliver transforms, signs and sends one call. called is false when no

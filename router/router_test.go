@@ -15,10 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/handoff"
+	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/router"
@@ -287,10 +290,12 @@ func TestTimeoutIsARetryAndTheSixthFailingAttemptIsDead(t *testing.T) {
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
 	defer hang.Close()
 	defer close(release) // before Close, which waits for the handlers
+	m := metrics.New()
 	e := setup(t, func(c *router.Config) {
 		c.Sender = delivery.NewSender(delivery.Options{Timeout: 50 * time.Millisecond, Policy: delivery.DefaultPolicy()})
+		c.Metrics = m
 	})
-	e.consumer(t, "app", hang.URL, false, "*")
+	cons, _ := e.consumer(t, "app", hang.URL, false, "*")
 	id := e.event(t, "stripe.invoice.paid")
 	for attempt := 1; attempt <= 6; attempt++ {
 		if n := e.run(t); n == 0 {
@@ -315,6 +320,12 @@ func TestTimeoutIsARetryAndTheSixthFailingAttemptIsDead(t *testing.T) {
 	}
 	if n := e.run(t); n != 0 {
 		t.Fatal("a dead event was claimed")
+	}
+	// The metrics count the calls as they were recorded.
+	for outcome, want := range map[string]float64{intake.DeliveryRetry: 5, intake.DeliveryDead: 1} {
+		if got := testutil.ToFloat64(m.ConsumerDeliveries.WithLabelValues(cons.ID, outcome)); got != want {
+			t.Errorf("%s calls counted %v, want %v", outcome, got, want)
+		}
 	}
 }
 

@@ -79,7 +79,7 @@ func endDelivery(span trace.Span, res delivery.Result, settleErr error) {
 			span.SetAttributes(tracing.State.String("stale"))
 		case settleErr != nil:
 			span.SetStatus(codes.Error, "settle failed")
-		case res.Outcome == intake.DeliveryRetry:
+		case res.Outcome == intake.DeliveryRetry || res.Outcome == intake.DeliveryDead:
 			span.SetStatus(codes.Error, "delivery failed")
 		}
 	}

@@ -59,7 +59,7 @@ func Route(t testing.TB, s intake.Store, now time.Time, eventID string, to intak
 				d.At = now
 			}
 			st := intake.RouteSettlement{EventID: eventID, ConsumerID: d.ConsumerID, Attempt: r.Attempt, Delivery: &d, Called: true}
-			if err := s.SettleRoute(ctx, now, st, intake.Backoff{Base: time.Nanosecond}); err != nil {
+			if _, err := s.SettleRoute(ctx, now, st, intake.Backoff{Base: time.Nanosecond}); err != nil {
 				t.Fatal(err)
 			}
 		}

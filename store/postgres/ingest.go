@@ -82,7 +82,7 @@ func (s *Store) commitLoop() {
 func (s *Store) failQueued() {
 	s.ingest.drain(func(r ingestRequest) { r.done <- classify(errClosed) })
 	s.messageSettles.drain(func(r messageSettleRequest) { r.done <- messageSettled{err: classify(errClosed)} })
-	s.routeSettles.drain(func(r routeSettleRequest) { r.done <- classify(errClosed) })
+	s.routeSettles.drain(func(r routeSettleRequest) { r.done <- routeSettled{err: classify(errClosed)} })
 }
 
 // commitBatch writes the batch in one transaction that also notifies the

@@ -44,7 +44,7 @@ func seedEveryTable(t *testing.T, s *Store, o org) {
 	if err != nil || len(routes) != 1 {
 		t.Fatalf("fan-out leased %+v %v", routes, err)
 	}
-	if err := s.SettleRoute(ctx, t0, intake.RouteSettlement{EventID: e.ID, ConsumerID: consumer.ID, Attempt: routes[0].Attempt, Called: true,
+	if _, err := s.SettleRoute(ctx, t0, intake.RouteSettlement{EventID: e.ID, ConsumerID: consumer.ID, Attempt: routes[0].Attempt, Called: true,
 		Delivery: &intake.Delivery{ID: intake.NewID(), OrgID: o.org.ID, EventID: e.ID, ConsumerID: consumer.ID, Attempt: 1,
 			Outcome: intake.DeliveryHandled, StatusCode: 200, At: t0}}, intake.DefaultBackoff); err != nil {
 		t.Fatal(err)

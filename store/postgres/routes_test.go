@@ -101,7 +101,7 @@ func TestRouteLimitsHoldAcrossProcesses(t *testing.T) {
 						continue
 					}
 					gate.Lock()
-					err := s.SettleRoute(ctx, now, intake.RouteSettlement{EventID: h.claim.Event.ID, ConsumerID: h.claim.ConsumerID,
+					_, err := s.SettleRoute(ctx, now, intake.RouteSettlement{EventID: h.claim.Event.ID, ConsumerID: h.claim.ConsumerID,
 						Attempt: h.claim.Attempt, Called: true, Delivery: &intake.Delivery{ID: intake.NewID(), OrgID: o.org.ID,
 							EventID: h.claim.Event.ID, ConsumerID: h.claim.ConsumerID, Attempt: h.claim.Attempt,
 							Outcome: intake.DeliveryHandled, StatusCode: 200, At: now}}, intake.DefaultBackoff)
@@ -174,7 +174,7 @@ func TestSettleWritesNoticesAndRetentionForgetsRoutes(t *testing.T) {
 			t.Fatalf("claims at %v: %+v %v", now, claims, err)
 		}
 		cl := claims[0]
-		if err := s.SettleRoute(ctx, now, intake.RouteSettlement{EventID: e.ID, ConsumerID: c.ID, Attempt: cl.Attempt, Probe: cl.Probe,
+		if _, err := s.SettleRoute(ctx, now, intake.RouteSettlement{EventID: e.ID, ConsumerID: c.ID, Attempt: cl.Attempt, Probe: cl.Probe,
 			Called: true, Delivery: &intake.Delivery{ID: intake.NewID(), OrgID: o.org.ID, EventID: e.ID, ConsumerID: c.ID,
 				Attempt: cl.Attempt, Outcome: outcome, StatusCode: status, At: now}}, intake.DefaultBackoff); err != nil {
 			t.Fatal(err)
@@ -263,9 +263,10 @@ func TestASuccessfulCallTakesNoLaneLockWhileFailuresCountUnderIt(t *testing.T) {
 		if status >= 300 {
 			outcome = intake.DeliveryRetry
 		}
-		return s.SettleRoute(ctx, t0, intake.RouteSettlement{EventID: rc.Event.ID, ConsumerID: rc.ConsumerID, Attempt: rc.Attempt,
+		_, err := s.SettleRoute(ctx, t0, intake.RouteSettlement{EventID: rc.Event.ID, ConsumerID: rc.ConsumerID, Attempt: rc.Attempt,
 			Called: true, Delivery: &intake.Delivery{ID: intake.NewID(), OrgID: o.org.ID, EventID: rc.Event.ID, ConsumerID: rc.ConsumerID,
 				Attempt: rc.Attempt, Outcome: outcome, StatusCode: status, At: t0}}, intake.DefaultBackoff)
+		return err
 	}
 	failures := func() (n int) {
 		t.Helper()
@@ -343,7 +344,7 @@ func TestCallSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) {
 		if status >= 300 {
 			outcome = intake.DeliveryRetry
 		}
-		return routeSettleRequest{now: t0, b: intake.DefaultBackoff, done: make(chan error, 1), st: intake.RouteSettlement{
+		return routeSettleRequest{now: t0, b: intake.DefaultBackoff, done: make(chan routeSettled, 1), st: intake.RouteSettlement{
 			EventID: eventID, ConsumerID: consumerID, Attempt: attempt, Called: true,
 			Delivery: &intake.Delivery{ID: intake.NewID(), OrgID: o.org.ID, EventID: eventID, ConsumerID: consumerID, Attempt: attempt,
 				Outcome: outcome, StatusCode: status, Error: map[bool]string{true: "HTTP 500"}[status >= 300], At: t0}}}
@@ -355,7 +356,7 @@ func TestCallSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) {
 	before := rt.statements.Load()
 	one := []routeSettleRequest{ok(alone.ID, c1.ID, 200)}
 	s.settleRoutes(one)
-	if err := <-one[0].done; err != nil {
+	if err := (<-one[0].done).err; err != nil {
 		t.Fatal(err)
 	}
 	single := rt.statements.Load() - before
@@ -370,7 +371,7 @@ func TestCallSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) {
 	s.settleRoutes(batch)
 	together := rt.statements.Load() - before
 	for i, r := range batch {
-		err := <-r.done
+		err := (<-r.done).err
 		if i == 0 {
 			if intake.ErrorCode(err) != intake.ESTALE {
 				t.Errorf("the stale result settled: %v", err)
@@ -429,7 +430,7 @@ func TestACallSettleThatFailsItsBatchFailsAlone(t *testing.T) {
 		if i == 1 || i == 2 {
 			id = taken
 		}
-		batch = append(batch, routeSettleRequest{now: t0, b: intake.DefaultBackoff, done: make(chan error, 1), st: intake.RouteSettlement{
+		batch = append(batch, routeSettleRequest{now: t0, b: intake.DefaultBackoff, done: make(chan routeSettled, 1), st: intake.RouteSettlement{
 			EventID: rc.Event.ID, ConsumerID: rc.ConsumerID, Attempt: rc.Attempt, Called: true,
 			Delivery: &intake.Delivery{ID: id, OrgID: o.org.ID, EventID: rc.Event.ID, ConsumerID: rc.ConsumerID, Attempt: rc.Attempt,
 				Outcome: intake.DeliveryHandled, StatusCode: 200, At: t0}}})
@@ -437,7 +438,7 @@ func TestACallSettleThatFailsItsBatchFailsAlone(t *testing.T) {
 	s.settleRoutes(batch)
 	var failed []int
 	for i, r := range batch {
-		if err := <-r.done; err != nil {
+		if err := (<-r.done).err; err != nil {
 			failed = append(failed, i)
 		}
 	}

@@ -25,7 +25,12 @@ type routeSettleRequest struct {
 	now  time.Time
 	st   intake.RouteSettlement
 	b    intake.Backoff
-	done chan error
+	done chan routeSettled
+}
+
+type routeSettled struct {
+	recorded string
+	err      error
 }
 
 const (
@@ -37,25 +42,26 @@ const (
 
 // SettleRoute applies one call's result to its route, lane and event in
 // one transaction, which it may share with the results of other calls.
-func (s *Store) SettleRoute(ctx context.Context, now time.Time, st intake.RouteSettlement, b intake.Backoff) error {
+func (s *Store) SettleRoute(ctx context.Context, now time.Time, st intake.RouteSettlement, b intake.Backoff) (string, error) {
 	if !validIDs(st.EventID, st.ConsumerID) {
-		return notFound("route", st.EventID+"/"+st.ConsumerID)
+		return "", notFound("route", st.EventID+"/"+st.ConsumerID)
 	}
-	req := routeSettleRequest{now: now, st: st, b: b, done: make(chan error, 1)}
+	req := routeSettleRequest{now: now, st: st, b: b, done: make(chan routeSettled, 1)}
 	if err := s.routeSettles.put(ctx, s.stop, req); err != nil {
-		return err
+		return "", err
 	}
 	// A caller that stops waiting learns nothing of the outcome; the route
 	// is settled or its lease expires, as when a commit's answer is lost.
+	var r routeSettled
 	select {
-	case err := <-req.done:
-		return err
+	case r = <-req.done:
 	case <-ctx.Done():
-		return ctx.Err()
+		return "", ctx.Err()
 	case <-s.done:
 		s.failQueued()
-		return <-req.done
+		r = <-req.done
 	}
+	return r.recorded, r.err
 }
 
 // settleRoutes settles a batch and answers each request. The lanes are
@@ -66,9 +72,9 @@ func (s *Store) SettleRoute(ctx context.Context, now time.Time, st intake.RouteS
 // settled alone, so that none fails its neighbours.
 func (s *Store) settleRoutes(batch []routeSettleRequest) {
 	ctx := context.Background()
-	errs, err := s.settleRouteBatch(ctx, batch, false)
+	d, err := s.settleRouteBatch(ctx, batch, false)
 	if errors.Is(err, errLaneMoved) {
-		errs, err = s.settleRouteBatch(ctx, batch, true)
+		d, err = s.settleRouteBatch(ctx, batch, true)
 	}
 	if err != nil && len(batch) > 1 {
 		for _, r := range batch {
@@ -78,10 +84,10 @@ func (s *Store) settleRoutes(batch []routeSettleRequest) {
 	}
 	for i, r := range batch {
 		if err != nil {
-			r.done <- err
+			r.done <- routeSettled{err: err}
 			continue
 		}
-		r.done <- errs[i]
+		r.done <- routeSettled{recorded: d.Recorded[i], err: d.Errs[i]}
 	}
 }
 
@@ -91,14 +97,13 @@ var errLaneMoved = errors.New("a lane moves: settle again with the lanes locked"
 // settleRouteBatch settles a batch in one transaction of two round trips:
 // the first locks the events and routes and reads the lanes and route
 // counts; intake.DecideRouteSettlements decides; the second writes the
-// decision and commits. It returns each result's error; err is the
-// transaction's.
-func (s *Store) settleRouteBatch(ctx context.Context, batch []routeSettleRequest, lockLanes bool) (errs []error, err error) {
+// decision and commits. It returns the decision, whose Errs are each
+// result's; err is the transaction's.
+func (s *Store) settleRouteBatch(ctx context.Context, batch []routeSettleRequest, lockLanes bool) (d intake.RouteSettleDecision, err error) {
 	in := make([]intake.TimedRouteSettlement, len(batch))
 	for i, r := range batch {
 		in[i] = intake.TimedRouteSettlement{Now: r.now, Backoff: r.b, RouteSettlement: r.st}
 	}
-	var d intake.RouteSettleDecision
 	err = s.pipeline(ctx, func(p *pipeTx) error {
 		forCustomPlans(p.b)
 		read := queueCallRead(p.b, in, lockLanes)
@@ -113,12 +118,12 @@ func (s *Store) settleRouteBatch(ctx context.Context, batch []routeSettleRequest
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return intake.RouteSettleDecision{}, err
 	}
 	// Settled calls free this process's call slots, which a claim may take
 	// at once; other processes hear only of what d.WakeRoutes names.
 	s.hub.Notify(intake.TopicRoutes)
-	return d.Errs, nil
+	return d, nil
 }
 
 // queueCallRead queues the reads of a batch of call results: the events

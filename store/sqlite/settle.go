@@ -37,12 +37,18 @@ func (s *Store) SettleMessage(ctx context.Context, now time.Time, st intake.Sett
 // routeSettle is a call's result waiting for the writer.
 type routeSettle struct {
 	in intake.TimedRouteSettlement
+	// recorded is the call's delivery outcome as the decision wrote it.
+	recorded string
 }
 
 // SettleRoute applies one call's result in the next group commit, with
 // the other results that reach the writer for it.
-func (s *Store) SettleRoute(ctx context.Context, now time.Time, st intake.RouteSettlement, b intake.Backoff) error {
-	return s.submit(writeJob{ctx: ctx, call: &routeSettle{in: intake.TimedRouteSettlement{Now: now, Backoff: b, RouteSettlement: st}}})
+func (s *Store) SettleRoute(ctx context.Context, now time.Time, st intake.RouteSettlement, b intake.Backoff) (string, error) {
+	call := &routeSettle{in: intake.TimedRouteSettlement{Now: now, Backoff: b, RouteSettlement: st}}
+	if err := s.submit(writeJob{ctx: ctx, call: call}); err != nil {
+		return "", err
+	}
+	return call.recorded, nil
 }
 
 // runSettles settles the batch's processing results and call results,
@@ -408,6 +414,9 @@ func settleCalls(tx *wtx, jobs []writeJob) (errs []error, err error) {
 	d := intake.DecideRouteSettlements(in, batch)
 	if err := writeCalls(ctx, tx, d); err != nil {
 		return nil, err
+	}
+	for i, j := range jobs {
+		j.call.recorded = d.Recorded[i]
 	}
 	return d.Errs, nil
 }

@@ -96,6 +96,7 @@ func pipeline(b *testing.B, s intake.Store) func(i int) error {
 		if err != nil || len(out.Calls) != 1 {
 			return fmt.Errorf("the settle leased %d calls, want 1: %v", len(out.Calls), err)
 		}
-		return s.SettleRoute(ctx, at, result(out.Calls[0], at, intake.DeliveryHandled), backoff)
+		_, err = s.SettleRoute(ctx, at, result(out.Calls[0], at, intake.DeliveryHandled), backoff)
+		return err
 	}
 }

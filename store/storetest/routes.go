@@ -117,11 +117,21 @@ func result(c intake.RouteClaim, at time.Time, outcome string) intake.RouteSettl
 	return intake.RouteSettlement{EventID: c.Event.ID, ConsumerID: c.ConsumerID, Attempt: c.Attempt, Probe: c.Probe, Delivery: &d, Called: true}
 }
 
-func settleRoute(t *testing.T, s intake.Store, now time.Time, c intake.RouteClaim, outcome string) {
+// settleRoute settles a call with outcome, returning the outcome the
+// store recorded.
+func settleRoute(t *testing.T, s intake.Store, now time.Time, c intake.RouteClaim, outcome string) (recorded string) {
 	t.Helper()
-	if err := s.SettleRoute(context.Background(), now, result(c, now, outcome), backoff); err != nil {
+	recorded, err := s.SettleRoute(context.Background(), now, result(c, now, outcome), backoff)
+	if err != nil {
 		t.Fatal(err)
 	}
+	return recorded
+}
+
+// settleRouteErr settles a call that is to be refused.
+func settleRouteErr(ctx context.Context, s intake.Store, now time.Time, st intake.RouteSettlement) error {
+	_, err := s.SettleRoute(ctx, now, st, backoff)
+	return err
 }
 
 func eventState(t *testing.T, s intake.Store, id string) intake.EventState {
@@ -456,7 +466,7 @@ func testDisabledConsumerRoutesAreDropped(t *testing.T, s intake.Store) {
 		t.Fatalf("claimed %+v, want both routes", got)
 	}
 	for _, c := range got {
-		if err := s.SettleRoute(ctx, t0, intake.RouteSettlement{EventID: e.ID, ConsumerID: c.ConsumerID, Attempt: c.Attempt}, backoff); err != nil {
+		if _, err := s.SettleRoute(ctx, t0, intake.RouteSettlement{EventID: e.ID, ConsumerID: c.ConsumerID, Attempt: c.Attempt}, backoff); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -480,7 +490,9 @@ func testRetry(t *testing.T, s intake.Store) {
 		if len(got) != 1 || got[0].Attempt != attempt+1 {
 			t.Fatalf("claim at %v = %+v, want attempt %d", now, got, attempt+1)
 		}
-		settleRoute(t, s, now, got[0], intake.DeliveryRetry)
+		if recorded := settleRoute(t, s, now, got[0], intake.DeliveryRetry); recorded != intake.DeliveryRetry {
+			t.Fatalf("attempt %d recorded %q, want retry", attempt+1, recorded)
+		}
 		if st := eventState(t, s, e.ID); st != intake.EventRetrying {
 			t.Fatalf("after a failed call the event is %s, want retrying", st)
 		}
@@ -493,7 +505,9 @@ func testRetry(t *testing.T, s intake.Store) {
 	if len(got) != 1 || got[0].Attempt != 3 {
 		t.Fatalf("last claim = %+v", got)
 	}
-	settleRoute(t, s, now, got[0], intake.DeliveryRetry)
+	if recorded := settleRoute(t, s, now, got[0], intake.DeliveryRetry); recorded != intake.DeliveryDead {
+		t.Fatalf("the call that spent the last attempt recorded %q, want dead", recorded)
+	}
 	ev, _ := s.Event(context.Background(), intake.Scope{}, e.ID)
 	if ev.State != intake.EventDead || ev.Attempt != 3 {
 		t.Fatalf("after the consumer's 3 attempts the event is %s at attempt %d, want dead at 3", ev.State, ev.Attempt)
@@ -672,7 +686,7 @@ func testGone(t *testing.T, s intake.Store) {
 	for _, cl := range claimRoutes(t, s, t0, 100) {
 		r := result(cl, t0, intake.DeliveryRetry)
 		r.Delivery.StatusCode, r.Gone = 410, true
-		if err := s.SettleRoute(ctx, t0, r, backoff); err != nil {
+		if _, err := s.SettleRoute(ctx, t0, r, backoff); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -704,13 +718,13 @@ func testStaleRouteSettle(t *testing.T, s intake.Store) {
 	c := f.consumer(t, s, "c", intake.Controls{})
 	e := f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(c) })[0]
 	unleased := intake.RouteClaim{Event: e, ConsumerID: c.ID, Attempt: 1}
-	wantCode(t, s.SettleRoute(ctx, t0, result(unleased, t0, intake.DeliveryHandled), backoff), intake.ESTALE)
+	wantCode(t, settleRouteErr(ctx, s, t0, result(unleased, t0, intake.DeliveryHandled)), intake.ESTALE)
 	got := claimRoutes(t, s, t0, 100)
 	wrong := got[0]
 	wrong.Attempt = 2
-	wantCode(t, s.SettleRoute(ctx, t0, result(wrong, t0, intake.DeliveryHandled), backoff), intake.ESTALE)
+	wantCode(t, settleRouteErr(ctx, s, t0, result(wrong, t0, intake.DeliveryHandled)), intake.ESTALE)
 	settleRoute(t, s, t0, got[0], intake.DeliveryRetry)
-	wantCode(t, s.SettleRoute(ctx, t0, result(got[0], t0, intake.DeliveryHandled), backoff), intake.ESTALE)
+	wantCode(t, settleRouteErr(ctx, s, t0, result(got[0], t0, intake.DeliveryHandled)), intake.ESTALE)
 	if st := eventState(t, s, e.ID); st != intake.EventRetrying {
 		t.Fatalf("event %s after a refused second settle, want retrying", st)
 	}
@@ -853,7 +867,7 @@ func testConsumerHealth(t *testing.T, s intake.Store) {
 		t.Helper()
 		r := result(claims[events[i].ID], t0.Add(at), outcome)
 		r.Delivery.Latency = latency
-		if err := s.SettleRoute(ctx, t0.Add(at), r, backoff); err != nil {
+		if _, err := s.SettleRoute(ctx, t0.Add(at), r, backoff); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -967,7 +981,7 @@ func testALapsedCallCountsAsFailed(t *testing.T, s intake.Store) {
 	if len(second) != 1 || second[0].Event.ID != e.ID || second[0].Attempt != 2 {
 		t.Fatalf("claim after the lease ran out = %+v, want the route as attempt 2", second)
 	}
-	wantCode(t, s.SettleRoute(ctx, later, result(first[0], later, intake.DeliveryHandled), backoff), intake.ESTALE)
+	wantCode(t, settleRouteErr(ctx, s, later, result(first[0], later, intake.DeliveryHandled)), intake.ESTALE)
 	settleRoute(t, s, later, second[0], intake.DeliveryHandled)
 	if st := eventState(t, s, e.ID); st != intake.EventDelivered {
 		t.Fatalf("event %s, want delivered", st)

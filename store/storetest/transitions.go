@@ -104,7 +104,7 @@ func testForbiddenTransitions(t *testing.T, s intake.Store) {
 	settleRoute(t, s, t0.Add(time.Second), second[0], intake.DeliveryHandled)
 	eventIs(e, intake.EventDelivered, "after the retry was handled")
 	for _, outcome := range []string{intake.DeliveryRetry, intake.DeliveryHandled} {
-		if err := s.SettleRoute(ctx, t0, result(second[0], t0, outcome), backoff); err == nil {
+		if _, err := s.SettleRoute(ctx, t0, result(second[0], t0, outcome), backoff); err == nil {
 			t.Errorf("a delivered event's call settled again as %s", outcome)
 		}
 	}
