@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -156,6 +157,9 @@ func (l *ledger) apply(ctx context.Context, tx *sql.Tx, e Event) (Outcome, error
 	return Handled, nil
 }
 
+// quiet keeps the failures the tests cause out of their output.
+var quiet = slog.New(slog.DiscardHandler)
+
 const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -174,7 +178,7 @@ func (l *ledger) handler(t testing.TB, c *clock) *Handler { return l.handlerOn(t
 // handlerOn is the inbox of the ledger on db, with secret, on clock c.
 func (l *ledger) handlerOn(t testing.TB, db *sql.DB, c *clock) *Handler {
 	t.Helper()
-	h, err := New(db, l.apply, Options{Secrets: []string{testSecret}, Dialect: l.d.dialect, Now: c.Now})
+	h, err := New(db, l.apply, Options{Secrets: []string{testSecret}, Dialect: l.d.dialect, Now: c.Now, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
