@@ -377,7 +377,7 @@ func TestOrgKeyAppliesItsOwnOrgOnlyAndCannotCreateOrgs(t *testing.T) {
 			acmeID = o.ID
 		}
 	}
-	key := control.Caller{Scope: intake.Scope{OrgID: acmeID}, Actor: "key:ik_test", OrgName: "acme"}
+	key := control.Caller{Scope: intake.Scope{OrgID: acmeID}, Actor: "key:ik_test", OrgName: "acme", Role: intake.RoleAdmin}
 	before := e.audited(t)
 
 	for _, name := range []string{"beta", "gamma"} {
