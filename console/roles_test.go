@@ -103,6 +103,12 @@ func TestTheConsoleRefusesAFormTheRoleMayNotUse(t *testing.T) {
 		t.Fatalf("a viewer's replay made a message: %d, was %d", n, before)
 	}
 	wantStatus(t, operator.post("/console/messages/"+m.ID+"/replay", url.Values{"csrf": {operator.csrf()}}), http.StatusSeeOther)
+	// An operator tries a rule (the form it is shown); saving it is refused.
+	rule := url.Values{"csrf": {operator.csrf()}, "filter": {`event.type == "stripe.invoice.paid"`}, "event": {m.EventIDs[0]}}
+	if p := operator.post("/console/consumers/"+c.ID+"/test", rule); p.status != http.StatusOK || !strings.Contains(p.body, `<pre class="mono small result">true</pre>`) {
+		t.Fatalf("an operator's rules test: %d %.400s", p.status, p.body)
+	}
+	wantStatus(t, operator.post("/console/consumers/"+c.ID+"/rules", rule), http.StatusForbidden)
 
 	for path, form := range map[string]url.Values{
 		"/console/consumers/" + c.ID + "/settings":      {"name": {"taken"}, "url": {"http://127.0.0.1:9/x"}, "event_types": {"*"}},
