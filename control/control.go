@@ -164,9 +164,11 @@ func keyActor(tok string) string {
 // may refuses (EFORBIDDEN) a caller whose role is below need. Every
 // exported action and read of the Plane asks it first, naming the least
 // role it needs (DESIGN §17): viewers read, operators also act on traffic,
-// admins also configure. This is the one place a role is judged; the
-// transports only show or hide what it would refuse. Staff is above every
-// org and may do everything; an org's caller without a role may do nothing.
+// admins also configure; what is staff's alone asks RequireStaff instead.
+// This is the one place a role is judged (TestEveryControlActionRefuses…
+// holds every method to its row); the transports only show or hide what it
+// would refuse. Staff is above every org and may do everything; an org's
+// caller without a role may do nothing.
 func (c Caller) may(need intake.Role) error {
 	if c.Staff() || c.Role.Allows(need) {
 		return nil
