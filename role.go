@@ -47,5 +47,8 @@ func (r Role) rank() int {
 	return -1
 }
 
-// Allows reports whether a holder of r may do what needs at least need.
-func (r Role) Allows(need Role) bool { return r.rank() >= 0 && r.rank() >= need.rank() }
+// Allows reports whether a holder of r may do what needs at least need. An
+// unknown role allows nothing, and nobody may do what needs an unknown one.
+func (r Role) Allows(need Role) bool {
+	return r.rank() >= 0 && need.rank() >= 0 && r.rank() >= need.rank()
+}

@@ -17,6 +17,8 @@ func TestRolesAllowWhatTheRolesBelowThemAllow(t *testing.T) {
 		{RoleAdmin, RoleAdmin, true},
 		{Role("root"), RoleViewer, false},
 		{Role(""), RoleViewer, false},
+		{RoleAdmin, Role("opertor"), false},
+		{RoleAdmin, Role(""), false},
 	}
 	for _, c := range cases {
 		if got := c.have.Allows(c.need); got != c.ok {

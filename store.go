@@ -40,8 +40,9 @@ type Tenancy interface {
 	// CreateOrg inserts an org with its first API key; a name another live
 	// org has is ECONFLICT.
 	CreateOrg(ctx context.Context, o Org, key APIKey, audit ...AuditEntry) error
-	// OrgByKeyHash finds the live org of an unrevoked API key.
-	OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (Org, error)
+	// OrgByKeyHash finds the live org of an unrevoked API key, and the
+	// key's role in it.
+	OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (Org, Role, error)
 	CreateAPIKey(ctx context.Context, sc Scope, k APIKey, audit ...AuditEntry) error
 	ListAPIKeys(ctx context.Context, sc Scope) ([]APIKey, error)
 	// RevokeAPIKey stops a key at once.

@@ -27,10 +27,13 @@ const MaxRetention = 400 * 24 * time.Hour
 // APIKey is an org's credential for the admin API. Only its SHA-256 is
 // stored; Prefix, its first characters, lets people tell keys apart.
 type APIKey struct {
-	ID        string
-	OrgID     string
-	Prefix    string
-	Hash      []byte
+	ID     string
+	OrgID  string
+	Prefix string
+	Hash   []byte
+	// Role is what the key may do in its org; zero is RoleAdmin, as keys
+	// were before roles.
+	Role      Role
 	CreatedAt time.Time
 	RevokedAt time.Time // zero while the key works
 }

@@ -8,24 +8,27 @@ import (
 	"github.com/intakehq/intake/control"
 )
 
-// APIKey is an org key as listed: its prefix, never the key.
+// APIKey is an org key as listed: its prefix and role, never the key.
 type APIKey struct {
 	ID        string     `json:"id"`
 	OrgID     string     `json:"org_id"`
 	Prefix    string     `json:"prefix"`
+	Role      string     `json:"role"`
 	CreatedAt time.Time  `json:"created_at"`
 	RevokedAt *time.Time `json:"revoked_at"`
 	Key       string     `json:"key,omitempty"` // only when created
 }
 
 // CreateKeyRequest asks for another key of an org (org_id may be omitted
-// with an org's key).
+// with an org's key), with a role: viewer, operator or admin (omitted:
+// admin).
 type CreateKeyRequest struct {
 	OrgID string `json:"org_id"`
+	Role  string `json:"role,omitempty"`
 }
 
 func keyView(k intake.APIKey) APIKey {
-	v := APIKey{ID: k.ID, OrgID: k.OrgID, Prefix: k.Prefix, CreatedAt: k.CreatedAt}
+	v := APIKey{ID: k.ID, OrgID: k.OrgID, Prefix: k.Prefix, Role: string(k.Role), CreatedAt: k.CreatedAt}
 	if !k.RevokedAt.IsZero() {
 		v.RevokedAt = &k.RevokedAt
 	}
@@ -37,7 +40,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, who control.C
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	k, key, err := s.ctl.CreateKey(r.Context(), who, req.OrgID)
+	k, key, err := s.ctl.CreateKey(r.Context(), who, req.OrgID, intake.Role(req.Role))
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ var errorResponses = map[int]string{
 var errorDescriptions = map[int]string{
 	http.StatusBadRequest:            "The request is malformed or invalid (code `invalid`); the message names what to fix.",
 	http.StatusUnauthorized:          "The bearer token is missing or not valid (code `unauthorized`).",
-	http.StatusForbidden:             "The token may not do this: an org's API key acting for another org, or an action only the staff token may take (code `forbidden`).",
+	http.StatusForbidden:             "The token may not do this: its role is below the one the action needs (viewer reads; operator also replays, re-routes, pauses and tests; admin also configures), an org's API key acting for another org, or an action only the staff token may take (code `forbidden`).",
 	http.StatusNotFound:              "No such object in the caller's scope (code `not_found`).",
 	http.StatusConflict:              "The object's state does not allow the action (code `conflict`).",
 	http.StatusPreconditionFailed:    "The object changed since the version `If-Match` names (code `version_mismatch`): nothing was changed; read it again.",
@@ -207,9 +207,9 @@ func operations() []operation {
 		{route: "GET /api/v1/audit", id: "listAudit", summary: "The audit log of operator actions, newest first.",
 			query: page, status: 200, response: api.List[api.AuditEntry]{}},
 
-		{route: "POST /api/v1/keys", id: "createKey", summary: "Create another API key of an org; the answer carries the key, shown once.",
+		{route: "POST /api/v1/keys", id: "createKey", summary: "Create another API key of an org, with a role: viewer, operator or admin (the default); the answer carries the key, shown once. Admin only.",
 			request: api.CreateKeyRequest{}, status: 201, response: api.APIKey{}},
-		{route: "GET /api/v1/keys", id: "listKeys", summary: "List API keys (their prefixes, never the keys).",
+		{route: "GET /api/v1/keys", id: "listKeys", summary: "List API keys: their prefixes and roles, never the keys. Admin only.",
 			status: 200, response: api.List[api.APIKey]{}},
 		{route: "DELETE /api/v1/keys/{id}", id: "revokeKey", summary: "Revoke a key at once.",
 			status: 204},
@@ -440,6 +440,8 @@ var enums = func() map[string][]string {
 		"Delivery.outcome":      intake.DeliveryOutcomes,
 		"Change.action":         {control.ActionCreate, control.ActionUpdate, control.ActionDelete, control.ActionUnchanged},
 		"Change.kind":           {"org", "connection", "endpoint", "consumer"},
+		"APIKey.role":           names(intake.Roles),
+		"CreateKeyRequest.role": names(intake.Roles),
 		// Every code an answer carries; others (stale) are internal.
 		"ErrorDetail.code": {intake.EINVALID, intake.EUNAUTHORIZED, intake.EFORBIDDEN, intake.ENOTFOUND,
 			intake.ECONFLICT, intake.EVERSION, intake.ETOOLARGE, intake.EINTERNAL, intake.EUNAVAILABLE},

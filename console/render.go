@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/control"
 )
 
 // pageNames are the templates under templates/, each rendered inside
@@ -38,11 +39,19 @@ type view struct {
 	Signed  bool
 	Staff   bool
 	OrgName string
+	Role    intake.Role // an org's session's role; staff has none
 	Actor   string
 	CSRF    string
 	Flash   string
 	Data    any
+	who     control.Caller
 }
+
+// Can reports whether the session may do what needs at least role
+// ("viewer", "operator" or "admin"): a page shows only the forms the
+// control plane would let through, and the control plane still refuses
+// the rest.
+func (v view) Can(role string) bool { return v.Signed && v.who.Can(intake.Role(role)) }
 
 // render writes a page. A template that fails to execute is a bug: the
 // error is logged and a plain 500 answered.
@@ -52,7 +61,8 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, sta
 		v.Nav = name
 	}
 	if s != nil {
-		v.Signed, v.Staff, v.OrgName, v.Actor, v.CSRF = true, s.staff, s.orgName, s.Actor, c.sessions.csrf(s)
+		v.Signed, v.Staff, v.OrgName, v.Role, v.Actor, v.CSRF = true, s.staff, s.orgName, s.Role, s.Actor, c.sessions.csrf(s)
+		v.who = s.caller()
 	}
 	var buf bytes.Buffer
 	if err := c.pages[name].Execute(&buf, v); err != nil {

@@ -30,6 +30,7 @@ const cookieName = "intake_console"
 type session struct {
 	OrgID string // "" for staff
 	Actor string
+	Role  intake.Role // an org's session: what it may do there
 
 	idHash  []byte
 	csrf    string
@@ -41,7 +42,9 @@ type session struct {
 func (s *session) scope() intake.Scope { return intake.Scope{OrgID: s.OrgID} }
 
 // caller is who the session acts as in the control plane.
-func (s *session) caller() control.Caller { return control.Caller{Scope: s.scope(), Actor: s.Actor} }
+func (s *session) caller() control.Caller {
+	return control.Caller{Scope: s.scope(), Actor: s.Actor, Role: s.Role}
+}
 
 // sessions signs in, checks and signs out sessions.
 type sessions struct {
@@ -87,13 +90,16 @@ func (ss *sessions) open(ctx context.Context, value string, now time.Time) (*ses
 		return nil, err
 	}
 	s := &session{OrgID: row.OrgID, Actor: row.Actor, idHash: row.IDHash, csrf: row.CSRF, orgName: row.OrgName}
-	if s.OrgID == "" {
-		// The store checked an org key's; staff's is the server's to judge.
-		if who, err := ss.ctl.AuthenticateHash(ctx, row.KeyHash, row.Actor); err != nil || !who.Staff() {
-			return nil, invalid // the staff token changed
-		}
-		s.staff = true
+	// The credential is judged again: staff's is the server's to judge, and
+	// an org key's role is the one it has now.
+	who, err := ss.ctl.AuthenticateHash(ctx, row.KeyHash, row.Actor)
+	switch {
+	case intake.ErrorCode(err) == intake.EUNAUTHORIZED, err == nil && who.Scope.OrgID != s.OrgID:
+		return nil, invalid // the key was revoked, or the staff token changed
+	case err != nil:
+		return nil, err
 	}
+	s.staff, s.Role = who.Staff(), who.Role
 	return s, nil
 }
 

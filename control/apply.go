@@ -21,6 +21,9 @@ import (
 // change in the order it is made; applying the same document again is all
 // unchanged.
 func (p *Plane) Apply(ctx context.Context, c Caller, doc Document, opts ApplyOptions) (Plan, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return Plan{}, err
+	}
 	pl := &planner{p: p, c: c, prune: opts.Prune}
 	if err := pl.document(ctx, doc); err != nil {
 		return Plan{}, err

@@ -377,7 +377,7 @@ func TestOrgKeyAppliesItsOwnOrgOnlyAndCannotCreateOrgs(t *testing.T) {
 			acmeID = o.ID
 		}
 	}
-	key := control.Caller{Scope: intake.Scope{OrgID: acmeID}, Actor: "key:ik_test", OrgName: "acme"}
+	key := control.Caller{Scope: intake.Scope{OrgID: acmeID}, Actor: "key:ik_test", OrgName: "acme", Role: intake.RoleAdmin}
 	before := e.audited(t)
 
 	for _, name := range []string{"beta", "gamma"} {
@@ -439,6 +439,47 @@ func TestExportWritesNoSecretAndApplyingItBackChangesNothing(t *testing.T) {
 	plan := e.apply(t, e.staff, doc, control.ApplyOptions{Prune: true})
 	if !plan.Unchanged || len(plan.Changes) != 6 {
 		t.Fatalf("applying the export: %v", actions(plan))
+	}
+}
+
+// Keys are not configuration: an export names none, whoever exports, and
+// applying it back (pruning too) leaves every key as it was.
+func TestExportWritesNoKeyAndApplyLeavesKeysAlone(t *testing.T) {
+	e := newApplyEnv(t)
+	ctx := context.Background()
+	plan := e.apply(t, e.staff, acmeDoc(), control.ApplyOptions{})
+	first := plan.Changes[0].APIKey // an org's first key, minted by its creation, is in that plan once
+	acmeID := plan.Changes[0].ID
+	k, second, err := e.ctl.CreateKey(ctx, e.staff, acmeID, intake.RoleViewer)
+	if err != nil || first == "" {
+		t.Fatalf("keys: %q %v", first, err)
+	}
+	viewer := control.Caller{Scope: intake.Scope{OrgID: acmeID}, Actor: "key:" + k.Prefix, OrgName: "acme", Role: intake.RoleViewer}
+	var doc control.Document
+	for _, who := range []control.Caller{e.staff, viewer} {
+		if doc, err = e.ctl.Export(ctx, who, ""); err != nil {
+			t.Fatalf("%s exports: %v", who.Actor, err)
+		}
+		b, _ := json.Marshal(doc)
+		for _, leak := range []string{first[:9], second[:9], k.ID, "api_key", "\"role\""} {
+			if strings.Contains(string(b), leak) {
+				t.Fatalf("%s's export names a key (%s): %s", who.Actor, leak, b)
+			}
+		}
+	}
+	before, _ := e.store.ListAPIKeys(ctx, intake.Scope{OrgID: acmeID})
+	secrets := map[string]string{"${env:ACME_GITHUB_SECRET}": "gh-secret-1", "${env:ACME_ACME_HOOKS_SECRET}": "acme-secret"}
+	for i, cn := range doc.Orgs[0].Connections {
+		for j, s := range cn.Secrets {
+			doc.Orgs[0].Connections[i].Secrets[j] = secrets[s]
+		}
+	}
+	if plan := e.apply(t, e.staff, doc, control.ApplyOptions{Prune: true}); !plan.Unchanged {
+		t.Fatalf("applying the export back: %v", actions(plan))
+	}
+	after, _ := e.store.ListAPIKeys(ctx, intake.Scope{OrgID: acmeID})
+	if len(after) != 2 || len(after) != len(before) || !after[0].RevokedAt.IsZero() || !after[1].RevokedAt.IsZero() {
+		t.Fatalf("keys after applying the export: %+v, before %+v", after, before)
 	}
 }
 

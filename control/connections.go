@@ -24,6 +24,9 @@ type NewConnection struct {
 // CreateConnection links an org to a provider account; its secrets are
 // sealed to the connection's id and never returned.
 func (p *Plane) CreateConnection(ctx context.Context, c Caller, n NewConnection) (intake.Connection, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return intake.Connection{}, err
+	}
 	if err := intake.CheckName("name", n.Name); err != nil {
 		return intake.Connection{}, err
 	}
@@ -80,6 +83,9 @@ type ConnectionUpdate struct {
 // or none connection's interpret script among it) or filter, checked as on
 // creation; a changed rule is audited with its old and new source.
 func (p *Plane) UpdateConnection(ctx context.Context, c Caller, id string, u ConnectionUpdate) (intake.Connection, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return intake.Connection{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Connection{}, err
 	}
@@ -192,6 +198,9 @@ func script(config json.RawMessage) string {
 // provider's rotation the old and the new are given together. The next
 // request verifies against the new list.
 func (p *Plane) ReplaceSecrets(ctx context.Context, c Caller, id string, secrets []string) (intake.Connection, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return intake.Connection{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Connection{}, err
 	}
@@ -218,6 +227,9 @@ func (p *Plane) ReplaceSecrets(ctx context.Context, c Caller, id string, secrets
 // anyone; the request's header stays hidden as every credential is. added
 // is false when the connection already had it.
 func (p *Plane) AdoptHandshakeSecret(ctx context.Context, c Caller, connectionID, messageID string) (cn intake.Connection, added bool, err error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return cn, false, err
+	}
 	if err := intake.CheckID("id", connectionID); err != nil {
 		return cn, false, err
 	}
@@ -275,6 +287,9 @@ func (p *Plane) AdoptHandshakeSecret(ctx context.Context, c Caller, connectionID
 // DisableConnection stops a connection's webhooks: every enabled endpoint
 // of it refuses them from now on. It returns how many it disabled.
 func (p *Plane) DisableConnection(ctx context.Context, c Caller, id string) (int, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return 0, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return 0, err
 	}

@@ -42,6 +42,9 @@ type NewConsumer struct {
 // CreateConsumer registers an application; its signing secret is returned
 // once and kept sealed.
 func (p *Plane) CreateConsumer(ctx context.Context, c Caller, n NewConsumer) (intake.Consumer, string, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return intake.Consumer{}, "", err
+	}
 	if err := intake.CheckName("name", n.Name); err != nil {
 		return intake.Consumer{}, "", err
 	}
@@ -189,6 +192,9 @@ type ConsumerUpdate struct {
 // UpdateConsumer changes a consumer's settings, checked as on creation; a
 // change of a rule is audited with its old and new source.
 func (p *Plane) UpdateConsumer(ctx context.Context, c Caller, id string, u ConsumerUpdate) (intake.Consumer, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return intake.Consumer{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Consumer{}, err
 	}
@@ -314,6 +320,9 @@ const (
 // under the old secret too, so the consumer can switch without refusing
 // one.
 func (p *Plane) RotateConsumerSecret(ctx context.Context, c Caller, id string, keepOld *time.Duration) (string, time.Time, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return "", time.Time{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return "", time.Time{}, err
 	}

@@ -13,6 +13,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -142,14 +143,14 @@ func (p *Plane) AuthenticateHash(ctx context.Context, hash []byte, actor string)
 	if p.staffHash != nil && subtle.ConstantTimeCompare(hash, p.staffHash) == 1 {
 		return Caller{Actor: "staff"}, nil
 	}
-	org, err := p.store.OrgByKeyHash(ctx, hash)
+	org, role, err := p.store.OrgByKeyHash(ctx, hash)
 	if intake.ErrorCode(err) == intake.ENOTFOUND {
 		return Caller{}, intake.Errorf(intake.EUNAUTHORIZED, "invalid token")
 	}
 	if err != nil {
 		return Caller{}, err
 	}
-	return Caller{Scope: intake.Scope{OrgID: org.ID}, Actor: actor, OrgName: org.Name}, nil
+	return Caller{Scope: intake.Scope{OrgID: org.ID}, Actor: actor, OrgName: org.Name, Role: role}, nil
 }
 
 // keyActor names an org key in the audit log.
@@ -158,6 +159,30 @@ func keyActor(tok string) string {
 		tok = tok[:keyPrefixLen]
 	}
 	return "key:" + tok
+}
+
+// may refuses (EFORBIDDEN) a caller whose role is below need. Every
+// exported action and read of the Plane asks it first, naming the least
+// role it needs (DESIGN §17): viewers read, operators also act on traffic,
+// admins also configure; what is staff's alone asks RequireStaff instead.
+// This is the one place a role is judged (TestEveryControlActionRefuses…
+// holds every method to its row); the transports only show or hide what it
+// would refuse. Staff is above every org and may do everything; an org's
+// caller without a role may do nothing.
+func (c Caller) may(need intake.Role) error {
+	if c.Staff() || c.Role.Allows(need) {
+		return nil
+	}
+	if c.Role == "" {
+		return intake.Errorf(intake.EFORBIDDEN, "this needs the %s role; %s has no role", need, c.Actor)
+	}
+	return intake.Errorf(intake.EFORBIDDEN, "this needs the %s role; %s is a %s", need, c.Actor, c.Role)
+}
+
+// Can reports whether the caller may do what needs at least need (one of
+// intake.Roles): for a transport to hide what the Plane would refuse.
+func (c Caller) Can(need intake.Role) bool {
+	return slices.Contains(intake.Roles, need) && c.may(need) == nil
 }
 
 // RequireStaff refuses org API keys: for what only staff may see or do.

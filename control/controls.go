@@ -91,6 +91,9 @@ func controlChanges(old, new intake.Controls) []string {
 // event dead. Pausing a paused consumer changes nothing and is not an
 // error.
 func (p *Plane) PauseConsumer(ctx context.Context, c Caller, id string, paused bool) (intake.Consumer, error) {
+	if err := c.may(intake.RoleOperator); err != nil {
+		return intake.Consumer{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Consumer{}, err
 	}
@@ -117,6 +120,9 @@ func (p *Plane) PauseConsumer(ctx context.Context, c Caller, id string, paused b
 
 // ConsumerHealth is how deliveries to a consumer stand now.
 func (p *Plane) ConsumerHealth(ctx context.Context, c Caller, id string) (intake.ConsumerHealth, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return intake.ConsumerHealth{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.ConsumerHealth{}, err
 	}

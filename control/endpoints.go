@@ -34,6 +34,9 @@ type CreatedEndpoint struct {
 
 // CreateEndpoint adds an ingress address to a connection.
 func (p *Plane) CreateEndpoint(ctx context.Context, c Caller, connectionID string, l Limits) (CreatedEndpoint, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return CreatedEndpoint{}, err
+	}
 	if connectionID == "" {
 		return CreatedEndpoint{}, intake.Errorf(intake.EINVALID, "connection_id is required")
 	}
@@ -66,6 +69,9 @@ func (p *Plane) CreateEndpoint(ctx context.Context, c Caller, connectionID strin
 // UpdateEndpoint enables or disables an endpoint and sets its limits; a
 // disabled endpoint refuses the very next request.
 func (p *Plane) UpdateEndpoint(ctx context.Context, c Caller, id string, l Limits) (intake.Endpoint, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return intake.Endpoint{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Endpoint{}, err
 	}

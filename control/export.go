@@ -16,6 +16,9 @@ import (
 // org and connection, for the operator to fill in. Unnamed endpoints are
 // not managed by apply and are left out.
 func (p *Plane) Export(ctx context.Context, c Caller, orgID string) (Document, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return Document{}, err
+	}
 	if orgID != "" {
 		if err := intake.CheckID("org_id", orgID); err != nil {
 			return Document{}, err

@@ -14,6 +14,9 @@ import (
 // connection names as its credential (Okta's auth_header). m was read in
 // c's scope.
 func (p *Plane) MessageHeaders(ctx context.Context, c Caller, m intake.Message) (http.Header, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return nil, err
+	}
 	names, err := p.credentialHeaders(ctx, c.Scope, m.ConnectionID)
 	if err != nil {
 		return nil, err

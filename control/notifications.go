@@ -43,6 +43,9 @@ type NotificationUpdate struct {
 // mints the signing secret the URL's notifications are signed with and
 // returns it, once; later puts keep it.
 func (p *Plane) PutNotifications(ctx context.Context, c Caller, orgID string, u NotificationUpdate) (NotificationSettings, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return NotificationSettings{}, err
+	}
 	if err := intake.CheckID("id", orgID); err != nil {
 		return NotificationSettings{}, err
 	}
@@ -110,6 +113,9 @@ func (p *Plane) putNotifications(ctx context.Context, c Caller, orgID string, u 
 // Notifications returns where an org's notifications go; ENOTFOUND until
 // they are set.
 func (p *Plane) Notifications(ctx context.Context, c Caller, orgID string) (NotificationSettings, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return NotificationSettings{}, err
+	}
 	if err := intake.CheckID("id", orgID); err != nil {
 		return NotificationSettings{}, err
 	}

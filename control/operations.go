@@ -24,6 +24,9 @@ type NewSubjectLink struct {
 // PutSubjectLink records that a provider object is a record of an app, so
 // the events about it go back to that app's completion consumers.
 func (p *Plane) PutSubjectLink(ctx context.Context, c Caller, n NewSubjectLink) (intake.SubjectLink, error) {
+	if err := c.may(intake.RoleOperator); err != nil {
+		return intake.SubjectLink{}, err
+	}
 	if n.ConnectionID == "" {
 		return intake.SubjectLink{}, intake.Errorf(intake.EINVALID, "connection_id is required")
 	}
@@ -57,6 +60,9 @@ func (p *Plane) PutSubjectLink(ctx context.Context, c Caller, n NewSubjectLink) 
 // Delete soft-deletes a connection (with its endpoints), an endpoint or a
 // consumer: it disappears from every read at once, its history stays.
 func (p *Plane) Delete(ctx context.Context, c Caller, kind intake.DeleteKind, id string) error {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return err
 	}
@@ -94,6 +100,9 @@ func (p *Plane) Delete(ctx context.Context, c Caller, kind intake.DeleteKind, id
 // until) on the org's request; the messages and their deduplication keys
 // stay. It returns how many bodies it erased.
 func (p *Plane) EraseBodies(ctx context.Context, c Caller, endpointID string, since, until time.Time) (int, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return 0, err
+	}
 	if err := intake.CheckID("id", endpointID); err != nil {
 		return 0, err
 	}
@@ -123,6 +132,9 @@ func checkRange(since, until time.Time) error {
 // with a fresh budget of attempts; consumers that handled it are not called
 // again.
 func (p *Plane) Reroute(ctx context.Context, c Caller, id string) error {
+	if err := c.may(intake.RoleOperator); err != nil {
+		return err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return err
 	}
@@ -137,6 +149,9 @@ func (p *Plane) Reroute(ctx context.Context, c Caller, id string) error {
 // every such state), a page at a time, each with its own audit entry, and
 // returns how many.
 func (p *Plane) RerouteWhere(ctx context.Context, c Caller, f intake.EventFilter) (int, error) {
+	if err := c.may(intake.RoleOperator); err != nil {
+		return 0, err
+	}
 	states := reroutable()
 	if f.State != "" {
 		if intake.CheckEventTransition(f.State, intake.EventPending) != nil {

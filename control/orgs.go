@@ -19,7 +19,7 @@ func (p *Plane) CreateOrg(ctx context.Context, c Caller, name string) (intake.Or
 		return intake.Org{}, "", err
 	}
 	o := intake.Org{ID: intake.NewID(), Name: name, CreatedAt: p.now(), Version: 1}
-	key, k := newKey(o.ID, o.CreatedAt)
+	key, k := newKey(o.ID, intake.RoleAdmin, o.CreatedAt)
 	if err := p.store.CreateOrg(ctx, o, k, p.entry(c, o.ID, "org.create", "org", o.ID, "name=", o.Name)); err != nil {
 		return intake.Org{}, "", err
 	}
@@ -48,6 +48,9 @@ func (p *Plane) checkOrgName(ctx context.Context, id, name string) error {
 // Org reads an org visible to the caller: an org key its own, staff any
 // live org.
 func (p *Plane) Org(ctx context.Context, c Caller, id string) (intake.Org, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return intake.Org{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Org{}, err
 	}
@@ -63,11 +66,11 @@ func (p *Plane) Org(ctx context.Context, c Caller, id string) (intake.Org, error
 	return intake.Org{}, intake.Errorf(intake.ENOTFOUND, "org %s not found", id)
 }
 
-// newKey makes an org API key: the key itself, shown once, and the row
-// that stores its hash.
-func newKey(orgID string, at time.Time) (string, intake.APIKey) {
+// newKey makes an org API key with a role: the key itself, shown once, and
+// the row that stores its hash.
+func newKey(orgID string, role intake.Role, at time.Time) (string, intake.APIKey) {
 	key := token.New(apiKeyPrefix)
-	return key, intake.APIKey{ID: intake.NewID(), OrgID: orgID, Prefix: key[:keyPrefixLen], Hash: token.Hash(key), CreatedAt: at}
+	return key, intake.APIKey{ID: intake.NewID(), OrgID: orgID, Prefix: key[:keyPrefixLen], Hash: token.Hash(key), Role: role, CreatedAt: at}
 }
 
 // OrgUpdate is a change to an org: its name (staff only) and its own
@@ -86,6 +89,9 @@ type OrgUpdate struct {
 // UpdateOrg renames an org (staff only) and sets its own retention, within
 // bounds.
 func (p *Plane) UpdateOrg(ctx context.Context, c Caller, id string, u OrgUpdate) (intake.Org, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return intake.Org{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Org{}, err
 	}
@@ -170,15 +176,24 @@ func retention(field, v string, max time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
-// CreateKey adds an API key to an org (an org key: its own org); the key is
-// returned once.
-func (p *Plane) CreateKey(ctx context.Context, c Caller, orgID string) (intake.APIKey, string, error) {
-	orgID, err := orgFor(c, orgID)
+// CreateKey adds an API key with a role to an org (an org key: its own
+// org); the key is returned once. A role of "" is admin, as keys were
+// before roles.
+func (p *Plane) CreateKey(ctx context.Context, c Caller, orgID string, role intake.Role) (intake.APIKey, string, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return intake.APIKey{}, "", err
+	}
+	role, err := intake.ParseRole(string(role))
 	if err != nil {
 		return intake.APIKey{}, "", err
 	}
-	key, k := newKey(orgID, p.now())
-	if err := p.store.CreateAPIKey(ctx, c.Scope, k, p.entry(c, orgID, "key.create", "api_key", k.ID, "prefix=", k.Prefix)); err != nil {
+	orgID, err = orgFor(c, orgID)
+	if err != nil {
+		return intake.APIKey{}, "", err
+	}
+	key, k := newKey(orgID, role, p.now())
+	a := p.entry(c, orgID, "key.create", "api_key", k.ID, "prefix=", k.Prefix, " role=", k.Role)
+	if err := p.store.CreateAPIKey(ctx, c.Scope, k, a); err != nil {
 		return intake.APIKey{}, "", err
 	}
 	return k, key, nil
@@ -187,6 +202,9 @@ func (p *Plane) CreateKey(ctx context.Context, c Caller, orgID string) (intake.A
 // RevokeKey stops a key at once: the next request with it is refused, and
 // the console sessions signed in with it end.
 func (p *Plane) RevokeKey(ctx context.Context, c Caller, id string) error {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return err
 	}

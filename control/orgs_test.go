@@ -31,7 +31,7 @@ func TestAnOrgsRetentionAboveTheServersIsRefusedNamingTheMaximum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := control.Caller{Scope: intake.Scope{OrgID: org.ID}, Actor: "key:ik_test", OrgName: "acme"}
+	key := control.Caller{Scope: intake.Scope{OrgID: org.ID}, Actor: "key:ik_test", OrgName: "acme", Role: intake.RoleAdmin}
 	str := func(s string) *string { return &s }
 
 	for _, c := range []struct {
@@ -75,7 +75,7 @@ func TestOnlyStaffRenameAndDeleteOrgsAndTakenNamesAreConflicts(t *testing.T) {
 	if _, _, err := e.ctl.CreateOrg(ctx, e.staff, "beta"); err != nil {
 		t.Fatal(err)
 	}
-	key := control.Caller{Scope: intake.Scope{OrgID: acme.ID}, Actor: "key:ik_test", OrgName: "acme"}
+	key := control.Caller{Scope: intake.Scope{OrgID: acme.ID}, Actor: "key:ik_test", OrgName: "acme", Role: intake.RoleAdmin}
 	name := func(s string) control.OrgUpdate { return control.OrgUpdate{Name: &s} }
 
 	if _, err := e.ctl.UpdateOrg(ctx, key, acme.ID, name("mine")); intake.ErrorCode(err) != intake.EFORBIDDEN {

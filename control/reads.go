@@ -17,6 +17,9 @@ type StatedConsumer struct {
 
 // Consumers lists the consumers the caller may see, each with its state.
 func (p *Plane) Consumers(ctx context.Context, c Caller) ([]StatedConsumer, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return nil, err
+	}
 	cs, err := p.store.ListConsumers(ctx, c.Scope)
 	if err != nil {
 		return nil, err
@@ -34,6 +37,9 @@ func (p *Plane) Consumers(ctx context.Context, c Caller) ([]StatedConsumer, erro
 
 // Consumer reads one consumer with its state.
 func (p *Plane) Consumer(ctx context.Context, c Caller, id string) (StatedConsumer, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return StatedConsumer{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return StatedConsumer{}, err
 	}
@@ -141,11 +147,11 @@ func join[S ~string](states []S) string {
 }
 
 // Within narrows a staff caller to one org, for reads about that org's rows
-// alone (the events a consumer of it could be tried against); an org's
-// caller already sees only its own.
+// alone (the events a consumer of it could be tried against), where it acts
+// as the org's admin; an org's caller already sees only its own.
 func (c Caller) Within(orgID string) Caller {
 	if c.Staff() {
-		c.Scope = intake.Scope{OrgID: orgID}
+		c.Scope, c.Role = intake.Scope{OrgID: orgID}, intake.RoleAdmin
 	}
 	return c
 }
@@ -153,21 +159,33 @@ func (c Caller) Within(orgID string) Caller {
 // Orgs lists the orgs the caller may see: staff every live org, an org key
 // its own.
 func (p *Plane) Orgs(ctx context.Context, c Caller) ([]intake.Org, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return nil, err
+	}
 	return p.store.ListOrgs(ctx, c.Scope)
 }
 
 // APIKeys lists the API keys the caller may see, without the keys.
 func (p *Plane) APIKeys(ctx context.Context, c Caller) ([]intake.APIKey, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return nil, err
+	}
 	return p.store.ListAPIKeys(ctx, c.Scope)
 }
 
 // Connections lists the connections the caller may see.
 func (p *Plane) Connections(ctx context.Context, c Caller) ([]intake.Connection, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return nil, err
+	}
 	return p.store.ListConnections(ctx, c.Scope)
 }
 
 // Connection reads one connection.
 func (p *Plane) Connection(ctx context.Context, c Caller, id string) (intake.Connection, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return intake.Connection{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Connection{}, err
 	}
@@ -176,11 +194,17 @@ func (p *Plane) Connection(ctx context.Context, c Caller, id string) (intake.Con
 
 // Endpoints lists the endpoints the caller may see.
 func (p *Plane) Endpoints(ctx context.Context, c Caller) ([]intake.Endpoint, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return nil, err
+	}
 	return p.store.ListEndpoints(ctx, c.Scope)
 }
 
 // Endpoint reads one endpoint.
 func (p *Plane) Endpoint(ctx context.Context, c Caller, id string) (intake.Endpoint, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return intake.Endpoint{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Endpoint{}, err
 	}
@@ -189,6 +213,9 @@ func (p *Plane) Endpoint(ctx context.Context, c Caller, id string) (intake.Endpo
 
 // Audit lists the audit entries the caller may see, newest first.
 func (p *Plane) Audit(ctx context.Context, c Caller, f intake.AuditFilter) (intake.Page[intake.AuditEntry], error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return intake.Page[intake.AuditEntry]{}, err
+	}
 	if err := checkPage(f.Limit, f.Cursor); err != nil {
 		return intake.Page[intake.AuditEntry]{}, err
 	}
@@ -198,6 +225,9 @@ func (p *Plane) Audit(ctx context.Context, c Caller, f intake.AuditFilter) (inta
 // Overview counts where the caller's messages and events stand, hour by
 // hour over q's window.
 func (p *Plane) Overview(ctx context.Context, c Caller, q intake.OverviewQuery) (intake.Overview, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return intake.Overview{}, err
+	}
 	if q.Hours < 1 || q.Hours > intake.MaxOverviewHours {
 		return intake.Overview{}, intake.Errorf(intake.EINVALID, "an overview covers 1 to %d hours", intake.MaxOverviewHours)
 	}

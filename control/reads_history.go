@@ -9,6 +9,9 @@ import (
 
 // Messages lists a page of the messages f selects.
 func (p *Plane) Messages(ctx context.Context, c Caller, f intake.MessageFilter) (intake.Page[intake.Message], error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return intake.Page[intake.Message]{}, err
+	}
 	if err := checkMessageFilter(f); err != nil {
 		return intake.Page[intake.Message]{}, err
 	}
@@ -17,6 +20,9 @@ func (p *Plane) Messages(ctx context.Context, c Caller, f intake.MessageFilter) 
 
 // CountMessages counts every message f selects, past its page.
 func (p *Plane) CountMessages(ctx context.Context, c Caller, f intake.MessageFilter) (int, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return 0, err
+	}
 	if err := checkMessageFilter(f); err != nil {
 		return 0, err
 	}
@@ -26,6 +32,9 @@ func (p *Plane) CountMessages(ctx context.Context, c Caller, f intake.MessageFil
 // Message reads one message; its headers as operators see them are
 // MessageHeaders'.
 func (p *Plane) Message(ctx context.Context, c Caller, id string) (intake.Message, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return intake.Message{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Message{}, err
 	}
@@ -34,6 +43,9 @@ func (p *Plane) Message(ctx context.Context, c Caller, id string) (intake.Messag
 
 // MessageAttempts lists the attempts at processing a message.
 func (p *Plane) MessageAttempts(ctx context.Context, c Caller, id string) ([]intake.Attempt, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return nil, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return nil, err
 	}
@@ -43,6 +55,9 @@ func (p *Plane) MessageAttempts(ctx context.Context, c Caller, id string) ([]int
 // MessageBody reads a message's raw body and the headers that describe it;
 // ENOTFOUND once retention has erased it.
 func (p *Plane) MessageBody(ctx context.Context, c Caller, id string) ([]byte, http.Header, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return nil, nil, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return nil, nil, err
 	}
@@ -51,6 +66,9 @@ func (p *Plane) MessageBody(ctx context.Context, c Caller, id string) ([]byte, h
 
 // Events lists a page of the events f selects.
 func (p *Plane) Events(ctx context.Context, c Caller, f intake.EventFilter) (intake.Page[intake.Event], error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return intake.Page[intake.Event]{}, err
+	}
 	if err := checkEventFilter(f); err != nil {
 		return intake.Page[intake.Event]{}, err
 	}
@@ -70,6 +88,9 @@ func (p *Plane) Unclaimed(ctx context.Context, c Caller, limit int, cursor strin
 
 // Event reads one event.
 func (p *Plane) Event(ctx context.Context, c Caller, id string) (intake.Event, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return intake.Event{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Event{}, err
 	}
@@ -102,6 +123,9 @@ type EventDetail struct {
 // EventDetail reads an event with its routes and deliveries, each naming
 // its consumer.
 func (p *Plane) EventDetail(ctx context.Context, c Caller, id string) (EventDetail, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return EventDetail{}, err
+	}
 	e, err := p.Event(ctx, c, id)
 	if err != nil {
 		return EventDetail{}, err
@@ -131,6 +155,9 @@ func (p *Plane) EventDetail(ctx context.Context, c Caller, id string) (EventDeta
 
 // EventRoutes reads the events' routes, by event, each naming its consumer.
 func (p *Plane) EventRoutes(ctx context.Context, c Caller, eventIDs []string) (map[string][]NamedRoute, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return nil, err
+	}
 	for _, id := range eventIDs {
 		if err := intake.CheckID("event_id", id); err != nil {
 			return nil, err

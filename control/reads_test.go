@@ -26,7 +26,7 @@ func TestEachReadRefusesABadIDOrFilterWithOneError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := control.Caller{Scope: intake.Scope{OrgID: org.ID}, Actor: "key:ik_test"}
+	key := control.Caller{Scope: intake.Scope{OrgID: org.ID}, Actor: "key:ik_test", Role: intake.RoleAdmin}
 	long := func(n int) string { return strings.Repeat("x", n) }
 	errOf := func(_ any, err error) error { return err }
 	errOf3 := func(_, _ any, err error) error { return err }
@@ -101,16 +101,16 @@ func TestEachReadRefusesABadIDOrFilterWithOneError(t *testing.T) {
 	}
 }
 
-// TestWithinNarrowsStaffToOneOrgAndLeavesAnOrgsCallerAlone: a staff read
-// about one org's rows sees that org's alone; an org's caller cannot widen
-// itself to another.
-func TestWithinNarrowsStaffToOneOrgAndLeavesAnOrgsCallerAlone(t *testing.T) {
+// TestWithinNarrowsStaffToOneOrgAsItsAdminAndLeavesAnOrgsCallerAlone: a
+// staff read about one org's rows sees that org's alone, as its admin; an
+// org's caller can widen neither its org nor its role.
+func TestWithinNarrowsStaffToOneOrgAsItsAdminAndLeavesAnOrgsCallerAlone(t *testing.T) {
 	staff := control.Caller{Actor: "staff"}
-	if got := staff.Within("o1").Scope; got.OrgID != "o1" {
-		t.Errorf("staff within o1: %+v", got)
+	if got := staff.Within("o1"); got.Scope.OrgID != "o1" || got.Role != intake.RoleAdmin {
+		t.Errorf("staff within o1: %+v, want o1's admin", got)
 	}
-	key := control.Caller{Scope: intake.Scope{OrgID: "o1"}, Actor: "key:ik_x"}
-	if got := key.Within("o2").Scope; got.OrgID != "o1" {
-		t.Errorf("an org's caller within o2: %+v, want its own org", got)
+	key := control.Caller{Scope: intake.Scope{OrgID: "o1"}, Actor: "key:ik_x", Role: intake.RoleViewer}
+	if got := key.Within("o2"); got.Scope.OrgID != "o1" || got.Role != intake.RoleViewer {
+		t.Errorf("an org's viewer within o2: %+v, want its own org and role", got)
 	}
 }

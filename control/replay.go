@@ -25,6 +25,9 @@ const maxBulkReplay = 1000
 // received_at is the original's, so signature timestamps still verify. If
 // the body has expired, the new record is dead with body_expired.
 func (p *Plane) ReplayMessage(ctx context.Context, c Caller, id string) (intake.Message, error) {
+	if err := c.may(intake.RoleOperator); err != nil {
+		return intake.Message{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.Message{}, err
 	}
@@ -41,6 +44,9 @@ func (p *Plane) ReplayMessage(ctx context.Context, c Caller, id string) (intake.
 // (a replay of one whose body expired would only be dead again), at most
 // maxBulkReplay, and returns how many.
 func (p *Plane) ReplayDead(ctx context.Context, c Caller, f intake.MessageFilter) (int, error) {
+	if err := c.may(intake.RoleOperator); err != nil {
+		return 0, err
+	}
 	f.State, f.Limit, f.Cursor = intake.MessageDead, 200, ""
 	if err := checkMessageFilter(f); err != nil {
 		return 0, err
@@ -105,6 +111,9 @@ func replay(ctx context.Context, st intake.History, clock intake.Clock, orig int
 // received in [since, until), at most seven days, for a ReplayRunner (on
 // any process) to carry out in bounded batches. Total is counted now.
 func (p *Plane) ReplayWindow(ctx context.Context, c Caller, endpointID string, since, until time.Time) (intake.ReplayJob, error) {
+	if err := c.may(intake.RoleOperator); err != nil {
+		return intake.ReplayJob{}, err
+	}
 	if err := intake.CheckID("id", endpointID); err != nil {
 		return intake.ReplayJob{}, err
 	}
@@ -137,6 +146,9 @@ func windowFilter(endpointID string, since, until time.Time) intake.MessageFilte
 // ReplayJob returns a window replay visible to the caller, whichever
 // process runs it.
 func (p *Plane) ReplayJob(ctx context.Context, c Caller, id string) (intake.ReplayJob, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return intake.ReplayJob{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return intake.ReplayJob{}, err
 	}

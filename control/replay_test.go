@@ -44,7 +44,9 @@ type env struct {
 }
 
 // as acts in sc, as the audit log's actor "test".
-func as(sc intake.Scope) control.Caller { return control.Caller{Scope: sc, Actor: "test"} }
+func as(sc intake.Scope) control.Caller {
+	return control.Caller{Scope: sc, Actor: "test", Role: intake.RoleAdmin}
+}
 
 func setup(t *testing.T) *env {
 	t.Helper()

@@ -24,6 +24,9 @@ type RuleTest struct {
 // A rule that does not compile is EINVALID, naming the position; one that
 // fails on the input is a result with Error set.
 func (p *Plane) TestRule(ctx context.Context, c Caller, t RuleTest) (rules.TestResult, error) {
+	if err := c.may(intake.RoleOperator); err != nil {
+		return rules.TestResult{}, err
+	}
 	// The dry run waits for a script host in the caller's org's queue.
 	in := rules.TestInput{Scope: c.Scope.OrgID}
 	switch {

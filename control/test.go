@@ -25,6 +25,9 @@ type ConsumerTest struct {
 // broker's acknowledgement, or why neither came. Nothing is recorded but
 // the audit entry; a disabled or paused consumer is tested too.
 func (p *Plane) TestConsumer(ctx context.Context, c Caller, id string) (ConsumerTest, error) {
+	if err := c.may(intake.RoleOperator); err != nil {
+		return ConsumerTest{}, err
+	}
 	if err := intake.CheckID("id", id); err != nil {
 		return ConsumerTest{}, err
 	}

@@ -42,7 +42,7 @@ func TestRacingChangesOfDifferentFieldsBothStick(t *testing.T) {
 				}
 			}
 			p := control.New(control.Config{Store: s, Sealer: sealer, Clock: clock, Rules: testkit.Rules(t)})
-			who := control.Caller{Scope: intake.Scope{OrgID: org.ID}, Actor: "test"}
+			who := control.Caller{Scope: intake.Scope{OrgID: org.ID}, Actor: "test", Role: intake.RoleAdmin}
 			race := func(a, b func() error) {
 				t.Helper()
 				var wg sync.WaitGroup

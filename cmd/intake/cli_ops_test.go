@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,31 @@ func TestProgressBar(t *testing.T) {
 	}
 }
 
+// keys create --role makes a key that may do what its role may; keys list
+// shows each key's role, and a role the server does not know is refused.
+func TestCLICreatesAKeyWithARoleAndListsIt(t *testing.T) {
+	s := newServer(t)
+	org := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
+	viewer := decodeOut[api.APIKey](t, s.mustRunJSON(t, org.APIKey, "keys", "create", "--role", "viewer"))
+	if viewer.Role != "viewer" || viewer.Key == "" {
+		t.Fatalf("keys create --role viewer: %+v", viewer)
+	}
+	out := s.mustRun(t, org.APIKey, "keys", "list")
+	if !strings.Contains(out, "ROLE") || !regexp.MustCompile(viewer.Prefix+`\s+viewer\s`).MatchString(out) {
+		t.Fatalf("keys list does not show the viewer's role:\n%s", out)
+	}
+	if out := s.mustRun(t, viewer.Key, "connections", "list"); !strings.Contains(out, "NAME") {
+		t.Fatalf("a viewer cannot read: %q", out)
+	}
+	_, err := s.run(t, viewer.Key, "keys", "create")
+	if err == nil || !strings.Contains(err.Error(), "needs the admin role") {
+		t.Fatalf("a viewer made a key: %v", err)
+	}
+	if _, err := s.run(t, org.APIKey, "keys", "create", "--role", "owner"); err == nil || !strings.Contains(err.Error(), "role must be viewer, operator or admin") {
+		t.Fatalf("an unknown role: %v", err)
+	}
+}
+
 func TestCLIDeletesAnEndpointAndManagesKeys(t *testing.T) {
 	s := newServer(t)
 	org := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
@@ -73,6 +99,9 @@ func TestCLIDeletesAnEndpointAndManagesKeys(t *testing.T) {
 		t.Fatal("a deleted endpoint is shown")
 	}
 	key := decodeOut[api.APIKey](t, s.mustRunJSON(t, org.APIKey, "keys", "create"))
+	if key.Role != "admin" {
+		t.Fatalf("a key made without --role is %q, want admin", key.Role)
+	}
 	if out := s.mustRun(t, key.Key, "keys", "list"); !strings.Contains(out, key.Prefix) || strings.Contains(out, key.Key) {
 		t.Fatalf("keys list: %q", out)
 	}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -28,22 +29,23 @@ func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey, 
 }
 
 func insertKey(ctx context.Context, tx pgx.Tx, k intake.APIKey) error {
-	_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, org_id, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		k.ID, k.OrgID, k.Prefix, k.Hash, ts(k.CreatedAt))
+	_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, org_id, prefix, key_hash, role, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		k.ID, k.OrgID, k.Prefix, k.Hash, string(cmp.Or(k.Role, intake.RoleAdmin)), ts(k.CreatedAt))
 	return err
 }
 
-// OrgByKeyHash finds the org of an unrevoked API key.
-func (s *Store) OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (intake.Org, error) {
+// OrgByKeyHash finds the org of an unrevoked API key, and the key's role.
+func (s *Store) OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (intake.Org, intake.Role, error) {
 	var o intake.Org
+	var role string
 	var created *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT o.id, o.name, o.created_at, o.version FROM api_keys k JOIN orgs o ON o.id = k.org_id
-		WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND o.deleted_at IS NULL`, apiKeyHash).Scan(&o.ID, &o.Name, &created, &o.Version)
+	err := s.pool.QueryRow(ctx, `SELECT o.id, o.name, o.created_at, o.version, k.role FROM api_keys k JOIN orgs o ON o.id = k.org_id
+		WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND o.deleted_at IS NULL`, apiKeyHash).Scan(&o.ID, &o.Name, &created, &o.Version, &role)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return o, intake.Errorf(intake.ENOTFOUND, "no org has this key")
+		return o, "", intake.Errorf(intake.ENOTFOUND, "no org has this key")
 	}
 	o.CreatedAt = fromTS(created)
-	return o, classify(err)
+	return o, intake.Role(role), classify(err)
 }
 
 // CreateAPIKey adds a key to an org visible in sc.
@@ -63,7 +65,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, sc intake.Scope, k intake.APIK
 func (s *Store) ListAPIKeys(ctx context.Context, sc intake.Scope) ([]intake.APIKey, error) {
 	var out []intake.APIKey
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		queueRows(b, &out, scanAPIKey, `SELECT id, org_id, prefix, created_at, revoked_at FROM api_keys
+		queueRows(b, &out, scanAPIKey, `SELECT id, org_id, prefix, role, created_at, revoked_at FROM api_keys
 			WHERE ($1::uuid IS NULL OR org_id = $1) ORDER BY id`, nullID(sc.OrgID))
 	})
 	return out, err
@@ -71,9 +73,10 @@ func (s *Store) ListAPIKeys(ctx context.Context, sc intake.Scope) ([]intake.APIK
 
 func scanAPIKey(row pgx.Row) (intake.APIKey, error) {
 	var k intake.APIKey
+	var role string
 	var created, revoked *time.Time
-	err := row.Scan(&k.ID, &k.OrgID, &k.Prefix, &created, &revoked)
-	k.CreatedAt, k.RevokedAt = fromTS(created), fromTS(revoked)
+	err := row.Scan(&k.ID, &k.OrgID, &k.Prefix, &role, &created, &revoked)
+	k.Role, k.CreatedAt, k.RevokedAt = intake.Role(role), fromTS(created), fromTS(revoked)
 	return k, err
 }
 

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -29,22 +30,23 @@ func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey, 
 }
 
 func insertKey(ctx context.Context, tx *wtx, k intake.APIKey) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, org_id, prefix, key_hash, created_at) VALUES (?, ?, ?, ?, ?)`,
-		k.ID, k.OrgID, k.Prefix, k.Hash, ts(k.CreatedAt))
+	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, org_id, prefix, key_hash, role, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		k.ID, k.OrgID, k.Prefix, k.Hash, cmp.Or(k.Role, intake.RoleAdmin), ts(k.CreatedAt))
 	return err
 }
 
-// OrgByKeyHash finds the org of an unrevoked API key.
-func (s *Store) OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (intake.Org, error) {
+// OrgByKeyHash finds the org of an unrevoked API key, and the key's role.
+func (s *Store) OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (intake.Org, intake.Role, error) {
 	var o intake.Org
+	var role intake.Role
 	var created sql.NullInt64
-	err := s.read.QueryRowContext(ctx, `SELECT o.id, o.name, o.created_at, o.version FROM api_keys k JOIN orgs o ON o.id = k.org_id
-		WHERE k.key_hash = ? AND k.revoked_at IS NULL AND o.deleted_at IS NULL`, apiKeyHash).Scan(&o.ID, &o.Name, &created, &o.Version)
+	err := s.read.QueryRowContext(ctx, `SELECT o.id, o.name, o.created_at, o.version, k.role FROM api_keys k JOIN orgs o ON o.id = k.org_id
+		WHERE k.key_hash = ? AND k.revoked_at IS NULL AND o.deleted_at IS NULL`, apiKeyHash).Scan(&o.ID, &o.Name, &created, &o.Version, &role)
 	if errors.Is(err, sql.ErrNoRows) {
-		return o, intake.Errorf(intake.ENOTFOUND, "no org has this key")
+		return o, "", intake.Errorf(intake.ENOTFOUND, "no org has this key")
 	}
 	o.CreatedAt = fromTS(created)
-	return o, err
+	return o, role, err
 }
 
 // CreateAPIKey adds a key to an org visible in sc.
@@ -62,7 +64,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, sc intake.Scope, k intake.APIK
 
 // ListAPIKeys lists the keys visible in sc, revoked ones too.
 func (s *Store) ListAPIKeys(ctx context.Context, sc intake.Scope) ([]intake.APIKey, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, org_id, prefix, created_at, revoked_at FROM api_keys
+	rows, err := s.read.QueryContext(ctx, `SELECT id, org_id, prefix, role, created_at, revoked_at FROM api_keys
 		WHERE (?1 = '' OR org_id = ?1) ORDER BY id`, sc.OrgID)
 	if err != nil {
 		return nil, err
@@ -72,7 +74,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, sc intake.Scope) ([]intake.APIK
 	for rows.Next() {
 		var k intake.APIKey
 		var created, revoked sql.NullInt64
-		if err := rows.Scan(&k.ID, &k.OrgID, &k.Prefix, &created, &revoked); err != nil {
+		if err := rows.Scan(&k.ID, &k.OrgID, &k.Prefix, &k.Role, &created, &revoked); err != nil {
 			return nil, err
 		}
 		k.CreatedAt, k.RevokedAt = fromTS(created), fromTS(revoked)

@@ -46,7 +46,7 @@ func testOrgsAreRenamedOverTheVersionRead(t *testing.T, s intake.Store) {
 	if now.Version != 2 || now.Name != "acme corp" || now.Retention != 0 {
 		t.Fatalf("after a rename and a stale change: %+v; want version 2, renamed, retention untouched", now)
 	}
-	if o, err := s.OrgByKeyHash(ctx, []byte("key-"+a.org.ID)); err != nil || o.Name != "acme corp" || o.Version != 2 {
+	if o, _, err := s.OrgByKeyHash(ctx, []byte("key-"+a.org.ID)); err != nil || o.Name != "acme corp" || o.Version != 2 {
 		t.Fatalf("the key's org after the rename: %+v %v", o, err)
 	}
 	wantCode(t, s.UpdateOrg(ctx, intake.Scope{OrgID: b.org.ID}, now), intake.ENOTFOUND)
@@ -106,7 +106,7 @@ func testADeletedOrgIsGoneFromEveryRead(t *testing.T, s intake.Store) {
 	if orgs, _ := s.ListOrgs(ctx, sa); len(orgs) != 0 {
 		t.Fatalf("the deleted org in its own scope: %+v", orgs)
 	}
-	_, err := s.OrgByKeyHash(ctx, []byte("key-"+a.org.ID))
+	_, _, err := s.OrgByKeyHash(ctx, []byte("key-"+a.org.ID))
 	wantCode(t, err, intake.ENOTFOUND)
 	_, err = s.SessionByHash(ctx, cs.IDHash, t0)
 	wantCode(t, err, intake.ENOTFOUND)
@@ -139,7 +139,7 @@ func testADeletedOrgIsGoneFromEveryRead(t *testing.T, s intake.Store) {
 	if _, err := s.EndpointByTokenHash(ctx, b.ep.TokenHash); err != nil {
 		t.Fatalf("another org's endpoint went too: %v", err)
 	}
-	if _, err := s.OrgByKeyHash(ctx, []byte("key-"+b.org.ID)); err != nil {
+	if _, _, err := s.OrgByKeyHash(ctx, []byte("key-"+b.org.ID)); err != nil {
 		t.Fatalf("another org's key went too: %v", err)
 	}
 }

@@ -51,7 +51,7 @@ func Run(t *testing.T, open Opener) {
 		{"ConsumersAreScopedAndCanBeDisabled", testConsumers},
 		{"SubjectLinkNamesTheRecordOfLaterEvents", testSubjectLinks},
 		{"AuditLogIsScopedAndNewestFirst", testAudit},
-		{"RevokedKeyStopsAtOnceAndKeysAreScoped", testAPIKeys},
+		{"RevokedKeyStopsAtOnceKeysAreScopedAndKeepTheirRole", testAPIKeys},
 		{"DeletedRowsAreIgnoredByEveryRead", testSoftDelete},
 		{"EachOrgKeepsItsOwnRetention", testOrgRetention},
 		{"ListsFilterByProviderEventAndByConsumer", testFilters},
@@ -575,7 +575,7 @@ func testScope(t *testing.T, s intake.Store) {
 	if l, _ := s.ListOrgs(ctx, intake.Scope{}); len(l) != 2 {
 		t.Fatalf("staff lists %d orgs", len(l))
 	}
-	o, err := s.OrgByKeyHash(ctx, []byte("key-"+a.org.ID))
+	o, _, err := s.OrgByKeyHash(ctx, []byte("key-"+a.org.ID))
 	if err != nil || o.ID != a.org.ID {
 		t.Fatalf("org by key = %+v %v", o, err)
 	}
@@ -835,25 +835,31 @@ func testAPIKeys(t *testing.T, s intake.Store) {
 	ctx := context.Background()
 	a := newFixture(t, s, "a")
 	b := newFixture(t, s, "b")
-	k := intake.APIKey{ID: intake.NewID(), OrgID: a.org.ID, Prefix: "ik_second", Hash: []byte("second-" + a.org.ID), CreatedAt: t0}
+	k := intake.APIKey{ID: intake.NewID(), OrgID: a.org.ID, Prefix: "ik_second", Hash: []byte("second-" + a.org.ID), Role: intake.RoleViewer,
+		CreatedAt: t0}
 	wantCode(t, s.CreateAPIKey(ctx, intake.Scope{OrgID: b.org.ID}, k), intake.ENOTFOUND)
 	if err := s.CreateAPIKey(ctx, intake.Scope{OrgID: a.org.ID}, k); err != nil {
 		t.Fatal(err)
 	}
-	if o, err := s.OrgByKeyHash(ctx, k.Hash); err != nil || o.ID != a.org.ID {
-		t.Fatalf("second key finds %+v %v", o, err)
+	if o, role, err := s.OrgByKeyHash(ctx, k.Hash); err != nil || o.ID != a.org.ID || role != intake.RoleViewer {
+		t.Fatalf("second key finds %+v as %q %v; want org a as viewer", o, role, err)
+	}
+	// A key made without a role is an admin, as every key was before roles.
+	if _, role, err := s.OrgByKeyHash(ctx, []byte("key-"+a.org.ID)); err != nil || role != intake.RoleAdmin {
+		t.Fatalf("the first key is %q %v, want admin", role, err)
 	}
 	keys, err := s.ListAPIKeys(ctx, intake.Scope{OrgID: a.org.ID})
-	if err != nil || len(keys) != 2 || keys[1].Prefix != "ik_second" || len(keys[1].Hash) != 0 {
-		t.Fatalf("keys = %+v %v", keys, err)
+	if err != nil || len(keys) != 2 || keys[1].Prefix != "ik_second" || len(keys[1].Hash) != 0 ||
+		keys[0].Role != intake.RoleAdmin || keys[1].Role != intake.RoleViewer {
+		t.Fatalf("keys = %+v %v; want the first admin, the second viewer", keys, err)
 	}
 	wantCode(t, s.RevokeAPIKey(ctx, intake.Scope{OrgID: b.org.ID}, k.ID, t0), intake.ENOTFOUND)
 	if err := s.RevokeAPIKey(ctx, intake.Scope{OrgID: a.org.ID}, k.ID, t0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.OrgByKeyHash(ctx, k.Hash)
+	_, _, err = s.OrgByKeyHash(ctx, k.Hash)
 	wantCode(t, err, intake.ENOTFOUND)
-	if _, err := s.OrgByKeyHash(ctx, []byte("key-"+a.org.ID)); err != nil {
+	if _, _, err := s.OrgByKeyHash(ctx, []byte("key-"+a.org.ID)); err != nil {
 		t.Fatalf("the first key stopped too: %v", err)
 	}
 	keys, _ = s.ListAPIKeys(ctx, intake.Scope{})
