@@ -208,7 +208,7 @@ func TestSingleSignOnRefusesAPersonWhoseGroupsMapToNoOrg(t *testing.T) {
 	idp.Register(ssoClientID, ssoClientSecret, e.callback())
 	b := ssoBrowser(t, false)
 	resp, body := signInAtProvider(t, b, e, bob)
-	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "person:bob@example.com is not given any org") ||
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "bob@example.com may not sign in: none of their groups gives access to an org here") ||
 		!strings.Contains(body, `id="sso"`) {
 		t.Fatalf("bob: %d\n%s", resp.StatusCode, body)
 	}

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"strings"
 
@@ -22,7 +23,8 @@ func (p *Plane) SignInPerson(ctx context.Context, who intake.Person, s intake.Co
 	grants := p.people.Grants(who)
 	if len(grants) == 0 {
 		p.log.Info("single sign-on refused: no group of the person is mapped", "subject", who.Subject, "groups", who.Groups)
-		return Caller{}, intake.Errorf(intake.EFORBIDDEN, "%s is not given any org: none of their groups is mapped to one", who.Actor())
+		return Caller{}, intake.Errorf(intake.EFORBIDDEN, "%.320s may not sign in: none of their groups gives access to an org here; an operator can map one",
+			cmp.Or(who.Email, who.Subject))
 	}
 	c := Caller{Actor: who.Actor()}
 	if !grants[0].Staff {
@@ -33,7 +35,8 @@ func (p *Plane) SignInPerson(ctx context.Context, who intake.Person, s intake.Co
 		c.Scope.OrgID, c.OrgName, c.Role = firstOrg(grants, orgs)
 		if c.Scope.OrgID == "" {
 			p.log.Warn("single sign-on refused: the orgs mapped to the person do not exist", "subject", who.Subject, "orgs", grantOrgs(grants))
-			return Caller{}, intake.Errorf(intake.EFORBIDDEN, "%s is mapped to %s, which does not exist", who.Actor(), grantOrgs(grants))
+			return Caller{}, intake.Errorf(intake.EFORBIDDEN, "%.320s may not sign in: the org their groups give (%.200s) does not exist",
+				cmp.Or(who.Email, who.Subject), grantOrgs(grants))
 		}
 	}
 	s.OrgID, s.KeyHash, s.Subject, s.Email, s.Role, s.Actor = c.Scope.OrgID, nil, who.Subject, who.Email, c.Role, c.Actor
