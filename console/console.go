@@ -1,8 +1,9 @@
 // Package console serves the web console at /console: server-rendered pages
 // over the same operator actions and reads as the admin API, for operators
 // who would rather look than read JSON. A session is signed in with the
-// staff token or an org's API key, and every read goes through the
-// session's scope, so another org's rows do not exist for it.
+// staff token, an org's API key, or by a person at an OpenID provider
+// (oidc.go), and every read goes through the session's scope, so another
+// org's rows do not exist for it.
 package console
 
 import (
