@@ -362,3 +362,16 @@ func TestSingleSignOnRefusesIDTokensItMustNotTrust(t *testing.T) {
 		})
 	}
 }
+
+// Behind a proxy every person shares one address: the token form's ten
+// tries a minute would lock a company out of single sign-on at nine.
+func TestSingleSignOnIsNotHeldToTheTokenFormsLimitOnTries(t *testing.T) {
+	idp := oidctest.Start(t, "127.0.0.1", alice)
+	e := newSSOEnv(t, idp.Issuer)
+	idp.Register(ssoClientID, ssoClientSecret, e.callback())
+	for i := range 15 {
+		if resp, body := signInAtProvider(t, ssoBrowser(t, false), e, alice); resp.StatusCode != http.StatusOK {
+			t.Fatalf("sign-in %d: %d\n%s", i+1, resp.StatusCode, body)
+		}
+	}
+}
