@@ -13,8 +13,16 @@ type ConsoleSession struct {
 	OrgName string
 	// KeyHash is the SHA-256 of the credential signed in with. An org's
 	// session works only while that API key is unrevoked; a staff session,
-	// only while the staff token still hashes to it.
-	KeyHash   []byte
+	// only while the staff token still hashes to it. A person's session
+	// (Subject set) has none.
+	KeyHash []byte
+	// Subject and Email name the person who signed in with single sign-on;
+	// "" for a token's session. A person's session lasts until it expires,
+	// is signed out or its org is deleted: what the people map gave them at
+	// sign-in holds until then, and a change to it applies at their next.
+	Subject   string
+	Email     string
+	Role      Role   // a person's role in OrgID; "" for staff and tokens
 	Actor     string // who the audit log names
 	CSRF      string // the token each of the session's forms carries
 	CreatedAt time.Time

@@ -276,11 +276,12 @@ type MasterKeys interface {
 // Sessions keeps console sign-ins, so every process of a deployment
 // knows them and a sign-out ends them everywhere.
 type Sessions interface {
-	// CreateSession records a console sign-in.
-	CreateSession(ctx context.Context, s ConsoleSession) error
+	// CreateSession records a console sign-in, with its audit entries.
+	CreateSession(ctx context.Context, s ConsoleSession, audit ...AuditEntry) error
 	// SessionByHash finds a session by the SHA-256 of its cookie value:
-	// ENOTFOUND once it expired at now or was revoked, or when its org's
-	// API key has been revoked.
+	// ENOTFOUND once it expired at now or was revoked, when its org is
+	// deleted, or when the org's API key it was signed in with has been
+	// revoked.
 	SessionByHash(ctx context.Context, idHash []byte, now time.Time) (ConsoleSession, error)
 	// RevokeSession ends a session for every process (sign-out).
 	RevokeSession(ctx context.Context, idHash []byte, at time.Time) error

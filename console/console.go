@@ -1,8 +1,9 @@
 // Package console serves the web console at /console: server-rendered pages
 // over the same operator actions and reads as the admin API, for operators
 // who would rather look than read JSON. A session is signed in with the
-// staff token or an org's API key, and every read goes through the
-// session's scope, so another org's rows do not exist for it.
+// staff token, an org's API key, or by a person at an OpenID provider
+// (oidc.go), and every read goes through the session's scope, so another
+// org's rows do not exist for it.
 package console
 
 import (
@@ -44,8 +45,13 @@ type Config struct {
 	ConsumerPolicy delivery.Policy
 	// Rules is the engine of the default control plane (nil: the default
 	// bounds).
-	Rules  *rules.Engine
-	Logger *slog.Logger
+	Rules *rules.Engine
+	// People maps single sign-on groups for the default control plane.
+	People intake.PeopleMap
+	// SingleSignOn, once its Issuer is set, lets people sign in at their
+	// identity provider; token sign-in stays.
+	SingleSignOn SingleSignOn
+	Logger       *slog.Logger
 }
 
 // Console is the web console.
@@ -57,6 +63,7 @@ type Console struct {
 	clock     intake.Clock
 	log       *slog.Logger
 	sessions  *sessions
+	sso       *sso // nil: no single sign-on
 	pages     map[string]*template.Template
 	mux       *http.ServeMux
 	overviews overviewCache
@@ -75,7 +82,8 @@ func New(cfg Config) *Console {
 	}
 	if c.ctl == nil {
 		c.ctl = control.New(control.Config{Store: cfg.Store, Sealer: cfg.Sealer, StaffToken: cfg.StaffToken,
-			PublicURL: cfg.PublicURL, Clock: cfg.Clock, ConsumerPolicy: cfg.ConsumerPolicy, Rules: cfg.Rules, Logger: cfg.Logger})
+			PublicURL: cfg.PublicURL, Clock: cfg.Clock, ConsumerPolicy: cfg.ConsumerPolicy, Rules: cfg.Rules, People: cfg.People,
+			Logger: cfg.Logger})
 	}
 	if c.clock == nil {
 		c.clock = intake.SystemClock{}
@@ -88,6 +96,9 @@ func New(cfg Config) *Console {
 		ttl = 12 * time.Hour
 	}
 	c.sessions = &sessions{ttl: ttl, ctl: c.ctl, store: c.store}
+	if cfg.SingleSignOn.Issuer != "" {
+		c.sso = newSSO(cfg.SingleSignOn)
+	}
 	c.pages = parsePages()
 	c.routes()
 	return c
@@ -120,6 +131,10 @@ func (c *Console) routes() {
 	})
 	c.mux.HandleFunc("GET /console/login", c.loginPage)
 	c.mux.HandleFunc("POST /console/login", c.login)
+	if c.sso != nil {
+		c.mux.HandleFunc("GET "+ssoStartPath, c.startSSO)
+		c.mux.HandleFunc("GET "+ssoCallbackPath, c.finishSSO)
+	}
 	c.action("POST /console/logout", c.logout)
 
 	c.page("GET /console/{$}", c.overview)
@@ -240,7 +255,7 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 		return
 	}
-	c.render(w, r, nil, http.StatusOK, "login", "Sign in", loginView{Next: safeNext(r.URL.Query().Get("next"))})
+	c.render(w, r, nil, http.StatusOK, "login", "Sign in", c.loginView(safeNext(r.URL.Query().Get("next")), ""))
 }
 
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
@@ -248,13 +263,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	next := safeNext(r.PostFormValue("next"))
 	if !c.sameOrigin(r) {
-		c.render(w, r, nil, http.StatusForbidden, "login", "Sign in", loginView{Next: next, Error: "This form did not come from the console."})
+		c.render(w, r, nil, http.StatusForbidden, "login", "Sign in", c.loginView(next, "This form did not come from the console."))
 		return
 	}
 	now := c.clock.Now()
 	if !c.sessions.limits.allow(r, now) {
 		w.Header().Set("Retry-After", "60")
-		c.render(w, r, nil, http.StatusTooManyRequests, "login", "Sign in", loginView{Next: next, Error: "Too many sign-in attempts; wait a minute and try again."})
+		c.render(w, r, nil, http.StatusTooManyRequests, "login", "Sign in", c.loginView(next, "Too many sign-in attempts; wait a minute and try again."))
 		return
 	}
 	value, err := c.sessions.login(r.Context(), r.PostFormValue("token"), now)
@@ -270,7 +285,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			c.log.Error("console sign-in", "err", err)
 			status, msg = http.StatusInternalServerError, "The console cannot check tokens right now."
 		}
-		c.render(w, r, nil, status, "login", "Sign in", loginView{Next: next, Error: msg})
+		c.render(w, r, nil, status, "login", "Sign in", c.loginView(next, msg))
 		return
 	}
 	c.setCookie(w, r, value, int(c.sessions.ttl.Seconds()))

@@ -20,7 +20,7 @@ import (
 
 // pageNames are the templates under templates/, each rendered inside
 // layout.html.
-var pageNames = []string{"login", "error", "overview", "messages", "message", "events", "event", "unclaimed",
+var pageNames = []string{"login", "signed-in", "error", "overview", "messages", "message", "events", "event", "unclaimed",
 	"dead", "endpoints", "connections", "consumers", "consumer", "connection", "notifications"}
 
 func parsePages() map[string]*template.Template {
@@ -294,6 +294,9 @@ type errorView struct {
 type loginView struct {
 	Next  string
 	Error string
+	// SingleSignOn shows the single sign-on button, which goes to SSOHref.
+	SingleSignOn bool
+	SSOHref      string
 }
 
 // messageStates and eventStates are the filters' choices.

@@ -48,6 +48,9 @@ type Config struct {
 	// broker's connection is the one deliveries use); nil: one of its own
 	// under ConsumerPolicy.
 	Sender *delivery.Sender
+	// People maps the groups of people who sign in with single sign-on to
+	// staff, or to an org and a role (--oidc-map); empty: nobody may.
+	People intake.PeopleMap
 	Logger *slog.Logger
 }
 
@@ -63,6 +66,7 @@ type Plane struct {
 	maxBody   time.Duration // an org's body_retention at most
 	maxRows   time.Duration // an org's retention at most
 	sender    *delivery.Sender
+	people    intake.PeopleMap
 	log       *slog.Logger
 }
 
@@ -78,6 +82,7 @@ func New(cfg Config) *Plane {
 		maxBody:   cmp.Or(cfg.MaxBodyRetention, intake.MaxRetention),
 		maxRows:   cmp.Or(cfg.MaxRetention, intake.MaxRetention),
 		sender:    cfg.Sender,
+		people:    cfg.People,
 		log:       cfg.Logger,
 	}
 	if p.sender == nil {
@@ -106,8 +111,9 @@ func New(cfg Config) *Plane {
 // the actor the audit log names.
 type Caller struct {
 	Scope intake.Scope
-	// Actor is "staff", or an org key's first characters ("key:ik_a1b2c3"):
-	// enough to tell keys apart, too few to use one.
+	// Actor is "staff", an org key's first characters ("key:ik_a1b2c3"):
+	// enough to tell keys apart, too few to use one, or a person signed in
+	// with single sign-on ("person:alice@example.com").
 	Actor string
 	// OrgName names an org key's org, for display.
 	OrgName string

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -71,6 +72,12 @@ type ServeCmd struct {
 	NotifyInterval    time.Duration `default:"5s" env:"INTAKE_NOTIFY_INTERVAL" help:"How often the notifier looks for operational notices to send."`
 	ConsumerDeny      []string      `name:"consumer-deny" env:"INTAKE_CONSUMER_DENY" placeholder:"CIDR" help:"Refuse consumer and notification URLs in these ranges, beside the metadata and link-local addresses always refused (repeatable, or comma-separated), e.g. 10.0.0.0/8."`
 	ConsumerAllow     []string      `name:"consumer-allow" env:"INTAKE_CONSUMER_ALLOW" placeholder:"CIDR" help:"Reach consumers and notification receivers only in these ranges (repeatable, or comma-separated); what is refused stays refused."`
+	OIDCIssuer        string        `name:"oidc-issuer" env:"INTAKE_OIDC_ISSUER" placeholder:"URL" help:"OpenID Connect issuer the console signs people in at (single sign-on); empty: token sign-in only."`
+	OIDCClientID      string        `name:"oidc-client-id" env:"INTAKE_OIDC_CLIENT_ID" help:"The console's client id at the issuer."`
+	OIDCClientSecret  string        `name:"oidc-client-secret" env:"INTAKE_OIDC_CLIENT_SECRET" help:"The console's client secret at the issuer (prefer the environment variable); empty for a public client."`
+	OIDCClaim         string        `name:"oidc-claim" default:"groups" env:"INTAKE_OIDC_CLAIM" help:"The ID token claim that holds a person's groups: a list of strings, or one string."`
+	OIDCMap           []string      `name:"oidc-map" env:"INTAKE_OIDC_MAP" placeholder:"GROUP=ORG:ROLE" help:"What a group gives (repeatable, or comma-separated): group=staff, or group=org:role, the org by name, the role viewer, operator or admin (default viewer). A person in several orgs signs in to the first mapped."`
+	OIDCScope         []string      `name:"oidc-scope" default:"email" env:"INTAKE_OIDC_SCOPE" help:"Scopes asked for beside openid (repeatable, or comma-separated), e.g. groups."`
 }
 
 // Run serves until SIGTERM or SIGINT, then drains and exits.
@@ -82,6 +89,10 @@ func (c *ServeCmd) Run() error {
 	}
 	if len(c.ConsumerDeny)+len(c.ConsumerAllow) > 0 {
 		log.Info("consumer address policy tightened", "deny", c.ConsumerDeny, "allow", c.ConsumerAllow)
+	}
+	sso, people, err := c.singleSignOn()
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -152,7 +163,7 @@ func (c *ServeCmd) Run() error {
 	// The one control plane: the API and the console are transports over it.
 	ctl := control.New(control.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
 		Clock: clock, ConsumerPolicy: policy, Rules: engine, Sender: sender,
-		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, Logger: log})
+		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, People: people, Logger: log})
 	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	// The worker has the router judge each message's fan-out before its
@@ -172,8 +183,15 @@ func (c *ServeCmd) Run() error {
 	mux.Handle("/webhooks/{token}", in)
 	mux.Handle("/api/", admin.Handler())
 	mux.Handle("/body/", admin.Handler())
+	if sso.Issuer != "" {
+		// Every process signs the sign-in's cookie alike, so any of them
+		// may take the provider's answer.
+		sso.Key = derive(key, "console-oidc")
+		log.Info("console single sign-on", "issuer", sso.Issuer, "client_id", sso.ClientID, "claim", sso.Claim,
+			"groups_mapped", len(people), "redirect_url", cmp.Or(sso.RedirectURL, "the console's address + /console/login/oidc/callback"))
+	}
 	mux.Handle("/console/", console.New(console.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
-		Clock: clock, Logger: log}).Handler())
+		Clock: clock, SingleSignOn: sso, Logger: log}).Handler())
 	metricsMux := mux
 	if c.MetricsAddr != "" {
 		metricsMux = http.NewServeMux()
@@ -289,6 +307,37 @@ func (c *ServeCmd) consumerPolicy() (delivery.Policy, error) {
 		return delivery.Policy{}, err
 	}
 	return delivery.DefaultPolicy().Tighten(deny, allow), nil
+}
+
+// singleSignOn is the console's OpenID Connect client and the people map,
+// from the --oidc-… flags; no issuer: none. A half-made setup is refused
+// at start, not at someone's first sign-in.
+func (c *ServeCmd) singleSignOn() (console.SingleSignOn, intake.PeopleMap, error) {
+	if c.OIDCIssuer == "" {
+		if c.OIDCClientID != "" || c.OIDCClientSecret != "" || len(c.OIDCMap) > 0 {
+			return console.SingleSignOn{}, nil, errors.New("--oidc-client-id, --oidc-client-secret and --oidc-map need --oidc-issuer")
+		}
+		return console.SingleSignOn{}, nil, nil
+	}
+	if u, err := url.Parse(c.OIDCIssuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return console.SingleSignOn{}, nil, fmt.Errorf("--oidc-issuer %q: want the issuer's http(s) URL", c.OIDCIssuer)
+	}
+	if c.OIDCClientID == "" {
+		return console.SingleSignOn{}, nil, errors.New("--oidc-client-id is required with --oidc-issuer")
+	}
+	if len(c.OIDCMap) == 0 {
+		return console.SingleSignOn{}, nil, errors.New("--oidc-map is required with --oidc-issuer: without it nobody may sign in")
+	}
+	people, err := intake.ParsePeopleMap(c.OIDCMap)
+	if err != nil {
+		return console.SingleSignOn{}, nil, errors.New(intake.ErrorMessage(err))
+	}
+	sso := console.SingleSignOn{Issuer: c.OIDCIssuer, ClientID: c.OIDCClientID, ClientSecret: c.OIDCClientSecret,
+		Claim: c.OIDCClaim, Scopes: c.OIDCScope}
+	if c.PublicURL != "" {
+		sso.RedirectURL = c.publicURL() + "/console/login/oidc/callback"
+	}
+	return sso, people, nil
 }
 
 // lead runs a maintenance job (fn) so that one process at a time does, for

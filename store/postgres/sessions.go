@@ -10,26 +10,33 @@ import (
 	"github.com/intakehq/intake"
 )
 
-// CreateSession records a console sign-in. Sessions are looked up before
-// any scope is known, so they are written and read as the owning role.
-func (s *Store) CreateSession(ctx context.Context, cs intake.ConsoleSession) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO console_sessions (id_hash, org_id, key_hash, actor, csrf, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, cs.IDHash, nullID(cs.OrgID), cs.KeyHash, text(cs.Actor), cs.CSRF, ts(cs.CreatedAt), ts(cs.ExpiresAt))
-	return classify(err)
+// CreateSession records a console sign-in with its audit entries. A
+// person's session has no key: its key_hash is empty. Sessions are looked
+// up before any scope is known, so they are written and read as the owning
+// role.
+func (s *Store) CreateSession(ctx context.Context, cs intake.ConsoleSession, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO console_sessions (id_hash, org_id, key_hash, subject, email, role, actor, csrf, created_at, expires_at)
+			VALUES ($1, $2, coalesce($3, ''::bytea), $4, $5, $6, $7, $8, $9, $10)`, cs.IDHash, nullID(cs.OrgID), cs.KeyHash,
+			text(cs.Subject), text(cs.Email), string(cs.Role), text(cs.Actor), cs.CSRF, ts(cs.CreatedAt), ts(cs.ExpiresAt))
+		return err
+	})
 }
 
 // SessionByHash finds a live session; an org's works only while the org is
-// not deleted and the API key it was signed in with is unrevoked.
+// not deleted and, when it was signed in with an API key, that key is
+// unrevoked.
 func (s *Store) SessionByHash(ctx context.Context, idHash []byte, now time.Time) (intake.ConsoleSession, error) {
 	cs := intake.ConsoleSession{IDHash: idHash}
 	var org *string
 	var created, expires *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT s.org_id, coalesce(o.name, ''), s.key_hash, s.actor, s.csrf, s.created_at, s.expires_at
+	err := s.pool.QueryRow(ctx, `SELECT s.org_id, coalesce(o.name, ''), s.key_hash, s.subject, s.email, s.role, s.actor, s.csrf,
+		       s.created_at, s.expires_at
 		FROM console_sessions s LEFT JOIN orgs o ON o.id = s.org_id
 		WHERE s.id_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2
-		  AND (s.org_id IS NULL OR o.deleted_at IS NULL AND EXISTS (SELECT 1 FROM api_keys k
-		       WHERE k.key_hash = s.key_hash AND k.org_id = s.org_id AND k.revoked_at IS NULL))`, idHash, ts(now)).
-		Scan(&org, &cs.OrgName, &cs.KeyHash, &cs.Actor, &cs.CSRF, &created, &expires)
+		  AND (s.org_id IS NULL OR o.deleted_at IS NULL AND (s.subject <> '' OR EXISTS (SELECT 1 FROM api_keys k
+		       WHERE k.key_hash = s.key_hash AND k.org_id = s.org_id AND k.revoked_at IS NULL)))`, idHash, ts(now)).
+		Scan(&org, &cs.OrgName, &cs.KeyHash, &cs.Subject, &cs.Email, &cs.Role, &cs.Actor, &cs.CSRF, &created, &expires)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return cs, intake.Errorf(intake.ENOTFOUND, "no such session")
 	}

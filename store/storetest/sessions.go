@@ -97,3 +97,86 @@ func testSessions(t *testing.T, s intake.Store) {
 	}
 	wantCode(t, s.RevokeSession(ctx, org.IDHash, t0), intake.ENOTFOUND)
 }
+
+// testPeopleSessions: a person signed in with single sign-on holds no key;
+// the session names them, keeps their role, commits with its audit entry,
+// and ends with its org.
+func testPeopleSessions(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	a, b := newFixture(t, s, "a"), newFixture(t, s, "b")
+	alice := session(a.org.ID, nil, "alice", t0.Add(time.Hour))
+	alice.Subject, alice.Email, alice.Role, alice.Actor = "248289761001", "alice@example.com", intake.RoleOperator, "person:alice@example.com"
+	signIn := intake.AuditEntry{ID: intake.NewID(), OrgID: a.org.ID, Actor: alice.Actor, Action: "session.sign_in",
+		TargetType: "person", TargetID: alice.Subject, Detail: "email=alice@example.com role=operator", At: t0}
+	if err := s.CreateSession(ctx, alice, signIn); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.SessionByHash(ctx, alice.IDHash, t0)
+	if err != nil || got.OrgID != a.org.ID || got.OrgName != "a" || len(got.KeyHash) != 0 || got.Subject != alice.Subject ||
+		got.Email != alice.Email || got.Role != intake.RoleOperator || got.Actor != alice.Actor || got.CSRF != alice.CSRF {
+		t.Fatalf("person session = %+v %v, want %+v", got, err, alice)
+	}
+	audit, err := s.ListAudit(ctx, intake.Scope{OrgID: a.org.ID}, intake.AuditFilter{Limit: 10})
+	if err != nil || len(audit.Items) != 1 || audit.Items[0].Action != "session.sign_in" || audit.Items[0].TargetID != alice.Subject ||
+		audit.Items[0].Actor != alice.Actor {
+		t.Fatalf("a's audit = %+v %v, want the sign-in", audit.Items, err)
+	}
+
+	// A staff person: no org, no key, no role.
+	root := session("", nil, "root", t0.Add(time.Hour))
+	root.Subject, root.Actor = "root-subject", "person:root-subject"
+	if err := s.CreateSession(ctx, root); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.SessionByHash(ctx, root.IDHash, t0); err != nil || got.OrgID != "" || got.Subject != "root-subject" ||
+		got.Email != "" || got.Role != "" || len(got.KeyHash) != 0 {
+		t.Fatalf("staff person session = %+v %v", got, err)
+	}
+
+	// A token's session with an empty key is not a person's: it needs its
+	// key like any other.
+	keyless := session(b.org.ID, nil, "keyless", t0.Add(time.Hour))
+	if err := s.CreateSession(ctx, keyless); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.SessionByHash(ctx, keyless.IDHash, t0)
+	wantCode(t, err, intake.ENOTFOUND)
+
+	// Revoking every key of the org leaves the person signed in; deleting
+	// the org signs them out; expiry and sign-out hold as for tokens.
+	keys, err := s.ListAPIKeys(ctx, intake.Scope{OrgID: a.org.ID})
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("a's keys = %+v %v", keys, err)
+	}
+	if err := s.RevokeAPIKey(ctx, intake.Scope{OrgID: a.org.ID}, keys[0].ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SessionByHash(ctx, alice.IDHash, t0); err != nil {
+		t.Fatalf("a person's session ended with a key it never held: %v", err)
+	}
+	_, err = s.SessionByHash(ctx, alice.IDHash, alice.ExpiresAt)
+	wantCode(t, err, intake.ENOTFOUND)
+	if err := s.Delete(ctx, intake.Scope{}, intake.DeleteOrg, a.org.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.SessionByHash(ctx, alice.IDHash, t0)
+	wantCode(t, err, intake.ENOTFOUND)
+	if err := s.RevokeSession(ctx, root.IDHash, t0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.SessionByHash(ctx, root.IDHash, t0)
+	wantCode(t, err, intake.ENOTFOUND)
+
+	// The session and its audit entry commit together or neither: a second
+	// session under the same cookie hash is refused, and so is its entry.
+	again := intake.AuditEntry{ID: intake.NewID(), OrgID: b.org.ID, Actor: "person:x", Action: "session.sign_in", TargetType: "person",
+		TargetID: "x", At: t0}
+	dup := session(b.org.ID, nil, "root", t0.Add(time.Hour))
+	dup.Subject, dup.Actor = "x", "person:x"
+	if err := s.CreateSession(ctx, dup, again); err == nil {
+		t.Fatal("a second session under one cookie hash was recorded")
+	}
+	if audit, err := s.ListAudit(ctx, intake.Scope{OrgID: b.org.ID}, intake.AuditFilter{Limit: 10}); err != nil || len(audit.Items) != 0 {
+		t.Fatalf("b's audit = %+v %v, want nothing of the refused sign-in", audit.Items, err)
+	}
+}

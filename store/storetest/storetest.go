@@ -65,6 +65,7 @@ func Run(t *testing.T, open Opener) {
 		{"RulesReadTheRequestsOfManyMessagesAtOnce", testMessageRequests},
 		{"TraceContextSurvivesTheStore", testTraceParent},
 		{"ConsoleSessionsExpireRevokeWithTheirKeyAndAreSwept", testSessions},
+		{"PeoplesSessionsNeedNoKeyKeepTheirRoleAndEndWithTheirOrg", testPeopleSessions},
 		{"OverviewCountsEachHourByStateAndTheOpenWorkExactly", testOverview},
 		{"FanOutMovesTheEventByItsRoutes", testFanOutMovesTheEvent},
 		{"FanOutHandsOverRoutesOfUnpacedConsumersWithAClosedBreaker", testHandover},
