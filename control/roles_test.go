@@ -265,6 +265,7 @@ func roleRows(orgID string) []roleRow {
 var notActions = map[string]string{
 	"Authenticate":     "turns a token into a Caller",
 	"AuthenticateHash": "turns a credential's hash into a Caller",
+	"SignInPerson":     "turns a person the identity provider vouched for into a Caller",
 	"Stated":           "adds its state to a consumer an action returned",
 	"SecretCount":      "counts the secrets of a connection an action returned",
 }
