@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -199,5 +200,24 @@ func TestInferRefusesWhatIsNotOneJSONValue(t *testing.T) {
 		if _, err := Infer([]byte(in)); err == nil {
 			t.Errorf("Infer(%q) succeeded", in)
 		}
+	}
+}
+
+func TestFieldsListASchemaAsATree(t *testing.T) {
+	n := mustInfer(t, `{"id":"0193c5d2-7a1e-7b3c-9d4e-0123456789ab","lines":[{"sku":"a"}],"note":null}`, `{"id":"0193c5d2-7a1e-7b3c-9d4e-0123456789ac","lines":[]}`)
+	var got []string
+	for _, f := range Fields(n) {
+		got = append(got, fmt.Sprintf("%d %s %s %v %v %s", f.Depth, f.Path, f.Name, f.Types, f.Required, f.Format))
+	}
+	want := []string{
+		"0 $ $ [object] true ",
+		"1 $.id id [string] true uuid",
+		"1 $.lines lines [array] true ",
+		"2 $.lines[*] [*] [object] false ",
+		"3 $.lines[*].sku sku [string] true ",
+		"1 $.note note [null] false ",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("fields\n got %q\nwant %q", got, want)
 	}
 }
