@@ -12,10 +12,13 @@ import (
 // within a pair alternating, so a drift of the machine falls on both sides.
 type CatalogReport struct {
 	Pairs []CatalogPair `json:"pairs"`
-	// Median ratios, on over off, of the acked webhooks per second and
-	// of those delivered per second to the last delivery (with --e2e).
+	// Median ratios, on over off, of the acked webhooks per second, of
+	// those delivered per second to the last delivery (with --e2e), and of
+	// the webhooks acked per CPU-second of the server: the steadiest of
+	// the three on a machine others share.
 	AckedRatio    float64 `json:"acked_ratio"`
 	DeliveryRatio float64 `json:"delivery_ratio,omitempty"`
+	PerCPURatio   float64 `json:"per_cpu_ratio"`
 }
 
 // CatalogPair is one run with the catalog off and one with it on.
@@ -24,6 +27,15 @@ type CatalogPair struct {
 	On            *Run    `json:"on"`
 	AckedRatio    float64 `json:"acked_ratio"`
 	DeliveryRatio float64 `json:"delivery_ratio,omitempty"`
+	PerCPURatio   float64 `json:"per_cpu_ratio"`
+}
+
+// perCPU is a run's acked webhooks per CPU-second of its servers.
+func perCPU(r *Run) float64 {
+	if r.ServerCPUSeconds <= 0 {
+		return 0
+	}
+	return float64(r.Acked) / r.ServerCPUSeconds
 }
 
 // catalogBench runs o.catalogPairs pairs of the closed or open load of o,
@@ -56,17 +68,20 @@ func catalogBench(ctx context.Context, o options, progress io.Writer) (*CatalogR
 		if p.Off.ToLastDeliveryPerSec > 0 {
 			p.DeliveryRatio = p.On.ToLastDeliveryPerSec / p.Off.ToLastDeliveryPerSec
 		}
+		if perCPU(p.Off) > 0 {
+			p.PerCPURatio = perCPU(p.On) / perCPU(p.Off)
+		}
 		fmt.Fprintf(progress, "pair %d: acked %.0f/s off, %.0f/s on (%.3f)\n", i+1, p.Off.AckedPerSec, p.On.AckedPerSec, p.AckedRatio)
 		r.Pairs = append(r.Pairs, p)
 	}
-	var acked, delivered []float64
+	var acked, delivered, cpu []float64
 	for _, p := range r.Pairs {
-		acked = append(acked, p.AckedRatio)
+		acked, cpu = append(acked, p.AckedRatio), append(cpu, p.PerCPURatio)
 		if p.DeliveryRatio > 0 {
 			delivered = append(delivered, p.DeliveryRatio)
 		}
 	}
-	r.AckedRatio, r.DeliveryRatio = median(acked), median(delivered)
+	r.AckedRatio, r.DeliveryRatio, r.PerCPURatio = median(acked), median(delivered), median(cpu)
 	return r, nil
 }
 
@@ -88,9 +103,10 @@ func (r *CatalogReport) writeText(w io.Writer) {
 		if p.DeliveryRatio > 0 {
 			fmt.Fprintf(w, "; delivered/s off %.0f on %.0f ratio %.3f", p.Off.ToLastDeliveryPerSec, p.On.ToLastDeliveryPerSec, p.DeliveryRatio)
 		}
+		fmt.Fprintf(w, "; acked per server CPU-second off %.0f on %.0f ratio %.3f", perCPU(p.Off), perCPU(p.On), p.PerCPURatio)
 		fmt.Fprintf(w, "; ack p99 off %.1f ms on %.1f ms\n", p.Off.Ack.P99, p.On.Ack.P99)
 	}
-	fmt.Fprintf(w, "median ratio on/off: acked %.3f", r.AckedRatio)
+	fmt.Fprintf(w, "median ratio on/off: acked per CPU-second %.3f, acked %.3f", r.PerCPURatio, r.AckedRatio)
 	if r.DeliveryRatio > 0 {
 		fmt.Fprintf(w, ", delivered %.3f", r.DeliveryRatio)
 	}

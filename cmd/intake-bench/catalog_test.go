@@ -32,3 +32,13 @@ func TestMedianOfRatios(t *testing.T) {
 		}
 	}
 }
+
+func TestParseStatCPUReadsUserAndSystemTime(t *testing.T) {
+	stat := []byte("4242 (intake serve) S 1 4242 4242 0 -1 4194560 9 0 0 0 1234 566 0 0 20 0 12 0 100 0 0\n")
+	if got, err := parseStatCPU(stat); err != nil || got != 18 {
+		t.Fatalf("parseStatCPU = %v, %v; want 18 s", got, err)
+	}
+	if _, err := parseStatCPU([]byte("4242 (x) S 1")); err == nil {
+		t.Fatal("a short stat line parsed")
+	}
+}

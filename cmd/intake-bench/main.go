@@ -335,6 +335,11 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 			return nil, fmt.Errorf("peak RSS: %w", err)
 		}
 		got.PeakRSSBytes = max(got.PeakRSSBytes, rss)
+		cpu, err := srv.cpuSeconds()
+		if err != nil {
+			return nil, fmt.Errorf("CPU time: %w", err)
+		}
+		got.ServerCPUSeconds += cpu
 	}
 	return got, nil
 }
