@@ -40,6 +40,7 @@ require (
 	k8s.io/apimachinery v0.37.2
 	modernc.org/quickjs v0.27.0
 	modernc.org/sqlite v1.62.0
+	pgregory.net/rapid v1.3.0
 	sigs.k8s.io/yaml v1.6.0
 )
 

@@ -25,11 +25,14 @@ const (
 	NoticeConsumerDisabled  = LaneDisabled
 	NoticeSignatureFailures = "signature.failures"
 	NoticeStorageQuota      = "storage.quota"
+	// NoticeSchemaChanged: an event type's shape drifted (its subject is
+	// the connection id and the type, as "connection/type").
+	NoticeSchemaChanged = "schema.changed"
 )
 
 // NoticeTopics lists every notification topic.
 var NoticeTopics = []string{NoticeMessageDead, NoticeEventDead, NoticeConsumerTripped, NoticeConsumerRecovered,
-	NoticeConsumerDisabled, NoticeSignatureFailures, NoticeStorageQuota}
+	NoticeConsumerDisabled, NoticeSignatureFailures, NoticeStorageQuota, NoticeSchemaChanged}
 
 // NotificationSettings is where an org's operational notifications go.
 type NotificationSettings struct {

@@ -26,6 +26,7 @@ type Store interface {
 	MasterKeys
 	Sessions
 	Notifications
+	EventTypes
 	// Stats counts messages and events by state and finds the oldest due
 	// work, for gauges and alarms.
 	Stats(ctx context.Context, now time.Time) (Stats, error)

@@ -142,6 +142,8 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/events", s.listEvents)
 	s.handle("GET /api/v1/events/{id}", s.getEvent)
 	s.handle("GET /api/v1/unclaimed", s.listUnclaimed)
+	s.handle("GET /api/v1/event-types", s.listEventTypes)
+	s.handle("GET /api/v1/event-types/{type}", s.getEventType)
 
 	s.handle("POST /api/v1/consumers", s.createConsumer)
 	s.handle("GET /api/v1/consumers", s.listConsumers)

@@ -173,6 +173,12 @@ func operations() []operation {
 			status: 200, response: api.Rerouted{}},
 		{route: "POST /api/v1/events/reroute", id: "rerouteEvents", summary: "Re-route every re-routable event the filter selects.",
 			request: api.RerouteRequest{}, status: 200, response: api.Count{}},
+		{route: "GET /api/v1/event-types", id: "listEventTypes", summary: "The event types the caller's connections have received, with their counts (the catalog).",
+			query:  []*openapi3.Parameter{queryParam("connection_id", "Only this connection's types.", uuidSchema())},
+			status: 200, response: api.List[api.EventType]{}},
+		{route: "GET /api/v1/event-types/{type}", id: "getEventType", summary: "An event type with the JSON Schema inferred from its events, an example, its days and its changes of shape.",
+			query:  []*openapi3.Parameter{queryParam("connection_id", "The connection that received it; needed when several did.", uuidSchema())},
+			status: 200, response: api.EventTypeDetail{}},
 		{route: "GET /api/v1/unclaimed", id: "listUnclaimed", summary: "Events no consumer wanted, across every org (staff).",
 			query: page, status: 200, response: api.List[api.Event]{}},
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/catalog"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
@@ -252,4 +253,15 @@ func (e *env) event(tn tenant, typ string, objectIDs ...string) intake.Event {
 func (e *env) route(ev intake.Event, to intake.EventState, deliveries ...intake.Delivery) {
 	e.t.Helper()
 	testkit.Route(e.t, e.store, e.clock.Now(), ev.ID, to, deliveries...)
+}
+
+// learn has the event-type catalog learn from events, as the worker's
+// learner does after their settle.
+func (e *env) learn(events ...intake.Event) {
+	e.t.Helper()
+	l := catalog.New(catalog.Config{Store: e.store, Clock: e.clock})
+	l.Observe(events)
+	if err := l.Flush(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
 }

@@ -20,6 +20,7 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 	acme, globex := e.newTenant("acme"), e.newTenant("globex")
 	ev := e.event(acme, "test.thing")
 	e.route(ev, intake.EventNoConsumer)
+	e.learn(ev)
 	msg := e.ingest(acme, "", http.Header{}, `{"n":1}`)
 	cons := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, api.CreateConsumerRequest{
 		Name: "billing", App: "billing", URL: "http://127.0.0.1:9/hooks", EventTypes: []string{"*"}})
@@ -62,6 +63,8 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 		"POST /api/v1/messages/{id}/body-url":                  {"/api/v1/messages/" + msg.ID + "/body-url", nil, notFound},
 		"GET /api/v1/events":                                   {"/api/v1/events", nil, emptyList},
 		"GET /api/v1/events/{id}":                              {"/api/v1/events/" + ev.ID, nil, notFound},
+		"GET /api/v1/event-types":                              {"/api/v1/event-types?connection_id=" + acme.conn.ID, nil, emptyList},
+		"GET /api/v1/event-types/{type}":                       {"/api/v1/event-types/test.thing?connection_id=" + acme.conn.ID, nil, notFound},
 		"GET /api/v1/events/stream":                            {"/api/v1/events/stream?endpoint_id=" + acme.ep.ID, nil, notFound},
 		"GET /api/v1/unclaimed":                                {"/api/v1/unclaimed", nil, forbidden},
 		"POST /api/v1/consumers":                               {"/api/v1/consumers", map[string]any{"org_id": acme.org.ID, "name": "x", "app": "x", "url": "http://127.0.0.1:9/", "event_types": []string{"*"}}, forbidden},

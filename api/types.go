@@ -440,3 +440,55 @@ type Notifications struct {
 	Topics          []string `json:"topics"`
 	SigningSecret   string   `json:"signing_secret,omitempty"`
 }
+
+// EventType is an event type a connection has received, as the catalog
+// counts it.
+type EventType struct {
+	Type           string    `json:"type"`
+	ConnectionID   string    `json:"connection_id"`
+	ConnectionName string    `json:"connection_name"`
+	FirstSeenAt    time.Time `json:"first_seen_at"`
+	LastSeenAt     time.Time `json:"last_seen_at"`
+	// Count24h counts the events received in the current hour and the 23
+	// before it; Total every event of the type.
+	Count24h int64 `json:"count_24h"`
+	Total    int64 `json:"total"`
+}
+
+// EventTypeDetail is an event type with what intake learnt of it: a
+// json-schema.org draft 2020-12 document inferred from its events' data,
+// the event that last changed it, its events per day, and the changes of
+// shape its events showed, newest first.
+type EventTypeDetail struct {
+	EventType
+	// Schema is null until an event's data has been learnt from.
+	Schema  json.RawMessage   `json:"schema"`
+	Example *EventTypeExample `json:"example"`
+	Days    []EventTypeDay    `json:"days"`
+	Changes []EventTypeChange `json:"changes"`
+}
+
+// EventTypeExample is the event that last changed a type's schema.
+type EventTypeExample struct {
+	EventID string          `json:"event_id"`
+	Data    json.RawMessage `json:"data"`
+}
+
+// EventTypeDay counts a type's events received on one UTC day.
+type EventTypeDay struct {
+	Day   string `json:"day"` // 2026-11-30
+	Count int64  `json:"count"`
+}
+
+// EventTypeChange is one drift of a type's shape: at path (JSONPath into
+// the event's data), a field added, a field every earlier event had
+// removed, or a type_changed; from and to are the JSON Schema types before
+// and in the event that showed it.
+type EventTypeChange struct {
+	At             time.Time `json:"at"`
+	Path           string    `json:"path"`
+	Change         string    `json:"change"`
+	From           []string  `json:"from,omitempty"`
+	To             []string  `json:"to,omitempty"`
+	ExampleEventID string    `json:"example_event_id"`
+}

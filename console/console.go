@@ -146,6 +146,8 @@ func (c *Console) routes() {
 	c.page("GET /console/events", c.events)
 	c.page("GET /console/events/{id}", c.event)
 	c.action("POST /console/events/{id}/reroute", c.rerouteEvent)
+	c.page("GET /console/event-types", c.eventTypes)
+	c.page("GET /console/event-types/{connection}/{type...}", c.eventType)
 	c.page("GET /console/unclaimed", c.unclaimed)
 	c.page("GET /console/dead", c.dead)
 	c.action("POST /console/dead/replay", c.replayDead)

@@ -21,7 +21,7 @@ import (
 // pageNames are the templates under templates/, each rendered inside
 // layout.html.
 var pageNames = []string{"login", "signed-in", "error", "overview", "messages", "message", "events", "event", "unclaimed",
-	"dead", "endpoints", "connections", "consumers", "consumer", "connection", "notifications"}
+	"dead", "endpoints", "connections", "consumers", "consumer", "connection", "notifications", "event-types", "event-type"}
 
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}

@@ -73,6 +73,14 @@ func roleRows(orgID string) []roleRow {
 			_, err := p.ConsumerHealth(ctx, c, id)
 			return err
 		}},
+		{"EventTypes", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.EventTypes(ctx, c, "")
+			return err
+		}},
+		{"EventType", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.EventType(ctx, c, id, "stripe.invoice.paid")
+			return err
+		}},
 		{"Messages", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			_, err := p.Messages(ctx, c, intake.MessageFilter{})
 			return err

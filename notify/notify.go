@@ -483,6 +483,9 @@ func subjectLabel(n Notification) string {
 		return "endpoint " + n.Subject
 	case intake.NoticeStorageQuota:
 		return n.Subject
+	case intake.NoticeSchemaChanged:
+		conn, typ, _ := strings.Cut(n.Subject, "/")
+		return "event type " + typ + " of connection " + conn
 	}
 	return "consumer " + n.Subject
 }

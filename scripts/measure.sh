@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs every performance measure of docs/performance.md in one sitting, so
 # the figures compare; name parts to run only those:
-#   scripts/measure.sh [ingest] [server] [e2e] [claims] [postgres] [pipeline] [controls] [trips] [noisy] [brokers]
+#   scripts/measure.sh [ingest] [server] [e2e] [claims] [postgres] [pipeline] [controls] [trips] [noisy] [brokers] [catalog]
 # postgres, pipeline, controls, trips and noisy need the local PostgreSQL ($INTAKE_TEST_POSTGRES or
 # the default below): intake-bench creates a fresh database and drops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-parts="ingest server e2e claims postgres pipeline controls trips noisy brokers"
+parts="ingest server e2e claims postgres pipeline controls trips noisy brokers catalog"
 for part in "$@"; do
 	case " $parts " in
 	*" $part "*) ;;
@@ -118,6 +118,11 @@ brokers() {
 		jq -r --slurpfile h "$bin/to-http.json" --arg to "$to" '.intake as $r | $h[0].intake.to_last_delivery_per_sec as $hr |
 			"\($to) (\($r.e2e.consumer)): acked \($r.acked_per_sec | round)/s; \($r.to_last_delivery_per_sec | round)/s first request → last arrival over \($r.to_last_delivery_seconds * 10 | round / 10) s; \($r.e2e.delivered) delivered, \($r.e2e.missing // 0) missing, \($r.e2e.duplicates // 0) duplicate; e2e p50 \($r.e2e.latency_ms.p50 | round) ms p99 \($r.e2e.latency_ms.p99 | round) ms; \($r.to_last_delivery_per_sec / $hr * 100 | round / 100) of http"' "$bin/to-$to.json"
 	done
+}
+
+catalog() {
+	echo "== the event-type catalog off and on: three pairs, alternating which goes first (closed loop, to the last delivery)"
+	bench --catalog-pairs 3 --e2e --clients 64 --body-bytes 2048 --duration 15s
 }
 
 for part in $parts; do

@@ -46,6 +46,10 @@ type Config struct {
 	// it.
 	FanOut FanOut
 	Calls  *handoff.Calls
+	// Catalog, when set, is told of the events each settle created (the
+	// event-type catalog learns from them off this path: Observe only
+	// counts and keeps a few, never waiting for the store).
+	Catalog Observer
 	// Pressure, when set, is ingest's: while requests wait for their
 	// commits above its threshold, the worker takes new work (handed over
 	// or claimed) only within its share of the slots, so ingest keeps the
@@ -139,6 +143,11 @@ func New(cfg Config) *Worker {
 	w.conns.TTL, w.eps.TTL = rowTTL, rowTTL
 	w.conns.Changes, w.eps.Changes = cfg.Store.Changes(), cfg.Store.Changes()
 	return w
+}
+
+// Observer learns from the events settles create (catalog.Learner).
+type Observer interface {
+	Observe(events []intake.Event)
 }
 
 // FanOut judges the fan-out of a message's events before their settle
@@ -421,6 +430,9 @@ func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 	w.cfg.Metrics.ProcessSeconds.Observe(time.Since(start).Seconds())
 	w.cfg.Metrics.Messages.WithLabelValues(string(out.State), out.Outcome).Inc()
 	w.cfg.Metrics.EventsCreated.Add(float64(len(out.Events)))
+	if w.cfg.Catalog != nil && len(out.Events) > 0 {
+		w.cfg.Catalog.Observe(out.Events)
+	}
 	if out.Outcome == intake.OutcomeConflict {
 		w.cfg.Metrics.Conflicts.Inc()
 		w.cfg.Logger.Warn("worker: provider event id seen with other content", "message_id", c.Message.ID,

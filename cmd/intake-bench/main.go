@@ -54,6 +54,7 @@ type options struct {
 	notifyInterval time.Duration
 	noisyBodyBytes int
 	noisyBodies    int
+	catalogPairs   int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -91,6 +92,7 @@ func parseFlags(args []string) (options, error) {
 	})
 	fs.DurationVar(&o.notifyInterval, "notify-interval", time.Second, "with --noisy: the spawned servers' --notify-interval")
 	fs.IntVar(&o.noisyBodyBytes, "noisy-body-bytes", 24<<20, "with --noisy: the size of each body of the big-body attack")
+	fs.IntVar(&o.catalogPairs, "catalog-pairs", 0, "with --spawn: this many pairs of runs with the event-type catalog off and on (INTAKE_CATALOG), alternating which goes first, and their ratios")
 	fs.IntVar(&o.noisyBodies, "noisy-bodies", 3, "with --noisy: how many bodies the big-body attack posts, one at a time")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -125,6 +127,8 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("--processes needs --spawn and --db, without --pipeline: the servers share one PostgreSQL database")
 	case o.noisy && (o.url != "" || o.pipeline || o.e2e || o.baseline || o.processes > 1):
 		return o, errors.New("--noisy spawns its own servers: not with --url, --pipeline, --e2e, --baseline or --processes")
+	case o.catalogPairs < 0 || o.catalogPairs > 0 && (!o.spawn || o.pipeline || o.noisy || o.baseline):
+		return o, errors.New("--catalog-pairs needs --spawn, without --pipeline, --noisy or --baseline: it spawns each server itself")
 	case o.noisyBodyBytes < 1 || o.noisyBodyBytes > 63<<20 || o.noisyBodies < 1 || o.notifyInterval <= 0:
 		return o, errors.New("--noisy-body-bytes must be between 1 and 63 MiB; --noisy-bodies and --notify-interval positive")
 	}
@@ -145,6 +149,9 @@ func main() {
 	run := func() (report, error) { return bench(ctx, o, os.Stderr) }
 	if o.noisy {
 		run = func() (report, error) { return noisyBench(ctx, o, os.Stderr) }
+	}
+	if o.catalogPairs > 0 {
+		run = func() (report, error) { return catalogBench(ctx, o, os.Stderr) }
 	}
 	r, err := run()
 	if err != nil {
@@ -215,9 +222,13 @@ func bench(ctx context.Context, o options, progress io.Writer) (*Report, error) 
 	return r, nil
 }
 
-// stage is one intake server a run measures: its name in the report and
-// the PostgreSQL server it stores on ("" is the embedded SQLite store).
-type stage struct{ name, db string }
+// stage is one intake server a run measures: its name in the report, the
+// PostgreSQL server it stores on ("" is the embedded SQLite store) and
+// what its environment adds (a setting such as INTAKE_CATALOG).
+type stage struct {
+	name, db string
+	env      []string
+}
 
 // measure sets intake up (spawning it on st's store when asked, o.processes
 // servers on one database), runs the load against it and, with --e2e,
@@ -236,7 +247,7 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 		bases = nil
 		// One after another: the first migrates the database.
 		for range o.processes {
-			srv, err := spawn(o.intakeBin, tok, env...)
+			srv, err := spawn(o.intakeBin, tok, append(env, st.env...)...)
 			if err != nil {
 				return nil, err
 			}
@@ -324,6 +335,11 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 			return nil, fmt.Errorf("peak RSS: %w", err)
 		}
 		got.PeakRSSBytes = max(got.PeakRSSBytes, rss)
+		cpu, err := srv.cpuSeconds()
+		if err != nil {
+			return nil, fmt.Errorf("CPU time: %w", err)
+		}
+		got.ServerCPUSeconds += cpu
 	}
 	return got, nil
 }

@@ -21,8 +21,11 @@ type Run struct {
 	Ack          Latency        `json:"ack_latency_ms"`
 	Errors       map[string]int `json:"errors"`                   // by status code, or "transport"
 	PeakRSSBytes int64          `json:"peak_rss_bytes,omitempty"` // the largest of the servers'
-	Processes    int            `json:"processes,omitempty"`      // servers spawned, sharing one store
-	E2E          *E2E           `json:"e2e,omitempty"`
+	// ServerCPUSeconds is the CPU time (user and system) the spawned
+	// servers used in all, from their start to the end of the run.
+	ServerCPUSeconds float64 `json:"server_cpu_seconds,omitempty"`
+	Processes        int     `json:"processes,omitempty"` // servers spawned, sharing one store
+	E2E              *E2E    `json:"e2e,omitempty"`
 	// The whole pipeline: from the first request to the last delivery, and
 	// the acked webhooks over that time; set when something was delivered.
 	ToLastDeliverySeconds float64 `json:"to_last_delivery_seconds,omitempty"`

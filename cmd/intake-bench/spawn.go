@@ -125,6 +125,37 @@ func (s *server) peakRSS() (int64, error) {
 	return parseVmHWM(b)
 }
 
+// cpuSeconds is the CPU time, user and system, the server has used so far.
+func (s *server) cpuSeconds() (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(b)
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc/<pid>/stat's times.
+const clockTicks = 100
+
+// parseStatCPU reads utime and stime, the 14th and 15th fields of
+// /proc/<pid>/stat (counted after the command, which may hold spaces).
+func parseStatCPU(stat []byte) (float64, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("no command in %q", stat)
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("%d fields after the command", len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("utime %q stime %q", f[11], f[12])
+	}
+	return float64(utime+stime) / clockTicks, nil
+}
+
 func parseVmHWM(status []byte) (int64, error) {
 	for line := range bytes.Lines(status) {
 		rest, ok := bytes.CutPrefix(line, []byte("VmHWM:"))

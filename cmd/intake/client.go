@@ -30,6 +30,7 @@ type Client struct {
 	Endpoints     EndpointsCmd     `cmd:"" help:"Manage ingress endpoints."`
 	Messages      MessagesCmd      `cmd:"" help:"Inspect received messages."`
 	Events        EventsCmd        `cmd:"" help:"Inspect interpreted events."`
+	EventTypes    EventTypesCmd    `cmd:"" name:"event-types" help:"Read the catalog of event types received: counts, inferred JSON Schemas and their drift."`
 	Consumers     ConsumersCmd     `cmd:"" help:"Manage the apps that receive events."`
 	Rules         RulesCmd         `cmd:"" help:"Try a filter or transformation against a stored event before saving it."`
 	Links         LinksCmd         `cmd:"" help:"Link provider objects to the app records they belong to."`

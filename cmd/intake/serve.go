@@ -24,6 +24,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/catalog"
 	"github.com/intakehq/intake/console"
 	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
@@ -70,6 +71,7 @@ type ServeCmd struct {
 	ScriptMemory      int           `default:"16777216" env:"INTAKE_SCRIPT_MEMORY" help:"Bytes of memory one JavaScript VM may use."`
 	ScriptHosts       int           `default:"0" env:"INTAKE_SCRIPT_HOSTS" help:"Child processes that run JavaScript rules, one call at a time each; 0: two per CPU, at least four."`
 	NotifyInterval    time.Duration `default:"5s" env:"INTAKE_NOTIFY_INTERVAL" help:"How often the notifier looks for operational notices to send."`
+	Catalog           bool          `default:"true" negatable:"" env:"INTAKE_CATALOG" help:"Learn the event types received: counts, an inferred JSON Schema, and its drift (schema.changed notices); --no-catalog turns it off."`
 	ConsumerDeny      []string      `name:"consumer-deny" env:"INTAKE_CONSUMER_DENY" placeholder:"CIDR" help:"Refuse consumer and notification URLs in these ranges, beside the metadata and link-local addresses always refused (repeatable, or comma-separated), e.g. 10.0.0.0/8."`
 	ConsumerAllow     []string      `name:"consumer-allow" env:"INTAKE_CONSUMER_ALLOW" placeholder:"CIDR" help:"Reach consumers and notification receivers only in these ranges (repeatable, or comma-separated); what is refused stays refused."`
 	OIDCIssuer        string        `name:"oidc-issuer" env:"INTAKE_OIDC_ISSUER" placeholder:"URL" help:"OpenID Connect issuer the console signs people in at (single sign-on); empty: token sign-in only."`
@@ -175,8 +177,17 @@ func (c *ServeCmd) Run() error {
 		Sender:   sender,
 		Backoff:  intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
 		MaxEvents: c.Calls, ConsumerShare: c.ConsumerCalls, Pressure: ingestFirst, Rules: engine, Metrics: m, Logger: log})
+	// The event-type catalog learns from the events this process settles:
+	// the worker hands them over, the learner's loop writes them.
+	var learner *catalog.Learner
+	var observer worker.Observer
+	if c.Catalog {
+		learner = catalog.New(catalog.Config{Store: store, Clock: clock, Logger: log})
+		observer = learner
+	}
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
-		Handoff: messages, FanOut: rt, Calls: calls, Pressure: ingestFirst, Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
+		Handoff: messages, FanOut: rt, Calls: calls, Catalog: observer, Pressure: ingestFirst,
+		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
 
 	var draining atomic.Bool
 	mux := http.NewServeMux()
@@ -260,6 +271,11 @@ func (c *ServeCmd) Run() error {
 			Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: policy, UserAgent: "intake"}),
 			Interval: c.NotifyInterval, Metrics: m, Logger: log})},
 	}
+	if learner != nil {
+		// Every process learns from its own events (counts add up, schemas
+		// merge over the version read): no leader.
+		loops = append(loops, learner)
+	}
 	workCtx, stopWork := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, l := range loops {
@@ -291,6 +307,14 @@ func (c *ServeCmd) Run() error {
 	stopWork()
 	wg.Wait()
 	rt.Wait() // the calls of settles that finished on the way out
+	if learner != nil {
+		// What the worker settled while the loops stopped.
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := learner.Flush(fctx); err != nil {
+			log.Warn("catalog: the last counts could not be recorded", "err", err)
+		}
+		cancel()
+	}
 	log.Info("stopped")
 	return nil
 }

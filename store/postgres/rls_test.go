@@ -18,7 +18,7 @@ var orgColumn = map[string]string{
 	"message_identities": "org_id", "events": "org_id", "consumers": "org_id", "subject_links": "org_id", "deliveries": "org_id",
 	"audit_log": "org_id", "api_keys": "org_id", "replay_jobs": "org_id", "message_attempts": "org_id",
 	"console_sessions": "org_id", "consumer_lanes": "org_id", "routes": "org_id", "notices": "org_id",
-	"notification_settings": "org_id",
+	"notification_settings": "org_id", "event_types": "org_id", "event_type_hours": "org_id", "event_type_changes": "org_id",
 }
 
 // appendOnly tables grant an org no UPDATE or DELETE at all.
@@ -77,6 +77,14 @@ func seedEveryTable(t *testing.T, s *Store, o org) {
 	if err := s.InsertNotice(ctx, intake.Notice{ID: intake.NewID(), OrgID: o.org.ID, Topic: intake.NoticeStorageQuota,
 		Subject: "storage", Detail: "d", At: t0}); err != nil {
 		t.Fatal(err)
+	}
+	// The catalog's learner writes a type, its hours and a change.
+	key := intake.EventTypeKey{ConnectionID: o.conn.ID, Type: "stripe.invoice.paid"}
+	if stale, err := s.RecordEventTypes(ctx, []intake.EventTypeUpdate{{OrgID: o.org.ID, EventTypeKey: key, Count: 1, First: t0, Last: t0,
+		Hours: map[time.Time]int64{t0.Truncate(time.Hour): 1}, Learnt: true, Schema: []byte(`{"type":"object"}`), Example: []byte(`{}`),
+		ExampleEventID: e.ID, Changes: []intake.EventTypeChange{{ID: intake.NewID(), At: t0, Path: "$.a", Change: intake.ChangeAdded,
+			To: []string{"string"}, ExampleEventID: e.ID}}}}); err != nil || len(stale) != 0 {
+		t.Fatalf("event type: stale %v, %v", stale, err)
 	}
 	// The store's own writer, in the org's scope, over the row above.
 	if err := s.PutNotificationSettings(ctx, intake.Scope{OrgID: o.org.ID}, intake.NotificationSettings{OrgID: o.org.ID,

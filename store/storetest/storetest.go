@@ -99,6 +99,7 @@ func Run(t *testing.T, open Opener) {
 		{"IngestRefusesAnythingButQueuedOrAFirstLeasedAttempt", testIngestRefusesOtherStates},
 	}
 	tests = append(tests, notificationTests...)
+	tests = append(tests, eventTypeTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}
