@@ -47,6 +47,10 @@ type Config struct {
 	// broker's connection is the one deliveries use); nil: one of its own
 	// under ConsumerPolicy.
 	Sender *delivery.Sender
+	// Blobs, when set, is where bodies too large for the database are
+	// kept: reads of them stream from it, and endpoints may take bodies up
+	// to intake.MaxBlobBodyBytes.
+	Blobs  intake.Blobs
 	Logger *slog.Logger
 }
 
@@ -62,6 +66,7 @@ type Plane struct {
 	maxBody   time.Duration // an org's body_retention at most
 	maxRows   time.Duration // an org's retention at most
 	sender    *delivery.Sender
+	blobs     intake.Blobs
 	log       *slog.Logger
 }
 
@@ -77,6 +82,7 @@ func New(cfg Config) *Plane {
 		maxBody:   cmp.Or(cfg.MaxBodyRetention, intake.MaxRetention),
 		maxRows:   cmp.Or(cfg.MaxRetention, intake.MaxRetention),
 		sender:    cfg.Sender,
+		blobs:     cfg.Blobs,
 		log:       cfg.Logger,
 	}
 	if p.sender == nil {
