@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
@@ -24,21 +25,28 @@ import (
 	"github.com/intakehq/intake"
 )
 
-// S3 keeps bodies in one bucket of an S3-compatible store.
+// S3 keeps bodies in one bucket of an S3-compatible store, under a key
+// prefix when the bucket is shared.
 type S3 struct {
 	client *s3.Client
 	bucket string
+	prefix string // "" or "PREFIX/"
 }
 
 // Open connects to the bucket that u names:
-// s3://BUCKET?endpoint=http://host:port&region=REGION. Credentials come
+// s3://BUCKET[/PREFIX]?endpoint=http://host:port&region=REGION; with a
+// PREFIX every key intake writes begins with it. Credentials come
 // from the standard AWS variables (AWS_ACCESS_KEY_ID,
 // AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) or the shared files; the
 // instance metadata service is never asked. Open makes no request.
 func Open(ctx context.Context, u string) (*S3, error) {
 	p, err := url.Parse(u)
-	if err != nil || p.Scheme != "s3" || p.Host == "" || strings.Trim(p.Path, "/") != "" {
-		return nil, fmt.Errorf("blob store %q: want s3://BUCKET?endpoint=…&region=…", redact(u))
+	if err != nil || p.Scheme != "s3" || p.Host == "" || p.User != nil {
+		return nil, fmt.Errorf("blob store %q: want s3://BUCKET[/PREFIX]?endpoint=…&region=…", redact(u))
+	}
+	prefix := strings.Trim(p.Path, "/")
+	if prefix != "" {
+		prefix += "/"
 	}
 	q := p.Query()
 	region := q.Get("region")
@@ -58,14 +66,15 @@ func Open(ctx context.Context, u string) (*S3, error) {
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
 		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
 		config.WithEC2IMDSClientEnableState(imds.ClientDisabled),
-		config.WithHTTPClient(&http.Client{Transport: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			MaxIdleConnsPerHost:   64,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   5 * time.Second,
-			ResponseHeaderTimeout: 30 * time.Second,
-		}}),
+		// Object storage that does not answer fails a request soon: a
+		// large body is then refused, and the provider retries.
+		config.WithHTTPClient(awshttp.NewBuildableClient().
+			WithDialerOptions(func(d *net.Dialer) { d.Timeout = 3 * time.Second }).
+			WithTransportOptions(func(tr *http.Transport) {
+				tr.MaxIdleConnsPerHost = 64
+				tr.TLSHandshakeTimeout = 5 * time.Second
+				tr.ResponseHeaderTimeout = 30 * time.Second
+			})),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("blob store: %w", err)
@@ -76,7 +85,7 @@ func Open(ctx context.Context, u string) (*S3, error) {
 			o.UsePathStyle = true
 		}
 	})
-	return &S3{client: client, bucket: p.Host}, nil
+	return &S3{client: client, bucket: p.Host, prefix: prefix}, nil
 }
 
 // redact drops what a URL's user part might hold.
@@ -121,7 +130,7 @@ func (b *S3) Put(ctx context.Context, key string, body io.Reader, size int64) er
 	// twice to hash it first) and without retries (nor to send it again);
 	// sticky remembers the body's own error, which the SDK wraps.
 	r := &sticky{r: body}
-	_, err := b.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &b.bucket, Key: &key, Body: r, ContentLength: aws.Int64(size),
+	_, err := b.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &b.bucket, Key: aws.String(b.prefix + key), Body: r, ContentLength: aws.Int64(size),
 		ContentType: aws.String("application/octet-stream")},
 		s3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware),
 		func(o *s3.Options) { o.RetryMaxAttempts = 1 })
@@ -172,7 +181,7 @@ func (s *sticky) Read(p []byte) (int, error) {
 
 // Open streams the object under key.
 func (b *S3) Open(ctx context.Context, key string) (io.ReadCloser, int64, error) {
-	out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.bucket, Key: &key})
+	out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.bucket, Key: aws.String(b.prefix + key)})
 	var nsk *types.NoSuchKey
 	if errors.As(err, &nsk) {
 		return nil, 0, intake.Errorf(intake.ENOTFOUND, "no object %s", key)
@@ -187,7 +196,7 @@ func (b *S3) Open(ctx context.Context, key string) (io.ReadCloser, int64, error)
 // checksum header that S3-compatible stores disagree on.
 func (b *S3) Delete(ctx context.Context, keys []string) error {
 	for _, k := range keys {
-		if _, err := b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b.bucket, Key: aws.String(k)}); err != nil {
+		if _, err := b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b.bucket, Key: aws.String(b.prefix + k)}); err != nil {
 			var nsk *types.NoSuchKey
 			if !errors.As(err, &nsk) {
 				return unavailable(err)
@@ -200,8 +209,11 @@ func (b *S3) Delete(ctx context.Context, keys []string) error {
 // List lists objects whose keys sort after after and before before.
 func (b *S3) List(ctx context.Context, after, before string, limit int) ([]intake.BlobObject, error) {
 	in := &s3.ListObjectsV2Input{Bucket: &b.bucket, MaxKeys: aws.Int32(int32(min(limit, 1000)))}
+	if b.prefix != "" {
+		in.Prefix = aws.String(b.prefix)
+	}
 	if after != "" {
-		in.StartAfter = aws.String(after)
+		in.StartAfter = aws.String(b.prefix + after)
 	}
 	var out []intake.BlobObject
 	p := s3.NewListObjectsV2Paginator(b.client, in)
@@ -211,7 +223,7 @@ func (b *S3) List(ctx context.Context, after, before string, limit int) ([]intak
 			return nil, unavailable(err)
 		}
 		for _, o := range page.Contents {
-			k := aws.ToString(o.Key)
+			k := strings.TrimPrefix(aws.ToString(o.Key), b.prefix)
 			if k >= before || len(out) == limit {
 				return out, nil
 			}
