@@ -80,15 +80,18 @@ const DefaultMaxAttempts = 6
 // Message is one HTTP request received at an endpoint, and the work item that
 // processes it.
 type Message struct {
-	ID              string
-	OrgID           string
-	ConnectionID    string
-	EndpointID      string
-	Method          string
-	Query           string
-	Header          http.Header
-	Body            []byte
-	Digest          string // hex SHA-256 of Body
+	ID           string
+	OrgID        string
+	ConnectionID string
+	EndpointID   string
+	Method       string
+	Query        string
+	Header       http.Header
+	Body         []byte
+	// BlobKey names the body's object in the blob store when it is too
+	// large for the database; Body is then nil until a reader fills it.
+	BlobKey         string
+	Digest          string // hex SHA-256 of the body
 	ReceivedAt      time.Time
 	State           MessageState
 	Attempt         int
@@ -161,14 +164,14 @@ func NewClaimBodies(claims []Claim) ClaimBodies {
 // IDs are the messages whose bodies to read.
 func (b ClaimBodies) IDs() []string { return b.ids }
 
-// Fill gives message id its stored request: the JSON of its header and
-// its body.
-func (b ClaimBodies) Fill(id string, header, body []byte) error {
+// Fill gives message id its stored request: the JSON of its header, and
+// its body or the key of the body's object.
+func (b ClaimBodies) Fill(id string, header, body []byte, blobKey string) error {
 	m := b.byID[id]
 	if m == nil {
 		return nil
 	}
-	m.Body, m.BodyExpired = body, false
+	m.Body, m.BlobKey, m.BodyExpired = body, blobKey, false
 	return json.Unmarshal(header, &m.Header)
 }
 

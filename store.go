@@ -21,6 +21,7 @@ type Store interface {
 	Health
 	History
 	Retention
+	BlobRefs
 	ReplayJobs
 	Audit
 	MasterKeys
@@ -185,8 +186,9 @@ type Versioned interface {
 // events, their attempts and deliveries.
 type History interface {
 	Message(ctx context.Context, sc Scope, id string) (Message, error)
-	// MessageBody returns the stored request; ENOTFOUND once the body expired.
-	MessageBody(ctx context.Context, sc Scope, id string) ([]byte, http.Header, error)
+	// MessageBody returns the stored request: its headers, and its body or
+	// the key of the body's object; ENOTFOUND once the body expired.
+	MessageBody(ctx context.Context, sc Scope, id string) (StoredBody, error)
 	ListMessages(ctx context.Context, sc Scope, f MessageFilter) (Page[Message], error)
 	// MessageAttempts lists a message's settled attempts, oldest first.
 	MessageAttempts(ctx context.Context, sc Scope, id string) ([]Attempt, error)
@@ -198,7 +200,9 @@ type History interface {
 	Overview(ctx context.Context, sc Scope, q OverviewQuery) (Overview, error)
 	// InsertReplay records an operator's replay of a message: m is queued
 	// (the workers are woken) or, when the original's body has expired,
-	// already dead with body_expired.
+	// already dead with body_expired. A replay whose m.BlobKey no stored
+	// body names any more fails with ENOTFOUND and records nothing: the
+	// original's body expired meanwhile.
 	InsertReplay(ctx context.Context, m *Message, audit ...AuditEntry) error
 	// EraseBodies deletes, on an org's request, the stored bodies of an
 	// endpoint's messages received in [since, until) that are visible in
@@ -236,6 +240,23 @@ type Retention interface {
 	// DeleteExpiredSessions deletes up to limit console sessions that
 	// expired before now, returning how many.
 	DeleteExpiredSessions(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+// BlobRefs tells the blob sweeper which objects the stored bodies still
+// name. Every statement that deletes a body whose object is in the blob
+// store records the object's key, in the same transaction, as a pending
+// delete. A replay names its original's object rather than a copy, and
+// InsertReplay names an object only while another body still names it
+// (ENOTFOUND otherwise): once no body names an object, none ever
+// will again, so the sweeper may delete it.
+type BlobRefs interface {
+	// BlobsReferenced reports which of keys a stored body names.
+	BlobsReferenced(ctx context.Context, keys []string) (map[string]bool, error)
+	// PendingBlobDeletes lists up to limit keys whose bodies were deleted.
+	PendingBlobDeletes(ctx context.Context, limit int) ([]string, error)
+	// ForgetBlobDeletes removes keys from the pending deletes, once their
+	// objects are deleted (or named again by a body).
+	ForgetBlobDeletes(ctx context.Context, keys []string) error
 }
 
 // ReplayJobs keeps window replays, so any process reports and runs them.

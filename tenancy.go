@@ -89,10 +89,14 @@ type Endpoint struct {
 	Version int64
 }
 
-// Validate checks the endpoint's limits.
-func (e *Endpoint) Validate() error {
-	if e.MaxBodyBytes <= 0 || e.MaxBodyBytes > 64<<20 {
-		return Errorf(EINVALID, "max_body_bytes must be between 1 and %d", 64<<20)
+// Validate checks the endpoint's limits; a body may be up to maxBody
+// bytes (MaxBodyBytes, or MaxBlobBodyBytes with a blob store).
+func (e *Endpoint) Validate(maxBody int64) error {
+	if e.MaxBodyBytes <= 0 || e.MaxBodyBytes > maxBody {
+		if maxBody < MaxBlobBodyBytes {
+			return Errorf(EINVALID, "max_body_bytes must be between 1 and %d (up to %d with a blob store)", maxBody, MaxBlobBodyBytes)
+		}
+		return Errorf(EINVALID, "max_body_bytes must be between 1 and %d", maxBody)
 	}
 	if e.RatePerSec < 0 {
 		return Errorf(EINVALID, "rate_per_sec must not be negative")

@@ -46,7 +46,7 @@ func (s *Server) serveSignedBody(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The signature is the authorisation: it was made in the caller's scope.
-	body, header, err := s.store.MessageBody(r.Context(), intake.Scope{}, id)
+	body, size, header, err := s.ctl.OpenMessageBody(r.Context(), control.Caller{Actor: "signed body address"}, id)
 	if err != nil {
 		if intake.ErrorCode(err) != intake.ENOTFOUND {
 			s.log.Error("signed body", "message_id", id, "err", err)
@@ -54,7 +54,8 @@ func (s *Server) serveSignedBody(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	rawbody.Write(w, body, header, "")
+	defer body.Close()
+	rawbody.Stream(w, body, size, header, "")
 }
 
 func (s *Server) signBody(id string, expires time.Time) string {

@@ -69,11 +69,12 @@ func (s *Server) getMessageBody(w http.ResponseWriter, r *http.Request, who cont
 	if err != nil {
 		return err
 	}
-	body, header, err := s.ctl.MessageBody(r.Context(), who, id)
+	body, size, header, err := s.ctl.OpenMessageBody(r.Context(), who, id)
 	if err != nil {
 		return err
 	}
-	rawbody.Write(w, body, header, "")
+	defer body.Close()
+	rawbody.Stream(w, body, size, header, "")
 	return nil
 }
 

@@ -191,14 +191,18 @@ func (c *Console) message(w http.ResponseWriter, r *http.Request, s *session) er
 		return err
 	}
 	if !m.BodyExpired {
-		body, _, err := c.ctl.MessageBody(r.Context(), s.caller(), id)
+		body, size, _, err := c.ctl.OpenMessageBody(r.Context(), s.caller(), id)
 		switch {
 		case intake.ErrorCode(err) == intake.ENOTFOUND:
 			v.BodyExpired = true
 		case err != nil:
 			return err
 		default:
-			v.Body = showBody(body)
+			v.Body, err = showStored(body, size)
+			body.Close()
+			if err != nil {
+				return err
+			}
 		}
 	}
 	attempts, err := c.ctl.MessageAttempts(r.Context(), s.caller(), id)
@@ -226,11 +230,12 @@ func (c *Console) messageBody(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		return err
 	}
-	body, header, err := c.ctl.MessageBody(r.Context(), s.caller(), id)
+	body, size, header, err := c.ctl.OpenMessageBody(r.Context(), s.caller(), id)
 	if err != nil {
 		return err
 	}
-	rawbody.Write(w, body, header, "message-"+id+".body")
+	defer body.Close()
+	rawbody.Stream(w, body, size, header, "message-"+id+".body")
 	return nil
 }
 

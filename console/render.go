@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -276,6 +277,30 @@ func showBody(b []byte) shownBody {
 	}
 	out.Text = string(b)
 	return out
+}
+
+// showStored shows a stored body of size bytes, reading no more of it
+// than the page can show: a body in object storage may be 100 MiB.
+func showStored(r io.Reader, size int64) (shownBody, error) {
+	prefix, err := io.ReadAll(io.LimitReader(r, 4*maxShownBody+1))
+	if err != nil {
+		return shownBody{}, err
+	}
+	if int64(len(prefix)) >= size {
+		return showBody(prefix), nil
+	}
+	// A prefix may end inside a character: drop its start.
+	for i := len(prefix) - 1; i >= 0 && i >= len(prefix)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(prefix[i]) {
+			if !utf8.FullRune(prefix[i:]) {
+				prefix = prefix[:i]
+			}
+			break
+		}
+	}
+	out := showBody(prefix)
+	out.Size, out.Truncated = size, out.Truncated+int(size-int64(len(prefix)))
+	return out, nil
 }
 
 // stateCount pairs a state with a count, for summaries.

@@ -487,7 +487,7 @@ func (pl *planner) endpoints(org string, spec ConnectionSpec, cref *idRef, exist
 		named[es.Name] = true
 		want := intake.Endpoint{Enabled: true, MaxBodyBytes: intake.DefaultMaxBodyBytes, RatePerSec: intake.DefaultRatePerSec, Burst: intake.DefaultBurst}
 		l := Limits{Name: &es.Name, Enabled: es.Enabled, MaxBodyBytes: es.MaxBodyBytes, RatePerSec: es.RatePerSec, Burst: es.Burst}
-		if err := applyLimits(&want, l); err != nil {
+		if err := pl.p.applyLimits(&want, l); err != nil {
 			return inside(where, err)
 		}
 		// Absent settings are the defaults: the update sets every one.

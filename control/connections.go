@@ -251,7 +251,7 @@ func (p *Plane) AdoptHandshakeSecret(ctx context.Context, c Caller, connectionID
 	if m.ConnectionID != cn.ID {
 		return cn, false, intake.Errorf(intake.EINVALID, "message %s was not received for connection %s", m.ID, cn.ID)
 	}
-	body, header, err := p.store.MessageBody(ctx, c.Scope, m.ID)
+	body, header, err := p.readBody(ctx, c.Scope, m.ID)
 	if err != nil {
 		return cn, false, err
 	}

@@ -51,6 +51,10 @@ type Config struct {
 	// People maps the groups of people who sign in with single sign-on to
 	// staff, or to an org and a role (--oidc-map); empty: nobody may.
 	People intake.PeopleMap
+	// Blobs, when set, is where bodies too large for the database are
+	// kept: reads of them stream from it, and endpoints may take bodies up
+	// to intake.MaxBlobBodyBytes.
+	Blobs  intake.Blobs
 	Logger *slog.Logger
 }
 
@@ -67,6 +71,7 @@ type Plane struct {
 	maxRows   time.Duration // an org's retention at most
 	sender    *delivery.Sender
 	people    intake.PeopleMap
+	blobs     intake.Blobs
 	log       *slog.Logger
 }
 
@@ -83,6 +88,7 @@ func New(cfg Config) *Plane {
 		maxRows:   cmp.Or(cfg.MaxRetention, intake.MaxRetention),
 		sender:    cfg.Sender,
 		people:    cfg.People,
+		blobs:     cfg.Blobs,
 		log:       cfg.Logger,
 	}
 	if p.sender == nil {

@@ -53,7 +53,7 @@ func (p *Plane) CreateEndpoint(ctx context.Context, c Caller, connectionID strin
 		Enabled: true, MaxBodyBytes: intake.DefaultMaxBodyBytes, RatePerSec: intake.DefaultRatePerSec, Burst: intake.DefaultBurst,
 		CreatedAt: p.now(),
 	}
-	if err := applyLimits(&e, l); err != nil {
+	if err := p.applyLimits(&e, l); err != nil {
 		return CreatedEndpoint{}, err
 	}
 	if err := p.checkEndpointName(ctx, c, e); err != nil {
@@ -87,7 +87,7 @@ func (p *Plane) updateEndpoint(ctx context.Context, c Caller, id string, l Limit
 	if err := checkVersion("endpoint", l.Version, e.Version); err != nil {
 		return intake.Endpoint{}, err
 	}
-	if err := applyLimits(&e, l); err != nil {
+	if err := p.applyLimits(&e, l); err != nil {
 		return intake.Endpoint{}, err
 	}
 	if err := p.checkEndpointName(ctx, c, e); err != nil {
@@ -103,7 +103,7 @@ func (p *Plane) updateEndpoint(ctx context.Context, c Caller, id string, l Limit
 }
 
 // applyLimits sets the settings l gives and validates the result.
-func applyLimits(e *intake.Endpoint, l Limits) error {
+func (p *Plane) applyLimits(e *intake.Endpoint, l Limits) error {
 	if l.Name != nil {
 		if *l.Name != "" {
 			if err := intake.CheckName("name", *l.Name); err != nil {
@@ -127,7 +127,16 @@ func applyLimits(e *intake.Endpoint, l Limits) error {
 		}
 		e.Burst = *l.Burst
 	}
-	return e.Validate()
+	return e.Validate(p.maxBodyBytes())
+}
+
+// maxBodyBytes is the largest max_body_bytes an endpoint may have: more
+// with a blob store, which keeps large bodies out of the database.
+func (p *Plane) maxBodyBytes() int64 {
+	if p.blobs != nil {
+		return intake.MaxBlobBodyBytes
+	}
+	return intake.MaxBodyBytes
 }
 
 // checkEndpointName refuses a name another endpoint of the same connection

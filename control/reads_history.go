@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"io"
 	"net/http"
 
 	"github.com/intakehq/intake"
@@ -52,8 +53,8 @@ func (p *Plane) MessageAttempts(ctx context.Context, c Caller, id string) ([]int
 	return p.store.MessageAttempts(ctx, c.Scope, id)
 }
 
-// MessageBody reads a message's raw body and the headers that describe it;
-// ENOTFOUND once retention has erased it.
+// MessageBody reads a message's whole raw body and the headers that
+// describe it; ENOTFOUND once retention has erased it.
 func (p *Plane) MessageBody(ctx context.Context, c Caller, id string) ([]byte, http.Header, error) {
 	if err := c.may(intake.RoleViewer); err != nil {
 		return nil, nil, err
@@ -61,7 +62,51 @@ func (p *Plane) MessageBody(ctx context.Context, c Caller, id string) ([]byte, h
 	if err := intake.CheckID("id", id); err != nil {
 		return nil, nil, err
 	}
-	return p.store.MessageBody(ctx, c.Scope, id)
+	return p.readBody(ctx, c.Scope, id)
+}
+
+// OpenMessageBody streams a message's raw body from wherever it is kept,
+// with its size and the headers that describe it; ENOTFOUND once retention
+// has erased it. The caller closes it.
+func (p *Plane) OpenMessageBody(ctx context.Context, c Caller, id string) (io.ReadCloser, int64, http.Header, error) {
+	if err := c.may(intake.RoleViewer); err != nil {
+		return nil, 0, nil, err
+	}
+	if err := intake.CheckID("id", id); err != nil {
+		return nil, 0, nil, err
+	}
+	b, err := p.store.MessageBody(ctx, c.Scope, id)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	r, size, err := b.Open(ctx, p.blobs)
+	if err != nil {
+		return nil, 0, nil, p.blobError(id, err)
+	}
+	return r, size, b.Header, nil
+}
+
+// readBody reads a stored body whole, for the actions that judge it.
+func (p *Plane) readBody(ctx context.Context, sc intake.Scope, id string) ([]byte, http.Header, error) {
+	b, err := p.store.MessageBody(ctx, sc, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := intake.ReadBody(ctx, p.blobs, b.Body, b.BlobKey)
+	if err != nil {
+		return nil, nil, p.blobError(id, err)
+	}
+	return body, b.Header, nil
+}
+
+// blobError is what a reader is told when a body's object cannot be read:
+// object storage is unavailable (503), never that the body is gone.
+func (p *Plane) blobError(id string, err error) error {
+	if code := intake.ErrorCode(err); code == intake.EUNAVAILABLE {
+		return err
+	}
+	p.log.Error("control: a body's object could not be read", "message_id", id, "err", err)
+	return &intake.Error{Code: intake.EUNAVAILABLE, Message: "object storage is unavailable; try again shortly", Err: err}
 }
 
 // Events lists a page of the events f selects.

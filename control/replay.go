@@ -90,21 +90,35 @@ func replay(ctx context.Context, st intake.History, clock intake.Clock, orig int
 		m.ReplayOf = orig.ReplayOf // always the message the provider sent
 	}
 	sc := intake.Scope{OrgID: orig.OrgID}
-	body, header, err := st.MessageBody(ctx, sc, orig.ID)
+	b, err := st.MessageBody(ctx, sc, orig.ID)
 	switch {
 	case intake.ErrorCode(err) == intake.ENOTFOUND:
-		m.State, m.BodyExpired = intake.MessageDead, true
-		m.ErrorCode, m.ErrorMessage = intake.ErrCodeBodyExpired, "the original message's body has expired"
-		m.NextAttemptAt = time.Time{}
+		expired(&m)
 	case err != nil:
 		return intake.Message{}, err
 	default:
-		m.Body, m.Header = body, header
+		// A body in object storage is not copied: the replay names the
+		// same object, which is deleted only once no body names it.
+		m.Body, m.BlobKey, m.Header = b.Body, b.BlobKey, b.Header
 	}
-	if err := st.InsertReplay(ctx, &m, audit(m)...); err != nil {
+	err = st.InsertReplay(ctx, &m, audit(m)...)
+	if intake.ErrorCode(err) == intake.ENOTFOUND && m.BlobKey != "" {
+		// The original's body (its object) expired since it was read.
+		expired(&m)
+		err = st.InsertReplay(ctx, &m, audit(m)...)
+	}
+	if err != nil {
 		return intake.Message{}, err
 	}
 	return m, nil
+}
+
+// expired makes m the replay of a message whose body has expired: dead
+// at once, with no body.
+func expired(m *intake.Message) {
+	m.State, m.BodyExpired = intake.MessageDead, true
+	m.ErrorCode, m.ErrorMessage = intake.ErrCodeBodyExpired, "the original message's body has expired"
+	m.NextAttemptAt, m.Body, m.BlobKey, m.Header = time.Time{}, nil, "", nil
 }
 
 // ReplayWindow records a replay of every original message an endpoint

@@ -101,6 +101,13 @@ func roleRows(orgID string) []roleRow {
 			_, _, err := p.MessageBody(ctx, c, id)
 			return err
 		}},
+		{"OpenMessageBody", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			r, _, _, err := p.OpenMessageBody(ctx, c, id)
+			if r != nil {
+				r.Close()
+			}
+			return err
+		}},
 		{"MessageHeaders", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			_, err := p.MessageHeaders(ctx, c, intake.Message{ConnectionID: id, Header: http.Header{}})
 			return err

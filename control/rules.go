@@ -43,7 +43,7 @@ func (p *Plane) TestRule(ctx context.Context, c Caller, t RuleTest) (rules.TestR
 		if err != nil {
 			return rules.TestResult{}, err
 		}
-		body, header, err := p.store.MessageBody(ctx, c.Scope, m.ID)
+		body, header, err := p.readBody(ctx, c.Scope, m.ID)
 		if err != nil {
 			return rules.TestResult{}, err
 		}

@@ -191,8 +191,8 @@ func TestEachActionGivesTheSameResultAndAuditRowThroughTheAPIAndTheConsole(t *te
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _, err := tr.store.MessageBody(ctx, sc, id)
-		return []any{m.State, m.ReplayOf == msg.ID, string(body), err}
+		b, err := tr.store.MessageBody(ctx, sc, id)
+		return []any{m.State, m.ReplayOf == msg.ID, string(b.Body), err}
 	}
 	replays := func() string {
 		page, _ := tr.store.ListMessages(ctx, sc, intake.MessageFilter{Limit: 1})

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
 	"math"
@@ -50,6 +51,11 @@ type Config struct {
 	// Pressure, when set, counts the requests waiting for their commit,
 	// for processing to yield to them under a burst.
 	Pressure *pressure.Gauge
+	// Blobs, when set, takes every body larger than BlobThreshold (default
+	// intake.DefaultBlobThreshold): the body streams into its object
+	// before the message commits, and the message names the object.
+	Blobs         intake.Blobs
+	BlobThreshold int64
 }
 
 // Handler serves /webhooks/{token} for any method.
@@ -78,6 +84,9 @@ func New(cfg Config) *Handler {
 	}
 	if cfg.EndpointTTL == 0 {
 		cfg.EndpointTTL = time.Second
+	}
+	if cfg.BlobThreshold <= 0 {
+		cfg.BlobThreshold = intake.DefaultBlobThreshold
 	}
 	h := &Handler{cfg: cfg}
 	h.eps.TTL, h.conns.TTL = cfg.EndpointTTL, connTTL
@@ -153,19 +162,17 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 		answer(w, http.StatusTooManyRequests, bodyRateLimited)
 		return "rate_limited"
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, ep.MaxBodyBytes+1))
-	if err != nil {
-		// The client went away or timed out mid-body: nothing to keep.
-		answer(w, http.StatusBadRequest, []byte(`{"error":"incomplete body"}`+"\n"))
-		return "bad_request"
+	m := newMessage(ep, r, now)
+	if result := h.receiveBody(w, r, ep, m); result != "" {
+		return result
 	}
-	if int64(len(body)) > ep.MaxBodyBytes {
-		answer(w, http.StatusRequestEntityTooLarge, bodyTooLarge)
-		return "too_large"
-	}
-	m := newMessage(ep, r, body, now)
 	traceMessage(r.Context(), m)
-	challenge, isChallenge := h.challenge(r.Context(), ep, m, h.publicURL(r), now)
+	// A handshake is small: a body in object storage is never one.
+	var challenge provider.Challenge
+	var isChallenge bool
+	if m.BlobKey == "" {
+		challenge, isChallenge = h.challenge(r.Context(), ep, m, h.publicURL(r), now)
+	}
 	handed := h.cfg.Handoff.Reserve(m)
 	start := time.Now()
 	h.cfg.Pressure.Enter()
@@ -175,6 +182,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 		if handed {
 			h.cfg.Handoff.Cancel(m.OrgID)
 		}
+		// A body's object stays: the commit may have happened all the
+		// same (its answer lost), and a message must never name an object
+		// that is not there. The sweeper deletes it if no message does.
 		h.cfg.Logger.Error("ingress: commit failed; not acknowledged", "endpoint_id", ep.ID, "err", err)
 		answer(w, http.StatusServiceUnavailable, bodyUnavailable)
 		return "storage"
@@ -199,7 +209,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 	return "accepted"
 }
 
-func newMessage(ep intake.Endpoint, r *http.Request, body []byte, now time.Time) *intake.Message {
+func newMessage(ep intake.Endpoint, r *http.Request, now time.Time) *intake.Message {
 	header := r.Header.Clone()
 	for _, k := range hopByHop {
 		header.Del(k)
@@ -207,7 +217,6 @@ func newMessage(ep intake.Endpoint, r *http.Request, body []byte, now time.Time)
 	if r.Host != "" {
 		header.Set("Host", r.Host)
 	}
-	sum := sha256.Sum256(body)
 	return &intake.Message{
 		ID:            intake.NewID(),
 		OrgID:         ep.OrgID,
@@ -216,13 +225,91 @@ func newMessage(ep intake.Endpoint, r *http.Request, body []byte, now time.Time)
 		Method:        r.Method,
 		Query:         r.URL.RawQuery,
 		Header:        header,
-		Body:          body,
-		Digest:        hex.EncodeToString(sum[:]),
 		ReceivedAt:    now,
 		State:         intake.MessageQueued,
 		MaxAttempts:   intake.DefaultMaxAttempts,
 		NextAttemptAt: now,
 	}
+}
+
+var bodyIncomplete = []byte(`{"error":"incomplete body"}` + "\n")
+
+// receiveBody reads the request's body into m: into memory when it is
+// small (or there is no blob store), else streaming into its object, so a
+// large body is never held whole. The digest is computed as the body
+// passes. It answers and returns the result when the body is refused.
+func (h *Handler) receiveBody(w http.ResponseWriter, r *http.Request, ep intake.Endpoint, m *intake.Message) string {
+	limit := ep.MaxBodyBytes
+	first := limit
+	if h.cfg.Blobs != nil {
+		first = min(limit, h.cfg.BlobThreshold)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, first+1))
+	if err != nil {
+		// The client went away or timed out mid-body: nothing to keep.
+		answer(w, http.StatusBadRequest, bodyIncomplete)
+		return "bad_request"
+	}
+	if int64(len(body)) > limit {
+		answer(w, http.StatusRequestEntityTooLarge, bodyTooLarge)
+		return "too_large"
+	}
+	sum := sha256.New()
+	sum.Write(body)
+	if int64(len(body)) <= first {
+		m.Body, m.Digest = body, hex.EncodeToString(sum.Sum(nil))
+		return ""
+	}
+	rest := &remainder{r: r.Body, left: limit - int64(len(body))}
+	key := intake.BlobKey(m.ReceivedAt, m.ID)
+	err = h.cfg.Blobs.Put(r.Context(), key, io.MultiReader(bytes.NewReader(body), io.TeeReader(rest, sum)), r.ContentLength)
+	var incomplete *incompleteBody
+	switch {
+	case errors.Is(err, errTooLarge):
+		answer(w, http.StatusRequestEntityTooLarge, bodyTooLarge)
+		return "too_large"
+	case errors.As(err, &incomplete):
+		answer(w, http.StatusBadRequest, bodyIncomplete)
+		return "bad_request"
+	case err != nil:
+		h.cfg.Logger.Error("ingress: object storage failed; a large body is not acknowledged", "endpoint_id", ep.ID, "err", err)
+		w.Header().Set("Retry-After", "5")
+		answer(w, http.StatusServiceUnavailable, bodyUnavailable)
+		return "blob_store"
+	}
+	m.BlobKey, m.Digest = key, hex.EncodeToString(sum.Sum(nil))
+	return ""
+}
+
+// errTooLarge is a body running past its endpoint's limit while it
+// streams.
+var errTooLarge = errors.New("ingress: body over the endpoint's limit")
+
+// incompleteBody is the client failing mid-body.
+type incompleteBody struct{ err error }
+
+func (e *incompleteBody) Error() string { return "ingress: incomplete body: " + e.err.Error() }
+func (e *incompleteBody) Unwrap() error { return e.err }
+
+// remainder reads the rest of a body, at most left bytes of it.
+type remainder struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *remainder) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.r.Read(p)
+	if int64(n) > b.left {
+		return 0, errTooLarge
+	}
+	b.left -= int64(n)
+	if err != nil && err != io.EOF {
+		err = &incompleteBody{err}
+	}
+	return n, err
 }
 
 // challenge asks the endpoint's adapter whether the request is a handshake

@@ -126,9 +126,10 @@ func TestIngressStoresRequestThenAcknowledges(t *testing.T) {
 		m.Digest != sha256hex(`{"hello":"world"}`) {
 		t.Fatalf("message = %+v", m)
 	}
-	body, h, err := e.store.MessageBody(context.Background(), intake.Scope{}, m.ID)
-	if err != nil || string(body) != `{"hello":"world"}` {
-		t.Fatalf("body %q %v", body, err)
+	b, err := e.store.MessageBody(context.Background(), intake.Scope{}, m.ID)
+	h := b.Header
+	if err != nil || string(b.Body) != `{"hello":"world"}` {
+		t.Fatalf("body %q %v", b.Body, err)
 	}
 	if h.Get("Authorization") != "Basic abc" || h.Get("Content-Type") != "application/json" {
 		t.Fatalf("kept headers %v", h)

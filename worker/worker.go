@@ -64,6 +64,9 @@ type Config struct {
 	Rules   *rules.Engine
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
+	// Blobs is where bodies too large for the database are kept; a
+	// message that names an object reads its body from there.
+	Blobs intake.Blobs
 
 	// KeyRetry is how long a message whose connection secrets this
 	// process's master key cannot open waits, released, before any process
@@ -455,6 +458,16 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim, views map[string]*
 	}
 	if m.BodyExpired {
 		return dead(st, intake.ErrCodeBodyExpired, "the stored body has expired")
+	}
+	if m.BlobKey != "" && m.Body == nil {
+		body, err := intake.ReadBody(ctx, w.cfg.Blobs, nil, m.BlobKey)
+		if intake.ErrorCode(err) == intake.ENOTFOUND {
+			return dead(st, intake.ErrCodeBodyExpired, "the body's object is gone from object storage")
+		}
+		if err != nil {
+			return w.transient(st, m, fmt.Errorf("read the body from object storage: %w", err))
+		}
+		m.Body = body
 	}
 	conn, err := w.conns.Get(m.ConnectionID, w.cfg.Clock.Now(), func() (intake.Connection, error) {
 		return w.cfg.Store.Connection(ctx, intake.Scope{}, m.ConnectionID)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/blob"
 	"github.com/intakehq/intake/catalog"
 	"github.com/intakehq/intake/console"
 	"github.com/intakehq/intake/control"
@@ -64,6 +65,8 @@ type ServeCmd struct {
 	LogFormat         string        `default:"text" enum:"text,json" env:"INTAKE_LOG_FORMAT" help:"Log format: text or json."`
 	LogLevel          string        `default:"info" enum:"debug,info,warn,error" env:"INTAKE_LOG_LEVEL" help:"Log level."`
 	StorageQuota      int64         `name:"storage-quota-bytes" default:"0" env:"INTAKE_STORAGE_QUOTA_BYTES" help:"Refuse webhooks (503) while the store holds more than this many bytes; 0: no quota."`
+	BlobStore         string        `name:"blob-store" env:"INTAKE_BLOB_STORE" placeholder:"s3://BUCKET?endpoint=URL&region=REGION" help:"Keep every body larger than --blob-threshold in this S3-compatible bucket (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); endpoints may then take bodies up to 100 MiB. Empty: every body in the database."`
+	BlobThreshold     int64         `name:"blob-threshold" default:"262144" env:"INTAKE_BLOB_THRESHOLD" help:"Bodies larger than this many bytes go to the blob store."`
 	ReadHeaderTimeout time.Duration `default:"10s" env:"INTAKE_READ_HEADER_TIMEOUT" help:"How long a client may take to send request headers."`
 	ReadTimeout       time.Duration `default:"60s" env:"INTAKE_READ_TIMEOUT" help:"How long a client may take to send a whole request."`
 	ShutdownGrace     time.Duration `default:"30s" env:"INTAKE_SHUTDOWN_GRACE" help:"How long SIGTERM waits for in-flight requests."`
@@ -134,6 +137,11 @@ func (c *ServeCmd) Run() error {
 	}
 	log.Info("master key matches the store", "fingerprint", sealer.Fingerprint())
 
+	blobs, err := c.openBlobs(ctx, log)
+	if err != nil {
+		return err
+	}
+
 	m := metrics.New()
 	m.Registry.MustRegister(currentBuild().collector())
 	clock := intake.SystemClock{}
@@ -150,7 +158,7 @@ func (c *ServeCmd) Run() error {
 		m.WatchPressure(ingestFirst)
 	}
 	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
-		Logger: log, Quota: quota, Handoff: messages, Pressure: ingestFirst})
+		Logger: log, Quota: quota, Handoff: messages, Pressure: ingestFirst, Blobs: blobs, BlobThreshold: c.BlobThreshold})
 	// One rules engine: its script hosts and compiled programs serve the
 	// worker, the router and the control plane's checks and dry runs.
 	engine, err := rules.New(rules.Config{ScriptTimeout: c.ScriptTimeout, ScriptMemory: c.ScriptMemory, Hosts: c.ScriptHosts}, clock)
@@ -165,7 +173,7 @@ func (c *ServeCmd) Run() error {
 	// The one control plane: the API and the console are transports over it.
 	ctl := control.New(control.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
 		Clock: clock, ConsumerPolicy: policy, Rules: engine, Sender: sender,
-		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, People: people, Logger: log})
+		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, People: people, Blobs: blobs, Logger: log})
 	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	// The worker has the router judge each message's fan-out before its
@@ -187,7 +195,8 @@ func (c *ServeCmd) Run() error {
 	}
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
 		Handoff: messages, FanOut: rt, Calls: calls, Catalog: observer, Pressure: ingestFirst,
-		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log})
+		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log,
+		Blobs: blobs})
 
 	var draining atomic.Bool
 	mux := http.NewServeMux()
@@ -276,6 +285,10 @@ func (c *ServeCmd) Run() error {
 		// merge over the version read): no leader.
 		loops = append(loops, learner)
 	}
+	if blobs != nil {
+		loops = append(loops, leading{job: "blob-sweeper", lead: lead, loop: sweeper.NewBlobs(sweeper.BlobsConfig{Store: store,
+			Blobs: blobs, Clock: clock, Logger: log})})
+	}
 	workCtx, stopWork := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, l := range loops {
@@ -317,6 +330,30 @@ func (c *ServeCmd) Run() error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// openBlobs opens the blob store --blob-store names (nil when none) and
+// creates its bucket if it is missing. Object storage that cannot be
+// reached now is no reason not to serve: small bodies do not need it, and
+// large ones are refused (503) until it is back.
+func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger) (intake.Blobs, error) {
+	if c.BlobStore == "" {
+		return nil, nil
+	}
+	if c.BlobThreshold < 1 {
+		return nil, fmt.Errorf("--blob-threshold must be at least 1 byte")
+	}
+	b, err := blob.Open(ctx, c.BlobStore)
+	if err != nil {
+		return nil, err
+	}
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := b.EnsureBucket(bctx); err != nil {
+		log.Warn("object storage unreachable: bodies above the threshold are refused (503) until it is back", "err", err)
+	}
+	log.Info("large bodies go to object storage", "threshold_bytes", c.BlobThreshold)
+	return b, nil
 }
 
 // consumerPolicy is the address policy of consumer and notification URLs:

@@ -5,6 +5,8 @@
 package rawbody
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"strconv"
 )
@@ -12,13 +14,19 @@ import (
 // Write answers with body and the Content-Type it arrived with. A
 // non-empty filename makes browsers download it rather than show it.
 func Write(w http.ResponseWriter, body []byte, header http.Header, filename string) {
+	Stream(w, bytes.NewReader(body), int64(len(body)), header, filename)
+}
+
+// Stream answers like Write with size bytes read from body as they come,
+// so a large body read from object storage is never held whole.
+func Stream(w http.ResponseWriter, body io.Reader, size int64, header http.Header, filename string) {
 	ct := header.Get("Content-Type")
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
 	h := w.Header()
 	h.Set("Content-Type", ct)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Content-Length", strconv.FormatInt(size, 10))
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	h.Set("Cache-Control", "no-store")
@@ -26,5 +34,7 @@ func Write(w http.ResponseWriter, body []byte, header http.Header, filename stri
 		h.Set("Content-Disposition", `attachment; filename="`+filename+`"`)
 	}
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body) // the client went away; nothing left to tell it
+	// An error here is the client gone, or the store failing mid-body: the
+	// answer is cut short of its Content-Length, which the client sees.
+	_, _ = io.CopyN(w, body, size)
 }

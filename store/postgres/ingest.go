@@ -125,8 +125,8 @@ type messageRows struct {
 	receivedAt, nextAttemptAt, leaseUntil                       []pgtype.Timestamptz
 	attempt, maxAttempts                                        []int32
 
-	bodyID, bodyOrg, header []string
-	body                    [][]byte
+	bodyID, bodyOrg, header, blobKey []string
+	body                             [][]byte
 }
 
 func (r *messageRows) add(m *intake.Message) error {
@@ -150,6 +150,7 @@ func (r *messageRows) add(m *intake.Message) error {
 		body = []byte{}
 	}
 	r.bodyID, r.bodyOrg, r.header, r.body = append(r.bodyID, m.ID), append(r.bodyOrg, m.OrgID), append(r.header, string(h)), append(r.body, body)
+	r.blobKey = append(r.blobKey, m.BlobKey)
 	return nil
 }
 
@@ -187,10 +188,10 @@ func (s *Store) queueMessages(b *pgx.Batch, batch []ingestRequest) error {
 		         replay_of, traceparent)`,
 		r.id, r.org, r.conn, r.endpoint, r.method, r.query, r.digest, r.receivedAt, r.state, r.attempt, r.maxAttempts,
 		r.nextAttemptAt, r.leaseUntil, r.providerEventID, r.outcome, r.errorCode, r.errorMessage, r.replayOf, r.traceparent)
-	b.Queue(`INSERT INTO message_bodies (message_id, org_id, header, body)
-		SELECT id::uuid, org_id::uuid, header::jsonb, body FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[])
-		    AS t(id, org_id, header, body)`,
-		r.bodyID, r.bodyOrg, r.header, r.body)
+	b.Queue(`INSERT INTO message_bodies (message_id, org_id, header, body, blob_key)
+		SELECT id::uuid, org_id::uuid, header::jsonb, body, blob_key
+		  FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[]) AS t(id, org_id, header, body, blob_key)`,
+		r.bodyID, r.bodyOrg, r.header, r.body, r.blobKey)
 	if anyQueued(batch) {
 		b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicMessages], s.instance)
 	}
@@ -228,6 +229,19 @@ func (s *Store) InsertReplay(ctx context.Context, m *intake.Message, audit ...in
 		return err
 	}
 	err := s.audited(ctx, audit, func(tx pgx.Tx) error {
+		if m.BlobKey != "" && !m.BodyExpired {
+			// A replay names its original's object only while a body
+			// still names it: once none does, the sweeper may delete the
+			// object. FOR SHARE holds that body until this commits.
+			var one int
+			err := tx.QueryRow(ctx, `SELECT 1 FROM message_bodies WHERE blob_key = $1 LIMIT 1 FOR SHARE`, m.BlobKey).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return notFound("message body", m.ReplayOf)
+			}
+			if err != nil {
+				return err
+			}
+		}
 		return s.insertMessages(ctx, tx, []ingestRequest{{m: m}})
 	})
 	if err == nil {

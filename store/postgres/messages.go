@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 
@@ -66,18 +65,21 @@ func loadBodies(ctx context.Context, q querier, claims []intake.Claim) error {
 		return nil
 	}
 	b := intake.NewClaimBodies(claims)
-	rows, err := q.Query(ctx, `SELECT message_id, header, body FROM message_bodies WHERE message_id = ANY($1::uuid[])`, b.IDs())
+	rows, err := q.Query(ctx, `SELECT message_id, header, body, blob_key FROM message_bodies WHERE message_id = ANY($1::uuid[])`, b.IDs())
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var mid string
+		var mid, blobKey string
 		var header, body []byte
-		if err := rows.Scan(&mid, &header, &body); err != nil {
+		if err := rows.Scan(&mid, &header, &body, &blobKey); err != nil {
 			return err
 		}
-		if err := b.Fill(mid, header, body); err != nil {
+		if blobKey != "" {
+			body = nil
+		}
+		if err := b.Fill(mid, header, body, blobKey); err != nil {
 			return err
 		}
 	}
@@ -178,30 +180,33 @@ func scanString(row pgx.Row) (string, error) {
 }
 
 // MessageBody returns the stored request of a message visible in sc.
-func (s *Store) MessageBody(ctx context.Context, sc intake.Scope, msgID string) ([]byte, http.Header, error) {
+func (s *Store) MessageBody(ctx context.Context, sc intake.Scope, msgID string) (intake.StoredBody, error) {
+	var sb intake.StoredBody
 	if !validIDs(msgID) {
-		return nil, nil, notFound("message body", msgID)
+		return sb, notFound("message body", msgID)
 	}
-	var header, body []byte
+	var header []byte
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		b.Queue(`SELECT b.header, b.body FROM message_bodies b JOIN messages m ON m.id = b.message_id
+		b.Queue(`SELECT b.header, b.body, b.blob_key FROM message_bodies b JOIN messages m ON m.id = b.message_id
 			WHERE b.message_id = $1 AND ($2::uuid IS NULL OR m.org_id = $2)`, msgID, nullID(sc.OrgID)).
-			QueryRow(func(row pgx.Row) error { return row.Scan(&header, &body) })
+			QueryRow(func(row pgx.Row) error { return row.Scan(&header, &sb.Body, &sb.BlobKey) })
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, notFound("message body", msgID)
+		return sb, notFound("message body", msgID)
 	}
 	if err != nil {
-		return nil, nil, err
+		return sb, err
 	}
-	var h http.Header
-	if err := json.Unmarshal(header, &h); err != nil {
-		return nil, nil, err
+	if err := json.Unmarshal(header, &sb.Header); err != nil {
+		return sb, err
 	}
-	if body == nil {
-		body = []byte{}
+	switch {
+	case sb.BlobKey != "":
+		sb.Body = nil
+	case sb.Body == nil:
+		sb.Body = []byte{}
 	}
-	return body, h, nil
+	return sb, nil
 }
 
 // messageWhere is the filter ListMessages and CountMessages share; its
@@ -251,20 +256,20 @@ const settledStates = `'processed', 'ignored', 'dead'`
 
 // DropBodies deletes old bodies of settled messages.
 func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
-	var n int64
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM message_bodies WHERE message_id IN (
+	var n int
+	err := s.tx(ctx, func(tx pgx.Tx) (err error) {
+		n, err = deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN (
 			SELECT b.message_id FROM message_bodies b JOIN messages m ON m.id = b.message_id JOIN orgs o ON o.id = m.org_id
 			 WHERE m.received_at < $1::timestamptz - make_interval(secs => (SELECT min(v) FROM (SELECT $2::bigint AS v UNION ALL
 			       SELECT body_retention_us FROM orgs WHERE body_retention_us IS NOT NULL) x) / 1e6)
 			   AND m.received_at < $1::timestamptz - make_interval(secs => coalesce(o.body_retention_us, $2::bigint) / 1e6)
 			   AND m.state IN (`+settledStates+`)
 			 LIMIT $3
-			   FOR UPDATE OF b SKIP LOCKED)`, ts(now), def.Microseconds(), limit)
-		n = tag.RowsAffected()
+			   FOR UPDATE OF b SKIP LOCKED)
+			RETURNING blob_key, org_id`, ts(now), def.Microseconds(), limit)
 		return err
 	})
-	return int(n), err
+	return n, err
 }
 
 // EraseBodies deletes an endpoint's bodies in a time range, on its org's
@@ -273,7 +278,7 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 	if !validIDs(endpointID) {
 		return 0, notFound("endpoint", endpointID)
 	}
-	var n int64
+	var n int
 	err := s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM endpoints WHERE deleted_at IS NULL AND id = $1 AND ($2::uuid IS NULL OR org_id = $2)`,
@@ -284,13 +289,12 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM message_bodies WHERE message_id IN (
-			SELECT id FROM messages WHERE endpoint_id = $1 AND received_at >= $2 AND received_at < $3)`,
-			endpointID, ts(since), ts(until))
-		n = tag.RowsAffected()
+		n, err = deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN (
+			SELECT id FROM messages WHERE endpoint_id = $1 AND received_at >= $2 AND received_at < $3)
+			RETURNING blob_key, org_id`, endpointID, ts(since), ts(until))
 		return err
 	})
-	return int(n), err
+	return n, err
 }
 
 // DeleteSettled deletes old settled messages and all that hangs off them.
@@ -326,15 +330,67 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 			`DELETE FROM events WHERE message_id = ANY($1::uuid[])`,
 			`DELETE FROM message_identities WHERE message_id = ANY($1::uuid[])`,
 			`DELETE FROM message_attempts WHERE message_id = ANY($1::uuid[])`,
-			`DELETE FROM message_bodies WHERE message_id = ANY($1::uuid[])`,
-			`DELETE FROM messages WHERE id = ANY($1::uuid[])`,
 		} {
 			b.Queue(q, ids)
 		}
+		// The bodies go before their messages (they reference them),
+		// recording their objects as pending deletes.
+		b.Queue(`WITH gone AS (DELETE FROM message_bodies WHERE message_id = ANY($1::uuid[]) RETURNING blob_key, org_id)
+			INSERT INTO blob_deletes (key, org_id) SELECT DISTINCT blob_key, org_id FROM gone WHERE blob_key <> ''
+			ON CONFLICT (key) DO NOTHING`, ids)
+		b.Queue(`DELETE FROM messages WHERE id = ANY($1::uuid[])`, ids)
 		n = len(ids)
 		return tx.SendBatch(ctx, b).Close()
 	})
 	return n, err
+}
+
+// deleteBodies runs query, a DELETE of message_bodies RETURNING blob_key,
+// org_id, and records the keys of the deleted bodies' objects as pending
+// deletes in the same transaction. It returns how many bodies it deleted.
+func deleteBodies(ctx context.Context, tx pgx.Tx, query string, args ...any) (int, error) {
+	var n int
+	err := tx.QueryRow(ctx, `WITH gone AS (`+query+`),
+		pending AS (INSERT INTO blob_deletes (key, org_id) SELECT DISTINCT blob_key, org_id FROM gone WHERE blob_key <> ''
+			ON CONFLICT (key) DO NOTHING)
+		SELECT count(*) FROM gone`, args...).Scan(&n)
+	return n, err
+}
+
+// BlobsReferenced reports which of keys a stored body names.
+func (s *Store) BlobsReferenced(ctx context.Context, keys []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT blob_key FROM message_bodies WHERE blob_key <> '' AND blob_key = ANY($1::text[])`, keys)
+	if err != nil {
+		return nil, classify(err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	for _, k := range found {
+		out[k] = true
+	}
+	return out, classify(err)
+}
+
+// PendingBlobDeletes lists keys whose bodies were deleted.
+func (s *Store) PendingBlobDeletes(ctx context.Context, limit int) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT key FROM blob_deletes ORDER BY key LIMIT $1`, limit)
+	if err != nil {
+		return nil, classify(err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return keys, classify(err)
+}
+
+// ForgetBlobDeletes removes keys from the pending deletes.
+func (s *Store) ForgetBlobDeletes(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, `DELETE FROM blob_deletes WHERE key = ANY($1::text[])`, keys)
+	return classify(err)
 }
 
 // prefixed qualifies each of a column list's names with a table alias.

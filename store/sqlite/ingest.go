@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -261,20 +262,20 @@ func insertIngests(tx *wtx, batch []writeJob) error {
 	for start := 0; start < len(ingests); start += insertChunk {
 		part := ingests[start:min(start+insertChunk, len(ingests))]
 		margs := make([]any, 0, 19*len(part))
-		bargs := make([]any, 0, 3*len(part))
+		bargs := make([]any, 0, 4*len(part))
 		for _, j := range part {
 			m := j.msg
 			margs = append(margs, m.ID, m.OrgID, m.ConnectionID, m.EndpointID, m.Method, m.Query, m.Digest, ts(m.ReceivedAt),
 				m.State, m.Attempt, m.MaxAttempts, ts(m.NextAttemptAt), ts(m.LeaseUntil), m.ProviderEventID, m.Outcome,
 				m.ErrorCode, m.ErrorMessage, m.ReplayOf, m.TraceParent)
 			if !m.BodyExpired {
-				bargs = append(bargs, m.ID, j.hdr, m.Body)
+				bargs = append(bargs, m.ID, j.hdr, bodyColumn(m), m.BlobKey)
 			}
 		}
 		if _, err := tx.ExecContext(ctx, insertMessagesSQL[len(part)], margs...); err != nil {
 			return err
 		}
-		if nb := len(bargs) / 3; nb > 0 {
+		if nb := len(bargs) / 4; nb > 0 {
 			if _, err := tx.ExecContext(ctx, insertBodiesSQL[nb], bargs...); err != nil {
 				return err
 			}
@@ -315,8 +316,30 @@ func insertMessage(ctx context.Context, tx *wtx, m *intake.Message, header strin
 	if m.BodyExpired {
 		return nil // a replay of a message whose body is gone: the record, no body
 	}
-	_, err := tx.ExecContext(ctx, insertBodySQL, m.ID, header, m.Body)
-	return err
+	if m.BlobKey == "" {
+		_, err := tx.ExecContext(ctx, insertBodySQL, m.ID, header, bodyColumn(m), "")
+		return err
+	}
+	// A replay names its original's object only while a body still names
+	// it: once none does, the sweeper may delete the object.
+	res, err := tx.ExecContext(ctx, `INSERT INTO message_bodies (message_id, header, body, blob_key)
+		SELECT ?1, ?2, x'', ?3 WHERE EXISTS (SELECT 1 FROM message_bodies WHERE blob_key = ?3)`, m.ID, header, m.BlobKey)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return cmp.Or(err, notFound("message body", m.ReplayOf))
+	}
+	return nil
+}
+
+// bodyColumn is what the body column holds: the body, or nothing when
+// its object holds it.
+func bodyColumn(m *intake.Message) []byte {
+	if m.Body == nil {
+		return []byte{}
+	}
+	return m.Body
 }
 
 const (
@@ -326,8 +349,8 @@ const (
 		VALUES `
 	messageRow       = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	insertMessageSQL = "INSERT" + insertMessageCols + messageRow
-	insertBodyCols   = ` INTO message_bodies (message_id, header, body) VALUES `
-	bodyRow          = `(?, ?, ?)`
+	insertBodyCols   = ` INTO message_bodies (message_id, header, body, blob_key) VALUES `
+	bodyRow          = `(?, ?, ?, ?)`
 	insertBodySQL    = "INSERT" + insertBodyCols + bodyRow
 )
 

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 
@@ -67,19 +66,22 @@ func (s *Store) loadBodies(ctx context.Context, claims []intake.Claim) error {
 	for _, id := range b.IDs() {
 		args = append(args, id)
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT message_id, header, body FROM message_bodies
+	rows, err := s.read.QueryContext(ctx, `SELECT message_id, header, body, blob_key FROM message_bodies
 		WHERE message_id IN (?`+strings.Repeat(", ?", len(args)-1)+`)`, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, header string
+		var id, header, blobKey string
 		var body []byte
-		if err := rows.Scan(&id, &header, &body); err != nil {
+		if err := rows.Scan(&id, &header, &body, &blobKey); err != nil {
 			return err
 		}
-		if err := b.Fill(id, []byte(header), body); err != nil {
+		if blobKey != "" {
+			body = nil
+		}
+		if err := b.Fill(id, []byte(header), body, blobKey); err != nil {
 			return err
 		}
 	}
@@ -175,25 +177,27 @@ func (s *Store) Message(ctx context.Context, sc intake.Scope, id string) (intake
 }
 
 // MessageBody returns the stored request of a message visible in sc.
-func (s *Store) MessageBody(ctx context.Context, sc intake.Scope, id string) ([]byte, http.Header, error) {
+func (s *Store) MessageBody(ctx context.Context, sc intake.Scope, id string) (intake.StoredBody, error) {
 	var header string
-	var body []byte
-	err := s.read.QueryRowContext(ctx, `SELECT b.header, b.body FROM message_bodies b JOIN messages m ON m.id = b.message_id
-		WHERE b.message_id = ?1 AND (?2 = '' OR m.org_id = ?2)`, id, sc.OrgID).Scan(&header, &body)
+	var b intake.StoredBody
+	err := s.read.QueryRowContext(ctx, `SELECT b.header, b.body, b.blob_key FROM message_bodies b JOIN messages m ON m.id = b.message_id
+		WHERE b.message_id = ?1 AND (?2 = '' OR m.org_id = ?2)`, id, sc.OrgID).Scan(&header, &b.Body, &b.BlobKey)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, notFound("message body", id)
+		return b, notFound("message body", id)
 	}
 	if err != nil {
-		return nil, nil, err
+		return b, err
 	}
-	var h http.Header
-	if err := json.Unmarshal([]byte(header), &h); err != nil {
-		return nil, nil, err
+	if err := json.Unmarshal([]byte(header), &b.Header); err != nil {
+		return b, err
 	}
-	if body == nil {
-		body = []byte{}
+	switch {
+	case b.BlobKey != "":
+		b.Body = nil
+	case b.Body == nil:
+		b.Body = []byte{}
 	}
-	return body, h, nil
+	return b, nil
 }
 
 // ListMessages lists messages newest first, a page at a time.
@@ -223,27 +227,24 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 
 // DropBodies deletes old bodies of settled messages.
 func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
-	var n int64
-	err := s.tx(ctx, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM message_bodies WHERE message_id IN (
+	var n int
+	err := s.tx(ctx, func(tx *wtx) (err error) {
+		n, err = deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN (
 			SELECT m.id FROM messages m JOIN orgs o ON o.id = m.org_id
 			 WHERE m.received_at < ?1 - (SELECT min(v) FROM (SELECT ?2 AS v UNION ALL
 			       SELECT body_retention_us FROM orgs WHERE body_retention_us IS NOT NULL))
 			   AND m.received_at < ?1 - coalesce(o.body_retention_us, ?2)
 			   AND m.state IN ('processed', 'ignored', 'dead')
-			   AND m.id IN (SELECT message_id FROM message_bodies) LIMIT ?3)`, ts(now), def.Microseconds(), limit)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+			   AND m.id IN (SELECT message_id FROM message_bodies) LIMIT ?3)
+			RETURNING blob_key`, ts(now), def.Microseconds(), limit)
 		return err
 	})
-	return int(n), err
+	return n, err
 }
 
 // EraseBodies deletes an endpoint's bodies in a time range.
 func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time, audit ...intake.AuditEntry) (int, error) {
-	var n int64
+	var n int
 	err := s.audited(ctx, audit, func(tx *wtx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM endpoints WHERE deleted_at IS NULL AND id = ?1 AND (?2 = '' OR org_id = ?2)`, endpointID, sc.OrgID).Scan(&one)
@@ -253,16 +254,12 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM message_bodies WHERE message_id IN (
-			SELECT id FROM messages WHERE endpoint_id = ? AND received_at >= ? AND received_at < ?)`,
-			endpointID, ts(since), ts(until))
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+		n, err = deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN (
+			SELECT id FROM messages WHERE endpoint_id = ? AND received_at >= ? AND received_at < ?)
+			RETURNING blob_key`, endpointID, ts(since), ts(until))
 		return err
 	})
-	return int(n), err
+	return n, err
 }
 
 // DeleteSettled deletes old settled messages and all that hangs off them.
@@ -304,17 +301,108 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 			`DELETE FROM events WHERE message_id IN ` + in,
 			`DELETE FROM message_identities WHERE message_id IN ` + in,
 			`DELETE FROM message_attempts WHERE message_id IN ` + in,
-			`DELETE FROM message_bodies WHERE message_id IN ` + in,
 			`DELETE FROM messages WHERE id IN ` + in,
 		} {
 			if _, err := tx.ExecContext(ctx, q, ids...); err != nil {
 				return err
 			}
 		}
+		if _, err := deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN `+in+` RETURNING blob_key`, ids...); err != nil {
+			return err
+		}
 		n = len(ids)
 		return nil
 	})
 	return n, err
+}
+
+// deleteBodies runs query, a DELETE of message_bodies RETURNING blob_key,
+// and records the keys of the deleted bodies' objects as pending deletes
+// in the same transaction. It returns how many bodies it deleted.
+func deleteBodies(ctx context.Context, tx *wtx, query string, args ...any) (int, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var keys []any
+	for rows.Next() {
+		var key string
+		if err := rows.Scan(&key); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		n++
+		if key != "" {
+			keys = append(keys, key)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(keys) == 0 {
+		return n, err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO blob_deletes (key) VALUES (?`+strings.Repeat("), (?", len(keys)-1)+`)
+		ON CONFLICT (key) DO NOTHING`, keys...)
+	return n, err
+}
+
+// BlobsReferenced reports which of keys a stored body names.
+func (s *Store) BlobsReferenced(ctx context.Context, keys []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(keys))
+	for i, k := range keys {
+		args[i] = k
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT DISTINCT blob_key FROM message_bodies INDEXED BY message_bodies_blob
+		WHERE blob_key <> '' AND blob_key IN (?`+strings.Repeat(", ?", len(keys)-1)+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		out[k] = true
+	}
+	return out, rows.Err()
+}
+
+// PendingBlobDeletes lists keys whose bodies were deleted.
+func (s *Store) PendingBlobDeletes(ctx context.Context, limit int) ([]string, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT key FROM blob_deletes ORDER BY key LIMIT ?`, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// ForgetBlobDeletes removes keys from the pending deletes.
+func (s *Store) ForgetBlobDeletes(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	args := make([]any, len(keys))
+	for i, k := range keys {
+		args[i] = k
+	}
+	return s.tx(ctx, func(tx *wtx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM blob_deletes WHERE key IN (?`+strings.Repeat(", ?", len(keys)-1)+`)`, args...)
+		return err
+	})
 }
 
 // Stats counts messages and events by state and finds the oldest due work.

@@ -99,7 +99,7 @@ func testEveryScopedReadHidesAnotherOrgsRows(t *testing.T, s intake.Store) {
 	}
 	one("Event", func(sc intake.Scope) error { _, err := s.Event(ctx, sc, a.delivered.ID); return err })
 	one("Message", func(sc intake.Scope) error { _, err := s.Message(ctx, sc, a.handledID); return err })
-	one("MessageBody", func(sc intake.Scope) error { _, _, err := s.MessageBody(ctx, sc, a.queued.ID); return err })
+	one("MessageBody", func(sc intake.Scope) error { _, err := s.MessageBody(ctx, sc, a.queued.ID); return err })
 	one("Consumer", func(sc intake.Scope) error { _, err := s.Consumer(ctx, sc, a.consumer.ID); return err })
 	one("Endpoint", func(sc intake.Scope) error { _, err := s.Endpoint(ctx, sc, a.ep.ID); return err })
 	one("Connection", func(sc intake.Scope) error { _, err := s.Connection(ctx, sc, a.conn.ID); return err })

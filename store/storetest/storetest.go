@@ -97,6 +97,7 @@ func Run(t *testing.T, open Opener) {
 		{"AHandedOverMessageCommitsUnderItsFirstLeaseAndIsClaimedOnceItExpires", testMessageHandover},
 		{"HandedOverAndQueuedMessagesShareCommits", testHandoverSharesCommitsWithQueued},
 		{"IngestRefusesAnythingButQueuedOrAFirstLeasedAttempt", testIngestRefusesOtherStates},
+		{"ABodyInObjectStorageIsKeptAsItsKeyAndEveryDeleteRecordsIt", testBlobBodies},
 	}
 	tests = append(tests, notificationTests...)
 	tests = append(tests, eventTypeTests...)
@@ -210,9 +211,9 @@ func testIngestKeepsRequest(t *testing.T, s intake.Store) {
 		got.Digest != m.Digest || got.Method != "POST" || got.Query != "a=1" || got.EndpointID != f.ep.ID {
 		t.Fatalf("stored message differs: %+v", got)
 	}
-	body, h, err := s.MessageBody(ctx, intake.Scope{OrgID: f.org.ID}, m.ID)
-	if err != nil || string(body) != `{"id":"evt_1"}` || h.Get("Content-Type") != "application/json" {
-		t.Fatalf("body = %q %v %v", body, h, err)
+	b, err := s.MessageBody(ctx, intake.Scope{OrgID: f.org.ID}, m.ID)
+	if err != nil || string(b.Body) != `{"id":"evt_1"}` || b.BlobKey != "" || b.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("body = %+v %v", b, err)
 	}
 	_, err = s.Message(ctx, intake.Scope{}, intake.NewID())
 	wantCode(t, err, intake.ENOTFOUND)
@@ -546,7 +547,7 @@ func testScope(t *testing.T, s intake.Store) {
 	sb := intake.Scope{OrgID: b.org.ID}
 	_, err := s.Message(ctx, sb, m.ID)
 	wantCode(t, err, intake.ENOTFOUND)
-	_, _, err = s.MessageBody(ctx, sb, m.ID)
+	_, err = s.MessageBody(ctx, sb, m.ID)
 	wantCode(t, err, intake.ENOTFOUND)
 	_, err = s.Connection(ctx, sb, a.conn.ID)
 	wantCode(t, err, intake.ENOTFOUND)
@@ -811,10 +812,10 @@ func testEraseBodies(t *testing.T, s intake.Store) {
 	if err != nil || n != 1 {
 		t.Fatalf("erased %d, %v", n, err)
 	}
-	if _, _, err := s.MessageBody(ctx, intake.Scope{}, m.ID); intake.ErrorCode(err) != intake.ENOTFOUND {
+	if _, err := s.MessageBody(ctx, intake.Scope{}, m.ID); intake.ErrorCode(err) != intake.ENOTFOUND {
 		t.Fatalf("erased body still served: %v", err)
 	}
-	if _, _, err := s.MessageBody(ctx, intake.Scope{}, later.ID); err != nil {
+	if _, err := s.MessageBody(ctx, intake.Scope{}, later.ID); err != nil {
 		t.Fatalf("a body outside the range was erased: %v", err)
 	}
 	// The same delivery re-sent: still a duplicate.
@@ -964,7 +965,7 @@ func testOrgRetention(t *testing.T, s intake.Store) {
 	}
 	ms, ml, mp := settle(short), settle(long), settle(plain)
 	bodyLeft := func(m *intake.Message) bool {
-		_, _, err := s.MessageBody(ctx, intake.Scope{}, m.ID)
+		_, err := s.MessageBody(ctx, intake.Scope{}, m.ID)
 		return err == nil
 	}
 	// Three hours on, with a server default of a day: only the short org's

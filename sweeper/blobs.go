@@ -1,0 +1,155 @@
+package sweeper
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/intakehq/intake"
+)
+
+// BlobsConfig wires a BlobSweeper.
+type BlobsConfig struct {
+	Store intake.BlobRefs
+	Blobs intake.Blobs
+	Clock intake.Clock
+	// OrphanAge is how old an object no body names must be before it is
+	// deleted as an orphan (default intake.BlobOrphanAge): younger, its
+	// message's commit may still be in flight.
+	OrphanAge time.Duration
+	Batch     int           // keys per round (default 1000)
+	Interval  time.Duration // between sweeps (default 1m)
+	Logger    *slog.Logger
+}
+
+// BlobSweeper deletes from object storage the objects no body names: those
+// of bodies that retention or an erasure deleted (recorded as pending
+// deletes by the same transaction), and orphans, whose message's commit
+// failed after the object was written.
+type BlobSweeper struct {
+	cfg BlobsConfig
+	// passed is the last key the orphan sweep has looked at: keys sort by
+	// the hour they were written in, and an hour is only looked at once
+	// it is OrphanAge old, so nothing is written behind it. A process
+	// starts from the first key.
+	passed string
+}
+
+// NewBlobs returns a blob sweeper with defaults filled in.
+func NewBlobs(cfg BlobsConfig) *BlobSweeper {
+	if cfg.Clock == nil {
+		cfg.Clock = intake.SystemClock{}
+	}
+	if cfg.OrphanAge == 0 {
+		cfg.OrphanAge = intake.BlobOrphanAge
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = 1000
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &BlobSweeper{cfg: cfg}
+}
+
+// Run sweeps every Interval until ctx ends.
+func (s *BlobSweeper) Run(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		if deleted, orphans, err := s.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Error("sweeper: object storage sweep failed; it is tried again", "err", err)
+		} else if deleted+orphans > 0 {
+			s.cfg.Logger.Info("sweeper: objects deleted", "of_deleted_bodies", deleted, "orphans", orphans)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// RunOnce deletes the objects of deleted bodies, then the orphans old
+// enough, and returns how many of each it deleted. An object a body names
+// again (a replay's) is kept. What fails is tried again by the next sweep.
+func (s *BlobSweeper) RunOnce(ctx context.Context) (deleted, orphans int, err error) {
+	for {
+		keys, err := s.cfg.Store.PendingBlobDeletes(ctx, s.cfg.Batch)
+		if err != nil || len(keys) == 0 {
+			if err != nil {
+				return deleted, orphans, err
+			}
+			break
+		}
+		gone, err := s.unnamed(ctx, keys)
+		if err != nil {
+			return deleted, orphans, err
+		}
+		if err := s.cfg.Blobs.Delete(ctx, gone); err != nil {
+			return deleted, orphans, err
+		}
+		if err := s.cfg.Store.ForgetBlobDeletes(ctx, keys); err != nil {
+			return deleted, orphans, err
+		}
+		deleted += len(gone)
+		if len(keys) < s.cfg.Batch {
+			break
+		}
+	}
+	now := s.cfg.Clock.Now()
+	old := now.Add(-s.cfg.OrphanAge)
+	before := intake.BlobHour(old)
+	for {
+		objs, err := s.cfg.Blobs.List(ctx, s.passed, before, s.cfg.Batch)
+		if err != nil || len(objs) == 0 {
+			return deleted, orphans, err
+		}
+		keys := make([]string, len(objs))
+		for i, o := range objs {
+			keys[i] = o.Key
+		}
+		gone, err := s.unnamed(ctx, keys)
+		if err != nil {
+			return deleted, orphans, err
+		}
+		// Every object listed is in an hour that ended OrphanAge ago; the
+		// time it was written is checked all the same.
+		var orphaned []string
+		modified := make(map[string]time.Time, len(objs))
+		for _, o := range objs {
+			modified[o.Key] = o.Modified
+		}
+		for _, k := range gone {
+			if modified[k].Before(old) {
+				orphaned = append(orphaned, k)
+			}
+		}
+		if err := s.cfg.Blobs.Delete(ctx, orphaned); err != nil {
+			return deleted, orphans, err
+		}
+		orphans += len(orphaned)
+		s.passed = keys[len(keys)-1]
+		if len(objs) < s.cfg.Batch {
+			return deleted, orphans, nil
+		}
+	}
+}
+
+// unnamed returns the keys no stored body names.
+func (s *BlobSweeper) unnamed(ctx context.Context, keys []string) ([]string, error) {
+	named, err := s.cfg.Store.BlobsReferenced(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, k := range keys {
+		if !named[k] {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,100 @@
+package sweeper_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/blob"
+	"github.com/intakehq/intake/internal/testkit"
+	"github.com/intakehq/intake/sweeper"
+)
+
+func TestBlobSweeperDeletesTheObjectsOfDeletedBodiesAndOrphansAnHourOldOnly(t *testing.T) {
+	ctx := context.Background()
+	s := testkit.SQLite(t)
+	c := testkit.NewClock(time.Date(2026, 11, 1, 12, 10, 0, 0, time.UTC))
+	blobs := &blob.Memory{Clock: c}
+	org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: c.Now()}
+	conn := intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "none", Name: "s", CreatedAt: c.Now()}
+	ep := intake.Endpoint{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, TokenHash: []byte("t"), Enabled: true,
+		MaxBodyBytes: 1024, CreatedAt: c.Now()}
+	for _, err := range []error{s.CreateOrg(ctx, org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte("k")}), s.CreateConnection(ctx, conn), s.CreateEndpoint(ctx, ep)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// put writes an object at the clock's time; commit also commits its
+	// message. Each is a second after the last.
+	put := func(commit bool) *intake.Message {
+		t.Helper()
+		c.Advance(time.Second)
+		m := &intake.Message{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, EndpointID: ep.ID, Method: "POST",
+			Header: http.Header{}, Digest: "d", ReceivedAt: c.Now(), State: intake.MessageQueued, MaxAttempts: 6, NextAttemptAt: c.Now()}
+		m.BlobKey = intake.BlobKey(m.ReceivedAt, m.ID)
+		if err := blobs.Put(ctx, m.BlobKey, strings.NewReader("large"), 5); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			if err := s.Ingest(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return m
+	}
+	kept, erased, orphan, original := put(true), put(true), put(false), put(true)
+	// The replay names its original's object, and is received later.
+	c.Advance(time.Second)
+	replay := &intake.Message{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, EndpointID: ep.ID, Method: "POST",
+		Header: http.Header{}, BlobKey: original.BlobKey, Digest: "d", ReceivedAt: c.Now(), State: intake.MessageQueued,
+		MaxAttempts: 6, NextAttemptAt: c.Now(), ReplayOf: original.ID}
+	if err := s.InsertReplay(ctx, replay); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*intake.Message{erased, original} {
+		if n, err := s.EraseBodies(ctx, intake.Scope{}, ep.ID, m.ReceivedAt, m.ReceivedAt.Add(time.Second)); err != nil || n != 1 {
+			t.Fatalf("erased %d, %v", n, err)
+		}
+	}
+	has := func(m *intake.Message) bool {
+		for _, k := range blobs.Keys() {
+			if k == m.BlobKey {
+				return true
+			}
+		}
+		return false
+	}
+	sw := sweeper.NewBlobs(sweeper.BlobsConfig{Store: s, Blobs: blobs, Clock: c, Batch: 2})
+
+	// Object storage down: nothing is forgotten, the next sweep retries.
+	blobs.SetDown(true)
+	if _, _, err := sw.RunOnce(ctx); err == nil {
+		t.Fatal("a sweep with object storage down reported no error")
+	}
+	if keys, _ := s.PendingBlobDeletes(ctx, 10); len(keys) != 2 {
+		t.Fatalf("pending deletes after a failed sweep: %v, want both kept", keys)
+	}
+	blobs.SetDown(false)
+	deleted, orphans, err := sw.RunOnce(ctx)
+	if err != nil || deleted != 1 || orphans != 0 || has(erased) || !has(original) || !has(kept) || !has(orphan) {
+		t.Fatalf("sweep: %d deleted, %d orphans, %v; erased %v original %v kept %v orphan %v",
+			deleted, orphans, err, has(erased), has(original), has(kept), has(orphan))
+	}
+	if keys, _ := s.PendingBlobDeletes(ctx, 10); len(keys) != 0 {
+		t.Fatalf("pending deletes left: %v", keys)
+	}
+
+	// The orphan's hour (12:00) ends at 13:00; an hour after that it goes,
+	// not a second before. Objects bodies name stay.
+	c.Set(time.Date(2026, 11, 1, 13, 59, 59, 0, time.UTC))
+	if _, orphans, err := sw.RunOnce(ctx); err != nil || orphans != 0 || !has(orphan) {
+		t.Fatalf("at 13:59:59: %d orphans deleted, %v", orphans, err)
+	}
+	c.Set(time.Date(2026, 11, 1, 14, 0, 0, 0, time.UTC))
+	if _, orphans, err := sw.RunOnce(ctx); err != nil || orphans != 1 || has(orphan) || !has(kept) || !has(original) {
+		t.Fatalf("at 14:00: %d orphans deleted (%v); orphan %v kept %v original %v", orphans, err, has(orphan), has(kept), has(original))
+	}
+}
