@@ -32,7 +32,7 @@ func (p *Plane) ReplayMessage(ctx context.Context, c Caller, id string) (intake.
 	if err != nil {
 		return intake.Message{}, err
 	}
-	return replay(ctx, p.store, p.clock, orig, func(m intake.Message) []intake.AuditEntry {
+	return replay(ctx, p.store, p.clock, orig, true, func(m intake.Message) []intake.AuditEntry {
 		return []intake.AuditEntry{p.entry(c, orig.OrgID, "message.replay", "message", orig.ID, "replay=", m.ID)}
 	})
 }
@@ -55,13 +55,15 @@ func (p *Plane) ReplayDead(ctx context.Context, c Caller, f intake.MessageFilter
 			if m.BodyExpired || m.ErrorCode == intake.ErrCodeBodyExpired || n >= maxBulkReplay {
 				continue
 			}
-			_, err := replay(ctx, p.store, p.clock, m, func(r intake.Message) []intake.AuditEntry {
+			r, err := replay(ctx, p.store, p.clock, m, false, func(r intake.Message) []intake.AuditEntry {
 				return []intake.AuditEntry{p.entry(c, m.OrgID, "message.replay", "message", m.ID, "replay=", r.ID, " (dead letters)")}
 			})
 			if err != nil {
 				return n, err
 			}
-			n++
+			if r.ID != "" {
+				n++
+			}
 		}
 		if page.NextCursor == "" {
 			break
@@ -72,8 +74,11 @@ func (p *Plane) ReplayDead(ctx context.Context, c Caller, f intake.MessageFilter
 }
 
 // replay records a new message from orig, with the audit entries audit
-// makes for it, in one transaction.
-func replay(ctx context.Context, st intake.History, clock intake.Clock, orig intake.Message, audit func(intake.Message) []intake.AuditEntry) (intake.Message, error) {
+// makes for it, in one transaction. When orig's body has expired it
+// records the replay dead with body_expired, or, unless keepExpired,
+// records nothing and returns the zero Message.
+func replay(ctx context.Context, st intake.History, clock intake.Clock, orig intake.Message, keepExpired bool,
+	audit func(intake.Message) []intake.AuditEntry) (intake.Message, error) {
 	now := clock.Now()
 	m := intake.Message{
 		ID: intake.NewID(), OrgID: orig.OrgID, ConnectionID: orig.ConnectionID, EndpointID: orig.EndpointID,
@@ -86,6 +91,8 @@ func replay(ctx context.Context, st intake.History, clock intake.Clock, orig int
 	sc := intake.Scope{OrgID: orig.OrgID}
 	body, header, err := st.MessageBody(ctx, sc, orig.ID)
 	switch {
+	case intake.ErrorCode(err) == intake.ENOTFOUND && !keepExpired:
+		return intake.Message{}, nil
 	case intake.ErrorCode(err) == intake.ENOTFOUND:
 		m.State, m.BodyExpired = intake.MessageDead, true
 		m.ErrorCode, m.ErrorMessage = intake.ErrCodeBodyExpired, "the original message's body has expired"
@@ -204,7 +211,7 @@ func (r *ReplayRunner) RunOnce(ctx context.Context) (ran bool, err error) {
 		if err == nil {
 			for _, m := range page.Items {
 				// The job's own audit entry covers its messages.
-				if _, err = replay(ctx, r.Store, r.Clock, m, func(intake.Message) []intake.AuditEntry { return nil }); err != nil {
+				if _, err = replay(ctx, r.Store, r.Clock, m, true, func(intake.Message) []intake.AuditEntry { return nil }); err != nil {
 					break
 				}
 				j.Done++

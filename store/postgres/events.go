@@ -63,14 +63,17 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 		return page, intake.Errorf(intake.EINVALID, "malformed cursor")
 	}
 	limit := intake.PageLimit(f.Limit)
-	err := s.read(ctx, sc, func(b *pgx.Batch) {
+	a := newSearchArgs(f.Search, false)
+	err := s.readPlanned(ctx, sc, func(b *pgx.Batch) {
 		queueRows(b, &page.Items, func(row pgx.Row) (intake.Event, error) { return scanEvent(row) }, `SELECT `+eventColumns+` FROM events
 			WHERE ($1::uuid IS NULL OR org_id = $1) AND ($2 = '' OR state = $2) AND ($3 = '' OR type = $3)
 			  AND ($4::uuid IS NULL OR id < $4)
 			  AND ($6::timestamptz IS NULL OR created_at >= $6) AND ($7::timestamptz IS NULL OR created_at < $7)
 			  AND ($8::uuid IS NULL OR id IN (SELECT event_id FROM deliveries WHERE consumer_id = $8))
+			  AND ($9::jsonb IS NULL OR intake_jsonb(data) @> $9)
+			  AND ($10 = '' OR data::text ILIKE $10) AND (cardinality($11::text[]) = 0 OR data::text ILIKE ALL ($11))
 			ORDER BY id DESC LIMIT $5`, nullID(sc.OrgID), string(f.State), text(f.Type), nullID(f.Cursor), limit+1, ts(f.Since), ts(f.Until),
-			nullID(f.ConsumerID))
+			nullID(f.ConsumerID), a.match, a.lead, a.patterns)
 	})
 	page = intake.KeysetPage(page.Items, limit)
 	return page, err

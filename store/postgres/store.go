@@ -274,6 +274,21 @@ func (s *Store) read(ctx context.Context, sc intake.Scope, queue func(*pgx.Batch
 	return classify(s.pool.SendBatch(ctx, b).Close())
 }
 
+// readPlanned is read for lists whose filters are optional: each is
+// planned for the values it is given, so a search uses the index that
+// serves it, where a plan cached for any values would read every row.
+func (s *Store) readPlanned(ctx context.Context, sc intake.Scope, queue func(*pgx.Batch)) error {
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN READ ONLY`)
+	forCustomPlans(b)
+	if !sc.Staff() {
+		b.Queue(scopeSQL, sc.OrgID)
+	}
+	queue(b)
+	b.Queue(`COMMIT`)
+	return classify(s.pool.SendBatch(ctx, b).Close())
+}
+
 // queueRows queues a query whose rows scan reads into *out.
 func queueRows[T any](b *pgx.Batch, out *[]T, scan func(pgx.Row) (T, error), sql string, args ...any) {
 	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {

@@ -96,6 +96,7 @@ func Run(t *testing.T, open Opener) {
 		{"AHandedOverMessageCommitsUnderItsFirstLeaseAndIsClaimedOnceItExpires", testMessageHandover},
 		{"HandedOverAndQueuedMessagesShareCommits", testHandoverSharesCommitsWithQueued},
 		{"IngestRefusesAnythingButQueuedOrAFirstLeasedAttempt", testIngestRefusesOtherStates},
+		{"SearchFindsByMatchWordsTimeAndFiltersWithinTheScope", testSearch},
 	}
 	tests = append(tests, notificationTests...)
 	for _, tc := range tests {
