@@ -47,8 +47,12 @@ func ids[T any](items []T, id func(T) string) []string {
 	return out
 }
 
-func eventIDs(l api.List[api.Event]) []string     { return ids(l.Items, func(e api.Event) string { return e.ID }) }
-func messageIDs(l api.List[api.Message]) []string { return ids(l.Items, func(m api.Message) string { return m.ID }) }
+func eventIDs(l api.List[api.Event]) []string {
+	return ids(l.Items, func(e api.Event) string { return e.ID })
+}
+func messageIDs(l api.List[api.Message]) []string {
+	return ids(l.Items, func(m api.Message) string { return m.ID })
+}
 
 func TestEventsAndMessagesAreSearchedByMatchWordsAndTime(t *testing.T) {
 	e := newEnv(t)
