@@ -43,11 +43,11 @@ func (s *Store) Event(ctx context.Context, sc intake.Scope, id string) (intake.E
 }
 
 // ListEvents lists events newest first, a page at a time. A search whose
-// words or match give the index something to find reads the events it
-// finds (searchEventsSQL); any other list reads events in order.
+// words or match the index finds rare reads the events it finds
+// (searchEventsSQL); any other list reads events in order, judging each.
 func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventFilter) (intake.Page[intake.Event], error) {
 	limit := intake.PageLimit(f.Limit)
-	a, err := newSearchArgs(f.Search, true)
+	a, err := s.searchArgs(ctx, f.Search, true)
 	if err != nil {
 		return intake.Page[intake.Event]{}, err
 	}

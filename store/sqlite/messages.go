@@ -199,7 +199,7 @@ func (s *Store) MessageBody(ctx context.Context, sc intake.Scope, id string) ([]
 // ListMessages lists messages newest first, a page at a time.
 func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (intake.Page[intake.Message], error) {
 	limit := intake.PageLimit(f.Limit)
-	drive, args, err := messageArgs(sc, f)
+	drive, args, err := s.messageArgs(ctx, sc, f)
 	if err != nil {
 		return intake.Page[intake.Message]{}, err
 	}
@@ -230,8 +230,8 @@ const messageFilterSQL = `(:org = '' OR org_id = :org) AND (:endpoint = '' OR en
 	AND ` + messageJudged
 
 // A search of messages reads the messages one index finds: the bodies
-// holding its words' trigrams or, when its words give that index nothing
-// to find, the events holding its match's.
+// holding its words' rarest trigrams or, when its words give that index
+// nothing rare to find, the events holding its match's.
 const (
 	messagesByBody   = `id IN (` + indexedBodies + `) AND `
 	messagesByEvents = `id IN (SELECT message_id FROM events WHERE id IN (` + indexedEvents + `)) AND `
@@ -239,8 +239,8 @@ const (
 
 // messageArgs are the parameters of messageFilterSQL for sc and f, and the
 // index the search reads by ("": none).
-func messageArgs(sc intake.Scope, f intake.MessageFilter) (drive string, args []any, err error) {
-	a, err := newSearchArgs(f.Search, false)
+func (s *Store) messageArgs(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (drive string, args []any, err error) {
+	a, err := s.searchArgs(ctx, f.Search, false)
 	if err != nil {
 		return "", nil, err
 	}
@@ -403,7 +403,7 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) 
 
 // CountMessages counts the messages f selects.
 func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (int, error) {
-	drive, args, err := messageArgs(sc, f)
+	drive, args, err := s.messageArgs(ctx, sc, f)
 	if err != nil {
 		return 0, err
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -61,30 +62,90 @@ func sqlContains(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, 
 	return int64(0), nil
 }
 
-// maxTrigrams bounds the terms of one index query: fewer terms find a few
-// more rows to judge, never fewer.
-const maxTrigrams = 48
-
-// ftsQuery is the FTS5 query (every trigram, ANDed) that every text holding
-// each of the pieces also matches, or "" when no piece has three
-// characters. The trigram tokenizer folds case, so a trigram matches in any
-// case; a row it finds is still judged exactly.
-func ftsQuery(pieces []string) string {
+// trigrams are the FTS5 terms, each a quoted trigram, that every text
+// holding each of the pieces holds: at most maxProbed, each once, in
+// order. The trigram tokenizer folds case, so a term matches in any case;
+// a row the index finds is still judged exactly.
+func trigrams(pieces []string) []string {
 	seen := map[string]bool{}
 	var terms []string
 	for _, p := range pieces {
 		r := []rune(p)
-		for i := 0; i+3 <= len(r) && len(terms) < maxTrigrams; i++ {
+		for i := 0; i+3 <= len(r) && len(terms) < maxProbed; i++ {
 			tri := string(r[i : i+3])
-			key := lowerASCII(tri)
-			if seen[key] {
-				continue
+			if key := lowerASCII(tri); !seen[key] {
+				seen[key] = true
+				terms = append(terms, `"`+strings.ReplaceAll(tri, `"`, `""`)+`"`)
 			}
-			seen[key] = true
-			terms = append(terms, `"`+strings.ReplaceAll(tri, `"`, `""`)+`"`)
 		}
 	}
-	return strings.Join(terms, " AND ")
+	return terms
+}
+
+// How a search picks its index query. A trigram as common as "com" or a
+// JSON key's is in most rows, and an FTS5 AND reads the whole of each
+// term's list of rows, so a query of every trigram of "user42@example.com"
+// costs hundreds of milliseconds at a million events where its rarest few
+// cost a few. The store asks the index how many rows each trigram is in,
+// counting no further than probeLimit, and ANDs the rarest maxTerms of those
+// below it; a search whose every trigram is that common is of a word so
+// common that reading rows in order and judging each finds a page sooner.
+const (
+	maxProbed  = 24
+	maxTerms   = 6
+	probeLimit = 20000
+)
+
+// probeSQL counts, for each term of the JSON array ?1, the rows of index
+// table up to ?2.
+func probeSQL(table string) string {
+	return `SELECT t.value, (SELECT count(*) FROM (SELECT 1 FROM ` + table + ` WHERE ` + table + ` MATCH t.value LIMIT ?2))
+		FROM json_each(?1) t`
+}
+
+var (
+	probeEvents = probeSQL("event_search")
+	probeBodies = probeSQL("message_search")
+)
+
+// indexQuery is the FTS5 query of the rarest of terms in the index probe
+// reads, or "" when none is rare enough to be worth reading by.
+func (s *Store) indexQuery(ctx context.Context, probe string, terms []string) (string, error) {
+	if len(terms) == 0 {
+		return "", nil
+	}
+	list, err := json.Marshal(terms)
+	if err != nil {
+		return "", err
+	}
+	rows, err := s.read.QueryContext(ctx, probe, string(list), probeLimit)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	type counted struct {
+		term string
+		n    int
+	}
+	var rare []counted
+	for rows.Next() {
+		var c counted
+		if err := rows.Scan(&c.term, &c.n); err != nil {
+			return "", err
+		}
+		if c.n < probeLimit {
+			rare = append(rare, c)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	slices.SortStableFunc(rare, func(a, b counted) int { return a.n - b.n })
+	var q []string
+	for _, c := range rare[:min(len(rare), maxTerms)] {
+		q = append(q, c.term)
+	}
+	return strings.Join(q, " AND "), nil
 }
 
 // literalRuns are the parts of a match's string values that an event's
@@ -115,34 +176,31 @@ func lowerASCII(s string) string {
 type searchArgs struct {
 	match     string // the match as JSON, "" for none
 	words     string // JSON array of the words, lowered
-	eventFTS  string // index query over events' data
-	bodyFTS   string // index query over messages' bodies
+	eventFTS  string // index query over events' data ("": read events in order)
+	bodyFTS   string // index query over messages' bodies ("": none)
 	bodyBytes int
 }
 
-func newSearchArgs(s intake.Search, wordsInEvents bool) (searchArgs, error) {
-	lowered := make([]string, len(s.Words))
-	for i, w := range s.Words {
+// searchArgs makes sr's parameters: its words are events' (a search of
+// events) or bodies' (of messages); a match is always events'.
+func (s *Store) searchArgs(ctx context.Context, sr intake.Search, wordsInEvents bool) (searchArgs, error) {
+	lowered := make([]string, len(sr.Words))
+	for i, w := range sr.Words {
 		lowered[i] = lowerASCII(w)
 	}
 	words, err := json.Marshal(lowered)
 	if err != nil {
 		return searchArgs{}, err
 	}
-	a := searchArgs{match: s.Match.String(), words: string(words), bodyBytes: intake.SearchedBodyBytes}
-	eventPieces := literalRuns(s.Match.Strings())
+	a := searchArgs{match: sr.Match.String(), words: string(words), bodyBytes: intake.SearchedBodyBytes}
+	eventPieces := literalRuns(sr.Match.Strings())
 	if wordsInEvents {
-		eventPieces = append(eventPieces, s.Words...)
-	} else {
-		a.bodyFTS = ftsQuery(s.Words)
+		eventPieces = append(eventPieces, sr.Words...)
+	} else if a.bodyFTS, err = s.indexQuery(ctx, probeBodies, trigrams(sr.Words)); err != nil {
+		return a, err
 	}
-	a.eventFTS = ftsQuery(eventPieces)
-	return a, nil
-}
-
-func (a searchArgs) named() []any {
-	return []any{sql.Named("match", a.match), sql.Named("words", a.words), sql.Named("event_fts", a.eventFTS),
-		sql.Named("body_fts", a.bodyFTS), sql.Named("body_bytes", a.bodyBytes)}
+	a.eventFTS, err = s.indexQuery(ctx, probeEvents, trigrams(eventPieces))
+	return a, err
 }
 
 // indexedEvents are the events event_search finds for :event_fts, and
