@@ -91,7 +91,7 @@ func BenchmarkMillion(b *testing.B) {
 // storetest.BenchmarkSearch describes them, their ids ordered by their
 // creation as UUIDv7s are, through the search indexes as a settle writes
 // them; then it runs the ANALYZE autovacuum would.
-func seedSearchEvents(b *testing.B, s *Store, n int, span time.Duration, now time.Time) []string {
+func seedSearchEvents(b testing.TB, s *Store, n int, span time.Duration, now time.Time) []string {
 	b.Helper()
 	ctx := context.Background()
 	var orgs []string

@@ -9,10 +9,11 @@ CREATE EXTENSION IF NOT EXISTS pg_trgm;
 -- data is json (consumers get the adapter's bytes as they were), and not
 -- every json is a jsonb: a \u0000, a lone surrogate or a number beyond
 -- numeric's range is refused. Such data matches nothing, rather than
--- failing the settle that writes it.
+-- failing the settle that writes it. Catching the error takes a
+-- subtransaction, which a parallel plan cannot start: PARALLEL UNSAFE.
 -- +goose StatementBegin
 CREATE FUNCTION intake_jsonb(data json) RETURNS jsonb
-    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL UNSAFE AS $$
 BEGIN
     RETURN data::jsonb;
 EXCEPTION WHEN data_exception THEN
