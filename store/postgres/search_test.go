@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/store/postgres/pgtest"
 )
@@ -65,5 +67,20 @@ func TestDataJSONBCannotHoldIsSettledAndFoundByWords(t *testing.T) {
 	if page, err := s.ListEvents(ctx, intake.Scope{}, intake.EventFilter{Search: intake.Search{Words: []string{"ZEBRA"}}}); err != nil ||
 		len(page.Items) != 1 || page.Items[0].ID != e.ID {
 		t.Fatalf("by q: %+v (%v), want the event", page.Items, err)
+	}
+}
+
+// TestAScopedSearchShowsNoOtherOrgsRowsEvenWhenItsIdsDo: the ids a search
+// in an org's scope finds as the owner are read under row-level security,
+// so ids of another org's rows (a query that forgot the org) show nothing.
+func TestAScopedSearchShowsNoOtherOrgsRowsEvenWhenItsIdsDo(t *testing.T) {
+	s := openURL(t, pgtest.Database(t), 4)
+	a, b := newOrg(t, s, "a"), newOrg(t, s, "b")
+	_, ea := a.processed(t, s, `{"n":1}`)
+	_, eb := b.processed(t, s, `{"n":2}`)
+	got, err := searchScoped(context.Background(), s, intake.Scope{OrgID: b.org.ID}, `SELECT id FROM events ORDER BY id`, nil,
+		`SELECT `+eventColumns+` FROM events WHERE id = ANY($1) ORDER BY id DESC`, func(row pgx.Row) (intake.Event, error) { return scanEvent(row) })
+	if err != nil || len(got) != 1 || got[0].ID != eb.ID {
+		t.Fatalf("org b's search of every id read %+v (%v); want its own event %s alone, never org a's %s", got, err, eb.ID, ea.ID)
 	}
 }
