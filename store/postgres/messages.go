@@ -213,7 +213,7 @@ var messageWhere = `($1::uuid IS NULL OR org_id = $1) AND ($2::uuid IS NULL OR e
 	AND ($8 = '' AND $9::jsonb IS NULL OR EXISTS (SELECT 1 FROM events e WHERE e.message_id = messages.id
 		AND ($8 = '' OR e.type = $8) AND ($9::jsonb IS NULL OR intake_jsonb(e.data) @> $9)))
 	AND ($10 = '' OR EXISTS (SELECT 1 FROM message_bodies b WHERE b.message_id = messages.id
-		AND ` + bodyText + ` ILIKE $10 AND ` + bodyText + ` ILIKE ALL ($11::text[])))`
+		AND (b.searchable AND ` + bodyText + ` ILIKE $10 OR NOT b.searchable) AND ` + bodyText + ` ILIKE ALL ($11::text[])))`
 
 func messageArgs(sc intake.Scope, f intake.MessageFilter) []any {
 	a := newSearchArgs(f.Search, true)

@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/intakehq/intake"
 )
@@ -10,9 +12,10 @@ import (
 // Search (DESIGN §13) on PostgreSQL (migration 00020): a match is
 // intake_jsonb(data) @> match, served by the GIN jsonb_path_ops index
 // events_data_match; each word of q is an ILIKE '%word%' over data::text
-// (events_data_text) or over bodyText (message_bodies_text), both pg_trgm
-// GIN indexes. The longest word goes first, alone, where the index serves
-// it; every word is then judged on the rows it finds.
+// (events_data_text) or over bodyText (message_bodies_text, of the bodies
+// indexLoop has made searchable), all pg_trgm GIN indexes. The longest
+// word goes first, alone, where the index serves it; every word is then
+// judged on the rows it finds.
 
 // bodyText is a body as message_bodies_text indexes it: its first
 // SearchedBodyBytes as text, bytes above 0x7f written \ooo.
@@ -66,4 +69,42 @@ func escapeBytes(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// indexBatch bounds the bodies one step of indexLoop makes searchable.
+const indexBatch = 200
+
+// indexPoll is how often an idle indexLoop looks for bodies to index.
+const indexPoll = 250 * time.Millisecond
+
+// IndexSearch makes searchable (so message_bodies_text indexes them) up to
+// indexBatch bodies stored unsearchable, skipping any another process is
+// indexing, and returns how many. Searches are exact whether or not it has
+// run: they check unsearchable bodies directly.
+func (s *Store) IndexSearch(ctx context.Context) (int, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE message_bodies SET searchable = true WHERE message_id IN (
+		SELECT message_id FROM message_bodies WHERE NOT searchable LIMIT $1 FOR UPDATE SKIP LOCKED)`, indexBatch)
+	return int(tag.RowsAffected()), classify(err)
+}
+
+// indexLoop indexes what ingest stored, a batch at a time, until ctx ends;
+// every process runs one, and they share the work.
+func (s *Store) indexLoop(ctx context.Context) {
+	defer close(s.indexDone)
+	t := time.NewTicker(indexPoll)
+	defer t.Stop()
+	for {
+		n, err := s.IndexSearch(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("postgres: search indexer", "err", err)
+		}
+		if err == nil && n == indexBatch {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

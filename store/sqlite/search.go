@@ -286,7 +286,7 @@ func (s *Store) indexStep(ctx context.Context, ix searchIndex) (int, error) {
 		return 0, err
 	}
 	n := 0
-	err := s.tx(ctx, func(tx *wtx) error {
+	err := s.submit(writeJob{ctx: ctx, background: true, fn: func(tx *wtx) error {
 		n = 0
 		var from int64
 		if err := tx.QueryRowContext(ctx, `SELECT seq FROM search_progress WHERE name = ?`, ix.name).Scan(&from); err != nil {
@@ -318,21 +318,27 @@ func (s *Store) indexStep(ctx context.Context, ix searchIndex) (int, error) {
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE search_progress SET seq = ? WHERE name = ?`, upto, ix.name)
 		return err
-	})
+	}})
 	if err != nil {
 		return 0, err
 	}
 	return n, nil
 }
 
-// indexPoll is how often an idle indexer looks for rows to index.
-const indexPoll = 250 * time.Millisecond
+// indexPoll is how often an idle indexer looks for rows to index;
+// indexRest is how much longer than a step it rests while other writes
+// wait.
+const (
+	indexPoll = 250 * time.Millisecond
+	indexRest = 8
+)
 
 // indexLoop keeps the search indexes up to date until the store closes.
-// It takes the writer one small step at a time, and while other writes
-// wait it rests four times as long as its last step took, so indexing
-// takes at most a fifth of a busy writer's time: ingest and settles come
-// first, and a burst is indexed once it has passed.
+// It takes the writer one small step at a time, and when other writes
+// came while it stepped it rests indexRest times as long as the step took,
+// so indexing takes at most a ninth of a busy writer's time (and of the
+// CPU it shares): ingest and settles come first, and a burst is indexed
+// once it has passed.
 func (s *Store) indexLoop() {
 	defer close(s.indexDone)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -340,7 +346,7 @@ func (s *Store) indexLoop() {
 	t := time.NewTicker(indexPoll)
 	defer t.Stop()
 	for {
-		start := time.Now()
+		start, others := time.Now(), s.foreground.Load()
 		n, err := s.IndexSearch(ctx)
 		rest := time.Duration(0)
 		switch {
@@ -351,8 +357,8 @@ func (s *Store) indexLoop() {
 			case <-t.C:
 			}
 			continue
-		case len(s.jobs) > 0:
-			rest = 4 * time.Since(start)
+		case s.foreground.Load() != others:
+			rest = indexRest * time.Since(start)
 		}
 		select {
 		case <-ctx.Done():

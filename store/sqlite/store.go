@@ -57,6 +57,9 @@ type Store struct {
 	stop       chan struct{}
 	done       chan struct{}
 	indexDone  chan struct{} // closed once the search indexer stopped
+	// foreground counts the writes other than the search indexer's, so it
+	// can tell when it shares the writer.
+	foreground atomic.Int64
 
 	changes changes.Counter
 }
