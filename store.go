@@ -354,8 +354,14 @@ type MessageFilter struct {
 	Originals bool
 	// ProviderEventID selects the messages of one provider event.
 	ProviderEventID string
-	Limit           int
-	Cursor          string // the last id of the previous page
+	// Type selects the messages one of whose events has this type.
+	Type string
+	// Search selects the messages one of whose events' data contains
+	// Search.Match and whose raw body (its first SearchedBodyBytes) holds
+	// every one of Search.Words.
+	Search Search
+	Limit  int
+	Cursor string // the last id of the previous page
 }
 
 // EventFilter selects events for listing.
@@ -367,6 +373,9 @@ type EventFilter struct {
 	// ConsumerID selects the events delivered (or attempted) to one
 	// consumer.
 	ConsumerID string
-	Limit      int
-	Cursor     string
+	// Search selects the events whose data contains Search.Match and
+	// holds every one of Search.Words.
+	Search Search
+	Limit  int
+	Cursor string
 }

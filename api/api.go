@@ -159,6 +159,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/rules/test", s.testRule)
 
 	s.handle("POST /api/v1/messages/{id}/replay", s.replayMessage)
+	s.handle("POST /api/v1/messages/replay", s.replayMessages)
 	s.handle("POST /api/v1/endpoints/{id}/replay", s.replayWindow)
 	s.handle("GET /api/v1/replays/{id}", s.getReplay)
 	s.handle("POST /api/v1/events/{id}/reroute", s.rerouteEvent)

@@ -11,6 +11,9 @@ import (
 // applyDocument is `intake apply`: the document in, the plan out (with what
 // the server minted, once, for what it created).
 func (s *Server) applyDocument(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	if err := control.CheckParams(r.URL.Query(), "dry_run", "prune"); err != nil {
+		return err
+	}
 	var opts control.ApplyOptions
 	for name, v := range map[string]*bool{"dry_run": &opts.DryRun, "prune": &opts.Prune} {
 		q := r.URL.Query().Get(name)
@@ -38,6 +41,9 @@ func (s *Server) applyDocument(w http.ResponseWriter, r *http.Request, who contr
 // exportDocument is `intake export`: the current state as a document
 // without secrets.
 func (s *Server) exportDocument(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	if err := control.CheckParams(r.URL.Query(), "org_id"); err != nil {
+		return err
+	}
 	doc, err := s.ctl.Export(r.Context(), who, r.URL.Query().Get("org_id"))
 	if err != nil {
 		return err

@@ -21,6 +21,9 @@ type AuditEntry struct {
 }
 
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	if err := control.CheckParams(r.URL.Query(), "limit", "cursor"); err != nil {
+		return err
+	}
 	limit, err := control.ParseLimit(r.URL.Query().Get("limit"))
 	if err != nil {
 		return err

@@ -85,6 +85,9 @@ func (s *Server) adoptHandshakeSecret(w http.ResponseWriter, r *http.Request, wh
 }
 
 func (s *Server) listConnections(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	if err := control.CheckParams(r.URL.Query()); err != nil {
+		return err
+	}
 	conns, err := s.ctl.Connections(r.Context(), who)
 	if err != nil {
 		return err

@@ -88,6 +88,9 @@ func controlsUpdate(body []byte, req ConsumerControls) (control.ControlsUpdate, 
 }
 
 func (s *Server) listConsumers(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	if err := control.CheckParams(r.URL.Query()); err != nil {
+		return err
+	}
 	cs, err := s.ctl.Consumers(r.Context(), who)
 	if err != nil {
 		return err

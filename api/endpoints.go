@@ -48,6 +48,9 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request, who cont
 }
 
 func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	if err := control.CheckParams(r.URL.Query()); err != nil {
+		return err
+	}
 	eps, err := s.ctl.Endpoints(r.Context(), who)
 	if err != nil {
 		return err

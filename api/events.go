@@ -8,14 +8,13 @@ import (
 	"github.com/intakehq/intake/control"
 )
 
+// listEvents lists (and searches) events: the query is control's to read.
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, who control.Caller) error {
-	q := r.URL.Query()
-	limit, err := control.ParseLimit(q.Get("limit"))
+	f, err := control.EventQuery(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	page, err := s.ctl.Events(r.Context(), who, intake.EventFilter{State: intake.EventState(q.Get("state")), Type: q.Get("type"),
-		ConsumerID: q.Get("consumer_id"), Limit: limit, Cursor: q.Get("cursor")})
+	page, err := s.ctl.Events(r.Context(), who, f)
 	if err != nil {
 		return err
 	}
@@ -25,6 +24,9 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, who control.
 // listUnclaimed lists the events no consumer wanted, across every org, so
 // staff can see which integrations nobody subscribes to yet.
 func (s *Server) listUnclaimed(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	if err := control.CheckParams(r.URL.Query(), "limit", "cursor"); err != nil {
+		return err
+	}
 	limit, err := control.ParseLimit(r.URL.Query().Get("limit"))
 	if err != nil {
 		return err

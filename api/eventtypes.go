@@ -8,6 +8,9 @@ import (
 )
 
 func (s *Server) listEventTypes(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	if err := control.CheckParams(r.URL.Query(), "connection_id"); err != nil {
+		return err
+	}
 	ts, err := s.ctl.EventTypes(r.Context(), who, r.URL.Query().Get("connection_id"))
 	if err != nil {
 		return err
@@ -21,6 +24,9 @@ func (s *Server) listEventTypes(w http.ResponseWriter, r *http.Request, who cont
 }
 
 func (s *Server) getEventType(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	if err := control.CheckParams(r.URL.Query(), "connection_id"); err != nil {
+		return err
+	}
 	d, err := s.ctl.EventType(r.Context(), who, r.URL.Query().Get("connection_id"), r.PathValue("type"))
 	if err != nil {
 		return err

@@ -51,6 +51,9 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, who control.C
 }
 
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	if err := control.CheckParams(r.URL.Query()); err != nil {
+		return err
+	}
 	keys, err := s.ctl.APIKeys(r.Context(), who)
 	if err != nil {
 		return err

@@ -9,14 +9,14 @@ import (
 	"github.com/intakehq/intake/internal/redact"
 )
 
+// listMessages lists (and searches) messages: the query is control's to
+// read.
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, who control.Caller) error {
-	q := r.URL.Query()
-	limit, err := control.ParseLimit(q.Get("limit"))
+	f, err := control.MessageQuery(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	page, err := s.ctl.Messages(r.Context(), who, intake.MessageFilter{EndpointID: q.Get("endpoint_id"),
-		State: intake.MessageState(q.Get("state")), ProviderEventID: q.Get("provider_event_id"), Limit: limit, Cursor: q.Get("cursor")})
+	page, err := s.ctl.Messages(r.Context(), who, f)
 	if err != nil {
 		return err
 	}

@@ -86,6 +86,15 @@ func operations() []operation {
 		queryParam("cursor", "The `next_cursor` of the previous page.", uuidSchema()),
 	}
 	raw := map[string]*openapi3.MediaType{"*/*": {}}
+	// A search, as the events and messages lists take it.
+	search := func(match, q, since string) []*openapi3.Parameter {
+		return []*openapi3.Parameter{
+			queryParam("match", match, &openapi3.Schema{Type: &openapi3.Types{"string"}, MaxLength: ptr(uint64(intake.MaxMatchBytes))}),
+			queryParam("q", q, openapi3.NewStringSchema()),
+			queryParam("since", since+" at or after this time (RFC 3339).", timeSchema()),
+			queryParam("until", since+" before this time (RFC 3339).", timeSchema()),
+		}
+	}
 	return []operation{
 		{route: "POST /api/v1/orgs", id: "createOrg", summary: "Create an org (staff); the answer carries its API key, shown once.",
 			request: api.CreateOrgRequest{}, requires: []string{"name"}, status: 201, response: api.Org{}},
@@ -141,7 +150,10 @@ func operations() []operation {
 				queryParam("endpoint_id", "Only messages received at this endpoint.", uuidSchema()),
 				queryParam("state", "Only messages in this state.", enumSchema(intake.MessageStates)),
 				queryParam("provider_event_id", "Only messages with this provider event id.", &openapi3.Schema{Type: &openapi3.Types{"string"}, MaxLength: ptr(uint64(500))}),
-			}, page...),
+				queryParam("type", "Only messages with an event of this type.", &openapi3.Schema{Type: &openapi3.Types{"string"}, MaxLength: ptr(uint64(200))}),
+			}, append(search("A JSON object one of the message's events' data must contain (with `type`: that event's), e.g. `{\"customer\":{\"id\":\"cus_1\"}}`.",
+				"Words (at most 10) that must all occur in the message's raw body, in any case; a word also matches inside a longer one.",
+				"Only messages received"), page...)...),
 			status: 200, response: api.List[api.Message]{}},
 		{route: "GET /api/v1/messages/{id}", id: "getMessage", summary: "Show a message with its attempts; credential headers and query parameters are never shown.",
 			status: 200, response: api.MessageDetail{}},
@@ -151,13 +163,17 @@ func operations() []operation {
 			status: 200, response: api.BodyURL{}},
 		{route: "POST /api/v1/messages/{id}/replay", id: "replayMessage", summary: "Replay a message as a new message (`replay_of` names the original).",
 			status: 201, response: api.ReplayedMessage{}},
+		{route: "POST /api/v1/messages/replay", id: "replayMessages", summary: "Replay every original message a search selects whose body is kept, each audited with the search; a search selecting none in particular, or more than 1000 messages, is refused.",
+			request: api.ReplayRequest{}, status: 200, response: api.Count{}},
 
 		{route: "GET /api/v1/events", id: "listEvents", summary: "List events, newest first.",
 			query: append([]*openapi3.Parameter{
 				queryParam("state", "Only events in this state.", enumSchema(intake.EventStates)),
 				queryParam("type", "Only events of this type.", &openapi3.Schema{Type: &openapi3.Types{"string"}, MaxLength: ptr(uint64(200))}),
 				queryParam("consumer_id", "Only events delivered to this consumer.", uuidSchema()),
-			}, page...),
+			}, append(search("A JSON object the event's data must contain, e.g. `{\"customer\":{\"id\":\"cus_1\"}}`: objects match partially, an array holds the elements given, numbers match by value.",
+				"Words (at most 10) that must all occur in the event's data, in any case; a word also matches inside a longer one.",
+				"Only events created"), page...)...),
 			status: 200, response: api.List[api.Event]{}},
 		{route: "GET /api/v1/events/{id}", id: "getEvent", summary: "Show an event with every delivery attempt, oldest first.",
 			status: 200, response: api.EventDetail{}},
@@ -171,7 +187,7 @@ func operations() []operation {
 			status: 200, content: map[string]*openapi3.MediaType{"text/event-stream": {Schema: openapi3.NewStringSchema().NewRef()}}},
 		{route: "POST /api/v1/events/{id}/reroute", id: "rerouteEvent", summary: "Take a dead or no_consumer event back to pending.",
 			status: 200, response: api.Rerouted{}},
-		{route: "POST /api/v1/events/reroute", id: "rerouteEvents", summary: "Re-route every re-routable event the filter selects.",
+		{route: "POST /api/v1/events/reroute", id: "rerouteEvents", summary: "Re-route every re-routable (dead, no_consumer or filtered) event a search selects; each is audited with the search.",
 			request: api.RerouteRequest{}, status: 200, response: api.Count{}},
 		{route: "GET /api/v1/event-types", id: "listEventTypes", summary: "The event types the caller's connections have received, with their counts (the catalog).",
 			query:  []*openapi3.Parameter{queryParam("connection_id", "Only this connection's types.", uuidSchema())},

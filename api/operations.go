@@ -1,7 +1,9 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/intakehq/intake"
@@ -100,26 +102,80 @@ type Count struct {
 	Count int `json:"count"`
 }
 
-// RerouteRequest selects events for a bulk re-route.
+// RerouteRequest selects events for a bulk re-route: a search of events,
+// as GET /api/v1/events takes it.
 type RerouteRequest struct {
 	State intake.EventState `json:"state"`
 	Type  string            `json:"type"`
 	Since time.Time         `json:"since"`
 	Until time.Time         `json:"until"`
+	// Match is a JSON object the events' data must contain.
+	Match json.RawMessage `json:"match,omitempty"`
+	// Q is words that must all occur in the events' data.
+	Q string `json:"q,omitempty"`
 }
 
-// rerouteEvents re-routes every re-routable event a filter selects.
+// rerouteEvents re-routes every re-routable event a search selects.
 func (s *Server) rerouteEvents(w http.ResponseWriter, r *http.Request, who control.Caller) error {
 	var req RerouteRequest
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	n, err := s.ctl.RerouteWhere(r.Context(), who, intake.EventFilter{State: req.State, Type: req.Type, Since: req.Since, Until: req.Until})
+	search, err := control.ParseSearch(matchText(req.Match), req.Q)
+	if err != nil {
+		return err
+	}
+	n, err := s.ctl.RerouteWhere(r.Context(), who, intake.EventFilter{State: req.State, Type: req.Type, Since: req.Since, Until: req.Until,
+		Search: search})
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, Count{Count: n})
 	return nil
+}
+
+// ReplayRequest selects messages for a bulk replay: a search of messages,
+// as GET /api/v1/messages takes it.
+type ReplayRequest struct {
+	EndpointID string              `json:"endpoint_id,omitempty"`
+	State      intake.MessageState `json:"state,omitempty"`
+	// Type selects the messages one of whose events has this type.
+	Type string `json:"type,omitempty"`
+	// Match is a JSON object one of the messages' events' data must
+	// contain.
+	Match json.RawMessage `json:"match,omitempty"`
+	// Q is words that must all occur in the messages' raw bodies.
+	Q     string    `json:"q,omitempty"`
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+}
+
+// replayMessages replays every original message a search selects, at most
+// 1000; a search that selects more is refused whole.
+func (s *Server) replayMessages(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	var req ReplayRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	search, err := control.ParseSearch(matchText(req.Match), req.Q)
+	if err != nil {
+		return err
+	}
+	n, err := s.ctl.ReplayWhere(r.Context(), who, intake.MessageFilter{EndpointID: req.EndpointID, State: req.State, Type: req.Type,
+		Since: req.Since, Until: req.Until, Search: search})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, Count{Count: n})
+	return nil
+}
+
+// matchText is a request's match as control reads it: null is none.
+func matchText(m json.RawMessage) string {
+	if t := strings.TrimSpace(string(m)); t != "null" {
+		return t
+	}
+	return ""
 }
 
 // eraseBodies deletes an endpoint's stored payloads in a time range on the
@@ -144,6 +200,9 @@ func (s *Server) eraseBodies(w http.ResponseWriter, r *http.Request, who control
 // timeRange reads the since and until query parameters (RFC 3339).
 func timeRange(r *http.Request) (since, until time.Time, err error) {
 	q := r.URL.Query()
+	if err := control.CheckParams(q, "since", "until"); err != nil {
+		return since, until, err
+	}
 	for _, p := range []struct {
 		name string
 		into *time.Time

@@ -23,6 +23,9 @@ func (s *Server) createOrg(w http.ResponseWriter, r *http.Request, who control.C
 }
 
 func (s *Server) listOrgs(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	if err := control.CheckParams(r.URL.Query()); err != nil {
+		return err
+	}
 	orgs, err := s.ctl.Orgs(r.Context(), who)
 	if err != nil {
 		return err

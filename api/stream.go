@@ -41,6 +41,9 @@ const (
 // clients deduplicate on the id, as consumers do.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, who control.Caller) error {
 	q := r.URL.Query()
+	if err := control.CheckParams(q, "endpoint_id", "after"); err != nil {
+		return err
+	}
 	t := &eventTail{ctl: s.ctl, who: who, sent: map[string]int64{}}
 	if id := q.Get("endpoint_id"); id != "" {
 		if err := intake.CheckID("endpoint_id", id); err != nil {

@@ -78,10 +78,11 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 		"POST /api/v1/consumers/{id}/test":                     {"/api/v1/consumers/" + cons.ID + "/test", nil, notFound},
 		"POST /api/v1/subject-links":                           {"/api/v1/subject-links", map[string]any{"connection_id": acme.conn.ID, "provider_object_id": "o", "app": "a", "record_id": "r"}, notFound},
 		"POST /api/v1/messages/{id}/replay":                    {"/api/v1/messages/" + msg.ID + "/replay", nil, notFound},
+		"POST /api/v1/messages/replay":                         {"/api/v1/messages/replay", api.ReplayRequest{Match: json.RawMessage(`{}`), Q: "n"}, emptyList},
 		"POST /api/v1/endpoints/{id}/replay":                   {"/api/v1/endpoints/" + acme.ep.ID + "/replay", api.ReplayWindowRequest{Since: now.Add(-time.Hour), Until: now.Add(time.Hour)}, notFound},
 		"GET /api/v1/replays/{id}":                             {"/api/v1/replays/" + intake.NewID(), nil, notFound},
 		"POST /api/v1/events/{id}/reroute":                     {"/api/v1/events/" + ev.ID + "/reroute", nil, notFound},
-		"POST /api/v1/events/reroute":                          {"/api/v1/events/reroute", api.RerouteRequest{}, emptyList},
+		"POST /api/v1/events/reroute":                          {"/api/v1/events/reroute", api.RerouteRequest{Q: "test"}, emptyList},
 		"GET /api/v1/audit":                                    {"/api/v1/audit", nil, emptyList},
 		"POST /api/v1/keys":                                    {"/api/v1/keys", api.CreateKeyRequest{OrgID: acme.org.ID}, forbidden},
 		"GET /api/v1/keys":                                     {"/api/v1/keys", nil, emptyList},
@@ -134,5 +135,8 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 	}
 	if got, _ := e.store.Event(t.Context(), intake.Scope{}, ev.ID); got.State != intake.EventNoConsumer {
 		t.Fatalf("another org re-routed acme's event: %s", got.State)
+	}
+	if n, err := e.store.CountMessages(t.Context(), intake.Scope{OrgID: acme.org.ID}, intake.MessageFilter{}); err != nil || n != 2 {
+		t.Fatalf("acme has %d messages (%v), want its two: another org's bulk replay reached them", n, err)
 	}
 }

@@ -40,8 +40,7 @@ func (c *Console) deadFilters(r *http.Request) (deadFilter, intake.MessageFilter
 	if err != nil {
 		return df, mf, intake.EventFilter{}, err
 	}
-	ef := eventFilter{Type: df.Type, State: string(intake.EventDead)}.filter()
-	ef.Since, ef.Until = mf.Since, mf.Until
+	ef := intake.EventFilter{Type: df.Type, State: intake.EventDead, Since: mf.Since, Until: mf.Until}
 	return df, mf, ef, nil
 }
 

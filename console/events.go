@@ -2,12 +2,14 @@ package console
 
 import (
 	"net/http"
+	"net/url"
+	"strconv"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
 )
 
-// eventsView is the events page: a filtered page of events.
+// eventsView is the events page: a filtered page of events, or a search's.
 type eventsView struct {
 	Consumers []option // for the consumer filter
 	Items     []intake.Event
@@ -16,36 +18,100 @@ type eventsView struct {
 	Next      string
 	Paged     bool
 	Orgs      map[string]string // org names, on the staff's cross-org lists
+	// Error says why the search could not run (a match that is not a JSON
+	// object, say); the form keeps what was written.
+	Error string
+	// Reroutable: the search found dead, no_consumer or filtered events,
+	// which the page offers to route again.
+	Reroutable bool
 }
 
+// eventFilter is the events page's form, as written: its search as the
+// admin API takes it.
 type eventFilter struct {
-	Type, State, Consumer string
+	Type, State, Consumer, Match, Q, Since, Until string
 }
 
-// filter is the store's filter the form selects; the control plane checks it.
-func (ef eventFilter) filter() intake.EventFilter {
-	return intake.EventFilter{Type: ef.Type, State: intake.EventState(ef.State), ConsumerID: ef.Consumer}
+func eventForm(v url.Values) eventFilter {
+	return eventFilter{Type: v.Get("type"), State: v.Get("state"), Consumer: v.Get("consumer"), Match: v.Get("match"), Q: v.Get("q"),
+		Since: v.Get("since"), Until: v.Get("until")}
+}
+
+// filter is the store's filter the form selects: its search read by the
+// control plane's rules, which check the rest.
+func (ef eventFilter) filter() (intake.EventFilter, error) {
+	f := intake.EventFilter{Type: ef.Type, State: intake.EventState(ef.State), ConsumerID: ef.Consumer}
+	var err error
+	if f.Search, err = control.ParseSearch(ef.Match, ef.Q); err != nil {
+		return f, err
+	}
+	if f.Since, err = formTime("since", ef.Since); err != nil {
+		return f, err
+	}
+	f.Until, err = formTime("until", ef.Until)
+	return f, err
+}
+
+// Searching reports whether the form searches events' data.
+func (ef eventFilter) Searching() bool { return ef.Match != "" || ef.Q != "" }
+
+// Filtered reports whether the form selects anything in particular.
+func (ef eventFilter) Filtered() bool {
+	return ef != eventFilter{}
+}
+
+// query is the form as a URL's query, with kv after it.
+func (ef eventFilter) query(kv ...string) string {
+	return queryString(append([]string{"type", ef.Type, "state", ef.State, "consumer", ef.Consumer, "match", ef.Match, "q", ef.Q,
+		"since", ef.Since, "until", ef.Until}, kv...)...)
 }
 
 func (c *Console) events(w http.ResponseWriter, r *http.Request, s *session) error {
 	q := r.URL.Query()
-	ef := eventFilter{Type: q.Get("type"), State: q.Get("state"), Consumer: q.Get("consumer")}
-	f := ef.filter()
-	f.Limit, f.Cursor = pageSize, q.Get("cursor")
-	page, err := c.ctl.Events(r.Context(), s.caller(), f)
-	if err != nil {
-		return err
-	}
-	v := eventPage(page, ef, f.Cursor)
+	ef := eventForm(q)
 	consumers, err := c.ctl.Consumers(r.Context(), s.caller())
 	if err != nil {
 		return err
 	}
+	f, err := ef.filter()
+	var page intake.Page[intake.Event]
+	if err == nil {
+		f.Limit, f.Cursor = pageSize, q.Get("cursor")
+		page, err = c.ctl.Events(r.Context(), s.caller(), f)
+	}
+	status := http.StatusOK
+	v := eventPage(page, ef, f.Cursor)
+	if intake.ErrorCode(err) == intake.EINVALID {
+		// The page again, with the form as written and why it failed.
+		status, v.Error = http.StatusBadRequest, intake.ErrorMessage(err)
+	} else if err != nil {
+		return err
+	}
+	for _, ev := range v.Items {
+		v.Reroutable = v.Reroutable || ef.Searching() && intake.CheckEventTransition(ev.State, intake.EventPending) == nil
+	}
 	for _, cons := range consumers {
 		v.Consumers = append(v.Consumers, option{Value: cons.ID, Label: cons.Name + " (" + cons.App + ")"})
 	}
-	c.render(w, r, s, http.StatusOK, "events", "Events", v)
+	c.render(w, r, s, status, "events", "Events", v)
 	return nil
+}
+
+// rerouteEvents re-routes every re-routable event the page's search
+// selects, through the admin API's bulk re-route, each audited with the
+// search.
+func (c *Console) rerouteEvents(w http.ResponseWriter, r *http.Request, s *session) error {
+	ef := eventForm(r.PostForm)
+	ef.Consumer = "" // a re-route selects by the search alone
+	f, err := ef.filter()
+	if err != nil {
+		return err
+	}
+	n, err := c.ctl.RerouteWhere(r.Context(), s.caller(), f)
+	if err != nil {
+		return err
+	}
+	return redirect(w, r, "/console/events"+ef.query("flash", "rerouted-search", "n", strconv.Itoa(n)))
 }
 
 // unclaimed lists the events no consumer wanted, across every org, so staff
@@ -73,7 +139,7 @@ func (c *Console) unclaimed(w http.ResponseWriter, r *http.Request, s *session) 
 func eventPage(page intake.Page[intake.Event], ef eventFilter, cursor string) eventsView {
 	v := eventsView{Items: page.Items, States: eventStates(), Filter: ef, Paged: cursor != ""}
 	if page.NextCursor != "" {
-		v.Next = queryString("type", ef.Type, "state", ef.State, "consumer", ef.Consumer, "cursor", page.NextCursor)
+		v.Next = ef.query("cursor", page.NextCursor)
 	}
 	return v
 }

@@ -3,11 +3,14 @@ package console
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/internal/rawbody"
 	"github.com/intakehq/intake/internal/redact"
 	"github.com/intakehq/intake/provider"
@@ -17,7 +20,8 @@ import (
 // costs the same on the first page as on the thousandth.
 const pageSize = 50
 
-// messagesView is the messages page: a filtered page of messages.
+// messagesView is the messages page: a filtered page of messages, or a
+// search's.
 type messagesView struct {
 	Items     []messageRow
 	Endpoints []option
@@ -25,10 +29,34 @@ type messagesView struct {
 	Filter    messageFilter
 	Next      string // the query of the next page; "" on the last
 	Paged     bool   // this is not the first page
+	// Error says why the search could not run; the form keeps what was
+	// written.
+	Error string
+	// Replayable counts the original messages the search selects, which
+	// the page offers to replay (0: none, or no search).
+	Replayable int
 }
 
+// messageFilter is the messages page's form, as written.
 type messageFilter struct {
-	Endpoint, State, Since, Until, ProviderEventID string
+	Endpoint, State, Since, Until, ProviderEventID, Type, Match, Q string
+}
+
+// Searching reports whether the form searches bodies or events.
+func (mf messageFilter) Searching() bool { return mf.Match != "" || mf.Q != "" }
+
+// Filtered reports whether the form selects anything in particular.
+func (mf messageFilter) Filtered() bool { return mf != messageFilter{} }
+
+func messageForm(v url.Values) messageFilter {
+	return messageFilter{Endpoint: v.Get("endpoint"), State: v.Get("state"), Since: v.Get("since"), Until: v.Get("until"),
+		ProviderEventID: v.Get("provider_event_id"), Type: v.Get("type"), Match: v.Get("match"), Q: v.Get("q")}
+}
+
+// query is the form as a URL's query, with kv after it.
+func (mf messageFilter) query(kv ...string) string {
+	return queryString(append([]string{"endpoint", mf.Endpoint, "state", mf.State, "since", mf.Since, "until", mf.Until,
+		"provider_event_id", mf.ProviderEventID, "type", mf.Type, "match", mf.Match, "q", mf.Q}, kv...)...)
 }
 
 // messageRow is a message with a readable name for its endpoint.
@@ -44,38 +72,65 @@ type option struct {
 
 func (c *Console) messages(w http.ResponseWriter, r *http.Request, s *session) error {
 	q := r.URL.Query()
-	mf := messageFilter{Endpoint: q.Get("endpoint"), State: q.Get("state"), Since: q.Get("since"), Until: q.Get("until"),
-		ProviderEventID: q.Get("provider_event_id")}
-	f, err := mf.parse()
-	if err != nil {
-		return err
-	}
-	f.Limit, f.Cursor = pageSize, q.Get("cursor")
-	page, err := c.ctl.Messages(r.Context(), s.caller(), f)
-	if err != nil {
-		return err
-	}
+	mf := messageForm(q)
 	names, endpoints, err := c.endpointNames(r.Context(), s)
 	if err != nil {
 		return err
 	}
-	v := messagesView{Endpoints: endpoints, States: messageStates(), Filter: mf, Paged: f.Cursor != ""}
+	v := messagesView{Endpoints: endpoints, States: messageStates(), Filter: mf, Paged: q.Get("cursor") != ""}
+	f, err := mf.parse()
+	var page intake.Page[intake.Message]
+	if err == nil {
+		f.Limit, f.Cursor = pageSize, q.Get("cursor")
+		page, err = c.ctl.Messages(r.Context(), s.caller(), f)
+	}
+	if err == nil && mf.Searching() && len(page.Items) > 0 {
+		originals := f
+		originals.Originals, originals.Cursor = true, ""
+		v.Replayable, err = c.ctl.CountMessages(r.Context(), s.caller(), originals)
+	}
+	status := http.StatusOK
+	if intake.ErrorCode(err) == intake.EINVALID {
+		// The page again, with the form as written and why it failed.
+		status, v.Error = http.StatusBadRequest, intake.ErrorMessage(err)
+	} else if err != nil {
+		return err
+	}
 	for _, m := range page.Items {
 		v.Items = append(v.Items, messageRow{Message: m, Endpoint: names[m.EndpointID]})
 	}
 	if page.NextCursor != "" {
-		v.Next = queryString("endpoint", mf.Endpoint, "state", mf.State, "since", mf.Since, "until", mf.Until,
-			"provider_event_id", mf.ProviderEventID, "cursor", page.NextCursor)
+		v.Next = mf.query("cursor", page.NextCursor)
 	}
-	c.render(w, r, s, http.StatusOK, "messages", "Messages", v)
+	c.render(w, r, s, status, "messages", "Messages", v)
 	return nil
 }
 
-// parse turns the form's filter into the store's, reading its times; the
-// control plane checks the rest.
+// replayMessages replays every original message the page's search selects
+// (at most 1000), through the admin API's bulk replay, each audited with
+// the search.
+func (c *Console) replayMessages(w http.ResponseWriter, r *http.Request, s *session) error {
+	mf := messageForm(r.PostForm)
+	f, err := mf.parse()
+	if err != nil {
+		return err
+	}
+	n, err := c.ctl.ReplayWhere(r.Context(), s.caller(), f)
+	if err != nil {
+		return err
+	}
+	return redirect(w, r, "/console/messages"+mf.query("flash", "replayed-search", "n", strconv.Itoa(n)))
+}
+
+// parse turns the form's filter into the store's, reading its times and
+// its search by the control plane's rules; the control plane checks the
+// rest.
 func (mf messageFilter) parse() (intake.MessageFilter, error) {
-	f := intake.MessageFilter{EndpointID: mf.Endpoint, State: intake.MessageState(mf.State), ProviderEventID: mf.ProviderEventID}
+	f := intake.MessageFilter{EndpointID: mf.Endpoint, State: intake.MessageState(mf.State), ProviderEventID: mf.ProviderEventID, Type: mf.Type}
 	var err error
+	if f.Search, err = control.ParseSearch(mf.Match, mf.Q); err != nil {
+		return f, err
+	}
 	if f.Since, err = formTime("since", mf.Since); err != nil {
 		return f, err
 	}

@@ -83,6 +83,8 @@ var flashes = map[string]string{
 	"rerouted":            "Re-routed: the event is pending again.",
 	"replayed-dead":       "Replayed %s dead messages.",
 	"rerouted-dead":       "Re-routed %s dead events.",
+	"replayed-search":     "Replayed %s messages this search selects: each is a new message, below the ones it replays.",
+	"rerouted-search":     "Re-routed %s events this search selects: they are pending again.",
 	"endpoint-enabled":    "The endpoint accepts webhooks again.",
 	"endpoint-disabled":   "The endpoint now refuses webhooks (404, nothing recorded).",
 	"connection-disabled": "Every endpoint of the connection now refuses webhooks.",

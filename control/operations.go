@@ -146,8 +146,8 @@ func (p *Plane) Reroute(ctx context.Context, c Caller, id string) error {
 }
 
 // RerouteWhere re-routes every re-routable event f selects (f.State empty:
-// every such state), a page at a time, each with its own audit entry, and
-// returns how many.
+// every such state), a page at a time, each with its own audit entry
+// naming the search, and returns how many.
 func (p *Plane) RerouteWhere(ctx context.Context, c Caller, f intake.EventFilter) (int, error) {
 	if err := c.may(intake.RoleOperator); err != nil {
 		return 0, err
@@ -166,13 +166,14 @@ func (p *Plane) RerouteWhere(ctx context.Context, c Caller, f intake.EventFilter
 	for _, st := range states {
 		g := f
 		g.State, g.Limit, g.Cursor = st, 200, ""
+		query := describeSearch(string(st), f.Type, "", f.Search, f.Since, f.Until)
 		for {
 			page, err := p.store.ListEvents(ctx, c.Scope, g)
 			if err != nil {
 				return n, err
 			}
 			for _, e := range page.Items {
-				a := p.entry(c, e.OrgID, "event.reroute", "event", e.ID, "bulk state=", st)
+				a := p.entry(c, e.OrgID, "event.reroute", "event", e.ID, "bulk (search: ", query, ")")
 				err := p.store.RerouteEvent(ctx, c.Scope, e.ID, p.clock.Now(), a)
 				if err != nil && intake.ErrorCode(err) != intake.ECONFLICT {
 					return n, err

@@ -119,6 +119,15 @@ func checkMessageFilter(f intake.MessageFilter) error {
 	if f.State != "" && !f.State.Valid() {
 		return intake.Errorf(intake.EINVALID, "state must be one of %s", join(intake.MessageStates))
 	}
+	if len(f.Type) > maxEventType {
+		return intake.Errorf(intake.EINVALID, "type must be at most %d bytes", maxEventType)
+	}
+	if err := checkSearch(f.Search); err != nil {
+		return err
+	}
+	if err := checkSearchRange(f.Since, f.Until); err != nil {
+		return err
+	}
 	return checkPage(f.Limit, f.Cursor)
 }
 
@@ -134,6 +143,12 @@ func checkEventFilter(f intake.EventFilter) error {
 	}
 	if len(f.Type) > maxEventType {
 		return intake.Errorf(intake.EINVALID, "type must be at most %d bytes", maxEventType)
+	}
+	if err := checkSearch(f.Search); err != nil {
+		return err
+	}
+	if err := checkSearchRange(f.Since, f.Until); err != nil {
+		return err
 	}
 	return checkPage(f.Limit, f.Cursor)
 }

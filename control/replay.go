@@ -35,7 +35,7 @@ func (p *Plane) ReplayMessage(ctx context.Context, c Caller, id string) (intake.
 	if err != nil {
 		return intake.Message{}, err
 	}
-	return replay(ctx, p.store, p.clock, orig, func(m intake.Message) []intake.AuditEntry {
+	return replay(ctx, p.store, p.clock, orig, true, func(m intake.Message) []intake.AuditEntry {
 		return []intake.AuditEntry{p.entry(c, orig.OrgID, "message.replay", "message", orig.ID, "replay=", m.ID)}
 	})
 }
@@ -61,13 +61,15 @@ func (p *Plane) ReplayDead(ctx context.Context, c Caller, f intake.MessageFilter
 			if m.BodyExpired || m.ErrorCode == intake.ErrCodeBodyExpired || n >= maxBulkReplay {
 				continue
 			}
-			_, err := replay(ctx, p.store, p.clock, m, func(r intake.Message) []intake.AuditEntry {
+			r, err := replay(ctx, p.store, p.clock, m, false, func(r intake.Message) []intake.AuditEntry {
 				return []intake.AuditEntry{p.entry(c, m.OrgID, "message.replay", "message", m.ID, "replay=", r.ID, " (dead letters)")}
 			})
 			if err != nil {
 				return n, err
 			}
-			n++
+			if r.ID != "" {
+				n++
+			}
 		}
 		if page.NextCursor == "" {
 			break
@@ -78,8 +80,11 @@ func (p *Plane) ReplayDead(ctx context.Context, c Caller, f intake.MessageFilter
 }
 
 // replay records a new message from orig, with the audit entries audit
-// makes for it, in one transaction.
-func replay(ctx context.Context, st intake.History, clock intake.Clock, orig intake.Message, audit func(intake.Message) []intake.AuditEntry) (intake.Message, error) {
+// makes for it, in one transaction. When orig's body has expired it
+// records the replay dead with body_expired, or, unless keepExpired,
+// records nothing and returns the zero Message.
+func replay(ctx context.Context, st intake.History, clock intake.Clock, orig intake.Message, keepExpired bool,
+	audit func(intake.Message) []intake.AuditEntry) (intake.Message, error) {
 	now := clock.Now()
 	m := intake.Message{
 		ID: intake.NewID(), OrgID: orig.OrgID, ConnectionID: orig.ConnectionID, EndpointID: orig.EndpointID,
@@ -92,6 +97,8 @@ func replay(ctx context.Context, st intake.History, clock intake.Clock, orig int
 	sc := intake.Scope{OrgID: orig.OrgID}
 	b, err := st.MessageBody(ctx, sc, orig.ID)
 	switch {
+	case intake.ErrorCode(err) == intake.ENOTFOUND && !keepExpired:
+		return intake.Message{}, nil
 	case intake.ErrorCode(err) == intake.ENOTFOUND:
 		expired(&m)
 	case err != nil:
@@ -230,7 +237,7 @@ func (r *ReplayRunner) RunOnce(ctx context.Context) (ran bool, err error) {
 		if err == nil {
 			for _, m := range page.Items {
 				// The job's own audit entry covers its messages.
-				if _, err = replay(ctx, r.Store, r.Clock, m, func(intake.Message) []intake.AuditEntry { return nil }); err != nil {
+				if _, err = replay(ctx, r.Store, r.Clock, m, true, func(intake.Message) []intake.AuditEntry { return nil }); err != nil {
 					break
 				}
 				j.Done++

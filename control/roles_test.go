@@ -164,6 +164,10 @@ func roleRows(orgID string) []roleRow {
 		{"Reroute", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			return p.Reroute(ctx, c, id)
 		}},
+		{"ReplayWhere", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.ReplayWhere(ctx, c, intake.MessageFilter{Type: "stripe.invoice.paid"})
+			return err
+		}},
 		{"RerouteWhere", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			_, err := p.RerouteWhere(ctx, c, intake.EventFilter{})
 			return err

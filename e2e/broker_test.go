@@ -47,7 +47,7 @@ func postGitHubN(t *testing.T, s *server, path, prefix string, n int) {
 func (s *server) consumerCount(t *testing.T) int {
 	t.Helper()
 	var page struct{ Items []struct{ ID string } }
-	s.api(t, "GET", "/api/v1/consumers?limit=500", nil, &page)
+	s.api(t, "GET", "/api/v1/consumers", nil, &page)
 	return len(page.Items)
 }
 

@@ -13,9 +13,10 @@ import (
 
 // MessagesCmd inspects received messages.
 type MessagesCmd struct {
-	List MessagesListCmd `cmd:"" help:"List messages, newest first."`
-	Show MessagesShowCmd `cmd:"" help:"Show one message (credential headers hidden)."`
-	Body MessagesBodyCmd `cmd:"" help:"Write a message's raw body, exactly as received, to stdout."`
+	List   MessagesListCmd   `cmd:"" help:"List messages, newest first."`
+	Search MessagesSearchCmd `cmd:"" help:"Find messages by their events' data (--match), words in their raw bodies (--q), type and time; --replay replays them."`
+	Show   MessagesShowCmd   `cmd:"" help:"Show one message (credential headers hidden)."`
+	Body   MessagesBodyCmd   `cmd:"" help:"Write a message's raw body, exactly as received, to stdout."`
 }
 
 // MessagesListCmd lists messages.
@@ -36,14 +37,19 @@ func (c *MessagesListCmd) Run(cl *Client) error {
 		q.Set("limit", strconv.Itoa(c.Limit))
 	}
 	setParam(q, "cursor", c.Cursor)
+	return printMessages(cl, c.listFlags, q)
+}
+
+// printMessages prints a page of the messages q selects, as a table.
+func printMessages(cl *Client, f listFlags, q url.Values) error {
 	var names names
-	if !c.JSON {
+	if !f.JSON {
 		var err error
 		if names, err = endpointNames(cl); err != nil {
 			return err
 		}
 	}
-	return printList(cl, c.listFlags, "/api/v1/messages", q,
+	return printList(cl, f, "/api/v1/messages", q,
 		[]string{"ID", "RECEIVED", "METHOD", "STATE", "ATTEMPT", "OUTCOME", "ERROR", "CONNECTION", "ENDPOINT"},
 		func(m api.Message) []string {
 			return []string{m.ID, timeCell(m.ReceivedAt), m.Method, m.State,
@@ -134,6 +140,7 @@ func (c *MessagesBodyCmd) Run(cl *Client) error {
 // EventsCmd inspects interpreted events.
 type EventsCmd struct {
 	List      EventsListCmd      `cmd:"" help:"List events, newest first."`
+	Search    EventsSearchCmd    `cmd:"" help:"Find events by their data (--match, --q), type, state and time; --reroute routes the re-routable ones again."`
 	Show      EventsShowCmd      `cmd:"" help:"Show one event and its delivery attempts."`
 	Unclaimed EventsUnclaimedCmd `cmd:"" help:"List events no consumer wanted, across orgs (staff token)."`
 	Reroute   EventsRerouteCmd   `cmd:"" help:"Route dead or no_consumer events again: one by id, or all that match the filters."`
@@ -157,10 +164,16 @@ func (c *EventsListCmd) Run(cl *Client) error {
 		q.Set("limit", strconv.Itoa(c.Limit))
 	}
 	setParam(q, "cursor", c.Cursor)
-	if c.State == string(intake.EventDead) {
-		return c.dead(cl, q)
+	return printEvents(cl, c.listFlags, q)
+}
+
+// printEvents prints a page of the events q selects, as a table; dead
+// events one row per consumer whose attempts they spent.
+func printEvents(cl *Client, f listFlags, q url.Values) error {
+	if q.Get("state") == string(intake.EventDead) {
+		return printDeadEvents(cl, f, q)
 	}
-	return printList(cl, c.listFlags, "/api/v1/events", q,
+	return printList(cl, f, "/api/v1/events", q,
 		[]string{"ID", "OCCURRED", "TYPE", "KIND", "STATE", "ATTEMPT", "MESSAGE"},
 		func(e api.Event) []string {
 			return []string{e.ID, timeCell(e.OccurredAt), e.Type, e.Kind, e.State,
@@ -168,15 +181,15 @@ func (c *EventsListCmd) Run(cl *Client) error {
 		})
 }
 
-// dead lists dead events one row per consumer whose attempts an event
-// spent: its name, the attempts of its own limit, and its last error.
-func (c *EventsListCmd) dead(cl *Client, q url.Values) error {
+// printDeadEvents lists dead events one row per consumer whose attempts an
+// event spent: its name, the attempts of its own limit, and its last error.
+func printDeadEvents(cl *Client, f listFlags, q url.Values) error {
 	var list api.List[api.Event]
 	raw, err := cl.get("/api/v1/events", q, &list)
 	if err != nil {
 		return err
 	}
-	if c.JSON {
+	if f.JSON {
 		return cl.printJSON(raw)
 	}
 	var rows [][]string

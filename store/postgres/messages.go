@@ -210,13 +210,20 @@ func (s *Store) MessageBody(ctx context.Context, sc intake.Scope, msgID string) 
 }
 
 // messageWhere is the filter ListMessages and CountMessages share; its
-// parameters are messageArgs, $1 to $6.
-const messageWhere = `($1::uuid IS NULL OR org_id = $1) AND ($2::uuid IS NULL OR endpoint_id = $2) AND ($3 = '' OR state = $3)
+// parameters are messageArgs, $1 to $13. A message's type and match are
+// its events' (one event must have both), its words its body's.
+var messageWhere = `($1::uuid IS NULL OR org_id = $1) AND ($2::uuid IS NULL OR endpoint_id = $2) AND ($3 = '' OR state = $3)
 	AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)
-	AND (NOT $6 OR replay_of IS NULL) AND ($7 = '' OR provider_event_id = $7)`
+	AND (NOT $6 OR replay_of IS NULL) AND ($7 = '' OR provider_event_id = $7)
+	AND ($8 = '' AND $9::jsonb IS NULL OR EXISTS (SELECT 1 FROM events e WHERE e.message_id = messages.id
+		AND ($8 = '' OR e.type = $8) AND ($9::jsonb IS NULL OR intake_jsonb(e.data) @> $9)))
+	AND ($10 = '' OR EXISTS (SELECT 1 FROM message_bodies b WHERE b.message_id = messages.id
+		AND (b.searchable AND ` + bodyText + ` ILIKE $10 OR NOT b.searchable) AND ` + bodyText + ` ILIKE ALL ($11::text[])))`
 
 func messageArgs(sc intake.Scope, f intake.MessageFilter) []any {
-	return []any{nullID(sc.OrgID), nullID(f.EndpointID), string(f.State), ts(f.Since), ts(f.Until), f.Originals, text(f.ProviderEventID)}
+	a := newSearchArgs(f.Search, true)
+	return []any{nullID(sc.OrgID), nullID(f.EndpointID), string(f.State), ts(f.Since), ts(f.Until), f.Originals, text(f.ProviderEventID),
+		text(f.Type), a.match, a.lead, a.patterns}
 }
 
 // ListMessages lists messages newest first, a page at a time.
@@ -229,22 +236,39 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 		return page, intake.Errorf(intake.EINVALID, "malformed cursor")
 	}
 	limit := intake.PageLimit(f.Limit)
-	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		queueRows(b, &page.Items, scanMessage, `SELECT `+messageColumns+` FROM messages
-			WHERE `+messageWhere+` AND ($8::uuid IS NULL OR id < $8)
-			ORDER BY id DESC LIMIT $9`, append(messageArgs(sc, f), nullID(f.Cursor), limit+1)...)
-	})
+	args := append(messageArgs(sc, f), nullID(f.Cursor), limit+1)
+	var err error
+	if searched(f) && !sc.Staff() {
+		page.Items, err = searchScoped(ctx, s, sc, `SELECT id FROM messages WHERE `+messageWhere+` AND ($12::uuid IS NULL OR id < $12)
+			ORDER BY id DESC LIMIT $13`, args, `SELECT `+messageColumns+` FROM messages WHERE id = ANY($1) ORDER BY id DESC`, scanMessage)
+	} else {
+		err = s.readPlanned(ctx, sc, func(b *pgx.Batch) {
+			queueRows(b, &page.Items, scanMessage, `SELECT `+messageColumns+` FROM messages
+				WHERE `+messageWhere+` AND ($12::uuid IS NULL OR id < $12)
+				ORDER BY id DESC LIMIT $13`, args...)
+		})
+	}
 	page = intake.KeysetPage(page.Items, limit)
 	return page, err
 }
 
-// CountMessages counts the messages f selects.
+// searched reports whether f searches messages by their events or bodies,
+// which in an org's scope is read as searchScoped says.
+func searched(f intake.MessageFilter) bool { return !f.Search.IsZero() || f.Type != "" }
+
+// CountMessages counts the messages f selects. A search's count in an
+// org's scope is made as the owner, the org named in the query, for the
+// reason searchScoped gives; it shows a number, never a row.
 func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (int, error) {
 	var n int
 	if !validIDs(f.EndpointID) && f.EndpointID != "" {
 		return 0, nil
 	}
-	err := s.read(ctx, sc, func(b *pgx.Batch) {
+	counted := sc
+	if searched(f) {
+		counted = intake.Scope{}
+	}
+	err := s.readPlanned(ctx, counted, func(b *pgx.Batch) {
 		b.Queue(`SELECT count(*) FROM messages WHERE `+messageWhere, messageArgs(sc, f)...).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
 	})

@@ -69,8 +69,9 @@ type Store struct {
 	stop           chan struct{}
 	done           chan struct{}
 
-	stopListen context.CancelFunc
+	stopListen context.CancelFunc // stops the listener and the search indexer
 	listenDone chan struct{}
+	indexDone  chan struct{}
 
 	changes changes.Counter
 	// exactBelow is where Stats starts to estimate the settled states.
@@ -141,10 +142,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		done:           make(chan struct{}),
 		stopListen:     stopListen,
 		listenDone:     make(chan struct{}),
+		indexDone:      make(chan struct{}),
 		exactBelow:     exactBelow,
 	}
 	go s.commitLoop()
 	go s.listen(listenCtx)
+	go s.indexLoop(listenCtx)
 	return s, nil
 }
 
@@ -179,6 +182,7 @@ func (s *Store) Close() error {
 	<-s.done
 	s.stopListen()
 	<-s.listenDone
+	<-s.indexDone
 	s.pool.Close()
 	return nil
 }
@@ -271,6 +275,21 @@ func (s *Store) read(ctx context.Context, sc intake.Scope, queue func(*pgx.Batch
 	if !sc.Staff() {
 		b.Queue(`COMMIT`)
 	}
+	return classify(s.pool.SendBatch(ctx, b).Close())
+}
+
+// readPlanned is read for lists whose filters are optional: each is
+// planned for the values it is given, so a search uses the index that
+// serves it, where a plan cached for any values would read every row.
+func (s *Store) readPlanned(ctx context.Context, sc intake.Scope, queue func(*pgx.Batch)) error {
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN READ ONLY`)
+	forCustomPlans(b)
+	if !sc.Staff() {
+		b.Queue(scopeSQL, sc.OrgID)
+	}
+	queue(b)
+	b.Queue(`COMMIT`)
 	return classify(s.pool.SendBatch(ctx, b).Close())
 }
 

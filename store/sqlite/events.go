@@ -42,14 +42,22 @@ func (s *Store) Event(ctx context.Context, sc intake.Scope, id string) (intake.E
 	return e, err
 }
 
-// ListEvents lists events newest first, a page at a time.
+// ListEvents lists events newest first, a page at a time. A search whose
+// words or match the index finds rare reads the events it finds
+// (searchEventsSQL); any other list reads events in order, judging each.
 func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventFilter) (intake.Page[intake.Event], error) {
 	limit := intake.PageLimit(f.Limit)
-	rows, err := s.read.QueryContext(ctx, `SELECT `+eventColumns+` FROM events
-		WHERE (?1 = '' OR org_id = ?1) AND (?2 = '' OR state = ?2) AND (?3 = '' OR type = ?3) AND (?4 = '' OR id < ?4)
-		  AND (?6 IS NULL OR created_at >= ?6) AND (?7 IS NULL OR created_at < ?7)
-		  AND (?8 = '' OR id IN (SELECT event_id FROM deliveries WHERE consumer_id = ?8))
-		ORDER BY id DESC LIMIT ?5`, sc.OrgID, string(f.State), f.Type, f.Cursor, limit+1, ts(f.Since), ts(f.Until), f.ConsumerID)
+	a, err := s.searchArgs(ctx, f.Search, true)
+	if err != nil {
+		return intake.Page[intake.Event]{}, err
+	}
+	query, args := listEventsSQL, []any{sql.Named("org", sc.OrgID), sql.Named("state", string(f.State)), sql.Named("type", f.Type),
+		sql.Named("cursor", f.Cursor), sql.Named("limit", limit+1), sql.Named("since", ts(f.Since)), sql.Named("until", ts(f.Until)),
+		sql.Named("consumer", f.ConsumerID), sql.Named("match", a.match), sql.Named("words", a.words)}
+	if a.eventFTS != "" {
+		query, args = searchEventsSQL, append(args, sql.Named("event_fts", a.eventFTS))
+	}
+	rows, err := s.read.QueryContext(ctx, query, args...)
 	if err != nil {
 		return intake.Page[intake.Event]{}, err
 	}
@@ -65,3 +73,18 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 	page = intake.KeysetPage(page.Items, limit)
 	return page, rows.Err()
 }
+
+// eventFilterSQL is what an events list selects by, its search judged on
+// each row.
+const eventFilterSQL = `(:org = '' OR org_id = :org) AND (:state = '' OR state = :state) AND (:type = '' OR type = :type)
+	  AND (:cursor = '' OR id < :cursor) AND (:since IS NULL OR created_at >= :since) AND (:until IS NULL OR created_at < :until)
+	  AND (:consumer = '' OR id IN (SELECT event_id FROM deliveries WHERE consumer_id = :consumer))
+	  AND ` + eventJudged
+
+// listEventsSQL reads events in order; searchEventsSQL reads those the
+// search index finds (and those it has not reached yet).
+const (
+	listEventsSQL   = `SELECT ` + eventColumns + ` FROM events WHERE ` + eventFilterSQL + ` ORDER BY id DESC LIMIT :limit`
+	searchEventsSQL = `SELECT ` + eventColumns + ` FROM events WHERE id IN (` + indexedEvents + `)
+	  AND ` + eventFilterSQL + ` ORDER BY id DESC LIMIT :limit`
+)

@@ -24,6 +24,9 @@ type writeJob struct {
 	call   *routeSettle
 	after  func() // runs once the commit holding the job returned
 	done   chan error
+	// background marks the search indexer's steps, which yield to the
+	// others (see indexLoop).
+	background bool
 }
 
 var errClosed = errors.New("sqlite: store closed")
@@ -38,6 +41,9 @@ func (s *Store) tx(ctx context.Context, fn func(*wtx) error) error {
 // submit hands a job to the writer and waits for the commit that holds it.
 func (s *Store) submit(job writeJob) error {
 	job.done = make(chan error, 1)
+	if !job.background {
+		s.foreground.Add(1)
+	}
 	ctx := job.ctx
 	select {
 	case s.jobs <- job:

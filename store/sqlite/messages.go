@@ -203,12 +203,13 @@ func (s *Store) MessageBody(ctx context.Context, sc intake.Scope, id string) (in
 // ListMessages lists messages newest first, a page at a time.
 func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (intake.Page[intake.Message], error) {
 	limit := intake.PageLimit(f.Limit)
-	rows, err := s.read.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
-		WHERE (?1 = '' OR org_id = ?1) AND (?2 = '' OR endpoint_id = ?2) AND (?3 = '' OR state = ?3)
-		  AND (?4 = '' OR id < ?4) AND (?6 IS NULL OR received_at >= ?6) AND (?7 IS NULL OR received_at < ?7)
-		  AND (?8 = 0 OR replay_of = '') AND (?9 = '' OR provider_event_id = ?9)
-		ORDER BY id DESC LIMIT ?5`, sc.OrgID, f.EndpointID, string(f.State), f.Cursor, limit+1, ts(f.Since), ts(f.Until), f.Originals,
-		f.ProviderEventID)
+	drive, args, err := s.messageArgs(ctx, sc, f)
+	if err != nil {
+		return intake.Page[intake.Message]{}, err
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE `+drive+messageFilterSQL+`
+		AND (:cursor = '' OR id < :cursor) ORDER BY id DESC LIMIT :limit`,
+		append(args, sql.Named("cursor", f.Cursor), sql.Named("limit", limit+1))...)
 	if err != nil {
 		return intake.Page[intake.Message]{}, err
 	}
@@ -223,6 +224,41 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 	}
 	page = intake.KeysetPage(page.Items, limit)
 	return page, rows.Err()
+}
+
+// messageFilterSQL is what a messages list selects by, its search judged
+// on each message's rows.
+const messageFilterSQL = `(:org = '' OR org_id = :org) AND (:endpoint = '' OR endpoint_id = :endpoint) AND (:state = '' OR state = :state)
+	AND (:since IS NULL OR received_at >= :since) AND (:until IS NULL OR received_at < :until)
+	AND (:originals = 0 OR replay_of = '') AND (:provider_event_id = '' OR provider_event_id = :provider_event_id)
+	AND ` + messageJudged
+
+// A search of messages reads the messages one index finds: the bodies
+// holding its words' rarest trigrams or, when its words give that index
+// nothing rare to find, the events holding its match's.
+const (
+	messagesByBody   = `id IN (` + indexedBodies + `) AND `
+	messagesByEvents = `id IN (SELECT message_id FROM events WHERE id IN (` + indexedEvents + `)) AND `
+)
+
+// messageArgs are the parameters of messageFilterSQL for sc and f, and the
+// index the search reads by ("": none).
+func (s *Store) messageArgs(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (drive string, args []any, err error) {
+	a, err := s.searchArgs(ctx, f.Search, false)
+	if err != nil {
+		return "", nil, err
+	}
+	args = []any{sql.Named("org", sc.OrgID), sql.Named("endpoint", f.EndpointID), sql.Named("state", string(f.State)),
+		sql.Named("since", ts(f.Since)), sql.Named("until", ts(f.Until)), sql.Named("originals", f.Originals),
+		sql.Named("provider_event_id", f.ProviderEventID), sql.Named("type", f.Type), sql.Named("match", a.match),
+		sql.Named("words", a.words), sql.Named("body_bytes", a.bodyBytes)}
+	switch {
+	case a.bodyFTS != "":
+		return messagesByBody, append(args, sql.Named("body_fts", a.bodyFTS)), nil
+	case a.eventFTS != "":
+		return messagesByEvents, append(args, sql.Named("event_fts", a.eventFTS)), nil
+	}
+	return "", args, nil
 }
 
 // DropBodies deletes old bodies of settled messages.
@@ -455,12 +491,12 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) 
 
 // CountMessages counts the messages f selects.
 func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.MessageFilter) (int, error) {
+	drive, args, err := s.messageArgs(ctx, sc, f)
+	if err != nil {
+		return 0, err
+	}
 	var n int
-	err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM messages
-		WHERE (?1 = '' OR org_id = ?1) AND (?2 = '' OR endpoint_id = ?2) AND (?3 = '' OR state = ?3)
-		  AND (?4 IS NULL OR received_at >= ?4) AND (?5 IS NULL OR received_at < ?5) AND (?6 = 0 OR replay_of = '')
-		  AND (?7 = '' OR provider_event_id = ?7)`,
-		sc.OrgID, f.EndpointID, string(f.State), ts(f.Since), ts(f.Until), f.Originals, f.ProviderEventID).Scan(&n)
+	err = s.read.QueryRowContext(ctx, `SELECT count(*) FROM messages WHERE `+drive+messageFilterSQL, args...).Scan(&n)
 	return n, err
 }
 

@@ -56,6 +56,10 @@ type Store struct {
 	statements atomic.Int64
 	stop       chan struct{}
 	done       chan struct{}
+	indexDone  chan struct{} // closed once the search indexer stopped
+	// foreground counts the writes other than the search indexer's, so it
+	// can tell when it shares the writer.
+	foreground atomic.Int64
 
 	changes changes.Counter
 }
@@ -134,6 +138,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		batch: opts.MaxBatch,
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
+
+		indexDone: make(chan struct{}),
 	}
 	s.missed, s.unpreparable = map[string]bool{}, map[string]bool{}
 	if s.stmts, err = prepare(ctx, write); err != nil {
@@ -142,6 +148,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	go s.commitLoop()
+	go s.indexLoop()
 	return s, nil
 }
 
@@ -191,6 +198,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 func (s *Store) Close() error {
 	close(s.stop)
 	<-s.done
+	<-s.indexDone
 	var errs []error
 	for _, st := range s.stmts {
 		errs = append(errs, st.Close())

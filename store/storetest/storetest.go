@@ -98,6 +98,7 @@ func Run(t *testing.T, open Opener) {
 		{"HandedOverAndQueuedMessagesShareCommits", testHandoverSharesCommitsWithQueued},
 		{"IngestRefusesAnythingButQueuedOrAFirstLeasedAttempt", testIngestRefusesOtherStates},
 		{"ABodyInObjectStorageIsKeptAsItsKeyAndEveryDeleteRecordsIt", testBlobBodies},
+		{"SearchFindsByMatchWordsTimeAndFiltersWithinTheScope", testSearch},
 	}
 	tests = append(tests, notificationTests...)
 	tests = append(tests, eventTypeTests...)

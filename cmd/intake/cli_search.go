@@ -1,0 +1,172 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/api"
+)
+
+// searchFlags are what both searches take: the search, its time range and
+// a page.
+type searchFlags struct {
+	Match  string `name:"match" help:"A JSON object the event's data must contain, e.g. '{\"customer\":{\"id\":\"cus_1\"}}': objects match partially, an array holds the elements given."`
+	Q      string `name:"q" help:"Words that must all occur, in any case (a word also matches inside a longer one)."`
+	Type   string `name:"type" help:"Only of this event type (e.g. stripe.invoice.paid)."`
+	State  string `name:"state" help:"Only in this state."`
+	Since  string `name:"since" help:"From this time: RFC 3339, or a duration ago (24h)."`
+	Until  string `name:"until" help:"Before this time: RFC 3339, or a duration ago (1h)."`
+	Limit  int    `name:"limit" help:"Rows per page (default 50, at most 500)."`
+	Cursor string `name:"cursor" help:"Continue after the page that printed this cursor."`
+}
+
+// query is the search as the list routes take it.
+func (f searchFlags) query(now time.Time) (url.Values, error) {
+	q := url.Values{}
+	setParam(q, "match", f.Match)
+	setParam(q, "q", f.Q)
+	setParam(q, "type", f.Type)
+	setParam(q, "state", f.State)
+	for _, t := range []struct{ name, v string }{{"since", f.Since}, {"until", f.Until}} {
+		at, err := flagTime(t.name, t.v, now)
+		if err != nil {
+			return nil, err
+		}
+		if !at.IsZero() {
+			q.Set(t.name, at.Format(time.RFC3339))
+		}
+	}
+	if f.Limit != 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	setParam(q, "cursor", f.Cursor)
+	return q, nil
+}
+
+// flagTime reads a time flag: RFC 3339, or a duration before now.
+func flagTime(name, v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return now.Add(-d).UTC(), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--%s: give an RFC 3339 time (2026-03-14T09:30:00Z) or a duration ago (24h)", name)
+	}
+	return t.UTC(), nil
+}
+
+// match is --match as a request body carries it: a JSON object. The
+// server judges it; only JSON is checked here, to send it.
+func (f searchFlags) match() (json.RawMessage, error) {
+	if strings.TrimSpace(f.Match) == "" {
+		return nil, nil
+	}
+	if !json.Valid([]byte(f.Match)) {
+		return nil, errors.New(`--match must be a JSON object, like '{"customer":{"id":"cus_1"}}'`)
+	}
+	return json.RawMessage(f.Match), nil
+}
+
+// timeRange is --since and --until as a request body carries them.
+func (f searchFlags) timeRange(now time.Time) (since, until time.Time, err error) {
+	if since, err = flagTime("since", f.Since, now); err != nil {
+		return since, until, err
+	}
+	until, err = flagTime("until", f.Until, now)
+	return since, until, err
+}
+
+// EventsSearchCmd finds events, and re-routes them on request.
+type EventsSearchCmd struct {
+	searchFlags
+	Consumer string `name:"consumer" help:"Only events delivered (or attempted) to this consumer id."`
+	Reroute  bool   `name:"reroute" help:"Re-route every dead, no_consumer or filtered event the search selects (all pages; --state narrows it), instead of listing."`
+	listFlags
+}
+
+// Run searches, or re-routes what the search selects.
+func (c *EventsSearchCmd) Run(cl *Client) error {
+	now := time.Now()
+	if c.Reroute {
+		if c.Consumer != "" || c.Limit != 0 || c.Cursor != "" {
+			return errors.New("--reroute acts on every event the search selects: drop --consumer, --limit and --cursor")
+		}
+		match, err := c.match()
+		if err != nil {
+			return err
+		}
+		since, until, err := c.timeRange(now)
+		if err != nil {
+			return err
+		}
+		return countAction(cl, c.listFlags, "/api/v1/events/reroute", api.RerouteRequest{State: intake.EventState(c.State), Type: c.Type,
+			Since: since, Until: until, Match: match, Q: c.Q}, "re-routed %d events\n")
+	}
+	q, err := c.query(now)
+	if err != nil {
+		return err
+	}
+	setParam(q, "consumer_id", c.Consumer)
+	return printEvents(cl, c.listFlags, q)
+}
+
+// MessagesSearchCmd finds messages, and replays them on request.
+type MessagesSearchCmd struct {
+	searchFlags
+	Endpoint string `name:"endpoint" help:"Only messages of this endpoint id."`
+	Replay   bool   `name:"replay" help:"Replay every original message the search selects whose body is kept (at most 1000; all pages), instead of listing."`
+	listFlags
+}
+
+// Run searches, or replays what the search selects.
+func (c *MessagesSearchCmd) Run(cl *Client) error {
+	now := time.Now()
+	if c.Replay {
+		if c.Limit != 0 || c.Cursor != "" {
+			return errors.New("--replay acts on every message the search selects: drop --limit and --cursor")
+		}
+		match, err := c.match()
+		if err != nil {
+			return err
+		}
+		since, until, err := c.timeRange(now)
+		if err != nil {
+			return err
+		}
+		return countAction(cl, c.listFlags, "/api/v1/messages/replay", api.ReplayRequest{EndpointID: c.Endpoint,
+			State: intake.MessageState(c.State), Type: c.Type, Match: match, Q: c.Q, Since: since, Until: until}, "replayed %d messages\n")
+	}
+	q, err := c.query(now)
+	if err != nil {
+		return err
+	}
+	setParam(q, "endpoint_id", c.Endpoint)
+	return printMessages(cl, c.listFlags, q)
+}
+
+// countAction posts a bulk action and prints how many rows it took.
+func countAction(cl *Client, f listFlags, path string, req any, format string) error {
+	raw, err := cl.call(http.MethodPost, path, nil, req)
+	if err != nil {
+		return err
+	}
+	if f.JSON {
+		return cl.printJSON(raw)
+	}
+	var n api.Count
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(cl.stdout(), format, n.Count)
+	return err
+}

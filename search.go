@@ -1,0 +1,312 @@
+package intake
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Search is what an operator looks for among events or messages (DESIGN
+// §13), beside a list's other filters: events whose data contains Match,
+// and text that holds every one of Words (an event's data, a message's raw
+// body). Its zero value looks for nothing.
+type Search struct {
+	Match Match
+	Words []string
+}
+
+// IsZero reports whether s looks for nothing.
+func (s Search) IsZero() bool { return s.Match.IsZero() && len(s.Words) == 0 }
+
+// Bounds of what a search may ask, so one request cannot make every row
+// expensive to judge.
+const (
+	// MaxMatchBytes bounds a match as written.
+	MaxMatchBytes = 4096
+	// MaxMatchDepth bounds how deeply a match nests objects and arrays.
+	MaxMatchDepth = 16
+	// MaxSearchWords bounds the words of q.
+	MaxSearchWords = 10
+	// MaxWordBytes bounds one word of q.
+	MaxWordBytes = 128
+	// SearchedBodyBytes is how much of a message's body q looks at: the
+	// first MiB, whatever the body's size.
+	SearchedBodyBytes = 1 << 20
+)
+
+// Match is a partial JSON object an event's data must contain, judged as
+// PostgreSQL judges jsonb @> (Hookdeck-style partial matching): every key
+// of an object must be in the data with a value that contains the match's
+// value; an array contains another when each of the other's elements is
+// contained in one of its own (order and repeats do not matter); scalars
+// are equal when their JSON types are and their values are (numbers by
+// value: 1 is 1.0, never "1"). Its zero value matches everything.
+type Match struct {
+	text string         // compact JSON, as stores are given it
+	obj  map[string]any // decoded; numbers are json.Number
+}
+
+// ParseMatch reads a match as a person writes it: a JSON object. Anything
+// else, a match larger than MaxMatchBytes or nested deeper than
+// MaxMatchDepth, a string holding a NUL character or a number out of range
+// is EINVALID, with a message that says what to fix.
+func ParseMatch(s string) (Match, error) {
+	if strings.TrimSpace(s) == "" {
+		return Match{}, nil
+	}
+	if len(s) > MaxMatchBytes {
+		return Match{}, Errorf(EINVALID, "match must be at most %d bytes", MaxMatchBytes)
+	}
+	v, err := decodeJSON([]byte(s))
+	if err != nil {
+		return Match{}, Errorf(EINVALID, "match must be a JSON object, like {\"customer\":{\"id\":\"cus_1\"}}: %s",
+			strings.TrimPrefix(err.Error(), "json: "))
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return Match{}, Errorf(EINVALID, "match must be a JSON object, like {\"customer\":{\"id\":\"cus_1\"}}")
+	}
+	if err := checkMatchValue(obj, 1); err != nil {
+		return Match{}, err
+	}
+	text, err := json.Marshal(obj)
+	if err != nil {
+		return Match{}, err // every value decoded from JSON encodes again
+	}
+	return Match{text: string(text), obj: obj}, nil
+}
+
+// decodeJSON decodes one JSON value, numbers kept as written.
+func decodeJSON(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, Errorf(EINVALID, "one JSON value only")
+	}
+	return v, nil
+}
+
+// checkMatchValue refuses what no store could judge the same way:
+// PostgreSQL's jsonb holds neither NUL characters nor numbers beyond its
+// numeric range.
+func checkMatchValue(v any, depth int) error {
+	if depth > MaxMatchDepth {
+		return Errorf(EINVALID, "match may nest at most %d levels", MaxMatchDepth)
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if strings.ContainsRune(k, 0) {
+				return Errorf(EINVALID, "match keys may not hold NUL characters")
+			}
+			if err := checkMatchValue(e, depth+1); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if err := checkMatchValue(e, depth+1); err != nil {
+				return err
+			}
+		}
+	case string:
+		if strings.ContainsRune(v, 0) {
+			return Errorf(EINVALID, "match strings may not hold NUL characters")
+		}
+	case json.Number:
+		if f, err := strconv.ParseFloat(string(v), 64); err != nil || math.IsInf(f, 0) || (f == 0 && hasNonZeroDigit(string(v))) {
+			return Errorf(EINVALID, "match number %s is out of range", v)
+		}
+	}
+	return nil
+}
+
+func hasNonZeroDigit(s string) bool {
+	mant, _, _ := strings.Cut(strings.ToLower(s), "e")
+	return strings.ContainsAny(mant, "123456789")
+}
+
+// IsZero reports whether m matches everything.
+func (m Match) IsZero() bool { return m.text == "" }
+
+// String is m as compact JSON ("" for the zero Match).
+func (m Match) String() string { return m.text }
+
+// In reports whether data (a JSON document) contains m. Data that is not
+// JSON contains nothing.
+func (m Match) In(data []byte) bool {
+	if m.IsZero() {
+		return true
+	}
+	v, err := decodeJSON(data)
+	return err == nil && contains(v, m.obj)
+}
+
+// Strings lists the match's string values (not its keys), each once: text
+// an event's data holds wherever it contains m, for a store whose index
+// finds text.
+func (m Match) Strings() []string {
+	seen := map[string]bool{}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, e := range v {
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		case string:
+			if !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+		}
+	}
+	walk(m.obj)
+	return out
+}
+
+// MatchLeaf is a scalar a match requires at a path of object keys only
+// (no array on the way): data containing the match holds that scalar
+// there, so a store may look it up before judging the whole match.
+type MatchLeaf struct {
+	Path  []string
+	Value any // string, json.Number or bool
+}
+
+// Leaves lists the match's scalars reached through objects alone. Nulls
+// are left out: a store's lookup cannot tell a null from a missing key.
+func (m Match) Leaves() []MatchLeaf {
+	var out []MatchLeaf
+	var walk func(path []string, v map[string]any)
+	walk = func(path []string, v map[string]any) {
+		for k, e := range v {
+			p := append(path[:len(path):len(path)], k)
+			switch e := e.(type) {
+			case map[string]any:
+				walk(p, e)
+			case string, json.Number, bool:
+				out = append(out, MatchLeaf{Path: p, Value: e})
+			}
+		}
+	}
+	walk(nil, m.obj)
+	return out
+}
+
+// contains is jsonb's @>: whether have contains want.
+func contains(have, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, wv := range w {
+			hv, ok := h[k]
+			if !ok || !contains(hv, wv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok {
+			return false
+		}
+		for _, wv := range w {
+			found := false
+			for _, hv := range h {
+				if contains(hv, wv) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		h, ok := have.(json.Number)
+		return ok && sameNumber(string(h), string(w))
+	default: // string, bool, nil
+		return have == want
+	}
+}
+
+// sameNumber compares two JSON numbers by value, exactly (1, 1.0, 1e0 and
+// 10e-1 are one number), without building numbers of any size.
+func sameNumber(a, b string) bool {
+	if a == b {
+		return true
+	}
+	na, da, ea, oka := decimal(a)
+	nb, db, eb, okb := decimal(b)
+	return oka && okb && na == nb && da == db && ea == eb
+}
+
+// decimal writes a JSON number as sign, significant digits and the power
+// of ten of its last digit: "-12.50" is (true, "125", -1). Zero is
+// (false, "", 0) whatever its sign. ok is false for an exponent beyond
+// int32, which no store holds.
+func decimal(s string) (neg bool, digits string, exp int64, ok bool) {
+	if strings.HasPrefix(s, "-") {
+		neg, s = true, s[1:]
+	}
+	mant, e, hasExp := strings.Cut(strings.ToLower(s), "e")
+	if hasExp {
+		var err error
+		if exp, err = strconv.ParseInt(strings.TrimPrefix(e, "+"), 10, 32); err != nil {
+			return false, "", 0, false
+		}
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits = whole + frac
+	exp -= int64(len(frac))
+	digits = strings.TrimLeft(digits, "0")
+	trimmed := strings.TrimRight(digits, "0")
+	exp += int64(len(digits) - len(trimmed))
+	if trimmed == "" {
+		return false, "", 0, true
+	}
+	return neg, trimmed, exp, true
+}
+
+// ParseWords splits q into the words a search requires, at white space:
+// each must occur in the text searched, in any case and in any order, as a
+// word or inside one ("voice" finds "invoice"). At most MaxSearchWords
+// words of at most MaxWordBytes each; q must be UTF-8.
+func ParseWords(q string) ([]string, error) {
+	if !utf8.ValidString(q) {
+		return nil, Errorf(EINVALID, "q must be UTF-8 text")
+	}
+	words := strings.Fields(q)
+	if len(words) > MaxSearchWords {
+		return nil, Errorf(EINVALID, "q may hold at most %d words", MaxSearchWords)
+	}
+	for _, w := range words {
+		if len(w) > MaxWordBytes {
+			return nil, Errorf(EINVALID, "each word of q must be at most %d bytes", MaxWordBytes)
+		}
+		if strings.ContainsRune(w, 0) {
+			return nil, Errorf(EINVALID, "q may not hold NUL characters")
+		}
+	}
+	if len(words) == 0 {
+		return nil, nil
+	}
+	return words, nil
+}
