@@ -178,34 +178,6 @@ func (m Match) Strings() []string {
 	return out
 }
 
-// MatchLeaf is a scalar a match requires at a path of object keys only
-// (no array on the way): data containing the match holds that scalar
-// there, so a store may look it up before judging the whole match.
-type MatchLeaf struct {
-	Path  []string
-	Value any // string, json.Number or bool
-}
-
-// Leaves lists the match's scalars reached through objects alone. Nulls
-// are left out: a store's lookup cannot tell a null from a missing key.
-func (m Match) Leaves() []MatchLeaf {
-	var out []MatchLeaf
-	var walk func(path []string, v map[string]any)
-	walk = func(path []string, v map[string]any) {
-		for k, e := range v {
-			p := append(path[:len(path):len(path)], k)
-			switch e := e.(type) {
-			case map[string]any:
-				walk(p, e)
-			case string, json.Number, bool:
-				out = append(out, MatchLeaf{Path: p, Value: e})
-			}
-		}
-	}
-	walk(nil, m.obj)
-	return out
-}
-
 // contains is jsonb's @>: whether have contains want.
 func contains(have, want any) bool {
 	switch w := want.(type) {

@@ -18,9 +18,10 @@ import (
 // Search (DESIGN §13) on the embedded store: event_search and
 // message_search (migration 00022) are FTS5 trigram indexes of events'
 // data and messages' bodies. A search asks the index for the rows that
-// hold every trigram of its words and of its match's string values, and
-// judges each such row exactly: its words with instr over the row's text,
-// its match with intake_contains, which is intake.Match.In.
+// hold the rarest trigrams of its words and of its match's string values
+// (indexQuery), and judges each such row exactly: its words with instr
+// over the row's text, its match with intake_contains, which is
+// intake.Match.In. Rows the indexer has not reached are judged too.
 
 // containsFunc is the SQL function intake_contains(data, match): 1 when
 // data contains the match (intake.Match.In), else 0.
