@@ -59,8 +59,9 @@ func TestConsoleInBrowserSignsAPersonInAtTheIdentityProviderAndShowsOnlyTheirOrg
 	if loc := read(t, tab, "location", chromedp.Location()); loc != s.url+"/console/messages" {
 		t.Fatalf("after sign-in the browser is at %s, want the page it asked for", loc)
 	}
-	if badge := read(t, tab, "badge", chromedp.Text(chromedp.CSS("header.top .badge"))); badge != "acme" {
-		t.Fatalf("the console shows %q as the org", badge)
+	// The org, and the role alice's group gives her there.
+	if badge := read(t, tab, "badge", chromedp.Text(chromedp.CSS("header.top .badge"))); badge != "acme · operator" {
+		t.Fatalf("the console shows %q as the org and role", badge)
 	}
 	if rows := rowsOf(t, tab, "messages"); len(rows) != 1 || rows[0] != acmeMessage {
 		t.Fatalf("alice sees messages %v, want acme's %s alone", rows, acmeMessage)
