@@ -145,6 +145,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		indexDone:      make(chan struct{}),
 		exactBelow:     exactBelow,
 	}
+	// The days of the next writes exist before the first is taken; the
+	// leader's sweeper makes the later ones (RollDays).
+	if err := s.ensureDays(ctx, time.Now()); err != nil {
+		stopListen()
+		pool.Close()
+		return nil, err
+	}
 	go s.commitLoop()
 	go s.listen(listenCtx)
 	go s.indexLoop(listenCtx)

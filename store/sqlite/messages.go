@@ -302,9 +302,11 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
 	var n int
 	err := s.tx(ctx, func(tx *wtx) error {
-		// Notices are kept as long as the rows of their org.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM notices WHERE at < ?1 - coalesce((SELECT retention_us FROM orgs o WHERE o.id = notices.org_id), ?2)`,
-			ts(now), def.Microseconds()); err != nil {
+		// Notices are kept as long as the rows of their org, and leave in
+		// batches as bounded as the messages'.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM notices WHERE id IN (SELECT id FROM notices
+			WHERE at < ?1 - coalesce((SELECT retention_us FROM orgs o WHERE o.id = notices.org_id), ?2) LIMIT ?3)`,
+			ts(now), def.Microseconds(), limit); err != nil {
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT m.id FROM messages m JOIN orgs o ON o.id = m.org_id

@@ -1,0 +1,320 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/intakehq/intake"
+)
+
+// Messages and all that hangs off them are kept in partitions of one UTC
+// day, ranged on the time a UUIDv7 carries (migration 00025). Retention
+// removes a day by detaching its partitions and dropping them whole, so its
+// cost does not grow with the rows a day holds; only the rows still in
+// flight are copied out first, into the default partition, where they are
+// deleted row by row once they settle and expire. The default partition
+// also takes any row no day covers (days are made aheadDays ahead), and the
+// legacy partition holds what was stored before the upgrade.
+
+// dayTable is a table kept in day partitions, ranged on key.
+type dayTable struct {
+	name, key string
+	// bodies: its days end after the body retention, not the rows'.
+	bodies bool
+	// keep selects the rows of a day being dropped that stay: those still
+	// in flight. It reads the day's own columns and other tables whole.
+	keep string
+}
+
+// unsettledMessages selects the ids of messages not yet settled.
+const unsettledMessages = `SELECT id FROM messages WHERE state IN ('queued', 'processing', 'failed')`
+
+var dayTables = []dayTable{
+	{name: "messages", key: "id",
+		keep: `state IN ('queued', 'processing', 'failed')
+		    OR id IN (SELECT message_id FROM events WHERE state IN ('pending', 'retrying'))`},
+	{name: "message_attempts", key: "message_id", keep: `message_id IN (` + unsettledMessages + `)`},
+	{name: "message_bodies", key: "message_id", bodies: true, keep: `message_id IN (` + unsettledMessages + `)`},
+	{name: "events", key: "id",
+		keep: `state IN ('pending', 'retrying') OR id IN (SELECT event_id FROM routes WHERE state = 'waiting')`},
+	{name: "routes", key: "event_id", keep: `state = 'waiting'`},
+	{name: "deliveries", key: "event_id", keep: `event_id IN (SELECT event_id FROM routes WHERE state = 'waiting')`},
+}
+
+// aheadDays is how many days after today have their partitions made.
+const aheadDays = 3
+
+// dropLockTimeout bounds how long a detach waits for its table's lock,
+// during which the writes queued behind it wait too. A detach that cannot
+// have it in time is tried again at the next sweep.
+const dropLockTimeout = "250ms"
+
+// partitionLock is the advisory lock partitions are made and dropped under,
+// so two processes never make the same day.
+const partitionLock int64 = 0x696e74616b6570 // "intakep"
+
+// dayID returns the first UUIDv7 of t's UTC day: the bound between days.
+func dayID(t time.Time) string {
+	ms := t.UTC().Truncate(24 * time.Hour).UnixMilli()
+	h := fmt.Sprintf("%012x", ms)
+	return h[:8] + "-" + h[8:] + "-0000-0000-000000000000"
+}
+
+// partition is one partition of a day table, as the catalog has it.
+type partition struct {
+	name string
+	// lo and hi bound its ids: lo "" is MINVALUE. A default partition has
+	// neither.
+	lo, hi  string
+	dflt    bool
+	dayName bool // named as a day partition: table_pYYYYMMDD
+}
+
+// wide reports whether the partition is not one day: the default or the
+// legacy one. Its expired rows are deleted row by row.
+func (p partition) wide() bool { return p.dflt || p.lo == "" }
+
+var boundRE = regexp.MustCompile(`^FOR VALUES FROM \((MINVALUE|'([0-9a-f-]{36})')\) TO \('([0-9a-f-]{36})'\)$`)
+
+// partitions lists table's partitions, ordered by their lower bound with
+// the default last.
+func partitions(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, table string) ([]partition, error) {
+	rows, err := q.Query(ctx, `SELECT c.relname, pg_get_expr(c.relpartbound, c.oid)
+		  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		 WHERE i.inhparent = $1::regclass`, table)
+	if err != nil {
+		return nil, err
+	}
+	var out, dflt []partition
+	for rows.Next() {
+		var name, bound string
+		if err := rows.Scan(&name, &bound); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		p := partition{name: name, dayName: strings.HasPrefix(name, table+"_p")}
+		if bound == "DEFAULT" {
+			p.dflt = true
+			dflt = append(dflt, p)
+			continue
+		}
+		m := boundRE.FindStringSubmatch(bound)
+		if m == nil {
+			rows.Close()
+			return nil, fmt.Errorf("postgres: partition %s of %s has bounds %s, not a range of ids", name, table, bound)
+		}
+		p.lo, p.hi = m[2], m[3]
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// Fixed-width lower-case hex compares as the ids do.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].lo < out[j-1].lo; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return append(out, dflt...), nil
+}
+
+// ensureDays makes the partitions of now's day and the aheadDays after it
+// that no partition covers yet. Rows of such a day already in the default
+// partition move into the new one, under a lock on the default partition
+// only, so writes to other days go on.
+func (s *Store) ensureDays(ctx context.Context, now time.Time) error {
+	for _, t := range dayTables {
+		for d := 0; d <= aheadDays; d++ {
+			day := now.UTC().Truncate(24*time.Hour).AddDate(0, 0, d)
+			if err := s.ensureDay(ctx, t, day); err != nil {
+				return fmt.Errorf("postgres: partition of %s for %s: %w", t.name, day.Format(time.DateOnly), err)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Store) ensureDay(ctx context.Context, t dayTable, day time.Time) error {
+	lo, hi := dayID(day), dayID(day.AddDate(0, 0, 1))
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, partitionLock); err != nil {
+			return err
+		}
+		parts, err := partitions(ctx, tx, t.name)
+		if err != nil {
+			return err
+		}
+		for _, p := range parts {
+			if !p.dflt && p.lo < hi && lo < p.hi {
+				return nil // covered
+			}
+		}
+		name := pgx.Identifier{t.name + "_p" + day.Format("20060102")}.Sanitize()
+		parent, dflt := pgx.Identifier{t.name}.Sanitize(), pgx.Identifier{t.name + "_default"}.Sanitize()
+		key := pgx.Identifier{t.key}.Sanitize()
+		for _, q := range []string{
+			`SET LOCAL lock_timeout = '5s'`,
+			`LOCK TABLE ` + dflt + ` IN ACCESS EXCLUSIVE MODE`,
+			`CREATE TABLE ` + name + ` (LIKE ` + parent + ` INCLUDING DEFAULTS)`,
+			`WITH moved AS (DELETE FROM ` + dflt + ` WHERE ` + key + ` >= '` + lo + `' AND ` + key + ` < '` + hi + `' RETURNING *)
+			 INSERT INTO ` + name + ` SELECT * FROM moved`,
+			`ALTER TABLE ` + parent + ` ATTACH PARTITION ` + name + ` FOR VALUES FROM ('` + lo + `') TO ('` + hi + `')`,
+		} {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// RollDays makes the partitions of the coming days, and drops every
+// partition whose whole range is past its retention: the body retention
+// for bodies, the row retention for the rest. An org may keep less than
+// the server, never more (intake.Org), so a day past the server's
+// retention is past every org's. The rows of a dropped day still in
+// flight are kept; the objects of its bodies become pending deletes.
+func (s *Store) RollDays(ctx context.Context, now time.Time, bodyRetention, retention time.Duration) (intake.DaysRolled, error) {
+	var r intake.DaysRolled
+	if err := s.dropDetached(ctx); err != nil {
+		return r, err
+	}
+	if err := s.ensureDays(ctx, now); err != nil {
+		return r, err
+	}
+	for _, t := range dayTables {
+		ret := retention
+		if t.bodies {
+			ret = bodyRetention
+		}
+		parts, err := partitions(ctx, s.pool, t.name)
+		if err != nil {
+			return r, classify(err)
+		}
+		cutoff := dayID(now.Add(-ret))
+		for _, p := range parts {
+			if p.dflt || p.hi > cutoff {
+				continue
+			}
+			kept, err := s.dropPartition(ctx, t, p)
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available
+				r.Postponed++
+				continue
+			}
+			if err != nil {
+				return r, classify(err)
+			}
+			r.Dropped++
+			r.Kept += kept
+		}
+	}
+	return r, nil
+}
+
+// dropPartition removes one partition whose range is past retention. The
+// objects of its bodies are recorded as pending deletes first (the blob
+// sweeper deletes an object only once no body names it); then, in one
+// transaction, it is detached and its rows in flight are copied back into
+// the table, where the default partition takes them; then it is dropped.
+// A crash after the detach leaves a table that dropDetached drops.
+func (s *Store) dropPartition(ctx context.Context, t dayTable, p partition) (kept int, err error) {
+	name := pgx.Identifier{p.name}.Sanitize()
+	if t.bodies {
+		if _, err := s.pool.Exec(ctx, `INSERT INTO blob_deletes (key, org_id)
+			SELECT DISTINCT blob_key, org_id FROM `+name+` WHERE blob_key <> '' AND NOT (`+t.keep+`)
+			ON CONFLICT (key) DO NOTHING`); err != nil {
+			return 0, err
+		}
+	}
+	err = s.runTx(ctx, intake.Scope{}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, partitionLock); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+dropLockTimeout+`'`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `ALTER TABLE `+pgx.Identifier{t.name}.Sanitize()+` DETACH PARTITION `+name); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO `+pgx.Identifier{t.name}.Sanitize()+` SELECT * FROM `+name+` WHERE `+t.keep)
+		kept = int(tag.RowsAffected())
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	_, err = s.pool.Exec(ctx, `DROP TABLE `+name)
+	return kept, err
+}
+
+// dropDetached drops the tables a crash left detached between a day's
+// detach and its drop: their rows in flight were copied back in the
+// detach's own transaction.
+func (s *Store) dropDetached(ctx context.Context) error {
+	names := make([]string, len(dayTables))
+	for i, t := range dayTables {
+		names[i] = t.name
+	}
+	rows, err := s.pool.Query(ctx, `SELECT c.relname FROM pg_class c
+		 WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace AND NOT c.relispartition
+		   AND c.relname ~ ('^(' || array_to_string($1::text[], '|') || ')_(p[0-9]{8}|legacy)$')`, names)
+	if err != nil {
+		return classify(err)
+	}
+	left, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return classify(err)
+	}
+	for _, n := range left {
+		if _, err := s.pool.Exec(ctx, `DROP TABLE `+pgx.Identifier{n}.Sanitize()); err != nil {
+			return classify(err)
+		}
+	}
+	return nil
+}
+
+// ForgetKeys deletes up to limit deduplication keys (message identities,
+// event keys) whose message or event left with its day, returning how
+// many. These tables cannot be partitioned by day (a key must stay unique
+// across days), so their rows leave in small batches, paced by the caller.
+func (s *Store) ForgetKeys(ctx context.Context, limit int) (int, error) {
+	n := 0
+	for _, k := range []struct{ table, column, owner string }{
+		{"message_identities", "message_id", "messages"},
+		{"event_keys", "event_id", "events"},
+	} {
+		if n >= limit {
+			break
+		}
+		parts, err := partitions(ctx, s.pool, k.owner)
+		if err != nil {
+			return n, classify(err)
+		}
+		// floor is the first id a partition other than the default holds:
+		// a key naming an id below it names a dropped row, unless that row
+		// was kept in flight in the default partition.
+		if len(parts) == 0 || parts[0].dflt || parts[0].lo == "" {
+			continue
+		}
+		floor := parts[0].lo
+		tag, err := s.pool.Exec(ctx, `DELETE FROM `+k.table+` WHERE ctid = ANY(ARRAY(
+			SELECT x.ctid FROM `+k.table+` x WHERE x.`+k.column+` < $1
+			   AND NOT EXISTS (SELECT 1 FROM `+k.owner+`_default d WHERE d.id = x.`+k.column+`)
+			 LIMIT $2))`, floor, limit-n)
+		if err != nil {
+			return n, classify(err)
+		}
+		n += int(tag.RowsAffected())
+	}
+	return n, nil
+}
