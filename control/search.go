@@ -80,51 +80,59 @@ var (
 
 // EventQuery reads the query of an events list (GET /api/v1/events).
 func EventQuery(v url.Values) (intake.EventFilter, error) {
-	var f intake.EventFilter
-	if err := CheckParams(v, eventParams...); err != nil {
-		return f, err
+	l, err := listQuery(v, eventParams...)
+	if err != nil {
+		return intake.EventFilter{}, err
 	}
-	var err error
-	if f.Search, err = ParseSearch(v.Get("match"), v.Get("q")); err != nil {
-		return f, err
-	}
-	if f.Since, f.Until, err = parseRange(v); err != nil {
-		return f, err
-	}
-	if f.Limit, err = ParseLimit(v.Get("limit")); err != nil {
-		return f, err
-	}
-	f.State, f.Type, f.ConsumerID, f.Cursor = intake.EventState(v.Get("state")), v.Get("type"), v.Get("consumer_id"), v.Get("cursor")
-	return f, nil
+	return intake.EventFilter{
+		State: intake.EventState(v.Get("state")), Type: v.Get("type"), ConsumerID: v.Get("consumer_id"),
+		Search: l.search, Since: l.since, Until: l.until, Limit: l.limit, Cursor: l.cursor,
+	}, nil
 }
 
 // MessageQuery reads the query of a messages list (GET /api/v1/messages).
 func MessageQuery(v url.Values) (intake.MessageFilter, error) {
-	var f intake.MessageFilter
-	if err := CheckParams(v, messageParams...); err != nil {
-		return f, err
+	l, err := listQuery(v, messageParams...)
+	if err != nil {
+		return intake.MessageFilter{}, err
 	}
-	var err error
-	if f.Search, err = ParseSearch(v.Get("match"), v.Get("q")); err != nil {
-		return f, err
-	}
-	if f.Since, f.Until, err = parseRange(v); err != nil {
-		return f, err
-	}
-	if f.Limit, err = ParseLimit(v.Get("limit")); err != nil {
-		return f, err
-	}
-	f.EndpointID, f.State, f.ProviderEventID = v.Get("endpoint_id"), intake.MessageState(v.Get("state")), v.Get("provider_event_id")
-	f.Type, f.Cursor = v.Get("type"), v.Get("cursor")
-	return f, nil
+	return intake.MessageFilter{
+		EndpointID: v.Get("endpoint_id"), State: intake.MessageState(v.Get("state")),
+		ProviderEventID: v.Get("provider_event_id"), Type: v.Get("type"),
+		Search: l.search, Since: l.since, Until: l.until, Limit: l.limit, Cursor: l.cursor,
+	}, nil
 }
 
-func parseRange(v url.Values) (since, until time.Time, err error) {
-	if since, err = ParseTime("since", v.Get("since")); err != nil {
-		return since, until, err
+// listParts is what every searchable list reads alike from its query.
+type listParts struct {
+	search       intake.Search
+	since, until time.Time
+	limit        int
+	cursor       string
+}
+
+// listQuery refuses parameters outside params, then reads the search, the
+// time range, the limit and the cursor.
+func listQuery(v url.Values, params ...string) (listParts, error) {
+	var l listParts
+	if err := CheckParams(v, params...); err != nil {
+		return l, err
 	}
-	until, err = ParseTime("until", v.Get("until"))
-	return since, until, err
+	var err error
+	if l.search, err = ParseSearch(v.Get("match"), v.Get("q")); err != nil {
+		return l, err
+	}
+	if l.since, err = ParseTime("since", v.Get("since")); err != nil {
+		return l, err
+	}
+	if l.until, err = ParseTime("until", v.Get("until")); err != nil {
+		return l, err
+	}
+	if l.limit, err = ParseLimit(v.Get("limit")); err != nil {
+		return l, err
+	}
+	l.cursor = v.Get("cursor")
+	return l, nil
 }
 
 // checkSearchRange refuses a time range that selects nothing by

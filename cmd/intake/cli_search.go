@@ -96,23 +96,16 @@ type EventsSearchCmd struct {
 
 // Run searches, or re-routes what the search selects.
 func (c *EventsSearchCmd) Run(cl *Client) error {
-	now := time.Now()
 	if c.Reroute {
-		if c.Consumer != "" || c.Limit != 0 || c.Cursor != "" {
-			return errors.New("--reroute acts on every event the search selects: drop --consumer, --limit and --cursor")
-		}
-		match, err := c.match()
-		if err != nil {
-			return err
-		}
-		since, until, err := c.timeRange(now)
-		if err != nil {
-			return err
-		}
-		return countAction(cl, c.listFlags, "/api/v1/events/reroute", api.RerouteRequest{State: intake.EventState(c.State), Type: c.Type,
-			Since: since, Until: until, Match: match, Q: c.Q}, "re-routed %d events\n")
+		return c.bulk(cl, c.listFlags, bulkAction{
+			flag: "reroute", rows: "event", own: []flagValue{{"consumer", c.Consumer}},
+			path: "/api/v1/events/reroute", done: "re-routed %d events\n",
+			request: func(match json.RawMessage, since, until time.Time) any {
+				return api.RerouteRequest{State: intake.EventState(c.State), Type: c.Type, Since: since, Until: until, Match: match, Q: c.Q}
+			},
+		})
 	}
-	q, err := c.query(now)
+	q, err := c.query(time.Now())
 	if err != nil {
 		return err
 	}
@@ -130,23 +123,17 @@ type MessagesSearchCmd struct {
 
 // Run searches, or replays what the search selects.
 func (c *MessagesSearchCmd) Run(cl *Client) error {
-	now := time.Now()
 	if c.Replay {
-		if c.Limit != 0 || c.Cursor != "" {
-			return errors.New("--replay acts on every message the search selects: drop --limit and --cursor")
-		}
-		match, err := c.match()
-		if err != nil {
-			return err
-		}
-		since, until, err := c.timeRange(now)
-		if err != nil {
-			return err
-		}
-		return countAction(cl, c.listFlags, "/api/v1/messages/replay", api.ReplayRequest{EndpointID: c.Endpoint,
-			State: intake.MessageState(c.State), Type: c.Type, Match: match, Q: c.Q, Since: since, Until: until}, "replayed %d messages\n")
+		return c.bulk(cl, c.listFlags, bulkAction{
+			flag: "replay", rows: "message",
+			path: "/api/v1/messages/replay", done: "replayed %d messages\n",
+			request: func(match json.RawMessage, since, until time.Time) any {
+				return api.ReplayRequest{EndpointID: c.Endpoint, State: intake.MessageState(c.State), Type: c.Type,
+					Match: match, Q: c.Q, Since: since, Until: until}
+			},
+		})
 	}
-	q, err := c.query(now)
+	q, err := c.query(time.Now())
 	if err != nil {
 		return err
 	}
@@ -154,19 +141,51 @@ func (c *MessagesSearchCmd) Run(cl *Client) error {
 	return printMessages(cl, c.listFlags, q)
 }
 
-// countAction posts a bulk action and prints how many rows it took.
-func countAction(cl *Client, f listFlags, path string, req any, format string) error {
-	raw, err := cl.call(http.MethodPost, path, nil, req)
+// bulkAction is what a search does instead of listing: it acts on every
+// row the search selects, so it takes no page.
+type bulkAction struct {
+	flag, rows string      // the flag asking for it and what it acts on: "replay", "message"
+	own        []flagValue // the command's own flags it does not take
+	path       string      // the route that performs it
+	done       string      // what it prints, given how many rows it took
+	// request is the body posted to path, from the search.
+	request func(match json.RawMessage, since, until time.Time) any
+}
+
+// flagValue is a flag as given on the command line ("": not given).
+type flagValue struct{ name, v string }
+
+// bulk performs a on everything the search selects and prints how many
+// rows it took. A page (--limit, --cursor) or a flag in a.own is refused:
+// dropped silently, it would act on more than was asked.
+func (f searchFlags) bulk(cl *Client, lf listFlags, a bulkAction) error {
+	given, drop := f.Limit != 0 || f.Cursor != "", ""
+	for _, o := range a.own {
+		given = given || o.v != ""
+		drop += "--" + o.name + ", "
+	}
+	if given {
+		return fmt.Errorf("--%s acts on every %s the search selects: drop %s--limit and --cursor", a.flag, a.rows, drop)
+	}
+	match, err := f.match()
 	if err != nil {
 		return err
 	}
-	if f.JSON {
+	since, until, err := f.timeRange(time.Now())
+	if err != nil {
+		return err
+	}
+	raw, err := cl.call(http.MethodPost, a.path, nil, a.request(match, since, until))
+	if err != nil {
+		return err
+	}
+	if lf.JSON {
 		return cl.printJSON(raw)
 	}
 	var n api.Count
 	if err := json.Unmarshal(raw, &n); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(cl.stdout(), format, n.Count)
+	_, err = fmt.Fprintf(cl.stdout(), a.done, n.Count)
 	return err
 }

@@ -2,12 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"io/fs"
-	"path/filepath"
 	"testing"
-
-	"github.com/pressly/goose/v3"
 
 	"github.com/intakehq/intake"
 )
@@ -18,42 +13,15 @@ import (
 // run and after.
 func TestSearchFindsWhatWasStoredBeforeItsMigration(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "intake.db")
-	if err := create(ctx, path); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, _ := fs.Sub(migrations, "migrations")
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 21); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
-		`INSERT INTO messages (id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts)
-		 VALUES ('m-old', 'o', 'c', 'e', 'POST', '', 'd', 1, 'processed', 1, 6)`,
-		`INSERT INTO message_bodies (message_id, header, body) VALUES ('m-old', '{}', CAST('{"note":"refund for Ann"}' AS BLOB))`,
-		`INSERT INTO events (id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
+	s := openFromMigration(t, 21,
+		row{sql: `INSERT INTO messages (id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts)
+		 VALUES ('m-old', 'o', 'c', 'e', 'POST', '', 'd', 1, 'processed', 1, 6)`},
+		row{sql: `INSERT INTO message_bodies (message_id, header, body) VALUES ('m-old', '{}', CAST('{"note":"refund for Ann"}' AS BLOB))`},
+		row{sql: `INSERT INTO events (id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
 			data, data_truncated, object_ids, state, attempt, max_attempts, replay, created_at)
 		 VALUES ('e-old', 'o', 'c', 'm-old', 'stripe', 't', 'event', 'evt_old', 1, 1, '{"customer":{"id":"cus_old"}}', 0, '[]',
-			'delivered', 1, 6, 0, 1)`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-
-	s, err := Open(ctx, Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+			'delivered', 1, 6, 0, 1)`},
+	)
 	match, _ := intake.ParseMatch(`{"customer":{"id":"cus_old"}}`)
 	check := func(when string) {
 		t.Helper()
