@@ -16,6 +16,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/store/postgres/pgtest"
+	"github.com/intakehq/intake/sweeper"
 )
 
 // idAt returns a UUIDv7 of time at.
@@ -308,5 +309,41 @@ func TestPartitioningKeepsEveryRowStoredBefore(t *testing.T) {
 	}
 	if _, err := s.Message(ctx, intake.Scope{}, msg); intake.ErrorCode(err) != intake.ENOTFOUND {
 		t.Fatalf("the legacy message outlived retention: %v", err)
+	}
+}
+
+// TestTheSweeperDropsDaysAndForgetsTheirKeys: the sweeper, given this
+// store, drops a day past retention whole and forgets its keys, through
+// intake.DayRetention.
+func TestTheSweeperDropsDaysAndForgetsTheirKeys(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	org := newOrg(t, s, "acme").org.ID
+	day := time.Date(2027, 4, 2, 0, 0, 0, 0, time.UTC)
+	if err := s.ensureDays(ctx, day); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		at := day.Add(time.Duration(i) * time.Hour)
+		m, e := idAt(at), idAt(at.Add(time.Second))
+		exec(t, s.pool,
+			stmt{insertMessage, []any{m, org, at, "processed"}},
+			stmt{insertBody, []any{m, org, ""}},
+			stmt{insertIdentity, []any{m, org}},
+			stmt{insertEvent, []any{e, org, m, at, "delivered"}},
+			stmt{insertEventKey, []any{e, org}},
+		)
+	}
+	sw := sweeper.New(sweeper.Config{Store: s, Clock: fixedClock(day.AddDate(0, 0, 31)), Batch: 2, KeysPerSecond: 1e6})
+	if _, _, err := sw.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`SELECT count(*) FROM messages`, `SELECT count(*) FROM message_bodies`, `SELECT count(*) FROM events`,
+		`SELECT count(*) FROM message_identities`, `SELECT count(*) FROM event_keys`,
+		`SELECT count(*) FROM pg_class WHERE relname LIKE '%_p20270402'`} {
+		var n int
+		if err := s.pool.QueryRow(ctx, q).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%s = %d (%v) after the sweep", q, n, err)
+		}
 	}
 }
