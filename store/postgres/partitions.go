@@ -31,6 +31,10 @@ type dayTable struct {
 	// keep selects the rows of a day being dropped that stay: those still
 	// in flight. It reads the day's own columns and other tables whole.
 	keep string
+	// statistics, when set, is a column list each partition keeps
+	// multivariate statistics of, named <partition>_<columns joined by _>
+	// (Stats reads them; autovacuum builds them per partition only).
+	statistics []string
 }
 
 // unsettledMessages selects the ids of messages not yet settled.
@@ -43,7 +47,8 @@ var dayTables = []dayTable{
 	{name: "message_attempts", key: "message_id", keep: `message_id IN (` + unsettledMessages + `)`},
 	{name: "message_bodies", key: "message_id", bodies: true, keep: `message_id IN (` + unsettledMessages + `)`},
 	{name: "events", key: "id",
-		keep: `state IN ('pending', 'retrying') OR id IN (SELECT event_id FROM routes WHERE state = 'waiting')`},
+		keep:       `state IN ('pending', 'retrying') OR id IN (SELECT event_id FROM routes WHERE state = 'waiting')`,
+		statistics: []string{"provider", "state"}},
 	{name: "routes", key: "event_id", keep: `state = 'waiting'`},
 	{name: "deliveries", key: "event_id", keep: `event_id IN (SELECT event_id FROM routes WHERE state = 'waiting')`},
 }
@@ -170,6 +175,12 @@ func (s *Store) ensureDay(ctx context.Context, t dayTable, day time.Time) error 
 			`ALTER TABLE ` + parent + ` ATTACH PARTITION ` + name + ` FOR VALUES FROM ('` + lo + `') TO ('` + hi + `')`,
 		} {
 			if _, err := tx.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		if len(t.statistics) > 0 {
+			stats := pgx.Identifier{t.name + "_p" + day.Format("20060102") + "_" + strings.Join(t.statistics, "_")}.Sanitize()
+			if _, err := tx.Exec(ctx, `CREATE STATISTICS `+stats+` (mcv) ON `+strings.Join(t.statistics, ", ")+` FROM `+name); err != nil {
 				return err
 			}
 		}

@@ -153,8 +153,8 @@ func seedDay(b *testing.B, s *Store, org string, day time.Time, n int) {
 			SELECT ` + v7("m") + `, $3, $3, $3, 'POST', '', 'd', to_timestamp(($1::bigint + (i - 1) * 86400000::bigint / $2) / 1000.0),
 			       CASE WHEN i % 1000 = 0 THEN 'queued' ELSE 'processed' END, 1, 6, NULL
 			  FROM generate_series(1, $2) i`},
-		{"message_bodies", "message_id", `INSERT INTO message_bodies` + suffix + ` (message_id, org_id, header, body)
-			SELECT ` + v7("m") + `, $3, '{}', convert_to(repeat('x', 200), 'UTF8') FROM generate_series(1, $2) i`},
+		{"message_bodies", "message_id", `INSERT INTO message_bodies` + suffix + ` (message_id, org_id, header, body, searchable)
+			SELECT ` + v7("m") + `, $3, '{}', convert_to(repeat('x', 200), 'UTF8'), true FROM generate_series(1, $2) i`},
 		{"events", "id", `INSERT INTO events` + suffix + ` (id, org_id, connection_id, message_id, provider, type, kind,
 			provider_event_id, occurred_at, received_at, data, data_truncated, object_ids, state, attempt, max_attempts, replay, created_at)
 			SELECT ` + v7("e") + `, $3, $3, ` + v7("m") + `, 'stripe', 't', 'event', 'evt_' || i, now(), now(), '{"n":1}', false,

@@ -125,6 +125,9 @@ CREATE INDEX events_unrouted ON events (connection_id, received_at)
 CREATE INDEX events_data_match ON events USING gin (intake_jsonb(data) jsonb_path_ops);
 CREATE INDEX events_data_text ON events USING gin ((data::text) gin_trgm_ops);
 SELECT pg_temp.end_partitioning('events');
+-- Stats estimates the settled events per provider from each partition's
+-- statistics (the legacy partition keeps events_provider_state).
+CREATE STATISTICS events_default_provider_state (mcv) ON provider, state FROM events_default;
 
 SELECT pg_temp.begin_partitioning('routes', 'event_id');
 ALTER TABLE routes ADD PRIMARY KEY (event_id, consumer_id);
