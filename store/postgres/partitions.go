@@ -28,8 +28,10 @@ type dayTable struct {
 	name, key string
 	// bodies: its days end after the body retention, not the rows'.
 	bodies bool
-	// keep selects the rows of a day being dropped that stay: those still
-	// in flight. It reads the day's own columns and other tables whole.
+	// keep reads the keys of the rows of a day being dropped that stay:
+	// those still in flight. {p} stands for the day's partition, $1 and $2
+	// (where it uses them) for its bounds. It reads partial indexes only (the few rows in
+	// flight), never a whole day, since it runs under the table's lock.
 	keep string
 	// statistics, when set, is a column list each partition keeps
 	// multivariate statistics of, named <partition>_<columns joined by _>
@@ -37,20 +39,21 @@ type dayTable struct {
 	statistics []string
 }
 
-// unsettledMessages selects the ids of messages not yet settled.
-const unsettledMessages = `SELECT id FROM messages WHERE state IN ('queued', 'processing', 'failed')`
+// unsettledIn reads the ids of a day's messages not yet settled.
+const unsettledIn = `SELECT id FROM messages WHERE state IN ('queued', 'processing', 'failed') AND id >= $1 AND id < $2`
 
 var dayTables = []dayTable{
 	{name: "messages", key: "id",
-		keep: `state IN ('queued', 'processing', 'failed')
-		    OR id IN (SELECT message_id FROM events WHERE state IN ('pending', 'retrying'))`},
-	{name: "message_attempts", key: "message_id", keep: `message_id IN (` + unsettledMessages + `)`},
-	{name: "message_bodies", key: "message_id", bodies: true, keep: `message_id IN (` + unsettledMessages + `)`},
+		keep: `SELECT id FROM {p} WHERE state IN ('queued', 'processing', 'failed')
+		       UNION SELECT message_id FROM events WHERE state IN ('pending', 'retrying') AND message_id >= $1 AND message_id < $2`},
+	{name: "message_attempts", key: "message_id", keep: unsettledIn},
+	{name: "message_bodies", key: "message_id", bodies: true, keep: unsettledIn},
 	{name: "events", key: "id",
-		keep:       `state IN ('pending', 'retrying') OR id IN (SELECT event_id FROM routes WHERE state = 'waiting')`,
+		keep: `SELECT id FROM {p} WHERE state IN ('pending', 'retrying')
+		       UNION SELECT event_id FROM routes WHERE state = 'waiting' AND event_id >= $1 AND event_id < $2`,
 		statistics: []string{"provider", "state"}},
-	{name: "routes", key: "event_id", keep: `state = 'waiting'`},
-	{name: "deliveries", key: "event_id", keep: `event_id IN (SELECT event_id FROM routes WHERE state = 'waiting')`},
+	{name: "routes", key: "event_id", keep: `SELECT event_id FROM {p} WHERE state = 'waiting'`},
+	{name: "deliveries", key: "event_id", keep: `SELECT event_id FROM routes WHERE state = 'waiting' AND event_id >= $1 AND event_id < $2`},
 }
 
 // aheadDays is how many days after today have their partitions made.
@@ -232,32 +235,70 @@ func (s *Store) RollDays(ctx context.Context, now time.Time, bodyRetention, rete
 	return r, nil
 }
 
-// dropPartition removes one partition whose range is past retention. The
-// objects of its bodies are recorded as pending deletes first (the blob
-// sweeper deletes an object only once no body names it); then, in one
-// transaction, it is detached and its rows in flight are copied back into
-// the table, where the default partition takes them; then it is dropped.
-// A crash after the detach leaves a table that dropDetached drops.
+// dropPartition removes one partition whose range is past retention. In
+// one transaction it detaches the partition (a moment of its table's
+// lock), reads the keys of its rows still in flight from partial indexes,
+// and copies those rows back into the table, where the default partition
+// takes them; then it drops the partition. The objects of its bodies are
+// recorded as pending deletes before the lock (the blob sweeper deletes an
+// object only once no body names it), and, under it, those of bodies whose
+// message settled meanwhile. A crash after the detach leaves a table that
+// dropDetached drops.
 func (s *Store) dropPartition(ctx context.Context, t dayTable, p partition) (kept int, err error) {
 	name := pgx.Identifier{p.name}.Sanitize()
+	parent := pgx.Identifier{t.name}.Sanitize()
+	keep := strings.ReplaceAll(t.keep, "{p}", name)
+	lo := p.lo
+	if lo == "" {
+		lo = "00000000-0000-0000-0000-000000000000"
+	}
+	keysOf := func(q interface {
+		Query(context.Context, string, ...any) (pgx.Rows, error)
+	}) ([]string, error) {
+		var bounds []any
+		if strings.Contains(keep, "$1") {
+			bounds = []any{lo, p.hi}
+		}
+		rows, err := q.Query(ctx, keep, bounds...)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	var before []string
 	if t.bodies {
+		if before, err = keysOf(s.pool); err != nil {
+			return 0, err
+		}
 		if _, err := s.pool.Exec(ctx, `INSERT INTO blob_deletes (key, org_id)
-			SELECT DISTINCT blob_key, org_id FROM `+name+` WHERE blob_key <> '' AND NOT (`+t.keep+`)
-			ON CONFLICT (key) DO NOTHING`); err != nil {
+			SELECT DISTINCT blob_key, org_id FROM `+name+` WHERE blob_key <> '' AND NOT message_id = ANY($1::uuid[])
+			ON CONFLICT (key) DO NOTHING`, before); err != nil {
 			return 0, err
 		}
 	}
 	err = s.runTx(ctx, intake.Scope{}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, partitionLock); err != nil {
+		for _, q := range []string{
+			`SELECT pg_advisory_xact_lock(` + fmt.Sprint(partitionLock) + `)`,
+			`SET LOCAL lock_timeout = '` + dropLockTimeout + `'`,
+			`ALTER TABLE ` + parent + ` DETACH PARTITION ` + name,
+		} {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		keys, err := keysOf(tx)
+		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+dropLockTimeout+`'`); err != nil {
-			return err
+		if t.bodies {
+			if _, err := tx.Exec(ctx, `INSERT INTO blob_deletes (key, org_id)
+				SELECT DISTINCT blob_key, org_id FROM `+name+`
+				 WHERE message_id = ANY($1::uuid[]) AND NOT message_id = ANY($2::uuid[]) AND blob_key <> ''
+				ON CONFLICT (key) DO NOTHING`, before, keys); err != nil {
+				return err
+			}
 		}
-		if _, err := tx.Exec(ctx, `ALTER TABLE `+pgx.Identifier{t.name}.Sanitize()+` DETACH PARTITION `+name); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, `INSERT INTO `+pgx.Identifier{t.name}.Sanitize()+` SELECT * FROM `+name+` WHERE `+t.keep)
+		tag, err := tx.Exec(ctx, `INSERT INTO `+parent+` SELECT * FROM `+name+` WHERE `+pgx.Identifier{t.key}.Sanitize()+` = ANY($1::uuid[])`, keys)
 		kept = int(tag.RowsAffected())
 		return err
 	})

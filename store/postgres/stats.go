@@ -51,19 +51,19 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) 
 	// density the last VACUUM or ANALYZE saw times the pages a partition
 	// has. A partition neither has run on yet is left out; -1 when no
 	// partition of the table has been analyzed.
-	b.Queue(`WITH `+partitionRows+`
+	b.Queue(`WITH ` + partitionRows + `
 		SELECT coalesce(sum(est) FILTER (WHERE tbl = 'messages'::regclass), -1),
 		       coalesce(sum(est) FILTER (WHERE tbl = 'events'::regclass), -1) FROM parts`).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&messageRows, &eventRows) })
 	// The sampled frequencies of each partition, weighted by its rows.
-	b.Queue(`WITH `+partitionRows+`
+	b.Queue(`WITH ` + partitionRows + `
 		SELECT coalesce(array_agg(v), '{}'), coalesce(array_agg(n), '{}') FROM (
 			SELECT s.v, sum(p.est * s.f) AS n
 			  FROM parts p JOIN pg_stats st ON st.schemaname = current_schema() AND st.tablename = p.relname AND st.attname = 'state'
 			 CROSS JOIN LATERAL unnest(st.most_common_vals::text::text[], st.most_common_freqs) AS s (v, f)
 			 WHERE p.tbl = 'messages'::regclass GROUP BY s.v) x`).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&stateVals, &stateFreqs) })
-	b.Queue(`WITH `+partitionRows+`
+	b.Queue(`WITH ` + partitionRows + `
 		SELECT x.provider, x.state, sum(p.est * x.f)
 		  FROM parts p JOIN pg_stats_ext st ON st.schemaname = current_schema() AND st.tablename = p.relname
 		 CROSS JOIN LATERAL (SELECT st.most_common_vals[i][1] AS provider, st.most_common_vals[i][2] AS state,
