@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -276,35 +277,49 @@ func (s *Store) dropPartition(ctx context.Context, t dayTable, p partition) (kep
 			return 0, err
 		}
 	}
-	err = s.runTx(ctx, intake.Scope{}, func(tx pgx.Tx) error {
-		for _, q := range []string{
-			`SELECT pg_advisory_xact_lock(` + fmt.Sprint(partitionLock) + `)`,
-			`SET LOCAL lock_timeout = '` + dropLockTimeout + `'`,
-			`ALTER TABLE ` + parent + ` DETACH PARTITION ` + name,
-		} {
-			if _, err := tx.Exec(ctx, q); err != nil {
-				return err
-			}
-		}
-		keys, err := keysOf(tx)
-		if err != nil {
-			return err
-		}
-		if t.bodies {
-			if _, err := tx.Exec(ctx, `INSERT INTO blob_deletes (key, org_id)
-				SELECT DISTINCT blob_key, org_id FROM `+name+`
-				 WHERE message_id = ANY($1::uuid[]) AND NOT message_id = ANY($2::uuid[]) AND blob_key <> ''
-				ON CONFLICT (key) DO NOTHING`, before, keys); err != nil {
-				return err
-			}
-		}
-		tag, err := tx.Exec(ctx, `INSERT INTO `+parent+` SELECT * FROM `+name+` WHERE `+pgx.Identifier{t.key}.Sanitize()+` = ANY($1::uuid[])`, keys)
-		kept = int(tag.RowsAffected())
-		return err
-	})
+	t0 := time.Now()
+	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, err
 	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	for _, q := range []string{
+		`SELECT pg_advisory_xact_lock(` + fmt.Sprint(partitionLock) + `)`,
+		`SET LOCAL lock_timeout = '` + dropLockTimeout + `'`,
+		`ALTER TABLE ` + parent + ` DETACH PARTITION ` + name,
+	} {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return 0, err
+		}
+	}
+	t1 := time.Now()
+	keys, err := keysOf(tx)
+	if err != nil {
+		return 0, err
+	}
+	if t.bodies {
+		if _, err := tx.Exec(ctx, `INSERT INTO blob_deletes (key, org_id)
+			SELECT DISTINCT blob_key, org_id FROM `+name+`
+			 WHERE message_id = ANY($1::uuid[]) AND NOT message_id = ANY($2::uuid[]) AND blob_key <> ''
+			ON CONFLICT (key) DO NOTHING`, before, keys); err != nil {
+			return 0, err
+		}
+	}
+	t2 := time.Now()
+	tag, err := tx.Exec(ctx, `INSERT INTO `+parent+` SELECT * FROM `+name+` WHERE `+pgx.Identifier{t.key}.Sanitize()+` = ANY($1::uuid[])`, keys)
+	if err != nil {
+		return 0, err
+	}
+	t3 := time.Now()
+	if err := tx.Commit(ctx); err != nil {
+		return 0, err
+	}
+	t4 := time.Now()
+	kept = int(tag.RowsAffected())
+	defer func() {
+		s.log.Info("postgres: dropped a partition", "partition", p.name, "detach", t1.Sub(t0), "keys", t2.Sub(t1),
+			"copy", t3.Sub(t2), "commit", t4.Sub(t3), "drop", time.Since(t4))
+	}()
 	_, err = s.pool.Exec(ctx, `DROP TABLE `+name)
 	return kept, err
 }
@@ -359,14 +374,26 @@ func (s *Store) ForgetKeys(ctx context.Context, limit int) (int, error) {
 			continue
 		}
 		floor := parts[0].lo
-		tag, err := s.pool.Exec(ctx, `DELETE FROM `+k.table+` WHERE ctid = ANY(ARRAY(
-			SELECT x.ctid FROM `+k.table+` x WHERE x.`+k.column+` < $1
+		from := "00000000-0000-0000-0000-000000000000"
+		if v, ok := s.forgotten.Load(k.table); ok {
+			from = v.(string)
+		}
+		var deleted []string
+		rows, err := s.pool.Query(ctx, `DELETE FROM `+k.table+` WHERE ctid = ANY(ARRAY(
+			SELECT x.ctid FROM `+k.table+` x WHERE x.`+k.column+` >= $1 AND x.`+k.column+` < $2
 			   AND NOT EXISTS (SELECT 1 FROM `+k.owner+`_default d WHERE d.id = x.`+k.column+`)
-			 LIMIT $2))`, floor, limit-n)
+			 ORDER BY x.`+k.column+` LIMIT $3))
+			RETURNING `+k.column+`::text`, from, floor, limit-n)
+		if err == nil {
+			deleted, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
 		if err != nil {
 			return n, classify(err)
 		}
-		n += int(tag.RowsAffected())
+		n += len(deleted)
+		if len(deleted) > 0 {
+			s.forgotten.Store(k.table, slices.Max(deleted))
+		}
 	}
 	return n, nil
 }

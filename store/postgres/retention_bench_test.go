@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -33,7 +34,11 @@ func BenchmarkRetentionAckP99(b *testing.B) {
 		n = 10_000_000
 	}
 	ctx := context.Background()
-	s := openURL(b, pgtest.Database(b), 16)
+	s, err := Open(ctx, Options{URL: pgtest.Database(b), MaxConns: 16, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
 	o := newOrg(b, s, "bench")
 	now := time.Now().UTC()
 	day := now.AddDate(0, 0, -31).Truncate(24 * time.Hour)
@@ -58,6 +63,9 @@ func BenchmarkRetentionAckP99(b *testing.B) {
 						return
 					}
 					d := time.Since(start)
+					if d > 100*time.Millisecond {
+						fmt.Fprintf(os.Stderr, "%s: a slow ack at %s took %s\n", name, start.Format(time.TimeOnly+".000"), d)
+					}
 					mu.Lock()
 					lat = append(lat, d)
 					mu.Unlock()
@@ -109,7 +117,7 @@ func BenchmarkRetentionAckP99(b *testing.B) {
 	_ = s.pool.QueryRow(ctx, `SELECT count(*) FROM messages WHERE id < $1`, dayID(day.AddDate(0, 0, 1))).Scan(&left)
 	_ = s.pool.QueryRow(ctx, `SELECT count(*) FROM message_identities WHERE message_id < $1`, dayID(day.AddDate(0, 0, 1))).Scan(&keys)
 	b.Logf("the sweep took %s; %d messages of the day left (kept in flight), %d identities of it left to forget", sweepTook.Round(time.Second), left, keys)
-	if left >= n/100 {
+	if left > n/10000 {
 		b.Fatalf("%d of the day's %d messages are left", left, n)
 	}
 	b.ReportMetric(p99(before), "p99-without-ms")
@@ -119,7 +127,7 @@ func BenchmarkRetentionAckP99(b *testing.B) {
 }
 
 // seedDay lays down n messages of org received over day, with a body, an
-// event, an identity and an event key each; one in a thousand still
+// event, an identity and an event key each; one in ten thousand still
 // queued. Each day partition is filled while it stands alone and attached
 // after, so its indexes are built once rather than row by row.
 func seedDay(b *testing.B, s *Store, org string, day time.Time, n int) {
@@ -151,7 +159,7 @@ func seedDay(b *testing.B, s *Store, org string, day time.Time, n int) {
 		{"messages", "id", `INSERT INTO messages` + suffix + ` (id, org_id, connection_id, endpoint_id, method, query, digest,
 			received_at, state, attempt, max_attempts, next_attempt_at)
 			SELECT ` + v7("m") + `, $3, $3, $3, 'POST', '', 'd', to_timestamp(($1::bigint + (i - 1) * 86400000::bigint / $2) / 1000.0),
-			       CASE WHEN i % 1000 = 0 THEN 'queued' ELSE 'processed' END, 1, 6, NULL
+			       CASE WHEN i % 10000 = 0 THEN 'queued' ELSE 'processed' END, 1, 6, NULL
 			  FROM generate_series(1, $2) i`},
 		{"message_bodies", "message_id", `INSERT INTO message_bodies` + suffix + ` (message_id, org_id, header, body, searchable)
 			SELECT ` + v7("m") + `, $3, '{}', convert_to(repeat('x', 200), 'UTF8'), true FROM generate_series(1, $2) i`},
@@ -187,8 +195,12 @@ func seedDay(b *testing.B, s *Store, org string, day time.Time, n int) {
 			b.Fatalf("%s: %v", q, err)
 		}
 	}
-	if _, err := s.pool.Exec(ctx, `VACUUM ANALYZE`); err != nil {
-		b.Fatal(err)
+	// Settled as a day's writes would be by now: vacuumed, analyzed and
+	// checkpointed, so the measurement does not pay for the seeding.
+	for _, q := range []string{`VACUUM ANALYZE`, `CHECKPOINT`} {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.Logf("seeded the day of %d messages in %s", n, time.Since(start).Round(time.Second))
 }

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -76,6 +77,9 @@ type Store struct {
 	changes changes.Counter
 	// exactBelow is where Stats starts to estimate the settled states.
 	exactBelow int
+	// forgotten is, per key table, the id ForgetKeys deleted up to, so a
+	// batch starts past the index entries the last ones left dead.
+	forgotten sync.Map
 }
 
 var _ intake.Store = (*Store)(nil)
