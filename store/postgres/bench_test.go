@@ -121,7 +121,7 @@ func monthOfDays(b testing.TB, s *Store) {
 		}
 	}
 	for d := -31; d <= 0; d++ {
-		if err := s.ensureDays(ctx, time.Now().AddDate(0, 0, d)); err != nil {
+		if _, err := s.ensureDays(ctx, time.Now().AddDate(0, 0, d)); err != nil {
 			b.Fatal(err)
 		}
 	}

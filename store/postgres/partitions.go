@@ -60,9 +60,10 @@ var dayTables = []dayTable{
 // aheadDays is how many days after today have their partitions made.
 const aheadDays = 3
 
-// dropLockTimeout bounds how long a detach waits for its table's lock,
-// during which the writes queued behind it wait too. A detach that cannot
-// have it in time is tried again at the next sweep.
+// dropLockTimeout bounds how long a detach waits for its table's lock (or
+// a new day for its default partition's), during which the statements
+// queued behind it wait too. What cannot have its lock in time is tried
+// again at the next sweep.
 const dropLockTimeout = "250ms"
 
 // partitionLock is the advisory lock partitions are made and dropped under,
@@ -137,19 +138,36 @@ func partitions(ctx context.Context, q interface {
 }
 
 // ensureDays makes the partitions of now's day and the aheadDays after it
-// that no partition covers yet. Rows of such a day already in the default
-// partition move into the new one, under a lock on the default partition
-// only, so writes to other days go on.
-func (s *Store) ensureDays(ctx context.Context, now time.Time) error {
+// that no partition covers yet, returning how many it had to leave for
+// later because the default partition's lock was busy. Rows of such a day
+// already in the default partition move into the new one, under a lock on
+// the default partition only, so writes to other days go on.
+func (s *Store) ensureDays(ctx context.Context, now time.Time) (postponed int, err error) {
 	for _, t := range dayTables {
 		for d := 0; d <= aheadDays; d++ {
 			day := now.UTC().Truncate(24*time.Hour).AddDate(0, 0, d)
-			if err := s.ensureDay(ctx, t, day); err != nil {
-				return fmt.Errorf("postgres: partition of %s for %s: %w", t.name, day.Format(time.DateOnly), err)
+			err := s.ensureDay(ctx, t, day)
+			if lockBusy(err) {
+				// Whatever holds the lock likely holds it for the next
+				// days too: each try would hold up the statements queued
+				// behind it once more.
+				s.log.Info("postgres: a coming day waits for its default partition's lock; the next sweep tries again",
+					"table", t.name, "day", day.Format(time.DateOnly))
+				postponed++
+				break
+			}
+			if err != nil {
+				return postponed, fmt.Errorf("postgres: partition of %s for %s: %w", t.name, day.Format(time.DateOnly), err)
 			}
 		}
 	}
-	return nil
+	return postponed, nil
+}
+
+// lockBusy reports whether err is a lock timeout (lock_not_available).
+func lockBusy(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
 }
 
 func (s *Store) ensureDay(ctx context.Context, t dayTable, day time.Time) error {
@@ -171,7 +189,7 @@ func (s *Store) ensureDay(ctx context.Context, t dayTable, day time.Time) error 
 		parent, dflt := pgx.Identifier{t.name}.Sanitize(), pgx.Identifier{t.name + "_default"}.Sanitize()
 		key := pgx.Identifier{t.key}.Sanitize()
 		for _, q := range []string{
-			`SET LOCAL lock_timeout = '5s'`,
+			`SET LOCAL lock_timeout = '` + dropLockTimeout + `'`,
 			`LOCK TABLE ` + dflt + ` IN ACCESS EXCLUSIVE MODE`,
 			`CREATE TABLE ` + name + ` (LIKE ` + parent + ` INCLUDING DEFAULTS)`,
 			`WITH moved AS (DELETE FROM ` + dflt + ` WHERE ` + key + ` >= '` + lo + `' AND ` + key + ` < '` + hi + `' RETURNING *)
@@ -203,7 +221,9 @@ func (s *Store) RollDays(ctx context.Context, now time.Time, bodyRetention, rete
 	if err := s.dropDetached(ctx); err != nil {
 		return r, err
 	}
-	if err := s.ensureDays(ctx, now); err != nil {
+	postponed, err := s.ensureDays(ctx, now)
+	r.Postponed += postponed
+	if err != nil {
 		return r, err
 	}
 	for _, t := range dayTables {
@@ -221,10 +241,11 @@ func (s *Store) RollDays(ctx context.Context, now time.Time, bodyRetention, rete
 				continue
 			}
 			kept, err := s.dropPartition(ctx, t, p)
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available
+			if lockBusy(err) {
+				s.log.Info("postgres: a day past retention waits for its table's lock; the next sweep tries again",
+					"partition", p.name)
 				r.Postponed++
-				continue
+				break // as in ensureDays
 			}
 			if err != nil {
 				return r, classify(err)
@@ -266,11 +287,17 @@ func (s *Store) dropPartition(ctx context.Context, t dayTable, p partition) (kep
 		}
 		return pgx.CollectRows(rows, pgx.RowTo[string])
 	}
-	var before []string
+	// Before the lock: the rows in flight now, read once so that their
+	// pages are in memory when the lock's copy reads them again.
+	before, err := keysOf(s.pool)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := s.pool.Exec(ctx, `SELECT count(*) FROM (SELECT * FROM `+name+` WHERE `+pgx.Identifier{t.key}.Sanitize()+
+		` = ANY($1::uuid[])) x`, before); err != nil {
+		return 0, err
+	}
 	if t.bodies {
-		if before, err = keysOf(s.pool); err != nil {
-			return 0, err
-		}
 		if _, err := s.pool.Exec(ctx, `INSERT INTO blob_deletes (key, org_id)
 			SELECT DISTINCT blob_key, org_id FROM `+name+` WHERE blob_key <> '' AND NOT message_id = ANY($1::uuid[])
 			ON CONFLICT (key) DO NOTHING`, before); err != nil {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"io/fs"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -90,7 +91,7 @@ func TestRetentionDropsWholeDaysAndKeepsWhatIsInFlight(t *testing.T) {
 	o := newOrg(t, s, "acme")
 	org := o.org.ID
 	day := time.Date(2027, 3, 10, 0, 0, 0, 0, time.UTC)
-	if err := s.ensureDays(ctx, day); err != nil {
+	if _, err := s.ensureDays(ctx, day); err != nil {
 		t.Fatal(err)
 	}
 	at := day.Add(12 * time.Hour)
@@ -231,7 +232,7 @@ func TestADayWithRowsInTheDefaultPartitionTakesThemWhenMade(t *testing.T) {
 	if p := partitionOf(t, s, "messages", "id", id); p != "messages_default" {
 		t.Fatalf("before its day is made, the message is in %q", p)
 	}
-	if err := s.ensureDays(ctx, day); err != nil {
+	if _, err := s.ensureDays(ctx, day); err != nil {
 		t.Fatal(err)
 	}
 	if p := partitionOf(t, s, "messages", "id", id); p != "messages_p20270601" {
@@ -320,7 +321,7 @@ func TestTheSweeperDropsDaysAndForgetsTheirKeys(t *testing.T) {
 	s := open(t)
 	org := newOrg(t, s, "acme").org.ID
 	day := time.Date(2027, 4, 2, 0, 0, 0, 0, time.UTC)
-	if err := s.ensureDays(ctx, day); err != nil {
+	if _, err := s.ensureDays(ctx, day); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
@@ -345,5 +346,55 @@ func TestTheSweeperDropsDaysAndForgetsTheirKeys(t *testing.T) {
 		if err := s.pool.QueryRow(ctx, q).Scan(&n); err != nil || n != 0 {
 			t.Fatalf("%s = %d (%v) after the sweep", q, n, err)
 		}
+	}
+}
+
+// TestADayWhoseTableIsBusyIsDroppedAtTheNextSweep: a transaction holding
+// messages longer than a drop waits (a long read) makes the drop, and the
+// making of its coming days, give up within the lock timeout, leaving the
+// day whole; once it ends, the next roll drops the day.
+func TestADayWhoseTableIsBusyIsDroppedAtTheNextSweep(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{URL: pgtest.Database(t), MaxConns: 4, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	org := newOrg(t, s, "acme").org.ID
+	day := time.Date(2027, 5, 3, 0, 0, 0, 0, time.UTC)
+	if _, err := s.ensureDays(ctx, day); err != nil {
+		t.Fatal(err)
+	}
+	id := idAt(day.Add(time.Hour))
+	exec(t, s.pool, stmt{insertMessage, []any{id, org, day, "processed"}})
+
+	long, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { long.Rollback(ctx) })
+	var n int
+	if err := long.QueryRow(ctx, `SELECT count(*) FROM messages`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	now := day.AddDate(0, 0, 31)
+	r, err := s.RollDays(ctx, now, 7*24*time.Hour, 30*24*time.Hour)
+	// The messages' day is not dropped, nor are its coming days made (the
+	// read holds its default partition too), each tried once; the other
+	// tables' are.
+	if err != nil || r.Postponed != 2 || r.Dropped == 0 {
+		t.Fatalf("rolled %+v %v, want the messages' day and coming days postponed", r, err)
+	}
+	if p := partitionOf(t, s, "messages", "id", id); p != "messages_p20270503" {
+		t.Fatalf("the postponed day's message is in %q", p)
+	}
+	if err := long.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.RollDays(ctx, now, 7*24*time.Hour, 30*24*time.Hour); err != nil || r.Postponed != 0 || r.Dropped == 0 {
+		t.Fatalf("rolled %+v %v after the read ended", r, err)
+	}
+	if p := partitionOf(t, s, "messages", "id", id); p != "" {
+		t.Fatalf("the day's message is still in %q", p)
 	}
 }

@@ -146,7 +146,7 @@ func seedDay(b *testing.B, s *Store, org string, day time.Time, n int) {
 			}
 		}
 	}
-	if err := s.ensureDays(ctx, time.Now()); err != nil {
+	if _, err := s.ensureDays(ctx, time.Now()); err != nil {
 		b.Fatal(err)
 	}
 	// v7 is the i-th UUIDv7 of the day, of series seed.

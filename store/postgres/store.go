@@ -151,7 +151,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	// The days of the next writes exist before the first is taken; the
 	// leader's sweeper makes the later ones (RollDays).
-	if err := s.ensureDays(ctx, time.Now()); err != nil {
+	if _, err := s.ensureDays(ctx, time.Now()); err != nil {
 		stopListen()
 		pool.Close()
 		return nil, err
