@@ -18,11 +18,15 @@ import (
 
 // BenchmarkRetentionAckP99 measures the ack path while retention removes a
 // day of INTAKE_BENCH_RETENTION messages (10 000 000 when set to 1), with
-// a body, an event, an identity and an event key each: the p99 of
-// Ingest, the commit an ack waits for, under a steady 200 webhooks a second
-// (17 million a day) for a minute without retention, then while the
-// sweeper drops the day and forgets its keys, then again without. Seeding
-// takes a while, so it runs only when asked:
+// a body, an event, an identity and an event key each: the p99 of Ingest,
+// the commit an ack waits for, under a steady 200 webhooks a second (17
+// million a day). Dropping the day's partitions takes seconds; forgetting
+// its 20 million keys at the sweeper's pace takes hours, so that is what
+// an ack lives beside while retention removes a day. Phases of 30 seconds
+// alternate with phases without retention: first the sweep that drops the
+// day (and forgets no key), then, twice over, the sweeper forgetting keys
+// at 500 a second (its default) and at 1 000. Each kind's latencies are
+// pooled. Seeding takes a while, so it runs only when asked:
 //
 //	INTAKE_BENCH_RETENTION=1 go test -run='^$' -bench=BenchmarkRetentionAckP99 -benchtime=1x -timeout=3h ./store/postgres/
 func BenchmarkRetentionAckP99(b *testing.B) {
@@ -44,18 +48,24 @@ func BenchmarkRetentionAckP99(b *testing.B) {
 	day := now.AddDate(0, 0, -31).Truncate(24 * time.Hour)
 	seedDay(b, s, o.org.ID, day, n)
 
-	load := func(name string, until func() bool) []time.Duration {
+	// load posts for as long as phase runs, and returns the latencies.
+	load := func(name string, phase func()) []time.Duration {
 		const rate, callers = 200, 8
 		pad := strings.Repeat("x", 2000)
 		var mu sync.Mutex
 		var lat []time.Duration
 		var wg sync.WaitGroup
+		stop := make(chan struct{})
 		for c := range callers {
 			wg.Go(func() {
 				tick := time.NewTicker(time.Second * callers / rate)
 				defer tick.Stop()
-				for i := 0; !until(); i++ {
-					<-tick.C
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+					}
 					m := o.message(fmt.Sprintf(`{"c":%d,"i":%d,"pad":%q}`, c, i, pad))
 					start := time.Now()
 					if err := s.Ingest(ctx, m); err != nil {
@@ -72,58 +82,58 @@ func BenchmarkRetentionAckP99(b *testing.B) {
 				}
 			})
 		}
+		phase()
+		close(stop)
 		wg.Wait()
-		slices.Sort(lat)
-		b.Logf("%s: %d acks, p50 %s, p99 %s, max %s", name, len(lat), lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
 		return lat
 	}
-	minute := func() func() bool {
-		end := time.Now().Add(time.Minute)
-		return func() bool { return time.Now().After(end) }
-	}
-	p99 := func(lat []time.Duration) float64 { return float64(lat[len(lat)*99/100]) / float64(time.Millisecond) }
-
-	b.ResetTimer()
-	before := load("without retention", minute())
-
-	sw := sweeper.New(sweeper.Config{Store: s, Clock: fixedClock(now)})
-	var swept sync.WaitGroup
-	var sweepErr error
-	var sweepTook time.Duration
-	doneSweeping := make(chan struct{})
-	swept.Go(func() {
-		start := time.Now()
-		_, _, sweepErr = sw.RunOnce(ctx)
-		sweepTook = time.Since(start)
-		close(doneSweeping)
-	})
-	atLeastAMinute := minute()
-	during := load("while retention drops the day", func() bool {
-		select {
-		case <-doneSweeping:
-			return atLeastAMinute()
-		default:
-			return false
+	const phase = 30 * time.Second
+	idle := func() { time.Sleep(phase) }
+	sweep := func(keysPerSecond float64) func() {
+		sw := sweeper.New(sweeper.Config{Store: s, Clock: fixedClock(now), Interval: phase, KeysPerSecond: keysPerSecond,
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+		return func() {
+			end := time.Now().Add(phase)
+			if _, _, err := sw.RunOnce(ctx); err != nil {
+				b.Error(err)
+			}
+			time.Sleep(time.Until(end))
 		}
-	})
-	swept.Wait()
-	if sweepErr != nil {
-		b.Fatal(sweepErr)
 	}
-	after := load("after", minute())
+	const without, drop, keys500, keys1000 = "without retention", "dropping the day", "keys at 500/s", "keys at 1000/s"
+	kinds := []struct {
+		name  string
+		phase func()
+	}{
+		{without, idle}, {drop, sweep(1e-9)},
+		{without, idle}, {keys500, sweep(500)}, {without, idle}, {keys1000, sweep(1000)},
+		{without, idle}, {keys500, sweep(500)}, {without, idle}, {keys1000, sweep(1000)},
+	}
+	pooled := map[string][]time.Duration{}
+	b.ResetTimer()
+	for _, k := range kinds {
+		pooled[k.name] = append(pooled[k.name], load(k.name, k.phase)...)
+	}
 	b.StopTimer()
 
+	p99 := map[string]float64{}
+	for name, lat := range pooled {
+		slices.Sort(lat)
+		b.Logf("%s: %d acks, p50 %s, p99 %s, max %s", name, len(lat), lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
+		p99[name] = float64(lat[len(lat)*99/100]) / float64(time.Millisecond)
+	}
 	var left, keys int
 	_ = s.pool.QueryRow(ctx, `SELECT count(*) FROM messages WHERE id < $1`, dayID(day.AddDate(0, 0, 1))).Scan(&left)
 	_ = s.pool.QueryRow(ctx, `SELECT count(*) FROM message_identities WHERE message_id < $1`, dayID(day.AddDate(0, 0, 1))).Scan(&keys)
-	b.Logf("the sweep took %s; %d messages of the day left (kept in flight), %d identities of it left to forget", sweepTook.Round(time.Second), left, keys)
+	b.Logf("%d messages of the day left (kept in flight), %d of its %d identities left to forget", left, keys, n)
 	if left > n/10000 {
 		b.Fatalf("%d of the day's %d messages are left", left, n)
 	}
-	b.ReportMetric(p99(before), "p99-without-ms")
-	b.ReportMetric(p99(during), "p99-during-ms")
-	b.ReportMetric(p99(after), "p99-after-ms")
-	b.ReportMetric(p99(during)/p99(before), "during/without")
+	b.ReportMetric(p99[without], "p99-without-ms")
+	for _, k := range []struct{ name, unit string }{{drop, "drop"}, {keys500, "keys500"}, {keys1000, "keys1000"}} {
+		b.ReportMetric(p99[k.name], "p99-"+k.unit+"-ms")
+		b.ReportMetric(p99[k.name]/p99[without], k.unit+"/without")
+	}
 }
 
 // seedDay lays down n messages of org received over day, with a body, an
