@@ -242,28 +242,6 @@ type Retention interface {
 	DeleteExpiredSessions(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
-// DayRetention is retention by whole days, for a store that keeps messages
-// and what hangs off them in partitions of one day. The sweeper calls it
-// before Retention's methods, which then delete row by row only what no
-// day holds: rows kept in flight past their day, rows stored before the
-// store kept days, and the rows of orgs that keep less than the server.
-type DayRetention interface {
-	// RollDays makes the partitions of the coming days and drops those
-	// whose whole day is past retention (bodyRetention for bodies,
-	// retention for the rest), keeping their rows still in flight.
-	RollDays(ctx context.Context, now time.Time, bodyRetention, retention time.Duration) (DaysRolled, error)
-	// ForgetKeys deletes up to limit deduplication keys whose message or
-	// event left with its day, returning how many.
-	ForgetKeys(ctx context.Context, limit int) (int, error)
-}
-
-// DaysRolled says what one RollDays did.
-type DaysRolled struct {
-	Dropped   int // partitions dropped
-	Kept      int // rows in flight copied out of them first
-	Postponed int // partitions whose table's lock was busy: tried again next time
-}
-
 // BlobRefs tells the blob sweeper which objects the stored bodies still
 // name. Every statement that deletes a body whose object is in the blob
 // store records the object's key, in the same transaction, as a pending

@@ -94,35 +94,3 @@ func BenchmarkPipelineParallel(b *testing.B) {
 	s, rt := openCounted(b)
 	storetest.BenchmarkPipelineParallel(b, s, func() (int64, int64) { return rt.statements.Load(), rt.trips.Load() })
 }
-
-// BenchmarkPipelineParallelOverAMonthOfDays is BenchmarkPipelineParallel
-// with the partitions thirty days' retention keeps: 31 past days, today
-// and three ahead, for every day table; queries that cannot prune to one
-// day (claims, lists) plan and scan over all of them.
-func BenchmarkPipelineParallelOverAMonthOfDays(b *testing.B) {
-	s, rt := openCounted(b)
-	monthOfDays(b, s)
-	storetest.BenchmarkPipelineParallel(b, s, func() (int64, int64) { return rt.statements.Load(), rt.trips.Load() })
-}
-
-// monthOfDays replaces the legacy partitions a new database starts with by
-// the days of the last month.
-func monthOfDays(b testing.TB, s *Store) {
-	b.Helper()
-	ctx := context.Background()
-	for _, t := range dayTables {
-		for _, q := range []string{
-			`ALTER TABLE ` + t.name + ` DETACH PARTITION ` + t.name + `_legacy`,
-			`DROP TABLE ` + t.name + `_legacy`,
-		} {
-			if _, err := s.pool.Exec(ctx, q); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	for d := -31; d <= 0; d++ {
-		if _, err := s.ensureDays(ctx, time.Now().AddDate(0, 0, d)); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

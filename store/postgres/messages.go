@@ -278,96 +278,22 @@ func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.Mes
 // settledStates are the states no transition leaves.
 const settledStates = `'processed', 'ignored', 'dead'`
 
-// DropBodies deletes old bodies of settled messages, row by row only where
-// no whole day goes (see RollDays): in the default and legacy partitions,
-// and for orgs that keep bodies less long than the server.
+// DropBodies deletes old bodies of settled messages.
 func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
 	var n int
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		sources, err := rowSources(ctx, tx, "message_bodies", "b", "body_retention_us", now, def)
-		if err != nil {
-			return err
-		}
-		for _, src := range sources {
-			if n >= limit {
-				break
-			}
-			k, err := deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN (
-				SELECT b.message_id FROM `+src.from+` JOIN messages m ON m.id = b.message_id JOIN orgs o ON o.id = m.org_id
-				 WHERE `+src.where+`
-				   AND m.received_at < $1::timestamptz - make_interval(secs => coalesce(o.body_retention_us, $2::bigint) / 1e6)
-				   AND m.state IN (`+settledStates+`)
-				 LIMIT $3
-				   FOR UPDATE OF b SKIP LOCKED)
-				RETURNING blob_key, org_id`, append([]any{ts(now), def.Microseconds(), limit - n}, src.args...)...)
-			n += k
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+	err := s.tx(ctx, func(tx pgx.Tx) (err error) {
+		n, err = deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN (
+			SELECT b.message_id FROM message_bodies b JOIN messages m ON m.id = b.message_id JOIN orgs o ON o.id = m.org_id
+			 WHERE m.received_at < $1::timestamptz - make_interval(secs => (SELECT min(v) FROM (SELECT $2::bigint AS v UNION ALL
+			       SELECT body_retention_us FROM orgs WHERE body_retention_us IS NOT NULL) x) / 1e6)
+			   AND m.received_at < $1::timestamptz - make_interval(secs => coalesce(o.body_retention_us, $2::bigint) / 1e6)
+			   AND m.state IN (`+settledStates+`)
+			 LIMIT $3
+			   FOR UPDATE OF b SKIP LOCKED)
+			RETURNING blob_key, org_id`, ts(now), def.Microseconds(), limit)
+		return err
 	})
 	return n, err
-}
-
-// rowSource is where retention deletes row by row: a FROM clause naming
-// the table as alias, and a condition on it, whose arguments follow the
-// query's first three.
-type rowSource struct {
-	from, where string
-	args        []any
-}
-
-// rowSources lists where retention of table (aliased as alias) goes row by
-// row: each of its wide partitions whole, and, for each org whose column
-// (retention_us or body_retention_us) is below def, that org's rows of the
-// days its retention has reached and the server's has not.
-func rowSources(ctx context.Context, tx pgx.Tx, table, alias, column string, now time.Time, def time.Duration) ([]rowSource, error) {
-	parts, err := partitions(ctx, tx, table)
-	if err != nil {
-		return nil, err
-	}
-	var out []rowSource
-	for _, p := range parts {
-		if p.wide() {
-			out = append(out, rowSource{from: pgx.Identifier{p.name}.Sanitize() + " " + alias, where: "true"})
-		}
-	}
-	rows, err := tx.Query(ctx, `SELECT id::text, `+column+` FROM orgs WHERE `+column+` < $1 AND deleted_at IS NULL`, def.Microseconds())
-	if err != nil {
-		return nil, err
-	}
-	type short struct {
-		id string
-		us int64
-	}
-	var orgs []short
-	for rows.Next() {
-		var o short
-		if err := rows.Scan(&o.id, &o.us); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		orgs = append(orgs, o)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	key := alias + ".id"
-	if table != "messages" {
-		key = alias + ".message_id"
-	}
-	for _, o := range orgs {
-		cutoff := now.Add(-time.Duration(o.us) * time.Microsecond)
-		// From the first day the server's own retention leaves whole (with
-		// a day's margin) to the day the org's retention has reached.
-		out = append(out, rowSource{
-			from:  table + " " + alias,
-			where: `m.org_id = $4 AND ` + key + ` >= $5 AND ` + key + ` < $6`,
-			args:  []any{o.id, dayID(now.Add(-def).AddDate(0, 0, -1)), dayID(cutoff.AddDate(0, 0, 1))},
-		})
-	}
-	return out, nil
 }
 
 // EraseBodies deletes an endpoint's bodies in a time range, on its org's
@@ -395,8 +321,7 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 	return n, err
 }
 
-// DeleteSettled deletes old settled messages and all that hangs off them,
-// row by row only where no whole day goes (see RollDays and rowSources).
+// DeleteSettled deletes old settled messages and all that hangs off them.
 func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
 	var n int
 	err := s.tx(ctx, func(tx pgx.Tx) error {
@@ -407,46 +332,33 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 			 LIMIT $3)`, ts(now), def.Microseconds(), limit); err != nil {
 			return err
 		}
-		sources, err := rowSources(ctx, tx, "messages", "m", "retention_us", now, def)
+		rows, err := tx.Query(ctx, `SELECT m.id FROM messages m JOIN orgs o ON o.id = m.org_id
+			WHERE m.received_at < $1::timestamptz - make_interval(secs => (SELECT min(v) FROM (SELECT $2::bigint AS v UNION ALL
+			      SELECT retention_us FROM orgs WHERE retention_us IS NOT NULL) x) / 1e6)
+			  AND m.received_at < $1::timestamptz - make_interval(secs => coalesce(o.retention_us, $2::bigint) / 1e6)
+			  AND m.state IN (`+settledStates+`)
+			  AND NOT EXISTS (SELECT 1 FROM events e WHERE e.message_id = m.id AND e.state IN ('pending', 'retrying'))
+			LIMIT $3
+			  FOR UPDATE OF m SKIP LOCKED`, ts(now), def.Microseconds(), limit)
 		if err != nil {
 			return err
 		}
-		var ids []string
-		for _, src := range sources {
-			if len(ids) >= limit {
-				break
-			}
-			rows, err := tx.Query(ctx, `SELECT m.id FROM `+src.from+` JOIN orgs o ON o.id = m.org_id
-				WHERE `+src.where+`
-				  AND m.received_at < $1::timestamptz - make_interval(secs => coalesce(o.retention_us, $2::bigint) / 1e6)
-				  AND m.state IN (`+settledStates+`)
-				  AND NOT EXISTS (SELECT 1 FROM events e WHERE e.message_id = m.id AND e.state IN ('pending', 'retrying'))
-				LIMIT $3
-				  FOR UPDATE OF m SKIP LOCKED`, append([]any{ts(now), def.Microseconds(), limit - len(ids)}, src.args...)...)
-			if err != nil {
-				return err
-			}
-			found, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				return err
-			}
-			ids = append(ids, found...)
-		}
-		if len(ids) == 0 {
-			return nil
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(ids) == 0 {
+			return err
 		}
 		b := &pgx.Batch{}
 		for _, q := range []string{
 			`DELETE FROM deliveries WHERE event_id IN (SELECT id FROM events WHERE message_id = ANY($1::uuid[]))`,
 			`DELETE FROM routes WHERE event_id IN (SELECT id FROM events WHERE message_id = ANY($1::uuid[]))`,
-			`DELETE FROM event_keys WHERE event_id IN (SELECT id FROM events WHERE message_id = ANY($1::uuid[]))`,
 			`DELETE FROM events WHERE message_id = ANY($1::uuid[])`,
 			`DELETE FROM message_identities WHERE message_id = ANY($1::uuid[])`,
 			`DELETE FROM message_attempts WHERE message_id = ANY($1::uuid[])`,
 		} {
 			b.Queue(q, ids)
 		}
-		// The bodies' objects become pending deletes.
+		// The bodies go before their messages (they reference them),
+		// recording their objects as pending deletes.
 		b.Queue(`WITH gone AS (DELETE FROM message_bodies WHERE message_id = ANY($1::uuid[]) RETURNING blob_key, org_id)
 			INSERT INTO blob_deletes (key, org_id) SELECT DISTINCT blob_key, org_id FROM gone WHERE blob_key <> ''
 			ON CONFLICT (key) DO NOTHING`, ids)

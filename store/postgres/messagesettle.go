@@ -191,9 +191,10 @@ func queueSettleRead(b *pgx.Batch, batch []intake.TimedSettlement, keys intake.S
 			in.Subjects[sent[n-1]] = sub
 			return nil
 		})
-	queueConnKeys(b, keys.Originals, `SELECT k.n, e.event_id::text
+	queueConnKeys(b, keys.Originals, `SELECT k.n, e.id::text
 		  FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS k (connection_id, provider_event_id, n)
-		  JOIN event_keys e ON e.connection_id = k.connection_id AND e.provider_event_id = k.provider_event_id`,
+		 CROSS JOIN LATERAL (SELECT e.id FROM events e WHERE e.connection_id = k.connection_id
+		        AND e.provider_event_id = k.provider_event_id AND NOT e.replay AND e.provider_event_id <> '' OFFSET 0) AS e`,
 		func(rows pgx.Rows, sent []intake.ConnKey) error {
 			var n int
 			var id string
@@ -332,12 +333,10 @@ func queuePuts(b *pgx.Batch, puts []intake.IdentityPut, d intake.SettleDecision)
 	q.Fn = raceOnDivision
 }
 
-// queueEvents inserts the events, and the key of each that is an original
-// (not a replay, with a provider event id) into event_keys. If another
-// process committed an event for one of those keys since the read, the
-// insert skips it and the statement fails on purpose (fewer rows than
-// events), as queuePuts does; the batch is then re-run, to be decided
-// against it.
+// queueEvents inserts the events. If another process committed an event
+// for one of their provider event ids since the read, the insert skips it
+// and the statement fails on purpose (fewer rows than events), as
+// queuePuts does; the batch is then re-run, to be decided against it.
 func queueEvents(b *pgx.Batch, events []intake.Event) {
 	n := len(events)
 	ids, orgs, conns, messages := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -367,18 +366,7 @@ func queueEvents(b *pgx.Batch, events []intake.Event) {
 			replayOf[i] = &e.ReplayOf
 		}
 	}
-	q := b.Queue(`WITH x AS (SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::text[],
-		              $8::text[], $9::timestamptz[], $10::timestamptz[], $11::text[], $12::text[], $13::text[], $14::bool[],
-		              $15::text[], $16::text[], $17::int[], $18::int[], $19::timestamptz[], $20::bool[], $21::uuid[],
-		              $22::timestamptz[], $23::text[])
-		    AS x (id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
-		          subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
-		          next_attempt_at, replay, replay_of, created_at, traceparent)
-		), keyed AS (INSERT INTO event_keys (connection_id, provider_event_id, event_id, org_id)
-		SELECT connection_id, provider_event_id, id, org_id FROM x WHERE NOT replay AND provider_event_id <> ''
-		ON CONFLICT DO NOTHING
-		RETURNING event_id
-		), ins AS (INSERT INTO events
+	q := b.Queue(`WITH ins AS (INSERT INTO events
 		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
 		 subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
 		 next_attempt_at, replay, replay_of, created_at, traceparent)
@@ -386,7 +374,13 @@ func queueEvents(b *pgx.Batch, events []intake.Event) {
 		       x.received_at, x.subject_app, x.subject_record_id, x.data::json, x.data_truncated,
 		       ARRAY(SELECT o.v FROM json_array_elements_text(x.object_ids::json) WITH ORDINALITY AS o (v, n) ORDER BY o.n),
 		       x.state, x.attempt, x.max_attempts, x.next_attempt_at, x.replay, x.replay_of, x.created_at, x.traceparent
-		  FROM x WHERE x.replay OR x.provider_event_id = '' OR x.id IN (SELECT event_id FROM keyed)
+		  FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[],
+		              $9::timestamptz[], $10::timestamptz[], $11::text[], $12::text[], $13::text[], $14::bool[], $15::text[],
+		              $16::text[], $17::int[], $18::int[], $19::timestamptz[], $20::bool[], $21::uuid[], $22::timestamptz[], $23::text[])
+		    AS x (id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
+		          subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
+		          next_attempt_at, replay, replay_of, created_at, traceparent)
+		ON CONFLICT DO NOTHING
 		RETURNING 1)
 		SELECT 1 / (SELECT (count(*) = $24)::int FROM ins)`,
 		ids, orgs, conns, messages, providers, types, kinds, providerIDs, occurred, received, apps, records, data, truncated,

@@ -19,7 +19,7 @@ var orgColumn = map[string]string{
 	"audit_log": "org_id", "api_keys": "org_id", "replay_jobs": "org_id", "message_attempts": "org_id",
 	"console_sessions": "org_id", "consumer_lanes": "org_id", "routes": "org_id", "notices": "org_id",
 	"notification_settings": "org_id", "event_types": "org_id", "event_type_hours": "org_id", "event_type_changes": "org_id",
-	"blob_deletes": "org_id", "event_keys": "org_id",
+	"blob_deletes": "org_id",
 }
 
 // appendOnly tables grant an org no UPDATE or DELETE at all.

@@ -411,8 +411,7 @@ func TestCallSettlesTakenTogetherShareATransactionAndFailAlone(t *testing.T) {
 }
 
 // TestACallSettleThatFailsItsBatchFailsAlone gives a batch a result whose
-// write PostgreSQL refuses (a delivery key already taken: the event and
-// id of another result's delivery): the batch's
+// write PostgreSQL refuses (a delivery id already taken): the batch's
 // transaction fails, each result is settled alone, and only that one fails.
 func TestACallSettleThatFailsItsBatchFailsAlone(t *testing.T) {
 	ctx := context.Background()
@@ -427,13 +426,13 @@ func TestACallSettleThatFailsItsBatchFailsAlone(t *testing.T) {
 	taken := intake.NewID()
 	var batch []routeSettleRequest
 	for i, rc := range claims {
-		id, of := intake.NewID(), rc.Event.ID
+		id := intake.NewID()
 		if i == 1 || i == 2 {
-			id, of = taken, claims[1].Event.ID
+			id = taken
 		}
 		batch = append(batch, routeSettleRequest{now: t0, b: intake.DefaultBackoff, done: make(chan routeSettled, 1), st: intake.RouteSettlement{
 			EventID: rc.Event.ID, ConsumerID: rc.ConsumerID, Attempt: rc.Attempt, Called: true,
-			Delivery: &intake.Delivery{ID: id, OrgID: o.org.ID, EventID: of, ConsumerID: rc.ConsumerID, Attempt: rc.Attempt,
+			Delivery: &intake.Delivery{ID: id, OrgID: o.org.ID, EventID: rc.Event.ID, ConsumerID: rc.ConsumerID, Attempt: rc.Attempt,
 				Outcome: intake.DeliveryHandled, StatusCode: 200, At: t0}}})
 	}
 	s.settleRoutes(batch)

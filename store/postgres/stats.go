@@ -46,39 +46,23 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) 
 		Query(func(rows pgx.Rows) error { return collectStates(rows, st.Messages) })
 	b.Queue(`SELECT provider, state, count(*) FROM events WHERE state IN (` + exactEventStates + `) GROUP BY provider, state`).
 		Query(func(rows pgx.Rows) error { return collectPairs(rows, st.Events) })
-	// The planner's own estimate of a table's rows now, summed over its
-	// partitions (autovacuum analyzes those, never their table): the
-	// density the last VACUUM or ANALYZE saw times the pages a partition
-	// has. A partition neither has run on yet is left out; -1 when no
-	// partition of the table has been analyzed.
-	b.Queue(`WITH ` + partitionRows + `
-		SELECT coalesce(sum(est) FILTER (WHERE tbl = 'messages'::regclass), -1),
-		       coalesce(sum(est) FILTER (WHERE tbl = 'events'::regclass), -1) FROM parts`).
+	// The planner's own estimate of a table's rows now: the density the
+	// last VACUUM or ANALYZE saw times the pages the table has; -1 when
+	// neither has run yet.
+	b.Queue(`SELECT coalesce(max(est) FILTER (WHERE relname = 'messages'), -1), coalesce(max(est) FILTER (WHERE relname = 'events'), -1)
+		FROM (SELECT relname, CASE WHEN reltuples < 0 OR (relpages = 0 AND reltuples > 0) THEN -1
+		                           WHEN relpages = 0 THEN 0
+		                           ELSE reltuples / relpages * (pg_relation_size(oid) / current_setting('block_size')::int) END AS est
+		        FROM pg_class WHERE oid IN ('messages'::regclass, 'events'::regclass)) t`).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&messageRows, &eventRows) })
-	// The sampled frequencies of each partition, weighted by its rows.
-	b.Queue(`WITH ` + partitionRows + `
-		SELECT coalesce(array_agg(v), '{}'), coalesce(array_agg(n), '{}') FROM (
-			SELECT s.v, sum(p.est * s.f) AS n
-			  FROM parts p JOIN pg_stats st ON st.schemaname = current_schema() AND st.tablename = p.relname AND st.attname = 'state'
-			 CROSS JOIN LATERAL unnest(st.most_common_vals::text::text[], st.most_common_freqs) AS s (v, f)
-			 WHERE p.tbl = 'messages'::regclass GROUP BY s.v) x`).
+	b.Queue(`SELECT coalesce(most_common_vals::text::text[], '{}'), coalesce(most_common_freqs, '{}') FROM pg_stats
+		WHERE schemaname = current_schema() AND tablename = 'messages' AND attname = 'state'
+		UNION ALL SELECT '{}', '{}' LIMIT 1`).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&stateVals, &stateFreqs) })
-	b.Queue(`WITH ` + partitionRows + `
-		SELECT x.provider, x.state, sum(p.est * x.f)
-		  FROM parts p JOIN pg_stats_ext st ON st.schemaname = current_schema() AND st.tablename = p.relname
-		 CROSS JOIN LATERAL (SELECT st.most_common_vals[i][1] AS provider, st.most_common_vals[i][2] AS state,
-		                            st.most_common_freqs[i] AS f
-		                       FROM generate_subscripts(st.most_common_vals, 1) AS i) x
-		 WHERE p.tbl = 'events'::regclass GROUP BY x.provider, x.state`).
-		Query(func(rows pgx.Rows) error {
-			var provider, state string
-			var n float64
-			_, err := pgx.ForEachRow(rows, []any{&provider, &state, &n}, func() error {
-				pairVals, pairFreqs = append(pairVals, []string{provider, state}), append(pairFreqs, n)
-				return nil
-			})
-			return err
-		})
+	b.Queue(`SELECT coalesce(most_common_vals, '{}'), coalesce(most_common_freqs, '{}') FROM pg_stats_ext
+		WHERE schemaname = current_schema() AND statistics_name = 'events_provider_state'
+		UNION ALL SELECT '{}', '{}' LIMIT 1`).
+		QueryRow(func(row pgx.Row) error { return row.Scan(&pairVals, &pairFreqs) })
 	b.Queue(`SELECT min(next_attempt_at) FROM messages WHERE state IN (`+claimable+`) AND next_attempt_at <= $1`, ts(now)).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&m) })
 	// Due events still to fan out, and due routes of consumers not paused.
@@ -110,17 +94,6 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) 
 	}
 	return st, nil
 }
-
-// partitionRows is a WITH clause: parts lists each partition of messages
-// and events (tbl) by name with the rows the planner estimates it holds
-// now (est), NULL where no VACUUM or ANALYZE has run on it yet.
-const partitionRows = `parts AS (
-	SELECT i.inhparent AS tbl, c.relname,
-	       CASE WHEN c.reltuples < 0 OR (c.relpages = 0 AND c.reltuples > 0) THEN NULL
-	            WHEN c.relpages = 0 THEN 0
-	            ELSE c.reltuples / c.relpages * (pg_relation_size(c.oid) / current_setting('block_size')::int) END AS est
-	  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-	 WHERE i.inhparent IN ('messages'::regclass, 'events'::regclass))`
 
 func collectStates(rows pgx.Rows, into map[intake.MessageState]int) error {
 	var state intake.MessageState

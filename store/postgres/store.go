@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -77,9 +76,6 @@ type Store struct {
 	changes changes.Counter
 	// exactBelow is where Stats starts to estimate the settled states.
 	exactBelow int
-	// forgotten is, per key table, the id ForgetKeys deleted up to, so a
-	// batch starts past the index entries the last ones left dead.
-	forgotten sync.Map
 }
 
 var _ intake.Store = (*Store)(nil)
@@ -148,13 +144,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		listenDone:     make(chan struct{}),
 		indexDone:      make(chan struct{}),
 		exactBelow:     exactBelow,
-	}
-	// The days of the next writes exist before the first is taken; the
-	// leader's sweeper makes the later ones (RollDays).
-	if _, err := s.ensureDays(ctx, time.Now()); err != nil {
-		stopListen()
-		pool.Close()
-		return nil, err
 	}
 	go s.commitLoop()
 	go s.listen(listenCtx)
