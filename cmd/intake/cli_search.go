@@ -98,7 +98,7 @@ type EventsSearchCmd struct {
 func (c *EventsSearchCmd) Run(cl *Client) error {
 	if c.Reroute {
 		return c.bulk(cl, c.listFlags, bulkAction{
-			flag: "reroute", rows: "event", own: []flagValue{{"consumer", c.Consumer}},
+			refused: c.Consumer != "", refusal: "--reroute acts on every event the search selects: drop --consumer, --limit and --cursor",
 			path: "/api/v1/events/reroute", done: "re-routed %d events\n",
 			request: func(match json.RawMessage, since, until time.Time) any {
 				return api.RerouteRequest{State: intake.EventState(c.State), Type: c.Type, Since: since, Until: until, Match: match, Q: c.Q}
@@ -125,8 +125,8 @@ type MessagesSearchCmd struct {
 func (c *MessagesSearchCmd) Run(cl *Client) error {
 	if c.Replay {
 		return c.bulk(cl, c.listFlags, bulkAction{
-			flag: "replay", rows: "message",
-			path: "/api/v1/messages/replay", done: "replayed %d messages\n",
+			refusal: "--replay acts on every message the search selects: drop --limit and --cursor",
+			path:    "/api/v1/messages/replay", done: "replayed %d messages\n",
 			request: func(match json.RawMessage, since, until time.Time) any {
 				return api.ReplayRequest{EndpointID: c.Endpoint, State: intake.MessageState(c.State), Type: c.Type,
 					Match: match, Q: c.Q, Since: since, Until: until}
@@ -144,28 +144,20 @@ func (c *MessagesSearchCmd) Run(cl *Client) error {
 // bulkAction is what a search does instead of listing: it acts on every
 // row the search selects, so it takes no page.
 type bulkAction struct {
-	flag, rows string      // the flag asking for it and what it acts on: "replay", "message"
-	own        []flagValue // the command's own flags it does not take
-	path       string      // the route that performs it
-	done       string      // what it prints, given how many rows it took
+	refused bool   // a flag of the command's own that it does not take was given
+	refusal string // the error for a page, or a flag it does not take
+	path    string // the route that performs it
+	done    string // what it prints, given how many rows it took
 	// request is the body posted to path, from the search.
 	request func(match json.RawMessage, since, until time.Time) any
 }
 
-// flagValue is a flag as given on the command line ("": not given).
-type flagValue struct{ name, v string }
-
 // bulk performs a on everything the search selects and prints how many
-// rows it took. A page (--limit, --cursor) or a flag in a.own is refused:
-// dropped silently, it would act on more than was asked.
+// rows it took. A page (--limit, --cursor) or a flag it does not take is
+// refused: dropped silently, it would act on more than was asked.
 func (f searchFlags) bulk(cl *Client, lf listFlags, a bulkAction) error {
-	given, drop := f.Limit != 0 || f.Cursor != "", ""
-	for _, o := range a.own {
-		given = given || o.v != ""
-		drop += "--" + o.name + ", "
-	}
-	if given {
-		return fmt.Errorf("--%s acts on every %s the search selects: drop %s--limit and --cursor", a.flag, a.rows, drop)
+	if a.refused || f.Limit != 0 || f.Cursor != "" {
+		return errors.New(a.refusal)
 	}
 	match, err := f.match()
 	if err != nil {
