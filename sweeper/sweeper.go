@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/intakehq/intake"
 )
 
@@ -20,11 +22,19 @@ type Config struct {
 	Retention     time.Duration // default 30 days
 	Batch         int           // rows per transaction (default 500)
 	Interval      time.Duration // between sweeps (default 1m)
-	Logger        *slog.Logger
+	// PerSecond paces the deletes of bodies and of messages: at most this
+	// many of each a second (default 1000, rate.Inf for no pace), so a
+	// backlog (a day past retention at once) leaves as a steady trickle
+	// beside the writes acks wait for, not as a burst.
+	PerSecond rate.Limit
+	Logger    *slog.Logger
 }
 
 // Sweeper deletes what retention no longer keeps.
-type Sweeper struct{ cfg Config }
+type Sweeper struct {
+	cfg              Config
+	bodies, messages *rate.Limiter
+}
 
 // New returns a sweeper with defaults filled in.
 func New(cfg Config) *Sweeper {
@@ -43,10 +53,13 @@ func New(cfg Config) *Sweeper {
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Minute
 	}
+	if cfg.PerSecond == 0 {
+		cfg.PerSecond = 1000
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Sweeper{cfg: cfg}
+	return &Sweeper{cfg: cfg, bodies: rate.NewLimiter(cfg.PerSecond, cfg.Batch), messages: rate.NewLimiter(cfg.PerSecond, cfg.Batch)}
 }
 
 // Run sweeps every Interval until ctx ends.
@@ -68,10 +81,13 @@ func (s *Sweeper) Run(ctx context.Context) error {
 }
 
 // RunOnce drops expired bodies and deletes expired messages and console
-// sessions, a batch at a time, until none is left.
+// sessions, a batch at a time at the configured pace, until none is left.
 func (s *Sweeper) RunOnce(ctx context.Context) (bodies, messages int, err error) {
 	now := s.cfg.Clock.Now()
 	for {
+		if err := s.bodies.WaitN(ctx, s.cfg.Batch); err != nil {
+			return bodies, messages, err
+		}
 		n, err := s.cfg.Store.DropBodies(ctx, now, s.cfg.BodyRetention, s.cfg.Batch)
 		bodies += n
 		if err != nil || n < s.cfg.Batch {
@@ -82,6 +98,9 @@ func (s *Sweeper) RunOnce(ctx context.Context) (bodies, messages int, err error)
 		}
 	}
 	for {
+		if err := s.messages.WaitN(ctx, s.cfg.Batch); err != nil {
+			return bodies, messages, err
+		}
 		n, err := s.cfg.Store.DeleteSettled(ctx, now, s.cfg.Retention, s.cfg.Batch)
 		messages += n
 		if err != nil || n < s.cfg.Batch {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/time/rate"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
@@ -59,6 +60,7 @@ type ServeCmd struct {
 	Lease             time.Duration `default:"30s" env:"INTAKE_LEASE" help:"How long a processing attempt may run before another worker takes it over."`
 	BodyRetention     time.Duration `default:"168h" env:"INTAKE_BODY_RETENTION" help:"How long raw bodies are kept (the replay window); an org's own may be shorter, not longer."`
 	Retention         time.Duration `default:"720h" env:"INTAKE_RETENTION" help:"How long messages, events and deliveries are kept; an org's own may be shorter, not longer."`
+	RetentionRate     float64       `default:"1000" env:"INTAKE_RETENTION_RATE" help:"Expired bodies, and expired messages with all that hangs off them, deleted per second at most: a backlog leaves at this pace beside the writes acks wait for."`
 	DeliveryTimeout   time.Duration `default:"10s" env:"INTAKE_DELIVERY_TIMEOUT" help:"How long a consumer may take to answer a delivery."`
 	Calls             int           `default:"256" env:"INTAKE_CALLS" help:"Calls to consumers made at once by this process; one org may hold at most half of them while it is alone, a third while another org holds some, and so on."`
 	ConsumerCalls     int           `default:"64" env:"INTAKE_CONSUMER_CALLS" help:"Calls to one consumer made at once by this process, unless the consumer sets its own max_in_flight."`
@@ -88,6 +90,9 @@ type ServeCmd struct {
 // Run serves until SIGTERM or SIGINT, then drains and exits.
 func (c *ServeCmd) Run() error {
 	log := c.logger()
+	if c.RetentionRate <= 0 {
+		return errors.New("--retention-rate must be above 0 deletes a second")
+	}
 	policy, err := c.consumerPolicy()
 	if err != nil {
 		return err
@@ -275,7 +280,7 @@ func (c *ServeCmd) Run() error {
 		&ingress.QuotaWatch{Quota: quota, Store: store, Every: 5 * time.Second, Logger: log},
 		&control.ReplayRunner{Store: store, Clock: clock, Logger: log},
 		leading{job: "sweeper", lead: lead, loop: sweeper.New(sweeper.Config{Store: store, Clock: clock,
-			BodyRetention: c.BodyRetention, Retention: c.Retention, Logger: log})},
+			BodyRetention: c.BodyRetention, Retention: c.Retention, PerSecond: rate.Limit(c.RetentionRate), Logger: log})},
 		leading{job: "notifier", lead: lead, loop: notify.New(notify.Config{Store: store, Sealer: sealer, Clock: clock,
 			Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: policy, UserAgent: "intake"}),
 			Interval: c.NotifyInterval, Metrics: m, Logger: log})},

@@ -126,6 +126,7 @@ type messageRows struct {
 	attempt, maxAttempts                                        []int32
 
 	bodyID, bodyOrg, header, blobKey []string
+	bodyAt                           []pgtype.Timestamptz
 	body                             [][]byte
 }
 
@@ -150,7 +151,7 @@ func (r *messageRows) add(m *intake.Message) error {
 		body = []byte{}
 	}
 	r.bodyID, r.bodyOrg, r.header, r.body = append(r.bodyID, m.ID), append(r.bodyOrg, m.OrgID), append(r.header, string(h)), append(r.body, body)
-	r.blobKey = append(r.blobKey, m.BlobKey)
+	r.blobKey, r.bodyAt = append(r.blobKey, m.BlobKey), append(r.bodyAt, timestamptz(m.ReceivedAt))
 	return nil
 }
 
@@ -188,10 +189,11 @@ func (s *Store) queueMessages(b *pgx.Batch, batch []ingestRequest) error {
 		         replay_of, traceparent)`,
 		r.id, r.org, r.conn, r.endpoint, r.method, r.query, r.digest, r.receivedAt, r.state, r.attempt, r.maxAttempts,
 		r.nextAttemptAt, r.leaseUntil, r.providerEventID, r.outcome, r.errorCode, r.errorMessage, r.replayOf, r.traceparent)
-	b.Queue(`INSERT INTO message_bodies (message_id, org_id, header, body, blob_key)
-		SELECT id::uuid, org_id::uuid, header::jsonb, body, blob_key
-		  FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[]) AS t(id, org_id, header, body, blob_key)`,
-		r.bodyID, r.bodyOrg, r.header, r.body, r.blobKey)
+	b.Queue(`INSERT INTO message_bodies (message_id, org_id, header, body, blob_key, received_at)
+		SELECT id::uuid, org_id::uuid, header::jsonb, body, blob_key, received_at
+		  FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::timestamptz[])
+		    AS t(id, org_id, header, body, blob_key, received_at)`,
+		r.bodyID, r.bodyOrg, r.header, r.body, r.blobKey, r.bodyAt)
 	if anyQueued(batch) {
 		b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicMessages], s.instance)
 	}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/store/internal/sqltext"
@@ -278,21 +280,62 @@ func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.Mes
 // settledStates are the states no transition leaves.
 const settledStates = `'processed', 'ignored', 'dead'`
 
-// DropBodies deletes old bodies of settled messages.
+// sweptFrom holds where each of retention's walks resumes: the
+// received_at of the last row its previous batch deleted. Each walk goes
+// oldest first through an index on received_at; resuming past the rows it
+// deleted keeps it from reading their dead index entries again, batch
+// after batch, until a vacuum clears them (a day of ten million leaves
+// that many). A batch short of its limit ends the pass: the next starts
+// from the oldest again, and finds what the pass skipped (rows in flight,
+// or locked).
+type sweptFrom struct {
+	mu               sync.Mutex
+	bodies, messages time.Time
+}
+
+// from returns where the walk at *at resumes: -infinity when at a pass's start.
+func (w *sweptFrom) from(at *time.Time) pgtype.Timestamptz {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if at.IsZero() {
+		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	}
+	return timestamptz(*at)
+}
+
+// done records a batch of n rows of limit whose last was received at last.
+func (w *sweptFrom) done(at *time.Time, n, limit int, last time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n < limit {
+		*at = time.Time{}
+		return
+	}
+	*at = last
+}
+
+// DropBodies deletes old bodies of settled messages, oldest first (see
+// sweptFrom).
 func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
 	var n int
+	var last time.Time
 	err := s.tx(ctx, func(tx pgx.Tx) (err error) {
-		n, err = deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN (
-			SELECT b.message_id FROM message_bodies b JOIN messages m ON m.id = b.message_id JOIN orgs o ON o.id = m.org_id
-			 WHERE m.received_at < $1::timestamptz - make_interval(secs => (SELECT min(v) FROM (SELECT $2::bigint AS v UNION ALL
+		n, last, err = deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN (
+			SELECT b.message_id FROM message_bodies b JOIN messages m ON m.id = b.message_id JOIN orgs o ON o.id = b.org_id
+			 WHERE b.received_at >= $4
+			   AND b.received_at < $1::timestamptz - make_interval(secs => (SELECT min(v) FROM (SELECT $2::bigint AS v UNION ALL
 			       SELECT body_retention_us FROM orgs WHERE body_retention_us IS NOT NULL) x) / 1e6)
-			   AND m.received_at < $1::timestamptz - make_interval(secs => coalesce(o.body_retention_us, $2::bigint) / 1e6)
+			   AND b.received_at < $1::timestamptz - make_interval(secs => coalesce(o.body_retention_us, $2::bigint) / 1e6)
 			   AND m.state IN (`+settledStates+`)
+			 ORDER BY b.received_at
 			 LIMIT $3
 			   FOR UPDATE OF b SKIP LOCKED)
-			RETURNING blob_key, org_id`, ts(now), def.Microseconds(), limit)
+			RETURNING blob_key, org_id, received_at`, ts(now), def.Microseconds(), limit, s.swept.from(&s.swept.bodies))
 		return err
 	})
+	if err == nil {
+		s.swept.done(&s.swept.bodies, n, limit, last)
+	}
 	return n, err
 }
 
@@ -313,17 +356,19 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 		if err != nil {
 			return err
 		}
-		n, err = deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN (
+		n, _, err = deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN (
 			SELECT id FROM messages WHERE endpoint_id = $1 AND received_at >= $2 AND received_at < $3)
-			RETURNING blob_key, org_id`, endpointID, ts(since), ts(until))
+			RETURNING blob_key, org_id, received_at`, endpointID, ts(since), ts(until))
 		return err
 	})
 	return n, err
 }
 
-// DeleteSettled deletes old settled messages and all that hangs off them.
+// DeleteSettled deletes old settled messages and all that hangs off them,
+// oldest first (see sweptFrom).
 func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
 	var n int
+	var last time.Time
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		// Notices are metadata: they go after the same retention.
 		if _, err := tx.Exec(ctx, `DELETE FROM notices WHERE id IN (
@@ -332,19 +377,22 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 			 LIMIT $3)`, ts(now), def.Microseconds(), limit); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT m.id FROM messages m JOIN orgs o ON o.id = m.org_id
-			WHERE m.received_at < $1::timestamptz - make_interval(secs => (SELECT min(v) FROM (SELECT $2::bigint AS v UNION ALL
+		rows, err := tx.Query(ctx, `SELECT m.id, m.received_at FROM messages m JOIN orgs o ON o.id = m.org_id
+			WHERE m.received_at >= $4
+			  AND m.received_at < $1::timestamptz - make_interval(secs => (SELECT min(v) FROM (SELECT $2::bigint AS v UNION ALL
 			      SELECT retention_us FROM orgs WHERE retention_us IS NOT NULL) x) / 1e6)
 			  AND m.received_at < $1::timestamptz - make_interval(secs => coalesce(o.retention_us, $2::bigint) / 1e6)
 			  AND m.state IN (`+settledStates+`)
 			  AND NOT EXISTS (SELECT 1 FROM events e WHERE e.message_id = m.id AND e.state IN ('pending', 'retrying'))
+			ORDER BY m.received_at
 			LIMIT $3
-			  FOR UPDATE OF m SKIP LOCKED`, ts(now), def.Microseconds(), limit)
+			  FOR UPDATE OF m SKIP LOCKED`, ts(now), def.Microseconds(), limit, s.swept.from(&s.swept.messages))
 		if err != nil {
 			return err
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil || len(ids) == 0 {
+		var ids []string
+		var id string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &last}, func() error { ids = append(ids, id); return nil }); err != nil || len(ids) == 0 {
 			return err
 		}
 		b := &pgx.Batch{}
@@ -366,19 +414,24 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 		n = len(ids)
 		return tx.SendBatch(ctx, b).Close()
 	})
+	if err == nil {
+		s.swept.done(&s.swept.messages, n, limit, last)
+	}
 	return n, err
 }
 
 // deleteBodies runs query, a DELETE of message_bodies RETURNING blob_key,
-// org_id, and records the keys of the deleted bodies' objects as pending
-// deletes in the same transaction. It returns how many bodies it deleted.
-func deleteBodies(ctx context.Context, tx pgx.Tx, query string, args ...any) (int, error) {
+// org_id, received_at, and records the keys of the deleted bodies' objects
+// as pending deletes in the same transaction. It returns how many bodies it
+// deleted, and when the latest was received.
+func deleteBodies(ctx context.Context, tx pgx.Tx, query string, args ...any) (int, time.Time, error) {
 	var n int
+	var last *time.Time
 	err := tx.QueryRow(ctx, `WITH gone AS (`+query+`),
 		pending AS (INSERT INTO blob_deletes (key, org_id) SELECT DISTINCT blob_key, org_id FROM gone WHERE blob_key <> ''
 			ON CONFLICT (key) DO NOTHING)
-		SELECT count(*) FROM gone`, args...).Scan(&n)
-	return n, err
+		SELECT count(*), max(received_at) FROM gone`, args...).Scan(&n, &last)
+	return n, fromTS(last), err
 }
 
 // BlobsReferenced reports which of keys a stored body names.

@@ -16,7 +16,16 @@ import (
 // TestSearchFindsWhatWasStoredBeforeItsMigration: a database of the
 // version before search (migration 19) holds a message and its event;
 // once opened (and migrated), a search in the org's scope finds both.
-func TestSearchFindsWhatWasStoredBeforeItsMigration(t *testing.T) {
+// row is a statement and its arguments, run at an earlier migration.
+type row struct {
+	sql  string
+	args []any
+}
+
+// openFromMigration opens a store on a database of its own that stood at
+// migration version, holding rows, when the store opened (and migrated) it.
+func openFromMigration(t *testing.T, version int64, rows ...row) *Store {
+	t.Helper()
 	ctx := context.Background()
 	url := pgtest.Database(t)
 	pool, err := pgxpool.New(ctx, url)
@@ -29,32 +38,32 @@ func TestSearchFindsWhatWasStoredBeforeItsMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.UpTo(ctx, 19); err != nil {
+	if _, err := p.UpTo(ctx, version); err != nil {
 		t.Fatal(err)
 	}
-	org, msg, ev := intake.NewID(), intake.NewID(), intake.NewID()
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		{`INSERT INTO orgs (id, name, created_at) VALUES ($1, 'old', now())`, []any{org}},
-		{`INSERT INTO messages (id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts)
-		  VALUES ($1, $2, $2, $2, 'POST', '', 'd', now(), 'processed', 1, 6)`, []any{msg, org}},
-		{`INSERT INTO message_bodies (message_id, org_id, header, body) VALUES ($1, $2, '{}', convert_to('{"note":"refund for Ann"}', 'UTF8'))`,
-			[]any{msg, org}},
-		{`INSERT INTO events (id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
-			data, data_truncated, object_ids, state, attempt, max_attempts, replay, created_at)
-		  VALUES ($1, $2, $2, $3, 'stripe', 't', 'event', 'evt_old', now(), now(), '{"customer":{"id":"cus_old"}}', false, '{}',
-			'delivered', 1, 6, false, now())`, []any{ev, org, msg}},
-	} {
-		if _, err := pool.Exec(ctx, q.sql, q.args...); err != nil {
-			t.Fatalf("%s: %v", q.sql, err)
+	for _, r := range rows {
+		if _, err := pool.Exec(ctx, r.sql, r.args...); err != nil {
+			t.Fatalf("%s: %v", r.sql, err)
 		}
 	}
 	db.Close()
 	pool.Close()
+	return openURL(t, url, 4)
+}
 
-	s := openURL(t, url, 4)
+func TestSearchFindsWhatWasStoredBeforeItsMigration(t *testing.T) {
+	ctx := context.Background()
+	org, msg, ev := intake.NewID(), intake.NewID(), intake.NewID()
+	s := openFromMigration(t, 19,
+		row{`INSERT INTO orgs (id, name, created_at) VALUES ($1, 'old', now())`, []any{org}},
+		row{`INSERT INTO messages (id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts)
+		  VALUES ($1, $2, $2, $2, 'POST', '', 'd', now(), 'processed', 1, 6)`, []any{msg, org}},
+		row{`INSERT INTO message_bodies (message_id, org_id, header, body) VALUES ($1, $2, '{}', convert_to('{"note":"refund for Ann"}', 'UTF8'))`,
+			[]any{msg, org}},
+		row{`INSERT INTO events (id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
+			data, data_truncated, object_ids, state, attempt, max_attempts, replay, created_at)
+		  VALUES ($1, $2, $2, $3, 'stripe', 't', 'event', 'evt_old', now(), now(), '{"customer":{"id":"cus_old"}}', false, '{}',
+			'delivered', 1, 6, false, now())`, []any{ev, org, msg}})
 	match, _ := intake.ParseMatch(`{"customer":{"id":"cus_old"}}`)
 	events, err := s.ListEvents(ctx, intake.Scope{OrgID: org}, intake.EventFilter{Search: intake.Search{Match: match}})
 	if err != nil || len(events.Items) != 1 || events.Items[0].ID != ev {

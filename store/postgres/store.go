@@ -74,6 +74,8 @@ type Store struct {
 	indexDone  chan struct{}
 
 	changes changes.Counter
+	// swept is where retention's walks resume (sweptFrom).
+	swept sweptFrom
 	// exactBelow is where Stats starts to estimate the settled states.
 	exactBelow int
 }

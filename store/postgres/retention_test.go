@@ -1,0 +1,117 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake"
+)
+
+// TestRetentionResumesPastWhatItDeletedUntilAPassEnds: each walk of
+// retention goes on from the last row its previous batch deleted, so a row
+// it skipped (in flight) that settles meanwhile waits for the next pass;
+// a batch short of its limit ends the pass, and the next finds that row.
+// A walk that started from the oldest at every batch would take it at once.
+func TestRetentionResumesPastWhatItDeletedUntilAPassEnds(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	o := newOrg(t, s, "a")
+	// Six messages a second apart; the oldest is still queued.
+	var ids []string
+	for i := range 6 {
+		m := o.message(fmt.Sprintf(`{"n":%d}`, i))
+		m.ReceivedAt = t0.Add(time.Duration(i) * time.Second)
+		if err := s.Ingest(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE messages SET state = 'processed' WHERE id = ANY($1::uuid[])`, ids[1:]); err != nil {
+		t.Fatal(err)
+	}
+	later := t0.Add(time.Hour)
+	setState := func(state intake.MessageState) {
+		t.Helper()
+		if _, err := s.pool.Exec(ctx, `UPDATE messages SET state = $2 WHERE id = $1`, ids[0], string(state)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, walk := range []struct {
+		table, key string
+		batch      func(limit int) (int, error)
+	}{
+		{"message_bodies", "message_id", func(limit int) (int, error) { return s.DropBodies(ctx, later, time.Minute, limit) }},
+		{"messages", "id", func(limit int) (int, error) { return s.DeleteSettled(ctx, later, time.Minute, limit) }},
+	} {
+		// gone lists which of the six the table no longer holds.
+		gone := func() []int {
+			t.Helper()
+			rows, _ := s.pool.Query(ctx, `SELECT `+walk.key+`::text FROM `+walk.table+` WHERE `+walk.key+` = ANY($1::uuid[])`, ids)
+			left, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []int
+			for i, id := range ids {
+				if !slices.Contains(left, id) {
+					out = append(out, i)
+				}
+			}
+			return out
+		}
+		setState(intake.MessageQueued)
+		for i, step := range []struct {
+			settle bool // the oldest settles before the batch
+			n      int
+			gone   []int
+		}{
+			{n: 2, gone: []int{1, 2}},
+			{settle: true, n: 2, gone: []int{1, 2, 3, 4}}, // on from the last it deleted
+			{n: 1, gone: []int{1, 2, 3, 4, 5}},           // short of its limit: the pass ends
+			{n: 1, gone: []int{0, 1, 2, 3, 4, 5}},        // the next pass starts from the oldest
+		} {
+			if step.settle {
+				setState(intake.MessageProcessed)
+			}
+			n, err := walk.batch(2)
+			if err != nil || n != step.n || !slices.Equal(gone(), step.gone) {
+				t.Fatalf("%s, batch %d: deleted %d (%v), gone %v; want %d, gone %v", walk.table, i+1, n, err, gone(), step.n, step.gone)
+			}
+		}
+	}
+}
+
+// TestBodiesStoredBeforeTheirIndexTakeTheirMessagesTime: a body stored at
+// migration 24 takes its message's received_at (migration 25), so the
+// sweeper's walk over bodies finds it when it expires, not before.
+func TestBodiesStoredBeforeTheirIndexTakeTheirMessagesTime(t *testing.T) {
+	ctx := context.Background()
+	org := intake.NewID()
+	msgs := []string{intake.NewID(), intake.NewID()}
+	rows := []row{{`INSERT INTO orgs (id, name, created_at) VALUES ($1, 'old', now())`, []any{org}}}
+	for i, id := range msgs {
+		rows = append(rows,
+			row{`INSERT INTO messages (id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts)
+			  VALUES ($1, $2, $2, $2, 'POST', '', 'd', $3, 'processed', 1, 6)`, []any{id, org, t0.Add(time.Duration(i) * time.Hour)}},
+			row{`INSERT INTO message_bodies (message_id, org_id, header, body) VALUES ($1, $2, '{}', '\x7b7d')`, []any{id, org}})
+	}
+	s := openFromMigration(t, 24, rows...)
+	for i, id := range msgs {
+		var at time.Time
+		if err := s.pool.QueryRow(ctx, `SELECT received_at FROM message_bodies WHERE message_id = $1`, id).Scan(&at); err != nil ||
+			!at.Equal(t0.Add(time.Duration(i)*time.Hour)) {
+			t.Fatalf("body %d received at %s (%v)", i, at, err)
+		}
+	}
+	if n, err := s.DropBodies(ctx, t0.Add(90*time.Minute), time.Hour, 10); err != nil || n != 1 {
+		t.Fatalf("dropped %d bodies (%v), want the one received two hours before", n, err)
+	}
+	if _, err := s.MessageBody(ctx, intake.Scope{}, msgs[1]); err != nil {
+		t.Fatalf("the younger body: %v", err)
+	}
+}
