@@ -72,8 +72,8 @@ func TestRetentionResumesPastWhatItDeletedUntilAPassEnds(t *testing.T) {
 		}{
 			{n: 2, gone: []int{1, 2}},
 			{settle: true, n: 2, gone: []int{1, 2, 3, 4}}, // on from the last it deleted
-			{n: 1, gone: []int{1, 2, 3, 4, 5}},           // short of its limit: the pass ends
-			{n: 1, gone: []int{0, 1, 2, 3, 4, 5}},        // the next pass starts from the oldest
+			{n: 1, gone: []int{1, 2, 3, 4, 5}},            // short of its limit: the pass ends
+			{n: 1, gone: []int{0, 1, 2, 3, 4, 5}},         // the next pass starts from the oldest
 		} {
 			if step.settle {
 				setState(intake.MessageProcessed)
