@@ -93,7 +93,8 @@ func TestRetentionResumesPastWhatItDeletedUntilAPassEnds(t *testing.T) {
 
 // TestBodiesStoredBeforeTheirIndexTakeTheirMessagesTime: a body stored at
 // migration 24 takes its message's received_at (migration 25), so the
-// sweeper's walk over bodies finds it when it expires, not before.
+// sweeper's walk over bodies finds it when it expires, not before; the
+// migration takes them in batches.
 func TestBodiesStoredBeforeTheirIndexTakeTheirMessagesTime(t *testing.T) {
 	ctx := context.Background()
 	org := intake.NewID()
@@ -107,7 +108,17 @@ func TestBodiesStoredBeforeTheirIndexTakeTheirMessagesTime(t *testing.T) {
 			// the sweep skip it.
 			row{`INSERT INTO message_bodies (message_id, org_id, header, body, searchable) VALUES ($1, $2, '{}', '\x7b7d', true)`, []any{id, org}})
 	}
+	// And enough more that the migration takes them in several batches.
+	rows = append(rows,
+		row{`INSERT INTO messages (id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts)
+		  SELECT gen_random_uuid(), $1, $1, $1, 'POST', '', 'd', $2::timestamptz + make_interval(days => 1), 'processed', 1, 6
+		    FROM generate_series(1, 25000)`, []any{org, t0}},
+		row{`INSERT INTO message_bodies (message_id, org_id, header, body, searchable)
+		  SELECT id, org_id, '{}', '\x7b7d', true FROM messages WHERE received_at > $1`, []any{t0.Add(time.Hour)}})
 	s := openFromMigration(t, 24, rows...)
+	if n := s.scalar(t, `SELECT count(*) FROM message_bodies WHERE received_at IS DISTINCT FROM $1::timestamptz + make_interval(days => 1)`, t0); n != "2" {
+		t.Fatalf("%s bodies without their message's time, want the 2 received on the day before", n)
+	}
 	for i, id := range msgs {
 		var at time.Time
 		if err := s.pool.QueryRow(ctx, `SELECT received_at FROM message_bodies WHERE message_id = $1`, id).Scan(&at); err != nil ||
