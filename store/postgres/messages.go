@@ -280,42 +280,40 @@ func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.Mes
 // settledStates are the states no transition leaves.
 const settledStates = `'processed', 'ignored', 'dead'`
 
-// sweptFrom holds where each of retention's walks resumes: the
-// received_at of the last row its previous batch deleted. Each walk goes
-// oldest first through an index on received_at; resuming past the rows it
-// deleted keeps it from reading their dead index entries again, batch
-// after batch, until a vacuum clears them (a day of ten million leaves
-// that many). A batch short of its limit ends the pass: the next starts
-// from the oldest again, and finds what the pass skipped (rows in flight,
-// or locked).
-type sweptFrom struct {
-	mu               sync.Mutex
-	bodies, messages time.Time
+// resumeAt is where one of retention's walks resumes: the received_at of
+// the last row its previous batch deleted. Each walk goes oldest first
+// through an index on received_at; resuming past the rows it deleted keeps
+// it from reading their dead index entries again, batch after batch, until
+// a vacuum clears them (a day of ten million leaves that many). A batch
+// short of its limit ends the pass: the next starts from the oldest again,
+// and finds what the pass skipped (rows in flight, or locked).
+type resumeAt struct {
+	mu sync.Mutex
+	at time.Time
 }
 
-// from returns where the walk at *at resumes: -infinity when at a pass's start.
-func (w *sweptFrom) from(at *time.Time) pgtype.Timestamptz {
+// from returns where the walk resumes: -infinity at a pass's start.
+func (w *resumeAt) from() pgtype.Timestamptz {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if at.IsZero() {
+	if w.at.IsZero() {
 		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 	}
-	return timestamptz(*at)
+	return timestamptz(w.at)
 }
 
 // done records a batch of n rows of limit whose last was received at last.
-func (w *sweptFrom) done(at *time.Time, n, limit int, last time.Time) {
+func (w *resumeAt) done(n, limit int, last time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if n < limit {
-		*at = time.Time{}
-		return
+		last = time.Time{}
 	}
-	*at = last
+	w.at = last
 }
 
 // DropBodies deletes old bodies of settled messages, oldest first (see
-// sweptFrom).
+// resumeAt).
 func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
 	var n int
 	var last time.Time
@@ -330,11 +328,11 @@ func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration
 			 ORDER BY b.received_at
 			 LIMIT $3
 			   FOR UPDATE OF b SKIP LOCKED)
-			RETURNING blob_key, org_id, received_at`, ts(now), def.Microseconds(), limit, s.swept.from(&s.swept.bodies))
+			RETURNING blob_key, org_id, received_at`, ts(now), def.Microseconds(), limit, s.bodiesWalk.from())
 		return err
 	})
 	if err == nil {
-		s.swept.done(&s.swept.bodies, n, limit, last)
+		s.bodiesWalk.done(n, limit, last)
 	}
 	return n, err
 }
@@ -365,7 +363,7 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 }
 
 // DeleteSettled deletes old settled messages and all that hangs off them,
-// oldest first (see sweptFrom).
+// oldest first (see resumeAt).
 func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
 	var n int
 	var last time.Time
@@ -386,7 +384,7 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 			  AND NOT EXISTS (SELECT 1 FROM events e WHERE e.message_id = m.id AND e.state IN ('pending', 'retrying'))
 			ORDER BY m.received_at
 			LIMIT $3
-			  FOR UPDATE OF m SKIP LOCKED`, ts(now), def.Microseconds(), limit, s.swept.from(&s.swept.messages))
+			  FOR UPDATE OF m SKIP LOCKED`, ts(now), def.Microseconds(), limit, s.messagesWalk.from())
 		if err != nil {
 			return err
 		}
@@ -415,7 +413,7 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err == nil {
-		s.swept.done(&s.swept.messages, n, limit, last)
+		s.messagesWalk.done(n, limit, last)
 	}
 	return n, err
 }

@@ -74,8 +74,8 @@ type Store struct {
 	indexDone  chan struct{}
 
 	changes changes.Counter
-	// swept is where retention's walks resume (sweptFrom).
-	swept sweptFrom
+	// bodiesWalk and messagesWalk are where retention's walks resume.
+	bodiesWalk, messagesWalk resumeAt
 	// exactBelow is where Stats starts to estimate the settled states.
 	exactBelow int
 }
