@@ -1,0 +1,155 @@
+package fair
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestShareLeavesAQuarterForAHolderStillToCome(t *testing.T) {
+	for _, c := range []struct{ capacity, others, want int64 }{
+		{256, 0, 192}, {256, 1, 96}, {256, 2, 64}, {4, 0, 3}, {4, 1, 1}, {4, 9, 1}, {1, 0, 1}, {0, 0, 1},
+	} {
+		if got := Share(c.capacity, c.others); got != c.want {
+			t.Errorf("Share(%d, %d) = %d, want %d", c.capacity, c.others, got, c.want)
+		}
+	}
+}
+
+func TestBudgetRefusesAnOrgPastItsOwnBoundAndAdmitsAnother(t *testing.T) {
+	b := &Budget{What: "searches", PerOrg: 2}
+	ctx := context.Background()
+	r1, err1 := b.Take(ctx, "a", 1)
+	r2, err2 := b.Take(ctx, "a", 1)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	_, err := b.Take(ctx, "a", 1)
+	var busy *Busy
+	if !errors.As(err, &busy) || busy.What != "searches" || busy.RetryAfter < time.Second {
+		t.Fatalf("third of org a: %v, want *Busy naming searches with a Retry-After", err)
+	}
+	rb, err := b.Take(ctx, "b", 1)
+	if err != nil {
+		t.Fatalf("org b while a is at its bound: %v", err)
+	}
+	r1()
+	r1() // a release is idempotent
+	if got := b.Held("a"); got != 1 {
+		t.Fatalf("a holds %d after one release, want 1", got)
+	}
+	r2()
+	rb()
+	if got := b.Held(""); got != 0 {
+		t.Fatalf("all released, held %d", got)
+	}
+}
+
+func TestBudgetSharesItsTotalBetweenOrgs(t *testing.T) {
+	b := &Budget{What: "body memory", Total: 100}
+	ctx := context.Background()
+	if _, err := b.Take(ctx, "a", 75); err != nil { // alone: three quarters
+		t.Fatal(err)
+	}
+	if _, err := b.Take(ctx, "a", 1); err == nil {
+		t.Fatal("org a took past three quarters of the total while alone")
+	}
+	if _, err := b.Take(ctx, "b", 25); err != nil {
+		t.Fatalf("org b found no room beside a: %v", err)
+	}
+	if _, err := b.Take(ctx, "c", 1); err == nil {
+		t.Fatal("took past the total")
+	}
+}
+
+func TestBudgetRefusesAtOnceWhatCouldNeverFit(t *testing.T) {
+	b := &Budget{What: "body memory", Total: 100, Wait: time.Hour}
+	_, err := b.Take(context.Background(), "a", 80)
+	var busy *Busy
+	if !errors.As(err, &busy) {
+		t.Fatalf("80 of a total of 100 (an org's share alone is 75): %v, want *Busy at once", err)
+	}
+}
+
+func TestBudgetWaiterTakesRoomGivenBackWithinItsWait(t *testing.T) {
+	b := &Budget{What: "searches", PerOrg: 1, Wait: time.Hour}
+	ctx := context.Background()
+	release, err := b.Take(ctx, "a", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		r, err := b.Take(ctx, "a", 1)
+		if err == nil {
+			r()
+		}
+		got <- err
+	}()
+	release()
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter was refused after room was given back: %v", err)
+	}
+}
+
+func TestBudgetWaiterEndsWithItsContext(t *testing.T) {
+	b := &Budget{What: "searches", PerOrg: 1, Wait: time.Hour}
+	if _, err := b.Take(context.Background(), "a", 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.Take(ctx, "a", 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiting with an ended context: %v", err)
+	}
+}
+
+func TestNilBudgetAdmitsEverything(t *testing.T) {
+	var b *Budget
+	release, err := b.Take(context.Background(), "a", 1<<40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+}
+
+func TestRatesPaceEachOrgOnItsOwn(t *testing.T) {
+	r := &Rates{What: "tests", Every: 1, Burst: 2}
+	now := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	for i := range 2 {
+		if err := r.Allow("a", now); err != nil {
+			t.Fatalf("call %d within the burst: %v", i, err)
+		}
+	}
+	var busy *Busy
+	if err := r.Allow("a", now); !errors.As(err, &busy) || busy.RetryAfter != time.Second {
+		t.Fatalf("past the burst: %v, want *Busy retrying after 1s", err)
+	}
+	if err := r.Allow("b", now); err != nil {
+		t.Fatalf("org b paced by org a: %v", err)
+	}
+	if err := r.Allow("a", now.Add(time.Second)); err != nil {
+		t.Fatalf("a second later: %v", err)
+	}
+}
+
+func TestRatesSpendGoesIntoDebtAndWaitsItOut(t *testing.T) {
+	r := &Rates{What: "events", Every: 1000, Burst: 5000}
+	now := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	if d := r.Spend("b", 5000, now); d != 0 {
+		t.Fatalf("the burst itself: wait %v, want none", d)
+	}
+	if d := r.Spend("b", 1000, now); d != time.Second {
+		t.Fatalf("a thousand past the burst at 1000/s: wait %v, want 1s", d)
+	}
+	if w := r.Wait("b", now.Add(500*time.Millisecond)); w != 500*time.Millisecond {
+		t.Fatalf("half-way: wait %v, want 500ms", w)
+	}
+	if w := r.Wait("b", now.Add(time.Second)); w != 0 {
+		t.Fatalf("after the debt: wait %v", w)
+	}
+	if w := r.Wait("a", now); w != 0 {
+		t.Fatalf("org a waits for b's debt: %v", w)
+	}
+}
