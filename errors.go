@@ -3,6 +3,7 @@ package intake
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes. The HTTP layer maps each to a status in one place.
@@ -15,6 +16,9 @@ const (
 	EFORBIDDEN    = "forbidden"
 	ETOOLARGE     = "too_large"
 	EUNAVAILABLE  = "unavailable"
+	// EBUSY means the caller's org is at its budget for this door (too
+	// many at once, or too many a second): try again after RetryAfter.
+	EBUSY = "too_many_requests"
 	// ESTALE means a worker's attempt is no longer current: its lease was taken
 	// over, or the row already settled. The worker drops its result.
 	ESTALE = "stale"
@@ -29,6 +33,18 @@ type Error struct {
 	Message string
 	// Err is the cause, kept for logs; it is never shown to callers.
 	Err error
+	// RetryAfter, when set, is when trying again is worth it: transports
+	// answer it as Retry-After.
+	RetryAfter time.Duration
+}
+
+// RetryAfterOf is err's RetryAfter (0 for none).
+func RetryAfterOf(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
 }
 
 func (e *Error) Error() string {

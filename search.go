@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -73,6 +74,10 @@ func ParseMatch(s string) (Match, error) {
 	if err := checkMatchValue(obj, 1); err != nil {
 		return Match{}, err
 	}
+	if len(obj) > 0 && !hasScalar(obj) {
+		return Match{}, Errorf(EINVALID, "match must name at least one value, like {\"customer\":{\"id\":\"cus_1\"}}: "+
+			"a pattern of empty objects and arrays alone can use no index and would read every event")
+	}
 	text, err := json.Marshal(obj)
 	if err != nil {
 		return Match{}, err // every value decoded from JSON encodes again
@@ -127,6 +132,23 @@ func checkMatchValue(v any, depth int) error {
 		}
 	}
 	return nil
+}
+
+// hasScalar reports whether v holds a string, number, boolean or null
+// anywhere: a value a search's indexes can look up.
+func hasScalar(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			if hasScalar(e) {
+				return true
+			}
+		}
+		return false
+	case []any:
+		return slices.ContainsFunc(v, hasScalar)
+	}
+	return true
 }
 
 func hasNonZeroDigit(s string) bool {

@@ -18,24 +18,24 @@ var containment = []struct {
 	{`{"customer":{"id":"cus_1","email":"a@b.c"},"amount":5}`, `{"customer":{"id":"cus_1"}}`, true},
 	{`{"customer":{"id":"cus_1"}}`, `{"customer":{"id":"cus_2"}}`, false},
 	{`{"customer":{"id":"cus_1"}}`, `{"customer":{"id":"cus_1","name":"x"}}`, false},
-	{`{"a":{"b":1}}`, `{"a":{}}`, true},
+	{`{"a":{"b":1},"z":0}`, `{"a":{},"z":0}`, true},
 	{`{"a":1}`, `{}`, true},
 	{`{"a":[1,2]}`, `{"a":1}`, false},
 	{`{"a":[1,2]}`, `{"a":[1]}`, true},
 	{`{"a":[1,2]}`, `{"a":[2,1,1]}`, true},
 	{`{"a":[1,2]}`, `{"a":[3]}`, false},
-	{`{"a":[1]}`, `{"a":[]}`, true},
-	{`{"a":1}`, `{"a":[]}`, false},
-	{`{"a":{"b":1}}`, `{"a":[]}`, false},
+	{`{"a":[1],"z":0}`, `{"a":[],"z":0}`, true},
+	{`{"a":1,"z":0}`, `{"a":[],"z":0}`, false},
+	{`{"a":{"b":1},"z":0}`, `{"a":[],"z":0}`, false},
 	{`{"a":[[1,2],3]}`, `{"a":[[2]]}`, true},
 	{`{"a":[[1,2],3]}`, `{"a":[2]}`, false},
 	{`{"a":[[1]]}`, `{"a":[1]}`, false},
-	{`{"a":[1,[2]]}`, `{"a":[[]]}`, true},
+	{`{"a":[1,[2]],"z":0}`, `{"a":[[]],"z":0}`, true},
 	{`{"a":[{"x":1,"y":2},{"x":3}]}`, `{"a":[{"x":1}]}`, true},
 	{`{"a":[{"x":1},{"y":2}]}`, `{"a":[{"x":1,"y":2}]}`, false},
 	{`{"a":[{"b":[1,2]}]}`, `{"a":[{"b":[2]}]}`, true},
-	{`{"a":[{"b":1}]}`, `{"a":[{}]}`, true},
-	{`{"a":[1]}`, `{"a":[{}]}`, false},
+	{`{"a":[{"b":1}],"z":0}`, `{"a":[{}],"z":0}`, true},
+	{`{"a":[1],"z":0}`, `{"a":[{}],"z":0}`, false},
 	{`{"a":1}`, `{"a":1.0}`, true},
 	{`{"a":1e2}`, `{"a":100}`, true},
 	{`{"a":0.01}`, `{"a":1e-2}`, true},
@@ -62,6 +62,20 @@ func TestMatchJudgesContainmentAsJSONBDoes(t *testing.T) {
 		}
 		if got := m.In([]byte(c.data)); got != c.want {
 			t.Errorf("%s contains %s: %v, want %v", c.data, c.match, got, c.want)
+		}
+	}
+}
+
+func TestMatchRefusesAPatternNoIndexCanLookUp(t *testing.T) {
+	for _, bad := range []string{`{"x":[]}`, `{"x":{}}`, `{"x":[[],{}],"y":{"z":[]}}`} {
+		_, err := intake.ParseMatch(bad)
+		if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(err.Error(), "would read every event") {
+			t.Errorf("ParseMatch(%s): %v, want EINVALID saying it would read every event", bad, err)
+		}
+	}
+	for _, good := range []string{`{}`, `{"x":[null]}`, `{"x":{"y":0}}`, `{"x":[],"y":false}`} {
+		if _, err := intake.ParseMatch(good); err != nil {
+			t.Errorf("ParseMatch(%s): %v", good, err)
 		}
 	}
 }

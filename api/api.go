@@ -231,7 +231,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		code, msg = intake.EINTERNAL, "internal error"
 	case http.StatusServiceUnavailable:
 		s.log.Warn("admin api: storage unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
-		w.Header().Set("Retry-After", control.RetryAfterSeconds)
+		w.Header().Set("Retry-After", control.RetryAfter(err))
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", control.RetryAfter(err))
 	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="intake"`)
 	}

@@ -336,8 +336,11 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 		return
 	case http.StatusServiceUnavailable:
 		c.log.Warn("console: storage unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
-		w.Header().Set("Retry-After", control.RetryAfterSeconds)
+		w.Header().Set("Retry-After", control.RetryAfter(err))
 		title = "Unavailable"
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", control.RetryAfter(err))
+		title = "Busy"
 	case http.StatusInternalServerError:
 		c.log.Error("console", "method", r.Method, "path", r.URL.Path, "err", err)
 		title, msg = "Something went wrong", "The console could not do that. The server log has the details."

@@ -54,7 +54,9 @@ type Config struct {
 	// Blobs, when set, is where bodies too large for the database are
 	// kept: reads of them stream from it, and endpoints may take bodies up
 	// to intake.MaxBlobBodyBytes.
-	Blobs  intake.Blobs
+	Blobs intake.Blobs
+	// Reads bounds operators' reads; zero fields take DefaultReadBudget's.
+	Reads  ReadBudget
 	Logger *slog.Logger
 }
 
@@ -72,6 +74,7 @@ type Plane struct {
 	sender    *delivery.Sender
 	people    intake.PeopleMap
 	blobs     intake.Blobs
+	budgets   budgets
 	log       *slog.Logger
 }
 
@@ -89,6 +92,7 @@ func New(cfg Config) *Plane {
 		sender:    cfg.Sender,
 		people:    cfg.People,
 		blobs:     cfg.Blobs,
+		budgets:   newBudgets(cfg.Reads),
 		log:       cfg.Logger,
 	}
 	if p.sender == nil {

@@ -18,7 +18,9 @@ func (p *Plane) EventTypes(ctx context.Context, c Caller, connectionID string) (
 			return nil, err
 		}
 	}
-	return p.store.ListEventTypes(ctx, c.Scope, intake.EventTypeFilter{ConnectionID: connectionID, Now: p.now()})
+	return budgeted(ctx, p, c, func(ctx context.Context) ([]intake.EventType, error) {
+		return p.store.ListEventTypes(ctx, c.Scope, intake.EventTypeFilter{ConnectionID: connectionID, Now: p.now()})
+	})
 }
 
 // EventType reads one event type with its schema, example, days and
@@ -55,5 +57,7 @@ func (p *Plane) EventType(ctx context.Context, c Caller, connectionID, typ strin
 	if err := intake.CheckID("connection_id", connectionID); err != nil {
 		return intake.EventTypeDetail{}, err
 	}
-	return p.store.EventType(ctx, c.Scope, intake.EventTypeKey{ConnectionID: connectionID, Type: typ}, p.now())
+	return budgeted(ctx, p, c, func(ctx context.Context) (intake.EventTypeDetail, error) {
+		return p.store.EventType(ctx, c.Scope, intake.EventTypeKey{ConnectionID: connectionID, Type: typ}, p.now())
+	})
 }

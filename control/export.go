@@ -19,6 +19,10 @@ func (p *Plane) Export(ctx context.Context, c Caller, orgID string) (Document, e
 	if err := c.may(intake.RoleViewer); err != nil {
 		return Document{}, err
 	}
+	return budgeted(ctx, p, c, func(ctx context.Context) (Document, error) { return p.export(ctx, c, orgID) })
+}
+
+func (p *Plane) export(ctx context.Context, c Caller, orgID string) (Document, error) {
 	if orgID != "" {
 		if err := intake.CheckID("org_id", orgID); err != nil {
 			return Document{}, err

@@ -234,7 +234,9 @@ func (p *Plane) Audit(ctx context.Context, c Caller, f intake.AuditFilter) (inta
 	if err := checkPage(f.Limit, f.Cursor); err != nil {
 		return intake.Page[intake.AuditEntry]{}, err
 	}
-	return p.store.ListAudit(ctx, c.Scope, f)
+	return budgeted(ctx, p, c, func(ctx context.Context) (intake.Page[intake.AuditEntry], error) {
+		return p.store.ListAudit(ctx, c.Scope, f)
+	})
 }
 
 // Overview counts where the caller's messages and events stand, hour by
@@ -246,5 +248,5 @@ func (p *Plane) Overview(ctx context.Context, c Caller, q intake.OverviewQuery) 
 	if q.Hours < 1 || q.Hours > intake.MaxOverviewHours {
 		return intake.Overview{}, intake.Errorf(intake.EINVALID, "an overview covers 1 to %d hours", intake.MaxOverviewHours)
 	}
-	return p.store.Overview(ctx, c.Scope, q)
+	return budgeted(ctx, p, c, func(ctx context.Context) (intake.Overview, error) { return p.store.Overview(ctx, c.Scope, q) })
 }

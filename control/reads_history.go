@@ -16,7 +16,9 @@ func (p *Plane) Messages(ctx context.Context, c Caller, f intake.MessageFilter) 
 	if err := checkMessageFilter(f); err != nil {
 		return intake.Page[intake.Message]{}, err
 	}
-	return p.store.ListMessages(ctx, c.Scope, f)
+	return budgeted(ctx, p, c, func(ctx context.Context) (intake.Page[intake.Message], error) {
+		return p.store.ListMessages(ctx, c.Scope, f)
+	})
 }
 
 // CountMessages counts every message f selects, past its page.
@@ -27,7 +29,7 @@ func (p *Plane) CountMessages(ctx context.Context, c Caller, f intake.MessageFil
 	if err := checkMessageFilter(f); err != nil {
 		return 0, err
 	}
-	return p.store.CountMessages(ctx, c.Scope, f)
+	return budgeted(ctx, p, c, func(ctx context.Context) (int, error) { return p.store.CountMessages(ctx, c.Scope, f) })
 }
 
 // Message reads one message; its headers as operators see them are
@@ -117,7 +119,9 @@ func (p *Plane) Events(ctx context.Context, c Caller, f intake.EventFilter) (int
 	if err := checkEventFilter(f); err != nil {
 		return intake.Page[intake.Event]{}, err
 	}
-	return p.store.ListEvents(ctx, c.Scope, f)
+	return budgeted(ctx, p, c, func(ctx context.Context) (intake.Page[intake.Event], error) {
+		return p.store.ListEvents(ctx, c.Scope, f)
+	})
 }
 
 // Unclaimed lists the events no consumer wanted, across every org, so staff

@@ -1,7 +1,10 @@
 package control
 
 import (
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/intakehq/intake"
 )
@@ -9,6 +12,16 @@ import (
 // RetryAfterSeconds is what a 503 for unreachable storage asks callers to
 // wait before trying again.
 const RetryAfterSeconds = "5"
+
+// RetryAfter is the Retry-After a transport answers err with: the wait the
+// error names in whole seconds (at least one), else RetryAfterSeconds.
+func RetryAfter(err error) string {
+	d := intake.RetryAfterOf(err)
+	if d <= 0 {
+		return RetryAfterSeconds
+	}
+	return strconv.Itoa(int(math.Ceil(max(d, time.Second).Seconds())))
+}
 
 // HTTPStatus is the one map from error codes to HTTP statuses, for every
 // transport.
@@ -31,6 +44,8 @@ func HTTPStatus(err error) int {
 		return http.StatusPreconditionFailed
 	case intake.ETOOLARGE:
 		return http.StatusRequestEntityTooLarge
+	case intake.EBUSY:
+		return http.StatusTooManyRequests
 	case intake.EUNAVAILABLE:
 		return http.StatusServiceUnavailable
 	}

@@ -7,6 +7,7 @@ package postgres
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"embed"
@@ -16,6 +17,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -45,6 +47,13 @@ type Options struct {
 	MaxBatch int
 	// MaxConns is the pool size (default 16, or the URL's pool_max_conns).
 	MaxConns int32
+	// ReadConns is the size of the pool operators' reads run on (contexts
+	// marked intake.OperatorRead), apart from the pipeline's (default a
+	// quarter of MaxConns, at least 4), so reads never take a connection
+	// the pipeline waits for; ReadTimeout is their statement_timeout
+	// (default 5s).
+	ReadConns   int32
+	ReadTimeout time.Duration
 	// Logger receives the notification listener's reconnects and failed
 	// tries for leadership.
 	Logger *slog.Logger
@@ -56,7 +65,8 @@ type Options struct {
 
 // Store is the PostgreSQL implementation of intake.Store.
 type Store struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	reads *pgxpool.Pool // operators' reads: read only, statement_timeout set
 	hub  notify.Hub
 	// instance is the payload of this store's notifications, so its own
 	// listener skips what the hub already delivered.
@@ -124,6 +134,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Tracer != nil {
 		cfg.ConnConfig.Tracer = opts.Tracer
 	}
+	readCfg := cfg.Copy()
+	readCfg.MaxConns = cmp.Or(opts.ReadConns, max(4, cfg.MaxConns/4))
+	readCfg.MinConns = 0
+	readCfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(cmp.Or(opts.ReadTimeout, 5*time.Second).Milliseconds(), 10)
+	readCfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -132,9 +147,15 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	reads, err := pgxpool.NewWithConfig(ctx, readCfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
 	listenCtx, stopListen := context.WithCancel(context.Background())
 	s := &Store{
 		pool:           pool,
+		reads:          reads,
 		instance:       rand.Text(),
 		log:            opts.Logger,
 		ingest:         newBatches[ingestRequest](opts.MaxBatch, 4*opts.MaxBatch),
@@ -185,6 +206,7 @@ func (s *Store) Close() error {
 	s.stopListen()
 	<-s.listenDone
 	<-s.indexDone
+	s.reads.Close()
 	s.pool.Close()
 	return nil
 }
@@ -277,7 +299,16 @@ func (s *Store) read(ctx context.Context, sc intake.Scope, queue func(*pgx.Batch
 	if !sc.Staff() {
 		b.Queue(`COMMIT`)
 	}
-	return classify(s.pool.SendBatch(ctx, b).Close())
+	return classify(s.poolFor(ctx).SendBatch(ctx, b).Close())
+}
+
+// poolFor is the pool a read on ctx runs on: operators' reads on their
+// own, the pipeline's on the main pool.
+func (s *Store) poolFor(ctx context.Context) *pgxpool.Pool {
+	if intake.IsOperatorRead(ctx) {
+		return s.reads
+	}
+	return s.pool
 }
 
 // readPlanned is read for lists whose filters are optional: each is
@@ -292,7 +323,7 @@ func (s *Store) readPlanned(ctx context.Context, sc intake.Scope, queue func(*pg
 	}
 	queue(b)
 	b.Queue(`COMMIT`)
-	return classify(s.pool.SendBatch(ctx, b).Close())
+	return classify(s.poolFor(ctx).SendBatch(ctx, b).Close())
 }
 
 // queueRows queues a query whose rows scan reads into *out.

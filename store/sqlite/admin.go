@@ -40,7 +40,7 @@ func (s *Store) OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (intake.Org
 	var o intake.Org
 	var role intake.Role
 	var created sql.NullInt64
-	err := s.read.QueryRowContext(ctx, `SELECT o.id, o.name, o.created_at, o.version, k.role FROM api_keys k JOIN orgs o ON o.id = k.org_id
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT o.id, o.name, o.created_at, o.version, k.role FROM api_keys k JOIN orgs o ON o.id = k.org_id
 		WHERE k.key_hash = ? AND k.revoked_at IS NULL AND o.deleted_at IS NULL`, apiKeyHash).Scan(&o.ID, &o.Name, &created, &o.Version, &role)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, "", intake.Errorf(intake.ENOTFOUND, "no org has this key")
@@ -64,7 +64,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, sc intake.Scope, k intake.APIK
 
 // ListAPIKeys lists the keys visible in sc, revoked ones too.
 func (s *Store) ListAPIKeys(ctx context.Context, sc intake.Scope) ([]intake.APIKey, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, org_id, prefix, role, created_at, revoked_at FROM api_keys
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT id, org_id, prefix, role, created_at, revoked_at FROM api_keys
 		WHERE (?1 = '' OR org_id = ?1) ORDER BY id`, sc.OrgID)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, sc intake.Scope, id string, at
 
 // ListOrgs lists the live orgs visible in sc.
 func (s *Store) ListOrgs(ctx context.Context, sc intake.Scope) ([]intake.Org, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, name, created_at, coalesce(body_retention_us, 0), coalesce(retention_us, 0), version
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT id, name, created_at, coalesce(body_retention_us, 0), coalesce(retention_us, 0), version
 		FROM orgs WHERE deleted_at IS NULL AND (?1 = '' OR id = ?1) ORDER BY id`, sc.OrgID)
 	if err != nil {
 		return nil, err
@@ -197,7 +197,7 @@ func scanConnection(row interface{ Scan(...any) error }) (intake.Connection, err
 
 // Connection returns one connection visible in sc.
 func (s *Store) Connection(ctx context.Context, sc intake.Scope, id string) (intake.Connection, error) {
-	c, err := scanConnection(s.read.QueryRowContext(ctx,
+	c, err := scanConnection(s.reader(ctx).QueryRowContext(ctx,
 		`SELECT `+connectionColumns+` FROM connections WHERE deleted_at IS NULL AND id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, notFound("connection", id)
@@ -207,7 +207,7 @@ func (s *Store) Connection(ctx context.Context, sc intake.Scope, id string) (int
 
 // ListConnections lists the connections visible in sc.
 func (s *Store) ListConnections(ctx context.Context, sc intake.Scope) ([]intake.Connection, error) {
-	rows, err := s.read.QueryContext(ctx,
+	rows, err := s.reader(ctx).QueryContext(ctx,
 		`SELECT `+connectionColumns+` FROM connections WHERE deleted_at IS NULL AND (?1 = '' OR org_id = ?1) ORDER BY id`, sc.OrgID)
 	if err != nil {
 		return nil, err
@@ -288,7 +288,7 @@ func scanEndpoint(row interface{ Scan(...any) error }) (intake.Endpoint, error) 
 
 // Endpoint returns one endpoint visible in sc.
 func (s *Store) Endpoint(ctx context.Context, sc intake.Scope, id string) (intake.Endpoint, error) {
-	e, err := scanEndpoint(s.read.QueryRowContext(ctx,
+	e, err := scanEndpoint(s.reader(ctx).QueryRowContext(ctx,
 		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id AND c.deleted_at IS NULL AND e.deleted_at IS NULL
 		 WHERE e.id = ?1 AND (?2 = '' OR e.org_id = ?2)`, id, sc.OrgID))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -299,7 +299,7 @@ func (s *Store) Endpoint(ctx context.Context, sc intake.Scope, id string) (intak
 
 // EndpointByTokenHash finds the endpoint ingress was addressed to.
 func (s *Store) EndpointByTokenHash(ctx context.Context, tokenHash []byte) (intake.Endpoint, error) {
-	e, err := scanEndpoint(s.read.QueryRowContext(ctx,
+	e, err := scanEndpoint(s.reader(ctx).QueryRowContext(ctx,
 		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id AND c.deleted_at IS NULL AND e.deleted_at IS NULL WHERE e.token_hash = ?`, tokenHash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return e, intake.Errorf(intake.ENOTFOUND, "no endpoint has this token")
@@ -326,7 +326,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.En
 
 // ListEndpoints lists the endpoints visible in sc.
 func (s *Store) ListEndpoints(ctx context.Context, sc intake.Scope) ([]intake.Endpoint, error) {
-	rows, err := s.read.QueryContext(ctx,
+	rows, err := s.reader(ctx).QueryContext(ctx,
 		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id AND c.deleted_at IS NULL AND e.deleted_at IS NULL
 		 WHERE (?1 = '' OR e.org_id = ?1) ORDER BY e.id`, sc.OrgID)
 	if err != nil {

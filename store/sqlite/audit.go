@@ -32,7 +32,7 @@ func (s *Store) audited(ctx context.Context, audit []intake.AuditEntry, fn func(
 // ListAudit lists audit entries newest first, a page at a time.
 func (s *Store) ListAudit(ctx context.Context, sc intake.Scope, f intake.AuditFilter) (intake.Page[intake.AuditEntry], error) {
 	limit := intake.PageLimit(f.Limit)
-	rows, err := s.read.QueryContext(ctx, `SELECT id, org_id, actor, action, target_type, target_id, detail, at FROM audit_log
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT id, org_id, actor, action, target_type, target_id, detail, at FROM audit_log
 		WHERE (?1 = '' OR org_id = ?1) AND (?2 = '' OR id < ?2) ORDER BY id DESC LIMIT ?3`, sc.OrgID, f.Cursor, limit+1)
 	if err != nil {
 		return intake.Page[intake.AuditEntry]{}, err

@@ -34,7 +34,7 @@ func scanEvent(row interface{ Scan(...any) error }, extra ...any) (intake.Event,
 
 // Event returns one event visible in sc.
 func (s *Store) Event(ctx context.Context, sc intake.Scope, id string) (intake.Event, error) {
-	e, err := scanEvent(s.read.QueryRowContext(ctx,
+	e, err := scanEvent(s.reader(ctx).QueryRowContext(ctx,
 		`SELECT `+eventColumns+` FROM events WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return e, notFound("event", id)
@@ -57,7 +57,7 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 	if a.eventFTS != "" {
 		query, args = searchEventsSQL, append(args, sql.Named("event_fts", a.eventFTS))
 	}
-	rows, err := s.read.QueryContext(ctx, query, args...)
+	rows, err := s.reader(ctx).QueryContext(ctx, query, args...)
 	if err != nil {
 		return intake.Page[intake.Event]{}, err
 	}

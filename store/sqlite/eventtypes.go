@@ -24,7 +24,7 @@ func (s *Store) EventTypeStates(ctx context.Context, keys []intake.EventTypeKey)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT org_id, connection_id, type, coalesce(schema, ''), version FROM event_types
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT org_id, connection_id, type, coalesce(schema, ''), version FROM event_types
 		WHERE (connection_id, type) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`, string(list))
 	if err != nil {
 		return nil, err
@@ -135,7 +135,7 @@ func since24h(now time.Time) time.Time { return now.UTC().Truncate(time.Hour).Ad
 // ListEventTypes lists the catalogued types of live connections visible in
 // sc.
 func (s *Store) ListEventTypes(ctx context.Context, sc intake.Scope, f intake.EventTypeFilter) ([]intake.EventType, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+eventTypeColumns+`
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT `+eventTypeColumns+`
 		FROM event_types t JOIN connections c ON c.id = t.connection_id AND c.deleted_at IS NULL
 		WHERE (?1 = '' OR t.org_id = ?1) AND (?2 = '' OR t.connection_id = ?2)
 		ORDER BY c.name, t.connection_id, t.type`, sc.OrgID, f.ConnectionID, ts(since24h(f.Now)))
@@ -160,7 +160,7 @@ func (s *Store) EventType(ctx context.Context, sc intake.Scope, key intake.Event
 	var schema, example sql.NullString
 	var exampleID string
 	var version int64
-	e, err := scanEventType(s.read.QueryRowContext(ctx, `SELECT `+eventTypeColumns+`, t.schema, t.example, t.example_event_id, t.version
+	e, err := scanEventType(s.reader(ctx).QueryRowContext(ctx, `SELECT `+eventTypeColumns+`, t.schema, t.example, t.example_event_id, t.version
 		FROM event_types t JOIN connections c ON c.id = t.connection_id AND c.deleted_at IS NULL
 		WHERE (?1 = '' OR t.org_id = ?1) AND t.connection_id = ?2 AND t.type = ?4`, sc.OrgID, key.ConnectionID, ts(since24h(now)), key.Type),
 		&schema, &example, &exampleID, &version)
@@ -178,7 +178,7 @@ func (s *Store) EventType(ctx context.Context, sc intake.Scope, key intake.Event
 	if example.String != "" {
 		d.Example = json.RawMessage(example.String)
 	}
-	days, err := s.read.QueryContext(ctx, `SELECT hour / 86400000000 AS day, sum(count) FROM event_type_hours
+	days, err := s.reader(ctx).QueryContext(ctx, `SELECT hour / 86400000000 AS day, sum(count) FROM event_type_hours
 		WHERE connection_id = ? AND type = ? AND hour >= ? GROUP BY day ORDER BY day`,
 		key.ConnectionID, key.Type, ts(now.Add(-intake.EventTypeHistory)))
 	if err != nil {
@@ -195,7 +195,7 @@ func (s *Store) EventType(ctx context.Context, sc intake.Scope, key intake.Event
 	if err := days.Err(); err != nil {
 		return d, err
 	}
-	changes, err := s.read.QueryContext(ctx, `SELECT id, at, path, change, from_types, to_types, example_event_id FROM event_type_changes
+	changes, err := s.reader(ctx).QueryContext(ctx, `SELECT id, at, path, change, from_types, to_types, example_event_id FROM event_type_changes
 		WHERE connection_id = ? AND type = ? ORDER BY at DESC, id DESC LIMIT ?`, key.ConnectionID, key.Type, intake.MaxEventTypeChanges)
 	if err != nil {
 		return d, err

@@ -66,7 +66,7 @@ func (s *Store) loadBodies(ctx context.Context, claims []intake.Claim) error {
 	for _, id := range b.IDs() {
 		args = append(args, id)
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT message_id, header, body, blob_key FROM message_bodies
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT message_id, header, body, blob_key FROM message_bodies
 		WHERE message_id IN (?`+strings.Repeat(", ?", len(args)-1)+`)`, args...)
 	if err != nil {
 		return err
@@ -90,7 +90,7 @@ func (s *Store) loadBodies(ctx context.Context, claims []intake.Claim) error {
 
 // MessageAttempts lists a message's settled attempts, oldest first.
 func (s *Store) MessageAttempts(ctx context.Context, sc intake.Scope, id string) ([]intake.Attempt, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT a.attempt, a.state, a.outcome, a.error_code, a.error_message, a.at
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT a.attempt, a.state, a.outcome, a.error_code, a.error_message, a.at
 		FROM message_attempts a JOIN messages m ON m.id = a.message_id
 		WHERE a.message_id = ?1 AND (?2 = '' OR m.org_id = ?2) ORDER BY a.attempt`, id, sc.OrgID)
 	if err != nil {
@@ -141,7 +141,7 @@ func scanMessage(row interface{ Scan(...any) error }) (intake.Message, error) {
 // Message returns one message visible in sc, with its headers and event ids
 // (not its body).
 func (s *Store) Message(ctx context.Context, sc intake.Scope, id string) (intake.Message, error) {
-	m, err := scanMessage(s.read.QueryRowContext(ctx,
+	m, err := scanMessage(s.reader(ctx).QueryRowContext(ctx,
 		`SELECT `+messageColumns+` FROM messages WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, notFound("message", id)
@@ -150,7 +150,7 @@ func (s *Store) Message(ctx context.Context, sc intake.Scope, id string) (intake
 		return m, err
 	}
 	var header sql.NullString
-	err = s.read.QueryRowContext(ctx, `SELECT header FROM message_bodies WHERE message_id = ?`, id).Scan(&header)
+	err = s.reader(ctx).QueryRowContext(ctx, `SELECT header FROM message_bodies WHERE message_id = ?`, id).Scan(&header)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		m.BodyExpired = true
@@ -161,7 +161,7 @@ func (s *Store) Message(ctx context.Context, sc intake.Scope, id string) (intake
 			return m, err
 		}
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT id FROM events WHERE message_id = ? ORDER BY id`, id)
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT id FROM events WHERE message_id = ? ORDER BY id`, id)
 	if err != nil {
 		return m, err
 	}
@@ -180,7 +180,7 @@ func (s *Store) Message(ctx context.Context, sc intake.Scope, id string) (intake
 func (s *Store) MessageBody(ctx context.Context, sc intake.Scope, id string) (intake.StoredBody, error) {
 	var header string
 	var b intake.StoredBody
-	err := s.read.QueryRowContext(ctx, `SELECT b.header, b.body, b.blob_key FROM message_bodies b JOIN messages m ON m.id = b.message_id
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT b.header, b.body, b.blob_key FROM message_bodies b JOIN messages m ON m.id = b.message_id
 		WHERE b.message_id = ?1 AND (?2 = '' OR m.org_id = ?2)`, id, sc.OrgID).Scan(&header, &b.Body, &b.BlobKey)
 	if errors.Is(err, sql.ErrNoRows) {
 		return b, notFound("message body", id)
@@ -207,7 +207,7 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 	if err != nil {
 		return intake.Page[intake.Message]{}, err
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE `+drive+messageFilterSQL+`
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE `+drive+messageFilterSQL+`
 		AND (:cursor = '' OR id < :cursor) ORDER BY id DESC LIMIT :limit`,
 		append(args, sql.Named("cursor", f.Cursor), sql.Named("limit", limit+1))...)
 	if err != nil {
@@ -394,7 +394,7 @@ func (s *Store) BlobsReferenced(ctx context.Context, keys []string) (map[string]
 	for i, k := range keys {
 		args[i] = k
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT DISTINCT blob_key FROM message_bodies INDEXED BY message_bodies_blob
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT DISTINCT blob_key FROM message_bodies INDEXED BY message_bodies_blob
 		WHERE blob_key <> '' AND blob_key IN (?`+strings.Repeat(", ?", len(keys)-1)+`)`, args...)
 	if err != nil {
 		return nil, err
@@ -412,7 +412,7 @@ func (s *Store) BlobsReferenced(ctx context.Context, keys []string) (map[string]
 
 // PendingBlobDeletes lists keys whose bodies were deleted.
 func (s *Store) PendingBlobDeletes(ctx context.Context, limit int) ([]string, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT key FROM blob_deletes ORDER BY key LIMIT ?`, limit)
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT key FROM blob_deletes ORDER BY key LIMIT ?`, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -446,7 +446,7 @@ func (s *Store) ForgetBlobDeletes(ctx context.Context, keys []string) error {
 // Stats counts messages and events by state and finds the oldest due work.
 func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) {
 	st := intake.Stats{Messages: map[intake.MessageState]int{}, Events: map[[2]string]int{}}
-	rows, err := s.read.QueryContext(ctx, `SELECT state, count(*) FROM messages GROUP BY state`)
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT state, count(*) FROM messages GROUP BY state`)
 	if err != nil {
 		return st, err
 	}
@@ -460,7 +460,7 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) 
 		st.Messages[state] = n
 	}
 	rows.Close()
-	rows, err = s.read.QueryContext(ctx, `SELECT provider, state, count(*) FROM events GROUP BY provider, state`)
+	rows, err = s.reader(ctx).QueryContext(ctx, `SELECT provider, state, count(*) FROM events GROUP BY provider, state`)
 	if err != nil {
 		return st, err
 	}
@@ -475,11 +475,11 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) 
 	}
 	rows.Close()
 	var m, e sql.NullInt64
-	if err := s.read.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM messages INDEXED BY messages_due
+	if err := s.reader(ctx).QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM messages INDEXED BY messages_due
 		WHERE state IN (`+claimable+`) AND next_attempt_at <= ?`, ts(now)).Scan(&m); err != nil {
 		return st, err
 	}
-	if err := s.read.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM events
+	if err := s.reader(ctx).QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM events
 		WHERE state IN ('pending', 'retrying') AND next_attempt_at <= ?`, ts(now)).Scan(&e); err != nil {
 		return st, err
 	}
@@ -498,7 +498,7 @@ func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.Mes
 		return 0, err
 	}
 	var n int
-	err = s.read.QueryRowContext(ctx, `SELECT count(*) FROM messages WHERE `+drive+messageFilterSQL, args...).Scan(&n)
+	err = s.reader(ctx).QueryRowContext(ctx, `SELECT count(*) FROM messages WHERE `+drive+messageFilterSQL, args...).Scan(&n)
 	return n, err
 }
 

@@ -13,7 +13,7 @@ const keyFingerprint = "master_key_fingerprint"
 // are sealed with; "" before one is recorded.
 func (s *Store) KeyFingerprint(ctx context.Context) (string, error) {
 	var fp string
-	err := s.read.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = ?`, keyFingerprint).Scan(&fp)
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT value FROM meta WHERE name = ?`, keyFingerprint).Scan(&fp)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

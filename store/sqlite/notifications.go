@@ -59,7 +59,7 @@ func (s *Store) NotificationSettings(ctx context.Context, sc intake.Scope, orgID
 	n := intake.NotificationSettings{OrgID: orgID}
 	var topics string
 	var updated sql.NullInt64
-	err := s.read.QueryRowContext(ctx, `SELECT url, sealed_slack_url, topics, sealed_secret, updated_at, version FROM notification_settings
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT url, sealed_slack_url, topics, sealed_secret, updated_at, version FROM notification_settings
 		WHERE org_id = ?1 AND (?2 = '' OR org_id = ?2)`, orgID, sc.OrgID).
 		Scan(&n.URL, &n.SealedSlackURL, &topics, &n.SealedSecret, &updated, &n.Version)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -85,7 +85,7 @@ func insertNotice(ctx context.Context, tx *wtx, n intake.Notice) error {
 
 // UnsentNotices returns the oldest notices not yet sent.
 func (s *Store) UnsentNotices(ctx context.Context, limit int) ([]intake.Notice, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, org_id, topic, subject, detail, at FROM notices
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT id, org_id, topic, subject, detail, at FROM notices
 		WHERE sent_at IS NULL ORDER BY at, id LIMIT ?`, limit)
 	if err != nil {
 		return nil, err
@@ -107,7 +107,7 @@ func (s *Store) UnsentNotices(ctx context.Context, limit int) ([]intake.Notice, 
 // LastSentNotice returns when a notice of the group was last sent.
 func (s *Store) LastSentNotice(ctx context.Context, orgID, topic, subject string) (time.Time, error) {
 	var at sql.NullInt64
-	err := s.read.QueryRowContext(ctx, `SELECT max(sent_at) FROM notices WHERE org_id = ? AND topic = ? AND subject = ?`,
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT max(sent_at) FROM notices WHERE org_id = ? AND topic = ? AND subject = ?`,
 		orgID, topic, subject).Scan(&at)
 	return fromTS(at), err
 }

@@ -20,7 +20,7 @@ func (s *Store) Overview(ctx context.Context, sc intake.Scope, q intake.Overview
 		return out, err
 	}
 	// One read transaction, so every figure is of the same moment.
-	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.reader(ctx).BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return out, classify(err)
 	}

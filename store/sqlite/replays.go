@@ -23,7 +23,7 @@ func (s *Store) CreateReplayJob(ctx context.Context, j intake.ReplayJob, audit .
 
 // ReplayJob returns a window replay visible in sc.
 func (s *Store) ReplayJob(ctx context.Context, sc intake.Scope, id string) (intake.ReplayJob, error) {
-	j, err := scanReplayJob(s.read.QueryRowContext(ctx, `SELECT `+replayJobColumns+` FROM replay_jobs
+	j, err := scanReplayJob(s.reader(ctx).QueryRowContext(ctx, `SELECT `+replayJobColumns+` FROM replay_jobs
 		WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return j, notFound("replay", id)

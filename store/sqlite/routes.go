@@ -261,7 +261,7 @@ func loadClaimEvents(ctx context.Context, tx *wtx, claims []intake.RouteClaim) e
 // ConsumerHealth reads how deliveries to a consumer stand.
 func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID string, now time.Time) (intake.ConsumerHealth, error) {
 	var h intake.ConsumerHealth
-	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.reader(ctx).BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return h, classify(err)
 	}
@@ -370,7 +370,7 @@ func earliest(a, b time.Time) time.Time {
 
 // ConsumerStates names the state of every consumer visible in sc.
 func (s *Store) ConsumerStates(ctx context.Context, sc intake.Scope) (map[string]string, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT c.id, c.enabled, c.paused, coalesce(l.tripped, 0), coalesce(l.failures, 0)
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT c.id, c.enabled, c.paused, coalesce(l.tripped, 0), coalesce(l.failures, 0)
 		FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id
 		WHERE c.deleted_at IS NULL AND (?1 = '' OR c.org_id = ?1)`, sc.OrgID)
 	if err != nil {

@@ -51,7 +51,7 @@ func scanConsumer(row interface{ Scan(...any) error }) (intake.Consumer, error) 
 
 // Consumer returns one consumer visible in sc.
 func (s *Store) Consumer(ctx context.Context, sc intake.Scope, id string) (intake.Consumer, error) {
-	c, err := scanConsumer(s.read.QueryRowContext(ctx,
+	c, err := scanConsumer(s.reader(ctx).QueryRowContext(ctx,
 		`SELECT `+consumerColumns+` FROM consumers c WHERE deleted_at IS NULL AND id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, notFound("consumer", id)
@@ -61,7 +61,7 @@ func (s *Store) Consumer(ctx context.Context, sc intake.Scope, id string) (intak
 
 // ListConsumers lists the consumers visible in sc.
 func (s *Store) ListConsumers(ctx context.Context, sc intake.Scope) ([]intake.Consumer, error) {
-	rows, err := s.read.QueryContext(ctx,
+	rows, err := s.reader(ctx).QueryContext(ctx,
 		`SELECT `+consumerColumns+` FROM consumers c WHERE deleted_at IS NULL AND (?1 = '' OR org_id = ?1) ORDER BY id`, sc.OrgID)
 	if err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, id string, no
 
 // Deliveries lists an event's delivery attempts, oldest first.
 func (s *Store) Deliveries(ctx context.Context, sc intake.Scope, eventID string) ([]intake.Delivery, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at
 		FROM deliveries WHERE event_id = ?1 AND (?2 = '' OR org_id = ?2) ORDER BY id`, eventID, sc.OrgID)
 	if err != nil {
 		return nil, err
@@ -267,7 +267,7 @@ func (s *Store) EventRoutes(ctx context.Context, sc intake.Scope, eventIDs []str
 	for _, id := range eventIDs {
 		args = append(args, id)
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at, last_error, lease_until
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at, last_error, lease_until
 		FROM routes WHERE (?1 = '' OR org_id = ?1) AND event_id IN (?`+strings.Repeat(", ?", len(eventIDs)-1)+`)
 		ORDER BY event_id, consumer_id`, args...)
 	if err != nil {
@@ -308,7 +308,7 @@ func (s *Store) MessageRequests(ctx context.Context, messageIDs []string) (map[s
 	for i, id := range messageIDs {
 		args[i] = id
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT m.id, m.query, b.header FROM messages m LEFT JOIN message_bodies b ON b.message_id = m.id
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT m.id, m.query, b.header FROM messages m LEFT JOIN message_bodies b ON b.message_id = m.id
 		WHERE m.id IN (?`+strings.Repeat(", ?", len(args)-1)+`)`, args...)
 	if err != nil {
 		return nil, err

@@ -119,7 +119,7 @@ func (s *Store) indexQuery(ctx context.Context, probe string, terms []string) (s
 	if err != nil {
 		return "", err
 	}
-	rows, err := s.read.QueryContext(ctx, probe, string(list), probeLimit)
+	rows, err := s.reader(ctx).QueryContext(ctx, probe, string(list), probeLimit)
 	if err != nil {
 		return "", err
 	}
@@ -283,7 +283,7 @@ func (s *Store) indexStep(ctx context.Context, ix searchIndex) (int, error) {
 	// A glance from the read pool first: an idle indexer costs the writer
 	// nothing.
 	var waiting bool
-	if err := s.read.QueryRowContext(ctx, ix.waiting).Scan(&waiting); err != nil || !waiting {
+	if err := s.reader(ctx).QueryRowContext(ctx, ix.waiting).Scan(&waiting); err != nil || !waiting {
 		return 0, err
 	}
 	n := 0

@@ -37,12 +37,17 @@ type Options struct {
 	MaxBatch int
 	// Readers is the size of the read pool (default 4).
 	Readers int
+	// OperatorReaders is the size of the pool operators' reads run on
+	// (contexts marked intake.OperatorRead), apart from the pipeline's
+	// readers so that reads never hold one it waits for (default 4).
+	OperatorReaders int
 }
 
 // Store is the SQLite implementation of intake.Store.
 type Store struct {
 	write *sql.DB // exactly one connection: SQLite has one writer
 	read  *sql.DB
+	reads *sql.DB // operators' reads
 	hub   notify.Hub
 	jobs  chan writeJob
 	batch int
@@ -76,6 +81,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	if opts.Readers <= 0 {
 		opts.Readers = 4
+	}
+	if opts.OperatorReaders <= 0 {
+		opts.OperatorReaders = 4
 	}
 	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
 		return nil, err
@@ -131,9 +139,18 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	read.SetMaxOpenConns(opts.Readers)
 	read.SetMaxIdleConns(opts.Readers)
+	reads, err := sql.Open("sqlite", "file:"+opts.Path+"?"+rp.Encode())
+	if err != nil {
+		read.Close()
+		write.Close()
+		return nil, err
+	}
+	reads.SetMaxOpenConns(opts.OperatorReaders)
+	reads.SetMaxIdleConns(opts.OperatorReaders)
 	s := &Store{
 		write: write,
 		read:  read,
+		reads: reads,
 		jobs:  make(chan writeJob, 4*opts.MaxBatch),
 		batch: opts.MaxBatch,
 		stop:  make(chan struct{}),
@@ -143,6 +160,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s.missed, s.unpreparable = map[string]bool{}, map[string]bool{}
 	if s.stmts, err = prepare(ctx, write); err != nil {
+		reads.Close()
 		read.Close()
 		write.Close()
 		return nil, err
@@ -203,15 +221,24 @@ func (s *Store) Close() error {
 	for _, st := range s.stmts {
 		errs = append(errs, st.Close())
 	}
-	return errors.Join(append(errs, s.read.Close(), s.write.Close())...)
+	return errors.Join(append(errs, s.reads.Close(), s.read.Close(), s.write.Close())...)
 }
 
 // StorageBytes is the size of the database's used pages.
 func (s *Store) StorageBytes(ctx context.Context) (int64, error) {
 	var pages, free, size int64
-	err := s.read.QueryRowContext(ctx, `SELECT p.page_count, f.freelist_count, z.page_size
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT p.page_count, f.freelist_count, z.page_size
 		FROM pragma_page_count() p, pragma_freelist_count() f, pragma_page_size() z`).Scan(&pages, &free, &size)
 	return (pages - free) * size, err
+}
+
+// reader is the pool a read on ctx runs on: operators' reads on their
+// own, the pipeline's on the read pool.
+func (s *Store) reader(ctx context.Context) *sql.DB {
+	if intake.IsOperatorRead(ctx) {
+		return s.reads
+	}
+	return s.read
 }
 
 // Ping reports whether the writer can serve.

@@ -1,0 +1,94 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/fair"
+)
+
+// ReadBudget bounds operators' reads (lists, searches, counts, exports,
+// the overview), so that no key, even a viewer's, can take the store from
+// the pipeline or from another org (DESIGN §26).
+type ReadBudget struct {
+	// Deadline is how long one read may run (default 5s): PostgreSQL's
+	// statement_timeout on its read pool, an interrupt on SQLite.
+	Deadline time.Duration
+	// PerOrg is how many reads one org runs at once (default 2); Total
+	// how many all orgs run at once (default 4, the size of the stores'
+	// operator read pools), each org at most its fair share of them. A
+	// read past them waits up to Wait (default 1s), then is refused with
+	// EBUSY and a Retry-After.
+	PerOrg int
+	Total  int
+	Wait   time.Duration
+}
+
+// DefaultReadBudget is the bound serve starts with unless told otherwise.
+var DefaultReadBudget = ReadBudget{Deadline: 5 * time.Second, PerOrg: 2, Total: 4, Wait: time.Second}
+
+// budgets are the plane's bounds on what callers drive.
+type budgets struct {
+	deadline time.Duration
+	reads    *fair.Budget
+}
+
+func newBudgets(r ReadBudget) budgets {
+	d := DefaultReadBudget
+	if r.Deadline > 0 {
+		d.Deadline = r.Deadline
+	}
+	if r.PerOrg > 0 {
+		d.PerOrg = r.PerOrg
+	}
+	if r.Total > 0 {
+		d.Total = r.Total
+	}
+	if r.Wait > 0 {
+		d.Wait = r.Wait
+	}
+	return budgets{deadline: d.Deadline,
+		reads: &fair.Budget{What: "reads", PerOrg: int64(d.PerOrg), Total: int64(d.Total), Wait: d.Wait}}
+}
+
+// budgetKey is whose budget c spends: its org's, or staff's own.
+func budgetKey(c Caller) string {
+	if c.Staff() {
+		return "staff"
+	}
+	return c.Scope.OrgID
+}
+
+// budgeted runs read as c's operator read: within c's org's share of the
+// read budget, marked for the store's read connections, and within the
+// read deadline. A read past its deadline fails with EUNAVAILABLE naming
+// the deadline, and holds nothing afterwards.
+func budgeted[T any](ctx context.Context, p *Plane, c Caller, read func(context.Context) (T, error)) (T, error) {
+	var zero T
+	release, err := p.budgets.reads.Take(ctx, budgetKey(c), 1)
+	if err != nil {
+		return zero, busyError(err)
+	}
+	defer release()
+	rctx, cancel := context.WithTimeout(intake.OperatorRead(ctx), p.budgets.deadline)
+	defer cancel()
+	v, err := read(rctx)
+	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		return zero, &intake.Error{Code: intake.EUNAVAILABLE, RetryAfter: 5 * time.Second, Err: err,
+			Message: fmt.Sprintf("this read ran past its %s deadline and was stopped; narrow it (a type, a time window, a more selective match)", p.budgets.deadline)}
+	}
+	return v, err
+}
+
+// busyError turns a budget's refusal into EBUSY with its Retry-After.
+func busyError(err error) error {
+	var busy *fair.Busy
+	if !errors.As(err, &busy) {
+		return err
+	}
+	return &intake.Error{Code: intake.EBUSY, RetryAfter: busy.RetryAfter, Err: err,
+		Message: fmt.Sprintf("too many %s at once for this org; try again in %s", busy.What, busy.RetryAfter.Round(time.Second))}
+}
