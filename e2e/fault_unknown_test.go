@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // fileState is a database file's size and a digest of its content.
@@ -89,10 +92,12 @@ func TestTenThousandUnknownTokensCostNoWrites(t *testing.T) {
 		t.Fatalf("%d of %d unknown tokens answered 404", notFound, total)
 	}
 
-	f := s.scrape(t)
-	if got := value(f, "intake_ingress_requests_total", "result", "unknown_endpoint") - unknownBefore; got != total {
-		t.Errorf("unknown_endpoint counted %v requests, want %d", got, total)
-	}
+	// /metrics serves one render for a second: poll until it counts them.
+	var f map[string]*dto.MetricFamily
+	eventually(t, 10*time.Second, fmt.Sprintf("unknown_endpoint counts the %d requests", total), func() bool {
+		f = s.scrape(t)
+		return value(f, "intake_ingress_requests_total", "result", "unknown_endpoint")-unknownBefore == total
+	})
 	if got := value(f, "intake_ingress_requests_total", "result", "accepted"); got != 0 {
 		t.Errorf("%v requests accepted", got)
 	}

@@ -132,3 +132,40 @@ func TestMetricsFollowAKnownSequenceOfWebhooks(t *testing.T) {
 		return len(wrong) == 0
 	})
 }
+
+// TestMetricsNameNoConsumerUnlessAskedToCountPerConsumer: a consumer's id
+// reaches /metrics only with --metrics-per-consumer; without it its calls
+// count in the aggregate alone.
+func TestMetricsNameNoConsumerUnlessAskedToCountPerConsumer(t *testing.T) {
+	consumer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer consumer.Close()
+	deliverOne := func(s *server) (consumerID string, body string) {
+		t.Helper()
+		path := setupGitHub(t, s)
+		var orgs struct{ Items []struct{ ID string } }
+		s.api(t, "GET", "/api/v1/orgs", nil, &orgs)
+		var cons struct{ ID string }
+		s.api(t, "POST", "/api/v1/consumers", map[string]any{"org_id": orgs.Items[0].ID, "name": "c", "app": "c",
+			"url": consumer.URL, "event_types": []string{"github.*"}}, &cons)
+		resp, err := http.DefaultClient.Do(githubDelivery(s.url+path, "m-1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		eventually(t, 30*time.Second, "the consumer handled the event", func() bool {
+			_, body = get(t, s.url+"/metrics")
+			return strings.Contains(body, `intake_deliveries_total{outcome="handled"} 1`)
+		})
+		return cons.ID, body
+	}
+
+	id, body := deliverOne(start(t, t.TempDir()))
+	if strings.Contains(body, id) || strings.Contains(body, "consumer_id") {
+		t.Fatalf("by default /metrics names consumer %s:\n%s", id, body)
+	}
+
+	id, body = deliverOne(start(t, t.TempDir(), "--metrics-per-consumer"))
+	if want := `intake_consumer_deliveries_total{consumer_id="` + id + `",outcome="handled"} 1`; !strings.Contains(body, want) {
+		t.Fatalf("with --metrics-per-consumer, want %s in:\n%s", want, body)
+	}
+}

@@ -80,3 +80,32 @@ func TestAnOrgsRetentionAboveTheServersIsRefused(t *testing.T) {
 		t.Fatalf("PATCH retention 9600h by the org's key: %d %s, want 400 naming 720h", resp.StatusCode, b)
 	}
 }
+
+// TestMetricsAnswerOnlyTheBearerOfTheMetricsToken: with INTAKE_METRICS_TOKEN
+// set, a scrape without it is refused and one with it served.
+func TestMetricsAnswerOnlyTheBearerOfTheMetricsToken(t *testing.T) {
+	s := launch(t, []string{"INTAKE_METRICS_TOKEN=e2e-metrics-token"}, t.TempDir())
+	s.waitServing(t)
+	scrape := func(auth string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", s.url+"/metrics", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, auth := range []string{"", "Bearer wrong"} {
+		if code, body := scrape(auth); code != http.StatusUnauthorized || strings.Contains(body, "intake_") {
+			t.Fatalf("Authorization %q: %d %.200s, want 401", auth, code, body)
+		}
+	}
+	if code, body := scrape("Bearer e2e-metrics-token"); code != http.StatusOK || !strings.Contains(body, "intake_") {
+		t.Fatalf("with the token: %d %.200s", code, body)
+	}
+}

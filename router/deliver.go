@@ -47,7 +47,7 @@ func (r *Router) call(ctx context.Context, c intake.RouteClaim, b *batch) {
 	r.count(cons.ID, res.Outcome)
 	if called {
 		r.cfg.Metrics.DeliverySeconds.WithLabelValues(res.Outcome).Observe(res.Latency.Seconds())
-		r.cfg.Metrics.ConsumerDeliverySeconds.WithLabelValues(cons.ID).Observe(res.Latency.Seconds())
+		r.cfg.Metrics.ConsumerLatency(cons.ID, res.Latency)
 	}
 	endDelivery(span, res, err)
 }
@@ -55,7 +55,7 @@ func (r *Router) call(ctx context.Context, c intake.RouteClaim, b *batch) {
 // count adds one call (or decision to make none) to the delivery metrics.
 func (r *Router) count(consumerID string, outcome string) {
 	r.cfg.Metrics.Deliveries.WithLabelValues(outcome).Inc()
-	r.cfg.Metrics.ConsumerDeliveries.WithLabelValues(consumerID, outcome).Inc()
+	r.cfg.Metrics.ConsumerOutcome(consumerID, outcome)
 }
 
 // settle applies one call's result to its route, returning the call's

@@ -290,7 +290,8 @@ func TestTimeoutIsARetryAndTheSixthFailingAttemptIsDead(t *testing.T) {
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
 	defer hang.Close()
 	defer close(release) // before Close, which waits for the handlers
-	m := metrics.New()
+	// Counted per consumer to read the calls of this one.
+	m := metrics.NewWith(metrics.Options{PerConsumer: true})
 	e := setup(t, func(c *router.Config) {
 		c.Sender = delivery.NewSender(delivery.Options{Timeout: 50 * time.Millisecond, Policy: delivery.DefaultPolicy()})
 		c.Metrics = m

@@ -20,7 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
 	"github.com/intakehq/intake"
@@ -51,6 +50,8 @@ import (
 type ServeCmd struct {
 	Addr              string        `default:":8080" env:"INTAKE_ADDR" help:"Address to listen on."`
 	MetricsAddr       string        `name:"metrics-addr" env:"INTAKE_METRICS_ADDR" help:"Serve /metrics on this address of its own, and no longer on --addr; empty: /metrics on --addr."`
+	MetricsToken      string        `name:"metrics-token" env:"INTAKE_METRICS_TOKEN" help:"Answer /metrics only to requests with Authorization: Bearer <token> (401 otherwise; prefer the environment variable); empty: to anyone who reaches it."`
+	MetricsByConsumer bool          `name:"metrics-per-consumer" env:"INTAKE_METRICS_PER_CONSUMER" help:"Add series labelled by consumer id to /metrics (deliveries and latency per consumer); off: deliveries count only in aggregates that name no org or consumer."`
 	Data              string        `default:"./data" env:"INTAKE_DATA" help:"Data directory (database, generated keys)."`
 	DB                string        `name:"db" env:"INTAKE_DB" help:"Database URL; empty: the embedded store under --data."`
 	PublicURL         string        `name:"public-url" env:"INTAKE_PUBLIC_URL" help:"The URL providers reach this server at (default: http://localhost<addr>)."`
@@ -147,7 +148,7 @@ func (c *ServeCmd) Run() error {
 		return err
 	}
 
-	m := metrics.New()
+	m := metrics.NewWith(metrics.Options{PerConsumer: c.MetricsByConsumer})
 	m.Registry.MustRegister(currentBuild().collector())
 	clock := intake.SystemClock{}
 	m.WatchStore(store, clock)
@@ -221,7 +222,7 @@ func (c *ServeCmd) Run() error {
 	if c.MetricsAddr != "" {
 		metricsMux = http.NewServeMux()
 	}
-	metricsMux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	metricsMux.Handle("GET /metrics", c.metricsHandler(m, clock, log))
 	// A person who opens the bare address wants the console.
 	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
@@ -335,6 +336,13 @@ func (c *ServeCmd) Run() error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// metricsHandler serves /metrics from a render at most a second old, to
+// those with --metrics-token when it is set.
+func (c *ServeCmd) metricsHandler(m *metrics.Metrics, clock intake.Clock, log *slog.Logger) http.Handler {
+	return m.Handler(metrics.HandlerOptions{Clock: clock, Token: c.MetricsToken,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 }
 
 // openBlobs opens the blob store --blob-store names (nil when none) and

@@ -4,6 +4,8 @@
 package metrics
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -26,7 +28,9 @@ type Metrics struct {
 	FanOuts         *prometheus.CounterVec   // events fanned out, by the state the fan-out left them in
 	DeliverySeconds *prometheus.HistogramVec // consumer call latency by outcome
 	// ConsumerDeliveries and ConsumerDeliverySeconds are the same per
-	// consumer (by id: an operator's own registrations, few per org).
+	// consumer, by id: nil unless Options.PerConsumer, since an id names
+	// an org's consumer to whoever reads /metrics. Record through
+	// ConsumerOutcome and ConsumerLatency.
 	ConsumerDeliveries      *prometheus.CounterVec
 	ConsumerDeliverySeconds *prometheus.HistogramVec
 	EndToEnd                prometheus.Histogram // received → handled by a consumer (replays excluded)
@@ -39,8 +43,20 @@ type Metrics struct {
 	Notifications *prometheus.CounterVec
 }
 
-// New registers intake's metrics and the Go runtime's on a new registry.
-func New() *Metrics {
+// Options choose what the metrics may reveal.
+type Options struct {
+	// PerConsumer adds the series labelled by consumer id. Off, deliveries
+	// count only in the aggregates (intake_deliveries_total,
+	// intake_delivery_seconds), which name no org or consumer.
+	PerConsumer bool
+}
+
+// New registers intake's metrics and the Go runtime's on a new registry,
+// with no series per consumer.
+func New() *Metrics { return NewWith(Options{}) }
+
+// NewWith is New with the series o asks for.
+func NewWith(o Options) *Metrics {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := &Metrics{
@@ -87,20 +103,23 @@ func New() *Metrics {
 			Name: "intake_delivery_seconds", Help: "Consumer call latency, by outcome.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 		}, []string{"outcome"}),
-		ConsumerDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "intake_consumer_deliveries_total", Help: "Delivery attempts to each consumer, by outcome (handled, ignored, retry, filtered, dropped).",
-		}, []string{"consumer_id", "outcome"}),
-		ConsumerDeliverySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "intake_consumer_delivery_seconds", Help: "Call latency of each consumer.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
-		}, []string{"consumer_id"}),
 	}
 	m.EndToEnd = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "intake_end_to_end_seconds", Help: "Time from a webhook's receipt to a consumer handling its event (first deliveries).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
 	})
 	r.MustRegister(m.EndToEnd, m.IngressRequests, m.IngestSeconds, m.Messages, m.ProcessSeconds, m.EventsCreated, m.EventsFiltered, m.Conflicts,
-		m.WorkerClaims, m.HandedOver, m.HandoffReleased, m.Deliveries, m.FanOuts, m.DeliverySeconds, m.ConsumerDeliveries, m.ConsumerDeliverySeconds)
+		m.WorkerClaims, m.HandedOver, m.HandoffReleased, m.Deliveries, m.FanOuts, m.DeliverySeconds)
+	if o.PerConsumer {
+		m.ConsumerDeliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "intake_consumer_deliveries_total", Help: "Delivery attempts to each consumer, by outcome (handled, ignored, retry, filtered, dropped).",
+		}, []string{"consumer_id", "outcome"})
+		m.ConsumerDeliverySeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "intake_consumer_delivery_seconds", Help: "Call latency of each consumer.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+		}, []string{"consumer_id"})
+		r.MustRegister(m.ConsumerDeliveries, m.ConsumerDeliverySeconds)
+	}
 	m.KeyFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "intake_worker_key_failures_total", Help: "Messages released because this process's master key cannot open their connection's secrets.",
 	})
@@ -110,4 +129,20 @@ func New() *Metrics {
 	}, []string{"result"})
 	r.MustRegister(m.Notifications)
 	return m
+}
+
+// ConsumerOutcome counts one call of a consumer (or a decision to make
+// none) by its outcome, when series per consumer are kept.
+func (m *Metrics) ConsumerOutcome(consumerID, outcome string) {
+	if m.ConsumerDeliveries != nil {
+		m.ConsumerDeliveries.WithLabelValues(consumerID, outcome).Inc()
+	}
+}
+
+// ConsumerLatency records how long a consumer took to answer a call, when
+// series per consumer are kept.
+func (m *Metrics) ConsumerLatency(consumerID string, d time.Duration) {
+	if m.ConsumerDeliverySeconds != nil {
+		m.ConsumerDeliverySeconds.WithLabelValues(consumerID).Observe(d.Seconds())
+	}
 }
