@@ -54,8 +54,13 @@ type Config struct {
 	// Blobs, when set, is where bodies too large for the database are
 	// kept: reads of them stream from it, and endpoints may take bodies up
 	// to intake.MaxBlobBodyBytes.
-	Blobs  intake.Blobs
-	Logger *slog.Logger
+	Blobs intake.Blobs
+	// MaxBodyBytes is the server's --max-body-bytes: an endpoint's
+	// max_body_bytes may not exceed it, so no org makes the server hold
+	// larger bodies than its operator chose (zero: intake.MaxBodyBytes, or
+	// intake.MaxBlobBodyBytes with Blobs).
+	MaxBodyBytes int64
+	Logger       *slog.Logger
 }
 
 // Plane performs operator actions on a store.
@@ -72,6 +77,7 @@ type Plane struct {
 	sender    *delivery.Sender
 	people    intake.PeopleMap
 	blobs     intake.Blobs
+	bodyCap   int64 // an endpoint's max_body_bytes at most; 0: the store's maximum
 	log       *slog.Logger
 }
 
@@ -89,6 +95,7 @@ func New(cfg Config) *Plane {
 		sender:    cfg.Sender,
 		people:    cfg.People,
 		blobs:     cfg.Blobs,
+		bodyCap:   cfg.MaxBodyBytes,
 		log:       cfg.Logger,
 	}
 	if p.sender == nil {
