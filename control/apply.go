@@ -485,7 +485,7 @@ func (pl *planner) endpoints(org string, spec ConnectionSpec, cref *idRef, exist
 			return intake.Errorf(intake.EINVALID, "connection %s/%s names endpoint %.64q twice", org, spec.Name, es.Name)
 		}
 		named[es.Name] = true
-		want := intake.Endpoint{Enabled: true, MaxBodyBytes: intake.DefaultMaxBodyBytes, RatePerSec: intake.DefaultRatePerSec, Burst: intake.DefaultBurst}
+		want := intake.Endpoint{Enabled: true, MaxBodyBytes: pl.p.defaultBodyBytes(), RatePerSec: intake.DefaultRatePerSec, Burst: intake.DefaultBurst}
 		l := Limits{Name: &es.Name, Enabled: es.Enabled, MaxBodyBytes: es.MaxBodyBytes, RatePerSec: es.RatePerSec, Burst: es.Burst}
 		if err := pl.p.applyLimits(&want, l); err != nil {
 			return inside(where, err)

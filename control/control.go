@@ -56,8 +56,13 @@ type Config struct {
 	// to intake.MaxBlobBodyBytes.
 	Blobs intake.Blobs
 	// Reads bounds operators' reads; zero fields take DefaultReadBudget's.
-	Reads  ReadBudget
-	Logger *slog.Logger
+	Reads ReadBudget
+	// MaxBodyBytes is the server's --max-body-bytes: an endpoint's
+	// max_body_bytes may not exceed it, so no org makes the server hold
+	// larger bodies than its operator chose (zero: intake.MaxBodyBytes, or
+	// intake.MaxBlobBodyBytes with Blobs).
+	MaxBodyBytes int64
+	Logger       *slog.Logger
 }
 
 // Plane performs operator actions on a store.
@@ -75,6 +80,7 @@ type Plane struct {
 	people    intake.PeopleMap
 	blobs     intake.Blobs
 	budgets   budgets
+	bodyCap   int64 // an endpoint's max_body_bytes at most; 0: the store's maximum
 	log       *slog.Logger
 }
 
@@ -93,6 +99,7 @@ func New(cfg Config) *Plane {
 		people:    cfg.People,
 		blobs:     cfg.Blobs,
 		budgets:   newBudgets(cfg.Reads),
+		bodyCap:   cfg.MaxBodyBytes,
 		log:       cfg.Logger,
 	}
 	if p.sender == nil {

@@ -50,7 +50,7 @@ func (p *Plane) CreateEndpoint(ctx context.Context, c Caller, connectionID strin
 	tok := token.New("")
 	e := intake.Endpoint{
 		ID: intake.NewID(), OrgID: cn.OrgID, ConnectionID: cn.ID, Provider: cn.Provider, TokenHash: token.Hash(tok),
-		Enabled: true, MaxBodyBytes: intake.DefaultMaxBodyBytes, RatePerSec: intake.DefaultRatePerSec, Burst: intake.DefaultBurst,
+		Enabled: true, MaxBodyBytes: p.defaultBodyBytes(), RatePerSec: intake.DefaultRatePerSec, Burst: intake.DefaultBurst,
 		CreatedAt: p.now(),
 	}
 	if err := p.applyLimits(&e, l); err != nil {
@@ -116,6 +116,9 @@ func (p *Plane) applyLimits(e *intake.Endpoint, l Limits) error {
 		e.Enabled = *l.Enabled
 	}
 	if l.MaxBodyBytes != nil {
+		if p.bodyCap > 0 && p.bodyCap < p.maxBodyBytes() && *l.MaxBodyBytes > p.bodyCap {
+			return intake.Errorf(intake.EINVALID, "max_body_bytes must be between 1 and %d (the server's maximum)", p.bodyCap)
+		}
 		e.MaxBodyBytes = *l.MaxBodyBytes
 	}
 	if l.RatePerSec != nil {
@@ -130,13 +133,22 @@ func (p *Plane) applyLimits(e *intake.Endpoint, l Limits) error {
 	return e.Validate(p.maxBodyBytes())
 }
 
-// maxBodyBytes is the largest max_body_bytes an endpoint may have: more
+// maxBodyBytes is the largest max_body_bytes the store may take: more
 // with a blob store, which keeps large bodies out of the database.
 func (p *Plane) maxBodyBytes() int64 {
 	if p.blobs != nil {
 		return intake.MaxBlobBodyBytes
 	}
 	return intake.MaxBodyBytes
+}
+
+// defaultBodyBytes is an endpoint's max_body_bytes when none is given:
+// intake.DefaultMaxBodyBytes, or the server's maximum if that is lower.
+func (p *Plane) defaultBodyBytes() int64 {
+	if p.bodyCap > 0 {
+		return min(intake.DefaultMaxBodyBytes, p.bodyCap)
+	}
+	return intake.DefaultMaxBodyBytes
 }
 
 // checkEndpointName refuses a name another endpoint of the same connection

@@ -358,7 +358,7 @@ func TestAScriptReturning50000EventsMakesItsMessageDeadTooManyEvents(t *testing.
 // is dead `script: body too large`, and the server goes on serving.
 func TestALargeBodyForAnInterpretScriptMakesItsMessageDeadAndTheServerLives(t *testing.T) {
 	const memory = 4 << 20
-	s := start(t, t.TempDir(), "--script-memory", fmt.Sprint(memory), "--script-timeout", "2s")
+	s := start(t, t.TempDir(), "--script-memory", fmt.Sprint(memory), "--script-timeout", "2s", "--max-body-bytes", fmt.Sprint(4*memory))
 	b := newNoisyOrg(t, s, "bravo")
 	ep, url := b.endpoint(t, s, map[string]any{"provider": "none", "name": "big",
 		"config": map[string]any{"script": `function interpret(r){return [{type:"big",data:{n:r.body.length}}]}`}}, 4*memory)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/cache"
+	"github.com/intakehq/intake/internal/fair"
 	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/pressure"
@@ -56,6 +57,16 @@ type Config struct {
 	// before the message commits, and the message names the object.
 	Blobs         intake.Blobs
 	BlobThreshold int64
+	// MaxBodyBytes caps every endpoint's max_body_bytes (--max-body-bytes),
+	// endpoints stored with more before it was set included; 0: each
+	// endpoint's own.
+	MaxBodyBytes int64
+	// BodyMemory, when set, is shared by the bodies being read into memory
+	// (--body-memory), each org at most its fair share: a body is charged
+	// what its in-memory read may take before a byte is read, until its
+	// commit. One that does not fit waits the budget's Wait, then is
+	// answered 503 with Retry-After.
+	BodyMemory *fair.Budget
 }
 
 // Handler serves /webhooks/{token} for any method.
@@ -147,7 +158,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 		answer(w, http.StatusServiceUnavailable, bodyUnavailable)
 		return "storage_quota"
 	}
-	if r.ContentLength > ep.MaxBodyBytes {
+	limit := ep.MaxBodyBytes
+	if h.cfg.MaxBodyBytes > 0 {
+		limit = min(limit, h.cfg.MaxBodyBytes)
+	}
+	if r.ContentLength > limit {
 		answer(w, http.StatusRequestEntityTooLarge, bodyTooLarge)
 		return "too_large"
 	}
@@ -163,7 +178,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 		return "rate_limited"
 	}
 	m := newMessage(ep, r, now)
-	if result := h.receiveBody(w, r, ep, m); result != "" {
+	release, result := h.receiveBody(w, r, ep, limit, m)
+	if result != "" {
 		return result
 	}
 	traceMessage(r.Context(), m)
@@ -178,6 +194,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 	h.cfg.Pressure.Enter()
 	err = h.cfg.Store.Ingest(context.WithoutCancel(r.Context()), m)
 	h.cfg.Pressure.Leave()
+	release()
 	if err != nil {
 		if handed {
 			h.cfg.Handoff.Cancel(m.OrgID)
@@ -236,15 +253,48 @@ var bodyIncomplete = []byte(`{"error":"incomplete body"}` + "\n")
 
 // receiveBody reads the request's body into m: into memory when it is
 // small (or there is no blob store), else streaming into its object, so a
-// large body is never held whole. The digest is computed as the body
-// passes. It answers and returns the result when the body is refused.
-func (h *Handler) receiveBody(w http.ResponseWriter, r *http.Request, ep intake.Endpoint, m *intake.Message) string {
-	limit := ep.MaxBodyBytes
+// large body is never held whole. Before it reads, it takes from the body
+// memory budget what the in-memory read may hold; release gives it back.
+// The digest is computed as the body passes. It answers and returns the
+// result when the body is refused.
+func (h *Handler) receiveBody(w http.ResponseWriter, r *http.Request, ep intake.Endpoint, limit int64, m *intake.Message) (release func(), result string) {
 	first := limit
 	if h.cfg.Blobs != nil {
 		first = min(limit, h.cfg.BlobThreshold)
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, first+1))
+	// What the read may hold: the length when it is known (the server
+	// reads no further), else as much as is read before the body is
+	// refused or streams on.
+	held, size := first+1, int64(0)
+	if r.ContentLength >= 0 {
+		held = min(r.ContentLength, held)
+		size = held
+	}
+	release = func() {}
+	if held > 0 {
+		var err error
+		if release, err = h.cfg.BodyMemory.Take(r.Context(), ep.OrgID, held); err != nil {
+			retryAfter := time.Second
+			var busy *fair.Busy
+			if errors.As(err, &busy) {
+				retryAfter = busy.RetryAfter
+			}
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retryAfter.Seconds()))))
+			answer(w, http.StatusServiceUnavailable, bodyUnavailable)
+			return nil, "body_memory"
+		}
+	}
+	if result := h.readBody(w, r, ep, limit, first, size, m); result != "" {
+		release()
+		return nil, result
+	}
+	return release, ""
+}
+
+// readBody reads the body into m, in a buffer of size bytes to begin with
+// (the length, when it is known); see receiveBody.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, ep intake.Endpoint, limit, first, size int64, m *intake.Message) string {
+	body, err := readAll(io.LimitReader(r.Body, first+1), size)
 	if err != nil {
 		// The client went away or timed out mid-body: nothing to keep.
 		answer(w, http.StatusBadRequest, bodyIncomplete)
@@ -279,6 +329,26 @@ func (h *Handler) receiveBody(w http.ResponseWriter, r *http.Request, ep intake.
 	}
 	m.BlobKey, m.Digest = key, hex.EncodeToString(sum.Sum(nil))
 	return ""
+}
+
+// readAll is io.ReadAll into a buffer of size bytes to begin with (and one
+// more, for the read that finds the end), so a body of a known length is
+// held once rather than in the doubling buffers io.ReadAll grows.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, 0, max(512, size+1))
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // errTooLarge is a body running past its endpoint's limit while it

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +20,6 @@ import (
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/internal/token"
-	"github.com/intakehq/intake/store/sqlite"
 )
 
 type env struct {
@@ -35,12 +33,13 @@ type env struct {
 
 func setup(t *testing.T, cfg ingress.Config, edit func(*intake.Endpoint)) *env {
 	t.Helper()
+	return setupOn(t, testkit.SQLite(t), cfg, edit)
+}
+
+// setupOn is setup on the store s.
+func setupOn(t *testing.T, s intake.Store, cfg ingress.Config, edit func(*intake.Endpoint)) *env {
+	t.Helper()
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "intake.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
 	e := &env{store: s, clock: testkit.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}
 	org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: e.clock.Now()}
 	conn := intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "none", Name: "test", CreatedAt: e.clock.Now()}

@@ -242,6 +242,9 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 		if err != nil {
 			return nil, err
 		}
+		if o.bodyBytes > 10<<20 {
+			env = append(env, fmt.Sprint("INTAKE_MAX_BODY_BYTES=", o.bodyBytes)) // the server's default cap is 10 MiB
+		}
 		defer dropDB() // deferred first, so it runs after the servers have stopped
 		defer func() { stopAll(srvs) }()
 		bases = nil

@@ -146,7 +146,10 @@ func runAttack(ctx context.Context, o options, atk attack, progress io.Writer) (
 	}
 	defer dropDB()
 	tok := rand.Text()
-	srv, err := spawn(o.intakeBin, tok, append(env, "INTAKE_NOTIFY_INTERVAL="+o.notifyInterval.String())...)
+	// The big-body attack's endpoint takes what an operator may allow
+	// at most without a blob store: 64 MiB.
+	srv, err := spawn(o.intakeBin, tok, append(env, "INTAKE_NOTIFY_INTERVAL="+o.notifyInterval.String(),
+		fmt.Sprint("INTAKE_MAX_BODY_BYTES=", 64<<20))...)
 	if err != nil {
 		return nil, err
 	}

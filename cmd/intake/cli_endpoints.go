@@ -23,7 +23,7 @@ type EndpointsCreateCmd struct {
 	outputFlags
 	Connection   string   `name:"connection" required:"" help:"Connection id."`
 	Name         *string  `name:"name" help:"A name unique among the connection's endpoints (what intake apply matches)."`
-	MaxBodyBytes *int64   `name:"max-body-bytes" help:"Largest body accepted (default 1 MiB)."`
+	MaxBodyBytes *int64   `name:"max-body-bytes" help:"Largest body accepted (default 1 MiB; at most the server's --max-body-bytes)."`
 	RatePerSec   *float64 `name:"rate-per-sec" help:"Requests per second allowed; 0 for no limit."`
 	Burst        *int     `name:"burst" help:"Requests allowed at once above the rate."`
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/bodyurl"
+	"github.com/intakehq/intake/internal/fair"
 	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/pressure"
@@ -70,6 +71,8 @@ type ServeCmd struct {
 	StorageQuota      int64         `name:"storage-quota-bytes" default:"0" env:"INTAKE_STORAGE_QUOTA_BYTES" help:"Refuse webhooks (503) while the store holds more than this many bytes; 0: no quota."`
 	BlobStore         string        `name:"blob-store" env:"INTAKE_BLOB_STORE" placeholder:"s3://BUCKET?endpoint=URL&region=REGION" help:"Keep every body larger than --blob-threshold in this S3-compatible bucket (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); endpoints may then take bodies up to 100 MiB. Empty: every body in the database."`
 	BlobThreshold     int64         `name:"blob-threshold" default:"262144" env:"INTAKE_BLOB_THRESHOLD" help:"Bodies larger than this many bytes go to the blob store."`
+	MaxBodyBytes      int64         `name:"max-body-bytes" default:"10485760" env:"INTAKE_MAX_BODY_BYTES" help:"Largest body any endpoint takes, whatever its own max_body_bytes: up to 67108864 (64 MiB), or 104857600 (100 MiB) with --blob-store."`
+	BodyMemory        int64         `name:"body-memory" default:"268435456" env:"INTAKE_BODY_MEMORY" help:"Bytes of request bodies held in memory at once, from their first byte read to their commit, each org at most its fair share; a body that does not fit waits a second, then is answered 503 with Retry-After."`
 	ReadHeaderTimeout time.Duration `default:"10s" env:"INTAKE_READ_HEADER_TIMEOUT" help:"How long a client may take to send request headers."`
 	ReadTimeout       time.Duration `default:"60s" env:"INTAKE_READ_TIMEOUT" help:"How long a client may take to send a whole request."`
 	ShutdownGrace     time.Duration `default:"30s" env:"INTAKE_SHUTDOWN_GRACE" help:"How long SIGTERM waits for in-flight requests."`
@@ -95,6 +98,10 @@ func (c *ServeCmd) Run() error {
 		return errors.New("--retention-rate must be above 0 deletes a second")
 	}
 	policy, err := c.consumerPolicy()
+	if err != nil {
+		return err
+	}
+	bodyMemory, err := c.bodyMemory()
 	if err != nil {
 		return err
 	}
@@ -164,7 +171,9 @@ func (c *ServeCmd) Run() error {
 		m.WatchPressure(ingestFirst)
 	}
 	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
-		Logger: log, Quota: quota, Handoff: messages, Pressure: ingestFirst, Blobs: blobs, BlobThreshold: c.BlobThreshold})
+		Logger: log, Quota: quota, Handoff: messages, Pressure: ingestFirst, Blobs: blobs, BlobThreshold: c.BlobThreshold,
+		MaxBodyBytes: c.MaxBodyBytes, BodyMemory: bodyMemory})
+	log.Info("request bodies bounded", "max_body_bytes", c.MaxBodyBytes, "body_memory_bytes", c.BodyMemory)
 	// One rules engine: its script hosts and compiled programs serve the
 	// worker, the router and the control plane's checks and dry runs.
 	engine, err := rules.New(rules.Config{ScriptTimeout: c.ScriptTimeout, ScriptMemory: c.ScriptMemory, Hosts: c.ScriptHosts}, clock)
@@ -179,7 +188,8 @@ func (c *ServeCmd) Run() error {
 	// The one control plane: the API and the console are transports over it.
 	ctl := control.New(control.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
 		Clock: clock, ConsumerPolicy: policy, Rules: engine, Sender: sender,
-		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, People: people, Blobs: blobs, Logger: log})
+		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, People: people, Blobs: blobs,
+		MaxBodyBytes: c.MaxBodyBytes, Logger: log})
 	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	// The worker has the router judge each message's fan-out before its
@@ -367,6 +377,32 @@ func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger) (intake.Blob
 	}
 	log.Info("large bodies go to object storage", "threshold_bytes", c.BlobThreshold)
 	return b, nil
+}
+
+// bodyMemory checks --max-body-bytes and --body-memory, and returns the
+// budget the bodies being read into memory share.
+func (c *ServeCmd) bodyMemory() (*fair.Budget, error) {
+	if c.MaxBodyBytes < 1 || c.MaxBodyBytes > intake.MaxBlobBodyBytes {
+		return nil, fmt.Errorf("--max-body-bytes must be between 1 and %d (100 MiB, with --blob-store)", intake.MaxBlobBodyBytes)
+	}
+	if c.BlobStore == "" && c.MaxBodyBytes > intake.MaxBodyBytes {
+		return nil, fmt.Errorf("--max-body-bytes above %d (64 MiB) needs --blob-store: bodies that large stay out of the database", intake.MaxBodyBytes)
+	}
+	// The most one body is charged: a body above the blob threshold holds
+	// only its first part.
+	one := c.MaxBodyBytes + 1
+	if c.BlobStore != "" {
+		one = min(one, c.BlobThreshold+1)
+	}
+	// One org alone may hold its share of the budget: one body must fit.
+	least := max(1, one+one/3-3)
+	for fair.Share(least, 0) < one {
+		least++
+	}
+	if c.BodyMemory < least {
+		return nil, fmt.Errorf("--body-memory must be at least %d bytes: an org alone holds at most three quarters of it, and one body read whole into memory (up to %d bytes) must fit in that", least, one)
+	}
+	return &fair.Budget{What: "body memory", Total: c.BodyMemory, Wait: time.Second}, nil
 }
 
 // consumerPolicy is the address policy of consumer and notification URLs:
