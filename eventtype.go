@@ -101,6 +101,11 @@ type EventTypeFilter struct {
 	Now time.Time
 }
 
+// EventTypeOther is the type a connection's catalog counts the events of
+// every type past its bound under (DESIGN §26), with no schema learnt
+// from them: a provider naming ever new types grows the catalog no more.
+const EventTypeOther = "other"
+
 // EventTypeHistory is how long an event type's counts per hour are kept
 // (its per-day history); its first and last seen and total stay.
 const EventTypeHistory = 30 * 24 * time.Hour
@@ -114,6 +119,10 @@ type EventTypes interface {
 	// EventTypeStates reads the schema state (Schema, Version) of the keys
 	// that are catalogued; a key missing from the map is not yet.
 	EventTypeStates(ctx context.Context, keys []EventTypeKey) (map[EventTypeKey]EventType, error)
+	// EventTypeCounts reads how many types each of the connections has
+	// catalogued (its EventTypeOther type among them); a connection with
+	// none is missing from the map.
+	EventTypeCounts(ctx context.Context, connectionIDs []string) (map[string]int, error)
 	// RecordEventTypes writes a learner's updates in one transaction:
 	// each update's counts are added; a Learnt update's schema, example,
 	// changes and notices are written only if the type's schema is still

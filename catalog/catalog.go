@@ -47,7 +47,11 @@ type Config struct {
 	// between two flushes (default 256).
 	SamplesPerSecond int
 	MaxSamples       int
-	Logger           *slog.Logger
+	// TypesPerConnection bounds the types catalogued per connection
+	// (default 1000; below 0: no bound): past it, new types count under
+	// intake.EventTypeOther, with no schema (see Bound).
+	TypesPerConnection int
+	Logger             *slog.Logger
 }
 
 // Learner builds the event-type catalog from the events a process settles.
@@ -93,6 +97,9 @@ func New(cfg Config) *Learner {
 	}
 	if cfg.MaxSamples == 0 {
 		cfg.MaxSamples = 256
+	}
+	if cfg.TypesPerConnection == 0 {
+		cfg.TypesPerConnection = 1000
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -203,6 +210,9 @@ func (l *Learner) record(ctx context.Context, taken map[intake.EventTypeKey]*tal
 		if err != nil {
 			return err
 		}
+		if observed, err = l.bound(ctx, states, observed); err != nil {
+			return err
+		}
 		stale, err := l.cfg.Store.RecordEventTypes(ctx, Decide(states, observed, now))
 		if err != nil {
 			return err
@@ -212,7 +222,7 @@ func (l *Learner) record(ctx context.Context, taken map[intake.EventTypeKey]*tal
 		var again []Observed
 		for _, o := range observed {
 			if slices.Contains(stale, o.Key) {
-				again = append(again, Observed{OrgID: o.OrgID, Key: o.Key, Samples: o.Samples})
+				again = append(again, Observed{OrgID: o.OrgID, Key: o.Key, Samples: o.Samples, Folded: o.Folded})
 			}
 		}
 		if len(again) > 0 && try == staleTries {
@@ -222,6 +232,28 @@ func (l *Learner) record(ctx context.Context, taken map[intake.EventTypeKey]*tal
 		observed = again
 	}
 	return nil
+}
+
+// bound keeps the connections' catalogs within TypesPerConnection (see
+// Bound), reading how many types the connections of new ones have only
+// when there are new ones.
+func (l *Learner) bound(ctx context.Context, states map[intake.EventTypeKey]intake.EventType, observed []Observed) ([]Observed, error) {
+	var conns []string
+	seen := map[string]bool{}
+	for _, o := range observed {
+		if _, ok := states[o.Key]; !ok && !seen[o.Key.ConnectionID] {
+			seen[o.Key.ConnectionID] = true
+			conns = append(conns, o.Key.ConnectionID)
+		}
+	}
+	if len(conns) == 0 || l.cfg.TypesPerConnection < 0 {
+		return observed, nil
+	}
+	catalogued, err := l.cfg.Store.EventTypeCounts(ctx, conns)
+	if err != nil {
+		return nil, err
+	}
+	return Bound(states, catalogued, observed, l.cfg.TypesPerConnection), nil
 }
 
 // putBack returns counts a failed flush did not record; their samples are
@@ -257,10 +289,18 @@ func (l *Learner) prune(ctx context.Context) error {
 	return nil
 }
 
+// keysOf lists the observed keys, and the EventTypeOther key of each of
+// their connections, which Bound needs the state of.
 func keysOf(os []Observed) []intake.EventTypeKey {
-	out := make([]intake.EventTypeKey, len(os))
-	for i, o := range os {
-		out[i] = o.Key
+	seen := make(map[intake.EventTypeKey]bool, len(os)+1)
+	out := make([]intake.EventTypeKey, 0, len(os)+1)
+	for _, o := range os {
+		for _, k := range []intake.EventTypeKey{o.Key, {ConnectionID: o.Key.ConnectionID, Type: intake.EventTypeOther}} {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
 	}
 	return out
 }

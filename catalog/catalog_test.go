@@ -24,7 +24,7 @@ func newOrg(t *testing.T, s intake.Store) org {
 	t.Helper()
 	ctx := context.Background()
 	o := org{id: intake.NewID(), conn: intake.NewID()}
-	if err := s.CreateOrg(ctx, intake.Org{ID: o.id, Name: "acme-" + o.id[:8], CreatedAt: t0},
+	if err := s.CreateOrg(ctx, intake.Org{ID: o.id, Name: "acme-" + o.id[len(o.id)-12:], CreatedAt: t0},
 		intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte(o.id)}); err != nil {
 		t.Fatal(err)
 	}

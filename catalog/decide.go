@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -18,7 +19,93 @@ type Observed struct {
 	First, Last time.Time
 	Hours       map[time.Time]int64
 	Samples     []Sample
+	// Folded is how many types past its connection's bound Bound counted
+	// under this one, its connection's EventTypeOther: nothing is learnt
+	// from their samples.
+	Folded int
 }
+
+// Bound keeps each connection's catalog within limit types (DESIGN §26).
+// An observed type already catalogued (in states) is recorded as it is; a
+// new one while its connection has room, in key order; past that, its
+// events count under the connection's EventTypeOther type, whose Folded
+// says so, and only one of their samples is kept, the example of an other
+// type new to the catalog. catalogued is how many types each connection
+// has (EventTypeOther among them, and then in states). A limit of 0 or
+// less bounds nothing.
+func Bound(states map[intake.EventTypeKey]intake.EventType, catalogued map[string]int, observed []Observed, limit int) []Observed {
+	if limit <= 0 {
+		return observed
+	}
+	out := make([]Observed, 0, len(observed))
+	room := map[string]int{}
+	others := map[string]*Observed{}
+	var order []string // the connections with an other type, as first met
+	for _, o := range observed {
+		conn := o.Key.ConnectionID
+		if _, known := states[o.Key]; known && o.Key.Type != intake.EventTypeOther {
+			out = append(out, o)
+			continue
+		}
+		if o.Key.Type != intake.EventTypeOther {
+			if _, ok := room[conn]; !ok {
+				room[conn] = limit - catalogued[conn]
+				if _, ok := states[intake.EventTypeKey{ConnectionID: conn, Type: intake.EventTypeOther}]; ok {
+					room[conn]++
+				}
+			}
+			if room[conn] > 0 {
+				room[conn]--
+				out = append(out, o)
+				continue
+			}
+		}
+		other := others[conn]
+		if other == nil {
+			other = &Observed{OrgID: o.OrgID, Key: intake.EventTypeKey{ConnectionID: conn, Type: intake.EventTypeOther},
+				First: o.First, Last: o.Last, Hours: map[time.Time]int64{}}
+			others[conn] = other
+			order = append(order, conn)
+		}
+		other.Count += o.Count
+		if o.First.Before(other.First) {
+			other.First = o.First
+		}
+		if o.Last.After(other.Last) {
+			other.Last = o.Last
+		}
+		for h, n := range o.Hours {
+			other.Hours[h] += n
+		}
+		other.Samples = append(other.Samples, o.Samples...)
+		if o.Key.Type != intake.EventTypeOther {
+			other.Folded++
+		}
+	}
+	for _, conn := range order {
+		other := others[conn]
+		if other.Folded > 0 {
+			other.Samples = firstJSON(other.Samples)
+		}
+		out = append(out, *other)
+	}
+	return out
+}
+
+// firstJSON keeps the first sample whose data is JSON, if any.
+func firstJSON(samples []Sample) []Sample {
+	for _, s := range samples {
+		if json.Valid(s.Data) {
+			return []Sample{s}
+		}
+	}
+	return nil
+}
+
+// otherSchema is the schema of an EventTypeOther type that counts the
+// types past its connection's bound: the empty schema, any value, as
+// nothing is learnt from them.
+var otherSchema = schema.Document(&schema.Node{})
 
 // Decide turns what was observed into the catalog's updates, given the
 // stored schema state of the types (states; a type missing there is new).
@@ -29,12 +116,31 @@ type Observed struct {
 // is written) when the schema changed; its example is then the last sample
 // that changed it, and a type with changes leaves one schema.changed
 // notice. Samples that are not JSON are skipped.
+//
+// An other type that counts types past its connection's bound (Folded)
+// learns nothing; when it is new to the catalog, it is written with the
+// empty schema and its sample as the example, and leaves the one notice
+// saying the connection's catalog is full: written over version 0, so of
+// two processes that fill it at once only one leaves it.
 func Decide(states map[intake.EventTypeKey]intake.EventType, observed []Observed, now time.Time) []intake.EventTypeUpdate {
 	out := make([]intake.EventTypeUpdate, 0, len(observed))
 	for _, o := range observed {
 		up := intake.EventTypeUpdate{OrgID: o.OrgID, EventTypeKey: o.Key, Count: o.Count, First: o.First, Last: o.Last, Hours: o.Hours}
-		st := states[o.Key]
+		st, known := states[o.Key]
 		up.Version = st.Version
+		if o.Folded > 0 {
+			if !known {
+				up.Learnt, up.Schema, up.Example = true, otherSchema, json.RawMessage("null")
+				if len(o.Samples) > 0 {
+					up.Example, up.ExampleEventID = o.Samples[0].Data, o.Samples[0].EventID
+				}
+				up.Notices = []intake.Notice{{ID: intake.NewID(), OrgID: o.OrgID, Topic: intake.NoticeSchemaChanged,
+					Subject: o.Key.ConnectionID + "/" + o.Key.Type, At: now,
+					Detail: fmt.Sprintf("the connection's event-type catalog is full: %d new types, and any after them, are counted under %q, with no schema learnt from them", o.Folded, o.Key.Type)}}
+			}
+			out = append(out, up)
+			continue
+		}
 		base, err := schema.Parse(st.Schema)
 		if err != nil {
 			base = nil // unreadable: learnt afresh from this flush

@@ -1,6 +1,11 @@
 package worker
 
-import "github.com/intakehq/intake"
+import (
+	"slices"
+	"time"
+
+	"github.com/intakehq/intake"
+)
 
 // ready holds the work the worker took (handed over or claimed) and has
 // not started: a queue per org, the orgs served in turn, so that one org's
@@ -13,10 +18,12 @@ type ready struct {
 }
 
 // waiting is one message taken and not started; handed tells a message
-// from the hand-off, whose room is freed when it leaves.
+// from the hand-off, whose room is freed when it leaves; since is when it
+// was taken (a handed-over message's receipt).
 type waiting struct {
 	claim  intake.Claim
 	handed bool
+	since  time.Time
 }
 
 func (r *ready) len() int { return r.n }
@@ -33,24 +40,27 @@ func (r *ready) push(w waiting) {
 	r.n++
 }
 
-// pop takes the oldest waiting message of the org whose turn it is; that
-// org then goes to the back of the turn.
-func (r *ready) pop() (waiting, bool) {
-	if r.n == 0 {
-		return waiting{}, false
+// pop takes the oldest waiting message of the first org in turn that is
+// not held (nil holds none); that org then goes to the back of the turn,
+// and the held ones keep their places.
+func (r *ready) pop(held func(org string) bool) (waiting, bool) {
+	for i, org := range r.turn {
+		if held != nil && held(org) {
+			continue
+		}
+		q := r.queues[org]
+		w := q[0]
+		r.turn = slices.Delete(r.turn, i, i+1)
+		if q = q[1:]; len(q) == 0 {
+			delete(r.queues, org)
+		} else {
+			r.queues[org] = q
+			r.turn = append(r.turn, org)
+		}
+		r.n--
+		return w, true
 	}
-	org := r.turn[0]
-	q := r.queues[org]
-	w := q[0]
-	r.turn = r.turn[1:]
-	if q = q[1:]; len(q) == 0 {
-		delete(r.queues, org)
-	} else {
-		r.queues[org] = q
-		r.turn = append(r.turn, org)
-	}
-	r.n--
-	return w, true
+	return waiting{}, false
 }
 
 // orgs lists the orgs with work waiting: a claim skips them.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/cache"
+	"github.com/intakehq/intake/internal/fair"
 	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/pressure"
@@ -56,9 +57,16 @@ type Config struct {
 	// writer and the CPU; the backlog is claimed once it falls back.
 	Pressure *pressure.Gauge
 	// HandoffWait is how long a handed-over message may wait while the
-	// worker holds back before it is released for any process to claim
+	// worker holds back, or any message taken while its org is past its
+	// events budget, before it is released for any process to claim
 	// (default 2s).
 	HandoffWait time.Duration
+	// Events, when set, paces the events each org's messages make (DESIGN
+	// §26): a settle spends the events it made from its org's budget, and
+	// while an org is past it none of its messages is started or claimed;
+	// they wait queued in the store (what was taken is released) while
+	// other orgs' messages flow.
+	Events *fair.Rates
 	// Rules runs connections' filters and interpret scripts; nil: an
 	// engine with the default bounds.
 	Rules   *rules.Engine
@@ -95,6 +103,10 @@ type Worker struct {
 	// freed wakes Run (coalesced) when an attempt ends and its slot
 	// comes free.
 	freed chan struct{}
+	// owing holds the orgs whose settles went past their events budget
+	// and may still be waiting for it (Config.Events says until when).
+	owingMu sync.Mutex
+	owing   map[string]struct{}
 }
 
 // rowTTL is how long a worker reuses connection and endpoint rows.
@@ -168,7 +180,9 @@ type FanOut interface {
 // each poll, the due messages of orgs with nothing waiting. While ingest
 // is under pressure it takes new work only within its share of the slots,
 // claims nothing while they are busy, and releases handed-over messages
-// that waited longer than HandoffWait. Work claimed
+// that waited longer than HandoffWait. An org past its events budget
+// (Config.Events) has nothing started or claimed until it is back within
+// it; what it had taken is released after HandoffWait. Work claimed
 // or handed over but not started when ctx ends is released so another
 // process takes it at once; Run returns once the attempts it started have
 // settled.
@@ -178,11 +192,22 @@ func (w *Worker) Run(ctx context.Context) error {
 	poll := time.NewTimer(w.cfg.Poll)
 	defer poll.Stop()
 	handed := w.cfg.Handoff.Claims()
+	// paced wakes Run when the first org waiting for its events budget
+	// is back within it. intake.Clock has no timers: the wait is measured
+	// on the clock and waited on the wall's, with the poll as the fallback.
+	paced := time.NewTimer(time.Hour)
+	paced.Stop()
+	defer paced.Stop()
 	var queue ready
 	for claim := true; ctx.Err() == nil; {
-		w.startReady(ctx, &queue)
+		owing, wait := w.owingOrgs()
+		if wait > 0 {
+			paced.Reset(wait)
+		}
+		w.releaseOwing(ctx, &queue, owing)
+		w.startReady(ctx, &queue, owing)
 		if room := min(w.cfg.Batch, w.room()); claim && room > 0 {
-			n, err := w.claim(ctx, &queue, room)
+			n, err := w.claim(ctx, &queue, room, owing...)
 			if err != nil && ctx.Err() == nil {
 				w.cfg.Logger.Error("worker: claim failed", "err", err)
 			}
@@ -200,8 +225,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case c := <-handed:
-			queue.push(waiting{claim: c, handed: true})
+			queue.push(waiting{claim: c, handed: true, since: c.Message.ReceivedAt})
 		case <-wake:
+			claim = true
+		case <-paced.C:
 			claim = true
 		case <-poll.C:
 			claim = true
@@ -212,7 +239,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				// running or queued are claimed to wait their turn,
 				// unless ingest needs the store.
 				if n := w.cfg.Batch - queue.len(); n > 0 && !w.cfg.Pressure.High() {
-					if _, err := w.claim(ctx, &queue, n, w.busyOrgs()...); err != nil && ctx.Err() == nil {
+					if _, err := w.claim(ctx, &queue, n, append(w.busyOrgs(), owing...)...); err != nil && ctx.Err() == nil {
 						w.cfg.Logger.Error("worker: claim failed", "err", err)
 					}
 				}
@@ -236,18 +263,20 @@ func (w *Worker) room() int {
 }
 
 // startReady takes what waits in the hand-off into the queue and starts
-// queued messages, org by org in turn, while there is room.
-func (w *Worker) startReady(ctx context.Context, queue *ready) {
+// queued messages, org by org in turn, while there is room; the messages of
+// the orgs owing events wait.
+func (w *Worker) startReady(ctx context.Context, queue *ready, owing []string) {
 	for more := true; more; {
 		select {
 		case c := <-w.cfg.Handoff.Claims():
-			queue.push(waiting{claim: c, handed: true})
+			queue.push(waiting{claim: c, handed: true, since: c.Message.ReceivedAt})
 		default:
 			more = false
 		}
 	}
+	held := func(org string) bool { return slices.Contains(owing, org) }
 	for w.room() > 0 {
-		q, ok := queue.pop()
+		q, ok := queue.pop(held)
 		if !ok {
 			return
 		}
@@ -270,6 +299,62 @@ func (w *Worker) releaseOverdue(ctx context.Context, queue *ready) {
 	}
 }
 
+// releaseOwing releases each message of an org owing events that waited
+// longer than HandoffWait since it was taken, so its lease never runs out
+// in the queue; until then a budget that refills soon costs no write, and
+// an org's handed-over messages held keep its room in the hand-off, so
+// its fresh messages are stored queued rather than handed over.
+func (w *Worker) releaseOwing(ctx context.Context, queue *ready, owing []string) {
+	if len(owing) == 0 {
+		return
+	}
+	cutoff := w.cfg.Clock.Now().Add(-w.cfg.HandoffWait)
+	for _, q := range queue.take(func(q waiting) bool {
+		return slices.Contains(owing, q.claim.Message.OrgID) && !q.since.After(cutoff)
+	}) {
+		w.giveBack(ctx, q)
+	}
+}
+
+// spend takes the events a settle made from its org's budget; an org that
+// goes past it waits (see owingOrgs).
+func (w *Worker) spend(org string, n int) {
+	if w.cfg.Events.Spend(org, n, w.cfg.Clock.Now()) <= 0 {
+		return
+	}
+	w.owingMu.Lock()
+	defer w.owingMu.Unlock()
+	if _, ok := w.owing[org]; ok {
+		return
+	}
+	if w.owing == nil {
+		w.owing = map[string]struct{}{}
+	}
+	w.owing[org] = struct{}{}
+	w.cfg.Metrics.OrgEventsThrottled.Inc()
+}
+
+// owingOrgs lists the orgs still past their events budget now, and how
+// long until the first of them is back within it (0: none waits).
+func (w *Worker) owingOrgs() (orgs []string, wait time.Duration) {
+	now := w.cfg.Clock.Now()
+	w.owingMu.Lock()
+	defer w.owingMu.Unlock()
+	for org := range w.owing {
+		d := w.cfg.Events.Wait(org, now)
+		if d <= 0 {
+			delete(w.owing, org)
+			continue
+		}
+		orgs = append(orgs, org)
+		if wait == 0 || d < wait {
+			wait = d
+		}
+	}
+	w.cfg.Metrics.OrgsEventsWaiting.Set(float64(len(orgs)))
+	return orgs, wait
+}
+
 // giveBack releases a message taken and not started.
 func (w *Worker) giveBack(ctx context.Context, q waiting) {
 	if q.handed {
@@ -282,8 +367,9 @@ func (w *Worker) giveBack(ctx context.Context, q waiting) {
 // many it claimed once every attempt it started has settled.
 func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	var queue ready
-	n, err := w.claim(ctx, &queue, w.cfg.Batch)
-	for q, ok := queue.pop(); ok; q, ok = queue.pop() {
+	owing, _ := w.owingOrgs()
+	n, err := w.claim(ctx, &queue, w.cfg.Batch, owing...)
+	for q, ok := queue.pop(nil); ok; q, ok = queue.pop(nil) {
 		w.start(ctx, q.claim)
 	}
 	w.running.Wait()
@@ -303,8 +389,9 @@ func (w *Worker) claim(ctx context.Context, queue *ready, limit int, skip ...str
 		return 0, nil
 	}
 	w.cfg.Metrics.WorkerClaims.WithLabelValues("work").Inc()
+	now := w.cfg.Clock.Now()
 	for _, c := range claims {
-		queue.push(waiting{claim: c})
+		queue.push(waiting{claim: c, since: now})
 	}
 	return len(claims), nil
 }
@@ -433,6 +520,7 @@ func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 	w.cfg.Metrics.ProcessSeconds.Observe(time.Since(start).Seconds())
 	w.cfg.Metrics.Messages.WithLabelValues(string(out.State), out.Outcome).Inc()
 	w.cfg.Metrics.EventsCreated.Add(float64(len(out.Events)))
+	w.spend(c.Message.OrgID, len(out.Events))
 	if w.cfg.Catalog != nil && len(out.Events) > 0 {
 		w.cfg.Catalog.Observe(out.Events)
 	}

@@ -81,6 +81,9 @@ type ServeCmd struct {
 	ScriptHosts       int           `default:"0" env:"INTAKE_SCRIPT_HOSTS" help:"Child processes that run JavaScript rules, one call at a time each; 0: two per CPU, at least four."`
 	NotifyInterval    time.Duration `default:"5s" env:"INTAKE_NOTIFY_INTERVAL" help:"How often the notifier looks for operational notices to send."`
 	Catalog           bool          `default:"true" negatable:"" env:"INTAKE_CATALOG" help:"Learn the event types received: counts, an inferred JSON Schema, and its drift (schema.changed notices); --no-catalog turns it off."`
+	CatalogTypes      int           `name:"catalog-types-per-connection" default:"1000" env:"INTAKE_CATALOG_TYPES_PER_CONNECTION" help:"Event types the catalog records per connection; past it, new types are counted under one more, other, with no schema, and one schema.changed notice says so."`
+	OrgEventsPerSec   float64       `name:"org-events-per-sec" default:"1000" env:"INTAKE_ORG_EVENTS_PER_SEC" help:"Events one org's messages may make per second in this process; past it (and its burst) the org's messages wait queued while other orgs' flow. Nothing is refused or lost."`
+	OrgEventsBurst    int           `name:"org-events-burst" default:"5000" env:"INTAKE_ORG_EVENTS_BURST" help:"Events one org's messages may make at once before --org-events-per-sec paces them."`
 	ConsumerDeny      []string      `name:"consumer-deny" env:"INTAKE_CONSUMER_DENY" placeholder:"CIDR" help:"Refuse consumer and notification URLs in these ranges, beside the metadata and link-local addresses always refused (repeatable, or comma-separated), e.g. 10.0.0.0/8."`
 	ConsumerAllow     []string      `name:"consumer-allow" env:"INTAKE_CONSUMER_ALLOW" placeholder:"CIDR" help:"Reach consumers and notification receivers only in these ranges (repeatable, or comma-separated); what is refused stays refused."`
 	OIDCIssuer        string        `name:"oidc-issuer" env:"INTAKE_OIDC_ISSUER" placeholder:"URL" help:"OpenID Connect issuer the console signs people in at (single sign-on); empty: token sign-in only."`
@@ -96,6 +99,12 @@ func (c *ServeCmd) Run() error {
 	log := c.logger()
 	if c.RetentionRate <= 0 {
 		return errors.New("--retention-rate must be above 0 deletes a second")
+	}
+	if c.OrgEventsPerSec <= 0 || c.OrgEventsBurst < 1 {
+		return errors.New("--org-events-per-sec must be above 0 and --org-events-burst at least 1")
+	}
+	if c.CatalogTypes < 1 {
+		return errors.New("--catalog-types-per-connection must be at least 1")
 	}
 	policy, err := c.consumerPolicy()
 	if err != nil {
@@ -206,13 +215,13 @@ func (c *ServeCmd) Run() error {
 	var learner *catalog.Learner
 	var observer worker.Observer
 	if c.Catalog {
-		learner = catalog.New(catalog.Config{Store: store, Clock: clock, Logger: log})
+		learner = catalog.New(catalog.Config{Store: store, Clock: clock, TypesPerConnection: c.CatalogTypes, Logger: log})
 		observer = learner
 	}
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
 		Handoff: messages, FanOut: rt, Calls: calls, Catalog: observer, Pressure: ingestFirst,
 		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log,
-		Blobs: blobs})
+		Blobs: blobs, Events: &fair.Rates{What: "events", Every: c.OrgEventsPerSec, Burst: c.OrgEventsBurst}})
 
 	var draining atomic.Bool
 	mux := http.NewServeMux()

@@ -41,6 +41,12 @@ type Metrics struct {
 	// dropped (no settings, or a topic not subscribed), failed (an attempt
 	// to be retried) and given_up (its attempts spent).
 	Notifications *prometheus.CounterVec
+	// OrgEventsThrottled counts the times an org's settles went past its
+	// events-per-second budget, its messages then waiting queued until it
+	// is back within it; OrgsEventsWaiting is how many orgs wait so now.
+	// Neither names an org.
+	OrgEventsThrottled prometheus.Counter
+	OrgsEventsWaiting  prometheus.Gauge
 }
 
 // Options choose what the metrics may reveal.
@@ -128,6 +134,13 @@ func NewWith(o Options) *Metrics {
 		Name: "intake_notifications_total", Help: "Operational notifications by result: sent, dropped, failed (to be retried), given_up.",
 	}, []string{"result"})
 	r.MustRegister(m.Notifications)
+	m.OrgEventsThrottled = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "intake_org_events_throttled_total", Help: "Times an org went past its events-per-second budget; its messages then waited queued.",
+	})
+	m.OrgsEventsWaiting = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "intake_orgs_events_waiting", Help: "Orgs past their events-per-second budget whose messages wait queued now.",
+	})
+	r.MustRegister(m.OrgEventsThrottled, m.OrgsEventsWaiting)
 	return m
 }
 

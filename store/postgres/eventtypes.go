@@ -44,6 +44,31 @@ func (s *Store) EventTypeStates(ctx context.Context, keys []intake.EventTypeKey)
 	return out, err
 }
 
+// EventTypeCounts reads how many types each connection has catalogued.
+func (s *Store) EventTypeCounts(ctx context.Context, connectionIDs []string) (map[string]int, error) {
+	out := make(map[string]int, len(connectionIDs))
+	conns := slices.DeleteFunc(slices.Clone(connectionIDs), func(id string) bool { return !validIDs(id) })
+	if len(conns) == 0 {
+		return out, nil
+	}
+	type count struct {
+		conn string
+		n    int
+	}
+	var rows []count
+	err := s.read(ctx, intake.Scope{}, func(b *pgx.Batch) {
+		queueRows(b, &rows, func(row pgx.Row) (count, error) {
+			var c count
+			err := row.Scan(&c.conn, &c.n)
+			return c, err
+		}, `SELECT connection_id, count(*) FROM event_types WHERE connection_id = ANY($1::uuid[]) GROUP BY connection_id`, conns)
+	})
+	for _, c := range rows {
+		out[c.conn] = c.n
+	}
+	return out, err
+}
+
 // RecordEventTypes adds the updates' counts and writes each learnt schema
 // over the version its learner read. Rows are written in key order, so two
 // processes recording the same types wait for each other rather than

@@ -44,6 +44,33 @@ func (s *Store) EventTypeStates(ctx context.Context, keys []intake.EventTypeKey)
 	return out, rows.Err()
 }
 
+// EventTypeCounts reads how many types each connection has catalogued.
+func (s *Store) EventTypeCounts(ctx context.Context, connectionIDs []string) (map[string]int, error) {
+	out := make(map[string]int, len(connectionIDs))
+	if len(connectionIDs) == 0 {
+		return out, nil
+	}
+	list, err := json.Marshal(connectionIDs)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT connection_id, count(*) FROM event_types
+		WHERE connection_id IN (SELECT value FROM json_each(?)) GROUP BY connection_id`, string(list))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var conn string
+		var n int
+		if err := rows.Scan(&conn, &n); err != nil {
+			return nil, err
+		}
+		out[conn] = n
+	}
+	return out, rows.Err()
+}
+
 // RecordEventTypes adds the updates' counts and writes each learnt schema
 // over the version its learner read.
 func (s *Store) RecordEventTypes(ctx context.Context, ups []intake.EventTypeUpdate) ([]intake.EventTypeKey, error) {

@@ -18,6 +18,7 @@ var eventTypeTests = []struct {
 }{
 	{"EventTypesCountBySchemaOverTheVersionReadAndAreScoped", testEventTypes},
 	{"EventTypeCountsAreAddedAndOldHoursPruned", testEventTypeHours},
+	{"EventTypesCatalogedAreCountedPerConnection", testEventTypeCounts},
 }
 
 func jsonEqual(a, b []byte) bool {
@@ -192,5 +193,33 @@ func testEventTypeHours(t *testing.T, s intake.Store) {
 	}
 	if d, err = s.EventType(ctx, intake.Scope{}, key, t0); err != nil || d.Total != 11 || len(d.Days) != 2 || d.Days[0].Count != 1 || d.Days[1].Count != 5 {
 		t.Fatalf("after pruning: total %d days %+v %v; the total stays", d.Total, d.Days, err)
+	}
+}
+
+// testEventTypeCounts: the catalog's bound per connection reads how many
+// types each connection has, whatever org it is of.
+func testEventTypeCounts(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	acme, globex := newFixture(t, s, "acme"), newFixture(t, s, "globex")
+	var ups []intake.EventTypeUpdate
+	for _, typ := range []string{"a", "b", intake.EventTypeOther} {
+		ups = append(ups, intake.EventTypeUpdate{OrgID: acme.org.ID, EventTypeKey: intake.EventTypeKey{ConnectionID: acme.conn.ID, Type: typ},
+			Count: 2, First: t0, Last: t0, Hours: map[time.Time]int64{t0.Truncate(time.Hour): 2}})
+	}
+	ups = append(ups, intake.EventTypeUpdate{OrgID: globex.org.ID, EventTypeKey: intake.EventTypeKey{ConnectionID: globex.conn.ID, Type: "a"},
+		Count: 1, First: t0, Last: t0, Hours: map[time.Time]int64{t0.Truncate(time.Hour): 1}})
+	if stale, err := s.RecordEventTypes(ctx, ups); err != nil || len(stale) != 0 {
+		t.Fatalf("record: stale %v, %v", stale, err)
+	}
+	unseen := intake.NewID()
+	counts, err := s.EventTypeCounts(ctx, []string{acme.conn.ID, globex.conn.ID, unseen, "not-an-id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counts) != 2 || counts[acme.conn.ID] != 3 || counts[globex.conn.ID] != 1 {
+		t.Fatalf("counts = %v, want acme's connection 3 (other among them), globex's 1, none for the others", counts)
+	}
+	if counts, err := s.EventTypeCounts(ctx, nil); err != nil || len(counts) != 0 {
+		t.Fatalf("counts of no connection = %v, %v", counts, err)
 	}
 }
