@@ -81,6 +81,9 @@ type ServeCmd struct {
 	ScriptHosts       int           `default:"0" env:"INTAKE_SCRIPT_HOSTS" help:"Child processes that run JavaScript rules, one call at a time each; 0: two per CPU, at least four."`
 	NotifyInterval    time.Duration `default:"5s" env:"INTAKE_NOTIFY_INTERVAL" help:"How often the notifier looks for operational notices to send."`
 	Catalog           bool          `default:"true" negatable:"" env:"INTAKE_CATALOG" help:"Learn the event types received: counts, an inferred JSON Schema, and its drift (schema.changed notices); --no-catalog turns it off."`
+	ReadDeadline      time.Duration `default:"5s" env:"INTAKE_READ_DEADLINE" help:"How long one operator read (a list, a search, a count, an export, the overview) may run before it is stopped and answered 503."`
+	Reads             int           `default:"4" env:"INTAKE_READS" help:"Operator reads run at once by this process, on connections of their own the pipeline never waits for; each org at most its fair share of them."`
+	ReadsPerOrg       int           `default:"2" env:"INTAKE_READS_PER_ORG" help:"Operator reads one org runs at once; past it a read waits a second, then is answered 429 with Retry-After."`
 	CatalogTypes      int           `name:"catalog-types-per-connection" default:"1000" env:"INTAKE_CATALOG_TYPES_PER_CONNECTION" help:"Event types the catalog records per connection; past it, new types are counted under one more, other, with no schema, and one schema.changed notice says so."`
 	OrgEventsPerSec   float64       `name:"org-events-per-sec" default:"1000" env:"INTAKE_ORG_EVENTS_PER_SEC" help:"Events one org's messages may make per second in this process; past it (and its burst) the org's messages wait queued while other orgs' flow. Nothing is refused or lost."`
 	OrgEventsBurst    int           `name:"org-events-burst" default:"5000" env:"INTAKE_ORG_EVENTS_BURST" help:"Events one org's messages may make at once before --org-events-per-sec paces them."`
@@ -102,6 +105,9 @@ func (c *ServeCmd) Run() error {
 	}
 	if c.OrgEventsPerSec <= 0 || c.OrgEventsBurst < 1 {
 		return errors.New("--org-events-per-sec must be above 0 and --org-events-burst at least 1")
+	}
+	if c.ReadDeadline <= 0 || c.Reads < 1 || c.ReadsPerOrg < 1 {
+		return errors.New("--read-deadline, --reads and --reads-per-org must be above 0")
 	}
 	if c.CatalogTypes < 1 {
 		return errors.New("--catalog-types-per-connection must be at least 1")
@@ -198,7 +204,7 @@ func (c *ServeCmd) Run() error {
 	ctl := control.New(control.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
 		Clock: clock, ConsumerPolicy: policy, Rules: engine, Sender: sender,
 		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, People: people, Blobs: blobs,
-		MaxBodyBytes: c.MaxBodyBytes, Logger: log})
+		MaxBodyBytes: c.MaxBodyBytes, Reads: c.readBudget(), Logger: log})
 	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	// The worker has the router judge each message's fan-out before its
@@ -481,7 +487,7 @@ func (l leading) Run(ctx context.Context) error {
 // maintenance jobs run under an advisory lock; SQLite has one process.
 func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger) (intake.Store, lead, error) {
 	if c.DB == "" {
-		s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(c.Data, "intake.db")})
+		s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(c.Data, "intake.db"), OperatorReaders: c.Reads})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -492,7 +498,8 @@ func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger) (intake.Stor
 		return nil, nil, errors.New("--db: want a postgres:// URL")
 	}
 	log.Info("opening the PostgreSQL store; migrating it if needed", "db", u.Redacted())
-	s, err := postgres.Open(ctx, postgres.Options{URL: c.DB, Logger: log})
+	s, err := postgres.Open(ctx, postgres.Options{URL: c.DB, Logger: log,
+		ReadConns: int32(c.Reads), ReadTimeout: c.ReadDeadline + time.Second})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -563,4 +570,11 @@ func derive(master []byte, purpose string) []byte {
 	h := hmac.New(sha256.New, master)
 	h.Write([]byte("intake:" + purpose))
 	return h.Sum(nil)
+}
+
+// readBudget is the bound on operators' reads. PostgreSQL's read pool
+// stops a statement a second after the deadline, should the cancel that
+// ends a read at its deadline not reach the server.
+func (c *ServeCmd) readBudget() control.ReadBudget {
+	return control.ReadBudget{Deadline: c.ReadDeadline, PerOrg: c.ReadsPerOrg, Total: c.Reads, Wait: time.Second}
 }

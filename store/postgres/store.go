@@ -67,7 +67,7 @@ type Options struct {
 type Store struct {
 	pool  *pgxpool.Pool
 	reads *pgxpool.Pool // operators' reads: read only, statement_timeout set
-	hub  notify.Hub
+	hub   notify.Hub
 	// instance is the payload of this store's notifications, so its own
 	// listener skips what the hub already delivered.
 	instance string
