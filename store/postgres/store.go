@@ -367,6 +367,9 @@ func classify(err error) error {
 		return intake.Unavailable(err)
 	}
 	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "57014" { // query_canceled: statement_timeout, or a cancel
+		return &intake.Error{Code: intake.EUNAVAILABLE, Message: "the read ran past its deadline and was stopped; narrow it", Err: err}
+	}
 	if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation
 		return &intake.Error{Code: intake.ECONFLICT, Message: "that is taken already (" + pe.ConstraintName + ")", Err: err}
 	}

@@ -1,0 +1,76 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/store/postgres/pgtest"
+)
+
+// TestOperatorReadsRunOnTheirOwnPoolWithinTheirStatementTimeoutAndNeverTakeThePipelines:
+// operators' reads hold every connection of their pool, and the pipeline's
+// reads and writes go on through the main pool all the same; a read
+// statement past its statement_timeout is stopped by the server.
+func TestOperatorReadsRunOnTheirOwnPoolWithinTheirStatementTimeoutAndNeverTakeThePipelines(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{URL: pgtest.Database(t), MaxConns: 4, ReadConns: 2, ReadTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+
+	// A statement past the read pool's timeout is stopped by the server.
+	slow := intake.OperatorRead(ctx)
+	err = s.read(slow, intake.Scope{}, func(b *pgx.Batch) { b.Queue(`SELECT pg_sleep(30)`) })
+	if err == nil {
+		t.Fatal("a 30 s statement on the operators' pool ran to its end")
+	}
+	// The read pool is read only.
+	err = s.read(slow, intake.Scope{}, func(b *pgx.Batch) { b.Queue(`CREATE TABLE t_reads (x int)`) })
+	if err == nil {
+		t.Fatal("the operators' pool wrote")
+	}
+
+	// Both operator connections held: a pipeline read and an ingest go on.
+	held, release := context.WithCancel(intake.OperatorRead(ctx))
+	defer release()
+	started := make(chan struct{}, 2)
+	for range 2 {
+		go func() {
+			conn, err := s.reads.Acquire(held)
+			if err != nil {
+				started <- struct{}{}
+				return
+			}
+			defer conn.Release()
+			started <- struct{}{}
+			<-held.Done()
+		}()
+	}
+	<-started
+	<-started
+	if got := s.reads.Stat().AcquiredConns(); got != 2 {
+		t.Fatalf("operators' pool: %d connections held, want both", got)
+	}
+	o := newOrg(t, s, "acme")
+	m := &intake.Message{ID: intake.NewID(), OrgID: o.org.ID, ConnectionID: o.conn.ID, EndpointID: o.ep.ID, Method: "POST",
+		ReceivedAt: t0, State: intake.MessageQueued, MaxAttempts: 3, NextAttemptAt: t0, Body: []byte(`{}`)}
+	pipeline, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.Ingest(pipeline, m); err != nil {
+		t.Fatalf("an ingest while operators hold their pool: %v", err)
+	}
+	if _, err := s.Message(pipeline, intake.Scope{}, m.ID); err != nil {
+		t.Fatalf("a pipeline read while operators hold their pool: %v", err)
+	}
+	// And an operator's read waits for its own pool, not the pipeline's.
+	waiting, cancelWait := context.WithTimeout(intake.OperatorRead(ctx), 100*time.Millisecond)
+	defer cancelWait()
+	if _, err := s.Message(waiting, intake.Scope{}, m.ID); err == nil {
+		t.Fatal("an operator's read ran while its pool was all held: it took a pipeline connection")
+	}
+}
