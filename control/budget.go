@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,13 +31,31 @@ type ReadBudget struct {
 // DefaultReadBudget is the bound serve starts with unless told otherwise.
 var DefaultReadBudget = ReadBudget{Deadline: 5 * time.Second, PerOrg: 2, Total: 4, Wait: time.Second}
 
+// Bounds on the operator actions that call out or fan out (DESIGN §26): a
+// consumer test makes a call to the consumer's destination, a bulk action
+// writes a row for each event it selects.
+const (
+	// testsPerOrg consumer tests run at once per org, testsInAll in all;
+	// testsPerSecond a second per org, testsBurst at once.
+	testsPerOrg, testsInAll    = 4, 32
+	testsPerSecond, testsBurst = 2, 20
+	// DefaultBulkMax is the most rows a bulk re-route takes.
+	DefaultBulkMax = 10_000
+)
+
 // budgets are the plane's bounds on what callers drive.
 type budgets struct {
 	deadline time.Duration
 	reads    *fair.Budget
+	// tests bounds consumer tests at once, testRate a second; bulk
+	// bounds bulk actions at once, one an org; bulkMax their rows.
+	tests    *fair.Budget
+	testRate *fair.Rates
+	bulk     *fair.Budget
+	bulkMax  int
 }
 
-func newBudgets(r ReadBudget) budgets {
+func newBudgets(r ReadBudget, bulkMax int) budgets {
 	d := DefaultReadBudget
 	if r.Deadline > 0 {
 		d.Deadline = r.Deadline
@@ -51,7 +70,27 @@ func newBudgets(r ReadBudget) budgets {
 		d.Wait = r.Wait
 	}
 	return budgets{deadline: d.Deadline,
-		reads: &fair.Budget{What: "reads", PerOrg: int64(d.PerOrg), Total: int64(d.Total), Wait: d.Wait}}
+		reads:    &fair.Budget{What: "reads", PerOrg: int64(d.PerOrg), Total: int64(d.Total), Wait: d.Wait},
+		tests:    &fair.Budget{What: "consumer tests", PerOrg: testsPerOrg, Total: testsInAll, Wait: time.Second},
+		testRate: &fair.Rates{What: "consumer tests", Every: testsPerSecond, Burst: testsBurst},
+		bulk:     &fair.Budget{What: "bulk actions", PerOrg: 1},
+		bulkMax:  cmp.Or(bulkMax, DefaultBulkMax)}
+}
+
+// takeTest admits one consumer test of c's now, within its org's rate and
+// share of the tests at once.
+func (p *Plane) takeTest(ctx context.Context, c Caller) (release func(), err error) {
+	if err := p.budgets.testRate.Allow(budgetKey(c), p.now()); err != nil {
+		return nil, busyError(err)
+	}
+	release, err = p.budgets.tests.Take(ctx, budgetKey(c), 1)
+	return release, busyError(err)
+}
+
+// takeBulk admits one bulk action of c's now: one at a time per org.
+func (p *Plane) takeBulk(ctx context.Context, c Caller) (release func(), err error) {
+	release, err = p.budgets.bulk.Take(ctx, budgetKey(c), 1)
+	return release, busyError(err)
 }
 
 // budgetKey is whose budget c spends: its org's, or staff's own.
@@ -85,6 +124,9 @@ func budgeted[T any](ctx context.Context, p *Plane, c Caller, read func(context.
 
 // busyError turns a budget's refusal into EBUSY with its Retry-After.
 func busyError(err error) error {
+	if err == nil {
+		return nil
+	}
 	var busy *fair.Busy
 	if !errors.As(err, &busy) {
 		return err

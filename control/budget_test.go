@@ -3,7 +3,10 @@ package control_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"github.com/intakehq/intake/delivery"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +120,103 @@ func TestAReadPastItsDeadlineIsStoppedNamingTheDeadlineAndHoldsNothing(t *testin
 	held.hold[b.Scope.OrgID] = false
 	if _, err := ctl.Events(ctx, b, intake.EventFilter{}); err != nil {
 		t.Fatalf("the org's next read (its one slot should be free again): %v", err)
+	}
+}
+
+// consumerAt registers a consumer of e's org delivering to url.
+func (e *env) consumerAt(t *testing.T, url string) string {
+	t.Helper()
+	cons := intake.Consumer{ID: intake.NewID(), OrgID: e.org.ID, Name: "app", App: "app", URL: url, Enabled: true, CreatedAt: e.clock.Now()}
+	cons.SealedSecret = e.sealer.Seal([]byte(delivery.NewSecret()), []byte(cons.ID))
+	if err := e.store.CreateConsumer(context.Background(), cons); err != nil {
+		t.Fatal(err)
+	}
+	return cons.ID
+}
+
+// TestConsumerTestsToAHangingTargetAreBoundedPerOrgAtOnceAndASecond: an
+// operator firing consumer tests at a destination that never answers holds
+// at most its org's few calls; the next is refused with 429 and
+// Retry-After, and a burst past the org's rate is refused too.
+func TestConsumerTestsToAHangingTargetAreBoundedPerOrgAtOnceAndASecond(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	arrived := make(chan struct{}, 16)
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-hang
+	}))
+	defer srv.Close()
+	hanging := e.consumerAt(t, srv.URL)
+	op := as(intake.Scope{OrgID: e.org.ID})
+
+	done := make(chan error, 4)
+	for range 4 {
+		go func() {
+			_, err := e.ctl.TestConsumer(ctx, op, hanging)
+			done <- err
+		}()
+	}
+	for range 4 {
+		<-arrived
+	}
+	_, err := e.ctl.TestConsumer(ctx, op, hanging)
+	if intake.ErrorCode(err) != intake.EBUSY || control.HTTPStatus(err) != http.StatusTooManyRequests || control.RetryAfter(err) != "1" {
+		t.Fatalf("a fifth test while four hang: %v, want EBUSY (429) retrying after 1s", err)
+	}
+	if len(arrived) != 0 {
+		t.Fatal("the refused test reached the destination")
+	}
+	close(hang)
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The rate: the org's burst is spent (five above), the clock stands
+	// still, so fifteen more pass and the next is refused.
+	fine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer fine.Close()
+	quick := e.consumerAt(t, fine.URL)
+	for i := range 15 {
+		if _, err := e.ctl.TestConsumer(ctx, op, quick); err != nil {
+			t.Fatalf("test %d within the burst: %v", i, err)
+		}
+	}
+	_, err = e.ctl.TestConsumer(ctx, op, quick)
+	if intake.ErrorCode(err) != intake.EBUSY || !strings.Contains(intake.ErrorMessage(err), "consumer tests") {
+		t.Fatalf("a test past the org's burst: %v, want EBUSY naming consumer tests", err)
+	}
+	e.clock.Advance(time.Second)
+	if _, err := e.ctl.TestConsumer(ctx, op, quick); err != nil {
+		t.Fatalf("a test a second later: %v", err)
+	}
+}
+
+// TestABulkRerouteSelectingMoreThanTheBulkMaximumIsRefusedAndReroutesNothing.
+func TestABulkRerouteSelectingMoreThanTheBulkMaximumIsRefusedAndReroutesNothing(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	for i := range 3 {
+		e.receive(t, fmt.Sprintf("d-%d", i))
+	}
+	e.settle(t) // no consumer: three no_consumer events
+	e.consumerAt(t, "http://127.0.0.1:1/")
+	op := as(intake.Scope{OrgID: e.org.ID})
+
+	small := control.New(control.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, BulkMax: 2})
+	_, err := small.RerouteWhere(ctx, op, intake.EventFilter{})
+	if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(intake.ErrorMessage(err), "more than 2 events") {
+		t.Fatalf("a bulk re-route of 3 past a maximum of 2: %v, want EINVALID naming the maximum", err)
+	}
+	page, err := e.store.ListEvents(ctx, intake.Scope{}, intake.EventFilter{State: intake.EventNoConsumer})
+	if err != nil || len(page.Items) != 3 {
+		t.Fatalf("after the refusal, %d no_consumer events (%v), want all 3 untouched", len(page.Items), err)
+	}
+	wide := control.New(control.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, BulkMax: 3})
+	if n, err := wide.RerouteWhere(ctx, op, intake.EventFilter{}); err != nil || n != 3 {
+		t.Fatalf("a bulk re-route of 3 within a maximum of 3: %d, %v", n, err)
 	}
 }

@@ -57,6 +57,9 @@ type Config struct {
 	Blobs intake.Blobs
 	// Reads bounds operators' reads; zero fields take DefaultReadBudget's.
 	Reads ReadBudget
+	// BulkMax is the most events a bulk re-route takes (default
+	// DefaultBulkMax): past it the search is refused, to be narrowed.
+	BulkMax int
 	// MaxBodyBytes is the server's --max-body-bytes: an endpoint's
 	// max_body_bytes may not exceed it, so no org makes the server hold
 	// larger bodies than its operator chose (zero: intake.MaxBodyBytes, or
@@ -98,7 +101,7 @@ func New(cfg Config) *Plane {
 		sender:    cfg.Sender,
 		people:    cfg.People,
 		blobs:     cfg.Blobs,
-		budgets:   newBudgets(cfg.Reads),
+		budgets:   newBudgets(cfg.Reads, cfg.BulkMax),
 		bodyCap:   cfg.MaxBodyBytes,
 		log:       cfg.Logger,
 	}

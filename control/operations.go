@@ -146,8 +146,10 @@ func (p *Plane) Reroute(ctx context.Context, c Caller, id string) error {
 }
 
 // RerouteWhere re-routes every re-routable event f selects (f.State empty:
-// every such state), a page at a time, each with its own audit entry
-// naming the search, and returns how many.
+// every such state), each with its own audit entry naming the search, and
+// returns how many. One bulk action runs at a time per org (EBUSY past
+// it), and a search selecting more than the bulk maximum is refused before
+// anything is re-routed: narrow it.
 func (p *Plane) RerouteWhere(ctx context.Context, c Caller, f intake.EventFilter) (int, error) {
 	if err := c.may(intake.RoleOperator); err != nil {
 		return 0, err
@@ -162,30 +164,41 @@ func (p *Plane) RerouteWhere(ctx context.Context, c Caller, f intake.EventFilter
 	if err := checkEventFilter(f); err != nil {
 		return 0, err
 	}
-	n := 0
+	release, err := p.takeBulk(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	var selected []intake.Event
 	for _, st := range states {
 		g := f
-		g.State, g.Limit, g.Cursor = st, 200, ""
-		query := describeSearch(string(st), f.Type, "", f.Search, f.Since, f.Until)
-		for {
-			page, err := p.store.ListEvents(ctx, c.Scope, g)
+		g.State, g.Limit, g.Cursor = st, intake.MaxPageSize, ""
+		for len(selected) <= p.budgets.bulkMax {
+			page, err := p.Events(ctx, c, g)
 			if err != nil {
-				return n, err
+				return 0, err
 			}
-			for _, e := range page.Items {
-				a := p.entry(c, e.OrgID, "event.reroute", "event", e.ID, "bulk (search: ", query, ")")
-				err := p.store.RerouteEvent(ctx, c.Scope, e.ID, p.clock.Now(), a)
-				if err != nil && intake.ErrorCode(err) != intake.ECONFLICT {
-					return n, err
-				}
-				if err == nil {
-					n++
-				}
-			}
+			selected = append(selected, page.Items...)
 			if page.NextCursor == "" {
 				break
 			}
 			g.Cursor = page.NextCursor
+		}
+	}
+	if len(selected) > p.budgets.bulkMax {
+		return 0, intake.Errorf(intake.EINVALID, "this search selects more than %d events, the most a bulk re-route takes: narrow it (a type, a time range, a match)",
+			p.budgets.bulkMax)
+	}
+	query := describeSearch(string(f.State), f.Type, "", f.Search, f.Since, f.Until)
+	n := 0
+	for _, e := range selected {
+		a := p.entry(c, e.OrgID, "event.reroute", "event", e.ID, "bulk (search: ", query, ")")
+		err := p.store.RerouteEvent(ctx, c.Scope, e.ID, p.clock.Now(), a)
+		if err != nil && intake.ErrorCode(err) != intake.ECONFLICT {
+			return n, err
+		}
+		if err == nil {
+			n++
 		}
 	}
 	return n, nil

@@ -23,7 +23,8 @@ type ConsumerTest struct {
 // kind, now, signed as its events are, without its filter and transform,
 // and answers what the destination said: an HTTP consumer's status, a
 // broker's acknowledgement, or why neither came. Nothing is recorded but
-// the audit entry; a disabled or paused consumer is tested too.
+// the audit entry; a disabled or paused consumer is tested too. Tests are
+// bounded per org, at once and a second (EBUSY past them).
 func (p *Plane) TestConsumer(ctx context.Context, c Caller, id string) (ConsumerTest, error) {
 	if err := c.may(intake.RoleOperator); err != nil {
 		return ConsumerTest{}, err
@@ -35,6 +36,11 @@ func (p *Plane) TestConsumer(ctx context.Context, c Caller, id string) (Consumer
 	if err != nil {
 		return ConsumerTest{}, err
 	}
+	release, err := p.takeTest(ctx, c)
+	if err != nil {
+		return ConsumerTest{}, err
+	}
+	defer release()
 	secrets, dest, err := p.opened(cs)
 	if err != nil {
 		return ConsumerTest{}, err

@@ -84,6 +84,7 @@ type ServeCmd struct {
 	ReadDeadline      time.Duration `default:"5s" env:"INTAKE_READ_DEADLINE" help:"How long one operator read (a list, a search, a count, an export, the overview) may run before it is stopped and answered 503."`
 	Reads             int           `default:"4" env:"INTAKE_READS" help:"Operator reads run at once by this process, on connections of their own the pipeline never waits for; each org at most its fair share of them."`
 	ReadsPerOrg       int           `default:"2" env:"INTAKE_READS_PER_ORG" help:"Operator reads one org runs at once; past it a read waits a second, then is answered 429 with Retry-After."`
+	BulkMax           int           `name:"bulk-max" default:"10000" env:"INTAKE_BULK_MAX" help:"Most events a bulk re-route takes; a search selecting more is refused, to be narrowed."`
 	CatalogTypes      int           `name:"catalog-types-per-connection" default:"1000" env:"INTAKE_CATALOG_TYPES_PER_CONNECTION" help:"Event types the catalog records per connection; past it, new types are counted under one more, other, with no schema, and one schema.changed notice says so."`
 	OrgEventsPerSec   float64       `name:"org-events-per-sec" default:"1000" env:"INTAKE_ORG_EVENTS_PER_SEC" help:"Events one org's messages may make per second in this process; past it (and its burst) the org's messages wait queued while other orgs' flow. Nothing is refused or lost."`
 	OrgEventsBurst    int           `name:"org-events-burst" default:"5000" env:"INTAKE_ORG_EVENTS_BURST" help:"Events one org's messages may make at once before --org-events-per-sec paces them."`
@@ -106,8 +107,8 @@ func (c *ServeCmd) Run() error {
 	if c.OrgEventsPerSec <= 0 || c.OrgEventsBurst < 1 {
 		return errors.New("--org-events-per-sec must be above 0 and --org-events-burst at least 1")
 	}
-	if c.ReadDeadline <= 0 || c.Reads < 1 || c.ReadsPerOrg < 1 {
-		return errors.New("--read-deadline, --reads and --reads-per-org must be above 0")
+	if c.ReadDeadline <= 0 || c.Reads < 1 || c.ReadsPerOrg < 1 || c.BulkMax < 1 {
+		return errors.New("--read-deadline, --reads, --reads-per-org and --bulk-max must be above 0")
 	}
 	if c.CatalogTypes < 1 {
 		return errors.New("--catalog-types-per-connection must be at least 1")
@@ -204,7 +205,7 @@ func (c *ServeCmd) Run() error {
 	ctl := control.New(control.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
 		Clock: clock, ConsumerPolicy: policy, Rules: engine, Sender: sender,
 		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, People: people, Blobs: blobs,
-		MaxBodyBytes: c.MaxBodyBytes, Reads: c.readBudget(), Logger: log})
+		MaxBodyBytes: c.MaxBodyBytes, Reads: c.readBudget(), BulkMax: c.BulkMax, Logger: log})
 	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	// The worker has the router judge each message's fan-out before its
