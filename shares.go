@@ -9,12 +9,13 @@ package intake
 type CallShares struct {
 	// Total is how many calls the claim may take in all.
 	Total int
-	// Slots is how many calls the process makes at once (0: no share per
-	// org). An org may hold at most these divided among the other orgs
-	// holding some, itself, and one more org still to come, so the next
-	// org always finds room. Org holds the calls each org has in flight
+	// Slots is how many calls the process makes at once, and Share what
+	// one org may hold of them while others other orgs hold some
+	// (internal/fair's Share, so the next org always finds room); either
+	// unset: no share per org. Org holds the calls each org has in flight
 	// now; an org holding none is not in it.
 	Slots int
+	Share func(capacity, others int64) int64
 	Org   map[string]int
 	// ConsumerShare is the most calls one consumer may have in flight in
 	// the process unless it sets its own max_in_flight (0: no bound);
@@ -31,7 +32,7 @@ func Calls(n int) CallShares { return CallShares{Total: n} }
 // shares let a claim take now.
 func (s *CallShares) Allow(org, consumer string, c Controls, want int) int {
 	n := min(want, s.Total)
-	if s.Slots > 0 {
+	if s.Slots > 0 && s.Share != nil {
 		n = min(n, s.OrgShare(org)-s.Org[org])
 	}
 	if share := s.consumerShare(c); share > 0 {
@@ -62,7 +63,7 @@ func (s *CallShares) OrgShare(org string) int {
 	if s.Org[org] > 0 {
 		others--
 	}
-	return max(1, s.Slots/(others+2))
+	return int(s.Share(int64(s.Slots), int64(others)))
 }
 
 // consumerShare is a consumer's bound in this process: its own

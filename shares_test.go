@@ -1,6 +1,10 @@
 package intake
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/intakehq/intake/internal/fair"
+)
 
 func TestCallSharesBoundEachOrgAndConsumerAndLeaveRoomForTheNextOrg(t *testing.T) {
 	for _, tc := range []struct {
@@ -11,11 +15,12 @@ func TestCallSharesBoundEachOrgAndConsumerAndLeaveRoomForTheNextOrg(t *testing.T
 		want     int
 	}{
 		{"no share: the total", Calls(10), "a", "c1", Controls{}, 10},
-		{"a lone org: half the slots", CallShares{Total: 256, Slots: 256}, "a", "c1", Controls{}, 128},
-		{"the org holding some: half less what it holds", CallShares{Total: 200, Slots: 256, Org: map[string]int{"a": 100}}, "a", "c1", Controls{}, 28},
-		{"an org at its share: none", CallShares{Total: 128, Slots: 256, Org: map[string]int{"b": 128}}, "b", "c1", Controls{}, 0},
-		{"a new org while another holds: a third", CallShares{Total: 128, Slots: 256, Org: map[string]int{"b": 128}}, "a", "c1", Controls{}, 85},
-		{"a third org while two hold: a quarter", CallShares{Total: 43, Slots: 256, Org: map[string]int{"b": 128, "c": 85}}, "a", "c1", Controls{}, 43},
+		{"a lone org: three quarters of the slots", CallShares{Total: 256, Slots: 256, Share: fair.Share}, "a", "c1", Controls{}, 192},
+		{"the org holding some: three quarters less what it holds", CallShares{Total: 200, Slots: 256, Share: fair.Share, Org: map[string]int{"a": 100}}, "a", "c1", Controls{}, 92},
+		{"an org at its share: none", CallShares{Total: 64, Slots: 256, Share: fair.Share, Org: map[string]int{"b": 192}}, "b", "c1", Controls{}, 0},
+		{"a new org while another holds: three eighths", CallShares{Total: 128, Slots: 256, Share: fair.Share, Org: map[string]int{"b": 128}}, "a", "c1", Controls{}, 96},
+		{"a third org while two hold: a quarter", CallShares{Total: 100, Slots: 256, Share: fair.Share, Org: map[string]int{"b": 96, "c": 60}}, "a", "c1", Controls{}, 64},
+		{"no share per org without a Share", CallShares{Total: 256, Slots: 256}, "a", "c1", Controls{}, 256},
 		{"a consumer's default share", CallShares{Total: 256, Slots: 256, ConsumerShare: 64}, "a", "c1", Controls{}, 64},
 		{"a consumer holding some", CallShares{Total: 256, Slots: 256, ConsumerShare: 64, Org: map[string]int{"a": 60}, Consumer: map[string]int{"c1": 60}}, "a", "c1", Controls{}, 4},
 		{"another consumer of the org", CallShares{Total: 256, Slots: 256, ConsumerShare: 64, Org: map[string]int{"a": 60}, Consumer: map[string]int{"c1": 60}}, "a", "c2", Controls{}, 64},
@@ -33,20 +38,20 @@ func TestCallSharesBoundEachOrgAndConsumerAndLeaveRoomForTheNextOrg(t *testing.T
 }
 
 func TestCallSharesCountWhatAClaimTook(t *testing.T) {
-	s := CallShares{Total: 10, Slots: 8, ConsumerShare: 3}
+	s := CallShares{Total: 10, Slots: 8, Share: fair.Share, ConsumerShare: 3}
 	if n := s.Allow("a", "c1", Controls{}, 10); n != 3 {
 		t.Fatalf("first consumer: %d, want its share of 3", n)
 	}
 	s.Took("a", "c1", 3)
-	if n := s.Allow("a", "c2", Controls{}, 10); n != 1 {
-		t.Fatalf("second consumer of the org: %d, want the 1 left of the org's share of 4", n)
+	if n := s.Allow("a", "c2", Controls{}, 10); n != 3 {
+		t.Fatalf("second consumer of the org: %d, want the 3 left of the org's share of 6", n)
 	}
-	s.Took("a", "c2", 1)
-	if n := s.Allow("b", "c3", Controls{}, 10); n != 2 {
-		t.Fatalf("another org: %d, want a third of the slots (2)", n)
+	s.Took("a", "c2", 3)
+	if n := s.Allow("b", "c3", Controls{}, 10); n != 3 {
+		t.Fatalf("another org: %d, want three eighths of the slots (3)", n)
 	}
-	s.Took("b", "c3", 2)
-	if s.Total != 4 {
-		t.Fatalf("total left %d, want 4", s.Total)
+	s.Took("b", "c3", 3)
+	if s.Total != 1 {
+		t.Fatalf("total left %d, want 1", s.Total)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/fair"
 )
 
 // DefaultConsumerShare is the most calls one consumer may have in flight in
@@ -55,7 +56,7 @@ func (s *callSlots) shares(n, limit int) intake.CallShares {
 // sharesLocked is the shares as they stand, over the live counts; s.mu is
 // held.
 func (s *callSlots) sharesLocked(limit int) intake.CallShares {
-	return intake.CallShares{Total: limit - s.held, Slots: s.capacity, Org: s.orgs,
+	return intake.CallShares{Total: limit - s.held, Slots: s.capacity, Share: fair.Share, Org: s.orgs,
 		ConsumerShare: s.consumerShare, Consumer: s.consumers}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/fair"
 )
 
 // hostPool runs JS calls in script hosts, child processes that are killed
@@ -178,7 +179,7 @@ func (p *hostPool) ready(ctx context.Context, scope string, h *host) (*host, err
 
 func (p *hostPool) max() int { return p.cfg.Hosts }
 
-// shareOf is the most hosts scope may hold: three quarters of them shared
+// shareOf is the most hosts scope may hold (fair.Share): three quarters of them shared
 // among the scopes running calls, so that a quarter is always left for a
 // scope running none. p.mu is held.
 func (p *hostPool) shareOf(scope string) int {
@@ -188,7 +189,7 @@ func (p *hostPool) shareOf(scope string) int {
 			others++
 		}
 	}
-	return max(1, (p.max()-p.max()/4)/(others+1))
+	return int(fair.Share(int64(p.max()), int64(others)))
 }
 
 // pick chooses what serves a call of version key: an idle host that has

@@ -64,7 +64,7 @@ type ServeCmd struct {
 	Retention         time.Duration `default:"720h" env:"INTAKE_RETENTION" help:"How long messages, events and deliveries are kept; an org's own may be shorter, not longer."`
 	RetentionRate     float64       `default:"1000" env:"INTAKE_RETENTION_RATE" help:"Expired bodies, and expired messages with all that hangs off them, deleted per second at most: a backlog leaves at this pace beside the writes acks wait for."`
 	DeliveryTimeout   time.Duration `default:"10s" env:"INTAKE_DELIVERY_TIMEOUT" help:"How long a consumer may take to answer a delivery."`
-	Calls             int           `default:"256" env:"INTAKE_CALLS" help:"Calls to consumers made at once by this process; one org may hold at most half of them while it is alone, a third while another org holds some, and so on."`
+	Calls             int           `default:"256" env:"INTAKE_CALLS" help:"Calls to consumers made at once by this process; one org may hold at most three quarters of them while it is alone, three eighths while another org holds some, and so on."`
 	ConsumerCalls     int           `default:"64" env:"INTAKE_CONSUMER_CALLS" help:"Calls to one consumer made at once by this process, unless the consumer sets its own max_in_flight."`
 	LogFormat         string        `default:"text" enum:"text,json" env:"INTAKE_LOG_FORMAT" help:"Log format: text or json."`
 	LogLevel          string        `default:"info" enum:"debug,info,warn,error" env:"INTAKE_LOG_LEVEL" help:"Log level."`

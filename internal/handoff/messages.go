@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/fair"
 )
 
 // Messages carries fresh messages from the commit that stored them to the
@@ -58,15 +59,15 @@ func (h *Messages) Reserve(m *intake.Message) bool {
 	return true
 }
 
-// share is the most room org may hold: three quarters of it shared among
-// the orgs holding some, so that a quarter is always left for an org
-// holding none; h.mu is held.
+// share is the most room org may hold (fair.Share): three quarters of it
+// shared among the orgs holding some, so that a quarter is always left
+// for an org holding none; h.mu is held.
 func (h *Messages) share(org string) int {
 	others := len(h.orgs)
 	if h.orgs[org] > 0 {
 		others--
 	}
-	return max(1, (h.size-h.size/4)/(others+1))
+	return int(fair.Share(int64(h.size), int64(others)))
 }
 
 // Give hands a committed message, reserved before its commit, to the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/fair"
 )
 
 // The routes cases: an event fans out to one route per selected consumer,
@@ -1193,7 +1194,7 @@ func testClaimShares(t *testing.T, s intake.Store) {
 
 	// b1 holds 2 calls here; with ConsumerShare 2 it takes none, and
 	// a1 and a2 take 2 each, own its max_in_flight, within acme's share.
-	shares := intake.CallShares{Total: 100, Slots: 30, ConsumerShare: 2,
+	shares := intake.CallShares{Total: 100, Slots: 30, Share: fair.Share, ConsumerShare: 2,
 		Org: map[string]int{b.org.ID: 2}, Consumer: map[string]int{b1.ID: 2}}
 	got, err := s.ClaimRoutes(context.Background(), t0, routeLease, shares)
 	if err != nil {
@@ -1207,8 +1208,8 @@ func testClaimShares(t *testing.T, s intake.Store) {
 		t.Fatalf("claimed b1 %d, a1 %d, a2 %d, own %d; want 0, 2, 2 and 5", n[b1.ID], n[a1.ID], n[a2.ID], n[own.ID])
 	}
 
-	// Each org's share of 10 slots while the other holds some is 3.
-	shares = intake.CallShares{Total: 100, Slots: 10, Org: map[string]int{a.org.ID: 1, b.org.ID: 1}}
+	// Each org's share of 10 slots while the other holds some is 4.
+	shares = intake.CallShares{Total: 100, Slots: 10, Share: fair.Share, Org: map[string]int{a.org.ID: 1, b.org.ID: 1}}
 	got, err = s.ClaimRoutes(context.Background(), t0, routeLease, shares)
 	if err != nil {
 		t.Fatal(err)
@@ -1217,8 +1218,8 @@ func testClaimShares(t *testing.T, s intake.Store) {
 	for _, c := range got {
 		byOrg[c.Event.OrgID]++
 	}
-	if byOrg[a.org.ID] != 2 || byOrg[b.org.ID] != 2 {
-		t.Fatalf("claimed acme %d, beta %d; want 2 each: a share of 3 less the 1 each holds", byOrg[a.org.ID], byOrg[b.org.ID])
+	if byOrg[a.org.ID] != 3 || byOrg[b.org.ID] != 3 {
+		t.Fatalf("claimed acme %d, beta %d; want 3 each: a share of 4 less the 1 each holds", byOrg[a.org.ID], byOrg[b.org.ID])
 	}
 }
 
