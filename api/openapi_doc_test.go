@@ -63,6 +63,7 @@ var errorResponses = map[int]string{
 	http.StatusConflict:              "Conflict",
 	http.StatusPreconditionFailed:    "PreconditionFailed",
 	http.StatusRequestEntityTooLarge: "TooLarge",
+	http.StatusTooManyRequests:       "TooManyRequests",
 	http.StatusInternalServerError:   "Internal",
 	http.StatusServiceUnavailable:    "Unavailable",
 }
@@ -75,8 +76,9 @@ var errorDescriptions = map[int]string{
 	http.StatusConflict:              "The object's state does not allow the action (code `conflict`).",
 	http.StatusPreconditionFailed:    "The object changed since the version `If-Match` names (code `version_mismatch`): nothing was changed; read it again.",
 	http.StatusRequestEntityTooLarge: "The request body exceeds 1 MiB (code `too_large`).",
+	http.StatusTooManyRequests:       "The caller's org is at its budget for this kind of request: reads, consumer tests or bulk actions at once or a second (code `too_many_requests`); retry after `Retry-After` seconds.",
 	http.StatusInternalServerError:   "An unexpected failure (code `internal`); the server logs it, the answer reveals nothing.",
-	http.StatusServiceUnavailable:    "Storage cannot be reached (code `unavailable`); retry after `Retry-After` seconds.",
+	http.StatusServiceUnavailable:    "Storage cannot be reached, or a read ran past its deadline (code `unavailable`; the message says which); retry after `Retry-After` seconds.",
 }
 
 func operations() []operation {
@@ -342,7 +344,7 @@ func buildOpenAPIDocument(t *testing.T) []byte {
 		case http.StatusUnauthorized:
 			r.Headers = openapi3.Headers{"WWW-Authenticate": {Value: &openapi3.Header{Parameter: openapi3.Parameter{
 				Schema: openapi3.NewStringSchema().NewRef(), Required: true}}}}
-		case http.StatusServiceUnavailable:
+		case http.StatusServiceUnavailable, http.StatusTooManyRequests:
 			r.Headers = openapi3.Headers{"Retry-After": {Value: &openapi3.Header{Parameter: openapi3.Parameter{
 				Description: "Seconds to wait before retrying.", Schema: openapi3.NewIntegerSchema().NewRef(), Required: true}}}}
 		}
@@ -466,7 +468,7 @@ var enums = func() map[string][]string {
 		"CreateKeyRequest.role": names(intake.Roles),
 		// Every code an answer carries; others (stale) are internal.
 		"ErrorDetail.code": {intake.EINVALID, intake.EUNAUTHORIZED, intake.EFORBIDDEN, intake.ENOTFOUND,
-			intake.ECONFLICT, intake.EVERSION, intake.ETOOLARGE, intake.EINTERNAL, intake.EUNAVAILABLE},
+			intake.ECONFLICT, intake.EVERSION, intake.ETOOLARGE, intake.EBUSY, intake.EINTERNAL, intake.EUNAVAILABLE},
 	}
 }()
 
