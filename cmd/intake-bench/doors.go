@@ -29,17 +29,21 @@ const (
 )
 
 // answers counts what a door answered, by status ("transport" when no
-// answer came).
+// answer came), and the requests the phase's end cut short.
 type answers struct {
-	mu sync.Mutex
-	by map[string]int
+	mu  sync.Mutex
+	by  map[string]int
+	cut int
 }
 
 func (a *answers) count(ctx context.Context, status int, err error) {
 	key := strconv.Itoa(status)
 	if err != nil {
 		if ctx.Err() != nil {
-			return // cut short by the phase's end, not answered
+			a.mu.Lock()
+			a.cut++
+			a.mu.Unlock()
+			return
 		}
 		key = "transport"
 	}
@@ -51,7 +55,7 @@ func (a *answers) count(ctx context.Context, status int, err error) {
 func (a *answers) String() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return formatErrors(a.by)
+	return fmt.Sprintf("%s (%d unanswered at the phase's end)", formatErrors(a.by), a.cut)
 }
 
 // hammer runs workers loops of do until ctx ends; wait returns once they

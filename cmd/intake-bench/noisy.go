@@ -418,6 +418,9 @@ func (n *noisy) bStates() string {
 		}
 	}
 	s := "B's messages " + formatErrors(by)
+	if len(page.Items) == 500 {
+		s = "B's latest 500 messages " + formatErrors(by)
+	}
 	if lastErr != "" {
 		s += fmt.Sprintf(" (%.90s)", lastErr)
 	}

@@ -125,7 +125,7 @@ func TestAnswersCountByStatusAndNotWhatTheEndOfThePhaseCutShort(t *testing.T) {
 	a.count(ctx, 0, errors.New("connection reset"))
 	cancel()
 	a.count(ctx, 0, context.Canceled)
-	if got := a.String(); got != "200:1 429:2 transport:1" {
+	if got := a.String(); got != "200:1 429:2 transport:1 (1 unanswered at the phase's end)" {
 		t.Errorf("answers = %q", got)
 	}
 }
