@@ -35,6 +35,19 @@ var noisyAttacks = []attack{
 		prepare: prepareHangingNotify, start: startHangingNotify, notify: true},
 	{name: "many-events", what: "B's interpret script returns 50 000 events per message, a message every 2 s",
 		prepare: prepareManyEvents, start: startManyEvents},
+	// The doors of DESIGN §26, each driven from outside.
+	{name: "searches", what: fmt.Sprintf("B's viewer key runs %d concurrent event searches in a loop (match {\"x\":[1]}, q=refunded, q=shipped) over %d of B's events", searchers, seedMessages*eventsPerMessage),
+		prepare: prepareSearches, start: startSearches},
+	{name: "metrics", what: "8 anonymous scrapers of /metrics in a loop",
+		prepare: func(*noisy) error { return nil }, start: startMetrics},
+	{name: "events-rate", what: "4 posters to B's unsigned connection in a loop, each message making 1 000 events",
+		prepare: prepareEventsRate, start: startPosters},
+	{name: "catalog", what: "4 posters to B's unsigned connection in a loop, each message making 1 000 event types no message made before",
+		prepare: prepareCatalog, start: startPosters},
+	{name: "bodies", what: "four 64 MiB bodies posted at once to B's unsigned connection, each again once answered",
+		prepare: prepareBodies, start: startBodies},
+	{name: "consumer-tests", what: "B's operator key runs 500 concurrent consumer tests in a loop, to a consumer that accepts every call and answers none",
+		prepare: prepareConsumerTests, start: startConsumerTests},
 }
 
 // attack is one thing org B does. prepare configures B before A is
@@ -58,17 +71,25 @@ type NoisyReport struct {
 
 // AttackResult is one attack's row: A alone and A under the attack.
 type AttackResult struct {
-	Name        string   `json:"name"`
-	What        string   `json:"what"`
-	Unavailable string   `json:"unavailable,omitempty"` // why this server cannot be attacked so
-	Alone       *E2E     `json:"alone,omitempty"`
-	Under       *E2E     `json:"under,omitempty"`
-	RatioP50    float64  `json:"ratio_p50,omitempty"`
-	RatioP99    float64  `json:"ratio_p99,omitempty"`
-	RSSRise     int64    `json:"peak_rss_rise_bytes"` // VmHWM after the attack less before it
-	Notes       string   `json:"notes,omitempty"`     // what B's side got
-	Notify      *Notices `json:"notifications,omitempty"`
-	Meets       bool     `json:"meets_target"`
+	Name        string  `json:"name"`
+	What        string  `json:"what"`
+	Unavailable string  `json:"unavailable,omitempty"` // why this server cannot be attacked so
+	Alone       *E2E    `json:"alone,omitempty"`
+	Under       *E2E    `json:"under,omitempty"`
+	RatioP50    float64 `json:"ratio_p50,omitempty"`
+	RatioP99    float64 `json:"ratio_p99,omitempty"`
+	RSSRise     int64   `json:"peak_rss_rise_bytes"` // VmHWM after the attack less before it
+	// PeakRSS is the most the server and its script hosts held together:
+	// their resident sets summed every 100 ms under the attack, and never
+	// less than the server's own VmHWM.
+	PeakRSS  int64   `json:"peak_rss_bytes"`
+	AckAlone Latency `json:"ack_alone_ms"`
+	AckUnder Latency `json:"ack_under_ms"`
+	// Refused counts A's webhooks not acknowledged under the attack.
+	Refused int      `json:"refused_under"`
+	Notes   string   `json:"notes,omitempty"` // what B's side got
+	Notify  *Notices `json:"notifications,omitempty"`
+	Meets   bool     `json:"meets_target"`
 }
 
 // Notices is A's notification latency alone and under the attack.
@@ -81,11 +102,18 @@ type Notices struct {
 	RatioP99     float64 `json:"ratio_p99"`
 }
 
-// Targets of issue 23, for every attack.
+// Targets of issues 23 and 38, for every attack: A's p50 within
+// targetRatio of alone (alone counted as at least targetAloneMS) and under
+// targetP50MS, its ack p99 under targetAckP99MS, none of its webhooks
+// missing or refused; big-body's peak RSS rise under targetRSSRise, and
+// bodies' peak of the server and its script hosts under targetPeakRSS.
 const (
-	targetRatio   = 3
-	targetP50MS   = 1000
-	targetRSSRise = 256 << 20
+	targetRatio    = 3
+	targetAloneMS  = 50
+	targetP50MS    = 1000
+	targetAckP99MS = 1000
+	targetRSSRise  = 256 << 20
+	targetPeakRSS  = 512 << 20
 )
 
 // noisy is one server under one attack: A's setup and B's.
@@ -100,13 +128,15 @@ type noisy struct {
 	track *tracker
 	orgB  org
 	// B's side, as each attack's prepare made it.
-	bURL     string // B's ingress URL
-	bURLs    []string
-	bEndpt   string
-	hang     *hangingReceiver
-	aDying   []string // A's endpoints whose messages die: one notice each
-	aDyingID []string
-	notes    *noticeReceiver
+	bURL        string // B's ingress URL
+	bURLs       []string
+	bEndpt      string
+	hang        *hangingReceiver
+	bKeyed      string // a key of B's with the role its attack needs
+	bConsumerID string
+	aDying      []string // A's endpoints whose messages die: one notice each
+	aDyingID    []string
+	notes       *noticeReceiver
 }
 
 // org is an org and its own API key.
@@ -194,9 +224,9 @@ func runAttack(ctx context.Context, o options, atk attack, progress io.Writer) (
 	if atk.notify {
 		sampled = n.sampleNotices(ctx, n.aDying[:half], n.aDyingID[:half])
 	}
-	run(ctx, t, l, n.track, progress)
+	aloneRun := run(ctx, t, l, n.track, progress)
 	n.track.wait(10 * time.Second)
-	res.Alone = n.track.resultOf("alone-")
+	res.Alone, res.AckAlone = n.track.resultOf("alone-"), aloneRun.Ack
 	var aloneNotes []time.Duration
 	missingAlone := 0
 	if atk.notify {
@@ -209,14 +239,15 @@ func runAttack(ctx context.Context, o options, atk attack, progress io.Writer) (
 	}
 	attackCtx, stopAttack := context.WithCancel(ctx)
 	defer stopAttack()
+	peak := srv.sampleRSS(attackCtx)
 	notes := atk.start(attackCtx, n)
 	if atk.notify {
 		sampled = n.sampleNotices(ctx, n.aDying[half:], n.aDyingID[half:])
 	}
 	t.name = "attack"
-	run(ctx, t, l, n.track, progress)
+	underRun := run(ctx, t, l, n.track, progress)
 	n.track.wait(10 * time.Second)
-	res.Under = n.track.resultOf("attack-")
+	res.Under, res.AckUnder, res.Refused = n.track.resultOf("attack-"), underRun.Ack, underRun.Sent-underRun.Acked
 	if atk.notify {
 		underNotes, missingUnder := n.notes.await(sampled(), 30*time.Second)
 		res.Notify = &Notices{Alone: summarize(aloneNotes), Under: summarize(underNotes), MissingAlone: missingAlone, MissingUnder: missingUnder}
@@ -229,6 +260,7 @@ func runAttack(ctx context.Context, o options, atk attack, progress io.Writer) (
 		return nil, err
 	}
 	res.RSSRise = after - before
+	res.PeakRSS = max(peak(), after)
 	res.RatioP50, res.RatioP99 = ratio(res.Under.Latency.P50, res.Alone.Latency.P50), ratio(res.Under.Latency.P99, res.Alone.Latency.P99)
 	res.Meets = res.meets()
 	return res, nil
@@ -241,14 +273,12 @@ func ratio(under, alone float64) float64 {
 	return under / alone
 }
 
-// meets says whether the attack left A within the issue's targets: p50
-// within 3× of alone and under a second, nothing lost, and for the body
-// attack a peak RSS rise under 256 MiB.
+// meets says whether the attack left A within the issues' targets (see
+// targetRatio).
 func (r *AttackResult) meets() bool {
-	ok := func(alone, under Latency, missing int) bool {
-		return missing == 0 && under.P50 <= targetRatio*alone.P50 && under.P50 < targetP50MS
-	}
-	if !ok(*r.Alone.Latency, *r.Under.Latency, r.Under.Missing) {
+	alone, under := *r.Alone.Latency, *r.Under.Latency
+	if r.Under.Missing > 0 || r.Refused > 0 || under.P50 > targetRatio*max(alone.P50, targetAloneMS) ||
+		under.P50 >= targetP50MS || r.AckUnder.P99 >= targetAckP99MS {
 		return false
 	}
 	// A notification waits for the notifier's next poll: its target is
@@ -256,7 +286,13 @@ func (r *AttackResult) meets() bool {
 	if nt := r.Notify; nt != nil && (nt.MissingUnder > 0 || nt.Under.P50 > targetRatio*nt.Alone.P50) {
 		return false
 	}
-	return r.Name != "big-body" || r.RSSRise < targetRSSRise
+	switch r.Name {
+	case "big-body":
+		return r.RSSRise < targetRSSRise
+	case "bodies":
+		return r.PeakRSS < targetPeakRSS
+	}
+	return true
 }
 
 // setUpA creates org A: a GitHub connection and its endpoint.
@@ -316,13 +352,15 @@ func (n *noisy) bSide(config map[string]any, maxBody int) error {
 	return err
 }
 
-func (n *noisy) bConsumer(url, transform string) error {
+// bConsumer subscribes url to B's events and returns the consumer's id.
+func (n *noisy) bConsumer(url, transform string) (string, error) {
 	req := map[string]any{"org_id": n.orgB.id, "name": "b-app", "app": "b-app", "url": url, "event_types": []string{"none.*"}}
 	if transform != "" {
 		req["transform"] = transform
 	}
-	var out struct{}
-	return n.a.post("/api/v1/consumers", req, &out)
+	var out struct{ ID string }
+	err := n.a.post("/api/v1/consumers", req, &out)
+	return out.ID, err
 }
 
 // post sends body to url unsigned and says whether it was acknowledged.
@@ -380,6 +418,9 @@ func (n *noisy) bStates() string {
 		}
 	}
 	s := "B's messages " + formatErrors(by)
+	if len(page.Items) == 500 {
+		s = "B's latest 500 messages " + formatErrors(by)
+	}
 	if lastErr != "" {
 		s += fmt.Sprintf(" (%.90s)", lastErr)
 	}
@@ -399,7 +440,7 @@ func prepareNativeLoop(n *noisy) error {
 	if n.hang, err = startHangingReceiver(); err != nil {
 		return err
 	}
-	if err := n.bConsumer(n.hang.url, nativeLoop); err != nil {
+	if _, err := n.bConsumer(n.hang.url, nativeLoop); err != nil {
 		return err
 	}
 	// The dry run endpoint itself, tried once with a quick script.
@@ -528,7 +569,8 @@ func prepareHangingConsumer(n *noisy) error {
 	if n.hang, err = startHangingReceiver(); err != nil {
 		return err
 	}
-	return n.bConsumer(n.hang.url, "")
+	_, err = n.bConsumer(n.hang.url, "")
+	return err
 }
 
 func startHangingConsumer(ctx context.Context, n *noisy) func() string {
@@ -783,18 +825,18 @@ func attackNames() string {
 func (r *NoisyReport) writeText(w io.Writer) {
 	fmt.Fprintf(w, "intake-bench noisy neighbours: %s, org A at %g webhooks/s, %s alone then %s under each attack, a server per attack\n",
 		r.Store, r.Rate, r.Duration, r.Duration)
-	fmt.Fprintf(w, "A's webhook → delivery through a transform (ms); targets: p50 within %d× of alone and under %d ms, none missing; big-body: peak RSS rise under %d MiB\n\n",
-		targetRatio, targetP50MS, targetRSSRise>>20)
+	fmt.Fprintf(w, "A's webhook → delivery through a transform (ms); targets: p50 within %d× of alone (counted as at least %d ms) and under %d ms, ack p99 under %d ms, none missing or refused; big-body: peak RSS rise under %d MiB; bodies: peak RSS of the server and its script hosts under %d MiB\n\n",
+		targetRatio, targetAloneMS, targetP50MS, targetAckP99MS, targetRSSRise>>20, targetPeakRSS>>20)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "attack\talone p50\talone p99\tunder p50\tunder p99\tp50 ×\tp99 ×\tmissing\tpeak RSS rise MiB\ttarget\t")
+	fmt.Fprintln(tw, "attack\talone p50\talone p99\tunder p50\tunder p99\tp50 ×\tp99 ×\tack p99 alone\tack p99 under\tmissing\trefused\tpeak RSS rise MiB\tpeak RSS MiB\ttarget\t")
 	for _, a := range r.Attacks {
 		if a.Unavailable != "" {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t-\tnot available\t\n", a.Name)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\tnot available\t\n", a.Name)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%s\t\n", a.Name,
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%d\t%.1f\t%.1f\t%s\t\n", a.Name,
 			a.Alone.Latency.P50, a.Alone.Latency.P99, a.Under.Latency.P50, a.Under.Latency.P99, a.RatioP50, a.RatioP99,
-			a.Under.Missing, float64(a.RSSRise)/(1<<20), verdict(a.Meets))
+			a.AckAlone.P99, a.AckUnder.P99, a.Under.Missing, a.Refused, float64(a.RSSRise)/(1<<20), float64(a.PeakRSS)/(1<<20), verdict(a.Meets))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -32,24 +34,36 @@ func TestTrackerResultOfCountsOnlyTheRunWithThePrefix(t *testing.T) {
 	}
 }
 
-func TestAnAttackMeetsItsTargetOnlyWithinThreeTimesAloneUnderASecondAndNothingMissing(t *testing.T) {
+func TestAnAttackMeetsItsTargetOnlyWithinThreeTimesAloneUnderASecondAckedWithinASecondAndNothingMissing(t *testing.T) {
 	res := func(name string, alone, under float64, missing int, rss int64) *AttackResult {
-		return &AttackResult{Name: name, Alone: &E2E{Latency: &Latency{P50: alone}}, Under: &E2E{Missing: missing, Latency: &Latency{P50: under}}, RSSRise: rss}
+		return &AttackResult{Name: name, Alone: &E2E{Latency: &Latency{P50: alone}}, Under: &E2E{Missing: missing, Latency: &Latency{P50: under}},
+			RSSRise: rss, PeakRSS: rss}
 	}
+	acked := func(r *AttackResult, p99 float64) *AttackResult { r.AckUnder.P99 = p99; return r }
+	refused := func(r *AttackResult) *AttackResult { r.Refused = 1; return r }
 	for _, c := range []struct {
 		r    *AttackResult
 		want bool
 	}{
 		{res("hanging-consumer", 30, 60, 0, 0), true},
-		{res("hanging-consumer", 30, 91, 0, 0), false},
+		{res("hanging-consumer", 60, 180, 0, 0), true},
+		{res("hanging-consumer", 60, 181, 0, 0), false},
+		// Alone counts as at least 50 ms.
+		{res("searches", 10, 150, 0, 0), true},
+		{res("searches", 10, 151, 0, 0), false},
 		{res("hanging-consumer", 400, 1000, 0, 0), false},
 		{res("hanging-consumer", 30, 30, 1, 0), false},
+		{refused(res("bodies", 30, 30, 0, 0)), false},
+		{acked(res("metrics", 30, 30, 0, 0), 999), true},
+		{acked(res("metrics", 30, 30, 0, 0), 1000), false},
 		{res("big-body", 30, 30, 0, 255<<20), true},
 		{res("big-body", 30, 30, 0, 256<<20), false},
+		{res("bodies", 30, 30, 0, 511<<20), true},
+		{res("bodies", 30, 30, 0, 512<<20), false},
 	} {
 		if got := c.r.meets(); got != c.want {
-			t.Errorf("%s: alone %v, under %v, missing %d, RSS rise %d: meets = %v", c.r.Name, c.r.Alone.Latency.P50, c.r.Under.Latency.P50,
-				c.r.Under.Missing, c.r.RSSRise, got)
+			t.Errorf("%s: alone %v, under %v, missing %d, refused %d, ack p99 %v, RSS %d: meets = %v", c.r.Name, c.r.Alone.Latency.P50,
+				c.r.Under.Latency.P50, c.r.Under.Missing, c.r.Refused, c.r.AckUnder.P99, c.r.RSSRise, got)
 		}
 	}
 	late := res("hanging-notify", 30, 30, 0, 0)
@@ -77,8 +91,8 @@ func TestNoisyReportTextShowsEveryAttackItsRatiosAndWhatWasNotAvailable(t *testi
 }
 
 func TestNoisyFlagsSpawnAndCheckTheAttackNames(t *testing.T) {
-	o, err := parseFlags([]string{"--noisy", "--attacks", "big-body,many-events"})
-	if err != nil || !o.spawn || strings.Join(o.attacks, ",") != "big-body,many-events" {
+	o, err := parseFlags([]string{"--noisy", "--attacks", "big-body,many-events,searches,metrics,events-rate,catalog,bodies,consumer-tests"})
+	if err != nil || !o.spawn || strings.Join(o.attacks, ",") != "big-body,many-events,searches,metrics,events-rate,catalog,bodies,consumer-tests" {
 		t.Fatalf("parseFlags = %+v, %v", o, err)
 	}
 	if _, err := parseFlags([]string{"--noisy", "--attacks", "fork-bomb"}); err == nil {
@@ -99,5 +113,19 @@ func TestBigBodyIsJSONOfTheAskedSize(t *testing.T) {
 		if size >= 8 && len(b) != size {
 			t.Errorf("size %d: body is %d bytes", size, len(b))
 		}
+	}
+}
+
+func TestAnswersCountByStatusAndNotWhatTheEndOfThePhaseCutShort(t *testing.T) {
+	a := &answers{by: map[string]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.count(ctx, 200, nil)
+	a.count(ctx, 429, nil)
+	a.count(ctx, 429, nil)
+	a.count(ctx, 0, errors.New("connection reset"))
+	cancel()
+	a.count(ctx, 0, context.Canceled)
+	if got := a.String(); got != "200:1 429:2 transport:1 (1 unanswered at the phase's end)" {
+		t.Errorf("answers = %q", got)
 	}
 }

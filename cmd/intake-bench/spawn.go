@@ -13,9 +13,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -156,19 +158,47 @@ func parseStatCPU(stat []byte) (float64, error) {
 	return float64(utime+stime) / clockTicks, nil
 }
 
-func parseVmHWM(status []byte) (int64, error) {
+// treeRSS is the resident set, in bytes, of the server and its children
+// (its script hosts) now: what they hold together at this moment.
+func (s *server) treeRSS() int64 {
+	pids := []int{s.cmd.Process.Pid}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", s.cmd.Process.Pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, field := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(field); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	var sum int64
+	for _, pid := range pids {
+		// A host that ended between the two reads holds nothing.
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+			if rss, err := statusBytes(b, "VmRSS"); err == nil {
+				sum += rss
+			}
+		}
+	}
+	return sum
+}
+
+func parseVmHWM(status []byte) (int64, error) { return statusBytes(status, "VmHWM") }
+
+// statusBytes reads a field counted in kB from /proc/<pid>/status.
+func statusBytes(status []byte, field string) (int64, error) {
 	for line := range bytes.Lines(status) {
-		rest, ok := bytes.CutPrefix(line, []byte("VmHWM:"))
+		rest, ok := bytes.CutPrefix(line, []byte(field+":"))
 		if !ok {
 			continue
 		}
 		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(string(rest)), " kB"), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("VmHWM: %w", err)
+			return 0, fmt.Errorf("%s: %w", field, err)
 		}
 		return kb << 10, nil
 	}
-	return 0, fmt.Errorf("no VmHWM line")
+	return 0, fmt.Errorf("no %s line", field)
 }
 
 // stop drains the server with SIGTERM (SIGKILL after 30s) and removes its
@@ -223,3 +253,26 @@ func startBaseline() (*baseline, error) {
 }
 
 func (b *baseline) close() { b.srv.Close() }
+
+// sampleRSS reads treeRSS every 100 ms until ctx ends; peak returns the
+// most it read.
+func (s *server) sampleRSS(ctx context.Context) (peak func() int64) {
+	var most atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if rss := s.treeRSS(); rss > most.Load() {
+				most.Store(rss)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int64 { <-done; return most.Load() }
+}
