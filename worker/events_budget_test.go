@@ -111,3 +111,43 @@ func TestAHandedOverMessageOfAnOrgPastItsEventsBudgetIsReleasedBeforeItsLeaseRun
 		return e.message(t, held).State == intake.MessageProcessed
 	})
 }
+
+// TestAnOrgsMessagesRunOneAtATimeWhenTheirEventsWouldOvershootItsBudget:
+// with room for eight at once, an org whose messages each make ten events
+// against a budget of ten starts one, and once it has settled, one more
+// (an org with none running may always start one); the others wait rather
+// than all making their events at once and leaving the org eight times
+// past its budget.
+func TestAnOrgsMessagesRunOneAtATimeWhenTheirEventsWouldOvershootItsBudget(t *testing.T) {
+	e := setup(t)
+	bConn, bEp := e.otherOrg(t)
+	var b []string
+	for i := range 8 {
+		b = append(b, e.receiveFor(t, bConn, bEp, fmt.Sprintf(`{"id":"evt_b%d","type":"bulk","many":10}`, i)).ID)
+	}
+	w := worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Poll: 5 * time.Millisecond,
+		Concurrency: 8, Events: &fair.Rates{What: "events", Every: 10, Burst: 10}})
+	runWorker(t, w)
+
+	processed := func(id string) bool { return e.message(t, id).State == intake.MessageProcessed }
+	waitFor(t, "B's first two messages processed", func() bool {
+		n := 0
+		for _, id := range b {
+			if processed(id) {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	a := e.receive(t, "new-secret", `{"id":"evt_a","type":"paid"}`)
+	waitFor(t, "A's message processed", func() bool { return processed(a) })
+	n := 0
+	for _, id := range b {
+		if processed(id) {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d of B's messages made their events with the clock standing still, want 2 (the budget's, and one past it)", n)
+	}
+}

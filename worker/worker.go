@@ -107,6 +107,9 @@ type Worker struct {
 	// and may still be waiting for it (Config.Events says until when).
 	owingMu sync.Mutex
 	owing   map[string]struct{}
+	// perMessage is the events each org's last settled message made, by
+	// which its messages yet to settle are judged (owingMu).
+	perMessage map[string]int
 }
 
 // rowTTL is how long a worker reuses connection and endpoint rows.
@@ -274,7 +277,8 @@ func (w *Worker) startReady(ctx context.Context, queue *ready, owing []string) {
 			more = false
 		}
 	}
-	held := func(org string) bool { return slices.Contains(owing, org) }
+	now := w.cfg.Clock.Now()
+	held := func(org string) bool { return slices.Contains(owing, org) || !w.mayStart(org, now) }
 	for w.room() > 0 {
 		q, ok := queue.pop(held)
 		if !ok {
@@ -316,14 +320,44 @@ func (w *Worker) releaseOwing(ctx context.Context, queue *ready, owing []string)
 	}
 }
 
+// mayStart reports whether org may start one more message now within its
+// events budget, which a settle is charged only once it made its events:
+// the budget left must cover what the org's running messages and this one
+// will make, each judged by the events its last settled message made, and
+// until one has settled its messages run one at a time. An org with none
+// running may always start one, so it never waits but for its debt; so an
+// org past its budget overshoots it by one message's events at most, not
+// by as many as the worker runs at once.
+func (w *Worker) mayStart(org string, now time.Time) bool {
+	if w.cfg.Events == nil {
+		return true
+	}
+	running := w.busyCount(org)
+	if running == 0 {
+		return true
+	}
+	w.owingMu.Lock()
+	per, known := w.perMessage[org]
+	w.owingMu.Unlock()
+	return known && w.cfg.Events.Tokens(org, now) >= float64((running+1)*max(per, 1))
+}
+
 // spend takes the events a settle made from its org's budget; an org that
 // goes past it waits (see owingOrgs).
 func (w *Worker) spend(org string, n int) {
-	if w.cfg.Events.Spend(org, n, w.cfg.Clock.Now()) <= 0 {
+	if w.cfg.Events == nil {
 		return
 	}
+	over := w.cfg.Events.Spend(org, n, w.cfg.Clock.Now()) > 0
 	w.owingMu.Lock()
 	defer w.owingMu.Unlock()
+	if w.perMessage == nil {
+		w.perMessage = map[string]int{}
+	}
+	w.perMessage[org] = n
+	if !over {
+		return
+	}
 	if _, ok := w.owing[org]; ok {
 		return
 	}
@@ -421,12 +455,14 @@ func (w *Worker) start(ctx context.Context, c intake.Claim) {
 	w.setBusy(c.Message.OrgID, 1)
 	go func() {
 		defer func() {
+			// Not running before the slot is freed: Run, woken by freed,
+			// judges the org's next message by what still runs.
+			w.setBusy(c.Message.OrgID, -1)
 			<-w.slots
 			select {
 			case w.freed <- struct{}{}:
 			default:
 			}
-			w.setBusy(c.Message.OrgID, -1)
 			w.running.Done()
 		}()
 		w.Process(context.WithoutCancel(ctx), c)
@@ -443,6 +479,13 @@ func (w *Worker) setBusy(org string, n int) {
 	if w.busy[org] += n; w.busy[org] <= 0 {
 		delete(w.busy, org)
 	}
+}
+
+// busyCount is how many attempts of org are running.
+func (w *Worker) busyCount(org string) int {
+	w.busyMu.Lock()
+	defer w.busyMu.Unlock()
+	return w.busy[org]
 }
 
 // busyOrgs lists the orgs with attempts running.

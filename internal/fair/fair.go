@@ -207,6 +207,15 @@ func (r *Rates) Spend(org string, n int, now time.Time) time.Duration {
 	return l.ReserveN(now, min(n, l.Burst())).DelayFrom(now)
 }
 
+// Tokens is how many units org's bucket holds at now: negative while it
+// is in debt, +Inf when r paces nothing.
+func (r *Rates) Tokens(org string, now time.Time) float64 {
+	if r == nil || r.Every <= 0 {
+		return math.Inf(1)
+	}
+	return r.limiter(org).TokensAt(now)
+}
+
 // Wait is how long org must wait from now before its bucket has a unit
 // again: zero when it has one.
 func (r *Rates) Wait(org string, now time.Time) time.Duration {
