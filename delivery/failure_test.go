@@ -3,6 +3,7 @@ package delivery
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"io"
 	"net"
 	"net/http"
@@ -85,5 +86,45 @@ func TestFailedCallNamesWhatFailedAndNeverCarriesThePeersBytes(t *testing.T) {
 	}
 	if r := send("http://" + closed + "/"); strings.Contains(r.Err, closed) {
 		t.Errorf("the error names the address: %q", r.Err)
+	}
+}
+
+// brokerGreetings are services a broker consumer could be pointed at:
+// ones that speak first, and one that answers in a broker's own error
+// form with the peer's text in it.
+var brokerGreetings = map[string][]byte{
+	"nats":         testkit.NATSGreeting,
+	"mariadb":      testkit.MariaDBGreeting,
+	"error answer": []byte("-ERR " + testkit.Marker + " internal banner\r\n"),
+}
+
+func TestRedisDeliveryErrorNeverCarriesPeerBytes(t *testing.T) {
+	for name, greeting := range brokerGreetings {
+		addr := testkit.Banner(t, greeting)
+		pub := openRedisTest(t, "redis://"+addr+"/0?stream=s", 2*time.Second)
+		r := pub.Publish(context.Background(), redisPublication("evt_banner"))
+		t.Logf("%s: %s", name, r.Err)
+		if r.Outcome != intake.DeliveryRetry || !strings.HasPrefix(r.Err, "redis redis://"+addr+"/0?stream=s") {
+			t.Errorf("%s: %+v, want a retry naming the redis", name, r)
+		}
+		peerBytes(t, name, r.Err, greeting)
+	}
+}
+
+func TestKafkaDeliveryErrorNeverCarriesPeerBytes(t *testing.T) {
+	for name, greeting := range brokerGreetings {
+		addr := testkit.Banner(t, greeting)
+		p := openKafkaURL(t, "kafka://"+addr+"/events", nil, time.Second)
+		r := p.Publish(context.Background(), testPublication("evt_1", "order.created", ""))
+		t.Logf("%s: %s", name, r.Err)
+		if r.Outcome != intake.DeliveryRetry || !strings.Contains(r.Err, addr) {
+			t.Errorf("%s: %+v, want a retry naming the broker", name, r)
+		}
+		peerBytes(t, name, r.Err, greeting)
+		// Kafka reads an answer's first 4 bytes as its size.
+		size := strconv.FormatUint(uint64(binary.BigEndian.Uint32(greeting)), 10)
+		if strings.Contains(r.Err, size) {
+			t.Errorf("%s: the recorded error %q carries the peer's first 4 bytes (%s)", name, r.Err, size)
+		}
 	}
 }

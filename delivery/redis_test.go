@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -315,7 +316,8 @@ func TestRedisDialsThroughTheAddressPolicy(t *testing.T) {
 	}
 	want := deny.Dialer(time.Second)
 	_, werr := want(context.Background(), "tcp", redisTestAddr)
-	if werr == nil || !strings.Contains(r.Err, werr.Error()) {
+	var ref *refusal
+	if !errors.As(werr, &ref) || !strings.Contains(r.Err, ref.Error()) {
 		t.Fatalf("result %q, want the policy's %v", r.Err, werr)
 	}
 }
