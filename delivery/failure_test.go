@@ -128,3 +128,29 @@ func TestKafkaDeliveryErrorNeverCarriesPeerBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestNATSDeliveryErrorNeverCarriesPeerBytes(t *testing.T) {
+	s := NewSender(Options{Policy: DefaultPolicy(), Timeout: 2 * time.Second})
+	t.Cleanup(func() { s.Close() })
+	greetings := map[string][]byte{
+		// A server that greets as NATS does, then refuses in its own words.
+		"error after the greeting":  []byte("INFO {\"server_id\":\"x\",\"max_payload\":1048576}\r\n-ERR '" + testkit.Marker + " internal'\r\n"),
+		"greeting that is not JSON": []byte("INFO {" + testkit.Marker + "}\r\n"),
+	}
+	for name, greeting := range brokerGreetings {
+		greetings[name] = greeting
+	}
+	for name, greeting := range greetings {
+		addr := testkit.Banner(t, greeting)
+		r := s.Deliver(context.Background(), "cons_1", "nats://"+addr+"/orders", []string{NewSecret()},
+			Publication{ID: "evt_1", Type: "order.created", Body: []byte(`{}`)}, time.Now())
+		t.Logf("%s: %s", name, r.Err)
+		if r.Outcome != intake.DeliveryRetry || !strings.Contains(r.Err, addr) {
+			t.Errorf("%s: %+v, want a retry naming the server", name, r)
+		}
+		peerBytes(t, name, r.Err, greeting)
+		if strings.Contains(r.Err, "invalid character") {
+			t.Errorf("%s: the recorded error %q quotes the greeting", name, r.Err)
+		}
+	}
+}
