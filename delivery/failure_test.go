@@ -154,3 +154,19 @@ func TestNATSDeliveryErrorNeverCarriesPeerBytes(t *testing.T) {
 		}
 	}
 }
+
+// A broker's refusal is named by its reply code, never its reply text: the
+// text is the other side's words.
+func TestAMQPDeliveryErrorNamesTheBrokersCodeNotItsWords(t *testing.T) {
+	amqpTestBroker(t)
+	exchange := amqpName("intake-test-x")
+	p := openTestAMQP(t, amqpURL(t, "exchange="+exchange+"&routing_key=k"), nil, 5*time.Second)
+	r := p.Publish(context.Background(), testPublication("evt_1", "x", ""))
+	t.Log(r.Err)
+	if r.Outcome != intake.DeliveryRetry || !strings.Contains(r.Err, "404 NOT_FOUND") || !strings.Contains(r.Err, exchange) {
+		t.Fatalf("result %+v, want the code and the exchange named", r)
+	}
+	if strings.Contains(r.Err, "vhost") || strings.Contains(r.Err, "NOT_FOUND - ") {
+		t.Fatalf("the recorded error %q carries the broker's reply text", r.Err)
+	}
+}
