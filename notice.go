@@ -36,8 +36,11 @@ var NoticeTopics = []string{NoticeMessageDead, NoticeEventDead, NoticeConsumerTr
 
 // NotificationSettings is where an org's operational notifications go.
 type NotificationSettings struct {
-	OrgID          string
+	OrgID string
+	// URL is where notifications are posted, its credentials shown as ***
+	// (delivery.Redact); SealedURL holds it whole when it carries any.
 	URL            string
+	SealedURL      []byte
 	SealedSlackURL []byte
 	Topics         []string
 	SealedSecret   []byte

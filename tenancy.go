@@ -51,6 +51,10 @@ type Connection struct {
 	// Filter is a CEL expression each interpreted event must pass to be
 	// created at all; empty: every event.
 	Filter string
+	// FormerCredentialHeaders are header names the config made credentials
+	// before a change (Okta's auth_header renamed): messages stored then
+	// carry them, so they stay hidden.
+	FormerCredentialHeaders []string
 	// Version counts the row's changes: an update is written only over the
 	// version it read (compare-and-set), so two racing changes never lose
 	// each other.

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -80,7 +81,7 @@ func TestABrokerURLsPasswordIsSealedAndShownAsStars(t *testing.T) {
 	req := newConsumer("orders", "stripe.*")
 	req.URL = "nats://alice:pw-Zq81x@127.0.0.1:4222/orders.{type}?stream=ORDERS"
 	c := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, req)
-	shown := "nats://alice:***@127.0.0.1:4222/orders.{type}?stream=ORDERS"
+	shown := "nats://***:***@127.0.0.1:4222/orders.{type}?stream=ORDERS"
 	if c.URL != shown {
 		t.Fatalf("created url %q, want %q", c.URL, shown)
 	}
@@ -111,5 +112,41 @@ func TestABrokerURLsPasswordIsSealedAndShownAsStars(t *testing.T) {
 	got := must[api.Consumer](e, 200, "PATCH", "/api/v1/consumers/"+c.ID, acme.org.APIKey, map[string]string{"url": "nats://127.0.0.1:4222/orders"})
 	if stored, _ := e.store.Consumer(context.Background(), intake.Scope{}, c.ID); got.URL != "nats://127.0.0.1:4222/orders" || len(stored.SealedURL) != 0 {
 		t.Fatalf("a plain url: %q, sealed %d bytes", got.URL, len(stored.SealedURL))
+	}
+}
+
+// Every credential a consumer url carries is sealed, not only a password:
+// a NATS token, a Redis user, a query parameter named like a secret. Each
+// read shows it as ***, and the url delivered to is the one given.
+func TestEveryCredentialInAConsumerURLIsSealedAndShownAsStars(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	for i, tc := range []struct{ raw, shown, secret string }{
+		{"nats://tok-N4x7q@127.0.0.1:4222/orders", "nats://***@127.0.0.1:4222/orders", "tok-N4x7q"},
+		{"redis://user-R2d9:pw-R2d9@127.0.0.1:6379/0?stream=s", "redis://***:***@127.0.0.1:6379/0?stream=s", "user-R2d9"},
+		{"https://127.0.0.1/hooks?api_key=key-Q8m3&v=1", "https://127.0.0.1/hooks?api_key=***&v=1", "key-Q8m3"},
+		{"https://127.0.0.1/hooks?access_token=at-W5k2", "https://127.0.0.1/hooks?access_token=***", "at-W5k2"},
+	} {
+		req := newConsumer(fmt.Sprintf("c%d", i), "stripe.*")
+		req.URL = tc.raw
+		c := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, req)
+		if c.URL != tc.shown {
+			t.Errorf("created url %q, want %q", c.URL, tc.shown)
+		}
+		for _, path := range []string{"/api/v1/consumers/" + c.ID, "/api/v1/consumers", "/api/v1/audit", "/api/v1/export"} {
+			if body := e.do("GET", path, acme.org.APIKey, nil).Body.String(); strings.Contains(body, tc.secret) {
+				t.Errorf("GET %s shows %s", path, tc.secret)
+			}
+		}
+		stored, err := e.store.Consumer(context.Background(), intake.Scope{}, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dest, err := e.sealer.ConsumerURL(stored); err != nil || dest != tc.raw {
+			t.Errorf("delivered to %q (%v), want %q", dest, err, tc.raw)
+		}
+	}
+	if db := string(e.dbBytes()); strings.Contains(db, "tok-N4x7q") || strings.Contains(db, "key-Q8m3") {
+		t.Fatal("the database holds a credential in the clear")
 	}
 }

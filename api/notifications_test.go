@@ -90,3 +90,37 @@ func TestInvalidNotificationSettingsAreRefusedAndNothingIsSaved(t *testing.T) {
 		}
 	}
 }
+
+// A notification url's credentials are sealed like a consumer url's: each
+// read, the audit and the export show them as ***, the database never holds
+// them in the clear, and giving the url back as read keeps them.
+func TestEveryCredentialInANotificationURLIsSealedAndShownAsStars(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	path := "/api/v1/orgs/" + acme.org.ID + "/notifications"
+	const raw, shown = "http://127.0.0.1:9/ops?api_key=key-N7c2&team=core&access_token=at-N7c2",
+		"http://127.0.0.1:9/ops?api_key=***&team=core&access_token=***"
+	topics := []string{intake.NoticeMessageDead}
+	if got := must[api.Notifications](e, 200, "PUT", path, acme.org.APIKey, api.NotificationsRequest{URL: raw, Topics: topics}); got.URL != shown {
+		t.Fatalf("put url %q, want %q", got.URL, shown)
+	}
+	// As read, the url is the same url.
+	if got := must[api.Notifications](e, 200, "PUT", path, acme.org.APIKey, api.NotificationsRequest{URL: shown, Topics: topics}); got.URL != shown {
+		t.Fatalf("put as read: url %q, want %q", got.URL, shown)
+	}
+	for _, p := range []string{path, "/api/v1/audit", "/api/v1/export"} {
+		if body := e.do("GET", p, acme.org.APIKey, nil).Body.String(); strings.Contains(body, "N7c2") {
+			t.Errorf("GET %s shows a credential of the url: %s", p, body)
+		}
+	}
+	if strings.Contains(string(e.dbBytes()), "N7c2") {
+		t.Fatal("the database holds the notification url's credentials in the clear")
+	}
+	stored, err := e.store.NotificationSettings(t.Context(), intake.Scope{}, acme.org.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dest, err := e.sealer.NotificationURL(stored); err != nil || dest != raw {
+		t.Fatalf("notifications go to %q (%v), want %q", dest, err, raw)
+	}
+}

@@ -63,6 +63,40 @@ func TestAConnectionsNamedCredentialHeaderIsHiddenFromTheAPITheConsoleAndRules(t
 	}
 }
 
+// A message stored while the connection named X-Hook-Key holds it: once
+// the connection's auth_header is renamed, that header stays hidden.
+func TestAConnectionsCredentialHeaderStaysHiddenAfterItIsRenamed(t *testing.T) {
+	const secret = "okta-shared-value-0123456789"
+	e := newEnv(t)
+	var tn tenant
+	tn.org = apiCall[api.Org](e, staffToken, "POST", "/api/v1/orgs", api.CreateOrgRequest{Name: "acme"})
+	tn.conn = apiCall[api.Connection](e, tn.org.APIKey, "POST", "/api/v1/connections", api.CreateConnectionRequest{
+		Provider: "okta", Name: "okta", Secrets: []string{secret}, Config: json.RawMessage(`{"auth_header": "X-Hook-Key"}`)})
+	tn.ep = apiCall[api.Endpoint](e, tn.org.APIKey, "POST", "/api/v1/endpoints", api.CreateEndpointRequest{ConnectionID: tn.conn.ID})
+	m := e.post(tn, http.Header{"Content-Type": {"application/json"}, "X-Hook-Key": {secret}, "X-Request-Id": {"r-1"}},
+		[]byte(`{"eventId":"d-1","data":{"events":[{"uuid":"u-1","eventType":"user.session.start","published":"2026-11-30T12:00:00Z"}]}}`))
+	if m.State != intake.MessageProcessed {
+		t.Fatalf("message %s", m.State)
+	}
+	for _, name := range []string{"X-Okta-Key", "X-Third-Key"} {
+		config := json.RawMessage(`{"auth_header": "` + name + `"}`)
+		apiCall[api.Connection](e, tn.org.APIKey, "PATCH", "/api/v1/connections/"+tn.conn.ID, api.UpdateConnectionRequest{Config: config})
+		if view := raw(t, e, tn.org.APIKey, "GET", "/api/v1/messages/"+m.ID, nil); strings.Contains(view, secret) || !strings.Contains(view, "r-1") {
+			t.Fatalf("auth_header renamed to %s: the message view shows the old credential header, or not the others: %s", name, view)
+		}
+		tried := raw(t, e, tn.org.APIKey, "POST", "/api/v1/rules/test", api.RuleTestRequest{Kind: rules.KindInterpret, MessageID: m.ID,
+			Source: `function interpret(request) { return [{type: "seen", data: request.headers}] }`})
+		if strings.Contains(tried, secret) {
+			t.Fatalf("auth_header renamed to %s: an interpret script saw the old credential header: %s", name, tried)
+		}
+	}
+	b := e.browser()
+	b.signIn(tn.org.APIKey)
+	if p := b.get("/console/messages/" + m.ID); strings.Contains(p.body, secret) {
+		t.Fatal("the console's message page shows the old credential header")
+	}
+}
+
 // raw calls the admin API and returns its answer's body.
 func raw(t *testing.T, e *env, tok, method, path string, in any) string {
 	t.Helper()

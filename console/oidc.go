@@ -289,8 +289,10 @@ func (c *Console) person(ctx context.Context, f flow, code string) (intake.Perso
 		return intake.Person{}, &intake.Error{Code: intake.EUNAUTHORIZED, Err: err, Message: "The ID token's claims cannot be read."}
 	}
 	who := intake.Person{Subject: idt.Subject, Groups: claimStrings(claims[c.sso.cfg.Claim])}
-	// An address the provider says is unverified could be anyone's.
-	if email, _ := claims["email"].(string); email != "" && claims["email_verified"] != false && claims["email_verified"] != "false" {
+	// An address the provider does not say it verified could be anyone's:
+	// without email_verified true (a string "true" from some providers) the
+	// person is named by their subject. Groups, not the email, give access.
+	if email, _ := claims["email"].(string); email != "" && (claims["email_verified"] == true || claims["email_verified"] == "true") {
 		who.Email = email
 	}
 	return who, nil

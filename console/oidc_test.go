@@ -202,6 +202,43 @@ func TestSingleSignOnSignsAPersonInToTheirMappedOrgAndAuditsThem(t *testing.T) {
 	}
 }
 
+// An email the provider does not say it verified could be anyone's: the
+// person is named by their subject, in the session and the audit, even
+// when the address is another person's.
+func TestSingleSignOnTrustsAnEmailOnlyWithEmailVerified(t *testing.T) {
+	mallory := oidctest.Person{Username: "mallory", Password: "mallory-pw", Subject: "mallory-1", Email: "alice@example.com",
+		EmailUnverified: true, Groups: []string{"acme-ops"}}
+	idp := oidctest.Start(t, "127.0.0.1", mallory)
+	e := newSSOEnv(t, idp.Issuer)
+	idp.Register(ssoClientID, ssoClientSecret, e.callback())
+	b := ssoBrowser(t, false)
+	resp, body := signInAtProvider(t, b, e, mallory)
+	if resp.StatusCode != 200 || strings.Contains(body, "alice@example.com") || !strings.Contains(body, "person:mallory-1") {
+		t.Fatalf("after the provider: %d\n%s", resp.StatusCode, body)
+	}
+	audit, err := e.store.ListAudit(context.Background(), intake.Scope{OrgID: e.acme.ID}, intake.AuditFilter{Limit: 10})
+	if err != nil || len(audit.Items) == 0 || audit.Items[0].Action != "session.sign_in" || audit.Items[0].Actor != "person:mallory-1" ||
+		audit.Items[0].Detail != "sub=mallory-1 email= role=operator" {
+		t.Fatalf("acme's audit = %+v %v, want the sign-in named by its subject alone", audit.Items, err)
+	}
+
+	// Each form the claim takes in an ID token.
+	f := startForger(t)
+	for verified, says := range map[any]string{true: "person:mallory@example.com", "true": "person:mallory@example.com",
+		false: "person:mallory-1", "false": "person:mallory-1", nil: "person:mallory-1", "yes": "person:mallory-1"} {
+		f.craft = func(c map[string]any) *rsa.PrivateKey {
+			if c["email_verified"] = verified; verified == nil {
+				delete(c, "email_verified")
+			}
+			return f.published
+		}
+		e := newSSOEnv(t, f.srv.URL)
+		if resp, body := get(t, ssoBrowser(t, false), e.url+"/console/login/oidc"); resp.StatusCode != 200 || !strings.Contains(body, says) {
+			t.Errorf("email_verified %#v: answered %d, want 200 saying %q:\n%s", verified, resp.StatusCode, says, body)
+		}
+	}
+}
+
 func TestSingleSignOnRefusesAPersonWhoseGroupsMapToNoOrg(t *testing.T) {
 	idp := oidctest.Start(t, "127.0.0.1", bob)
 	e := newSSOEnv(t, idp.Issuer)
@@ -290,7 +327,7 @@ func startForger(t *testing.T) *forger {
 		}
 		now := time.Now()
 		claims := map[string]any{"iss": f.srv.URL, "aud": ssoClientID, "sub": "mallory-1", "email": "mallory@example.com",
-			"groups": []string{"acme-ops"}, "iat": now.Unix(), "exp": now.Add(time.Hour).Unix(), "nonce": nonce}
+			"email_verified": true, "groups": []string{"acme-ops"}, "iat": now.Unix(), "exp": now.Add(time.Hour).Unix(), "nonce": nonce}
 		key := f.craft(claims)
 		kid := "published"
 		if key == f.unknown {

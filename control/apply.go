@@ -213,7 +213,11 @@ func (pl *planner) notifications(ctx context.Context, spec OrgSpec, oref *idRef,
 	if err != nil {
 		return fmt.Errorf("open the Slack URL of org %s: %w", spec.Name, err)
 	}
-	if old.URL != n.URL {
+	dest, err := pl.p.sealer.NotificationURL(old)
+	if err != nil {
+		return fmt.Errorf("open the notification URL of org %s: %w", spec.Name, err)
+	}
+	if dest != n.URL && old.URL != n.URL {
 		ch.Fields = append(ch.Fields, "url")
 	}
 	if slack != n.SlackWebhookURL {

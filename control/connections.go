@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/intakehq/intake"
@@ -126,6 +127,7 @@ func (p *Plane) updateConnection(ctx context.Context, c Caller, id string, u Con
 	if err := p.checkConnectionRules(ctx, cn.OrgID, cn.Provider, cn.Config, changed(old.Filter, cn.Filter)); err != nil {
 		return intake.Connection{}, err
 	}
+	cn.FormerCredentialHeaders = formerCredentials(old, cn)
 	detail := ""
 	if old.Name != cn.Name {
 		detail = "name=" + cn.Name
@@ -341,4 +343,19 @@ func nonNil(secrets []string) []string {
 		return []string{}
 	}
 	return secrets
+}
+
+// formerCredentials are the header names cn made credentials before this
+// change and makes no more: once a credential, a header name stays
+// hidden on the messages stored while it was one.
+func formerCredentials(old, cn intake.Connection) []string {
+	now := provider.CredentialHeaders(intake.Connection{Provider: cn.Provider, Config: cn.Config})
+	out := slices.Clone(old.FormerCredentialHeaders)
+	for _, name := range provider.CredentialHeaders(old) {
+		if !slices.ContainsFunc(now, func(n string) bool { return strings.EqualFold(n, name) }) &&
+			!slices.ContainsFunc(out, func(n string) bool { return strings.EqualFold(n, name) }) {
+			out = append(out, name)
+		}
+	}
+	return out
 }

@@ -89,6 +89,9 @@ func (p *Plane) exportOrg(ctx context.Context, o intake.Org) (OrgSpec, error) {
 	switch n, err := p.store.NotificationSettings(ctx, sc, o.ID); {
 	case err == nil:
 		spec.Notifications = &NotificationsSpec{URL: n.URL, Topics: n.Topics}
+		if len(n.SealedURL) > 0 {
+			spec.Notifications.URL = "${env:" + envName(o.Name) + "_NOTIFICATIONS_URL}"
+		}
 		if len(n.SealedSlackURL) > 0 {
 			spec.Notifications.SlackWebhookURL = "${env:" + envName(o.Name) + "_SLACK_WEBHOOK_URL}"
 		}

@@ -91,8 +91,11 @@ func (p *Plane) putNotifications(ctx context.Context, c Caller, orgID string, u 
 			return NotificationSettings{}, fmt.Errorf("open the Slack URL of org %s: %w", orgID, err)
 		}
 	}
-	s := intake.NotificationSettings{OrgID: orgID, URL: u.URL, SealedSlackURL: p.sealer.SealNotificationSlackURL(orgID, slackURL),
+	s := intake.NotificationSettings{OrgID: orgID, SealedSlackURL: p.sealer.SealNotificationSlackURL(orgID, slackURL),
 		Topics: topics, SealedSecret: old.SealedSecret, UpdatedAt: p.now(), Version: old.Version}
+	if err := p.setNotificationURL(&s, old, u.URL); err != nil {
+		return NotificationSettings{}, err
+	}
 	var secret string
 	if first {
 		secret = delivery.NewSecret()
@@ -103,11 +106,30 @@ func (p *Plane) putNotifications(ctx context.Context, c Caller, orgID string, u 
 		slack = maskSlackURL(slackURL)
 	}
 	a := p.entry(c, orgID, "notifications.update", "org", orgID,
-		fmt.Sprintf("url=%s slack_webhook_url=%s topics=%s", u.URL, slack, strings.Join(topics, ",")))
+		fmt.Sprintf("url=%s slack_webhook_url=%s topics=%s", s.URL, slack, strings.Join(topics, ",")))
 	if err := p.store.PutNotificationSettings(ctx, c.Scope, s, a); err != nil {
 		return NotificationSettings{}, err
 	}
-	return NotificationSettings{URL: u.URL, SlackURL: maskSlackURL(slackURL), Topics: topics, SigningSecret: secret, Version: old.Version + 1}, nil
+	return NotificationSettings{URL: s.URL, SlackURL: maskSlackURL(slackURL), Topics: topics, SigningSecret: secret, Version: old.Version + 1}, nil
+}
+
+// setNotificationURL sets where s's notifications are posted. A url that
+// carries credentials is sealed whole, bound to the org, and shown with
+// them as *** (delivery.Redact), as a consumer's is; the url given back as
+// read keeps the one sealed in old.
+func (p *Plane) setNotificationURL(s *intake.NotificationSettings, old intake.NotificationSettings, raw string) error {
+	if raw != "" && raw == old.URL && len(old.SealedURL) > 0 {
+		whole, err := p.sealer.NotificationURL(old)
+		if err != nil {
+			return fmt.Errorf("open the notification URL of org %s: %w", s.OrgID, err)
+		}
+		raw = whole
+	}
+	s.URL, s.SealedURL = delivery.Redact(raw), nil
+	if s.URL != raw {
+		s.SealedURL = p.sealer.SealNotificationURL(s.OrgID, raw)
+	}
+	return nil
 }
 
 // Notifications returns where an org's notifications go; ENOTFOUND until

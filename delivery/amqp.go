@@ -264,7 +264,7 @@ func (p *amqpPublisher) Publish(ctx context.Context, pub Publication) Result {
 		select {
 		case e := <-ch.closes:
 			if e != nil {
-				return retry("the broker closed the channel: %s", e.Reason)
+				return retry("the broker closed the channel: %s", p.failure(e))
 			}
 		default:
 		}
@@ -281,7 +281,7 @@ func (p *amqpPublisher) Publish(ctx context.Context, pub Publication) Result {
 		if r.Exchange != "" {
 			where = fmt.Sprintf("exchange %q", r.Exchange)
 		}
-		return retry("unroutable: no queue is bound for routing key %q on %s (%d %s)", r.RoutingKey, where, r.ReplyCode, r.ReplyText)
+		return retry("unroutable: no queue is bound for routing key %q on %s (%s)", r.RoutingKey, where, amqpReply(int(r.ReplyCode)))
 	default:
 	}
 	conn.release(ch)
@@ -425,11 +425,45 @@ func (p *amqpPublisher) describe(ctx context.Context, err error) string {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || pastDeadline(ctx):
 		// The handshake's socket deadline is the context's, and the
 		// client reports it as a frame error.
-		return fmt.Sprintf("the broker did not answer within %s (%v)", p.timeout, err)
+		return fmt.Sprintf("the broker did not answer within %s (%s)", p.timeout, p.failure(err))
 	case errors.Is(err, context.Canceled):
 		return "cancelled"
 	}
-	return err.Error()
+	return p.failure(err)
+}
+
+// failure names what failed from a fixed set: the broker's reply code by
+// its name (with the exchange a 404 is about), the client's own error, else
+// the connection's failure. Never the broker's reply text.
+func (p *amqpPublisher) failure(err error) string {
+	var e *amqp.Error
+	switch {
+	case errors.As(err, &e) && e.Server:
+		about := ""
+		if e.Code == amqp.NotFound && p.target.exchange != "" {
+			about = fmt.Sprintf(" (exchange %q)", p.target.exchange)
+		}
+		return "the broker answered " + amqpReply(e.Code) + about
+	case errors.As(err, &e):
+		return e.Error() // the client's own words
+	}
+	return brokerFailure(err)
+}
+
+// amqpReply names an AMQP 0-9-1 reply code.
+func amqpReply(code int) string {
+	name, ok := amqpReplies[code]
+	if !ok {
+		name = "(an unknown reply code)"
+	}
+	return strconv.Itoa(code) + " " + name
+}
+
+var amqpReplies = map[int]string{
+	311: "CONTENT_TOO_LARGE", 312: "NO_ROUTE", 313: "NO_CONSUMERS", 320: "CONNECTION_FORCED", 402: "INVALID_PATH",
+	403: "ACCESS_REFUSED", 404: "NOT_FOUND", 405: "RESOURCE_LOCKED", 406: "PRECONDITION_FAILED", 501: "FRAME_ERROR",
+	502: "SYNTAX_ERROR", 503: "COMMAND_INVALID", 504: "CHANNEL_ERROR", 505: "UNEXPECTED_FRAME", 506: "RESOURCE_ERROR",
+	530: "NOT_ALLOWED", 540: "NOT_IMPLEMENTED", 541: "INTERNAL_ERROR",
 }
 
 func pastDeadline(ctx context.Context) bool {

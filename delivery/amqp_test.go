@@ -329,7 +329,7 @@ func TestAMQPNothingListeningIsRetriedWithoutThePassword(t *testing.T) {
 	if r.Outcome != intake.DeliveryRetry || !strings.Contains(r.Err, "connection refused") {
 		t.Fatalf("result %+v", r)
 	}
-	if strings.Contains(r.Err, "s3cret-pw") || !strings.Contains(r.Err, "intake:***@") {
+	if strings.Contains(r.Err, "s3cret-pw") || !strings.Contains(r.Err, "***:***@") {
 		t.Fatalf("error %q shows the password or not the url", r.Err)
 	}
 }

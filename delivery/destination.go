@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/redact"
 )
 
 // A consumer's url names where its events go, by scheme (DESIGN §12):
@@ -86,42 +87,11 @@ func IsBroker(raw string) bool {
 	return ok
 }
 
-// Redact shows a url with its password replaced by ***, and any query
-// parameter that carries a credential too: what every read, list, export
-// and log shows of a consumer's url. The rest stays as written.
-func Redact(raw string) string {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return raw
-	}
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		end = len(rest)
-	}
-	authority, tail := rest[:end], rest[end:]
-	if at := strings.LastIndex(authority, "@"); at >= 0 {
-		if user, _, has := strings.Cut(authority[:at], ":"); has {
-			authority = user + ":***" + authority[at:]
-		}
-	}
-	path, query, hasQuery := strings.Cut(tail, "?")
-	if hasQuery {
-		query, fragment, hasFragment := strings.Cut(query, "#")
-		params := strings.Split(query, "&")
-		for i, kv := range params {
-			k, _, _ := strings.Cut(kv, "=")
-			switch strings.ToLower(k) {
-			case "password", "pass", "token", "secret", "sasl_password":
-				params[i] = k + "=***"
-			}
-		}
-		tail = path + "?" + strings.Join(params, "&")
-		if hasFragment {
-			tail += "#" + fragment
-		}
-	}
-	return scheme + "://" + authority + tail
-}
+// Redact shows a url with every credential it carries as ***, its user
+// and password and each query parameter named like a credential: what
+// every read, list, export and log shows of a consumer's url. The rest
+// stays as written.
+func Redact(raw string) string { return redact.URL(raw) }
 
 // checkBroker checks a broker url of a known scheme; nil for http(s).
 func checkBroker(u *url.URL) error {

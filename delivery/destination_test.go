@@ -157,13 +157,13 @@ func TestABrokerThatCannotBeReachedIsARetryThatNamesNoPassword(t *testing.T) {
 
 func TestRedactHidesPasswordsAndExpandFillsTypeAndKey(t *testing.T) {
 	for raw, want := range map[string]string{
-		"nats://u:p@h:4222/s":                                       "nats://u:***@h:4222/s",
+		"nats://u:p@h:4222/s":                                       "nats://***:***@h:4222/s",
 		"amqp://h/?exchange=x":                                      "amqp://h/?exchange=x",
 		"redis://h/0?stream=s&password=x":                           "redis://h/0?stream=s&password=***",
-		"nats://alice:s3cret@127.0.0.1:4222/orders.{type}?stream=S": "nats://alice:***@127.0.0.1:4222/orders.{type}?stream=S",
-		"kafka://u:p@w@h1:9092,h2:9092/t?sasl=plain":                "kafka://u:***@h1:9092,h2:9092/t?sasl=plain",
+		"nats://alice:s3cret@127.0.0.1:4222/orders.{type}?stream=S": "nats://***:***@127.0.0.1:4222/orders.{type}?stream=S",
+		"kafka://u:p@w@h1:9092,h2:9092/t?sasl=plain":                "kafka://***:***@h1:9092,h2:9092/t?sasl=plain",
 		"redis://:pw@h:6379/0?stream=s":                             "redis://:***@h:6379/0?stream=s",
-		"amqp://guest@h:5672/?queue=q":                              "amqp://guest@h:5672/?queue=q",
+		"amqp://***@h:5672/?queue=q":                                "amqp://***@h:5672/?queue=q",
 		"https://h/x":                                               "https://h/x",
 	} {
 		if got := Redact(raw); got != want {

@@ -52,42 +52,16 @@ func (s *seen) trace() *httptrace.ClientTrace {
 // service would read that service's banner back from its delivery records.
 func describe(err error, s *seen) string {
 	var (
-		ref   *refusal
-		dns   *net.DNSError
-		errno syscall.Errno
-		ne    net.Error
-		unk   x509.UnknownAuthorityError
-		host  x509.HostnameError
-		inv   x509.CertificateInvalidError
-		rec   tls.RecordHeaderError
+		ref *refusal
+		rec tls.RecordHeaderError
 	)
-	switch {
-	case errors.As(err, &ref):
+	if errors.As(err, &ref) {
 		return "refused by the consumer address policy"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return "timeout"
-	case errors.As(err, &dns) && dns.IsNotFound:
-		return "host not found"
-	case errors.As(err, &dns):
-		return "name resolution failed"
-	case errors.As(err, &errno) && errno == syscall.ECONNREFUSED:
-		return "connection refused"
-	case errors.As(err, &errno) && (errno == syscall.ECONNRESET || errno == syscall.EPIPE || errno == syscall.ECONNABORTED):
-		return "connection reset"
-	case errors.As(err, &errno) && errno == syscall.EHOSTUNREACH:
-		return "host unreachable"
-	case errors.As(err, &errno) && errno == syscall.ENETUNREACH:
-		return "network unreachable"
-	case errors.As(err, &unk):
-		return "TLS certificate not trusted"
-	case errors.As(err, &host):
-		return "TLS certificate not valid for the host"
-	case errors.As(err, &inv) && inv.Reason == x509.Expired:
-		return "TLS certificate expired"
-	case errors.As(err, &inv):
-		return "TLS certificate invalid"
+	}
+	if name, ok := connFailure(err); ok {
+		return name
+	}
+	switch {
 	case s.tlsFailed.Load(), errors.As(err, &rec):
 		return "TLS handshake failed"
 	case s.answeredAnything():
@@ -96,6 +70,71 @@ func describe(err error, s *seen) string {
 		return "connection closed without an answer"
 	}
 	return "request failed"
+}
+
+// brokerFailure names what failed in a call to a broker that the broker's
+// client did not name in its protocol's terms (a status, an error code):
+// the connection's failure as describe names it, else a malformed answer.
+// Never the error's text, which quotes what the other side sent (Redis's
+// "can't parse \"…\"", Kafka's first 4 bytes read as a size).
+func brokerFailure(err error) string {
+	var (
+		ref *refusal
+		rec tls.RecordHeaderError
+	)
+	if errors.As(err, &ref) {
+		return ref.Error() // intake's words, naming the address it refused
+	}
+	if name, ok := connFailure(err); ok {
+		return name
+	}
+	switch {
+	case errors.As(err, &rec):
+		return "TLS handshake failed"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed without an answer"
+	}
+	return "malformed answer"
+}
+
+// connFailure names a failure of the connection itself: its dial, its
+// name, its time, its TLS certificate.
+func connFailure(err error) (string, bool) {
+	var (
+		dns   *net.DNSError
+		errno syscall.Errno
+		ne    net.Error
+		unk   x509.UnknownAuthorityError
+		host  x509.HostnameError
+		inv   x509.CertificateInvalidError
+	)
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "canceled", true
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout", true
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return "host not found", true
+	case errors.As(err, &dns):
+		return "name resolution failed", true
+	case errors.As(err, &errno) && errno == syscall.ECONNREFUSED:
+		return "connection refused", true
+	case errors.As(err, &errno) && (errno == syscall.ECONNRESET || errno == syscall.EPIPE || errno == syscall.ECONNABORTED):
+		return "connection reset", true
+	case errors.As(err, &errno) && errno == syscall.EHOSTUNREACH:
+		return "host unreachable", true
+	case errors.As(err, &errno) && errno == syscall.ENETUNREACH:
+		return "network unreachable", true
+	case errors.As(err, &unk):
+		return "TLS certificate not trusted", true
+	case errors.As(err, &host):
+		return "TLS certificate not valid for the host", true
+	case errors.As(err, &inv) && inv.Reason == x509.Expired:
+		return "TLS certificate expired", true
+	case errors.As(err, &inv):
+		return "TLS certificate invalid", true
+	}
+	return "", false
 }
 
 // counted is a connection that counts the bytes read from it.

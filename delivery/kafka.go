@@ -232,7 +232,7 @@ func (h connectHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _
 		h.p.last.Store(nil)
 		return
 	}
-	why := fmt.Sprintf("broker %s: %v", net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port))), err)
+	why := fmt.Sprintf("broker %s: %s", net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port))), kafkaFailure(err))
 	h.p.last.Store(&why)
 }
 
@@ -283,12 +283,30 @@ func (p *kafkaPublisher) describe(topic string, err error) string {
 	case errors.Is(err, kgo.ErrClientClosed):
 		return fmt.Sprintf("publisher to kafka %s is closed", p.brokers)
 	default:
-		why = fmt.Sprintf("kafka %s refused the record to topic %q: %v", p.brokers, topic, err)
+		why = fmt.Sprintf("kafka %s refused the record to topic %q: %s", p.brokers, topic, kafkaFailure(err))
 	}
 	if last := p.last.Load(); last != nil {
 		why += " (last connection error: " + *last + ")"
 	}
 	return why
+}
+
+// kafkaFailure names what failed from a fixed set: Kafka's error code by
+// its name, else the connection's failure. Never the error's text, which
+// may carry what the other side sent (an answer's first 4 bytes read as
+// its size, a broker's own message).
+func kafkaFailure(err error) string {
+	var (
+		code *kerr.Error
+		eof  *kgo.ErrFirstReadEOF
+	)
+	switch {
+	case errors.As(err, &code):
+		return "answered " + code.Message
+	case errors.As(err, &eof):
+		return "the broker closed the connection before answering (does it need TLS or SASL?)"
+	}
+	return brokerFailure(err)
 }
 
 // kafkaHeaders are the record's headers: every header of the call, named

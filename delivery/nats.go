@@ -165,7 +165,7 @@ func (n *natsPublisher) session(ctx context.Context) (jetstream.JetStream, error
 	js, err = jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("NATS at %s: %w", n.t.addr, err)
+		return nil, fmt.Errorf("NATS at %s: %s", n.t.addr, natsFailure(err))
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -213,9 +213,36 @@ func (n *natsPublisher) connect(ctx context.Context) (*nats.Conn, error) {
 		if derr := d.failed(); derr != nil && errors.Is(err, nats.ErrNoServers) {
 			err = derr
 		}
-		return nil, fmt.Errorf("connect to NATS at %s: %w", n.t.addr, err)
+		return nil, fmt.Errorf("connect to NATS at %s: %s", n.t.addr, natsFailure(err))
 	}
 	return nc, nil
+}
+
+// natsSentinels are the client's own errors, whose words are fixed; any
+// other error it makes may quote what the server sent (an -ERR line, an
+// INFO that is not JSON).
+var natsSentinels = []error{
+	nats.ErrAuthorization, nats.ErrAuthExpired, nats.ErrAuthRevoked, nats.ErrAccountAuthExpired,
+	nats.ErrPermissionViolation, nats.ErrNoInfoReceived, nats.ErrStaleConnection, nats.ErrMaxConnectionsExceeded,
+	nats.ErrConnectionClosed, nats.ErrNoServers, nats.ErrTimeout, nats.ErrSecureConnRequired, nats.ErrSecureConnWanted,
+	nats.ErrNoResponders, nats.ErrMaxPayload, nats.ErrHeadersNotSupported, nats.ErrConnectionDraining,
+	nats.ErrConnectionReconnecting, nats.ErrInvalidConnection, nats.ErrBadHeaderMsg,
+}
+
+// natsFailure names what failed from a fixed set: the client's own error,
+// JetStream's status and error code, else the connection's failure.
+// Never the server's words.
+func natsFailure(err error) string {
+	var apiErr *jetstream.APIError
+	for _, s := range natsSentinels {
+		if errors.Is(err, s) {
+			return s.Error()
+		}
+	}
+	if errors.As(err, &apiErr) {
+		return fmt.Sprintf("JetStream answered %d (error code %d)", apiErr.Code, apiErr.ErrorCode)
+	}
+	return brokerFailure(err)
 }
 
 // natsDialer is the NATS client's dialer: the address policy's, bounded
@@ -297,7 +324,7 @@ func (n *natsPublisher) publish(ctx context.Context, p Publication) (*jetstream.
 	case errors.Is(err, context.DeadlineExceeded):
 		return nil, fmt.Errorf("NATS at %s did not acknowledge within %s", n.t.addr, n.timeout)
 	}
-	return nil, fmt.Errorf("publish to NATS at %s: %w", n.t.addr, err)
+	return nil, fmt.Errorf("publish to NATS at %s: %s", n.t.addr, natsFailure(err))
 }
 
 // keyToken makes an ordering key one token of a subject.

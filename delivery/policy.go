@@ -22,10 +22,11 @@ import (
 // bypass it.
 //
 // An address is judged together with every IPv4 address it carries
-// (IPv4-mapped and -compatible IPv6, NAT64, 6to4, Teredo), so a denied
-// range is denied however it is written. Deny wins: an address is refused
-// when it, or an address it carries, is in a Deny range; otherwise, when
-// Allow has any range, it must be in one. The zero Policy refuses nothing.
+// (IPv4-mapped, -compatible and -translated IPv6, NAT64, 6to4, Teredo), so
+// a denied range is denied however it is written. Deny wins: an address is
+// refused when it, or an address it carries, is in a Deny range; otherwise,
+// when Allow has any range, it must be in one. The zero Policy refuses
+// nothing.
 type Policy struct {
 	Deny  []netip.Prefix
 	Allow []netip.Prefix // empty: every address not denied
@@ -146,6 +147,8 @@ var (
 	sixToFour = netip.MustParsePrefix("2002::/16")
 	teredo    = netip.MustParsePrefix("2001::/32")
 	compat    = netip.MustParsePrefix("::/96")
+	// IPv4-translated (RFC 2765's SIIT): ::ffff:0:a.b.c.d.
+	translated = netip.MustParsePrefix("::ffff:0:0:0/96")
 )
 
 // carriedIPv4 are the IPv4 addresses an IPv6 address (already unmapped)
@@ -164,7 +167,7 @@ func carriedIPv4(a netip.Addr) []netip.Addr {
 			return nil
 		}
 		return []netip.Addr{v4(b[12], b[13], b[14], b[15])}
-	case nat64.Contains(a):
+	case nat64.Contains(a), translated.Contains(a):
 		return []netip.Addr{v4(b[12], b[13], b[14], b[15])}
 	case nat64Dual.Contains(a):
 		return []netip.Addr{

@@ -21,6 +21,9 @@ var deniedForms = []string{
 	"http://[::ffff:a9fe:a9fe]/",
 	"http://[::a9fe:a9fe]/",                           // IPv4-compatible
 	"http://[::169.254.169.254]/",                     // the same, dotted
+	"http://[::ffff:0:a9fe:a9fe]/",                    // IPv4-translated (RFC 2765)
+	"http://[::ffff:0:169.254.169.254]/",              // the same, dotted
+	"http://[::ffff:0:100.100.100.200]/",              // Alibaba's metadata, translated
 	"http://[64:ff9b::a9fe:a9fe]/",                    // NAT64
 	"http://[64:ff9b::169.254.169.254]/",              // the same, dotted
 	"http://[64:ff9b:1::a9fe:a9fe]/",                  // local-use NAT64, /96
@@ -97,6 +100,7 @@ func TestPolicyRefusesDeniedAddressesInEveryWrittenFormAtRegistrationAndAtConnec
 func TestPolicyReadsEveryIPv6FormAsTheIPv4AddressItCarries(t *testing.T) {
 	for form, want := range map[string]string{
 		"::a9fe:a9fe":                          "169.254.169.254",
+		"::ffff:0:a9fe:a9fe":                   "169.254.169.254",
 		"64:ff9b::a9fe:a9fe":                   "169.254.169.254",
 		"2002:a9fe:a9fe::":                     "169.254.169.254",
 		"2001:0:4136:e378:8000:63bf:5601:5601": "169.254.169.254",
@@ -163,6 +167,7 @@ func TestOperatorRangesDenyAndAllowButNeverReopenMetadata(t *testing.T) {
 		"http://10.1.2.3/":           false,
 		"http://[::ffff:10.1.2.3]/":  false,
 		"http://[64:ff9b::a01:203]/": false, // 10.1.2.3 through NAT64
+		"http://[::ffff:0:a01:203]/": false, // 10.1.2.3 translated
 		"http://012.1.2.3/":          false, // 10.1.2.3 in octal
 		"http://192.168.0.9/":        false,
 		"http://[fd12::1]/":          false,
@@ -178,6 +183,8 @@ func TestOperatorRangesDenyAndAllowButNeverReopenMetadata(t *testing.T) {
 		"http://10.1.2.3/":           true,
 		"http://[::ffff:10.1.2.3]/":  true,
 		"http://[64:ff9b::a01:203]/": true,
+		"http://[::ffff:0:a01:203]/": true,
+		"http://[::ffff:0:a02:1]/":   false, // 10.2.0.1 translated
 		"http://10.2.0.1/":           false,
 		"http://127.0.0.1/":          false,
 		"http://8.8.8.8/":            false,

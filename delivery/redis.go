@@ -265,9 +265,13 @@ func redisFields(p Publication) []any {
 }
 
 // describe says why a publish failed, naming the Redis (never its
-// password).
+// password) and, when Redis answered an error, its code from a fixed set:
+// never the text of the answer, which a service that is not Redis writes.
 func (r *redisPublisher) describe(err error) string {
-	var ne net.Error
+	var (
+		ne    net.Error
+		reply redis.Error
+	)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.As(err, &ne) && ne.Timeout():
@@ -276,12 +280,21 @@ func (r *redisPublisher) describe(err error) string {
 		return "redis " + r.shown + ": publish canceled"
 	case errors.Is(err, redis.ErrPoolTimeout):
 		return "redis " + r.shown + ": every connection stayed busy for " + r.timeout.String()
+	case errors.As(err, &reply) && !errors.Is(err, redis.Nil):
+		code, _, _ := strings.Cut(reply.Error(), " ")
+		if slices.Contains(redisCodes, code) {
+			return "redis " + r.shown + ": answered " + code
+		}
+		return "redis " + r.shown + ": answered an error"
 	}
-	msg := err.Error()
-	if r.target.password != "" {
-		msg = strings.ReplaceAll(msg, r.target.password, "***")
-	}
-	return "redis " + r.shown + ": " + msg
+	return "redis " + r.shown + ": " + brokerFailure(err)
+}
+
+// redisCodes are the error codes Redis answers with that a publish can
+// meet, named in a failure as they are.
+var redisCodes = []string{
+	"ERR", "WRONGPASS", "NOAUTH", "NOPERM", "WRONGTYPE", "OOM", "READONLY", "LOADING", "BUSY",
+	"MASTERDOWN", "MISCONF", "NOREPLICAS", "CLUSTERDOWN", "MOVED", "ASK", "TRYAGAIN", "CROSSSLOT",
 }
 
 // Close closes the pool's connections and ends any dial under way. After

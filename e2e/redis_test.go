@@ -135,8 +135,8 @@ func TestARedisConsumerReceivesSignedEventsAndHoldsThemWhilePaused(t *testing.T)
 
 	var cons struct{ URL string }
 	s.api(t, "GET", "/api/v1/consumers/"+id, nil, &cons)
-	if want := strings.Replace(dest, ":"+rs.password+"@", ":***@", 1); cons.URL != want {
-		t.Errorf("the consumer's url reads back as %q, want %q: as written, its password as ***", cons.URL, want)
+	if want := strings.Replace(dest, rs.user+":"+rs.password+"@", "***:***@", 1); cons.URL != want {
+		t.Errorf("the consumer's url reads back as %q, want %q: as written, its user and password as ***", cons.URL, want)
 	}
 
 	const n = 5

@@ -218,6 +218,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 		if challenge.ContentType != "" {
 			w.Header().Set("Content-Type", challenge.ContentType)
 		}
+		// The answer echoes what the caller sent: never to be sniffed as
+		// HTML, whatever it holds.
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.WriteHeader(challenge.Status)
 		w.Write(challenge.Body)
 		return "challenge"

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -334,6 +335,44 @@ func TestIngressEchoesTheAsanaHookSecretInTheHandshakeAnswer(t *testing.T) {
 	w := e.post("/webhooks/"+tok, strings.NewReader(""), http.Header{"X-Hook-Secret": {"b537207f20cbfa02357cf448134da559e8bd39d61597dcd5631b8012eae53e81"}})
 	if w.Code != http.StatusOK || w.Header().Get("X-Hook-Secret") != "b537207f20cbfa02357cf448134da559e8bd39d61597dcd5631b8012eae53e81" {
 		t.Fatalf("handshake answer: %d %v", w.Code, w.Header())
+	}
+}
+
+// A handshake's answer echoes what the caller sent: a browser must never
+// read it as anything but its content type.
+func TestHandshakeEchoAnswersWithNosniff(t *testing.T) {
+	e := setup(t, ingress.Config{}, nil)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		provider, method string
+		header           http.Header
+		echoed           string
+	}{
+		{"asana", "POST", http.Header{"X-Hook-Secret": {"<html>b537207f</html>"}}, "<html>b537207f</html>"},
+		{"okta", "GET", http.Header{"X-Okta-Verification-Challenge": {"<script>x</script>"}}, "verification"},
+	} {
+		conn := intake.Connection{ID: intake.NewID(), OrgID: e.ep.OrgID, Provider: tc.provider, Name: tc.provider, CreatedAt: e.clock.Now()}
+		if err := e.store.CreateConnection(ctx, conn); err != nil {
+			t.Fatal(err)
+		}
+		tok := token.New("")
+		ep := intake.Endpoint{ID: intake.NewID(), OrgID: e.ep.OrgID, ConnectionID: conn.ID, TokenHash: token.Hash(tok),
+			Enabled: true, MaxBodyBytes: 1024, CreatedAt: e.clock.Now()}
+		if err := e.store.CreateEndpoint(ctx, ep); err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest(tc.method, "/webhooks/"+tok, strings.NewReader(""))
+		for k, v := range tc.header {
+			r.Header[k] = v
+		}
+		w := httptest.NewRecorder()
+		e.mux.ServeHTTP(w, r)
+		if w.Code != http.StatusOK || !strings.Contains(fmt.Sprint(w.Header())+w.Body.String(), tc.echoed) {
+			t.Fatalf("%s handshake answer: %d %v %q", tc.provider, w.Code, w.Header(), w.Body)
+		}
+		if got := w.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s handshake answer: X-Content-Type-Options %q, want nosniff", tc.provider, got)
+		}
 	}
 }
 

@@ -305,10 +305,14 @@ func (n *Notifier) enqueue(ctx context.Context, now time.Time, g group, t *tally
 	queued := false
 	if s.URL != "" {
 		secret, err := n.cfg.Sealer.NotificationSecret(*s)
-		if err != nil {
+		dest, uerr := n.cfg.Sealer.NotificationURL(*s)
+		switch {
+		case err != nil:
 			n.cfg.Logger.Error("notifier: cannot open the org's notification secret", "org_id", g.org, "err", err)
-		} else {
-			n.queue(receiver{g.org, s.URL}, &outgoing{id: id, n: note, secret: secret, nextAt: now})
+		case uerr != nil:
+			n.cfg.Logger.Error("notifier: cannot open the org's notification URL", "org_id", g.org, "err", uerr)
+		default:
+			n.queue(receiver{g.org, dest}, &outgoing{id: id, n: note, secret: secret, nextAt: now})
 			queued = true
 		}
 	}

@@ -34,6 +34,7 @@ const secret = "whsec_" + "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I="
 type received struct {
 	header http.Header
 	body   []byte
+	query  string
 }
 
 // receiver is a notification URL or a Slack webhook that answers status.
@@ -49,7 +50,7 @@ func newReceiver(t *testing.T, status ...int) *receiver {
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
-		r.calls = append(r.calls, received{req.Header.Clone(), body})
+		r.calls = append(r.calls, received{req.Header.Clone(), body, req.URL.RawQuery})
 		code := http.StatusOK
 		if len(r.status) > 0 {
 			code = r.status[min(len(r.calls), len(r.status))-1]
@@ -106,11 +107,15 @@ func (e *env) newOrg(name string) intake.Org {
 	return o
 }
 
-// subscribe sends the org's notices of topics to url (signed) and slack.
+// subscribe sends the org's notices of topics to url (signed) and slack;
+// a url with credentials is sealed, as the control plane seals it.
 func (e *env) subscribe(org intake.Org, url, slack string, topics ...string) {
 	e.t.Helper()
-	s := intake.NotificationSettings{OrgID: org.ID, URL: url, SealedSlackURL: e.sealer.SealNotificationSlackURL(org.ID, slack),
+	s := intake.NotificationSettings{OrgID: org.ID, URL: delivery.Redact(url), SealedSlackURL: e.sealer.SealNotificationSlackURL(org.ID, slack),
 		Topics: topics, SealedSecret: e.sealer.SealNotificationSecret(org.ID, secret), UpdatedAt: e.clock.Now()}
+	if s.URL != url {
+		s.SealedURL = e.sealer.SealNotificationURL(org.ID, url)
+	}
 	if err := e.store.PutNotificationSettings(e.t.Context(), intake.Scope{}, s); err != nil {
 		e.t.Fatal(err)
 	}
@@ -419,4 +424,16 @@ func counter(t *testing.T, m *metrics.Metrics, result string) float64 {
 		}
 	}
 	return 0
+}
+
+func TestANotificationURLWithCredentialsIsPostedToWithThem(t *testing.T) {
+	e := newEnv(t, delivery.Policy{})
+	url := newReceiver(t)
+	e.subscribe(e.org, url.URL+"/ops?api_key=key-4t8&team=core", "", intake.NoticeEventDead)
+	e.notice(e.org, intake.NoticeEventDead, "cons_1", "event e1 is dead: consumer answered 500")
+	e.poll()
+	calls := url.got()
+	if len(calls) != 1 || calls[0].query != "api_key=key-4t8&team=core" {
+		t.Fatalf("calls %+v, want one to the url with its api_key", calls)
+	}
 }

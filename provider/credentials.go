@@ -1,6 +1,10 @@
 package provider
 
-import "github.com/intakehq/intake"
+import (
+	"slices"
+
+	"github.com/intakehq/intake"
+)
 
 // CredentialHeaderer is an adapter whose config may name a header that
 // carries the connection's credential (Okta's auth_header). Wherever a
@@ -13,21 +17,24 @@ type CredentialHeaderer interface {
 	CredentialHeaders(cfg Config) []string
 }
 
-// CredentialHeaders returns the header names a connection's config makes
-// credentials: none for a provider that names none, or a config that does
-// not parse (control refuses such a config when it is written).
+// CredentialHeaders returns the header names a connection makes
+// credentials: those its config names now, and those it named before
+// (cn.FormerCredentialHeaders), which messages stored then still carry.
+// A provider that names none, or a config that does not parse (control
+// refuses such a config when it is written), adds none of its own.
 func CredentialHeaders(cn intake.Connection) []string {
+	names := slices.Clone(cn.FormerCredentialHeaders)
 	a, ok := Lookup(cn.Provider)
 	if !ok {
-		return nil
+		return names
 	}
 	ch, ok := a.(CredentialHeaderer)
 	if !ok {
-		return nil
+		return names
 	}
 	cfg, err := ParseConfig(cn.Config)
 	if err != nil {
-		return nil
+		return names
 	}
-	return ch.CredentialHeaders(cfg)
+	return append(names, ch.CredentialHeaders(cfg)...)
 }

@@ -25,7 +25,10 @@ type Person struct {
 	Username, Password string
 	Subject            string // the provider's id for them, the ID token's sub
 	Email              string
-	Groups             []string
+	// EmailUnverified: the provider does not vouch for Email; its ID
+	// token then carries the email without email_verified.
+	EmailUnverified bool
+	Groups          []string
 }
 
 // Provider is a running OpenID provider.
@@ -51,7 +54,7 @@ func Start(t testing.TB, host string, people ...Person) *Provider {
 	s := &store{clients: map[string]registered{}, groups: map[string][]string{}}
 	for _, p := range people {
 		users[p.Subject] = &storage.User{ID: p.Subject, Username: p.Username, Password: p.Password, Email: p.Email,
-			EmailVerified: true, PreferredLanguage: language.English}
+			EmailVerified: !p.EmailUnverified, PreferredLanguage: language.English}
 		s.groups[p.Subject] = p.Groups
 	}
 	s.Storage = storage.NewStorageWithClients(users, map[string]*storage.Client{})

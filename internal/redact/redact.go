@@ -65,3 +65,73 @@ func Query(raw string) string {
 	}
 	return strings.Join(kept, "&")
 }
+
+// URLParam reports whether a url's query parameter carries a credential:
+// by Credential's word list, or by the words a url uses for its
+// credentials (a signature, an access key) that a request's headers use
+// for data.
+func URLParam(name string) bool {
+	if Credential(name) {
+		return true
+	}
+	n := strings.ToLower(name)
+	switch n {
+	case "sig", "pass", "pwd", "code":
+		return true
+	}
+	for _, w := range []string{"signature", "access_key", "accesskey", "private_key", "privatekey", "client_key"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// URL shows a url with every credential it carries as ***: the user and
+// the password before its host (a NATS token is written as the user, a
+// Redis or AMQP user names an account), and each query parameter URLParam
+// names. The rest stays as written, so a url without credentials is shown
+// unchanged.
+func URL(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, tail := rest[:end], rest[end:]
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		user, _, hasPassword := strings.Cut(authority[:at], ":")
+		shown := ""
+		if user != "" {
+			shown = "***"
+		}
+		if hasPassword {
+			shown += ":***"
+		}
+		authority = shown + authority[at:]
+	}
+	path, query, hasQuery := strings.Cut(tail, "?")
+	if !hasQuery {
+		return scheme + "://" + authority + tail
+	}
+	query, fragment, hasFragment := strings.Cut(query, "#")
+	params := strings.Split(query, "&")
+	for i, kv := range params {
+		k, _, _ := strings.Cut(kv, "=")
+		name := k
+		if n, err := url.QueryUnescape(k); err == nil {
+			name = n
+		}
+		if URLParam(name) {
+			params[i] = k + "=***"
+		}
+	}
+	tail = path + "?" + strings.Join(params, "&")
+	if hasFragment {
+		tail += "#" + fragment
+	}
+	return scheme + "://" + authority + tail
+}

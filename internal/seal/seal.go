@@ -167,6 +167,23 @@ func (s *Sealer) SealConnectionSecrets(c intake.Connection, secrets []string) ([
 // what they are, so neither opens as the other.
 func notificationSecretAD(orgID string) []byte { return []byte("notifications.secret:" + orgID) }
 func notificationSlackAD(orgID string) []byte  { return []byte("notifications.slack:" + orgID) }
+func notificationURLAD(orgID string) []byte    { return []byte("notifications.url:" + orgID) }
+
+// SealNotificationURL seals an org's notification URL that carries
+// credentials.
+func (s *Sealer) SealNotificationURL(orgID, url string) []byte {
+	return s.Seal([]byte(url), notificationURLAD(orgID))
+}
+
+// NotificationURL is where an org's notifications are posted: its URL,
+// opened from its sealed form when it carries credentials.
+func (s *Sealer) NotificationURL(n intake.NotificationSettings) (string, error) {
+	if len(n.SealedURL) == 0 {
+		return n.URL, nil
+	}
+	b, err := s.Open(n.SealedURL, notificationURLAD(n.OrgID))
+	return string(b), err
+}
 
 // SealNotificationSecret seals an org's notification signing secret.
 func (s *Sealer) SealNotificationSecret(orgID, secret string) []byte {

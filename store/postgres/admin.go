@@ -183,13 +183,16 @@ func orgExists(ctx context.Context, q querier, orgID string) error {
 	return err
 }
 
-const connectionColumns = `id, org_id, provider, name, sealed_secrets, config, created_at, filter, version`
+const connectionColumns = `id, org_id, provider, name, sealed_secrets, config, created_at, filter, version, former_credential_headers`
 
 func scanConnection(row pgx.Row) (intake.Connection, error) {
 	var c intake.Connection
 	var config []byte
 	var created *time.Time
-	err := row.Scan(&c.ID, &c.OrgID, &c.Provider, &c.Name, &c.SealedSecrets, &config, &created, &c.Filter, &c.Version)
+	err := row.Scan(&c.ID, &c.OrgID, &c.Provider, &c.Name, &c.SealedSecrets, &config, &created, &c.Filter, &c.Version, &c.FormerCredentialHeaders)
+	if len(c.FormerCredentialHeaders) == 0 {
+		c.FormerCredentialHeaders = nil
+	}
 	if config != nil {
 		c.Config = config
 	}
@@ -247,9 +250,9 @@ func (s *Store) UpdateConnection(ctx context.Context, sc intake.Scope, c intake.
 		return notFound("connection", c.ID)
 	}
 	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE connections SET name = $1, config = $2, filter = $3, version = version + 1
+		tag, err := tx.Exec(ctx, `UPDATE connections SET name = $1, config = $2, filter = $3, former_credential_headers = $7, version = version + 1
 			WHERE deleted_at IS NULL AND id = $4 AND ($5::uuid IS NULL OR org_id = $5) AND version = $6`,
-			text(c.Name), nullJSON(c.Config), text(c.Filter), c.ID, nullID(sc.OrgID), c.Version)
+			text(c.Name), nullJSON(c.Config), text(c.Filter), c.ID, nullID(sc.OrgID), c.Version, texts(c.FormerCredentialHeaders))
 		if err != nil {
 			return err
 		}

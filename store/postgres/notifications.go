@@ -23,13 +23,13 @@ func (s *Store) PutNotificationSettings(ctx context.Context, sc intake.Scope, n 
 		var tag pgconn.CommandTag
 		var err error
 		if n.Version == 0 {
-			tag, err = tx.Exec(ctx, `INSERT INTO notification_settings (org_id, url, sealed_slack_url, topics, sealed_secret, updated_at)
-				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (org_id) DO NOTHING`,
-				n.OrgID, text(n.URL), n.SealedSlackURL, texts(n.Topics), n.SealedSecret, ts(n.UpdatedAt))
+			tag, err = tx.Exec(ctx, `INSERT INTO notification_settings (org_id, url, sealed_slack_url, topics, sealed_secret, updated_at, sealed_url)
+				VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (org_id) DO NOTHING`,
+				n.OrgID, text(n.URL), n.SealedSlackURL, texts(n.Topics), n.SealedSecret, ts(n.UpdatedAt), n.SealedURL)
 		} else {
 			tag, err = tx.Exec(ctx, `UPDATE notification_settings SET url = $2, sealed_slack_url = $3, topics = $4, sealed_secret = $5,
-				updated_at = $6, version = version + 1 WHERE org_id = $1 AND version = $7`,
-				n.OrgID, text(n.URL), n.SealedSlackURL, texts(n.Topics), n.SealedSecret, ts(n.UpdatedAt), n.Version)
+				updated_at = $6, sealed_url = $8, version = version + 1 WHERE org_id = $1 AND version = $7`,
+				n.OrgID, text(n.URL), n.SealedSlackURL, texts(n.Topics), n.SealedSecret, ts(n.UpdatedAt), n.Version, n.SealedURL)
 		}
 		if err != nil || tag.RowsAffected() == 1 {
 			return err
@@ -53,10 +53,10 @@ func (s *Store) NotificationSettings(ctx context.Context, sc intake.Scope, orgID
 	}
 	var updated *time.Time
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		b.Queue(`SELECT url, sealed_slack_url, topics, sealed_secret, updated_at, version FROM notification_settings
+		b.Queue(`SELECT url, sealed_url, sealed_slack_url, topics, sealed_secret, updated_at, version FROM notification_settings
 			WHERE org_id = $1 AND ($2::uuid IS NULL OR org_id = $2)`, orgID, nullID(sc.OrgID)).
 			QueryRow(func(row pgx.Row) error {
-				return row.Scan(&n.URL, &n.SealedSlackURL, &n.Topics, &n.SealedSecret, &updated, &n.Version)
+				return row.Scan(&n.URL, &n.SealedURL, &n.SealedSlackURL, &n.Topics, &n.SealedSecret, &updated, &n.Version)
 			})
 	})
 	if errors.Is(err, pgx.ErrNoRows) {

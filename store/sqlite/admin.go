@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -181,15 +182,19 @@ func orgExists(ctx context.Context, tx *wtx, id string) error {
 	return err
 }
 
-const connectionColumns = `id, org_id, provider, name, sealed_secrets, config, created_at, filter, version`
+const connectionColumns = `id, org_id, provider, name, sealed_secrets, config, created_at, filter, version, former_credential_headers`
 
 func scanConnection(row interface{ Scan(...any) error }) (intake.Connection, error) {
 	var c intake.Connection
 	var config sql.NullString
 	var created sql.NullInt64
-	err := row.Scan(&c.ID, &c.OrgID, &c.Provider, &c.Name, &c.SealedSecrets, &config, &created, &c.Filter, &c.Version)
+	var former string
+	err := row.Scan(&c.ID, &c.OrgID, &c.Provider, &c.Name, &c.SealedSecrets, &config, &created, &c.Filter, &c.Version, &former)
 	if config.Valid {
 		c.Config = []byte(config.String)
+	}
+	if err == nil && former != "[]" {
+		err = json.Unmarshal([]byte(former), &c.FormerCredentialHeaders)
 	}
 	c.CreatedAt = fromTS(created)
 	return c, err
@@ -243,9 +248,13 @@ func (s *Store) ReplaceConnectionSecrets(ctx context.Context, sc intake.Scope, i
 // UpdateConnection saves a connection's name, config and filter.
 func (s *Store) UpdateConnection(ctx context.Context, sc intake.Scope, c intake.Connection, audit ...intake.AuditEntry) error {
 	return s.audited(ctx, audit, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE connections SET name = ?, config = ?, filter = ?, version = version + 1
+		former := []byte("[]")
+		if len(c.FormerCredentialHeaders) > 0 {
+			former, _ = json.Marshal(c.FormerCredentialHeaders)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE connections SET name = ?, config = ?, filter = ?, former_credential_headers = ?, version = version + 1
 			WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?) AND version = ?`,
-			c.Name, nullJSON(c.Config), c.Filter, c.ID, sc.OrgID, sc.OrgID, c.Version)
+			c.Name, nullJSON(c.Config), c.Filter, string(former), c.ID, sc.OrgID, sc.OrgID, c.Version)
 		if err != nil {
 			return err
 		}

@@ -29,13 +29,13 @@ func (s *Store) PutNotificationSettings(ctx context.Context, sc intake.Scope, n 
 		var res sql.Result
 		var err error
 		if n.Version == 0 {
-			res, err = tx.ExecContext(ctx, `INSERT INTO notification_settings (org_id, url, sealed_slack_url, topics, sealed_secret, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (org_id) DO NOTHING`,
-				n.OrgID, n.URL, n.SealedSlackURL, string(topics), n.SealedSecret, ts(n.UpdatedAt))
+			res, err = tx.ExecContext(ctx, `INSERT INTO notification_settings (org_id, url, sealed_url, sealed_slack_url, topics, sealed_secret, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (org_id) DO NOTHING`,
+				n.OrgID, n.URL, n.SealedURL, n.SealedSlackURL, string(topics), n.SealedSecret, ts(n.UpdatedAt))
 		} else {
-			res, err = tx.ExecContext(ctx, `UPDATE notification_settings SET url = ?, sealed_slack_url = ?, topics = ?, sealed_secret = ?,
+			res, err = tx.ExecContext(ctx, `UPDATE notification_settings SET url = ?, sealed_url = ?, sealed_slack_url = ?, topics = ?, sealed_secret = ?,
 				updated_at = ?, version = version + 1 WHERE org_id = ? AND version = ?`,
-				n.URL, n.SealedSlackURL, string(topics), n.SealedSecret, ts(n.UpdatedAt), n.OrgID, n.Version)
+				n.URL, n.SealedURL, n.SealedSlackURL, string(topics), n.SealedSecret, ts(n.UpdatedAt), n.OrgID, n.Version)
 		}
 		if err != nil {
 			return err
@@ -59,9 +59,9 @@ func (s *Store) NotificationSettings(ctx context.Context, sc intake.Scope, orgID
 	n := intake.NotificationSettings{OrgID: orgID}
 	var topics string
 	var updated sql.NullInt64
-	err := s.reader(ctx).QueryRowContext(ctx, `SELECT url, sealed_slack_url, topics, sealed_secret, updated_at, version FROM notification_settings
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT url, sealed_url, sealed_slack_url, topics, sealed_secret, updated_at, version FROM notification_settings
 		WHERE org_id = ?1 AND (?2 = '' OR org_id = ?2)`, orgID, sc.OrgID).
-		Scan(&n.URL, &n.SealedSlackURL, &topics, &n.SealedSecret, &updated, &n.Version)
+		Scan(&n.URL, &n.SealedURL, &n.SealedSlackURL, &topics, &n.SealedSecret, &updated, &n.Version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, intake.Errorf(intake.ENOTFOUND, "org %s has no notification settings", orgID)
 	}

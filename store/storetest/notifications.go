@@ -28,7 +28,7 @@ func testNotificationSettings(t *testing.T, s intake.Store) {
 	_, err := s.NotificationSettings(ctx, own, acme.org.ID)
 	wantCode(t, err, intake.ENOTFOUND)
 
-	n := intake.NotificationSettings{OrgID: acme.org.ID, URL: "https://ops.example/hooks", SealedSlackURL: []byte{7, 7},
+	n := intake.NotificationSettings{OrgID: acme.org.ID, URL: "https://ops.example/hooks?token=***", SealedURL: []byte{5, 5}, SealedSlackURL: []byte{7, 7},
 		Topics: []string{intake.NoticeMessageDead, intake.NoticeStorageQuota}, SealedSecret: []byte{1, 2}, UpdatedAt: t0}
 	a := intake.AuditEntry{ID: intake.NewID(), OrgID: acme.org.ID, Actor: "key:ik_test", Action: "notifications.update",
 		TargetType: "org", TargetID: acme.org.ID, At: t0}
@@ -36,7 +36,7 @@ func testNotificationSettings(t *testing.T, s intake.Store) {
 		t.Fatal(err)
 	}
 	got, err := s.NotificationSettings(ctx, own, acme.org.ID)
-	if err != nil || got.URL != n.URL || string(got.SealedSlackURL) != string(n.SealedSlackURL) ||
+	if err != nil || got.URL != n.URL || string(got.SealedURL) != string(n.SealedURL) || string(got.SealedSlackURL) != string(n.SealedSlackURL) ||
 		!slices.Equal(got.Topics, n.Topics) || string(got.SealedSecret) != string(n.SealedSecret) || !got.UpdatedAt.Equal(t0) {
 		t.Fatalf("settings = %+v %v", got, err)
 	}
@@ -61,14 +61,14 @@ func testNotificationSettings(t *testing.T, s intake.Store) {
 	if got.Version != 1 {
 		t.Fatalf("new settings are at version %d, want 1", got.Version)
 	}
-	n.URL, n.SealedSlackURL, n.Topics, n.UpdatedAt = "", nil, []string{}, t0.Add(time.Minute)
+	n.URL, n.SealedURL, n.SealedSlackURL, n.Topics, n.UpdatedAt = "", nil, nil, []string{}, t0.Add(time.Minute)
 	wantCode(t, s.PutNotificationSettings(ctx, intake.Scope{}, n), intake.EVERSION) // a second "first" put
 	n.Version = 1
 	if err := s.PutNotificationSettings(ctx, intake.Scope{}, n); err != nil {
 		t.Fatal(err)
 	}
 	got, err = s.NotificationSettings(ctx, intake.Scope{}, acme.org.ID)
-	if err != nil || got.URL != "" || got.SealedSlackURL != nil || len(got.Topics) != 0 || !got.UpdatedAt.Equal(n.UpdatedAt) || got.Version != 2 {
+	if err != nil || got.URL != "" || got.SealedURL != nil || got.SealedSlackURL != nil || len(got.Topics) != 0 || !got.UpdatedAt.Equal(n.UpdatedAt) || got.Version != 2 {
 		t.Fatalf("replaced settings = %+v %v", got, err)
 	}
 	stale := n

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/intakehq/intake"
@@ -70,11 +71,16 @@ func testUpdatesAreWrittenOverTheVersionRead(t *testing.T, s intake.Store) {
 	if cn, err = s.Connection(ctx, sc, f.conn.ID); err != nil || cn.Version != 2 || cn.Filter != "" {
 		t.Fatalf("after a rotation and a stale change: %+v %v; want version 2 and no filter", cn, err)
 	}
+	if cn.FormerCredentialHeaders != nil {
+		t.Fatalf("a new connection's former credential headers: %q, want none", cn.FormerCredentialHeaders)
+	}
 	cn.Filter = "true"
+	cn.FormerCredentialHeaders = []string{"X-Hook-Key", "X-Okta-Key"}
 	if err := s.UpdateConnection(ctx, sc, cn); err != nil {
 		t.Fatal(err)
 	}
-	if cn, err = s.Connection(ctx, sc, f.conn.ID); err != nil || cn.Version != 3 || cn.Filter != "true" {
-		t.Fatalf("a change over the version read: %+v %v; want version 3 with its filter", cn, err)
+	if cn, err = s.Connection(ctx, sc, f.conn.ID); err != nil || cn.Version != 3 || cn.Filter != "true" ||
+		!slices.Equal(cn.FormerCredentialHeaders, []string{"X-Hook-Key", "X-Okta-Key"}) {
+		t.Fatalf("a change over the version read: %+v %v; want version 3 with its filter and former credential headers", cn, err)
 	}
 }
