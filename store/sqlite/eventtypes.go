@@ -54,7 +54,7 @@ func (s *Store) EventTypeCounts(ctx context.Context, connectionIDs []string) (ma
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT connection_id, count(*) FROM event_types
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT connection_id, count(*) FROM event_types
 		WHERE connection_id IN (SELECT value FROM json_each(?)) GROUP BY connection_id`, string(list))
 	if err != nil {
 		return nil, err
