@@ -206,6 +206,13 @@ func (c *ServeCmd) Run() error {
 		Clock: clock, ConsumerPolicy: policy, Rules: engine, Sender: sender,
 		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, People: people, Blobs: blobs,
 		MaxBodyBytes: c.MaxBodyBytes, Reads: c.readBudget(), BulkMax: c.BulkMax, Logger: log})
+	// URLs an earlier version stored with their credentials in the clear
+	// are sealed before anything serves them.
+	if n, err := ctl.SealStoredURLs(ctx); err != nil {
+		return fmt.Errorf("seal stored urls: %w", err)
+	} else if n > 0 {
+		log.Info("sealed the credentials of urls stored in the clear", "urls", n)
+	}
 	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	// The worker has the router judge each message's fan-out before its
