@@ -208,10 +208,12 @@ func (c *ServeCmd) Run() error {
 		MaxBodyBytes: c.MaxBodyBytes, Reads: c.readBudget(), BulkMax: c.BulkMax, Logger: log})
 	// URLs an earlier version stored with their credentials in the clear
 	// are sealed before anything serves them.
-	if n, err := ctl.SealStoredURLs(ctx); err != nil {
+	sealed, err := ctl.SealStoredURLs(ctx)
+	if err != nil {
 		return fmt.Errorf("seal stored urls: %w", err)
-	} else if n > 0 {
-		log.Info("sealed the credentials of urls stored in the clear", "urls", n)
+	}
+	if sealed > 0 {
+		log.Info("sealed the credentials of urls stored in the clear", "urls", sealed)
 	}
 	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
