@@ -132,5 +132,5 @@ func busyError(err error) error {
 		return err
 	}
 	return &intake.Error{Code: intake.EBUSY, RetryAfter: busy.RetryAfter, Err: err,
-		Message: fmt.Sprintf("too many %s at once for this org; try again in %s", busy.What, busy.RetryAfter.Round(time.Second))}
+		Message: fmt.Sprintf("this org is at its budget of %s; try again in %s", busy.What, busy.RetryAfter.Round(time.Second))}
 }
