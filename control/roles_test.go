@@ -287,6 +287,7 @@ var notActions = map[string]string{
 	"SignInPerson":     "turns a person the identity provider vouched for into a Caller",
 	"Stated":           "adds its state to a consumer an action returned",
 	"SecretCount":      "counts the secrets of a connection an action returned",
+	"SealStoredURLs":   "the server's own start, before anyone is served",
 }
 
 // Every action and read of the control plane refuses a role below the one
