@@ -16,10 +16,7 @@ import (
 // counted under "other", learn no schema, and leave one notice, on either
 // store; another connection's catalog has its own room.
 func TestTypesPastAConnectionsBoundCountUnderOtherWithOneNotice(t *testing.T) {
-	for name, open := range map[string]func(testing.TB) intake.Store{
-		"sqlite":   func(t testing.TB) intake.Store { return testkit.SQLite(t) },
-		"postgres": func(t testing.TB) intake.Store { return testkit.Postgres(t) },
-	} {
+	for name, open := range testkit.Stores {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			s := open(t)

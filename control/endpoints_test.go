@@ -21,10 +21,7 @@ import (
 // before the cap was set (ingress holds it to the cap), and an endpoint
 // given no max_body_bytes gets the default or the cap, whichever is lower.
 func TestAnEndpointsMaxBodyBytesAboveTheServersIsRefusedNamingTheMaximum(t *testing.T) {
-	for name, open := range map[string]func(testing.TB) intake.Store{
-		"sqlite":   func(t testing.TB) intake.Store { return testkit.SQLite(t) },
-		"postgres": func(t testing.TB) intake.Store { return testkit.Postgres(t) },
-	} {
+	for name, open := range testkit.Stores {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			s := open(t)

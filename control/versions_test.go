@@ -20,10 +20,7 @@ import (
 // the other's. A change made over a version read before another change is
 // refused, and changes nothing.
 func TestRacingChangesOfDifferentFieldsBothStick(t *testing.T) {
-	for name, open := range map[string]func(testing.TB) intake.Store{
-		"sqlite":   func(t testing.TB) intake.Store { return testkit.SQLite(t) },
-		"postgres": func(t testing.TB) intake.Store { return testkit.Postgres(t) },
-	} {
+	for name, open := range testkit.Stores {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			s := open(t)
@@ -121,10 +118,7 @@ func TestRacingChangesOfDifferentFieldsBothStick(t *testing.T) {
 // answer carries the signing secret, the one the settings keep; a put over
 // a version read before another put is refused.
 func TestRacingFirstNotificationPutsMintOneSecret(t *testing.T) {
-	for name, open := range map[string]func(testing.TB) intake.Store{
-		"sqlite":   func(t testing.TB) intake.Store { return testkit.SQLite(t) },
-		"postgres": func(t testing.TB) intake.Store { return testkit.Postgres(t) },
-	} {
+	for name, open := range testkit.Stores {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			s := open(t)

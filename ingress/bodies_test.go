@@ -146,10 +146,7 @@ func (h *heldAtRead) Read(p []byte) (int, error) {
 // no more than the first part of a body that streams to object storage),
 // and gives it back whatever its answer, on both stores.
 func TestEveryBodyIsChargedBeforeItIsReadAndGivesItsMemoryBackWhateverItsAnswer(t *testing.T) {
-	for name, open := range map[string]func(testing.TB) intake.Store{
-		"sqlite":   func(t testing.TB) intake.Store { return testkit.SQLite(t) },
-		"postgres": func(t testing.TB) intake.Store { return testkit.Postgres(t) },
-	} {
+	for name, open := range testkit.Stores {
 		t.Run(name, func(t *testing.T) {
 			budget := &fair.Budget{What: "body memory", Total: 1 << 20}
 			cfg := ingress.Config{BodyMemory: budget, Blobs: &blob.Memory{}, BlobThreshold: 1024}

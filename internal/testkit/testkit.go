@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/rules"
 	"github.com/intakehq/intake/store/postgres"
 	"github.com/intakehq/intake/store/postgres/pgtest"
@@ -22,6 +23,13 @@ import (
 type Clock struct {
 	mu sync.Mutex
 	t  time.Time
+}
+
+// Stores opens a fresh store of each kind, by name, for a test that runs
+// on both: t.Run(name, …) over it.
+var Stores = map[string]func(testing.TB) intake.Store{
+	"sqlite":   func(t testing.TB) intake.Store { return SQLite(t) },
+	"postgres": func(t testing.TB) intake.Store { return Postgres(t) },
 }
 
 // NewClock returns a clock showing t.
