@@ -169,7 +169,10 @@ func (p *Plane) RerouteWhere(ctx context.Context, c Caller, f intake.EventFilter
 		return 0, err
 	}
 	defer release()
-	var selected []intake.Event
+	// Only what a re-route needs of each event is kept, not its data: up
+	// to bulkMax of them are held at once.
+	type selectedEvent struct{ id, org string }
+	var selected []selectedEvent
 	for _, st := range states {
 		g := f
 		g.State, g.Limit, g.Cursor = st, intake.MaxPageSize, ""
@@ -178,7 +181,9 @@ func (p *Plane) RerouteWhere(ctx context.Context, c Caller, f intake.EventFilter
 			if err != nil {
 				return 0, err
 			}
-			selected = append(selected, page.Items...)
+			for _, e := range page.Items {
+				selected = append(selected, selectedEvent{e.ID, e.OrgID})
+			}
 			if page.NextCursor == "" {
 				break
 			}
@@ -192,8 +197,8 @@ func (p *Plane) RerouteWhere(ctx context.Context, c Caller, f intake.EventFilter
 	query := describeSearch(string(f.State), f.Type, "", f.Search, f.Since, f.Until)
 	n := 0
 	for _, e := range selected {
-		a := p.entry(c, e.OrgID, "event.reroute", "event", e.ID, "bulk (search: ", query, ")")
-		err := p.store.RerouteEvent(ctx, c.Scope, e.ID, p.clock.Now(), a)
+		a := p.entry(c, e.org, "event.reroute", "event", e.id, "bulk (search: ", query, ")")
+		err := p.store.RerouteEvent(ctx, c.Scope, e.id, p.clock.Now(), a)
 		if err != nil && intake.ErrorCode(err) != intake.ECONFLICT {
 			return n, err
 		}
