@@ -173,7 +173,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 		ok = true
 	}
 	if !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(retryAfter, time.Second).Seconds()))))
+		setRetryAfter(w, retryAfter)
 		answer(w, http.StatusTooManyRequests, bodyRateLimited)
 		return "rate_limited"
 	}
@@ -282,7 +282,7 @@ func (h *Handler) receiveBody(w http.ResponseWriter, r *http.Request, ep intake.
 			if errors.As(err, &busy) {
 				retryAfter = busy.RetryAfter
 			}
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retryAfter.Seconds()))))
+			setRetryAfter(w, retryAfter)
 			answer(w, http.StatusServiceUnavailable, bodyUnavailable)
 			return nil, "body_memory"
 		}
@@ -332,6 +332,11 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, ep intake.End
 	}
 	m.BlobKey, m.Digest = key, hex.EncodeToString(sum.Sum(nil))
 	return ""
+}
+
+// setRetryAfter answers Retry-After as d in whole seconds, at least one.
+func setRetryAfter(w http.ResponseWriter, d time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(d, time.Second).Seconds()))))
 }
 
 // readAll is io.ReadAll into a buffer of size bytes to begin with (and one
