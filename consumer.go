@@ -145,7 +145,30 @@ type Delivery struct {
 	Latency    time.Duration
 	Error      string
 	At         time.Time
+	// MaxAttempts is the consumer's attempts in force when the call was
+	// made (0 when not recorded): a later change of the consumer's retry
+	// rewrites no delivery.
+	MaxAttempts int
+	// Response is what an HTTP consumer answered (nil for any other
+	// destination, or when no answer came).
+	Response *DeliveryResponse
 }
+
+// DeliveryResponse is an HTTP consumer's answer as kept (DESIGN §20): its
+// status, the headers content-type and retry-after, and the first
+// MaxResponseBody bytes of its body, as text when they are UTF-8, else
+// base64.
+type DeliveryResponse struct {
+	Status  int
+	Headers map[string]string
+	Body    string
+	// BodyEncoding is "text" or "base64".
+	BodyEncoding  string
+	BodyTruncated bool
+}
+
+// MaxResponseBody is how much of an answer's body a delivery keeps.
+const MaxResponseBody = 4 << 10
 
 // Failed reports whether the call failed: it will be retried, or it spent
 // the consumer's last attempt.
