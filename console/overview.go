@@ -3,20 +3,20 @@ package console
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/intakehq/intake"
+	"golang.org/x/sync/singleflight"
 )
 
 // The overview's chart: what providers sent in each of the last 24 hours,
 // and where it stands now.
 const (
 	chartHours  = 24
-	overviewTTL = 15 * time.Second // a busy page is not recounted on every load
+	overviewTTL = 5 * time.Second // a busy page is not recounted on every load
 	// stalledAfter is how long due work may wait before the overview
 	// raises an alarm (workers or router not keeping up, or stopped).
 	stalledAfter = time.Minute
@@ -48,7 +48,7 @@ type alarm struct {
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) error {
-	v, err := c.overviews.get(r.Context(), s.scope(), c.clock.Now(), c.log, func(ctx context.Context, now time.Time) (overviewView, error) {
+	v, err := c.overviews.get(r.Context(), s.scope(), c.clock.Now(), func(ctx context.Context, now time.Time) (overviewView, error) {
 		return c.computeOverview(ctx, s, now)
 	})
 	if err != nil {
@@ -206,69 +206,44 @@ func newChart(hours []hourCounts) chart {
 	return ch
 }
 
-// overviewCache keeps each scope's overview. A fresh one (overviewTTL) is
-// served as is; an older one (up to overviewStale) is served at once while
-// it is recounted in the background, so only the first visit of a scope
-// waits for the counts.
+// overviewCache keeps each scope's overview for overviewTTL: a busy page is
+// counted once every few seconds, and the loads of a scope that arrive while
+// it is counted wait for that count instead of starting their own. No one
+// opening the page sees figures older than overviewTTL.
 type overviewCache struct {
-	mu      sync.Mutex
-	entries map[intake.Scope]*cachedOverview
+	mu       sync.Mutex
+	entries  map[intake.Scope]cachedOverview
+	counting singleflight.Group
 }
 
 type cachedOverview struct {
-	v          overviewView
-	at         time.Time
-	refreshing bool
+	v  overviewView
+	at time.Time
 }
 
-// overviewStale is the oldest overview served while a fresher one is counted.
-const overviewStale = 10 * time.Minute
-
-func (oc *overviewCache) get(ctx context.Context, sc intake.Scope, now time.Time, log *slog.Logger,
+func (oc *overviewCache) get(ctx context.Context, sc intake.Scope, now time.Time,
 	compute func(ctx context.Context, now time.Time) (overviewView, error)) (overviewView, error) {
 	oc.mu.Lock()
 	e, ok := oc.entries[sc]
-	age := time.Duration(0)
-	if ok {
-		age = now.Sub(e.at)
-	}
-	switch {
-	case ok && age >= 0 && age < overviewTTL:
-		v := e.v
-		oc.mu.Unlock()
-		return v, nil
-	case ok && age >= 0 && age < overviewStale:
-		if !e.refreshing {
-			e.refreshing = true
-			go func() {
-				bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-				defer cancel()
-				v, err := compute(bg, now)
-				if err != nil {
-					log.Error("console overview", "err", err)
-				}
-				oc.mu.Lock()
-				defer oc.mu.Unlock()
-				e.refreshing = false
-				if err == nil {
-					e.v, e.at = v, now
-				}
-			}()
-		}
-		v := e.v
-		oc.mu.Unlock()
-		return v, nil
-	}
 	oc.mu.Unlock()
-	v, err := compute(ctx, now)
-	if err != nil {
-		return v, err
+	if age := now.Sub(e.at); ok && age >= 0 && age < overviewTTL {
+		return e.v, nil
 	}
-	oc.mu.Lock()
-	defer oc.mu.Unlock()
-	if oc.entries == nil || len(oc.entries) > 1000 {
-		oc.entries = map[intake.Scope]*cachedOverview{}
-	}
-	oc.entries[sc] = &cachedOverview{v: v, at: now}
-	return v, nil
+	// One count per scope at a time, on behalf of every load waiting for
+	// it: it runs to its read deadline even if the load that started it
+	// goes away.
+	v, err, _ := oc.counting.Do(fmt.Sprintf("%+v", sc), func() (any, error) {
+		v, err := compute(context.WithoutCancel(ctx), now)
+		if err != nil {
+			return v, err
+		}
+		oc.mu.Lock()
+		defer oc.mu.Unlock()
+		if oc.entries == nil || len(oc.entries) > 1000 {
+			oc.entries = map[intake.Scope]cachedOverview{}
+		}
+		oc.entries[sc] = cachedOverview{v: v, at: now}
+		return v, nil
+	})
+	return v.(overviewView), err
 }

@@ -1,9 +1,12 @@
 package console
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/intakehq/intake"
 )
 
 func TestAlarmsCountEventsRetryingAndSayDeadEventsTruly(t *testing.T) {
@@ -30,4 +33,38 @@ func TestAlarmsCountEventsRetryingAndSayDeadEventsTruly(t *testing.T) {
 			t.Errorf("%s: alarms\n%s\nwant\n%s", c.name, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
 		}
 	}
+}
+
+// No one opening the overview sees figures older than overviewTTL, and the
+// loads that arrive while a scope is counted share that count.
+func TestOverviewCacheServesNothingOlderThanItsTTL(t *testing.T) {
+	var oc overviewCache
+	sc := intake.Scope{OrgID: "org_a"}
+	counts := 0
+	compute := func(_ context.Context, now time.Time) (overviewView, error) {
+		counts++
+		return overviewView{At: now}, nil
+	}
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	for _, step := range []struct {
+		at         time.Duration
+		wantCounts int
+		wantAt     time.Duration
+	}{
+		{0, 1, 0},
+		{4 * time.Second, 1, 0},
+		{overviewTTL, 2, overviewTTL},
+		{overviewTTL + time.Second, 2, overviewTTL},
+		{10 * time.Minute, 3, 10 * time.Minute},
+	} {
+		v, err := oc.get(context.Background(), sc, t0.Add(step.at), compute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if counts != step.wantCounts || !v.At.Equal(t0.Add(step.wantAt)) {
+			t.Fatalf("at +%s: %d counts, figures as of +%s; want %d counts, as of +%s",
+				step.at, counts, v.At.Sub(t0), step.wantCounts, step.wantAt)
+		}
+	}
+
 }
