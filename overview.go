@@ -17,9 +17,18 @@ type Overview struct {
 	QueuedBefore int
 	// Events counts every event pending, retrying, dead or no_consumer.
 	Events map[EventState]int
-	// OldestDueMessage and OldestDueEvent are when the longest-waiting work
-	// due at the query's Now became due (zero when none is due).
-	OldestDueMessage, OldestDueEvent time.Time
+	// OldestDueMessage is when the longest-waiting message due at the
+	// query's Now became due (zero when none is due).
+	OldestDueMessage time.Time
+	// OldestDueEvent is when the longest-waiting event due for its fan-out
+	// became due, and which event it is (zero, "": none is due).
+	OldestDueEvent   time.Time
+	OldestDueEventID string
+	// OldestDueRoute is when the longest-waiting due call became due, of
+	// a consumer neither paused nor tripped until later, and whose call it
+	// is (zero, "": none is due).
+	OldestDueRoute         time.Time
+	OldestDueRouteConsumer string
 }
 
 // OverviewQuery selects an Overview.

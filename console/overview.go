@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -34,7 +35,13 @@ type overviewView struct {
 	NoConsumer   stateCount
 	OldestDue    time.Time
 	OldestDueEvt time.Time
-	Alarms       []alarm
+	// The event due longest for its fan-out, and the consumer whose call
+	// has been due longest (its name when it can be read).
+	OldestDueEvtID      string
+	OldestDueCall       time.Time
+	OldestDueCallee     string
+	OldestDueCalleeName string
+	Alarms              []alarm
 }
 
 // hourCounts is where one hour's messages stand now.
@@ -91,7 +98,13 @@ func (c *Console) computeOverview(ctx context.Context, s *session, now time.Time
 	v.DeadEvents = stateCount{State: string(intake.EventDead), Count: o.Events[intake.EventDead]}
 	v.Retrying = stateCount{State: string(intake.EventRetrying), Count: o.Events[intake.EventRetrying]}
 	v.NoConsumer = stateCount{State: string(intake.EventNoConsumer), Count: o.Events[intake.EventNoConsumer]}
-	v.OldestDue, v.OldestDueEvt = o.OldestDueMessage, o.OldestDueEvent
+	v.OldestDue, v.OldestDueEvt, v.OldestDueEvtID = o.OldestDueMessage, o.OldestDueEvent, o.OldestDueEventID
+	v.OldestDueCall, v.OldestDueCallee, v.OldestDueCalleeName = o.OldestDueRoute, o.OldestDueRouteConsumer, o.OldestDueRouteConsumer
+	if v.OldestDueCallee != "" {
+		if cs, err := c.ctl.Consumer(ctx, s.caller(), v.OldestDueCallee); err == nil && cs.Name != "" {
+			v.OldestDueCalleeName = cs.Name
+		}
+	}
 	v.Alarms = alarms(v, now, o.QueuedBefore, s.staff)
 	return v, nil
 }
@@ -104,8 +117,12 @@ func alarms(v overviewView, now time.Time, stalledQueued int, staff bool) []alar
 			roughly(now.Sub(v.OldestDue))), "/console/messages?state=queued"})
 	}
 	if !v.OldestDueEvt.IsZero() && now.Sub(v.OldestDueEvt) > stalledAfter {
-		out = append(out, alarm{"bad", fmt.Sprintf("Events are waiting to be routed: the oldest has been due for %s.",
-			roughly(now.Sub(v.OldestDueEvt))), "/console/events?state=pending"})
+		out = append(out, alarm{"bad", fmt.Sprintf("Events are waiting to be routed: the oldest has been due for %s. Are the routers running?",
+			roughly(now.Sub(v.OldestDueEvt))), "/console/events/" + url.PathEscape(v.OldestDueEvtID)})
+	}
+	if !v.OldestDueCall.IsZero() && now.Sub(v.OldestDueCall) > stalledAfter {
+		out = append(out, alarm{"bad", fmt.Sprintf("Calls to consumer %s are waiting: the oldest has been due for %s.",
+			v.OldestDueCalleeName, roughly(now.Sub(v.OldestDueCall))), "/console/consumers/" + url.PathEscape(v.OldestDueCallee)})
 	}
 	if stalledQueued > 0 && (v.OldestDue.IsZero() || now.Sub(v.OldestDue) <= stalledAfter) {
 		out = append(out, alarm{"bad", fmt.Sprintf("%d messages have been queued for over %s. Are the workers running?",

@@ -19,7 +19,7 @@ func (s *Store) Overview(ctx context.Context, sc intake.Scope, q intake.Overview
 		return out, err
 	}
 	org := nullID(sc.OrgID)
-	var m, e *time.Time
+	var m, e, r *time.Time
 	err = s.read(ctx, sc, func(b *pgx.Batch) {
 		// date_bin, not arithmetic on epochs: numeric maths would cost more
 		// than the scan.
@@ -56,13 +56,27 @@ func (s *Store) Overview(ctx context.Context, sc intake.Scope, q intake.Overview
 				_, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error { out.Events[state] = n; return nil })
 				return err
 			})
-		b.Queue(`SELECT (SELECT min(next_attempt_at) FROM messages
-			  WHERE state IN (`+claimable+`) AND next_attempt_at <= $2 AND ($1::uuid IS NULL OR org_id = $1)),
-			least((SELECT min(next_attempt_at) FROM events
-			  WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $2 AND ($1::uuid IS NULL OR org_id = $1)),
-			  `+oldestDueRoute+`)`, org, ts(q.Now)).
-			QueryRow(func(row pgx.Row) error { return row.Scan(&m, &e) })
+		b.Queue(`SELECT min(next_attempt_at) FROM messages
+			  WHERE state IN (`+claimable+`) AND next_attempt_at <= $2 AND ($1::uuid IS NULL OR org_id = $1)`, org, ts(q.Now)).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&m) })
+		b.Queue(`SELECT id::text, next_attempt_at FROM events
+			  WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $2 AND ($1::uuid IS NULL OR org_id = $1)
+			  ORDER BY next_attempt_at LIMIT 1`, org, ts(q.Now)).
+			Query(func(rows pgx.Rows) error {
+				_, err := pgx.ForEachRow(rows, []any{&out.OldestDueEventID, &e}, func() error { return nil })
+				return err
+			})
+		b.Queue(`SELECT id::text, due FROM (SELECT c.id, (SELECT r.next_at FROM routes r
+				WHERE r.consumer_id = c.id AND r.state = 'waiting' AND r.next_at <= $2 AND (r.lease_until IS NULL OR r.lease_until <= $2)
+				ORDER BY r.next_at LIMIT 1) AS due
+			  FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id
+			  WHERE NOT c.paused AND ($1::uuid IS NULL OR c.org_id = $1) AND NOT (coalesce(l.tripped, false) AND l.probe_at > $2)) d
+			WHERE due IS NOT NULL ORDER BY due LIMIT 1`, org, ts(q.Now)).
+			Query(func(rows pgx.Rows) error {
+				_, err := pgx.ForEachRow(rows, []any{&out.OldestDueRouteConsumer, &r}, func() error { return nil })
+				return err
+			})
 	})
-	out.OldestDueMessage, out.OldestDueEvent = fromTS(m), fromTS(e)
+	out.OldestDueMessage, out.OldestDueEvent, out.OldestDueRoute = fromTS(m), fromTS(e), fromTS(r)
 	return out, err
 }

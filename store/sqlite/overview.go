@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"time"
 
@@ -72,19 +73,32 @@ func (s *Store) Overview(ctx context.Context, sc intake.Scope, q intake.Overview
 	if err != nil {
 		return out, err
 	}
-	var m, e sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT (SELECT min(next_attempt_at) FROM messages
-		  WHERE state IN (`+claimable+`) AND next_attempt_at <= ?2 AND (?1 = '' OR org_id = ?1)),
-		(SELECT min(next_attempt_at) FROM events
-		  WHERE state IN ('pending', 'retrying') AND next_attempt_at <= ?2 AND (?1 = '' OR org_id = ?1))`, sc.OrgID, ts(q.Now)).
-		Scan(&m, &e); err != nil {
+	var m sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM messages
+		  WHERE state IN (`+claimable+`) AND next_attempt_at <= ?2 AND (?1 = '' OR org_id = ?1)`, sc.OrgID, ts(q.Now)).
+		Scan(&m); err != nil {
 		return out, classify(err)
 	}
-	route, err := oldestDueRoute(ctx, tx, sc.OrgID, q.Now)
-	if err != nil {
+	out.OldestDueMessage = fromTS(m)
+	var e sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT id, next_attempt_at FROM events INDEXED BY events_due
+		  WHERE state IN ('pending', 'retrying') AND next_attempt_at <= ?2 AND (?1 = '' OR org_id = ?1)
+		  ORDER BY next_attempt_at LIMIT 1`, sc.OrgID, ts(q.Now)).Scan(&out.OldestDueEventID, &e)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return out, classify(err)
 	}
-	out.OldestDueMessage, out.OldestDueEvent = fromTS(m), earliest(fromTS(e), route)
+	out.OldestDueEvent = fromTS(e)
+	var r sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT id, due FROM (SELECT c.id, (SELECT r.next_at FROM routes r INDEXED BY routes_due
+			WHERE r.consumer_id = c.id AND r.state = 'waiting' AND r.next_at <= ?2 AND (r.lease_until IS NULL OR r.lease_until <= ?2)
+			ORDER BY r.next_at LIMIT 1) AS due
+		FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id
+		WHERE c.paused = 0 AND (?1 = '' OR c.org_id = ?1) AND NOT (coalesce(l.tripped, 0) = 1 AND coalesce(l.probe_at, 0) > ?2))
+		WHERE due IS NOT NULL ORDER BY due LIMIT 1`, sc.OrgID, ts(q.Now)).Scan(&out.OldestDueRouteConsumer, &r)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return out, classify(err)
+	}
+	out.OldestDueRoute = fromTS(r)
 	return out, nil
 }
 

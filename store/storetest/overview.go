@@ -123,13 +123,17 @@ func testOverview(t *testing.T, s intake.Store) {
 			!reflect.DeepEqual(got.Events, tc.events) {
 			t.Fatalf("%s: overview = %+v\nwant hours %v live %v queued before %d events %v", tc.name, got, tc.hours, tc.live, tc.queuedBefore, tc.events)
 		}
-		if !got.OldestDueMessage.Equal(late.NextAttemptAt) || !got.OldestDueEvent.Equal(retryAt) {
-			t.Fatalf("%s: oldest due %v and %v, want %v and %v", tc.name, got.OldestDueMessage, got.OldestDueEvent, late.NextAttemptAt, retryAt)
+		// The failed call is the oldest due delivery work, named by its
+		// consumer; no event waits for its fan-out.
+		if !got.OldestDueMessage.Equal(late.NextAttemptAt) || !got.OldestDueRoute.Equal(retryAt) || got.OldestDueRouteConsumer != consumer.ID ||
+			!got.OldestDueEvent.IsZero() || got.OldestDueEventID != "" {
+			t.Fatalf("%s: oldest due message %v, call %v of %q, event %v %q; want %v, %v of %q, none", tc.name, got.OldestDueMessage,
+				got.OldestDueRoute, got.OldestDueRouteConsumer, got.OldestDueEvent, got.OldestDueEventID, late.NextAttemptAt, retryAt, consumer.ID)
 		}
 	}
 	// Another org's work is not b's: none of it is due.
 	got, err := s.Overview(ctx, intake.Scope{OrgID: b.org.ID}, q)
-	if err != nil || !got.OldestDueMessage.IsZero() || !got.OldestDueEvent.IsZero() || got.Live[intake.MessageQueued] != 1 {
+	if err != nil || !got.OldestDueMessage.IsZero() || !got.OldestDueRoute.IsZero() || got.Live[intake.MessageQueued] != 1 {
 		t.Fatalf("org b: %+v %v", got, err)
 	}
 	for _, hours := range []int{0, intake.MaxOverviewHours + 1} {

@@ -601,6 +601,18 @@ func testBreaker(t *testing.T, s intake.Store) {
 	if got := claimRoutes(t, s, t0.Add(29*time.Second), 100); len(got) != 0 {
 		t.Fatalf("claimed %d before the first probe", len(got))
 	}
+	// The calls the breaker holds are not work left waiting: the overview
+	// names no due call until the probe is due, then the consumer.
+	for _, at := range []time.Duration{29 * time.Second, 31 * time.Second} {
+		o, err := s.Overview(context.Background(), intake.Scope{OrgID: f.org.ID},
+			intake.OverviewQuery{Since: t0.Truncate(time.Hour), Hours: 1, Now: t0.Add(at)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held := at < 30*time.Second; held != (o.OldestDueRouteConsumer == "") || (!held && o.OldestDueRouteConsumer != c.ID) {
+			t.Fatalf("at +%s the overview's oldest due call is %q's (%v)", at, o.OldestDueRouteConsumer, o.OldestDueRoute)
+		}
+	}
 	probe := claimRoutes(t, s, t0.Add(30*time.Second), 100)
 	if len(probe) != 1 || !probe[0].Probe {
 		t.Fatalf("claims at 30 s = %+v, want one probe", probe)
