@@ -39,6 +39,9 @@ const (
 	// testsPerSecond a second per org, testsBurst at once.
 	testsPerOrg, testsInAll    = 4, 32
 	testsPerSecond, testsBurst = 2, 20
+	// bodiesPerOrg raw bodies are read at once per org (held until each
+	// is closed: a slow download holds its slot), bodiesInAll in all.
+	bodiesPerOrg, bodiesInAll = 2, 16
 	// DefaultBulkMax is the most rows a bulk re-route takes.
 	DefaultBulkMax = 10_000
 )
@@ -47,6 +50,7 @@ const (
 type budgets struct {
 	deadline time.Duration
 	reads    *fair.Budget
+	bodies   *fair.Budget
 	// tests bounds consumer tests at once, testRate a second; bulk
 	// bounds bulk actions at once, one an org; bulkMax their rows.
 	tests    *fair.Budget
@@ -71,6 +75,7 @@ func newBudgets(r ReadBudget, bulkMax int) budgets {
 	}
 	return budgets{deadline: d.Deadline,
 		reads:    &fair.Budget{What: "reads", PerOrg: int64(d.PerOrg), Total: int64(d.Total), Wait: d.Wait},
+		bodies:   &fair.Budget{What: "body reads", PerOrg: bodiesPerOrg, Total: bodiesInAll, Wait: d.Wait},
 		tests:    &fair.Budget{What: "consumer tests", PerOrg: testsPerOrg, Total: testsInAll, Wait: time.Second},
 		testRate: &fair.Rates{What: "consumer tests", Every: testsPerSecond, Burst: testsBurst},
 		bulk:     &fair.Budget{What: "bulk actions", PerOrg: 1},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/intakehq/intake/delivery"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -218,5 +219,77 @@ func TestABulkRerouteSelectingMoreThanTheBulkMaximumIsRefusedAndReroutesNothing(
 	wide := control.New(control.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, BulkMax: 3})
 	if n, err := wide.RerouteWhere(ctx, op, intake.EventFilter{}); err != nil || n != 3 {
 		t.Fatalf("a bulk re-route of 3 within a maximum of 3: %d, %v", n, err)
+	}
+}
+
+// bodies is a store holding one raw body per message id, of the org
+// named beside it.
+type bodies struct {
+	intake.Store
+	org map[string]string
+}
+
+func (s *bodies) Message(ctx context.Context, sc intake.Scope, id string) (intake.Message, error) {
+	if sc.OrgID != "" && sc.OrgID != s.org[id] {
+		return intake.Message{}, intake.Errorf(intake.ENOTFOUND, "message %s not found", id)
+	}
+	return intake.Message{ID: id, OrgID: s.org[id]}, nil
+}
+
+func (s *bodies) MessageBody(ctx context.Context, sc intake.Scope, id string) (intake.StoredBody, error) {
+	if sc.OrgID != "" && sc.OrgID != s.org[id] {
+		return intake.StoredBody{}, intake.Errorf(intake.ENOTFOUND, "message %s not found", id)
+	}
+	return intake.StoredBody{Body: []byte(`{"id":"` + id + `"}`), Header: http.Header{}}, nil
+}
+
+// TestBodyReadsSpendTheirMessagesOrgsBudgetUntilClosed: an org's open body
+// streams hold its share of body reads until closed; a signed body address
+// (read as staff) spends the budget of the org whose body it reads, so one
+// org's downloads hold up no other org's.
+func TestBodyReadsSpendTheirMessagesOrgsBudgetUntilClosed(t *testing.T) {
+	ctx := context.Background()
+	s := &bodies{Store: testkit.SQLite(t), org: map[string]string{}}
+	ctl, a, b := budgetPlane(t, s, control.ReadBudget{Wait: 10 * time.Millisecond})
+	msgA, msgB := intake.NewID(), intake.NewID()
+	s.org[msgA], s.org[msgB] = a.Scope.OrgID, b.Scope.OrgID
+	signed := control.Caller{Actor: "signed body address"}
+
+	var open []io.ReadCloser
+	for range 2 {
+		r, _, _, err := ctl.OpenMessageBody(ctx, a, msgA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, r)
+	}
+	for _, who := range []control.Caller{a, signed} {
+		_, _, _, err := ctl.OpenMessageBody(ctx, who, msgA)
+		if intake.ErrorCode(err) != intake.EBUSY || intake.RetryAfterOf(err) <= 0 {
+			t.Fatalf("%s's third body of org a while two are open: %v, want too_many_requests with a Retry-After", who.Actor, err)
+		}
+	}
+	for _, who := range []control.Caller{b, signed} {
+		r, _, _, err := ctl.OpenMessageBody(ctx, who, msgB)
+		if err != nil {
+			t.Fatalf("%s reading org b's body while org a's are open: %v", who.Actor, err)
+		}
+		if got, _ := io.ReadAll(r); !strings.Contains(string(got), msgB) {
+			t.Fatalf("org b's body read as %q", got)
+		}
+		r.Close()
+	}
+	open[0].Close()
+	open[0].Close() // closing twice gives back one slot
+	r, _, _, err := ctl.OpenMessageBody(ctx, signed, msgA)
+	if err != nil {
+		t.Fatalf("a body of org a once one was closed: %v", err)
+	}
+	r.Close()
+	if _, _, _, err := ctl.OpenMessageBody(ctx, a, msgA); err != nil {
+		t.Fatalf("org a's second body: %v", err)
+	}
+	if _, _, _, err := ctl.OpenMessageBody(ctx, a, msgA); intake.ErrorCode(err) != intake.EBUSY {
+		t.Fatalf("org a's third body: %v, want too_many_requests (one close gives back one slot)", err)
 	}
 }

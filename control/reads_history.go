@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/intakehq/intake"
 )
@@ -77,15 +78,46 @@ func (p *Plane) OpenMessageBody(ctx context.Context, c Caller, id string) (io.Re
 	if err := intake.CheckID("id", id); err != nil {
 		return nil, 0, nil, err
 	}
-	b, err := p.store.MessageBody(ctx, c.Scope, id)
+	// A body read spends its message's org's budget of body reads, held
+	// until the body is closed: staff (and the signed body addresses, which
+	// read as staff) spend the org's whose body they read, so the
+	// addresses one org's consumers follow hold up no other org's.
+	key := budgetKey(c)
+	if c.Staff() {
+		m, err := p.store.Message(intake.OperatorRead(ctx), c.Scope, id)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		key = m.OrgID
+	}
+	release, err := p.budgets.bodies.Take(ctx, key, 1)
 	if err != nil {
+		return nil, 0, nil, busyError(err)
+	}
+	b, err := p.store.MessageBody(intake.OperatorRead(ctx), c.Scope, id)
+	if err != nil {
+		release()
 		return nil, 0, nil, err
 	}
 	r, size, err := b.Open(ctx, p.blobs)
 	if err != nil {
+		release()
 		return nil, 0, nil, p.blobError(id, err)
 	}
-	return r, size, b.Header, nil
+	return &releasing{ReadCloser: r, release: release}, size, b.Header, nil
+}
+
+// releasing gives a budget back when its body is closed.
+type releasing struct {
+	io.ReadCloser
+	release func()
+	once    sync.Once
+}
+
+func (r *releasing) Close() error {
+	err := r.ReadCloser.Close()
+	r.once.Do(r.release)
+	return err
 }
 
 // readBody reads a stored body whole, for the actions that judge it.
