@@ -155,7 +155,12 @@ func DecideRouteSettlements(in RouteSettleRead, batch []TimedRouteSettlement) Ro
 		// This result's rows, kept only if it applies.
 		var part RouteSettleDecision
 		if s.Delivery != nil {
-			part.Deliveries = append(part.Deliveries, *s.Delivery)
+			del := *s.Delivery
+			if !deleted {
+				// The limit this call counted toward, kept as it was.
+				del.MaxAttempts = c.Controls.Attempts()
+			}
+			part.Deliveries = append(part.Deliveries, del)
 		}
 		notice := func(topic, detail string) {
 			part.Notices = append(part.Notices, Notice{ID: NewID(), OrgID: r.OrgID, Topic: topic, Subject: s.ConsumerID, Detail: detail, At: s.Now.UTC()})

@@ -171,6 +171,40 @@ func TestDecideRouteSettlements(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a delivery keeps the consumer's attempts in force when it settled, and its answer",
+		read: oneRoute(ConsumerLane{Enabled: true, Controls: Controls{Retry: RetryPolicy{Attempts: 3}}}, 2),
+		batch: func() []TimedRouteSettlement {
+			c := call("e1", "c1", 3, DeliveryRetry)
+			c.Delivery.Response = &DeliveryResponse{Status: 500, Body: `{"error":"boom"}`, BodyEncoding: "text"}
+			return []TimedRouteSettlement{c}
+		}(),
+		check: func(t *testing.T, d RouteSettleDecision) {
+			if len(d.Deliveries) != 1 || d.Deliveries[0].MaxAttempts != 3 || d.Deliveries[0].Attempt != 3 || d.Deliveries[0].Outcome != DeliveryDead {
+				t.Fatalf("deliveries %+v, want attempt 3 of 3, dead", d.Deliveries)
+			}
+			if r := d.Deliveries[0].Response; r == nil || r.Body != `{"error":"boom"}` {
+				t.Fatalf("response %+v, want the answer kept", r)
+			}
+		},
+	}, {
+		name:  "a consumer without its own retry: its deliveries count toward the default",
+		read:  oneRoute(enabled, 0),
+		batch: []TimedRouteSettlement{call("e1", "c1", 1, DeliveryHandled)},
+		check: func(t *testing.T, d RouteSettleDecision) {
+			if d.Deliveries[0].MaxAttempts != DefaultMaxAttempts {
+				t.Fatalf("max attempts %d, want %d", d.Deliveries[0].MaxAttempts, DefaultMaxAttempts)
+			}
+		},
+	}, {
+		name:  "a deleted consumer's delivery has no limit to keep",
+		read:  func() RouteSettleRead { r := oneRoute(enabled, 0); r.Consumers = nil; return r }(),
+		batch: []TimedRouteSettlement{call("e1", "c1", 1, DeliveryHandled)},
+		check: func(t *testing.T, d RouteSettleDecision) {
+			if len(d.Deliveries) != 1 || d.Deliveries[0].MaxAttempts != 0 {
+				t.Fatalf("deliveries %+v", d.Deliveries)
+			}
+		},
+	}, {
 		name:  "one call settled twice in a batch: the second is stale",
 		read:  oneRoute(enabled, 0),
 		batch: []TimedRouteSettlement{call("e1", "c1", 1, DeliveryRetry), call("e1", "c1", 1, DeliveryRetry)},

@@ -3,20 +3,28 @@ package delivery
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/tracing"
 )
 
-// maxAnswer is the most of a consumer's answer that is read.
-const maxAnswer = 64 << 10
+// maxDrain is the most of an answer read past the part kept, and thrown
+// away, so that the connection serves the next call; an answer longer
+// still closes it.
+const maxDrain = 60 << 10
+
+// answerBufs hold the part of an answer a call keeps, one buffer a call.
+var answerBufs = sync.Pool{New: func() any { return new([intake.MaxResponseBody]byte) }}
 
 // Options configure a Sender.
 type Options struct {
@@ -70,6 +78,9 @@ type Result struct {
 	Latency    time.Duration
 	Err        string
 	RetryAfter time.Duration // the consumer asked to wait (capped)
+	// Response is an HTTP consumer's answer as kept; nil when none came
+	// (and always from a broker: a peer's bytes are never kept).
+	Response *intake.DeliveryResponse
 }
 
 // Send posts the envelope to url signed with secret, at time now, and
@@ -179,8 +190,17 @@ func (s *Sender) Post(ctx context.Context, url string, body []byte, header http.
 		return Result{Outcome: intake.DeliveryRetry, Latency: time.Since(start), Err: describe(err, &seen)}
 	}
 	defer resp.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	r := Result{StatusCode: resp.StatusCode, Latency: time.Since(start)}
+	buf := answerBufs.Get().(*[intake.MaxResponseBody]byte)
+	defer answerBufs.Put(buf)
+	n, err := io.ReadFull(resp.Body, buf[:])
+	truncated := false
+	if err == nil {
+		// The buffer is full: whatever follows is not kept.
+		rest, _ := io.CopyN(io.Discard, resp.Body, maxDrain)
+		truncated = rest > 0
+	}
+	answer := buf[:n]
+	r := Result{StatusCode: resp.StatusCode, Latency: time.Since(start), Response: keep(resp, answer, truncated)}
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		r.Outcome = intake.DeliveryHandled
@@ -194,6 +214,49 @@ func (s *Sender) Post(ctx context.Context, url string, body []byte, header http.
 		r.RetryAfter = min(retryAfter(resp.Header.Get("Retry-After"), now), s.opts.MaxRetryAfter)
 	}
 	return r
+}
+
+// keptHeaders are the only headers of an answer a delivery keeps: none
+// that could carry a credential.
+var keptHeaders = [...]string{"Content-Type", "Retry-After"}
+
+// keep is the answer as a delivery keeps it (DESIGN §20): its status, the
+// kept headers, and body, its first bytes, as text when they are UTF-8
+// without NUL, else base64.
+func keep(resp *http.Response, body []byte, truncated bool) *intake.DeliveryResponse {
+	kept := &intake.DeliveryResponse{Status: resp.StatusCode, BodyTruncated: truncated, BodyEncoding: "text"}
+	for _, name := range keptHeaders {
+		if v := resp.Header.Get(name); v != "" {
+			if kept.Headers == nil {
+				kept.Headers = make(map[string]string, len(keptHeaders))
+			}
+			kept.Headers[strings.ToLower(name)] = v
+		}
+	}
+	text := body
+	if truncated {
+		text = withoutCutRune(body)
+	}
+	if utf8.Valid(text) && bytes.IndexByte(text, 0) < 0 {
+		kept.Body = string(text)
+	} else {
+		kept.Body, kept.BodyEncoding = base64.StdEncoding.EncodeToString(body), "base64"
+	}
+	return kept
+}
+
+// withoutCutRune is b without the first bytes of a character its end cut
+// in two.
+func withoutCutRune(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i]
+			}
+			break
+		}
+	}
+	return b
 }
 
 // retryAfter reads Retry-After as seconds or an HTTP date.

@@ -206,5 +206,5 @@ func (r *Router) envelope(e *intake.Event) intake.Envelope {
 // none).
 func (r *Router) record(e *intake.Event, consumerID string, attempt int, res delivery.Result) intake.Delivery {
 	return intake.Delivery{ID: intake.NewID(), OrgID: e.OrgID, EventID: e.ID, ConsumerID: consumerID, Attempt: attempt,
-		Outcome: res.Outcome, StatusCode: res.StatusCode, Latency: res.Latency, Error: res.Err, At: r.cfg.Clock.Now()}
+		Outcome: res.Outcome, StatusCode: res.StatusCode, Latency: res.Latency, Error: res.Err, At: r.cfg.Clock.Now(), Response: res.Response}
 }

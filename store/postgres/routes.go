@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -132,7 +133,8 @@ func queueDeliveries(b *pgx.Batch, ds []intake.Delivery) {
 	for _, d := range ds {
 		cols.add(d)
 	}
-	b.Queue(`INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
+	b.Queue(`INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at,
+		 max_attempts, response)
 		SELECT `+deliveryUnnestColumns+` FROM `+deliveryUnnest(1), cols.args()...)
 }
 
@@ -140,10 +142,11 @@ func queueDeliveries(b *pgx.Batch, ds []intake.Delivery) {
 // SELECT FROM unnest.
 type deliveryColumns struct {
 	ids, orgs, events, consumers []string
-	attempts, statuses           []int32
+	attempts, statuses, maxes    []int32
 	outcomes, errors             []string
 	latencies                    []int64
 	ats                          []*time.Time
+	responses                    []*string
 }
 
 func (d *deliveryColumns) add(x intake.Delivery) {
@@ -151,11 +154,25 @@ func (d *deliveryColumns) add(x intake.Delivery) {
 	d.attempts, d.statuses = append(d.attempts, int32(x.Attempt)), append(d.statuses, int32(x.StatusCode))
 	d.outcomes, d.errors = append(d.outcomes, x.Outcome), append(d.errors, text(x.Error))
 	d.latencies, d.ats = append(d.latencies, x.Latency.Microseconds()), append(d.ats, tsPtr(x.At))
+	d.maxes, d.responses = append(d.maxes, int32(x.MaxAttempts)), append(d.responses, responseJSON(x.Response))
+}
+
+// responseJSON is an answer as its column holds it (nil: none).
+func responseJSON(r *intake.DeliveryResponse) *string {
+	if r == nil {
+		return nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	return &s
 }
 
 func (d *deliveryColumns) args() []any {
 	return []any{nonNil(d.ids), nonNil(d.orgs), nonNil(d.events), nonNil(d.consumers), d.attempts, d.outcomes, d.statuses,
-		d.latencies, nonNil(d.errors), d.ats}
+		d.latencies, nonNil(d.errors), d.ats, d.maxes, d.responses}
 }
 
 // tsPtr is ts for an array element.
@@ -174,14 +191,16 @@ func nonNil(s []string) []string {
 	return s
 }
 
-const deliveryUnnestColumns = `x.id, x.org_id, x.event_id, x.consumer_id, x.attempt, x.outcome, x.status_code, x.latency_us, x.error, x.at`
+const deliveryUnnestColumns = `x.id, x.org_id, x.event_id, x.consumer_id, x.attempt, x.outcome, x.status_code, x.latency_us, x.error, x.at,
+	x.max_attempts, x.response`
 
 // deliveryUnnest is the table of deliveryColumns.args() from parameter $first on.
 func deliveryUnnest(first int) string {
 	p := func(i int, typ string) string { return "$" + strconv.Itoa(first+i) + "::" + typ }
 	return `unnest(` + p(0, "uuid[]") + `, ` + p(1, "uuid[]") + `, ` + p(2, "uuid[]") + `, ` + p(3, "uuid[]") + `, ` + p(4, "int[]") + `, ` +
 		p(5, "text[]") + `, ` + p(6, "int[]") + `, ` + p(7, "bigint[]") + `, ` + p(8, "text[]") + `, ` + p(9, "timestamptz[]") +
-		`) AS x (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)`
+		`, ` + p(10, "int[]") + `, ` + p(11, "text[]") +
+		`) AS x (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at, max_attempts, response)`
 }
 
 // laneColumns are a lane's columns, as scanLane reads them (l is

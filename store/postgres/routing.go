@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -253,7 +254,8 @@ func (s *Store) Deliveries(ctx context.Context, sc intake.Scope, eventID string)
 	}
 	var out []intake.Delivery
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		queueRows(b, &out, scanDelivery, `SELECT id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at
+		queueRows(b, &out, scanDelivery, `SELECT id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at,
+			       max_attempts, response
 			FROM deliveries WHERE event_id = $1 AND ($2::uuid IS NULL OR org_id = $2) ORDER BY id`, eventID, nullID(sc.OrgID))
 	})
 	return out, err
@@ -287,9 +289,19 @@ func scanDelivery(row pgx.Row) (intake.Delivery, error) {
 	var d intake.Delivery
 	var latency int64
 	var at *time.Time
-	err := row.Scan(&d.ID, &d.OrgID, &d.EventID, &d.ConsumerID, &d.Attempt, &d.Outcome, &d.StatusCode, &latency, &d.Error, &at)
+	var response *string
+	err := row.Scan(&d.ID, &d.OrgID, &d.EventID, &d.ConsumerID, &d.Attempt, &d.Outcome, &d.StatusCode, &latency, &d.Error, &at,
+		&d.MaxAttempts, &response)
+	if err != nil {
+		return d, err
+	}
 	d.Latency, d.At = time.Duration(latency)*time.Microsecond, fromTS(at)
-	return d, err
+	if response != nil {
+		if err := json.Unmarshal([]byte(*response), &d.Response); err != nil {
+			return d, fmt.Errorf("delivery %s: its answer: %w", d.ID, err)
+		}
+	}
+	return d, nil
 }
 
 // MessageRequests returns the query and headers of the requests events

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -237,7 +238,8 @@ func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, id string, no
 
 // Deliveries lists an event's delivery attempts, oldest first.
 func (s *Store) Deliveries(ctx context.Context, sc intake.Scope, eventID string) ([]intake.Delivery, error) {
-	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at,
+		       max_attempts, response
 		FROM deliveries WHERE event_id = ?1 AND (?2 = '' OR org_id = ?2) ORDER BY id`, eventID, sc.OrgID)
 	if err != nil {
 		return nil, err
@@ -248,10 +250,17 @@ func (s *Store) Deliveries(ctx context.Context, sc intake.Scope, eventID string)
 		var d intake.Delivery
 		var latency int64
 		var at sql.NullInt64
-		if err := rows.Scan(&d.ID, &d.OrgID, &d.EventID, &d.ConsumerID, &d.Attempt, &d.Outcome, &d.StatusCode, &latency, &d.Error, &at); err != nil {
+		var response sql.NullString
+		if err := rows.Scan(&d.ID, &d.OrgID, &d.EventID, &d.ConsumerID, &d.Attempt, &d.Outcome, &d.StatusCode, &latency, &d.Error, &at,
+			&d.MaxAttempts, &response); err != nil {
 			return nil, err
 		}
 		d.Latency, d.At = time.Duration(latency)*time.Microsecond, fromTS(at)
+		if response.Valid {
+			if err := json.Unmarshal([]byte(response.String), &d.Response); err != nil {
+				return nil, fmt.Errorf("delivery %s: its answer: %w", d.ID, err)
+			}
+		}
 		out = append(out, d)
 	}
 	return out, rows.Err()

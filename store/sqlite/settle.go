@@ -309,9 +309,10 @@ const (
 	insertRoutesSQL = `INSERT INTO routes (event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at, lease_until)
 		SELECT x.value->>0, x.value->>1, x.value->>2, x.value->>3, x.value->>4, x.value->>5, x.value->>6, x.value->>7, x.value->>8
 		  FROM json_each(?) x`
-	insertDeliveriesSQL = `INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at)
+	insertDeliveriesSQL = `INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at,
+		 max_attempts, response)
 		SELECT x.value->>0, x.value->>1, x.value->>2, x.value->>3, x.value->>4, x.value->>5, x.value->>6, x.value->>7, x.value->>8,
-		       x.value->>9 FROM json_each(?) x`
+		       x.value->>9, x.value->>10, nullif(x.value->11, 'null') FROM json_each(?) x`
 	moveMessagesSQL = `UPDATE messages SET state = x.value->>2, outcome = x.value->>3, error_code = x.value->>4, error_message = x.value->>5,
 		       next_attempt_at = x.value->>6, lease_until = NULL, provider_event_id = x.value->>7, settled_at = x.value->>8
 		  FROM json_each(?) x WHERE messages.id = x.value->>0 AND messages.attempt = x.value->>1`
@@ -386,7 +387,8 @@ func insertRoutes(ctx context.Context, tx *wtx, routes []intake.Route) error {
 func insertDeliveries(ctx context.Context, tx *wtx, ds []intake.Delivery) error {
 	rows := make([][]any, 0, len(ds))
 	for _, d := range ds {
-		rows = append(rows, []any{d.ID, d.OrgID, d.EventID, d.ConsumerID, d.Attempt, d.Outcome, d.StatusCode, d.Latency.Microseconds(), d.Error, ts(d.At)})
+		rows = append(rows, []any{d.ID, d.OrgID, d.EventID, d.ConsumerID, d.Attempt, d.Outcome, d.StatusCode, d.Latency.Microseconds(), d.Error, ts(d.At),
+			d.MaxAttempts, d.Response})
 	}
 	return exec(ctx, tx, insertDeliveriesSQL, rows)
 }

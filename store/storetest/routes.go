@@ -1253,3 +1253,56 @@ func testUnleasedRoute(t *testing.T, s intake.Store) {
 		t.Fatalf("claimed %+v, want the unleased route", claims)
 	}
 }
+
+// testDeliveryAnswers: a delivery is read back with the consumer's answer
+// as kept and the attempts in force when it was made; a later change of
+// the consumer's retry rewrites none.
+func testDeliveryAnswers(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "own", intake.Controls{Retry: intake.RetryPolicy{Attempts: 3}})
+	e := f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(c) })[0]
+	boom := &intake.DeliveryResponse{Status: 500, Headers: map[string]string{"content-type": "application/json", "retry-after": "30"},
+		Body: `{"error":"boom","quote":"\"\u0000\u2028é"}`, BodyEncoding: "text"}
+	binary := &intake.DeliveryResponse{Status: 502, Body: "iVBORwAB/w==", BodyEncoding: "base64", BodyTruncated: true}
+	now := t0
+	for _, answer := range []*intake.DeliveryResponse{boom, binary} {
+		got := claimRoutes(t, s, now, 100)
+		if len(got) != 1 {
+			t.Fatalf("claimed %+v at %v", got, now)
+		}
+		st := result(got[0], now, intake.DeliveryRetry)
+		st.Delivery.Response = answer
+		if _, err := s.SettleRoute(ctx, now, st, backoff); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Hour)
+	}
+	raised := c
+	raised.Controls.Retry.Attempts = 6
+	if err := s.UpdateConsumer(ctx, intake.Scope{}, raised); err != nil {
+		t.Fatal(err)
+	}
+	got := claimRoutes(t, s, now, 100)
+	if len(got) != 1 {
+		t.Fatalf("claimed %+v", got)
+	}
+	settleRoute(t, s, now, got[0], intake.DeliveryHandled)
+	ds, err := s.Deliveries(ctx, intake.Scope{OrgID: f.org.ID}, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 3 {
+		t.Fatalf("%d deliveries, want 3", len(ds))
+	}
+	for i, want := range []struct {
+		max    int
+		answer *intake.DeliveryResponse
+	}{{3, boom}, {3, binary}, {6, nil}} {
+		d := ds[i]
+		if d.MaxAttempts != want.max || (d.Response == nil) != (want.answer == nil) ||
+			d.Response != nil && fmt.Sprint(*d.Response) != fmt.Sprint(*want.answer) {
+			t.Errorf("delivery %d: attempt %d of %d, answer %+v; want of %d, answer %+v", i+1, d.Attempt, d.MaxAttempts, d.Response, want.max, want.answer)
+		}
+	}
+}

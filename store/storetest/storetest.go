@@ -91,6 +91,7 @@ func Run(t *testing.T, open Opener) {
 		{"StatsFindTheOldestDueRoute", testStatsFindTheOldestDueRoute},
 		{"RerouteKeepsHandledRoutes", testRerouteKeepsHandledRoutes},
 		{"AnEventsRoutesAreReadWithTheirAttemptsAndErrors", testEventRoutes},
+		{"ADeliveryKeepsItsAnswerAndTheAttemptsInForceThen", testDeliveryAnswers},
 		{"ControlsRoundTrip", testControlsRoundTrip},
 		{"ConsumerHealthFigures", testConsumerHealth},
 		{"HealthCountsRetriesAndFilterErrors", testHealthCountsRetriesAndFilterErrors},
