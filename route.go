@@ -2,6 +2,7 @@ package intake
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -62,6 +63,27 @@ type Route struct {
 	// LeaseUntil is when the lease of the call being made ends (zero: no
 	// call is).
 	LeaseUntil time.Time
+}
+
+// MaxAttempts is the limit r's attempts read against, given its
+// consumer's limit now (0: deleted). A dead route spent the limit it died
+// under, reached at its last attempt, so a later change of the consumer's
+// retry leaves it as it was; any other counts toward the limit now.
+func (r Route) MaxAttempts(limit int) int {
+	if r.State == RouteDead {
+		return r.Attempt
+	}
+	return limit
+}
+
+// AttemptOf is how an attempt reads wherever one is shown: "3 of 6"
+// against the limit it counted toward, "3" when none was recorded (a
+// delivery from before limits were kept, a deleted consumer's route).
+func AttemptOf(attempt, max int) string {
+	if max <= 0 {
+		return strconv.Itoa(attempt)
+	}
+	return strconv.Itoa(attempt) + " of " + strconv.Itoa(max)
 }
 
 // RouteClaim is one call to be made: a route leased to the caller.

@@ -155,3 +155,21 @@ func TestControlsRefuseWhatCannotBeMeant(t *testing.T) {
 		t.Errorf("a sound set of controls: %v", err)
 	}
 }
+
+func TestAnAttemptReadsOneWayAgainstTheLimitItCountedToward(t *testing.T) {
+	for _, c := range []struct {
+		attempt, max int
+		want         string
+	}{{3, 6, "3 of 6"}, {3, 3, "3 of 3"}, {3, 0, "3"}, {0, 6, "0 of 6"}} {
+		if got := AttemptOf(c.attempt, c.max); got != c.want {
+			t.Errorf("AttemptOf(%d, %d) = %q, want %q", c.attempt, c.max, got, c.want)
+		}
+	}
+	// A dead route keeps the limit it died under; a waiting one counts
+	// toward the consumer's limit now.
+	dead := Route{State: RouteDead, Attempt: 3}
+	waiting := Route{State: RouteWaiting, Attempt: 3}
+	if dead.MaxAttempts(6) != 3 || waiting.MaxAttempts(6) != 6 || waiting.MaxAttempts(0) != 0 {
+		t.Fatalf("dead %d, waiting %d, deleted %d", dead.MaxAttempts(6), waiting.MaxAttempts(6), waiting.MaxAttempts(0))
+	}
+}

@@ -171,8 +171,8 @@ func TestDecideRouteSettlements(t *testing.T) {
 			}
 		},
 	}, {
-		name:  "a delivery keeps the consumer's attempts in force when it settled, and its answer",
-		read:  oneRoute(ConsumerLane{Enabled: true, Controls: Controls{Retry: RetryPolicy{Attempts: 3}}}, 2),
+		name: "a delivery keeps the consumer's attempts in force when it settled, and its answer",
+		read: oneRoute(ConsumerLane{Enabled: true, Controls: Controls{Retry: RetryPolicy{Attempts: 3}}}, 2),
 		batch: func() []TimedRouteSettlement {
 			c := call("e1", "c1", 3, DeliveryRetry)
 			c.Delivery.Response = &DeliveryResponse{Status: 500, Body: `{"error":"boom"}`, BodyEncoding: "text"}

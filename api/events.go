@@ -124,5 +124,17 @@ func deliveryView(d control.NamedDelivery) Delivery {
 		LatencyMS:    float64(d.Latency.Microseconds()) / float64(time.Millisecond/time.Microsecond),
 		Error:        d.Error,
 		At:           d.At.UTC(),
+		Response:     responseView(d.Response),
 	}
+}
+
+func responseView(r *intake.DeliveryResponse) *DeliveryResponse {
+	if r == nil {
+		return nil
+	}
+	headers := r.Headers
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	return &DeliveryResponse{Status: r.Status, Headers: headers, Body: r.Body, BodyEncoding: r.BodyEncoding, BodyTruncated: r.BodyTruncated}
 }

@@ -20,7 +20,8 @@ func TestEventDetailListsEveryDeliveryAttemptOldestFirst(t *testing.T) {
 	first := e.clock.Now()
 	e.route(ev, intake.EventRetrying,
 		intake.Delivery{ConsumerID: fast.ID, Outcome: intake.DeliveryHandled, StatusCode: 204, Latency: 1500 * time.Microsecond, At: first},
-		intake.Delivery{ConsumerID: flaky.ID, Outcome: intake.DeliveryRetry, StatusCode: 503, Latency: 40 * time.Millisecond, Error: "answered 503", At: first})
+		intake.Delivery{ConsumerID: flaky.ID, Outcome: intake.DeliveryRetry, StatusCode: 503, Latency: 40 * time.Millisecond, Error: "answered 503", At: first,
+			Response: &intake.DeliveryResponse{Status: 503, Headers: map[string]string{"content-type": "application/json"}, Body: `{"error":"boom"}`, BodyEncoding: "text"}})
 	e.clock.Advance(10 * time.Second)
 	second := e.clock.Now()
 	e.route(ev, intake.EventDelivered,
@@ -40,6 +41,19 @@ func TestEventDetailListsEveryDeliveryAttemptOldestFirst(t *testing.T) {
 			d.StatusCode != want[i].StatusCode || d.LatencyMS != want[i].LatencyMS || d.Error != want[i].Error || !d.At.Equal(want[i].At) {
 			t.Errorf("delivery %d = %+v, want %+v", i, d, want[i])
 		}
+	}
+	// The consumer's answer is on its delivery; none where none was kept.
+	if r := got.Deliveries[1].Response; r == nil || r.Status != 503 || r.Body != `{"error":"boom"}` || r.BodyEncoding != "text" || r.BodyTruncated ||
+		len(r.Headers) != 1 || r.Headers["content-type"] != "application/json" {
+		t.Errorf("the failed delivery's answer %+v", r)
+	}
+	if got.Deliveries[0].Response != nil {
+		t.Errorf("a delivery without an answer kept %+v", got.Deliveries[0].Response)
+	}
+	raw := e.do("GET", "/api/v1/events/"+ev.ID, acme.org.APIKey, nil).Body.String()
+	if !strings.Contains(raw, `"response":{"status":503,"headers":{"content-type":"application/json"},"body":"{\"error\":\"boom\"}","body_encoding":"text","body_truncated":false}`) ||
+		!strings.Contains(raw, `"response":null`) {
+		t.Errorf("event detail %s, want each delivery's response", raw)
 	}
 	wantError(t, e.do("GET", "/api/v1/events/"+ev.ID, globex.org.APIKey, nil), 404, intake.ENOTFOUND, "not found")
 
@@ -81,6 +95,20 @@ func TestEventAttemptsCountTowardEachConsumersOwnLimitAndADeadEventNamesItsConsu
 		}
 	}
 
+	// Raising the consumer's retry afterwards rewrites nothing: the dead
+	// event reads 1 of 1 in its detail and in the dead list alike.
+	must[api.Consumer](e, 200, "PATCH", "/api/v1/consumers/"+flaky.ID, acme.org.APIKey, `{"retry": {"attempts": 6}}`)
+	got = must[api.EventDetail](e, 200, "GET", "/api/v1/events/"+ev.ID, acme.org.APIKey, nil)
+	for _, d := range got.Deliveries {
+		if d.ConsumerID == flaky.ID && d.MaxAttempts != 1 {
+			t.Errorf("after the retry was raised flaky's delivery reads %d of %d, want 1 of 1", d.Attempt, d.MaxAttempts)
+		}
+	}
+	for _, r := range got.Routes {
+		if r.ConsumerID == flaky.ID && r.MaxAttempts != 1 {
+			t.Errorf("after the retry was raised flaky's dead route reads %d of %d, want 1 of 1", r.Attempt, r.MaxAttempts)
+		}
+	}
 	dead := must[api.List[api.Event]](e, 200, "GET", "/api/v1/events?state=dead", acme.org.APIKey, nil).Items
 	if len(dead) != 1 || len(dead[0].DeadRoutes) != 1 {
 		t.Fatalf("dead events %+v", dead)

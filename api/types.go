@@ -253,15 +253,35 @@ type Delivery struct {
 	// ConsumerName is empty when the consumer was deleted.
 	ConsumerName string `json:"consumer_name"`
 	Attempt      int    `json:"attempt"`
-	// MaxAttempts is the consumer's own retry limit, which Attempt counts
-	// toward (0: the consumer was deleted); a re-route starts the count
-	// afresh.
+	// MaxAttempts is the consumer's retry limit in force when the call was
+	// made, which Attempt counted toward; a later change of the consumer's
+	// retry leaves it as it was (0: not recorded, a delivery from before
+	// limits were kept). A re-route starts the count afresh.
 	MaxAttempts int       `json:"max_attempts"`
 	Outcome     string    `json:"outcome"`
 	StatusCode  int       `json:"status_code"`
 	LatencyMS   float64   `json:"latency_ms"`
 	Error       string    `json:"error"`
 	At          time.Time `json:"at"`
+	// Response is what an HTTP consumer answered; null for a broker, a
+	// call that got no answer, or no call.
+	Response *DeliveryResponse `json:"response"`
+}
+
+// DeliveryResponse is an HTTP consumer's answer as kept: its status, the
+// headers content-type and retry-after (no other, so none that carries a
+// credential), and the first 4 KiB of its body.
+type DeliveryResponse struct {
+	Status int `json:"status"`
+	// Headers has at most content-type and retry-after, by lower-case
+	// name.
+	Headers map[string]string `json:"headers"`
+	// Body is the answer's first 4 KiB: as text when UTF-8, else base64
+	// (BodyEncoding says which).
+	Body         string `json:"body"`
+	BodyEncoding string `json:"body_encoding"`
+	// BodyTruncated: the answer went on past what Body holds.
+	BodyTruncated bool `json:"body_truncated"`
 }
 
 // CreateConsumerRequest registers an app to receive events. OrgID may be

@@ -147,19 +147,20 @@ func (p *Plane) Event(ctx context.Context, c Caller, id string) (intake.Event, e
 }
 
 // NamedRoute is an event's way to one consumer, with that consumer's name
-// and its own retry limit (both empty once the consumer is deleted).
+// (empty once the consumer is deleted) and the limit its attempts read
+// against (intake.Route.MaxAttempts).
 type NamedRoute struct {
 	intake.Route
 	Consumer    string
 	MaxAttempts int
 }
 
-// NamedDelivery is one call to a consumer, with the consumer's name and
-// retry limit (both empty once the consumer is deleted).
+// NamedDelivery is one call to a consumer, with the consumer's name
+// (empty once the consumer is deleted). Its MaxAttempts is the limit in
+// force when the call was made, as recorded.
 type NamedDelivery struct {
 	intake.Delivery
-	Consumer    string
-	MaxAttempts int
+	Consumer string
 }
 
 // EventDetail is an event with its routes and the calls made for it.
@@ -195,7 +196,7 @@ func (p *Plane) EventDetail(ctx context.Context, c Caller, id string) (EventDeta
 	for _, d := range ds {
 		nd := NamedDelivery{Delivery: d}
 		if cs, ok := consumers[d.ConsumerID]; ok {
-			nd.Consumer, nd.MaxAttempts = cs.Name, cs.Controls.Attempts()
+			nd.Consumer = cs.Name
 		}
 		out.Deliveries = append(out.Deliveries, nd)
 	}
@@ -230,9 +231,11 @@ func (p *Plane) namedRoutes(ctx context.Context, c Caller, eventIDs []string, co
 	out := map[string][]NamedRoute{}
 	for _, rt := range rs {
 		nr := NamedRoute{Route: rt}
+		limit := 0
 		if cs, ok := consumers[rt.ConsumerID]; ok {
-			nr.Consumer, nr.MaxAttempts = cs.Name, cs.Controls.Attempts()
+			nr.Consumer, limit = cs.Name, cs.Controls.Attempts()
 		}
+		nr.MaxAttempts = rt.MaxAttempts(limit)
 		out[rt.EventID] = append(out[rt.EventID], nr)
 	}
 	return out, nil
