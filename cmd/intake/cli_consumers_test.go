@@ -157,6 +157,23 @@ func TestCLIEventsShowIncludesDeliveriesAndUnclaimedListsEveryOrg(t *testing.T) 
 		t.Fatalf("delivery: %+v", d)
 	}
 
+	// Read by a person: each delivery's attempt one way, and the answer.
+	failed := s.routedEvent(t, acme, "none.thing.failed", intake.EventRetrying,
+		intake.Delivery{ConsumerID: c.ID, Outcome: intake.DeliveryRetry, StatusCode: 500, Error: "consumer answered 500",
+			Response: &intake.DeliveryResponse{Status: 500, Headers: map[string]string{"content-type": "application/json"},
+				Body: "{\"error\":\"boom\"}\nsecond line", BodyEncoding: "text"}},
+	)
+	out := s.mustRun(t, acme.org.APIKey, "events", "show", failed.ID)
+	for _, want := range []string{"\ndeliveries:\n", "1 of 6", "\nanswers:\n", "  hook, attempt 1 of 6, ", ": 500\n",
+		"    content-type: application/json\n", "    body:\n      {\"error\":\"boom\"}\n      second line\n"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("events show lacks %q:\n%s", want, out)
+		}
+	}
+	if kv := keyValues(t, out); kv["id"] != failed.ID || kv["state"] != "retrying" {
+		t.Fatalf("events show: %v", kv)
+	}
+
 	a := s.routedEvent(t, acme, "none.nobody.cares", intake.EventNoConsumer)
 	g := s.routedEvent(t, globex, "none.nobody.cares", intake.EventNoConsumer)
 	rows := table(t, s.mustRun(t, staffToken, "events", "unclaimed"))
@@ -262,7 +279,7 @@ func TestCLIDeadEventsListTheConsumerItsAttemptsAndItsLastError(t *testing.T) {
 	out := s.mustRun(t, acme.org.APIKey, "events", "list", "--state", "dead")
 	rows := table(t, out)
 	if strings.Join(rows[0], " ") != "ID OCCURRED TYPE CONSUMER ATTEMPT LAST ERROR" || len(rows) != 2 ||
-		rows[1][0] != dead.ID || rows[1][3] != "hook" || rows[1][4] != "1/1" || !strings.HasSuffix(out, "answered 500\n") {
+		rows[1][0] != dead.ID || rows[1][3] != "hook" || strings.Join(rows[1][4:7], " ") != "1 of 1" || !strings.HasSuffix(out, "answered 500\n") {
 		t.Fatalf("dead events:\n%s", out)
 	}
 }

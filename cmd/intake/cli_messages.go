@@ -53,7 +53,7 @@ func printMessages(cl *Client, f listFlags, q url.Values) error {
 		[]string{"ID", "RECEIVED", "METHOD", "STATE", "ATTEMPT", "OUTCOME", "ERROR", "CONNECTION", "ENDPOINT"},
 		func(m api.Message) []string {
 			return []string{m.ID, timeCell(m.ReceivedAt), m.Method, m.State,
-				strconv.Itoa(m.Attempt) + "/" + strconv.Itoa(m.MaxAttempts),
+				intake.AttemptOf(m.Attempt, m.MaxAttempts),
 				cell(m.Outcome), cell(clip(cmp.Or(m.ErrorMessage, m.ErrorCode), 60)),
 				cmp.Or(names.connections[m.ConnectionID], m.ConnectionID), cmp.Or(names.endpoints[m.EndpointID], m.EndpointID)}
 		})
@@ -141,7 +141,7 @@ func (c *MessagesBodyCmd) Run(cl *Client) error {
 type EventsCmd struct {
 	List      EventsListCmd      `cmd:"" help:"List events, newest first."`
 	Search    EventsSearchCmd    `cmd:"" help:"Find events by their data (--match, --q), type, state and time; --reroute routes the re-routable ones again."`
-	Show      EventsShowCmd      `cmd:"" help:"Show one event and its delivery attempts."`
+	Show      EventsShowCmd      `cmd:"" help:"Show one event, its delivery attempts and what the consumer answered to each."`
 	Unclaimed EventsUnclaimedCmd `cmd:"" help:"List events no consumer wanted, across orgs (staff token)."`
 	Reroute   EventsRerouteCmd   `cmd:"" help:"Route dead or no_consumer events again: one by id, or all that match the filters."`
 }
@@ -177,7 +177,7 @@ func printEvents(cl *Client, f listFlags, q url.Values) error {
 		[]string{"ID", "OCCURRED", "TYPE", "KIND", "STATE", "ATTEMPT", "MESSAGE"},
 		func(e api.Event) []string {
 			return []string{e.ID, timeCell(e.OccurredAt), e.Type, e.Kind, e.State,
-				strconv.Itoa(e.Attempt) + "/" + strconv.Itoa(e.MaxAttempts), e.MessageID}
+				intake.AttemptOf(e.Attempt, e.MaxAttempts), e.MessageID}
 		})
 }
 
@@ -200,7 +200,7 @@ func printDeadEvents(cl *Client, f listFlags, q url.Values) error {
 				name = r.ConsumerID + " (deleted)"
 			}
 			rows = append(rows, []string{e.ID, timeCell(e.OccurredAt), e.Type, name,
-				strconv.Itoa(r.Attempt) + "/" + strconv.Itoa(r.MaxAttempts), r.LastError})
+				intake.AttemptOf(r.Attempt, r.MaxAttempts), r.LastError})
 		}
 		if len(e.DeadRoutes) == 0 {
 			rows = append(rows, []string{e.ID, timeCell(e.OccurredAt), e.Type, "-", "-", "-"})
@@ -221,9 +221,17 @@ type EventsShowCmd struct {
 	ID string `arg:"" help:"Event id."`
 }
 
-// Run shows the event.
+// Run shows the event, with its deliveries and each consumer's answer.
 func (c *EventsShowCmd) Run(cl *Client) error {
-	return cl.show(c.outputFlags, idPath("/api/v1/events", c.ID))
+	path := idPath("/api/v1/events", c.ID)
+	if c.JSON {
+		return cl.show(c.outputFlags, path)
+	}
+	var d api.EventDetail
+	if _, err := cl.get(path, nil, &d); err != nil {
+		return err
+	}
+	return printEventDetail(cl.stdout(), d)
 }
 
 // EventsUnclaimedCmd lists no_consumer events of every org.
