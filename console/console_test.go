@@ -689,14 +689,15 @@ func TestDeadLettersNameTheConsumerAndItsLastError(t *testing.T) {
 		t.Fatalf("the overview's alarm for the dead event:\n%s", p.body)
 	}
 	p = b.get("/console/events/" + m.EventIDs[0])
-	if !strings.Contains(p.body, `<span class="state state-dead">dead</span>`) || !strings.Contains(p.body, "attempt 1 of 1") {
+	if !strings.Contains(p.body, `<span class="state state-dead">dead</span>`) || !strings.Contains(p.body, "1 of 1") {
 		t.Fatalf("the dead event's page does not show its dead call:\n%s", p.body)
 	}
 }
 
 // TestEventPageCountsAttemptsOfEachConsumersOwnLimit: an event's page
-// reads "attempt n of m" with m the consumer's own retry limit, not the
-// server's, and names the consumer.
+// reads "n of m" with m the consumer's own retry limit when the call was
+// made, not the server's nor a later one, names the consumer, and shows
+// what the consumer answered.
 func TestEventPageCountsAttemptsOfEachConsumersOwnLimit(t *testing.T) {
 	e := newEnv(t)
 	acme := e.tenant("acme")
@@ -709,18 +710,28 @@ func TestEventPageCountsAttemptsOfEachConsumersOwnLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Route(t, e.store, time.Now(), m.EventIDs[0], intake.EventRetrying,
-		intake.Delivery{ConsumerID: c.ID, Outcome: intake.DeliveryRetry, StatusCode: 503, Error: "answered 503"})
+		intake.Delivery{ConsumerID: c.ID, Outcome: intake.DeliveryRetry, StatusCode: 503, Error: "answered 503",
+			Response: &intake.DeliveryResponse{Status: 503, Headers: map[string]string{"content-type": "text/html", "retry-after": "30"},
+				Body: `<script>alert("boom")</script>`, BodyEncoding: "text", BodyTruncated: true}})
+	// Raising the consumer's retry afterwards rewrites nothing shown.
+	c.Controls.Retry.Attempts, c.Version = 6, 1
+	if err := e.store.UpdateConsumer(ctx, intake.Scope{}, c); err != nil {
+		t.Fatal(err)
+	}
 
 	b := e.browser()
 	b.signIn(acme.org.APIKey)
 	p := b.get("/console/events/" + m.EventIDs[0])
 	wantStatus(t, p, 200)
-	for _, want := range []string{"attempt 1 of 3", `<a href="/console/consumers/` + c.ID + `">ledger</a>`, "answered 503"} {
+	for _, want := range []string{`<td class="num">1 of 3</td>`, `<a href="/console/consumers/` + c.ID + `">ledger</a>`, "answered 503",
+		// The answer, collapsed, its body escaped in a block that scrolls.
+		`<details class="answer">`, "The answer: <b>503</b>", "text/html", "retry-after: <span class=\"mono\">30</span>",
+		`<pre class="code answer-body">&lt;script&gt;alert(&#34;boom&#34;)&lt;/script&gt;</pre>`, "its first 4 KiB are kept"} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("the event page lacks %q:\n%s", want, p.body)
 		}
 	}
-	if strings.Contains(p.body, "of 6") || strings.Contains(p.body, c.ID+"</") {
+	if strings.Contains(p.body, "<script>alert") || strings.Contains(p.body, c.ID+"</") {
 		t.Errorf("the event page counts toward the server's limit or shows the consumer's id:\n%s", p.body)
 	}
 }

@@ -144,6 +144,7 @@ var funcs = template.FuncMap{
 		return strconv.FormatFloat(100*float64(part)/float64(whole), 'f', 1, 64) + " %"
 	},
 	"add":         func(a, b int) int { return a + b },
+	"attemptOf":   intake.AttemptOf,
 	"configFacts": configFacts,
 }
 
