@@ -239,7 +239,10 @@ type EventRoute struct {
 	ConsumerName string `json:"consumer_name"`
 	State        string `json:"state"`
 	Attempt      int    `json:"attempt"`
-	// MaxAttempts is the consumer's retry limit (0: it was deleted).
+	// MaxAttempts is the limit Attempt counts toward: the consumer's retry
+	// limit now for a route still waiting (0: the consumer was deleted);
+	// a dead route's is the limit it died under, a later change of the
+	// consumer's retry leaves it as it was.
 	MaxAttempts int    `json:"max_attempts"`
 	LastError   string `json:"last_error"`
 }

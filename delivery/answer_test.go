@@ -125,6 +125,20 @@ func TestABinaryAnswerIsKeptAsBase64(t *testing.T) {
 	if r.Outcome != intake.DeliveryHandled {
 		t.Fatalf("outcome %s", r.Outcome)
 	}
+	// Valid UTF-8 that holds a NUL is not text either.
+	r, _ = post(t, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\x00") })
+	if got := r.Response; got.BodyEncoding != "base64" || got.Body != base64.StdEncoding.EncodeToString([]byte("ok\x00")) {
+		t.Fatalf("kept %+v", got)
+	}
+}
+
+// An answer of exactly 4 KiB is kept whole, not truncated.
+func TestAnAnswerOfExactly4KiBIsKeptWhole(t *testing.T) {
+	body := strings.Repeat("a", intake.MaxResponseBody)
+	r, _ := post(t, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, body) })
+	if got := r.Response; got.Body != body || got.BodyTruncated {
+		t.Fatalf("kept %d bytes, truncated %v", len(got.Body), got.BodyTruncated)
+	}
 }
 
 // A broker keeps nothing of what its peer sent, even a peer that answers
