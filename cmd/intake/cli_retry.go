@@ -48,10 +48,10 @@ func (cl *Client) retry(f outputFlags, path string, dryRun bool) error {
 		return fmt.Errorf("the server's answer is not a retry's: %w", err)
 	}
 	if !dryRun {
-		_, err := fmt.Fprintf(cl.stdout(), "%d events made due now\n", r.Count)
+		_, err := fmt.Fprintf(cl.stdout(), "%s made due now\n", events(r.Count))
 		return err
 	}
-	fmt.Fprintf(cl.stdout(), "dry run: %d events would be made due now\n", r.Count)
+	fmt.Fprintf(cl.stdout(), "dry run: %s would be made due now\n", events(r.Count))
 	if len(r.Items) == 0 {
 		return nil
 	}
@@ -63,4 +63,12 @@ func (cl *Client) retry(f outputFlags, path string, dryRun bool) error {
 		defer fmt.Fprintf(cl.stdout(), "… and %d more\n", r.Count-len(r.Items))
 	}
 	return cl.printTable([]string{"ID", "TYPE", "STATE", "ATTEMPT", "RECEIVED"}, rows)
+}
+
+// events writes n events.
+func events(n int) string {
+	if n == 1 {
+		return "1 event"
+	}
+	return strconv.Itoa(n) + " events"
 }

@@ -18,11 +18,11 @@ func TestCLIRetryNowPrintsTheCountAndADryRunTheFirstEvents(t *testing.T) {
 
 	out := s.mustRun(t, acme.org.APIKey, "consumers", "retry", c.ID, "--dry-run")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || lines[0] != "dry run: 1 events would be made due now" || !strings.HasPrefix(lines[1], "ID ") ||
+	if len(lines) != 3 || lines[0] != "dry run: 1 event would be made due now" || !strings.HasPrefix(lines[1], "ID ") ||
 		!strings.HasPrefix(lines[2], ev.ID+" ") || !strings.Contains(lines[2], "retrying") {
 		t.Fatalf("consumers retry --dry-run:\n%s", out)
 	}
-	if out := s.mustRun(t, acme.org.APIKey, "events", "retry", ev.ID); out != "1 events made due now\n" {
+	if out := s.mustRun(t, acme.org.APIKey, "events", "retry", ev.ID); out != "1 event made due now\n" {
 		t.Fatalf("events retry: %q", out)
 	}
 	if _, err := s.run(t, acme.org.APIKey, "events", "retry", intake.NewID()); err == nil || !strings.Contains(err.Error(), "not found") {
