@@ -91,6 +91,11 @@ func NearestRank(sorted []time.Duration, p int) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	rank := (p*len(sorted) + 99) / 100
-	return sorted[max(rank, 1)-1]
+	return sorted[RankIndex(len(sorted), p)]
+}
+
+// RankIndex is where the p-th percentile of n sorted values is, by the
+// nearest-rank method (n > 0).
+func RankIndex(n, p int) int {
+	return max((p*n+99)/100, 1) - 1
 }
