@@ -21,6 +21,10 @@ type consumerHistory struct {
 	Hourly, Daily       chart
 	HourlyMs, DailyMs   chart
 	HourlyCalls, Weekly int // the calls each window counts
+	Charted             bool
+	// Unavailable says why the charts are not drawn: their read ran out
+	// of its budget.
+	Unavailable string
 }
 
 func (c *Console) consumerHistory(ctx context.Context, s *session, id string) (consumerHistory, error) {
@@ -30,13 +34,23 @@ func (c *Console) consumerHistory(ctx context.Context, s *session, id string) (c
 		return h, err
 	}
 	day, err := c.ctl.ConsumerStats(ctx, s.caller(), id, intake.StatsDay)
-	if err != nil {
-		return h, err
+	if err == nil {
+		var week []intake.DeliveryBucket
+		if week, err = c.ctl.ConsumerStats(ctx, s.caller(), id, intake.StatsWeek); err == nil {
+			h.chart(day, week)
+		}
 	}
-	week, err := c.ctl.ConsumerStats(ctx, s.caller(), id, intake.StatsWeek)
-	if err != nil {
-		return h, err
+	// A history too long to count within the read budget leaves the rest
+	// of the page to be read.
+	if code := intake.ErrorCode(err); code == intake.EUNAVAILABLE || code == intake.EBUSY {
+		h.Unavailable = intake.ErrorMessage(err)
+		return h, nil
 	}
+	return h, err
+}
+
+// chart draws a consumer's buckets by the hour and by the day.
+func (h *consumerHistory) chart(day, week []intake.DeliveryBucket) {
 	hourly := statSlots(day, func(t time.Time) (string, string) { return t.Format("15:04"), hourSpan(t) })
 	daily := statSlots(week, func(t time.Time) (string, string) { return t.Format("Mon 02"), t.Format("Mon 2 Jan") + " (UTC)" })
 	calls := []part{{"processed", "delivered"}, {"dead", "failed"}}
@@ -45,8 +59,7 @@ func (c *Console) consumerHistory(ctx context.Context, s *session, id string) (c
 	h.HourlyMs = lineChart("p50 and p99 latency per hour over the last 24 hours", " ms", latency, hourly, 3)
 	h.Daily = barChart("Calls delivered and failed per day over the last 7 days", calls, daily, 1)
 	h.DailyMs = lineChart("p50 and p99 latency per day over the last 7 days", " ms", latency, daily, 1)
-	h.HourlyCalls, h.Weekly = callsIn(day), callsIn(week)
-	return h, nil
+	h.HourlyCalls, h.Weekly, h.Charted = callsIn(day), callsIn(week), true
 }
 
 // statSlots makes a chart's slots of a consumer's buckets.
