@@ -20,7 +20,7 @@ type consumerHistory struct {
 	Deliveries          []intake.Delivery
 	Hourly, Daily       chart
 	HourlyMs, DailyMs   chart
-	HourlyCalls, Weekly int // the calls each window counts
+	HourlyCalls, Weekly string // the calls each window counts ("3 calls")
 	Charted             bool
 	// Unavailable says why the charts are not drawn: their read ran out
 	// of its budget.
@@ -59,7 +59,7 @@ func (h *consumerHistory) chart(day, week []intake.DeliveryBucket) {
 	h.HourlyMs = lineChart("p50 and p99 latency per hour over the last 24 hours", " ms", latency, hourly, 3)
 	h.Daily = barChart("Calls delivered and failed per day over the last 7 days", calls, daily, 1)
 	h.DailyMs = lineChart("p50 and p99 latency per day over the last 7 days", " ms", latency, daily, 1)
-	h.HourlyCalls, h.Weekly, h.Charted = callsIn(day), callsIn(week), true
+	h.HourlyCalls, h.Weekly, h.Charted = count(callsIn(day), "call", "calls"), count(callsIn(week), "call", "calls"), true
 }
 
 // statSlots makes a chart's slots of a consumer's buckets.
