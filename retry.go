@@ -10,6 +10,9 @@ type RetrySelection struct {
 	EventID    string
 	ConsumerID string
 	EventIDs   []string
+	// IssueID names the issue whose events EventIDs are, for the audit
+	// log; the store ignores it.
+	IssueID string
 }
 
 // Validate checks that s selects one event, or one consumer's routes.
@@ -24,6 +27,11 @@ func (s RetrySelection) Validate() error {
 	}
 	if err := CheckID("consumer_id", s.ConsumerID); err != nil {
 		return err
+	}
+	if s.IssueID != "" {
+		if err := CheckID("issue_id", s.IssueID); err != nil {
+			return err
+		}
 	}
 	for _, id := range s.EventIDs {
 		if err := CheckID("event_id", id); err != nil {

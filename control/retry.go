@@ -15,7 +15,8 @@ import (
 // retried (ECONFLICT naming the re-route); an event with nothing waiting is
 // no error: its retry makes 0 events due. A consumer's retry takes at most
 // the bulk maximum of events, the earliest due first, and runs as the
-// org's one bulk action at a time. With dryRun nothing changes and nothing
+// org's one bulk action at a time. An issue's retry (sel.IssueID) is
+// audited as the issue's. With dryRun nothing changes and nothing
 // is audited; the answer is the same count and first events.
 func (p *Plane) Retry(ctx context.Context, c Caller, sel intake.RetrySelection, dryRun bool) (intake.Retried, error) {
 	if err := c.may(intake.RoleOperator); err != nil {
@@ -42,11 +43,14 @@ func (p *Plane) Retry(ctx context.Context, c Caller, sel intake.RetrySelection, 
 		if err != nil {
 			return intake.Retried{}, err
 		}
-		detail := "all waiting events"
-		if len(sel.EventIDs) > 0 {
-			detail = fmt.Sprintf("%d selected events", len(sel.EventIDs))
+		switch {
+		case sel.IssueID != "":
+			a = p.entry(c, cs.OrgID, "issue.retry", "issue", sel.IssueID, fmt.Sprintf("consumer=%s, %d events", cs.ID, len(sel.EventIDs)))
+		case len(sel.EventIDs) > 0:
+			a = p.entry(c, cs.OrgID, "consumer.retry", "consumer", cs.ID, fmt.Sprintf("%d selected events", len(sel.EventIDs)))
+		default:
+			a = p.entry(c, cs.OrgID, "consumer.retry", "consumer", cs.ID, "all waiting events")
 		}
-		a = p.entry(c, cs.OrgID, "consumer.retry", "consumer", cs.ID, detail)
 		release, err := p.takeBulk(ctx, c)
 		if err != nil {
 			return intake.Retried{}, err

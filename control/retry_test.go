@@ -182,3 +182,39 @@ func TestAConsumersStatsAreAViewersReadOfItsOrg(t *testing.T) {
 		t.Fatalf("deliveries %+v, %v", ds, err)
 	}
 }
+
+func TestAnIssuesRetryTakesItsEventsOfItsConsumerAndIsAuditedAsTheIssues(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	app, cons := e.consumerWith(t, 500, intake.Controls{Retry: intake.RetryPolicy{Attempts: 5, Base: time.Hour}})
+	e.receive(t, "d-1")
+	e.receive(t, "d-2")
+	e.settle(t)
+	retrying := events(t, e, intake.EventFilter{State: intake.EventRetrying})
+	if len(retrying) != 2 {
+		t.Fatalf("%d retrying events", len(retrying))
+	}
+	app.answer(200)
+	sc := intake.Scope{OrgID: e.org.ID}
+	issue := intake.NewID()
+	sel := intake.RetrySelection{ConsumerID: cons.ID, EventIDs: []string{retrying[0].ID}, IssueID: issue}
+	r, err := e.ctl.Retry(ctx, as(sc), sel, false)
+	if err != nil || r.Count != 1 || r.Items[0].ID != retrying[0].ID {
+		t.Fatalf("an issue's retry = %+v, %v", r, err)
+	}
+	e.settle(t)
+	if got, _ := e.store.Event(ctx, intake.Scope{}, retrying[1].ID); got.State != intake.EventRetrying || len(app.envelopes()) != 3 {
+		t.Fatalf("the other event is %s after %d calls: the retry took more than the issue's events", got.State, len(app.envelopes()))
+	}
+	audit, _ := e.store.ListAudit(ctx, sc, intake.AuditFilter{Limit: 1})
+	if a := audit.Items[0]; a.Action != "issue.retry" || a.TargetID != issue || !strings.HasSuffix(a.Detail, "1 events count=1") {
+		t.Fatalf("audited %+v", a)
+	}
+	sel.EventIDs = make([]string, 10_001)
+	for i := range sel.EventIDs {
+		sel.EventIDs[i] = intake.NewID()
+	}
+	if _, err := e.ctl.Retry(ctx, as(sc), sel, true); intake.ErrorCode(err) != intake.EINVALID {
+		t.Fatalf("a retry of 10 001 events: %v", err)
+	}
+}
