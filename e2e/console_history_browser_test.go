@@ -12,8 +12,9 @@ import (
 )
 
 // TestConsumerPageChartsFitAPhoneAndADesktop: a consumer whose call failed
-// shows its charts and its Retry now button; at a phone's width and a
-// desktop's the charts stay inside the page.
+// shows its charts and its Retry now button, and its event the button too;
+// at a phone's width and a desktop's the charts and the buttons stay inside
+// the page.
 func TestConsumerPageChartsFitAPhoneAndADesktop(t *testing.T) {
 	_, url := newRecordingConsumer(t, map[string][]int{"/down": {500}}, nil)
 	s := start(t, t.TempDir())
@@ -26,9 +27,14 @@ func TestConsumerPageChartsFitAPhoneAndADesktop(t *testing.T) {
 	if status, b := postGitHub(t, http.DefaultClient, s.url+path, "history-1"); status != http.StatusOK {
 		t.Fatalf("ingress answered %d %s", status, b)
 	}
+	var eventID string
 	eventually(t, 60*time.Second, "the event retrying", func() bool {
 		evs := s.events(t)
-		return len(evs) == 1 && s.event(t, evs[0].ID).State == "retrying"
+		if len(evs) != 1 {
+			return false
+		}
+		eventID = evs[0].ID
+		return s.event(t, eventID).State == "retrying"
 	})
 	tab := browserTab(t)
 	signIn(t, tab, s.url, staffToken, "header.top")
@@ -52,6 +58,14 @@ func TestConsumerPageChartsFitAPhoneAndADesktop(t *testing.T) {
 		if shots != "" {
 			png := read(t, tab, "screenshot", chromedp.FullScreenshot(100))
 			os.WriteFile(filepath.Join(shots, "consumer-"+strconv.FormatInt(width, 10)+".png"), png, 0o644)
+		}
+		step(t, tab, "open the event", chromedp.Navigate(s.url+"/console/events/"+eventID), chromedp.WaitVisible(chromedp.CSS("#retry-now")))
+		if out := read(t, tab, "measure the button", chromedp.Evaluate[bool](`document.querySelector("#retry-now").getBoundingClientRect().right <= document.documentElement.clientWidth`)); !out {
+			t.Errorf("at %d px the event's Retry now button lies outside the page", width)
+		}
+		if shots != "" {
+			png := read(t, tab, "screenshot", chromedp.FullScreenshot(100))
+			os.WriteFile(filepath.Join(shots, "event-retry-"+strconv.FormatInt(width, 10)+".png"), png, 0o644)
 		}
 	}
 }
