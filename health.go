@@ -82,6 +82,12 @@ type Health interface {
 	// ConsumerStates names the state of every consumer visible in sc
 	// that is not deleted, by id.
 	ConsumerStates(ctx context.Context, sc Scope) (map[string]string, error)
+	// ConsumerStats counts a consumer's calls visible in sc in each bucket
+	// of window w ending at now (see BucketCalls).
+	ConsumerStats(ctx context.Context, sc Scope, consumerID string, w StatsWindow, now time.Time) ([]DeliveryBucket, error)
+	// ConsumerDeliveries lists a consumer's last limit delivery records
+	// visible in sc, newest first.
+	ConsumerDeliveries(ctx context.Context, sc Scope, consumerID string, limit int) ([]Delivery, error)
 }
 
 // Backlog is what a store counted of a consumer's waiting routes that are

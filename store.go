@@ -223,6 +223,14 @@ type History interface {
 	// to pending, due now, with a fresh budget of attempts. Its deliveries
 	// are kept, so consumers that handled it are not called again.
 	RerouteEvent(ctx context.Context, sc Scope, id string, now time.Time, audit ...AuditEntry) error
+	// RetryNow is the operator's retry now (DESIGN §20): the waiting routes
+	// sel selects, visible in sc and not leased, of at most max events
+	// (the earliest due first), become due at now without spending or
+	// restoring an attempt, and each tripped consumer among them gets its
+	// breaker's probe at now. It records each audit entry WithCount, and
+	// wakes the routers. With dryRun it writes nothing. It answers how many
+	// events it made due and the first RetryItems of them.
+	RetryNow(ctx context.Context, sc Scope, sel RetrySelection, now time.Time, max int, dryRun bool, audit ...AuditEntry) (Retried, error)
 }
 
 // Retention forgets what is older than its org keeps.

@@ -154,6 +154,8 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/consumers/{id}/resume", s.resumeConsumer)
 	s.handle("GET /api/v1/consumers/{id}/health", s.consumerHealth)
 	s.handle("POST /api/v1/consumers/{id}/test", s.testConsumer)
+	s.handle("POST /api/v1/consumers/{id}/retry", s.retryConsumer)
+	s.handle("GET /api/v1/consumers/{id}/stats", s.consumerStats)
 
 	s.handle("POST /api/v1/subject-links", s.createSubjectLink)
 	s.handle("POST /api/v1/rules/test", s.testRule)
@@ -164,6 +166,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/replays/{id}", s.getReplay)
 	s.handle("POST /api/v1/events/{id}/reroute", s.rerouteEvent)
 	s.handle("POST /api/v1/events/reroute", s.rerouteEvents)
+	s.handle("POST /api/v1/events/{id}/retry", s.retryEvent)
 	s.handle("GET /api/v1/events/stream", s.streamEvents)
 	s.handle("GET /api/v1/audit", s.listAudit)
 	s.handle("POST /api/v1/keys", s.createKey)

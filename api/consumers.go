@@ -184,7 +184,6 @@ func (s *Server) testConsumer(w http.ResponseWriter, r *http.Request, who contro
 
 // healthView is a consumer's health as the API shows it.
 func healthView(h intake.ConsumerHealth) ConsumerHealth {
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return ConsumerHealth{
 		State: h.State, Delivered1h: h.Delivered1h, Failed1h: h.Failed1h, P50Ms: ms(h.P50), P99Ms: ms(h.P99),
 		LastStatus: h.LastStatus, LastError: h.LastError, LastDeliveryAt: optionalTime(h.LastDeliveryAt),

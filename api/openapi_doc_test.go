@@ -47,7 +47,9 @@ type operation struct {
 	// requires names its members a request must carry.
 	request  any
 	requires []string
-	status   int // the answer when it succeeds
+	// bodyOptional: the request may carry no body at all.
+	bodyOptional bool
+	status       int // the answer when it succeeds
 	// response is a zero value of the answer's Go type; nil with content
 	// set for an answer that is not JSON, nil alone for no body.
 	response any
@@ -189,6 +191,8 @@ func operations() []operation {
 			status: 200, content: map[string]*openapi3.MediaType{"text/event-stream": {Schema: openapi3.NewStringSchema().NewRef()}}},
 		{route: "POST /api/v1/events/{id}/reroute", id: "rerouteEvent", summary: "Take a dead or no_consumer event back to pending.",
 			status: 200, response: api.Rerouted{}},
+		{route: "POST /api/v1/events/{id}/retry", id: "retryEvent", summary: "Retry now (operator): the event's routes waiting for a later attempt, or held, become due now, spending no attempt and restoring none; a call being made is left alone, and a tripped consumer gets its one probe now. Answers how many events were made due (0 when nothing waits); a dead, no_consumer or filtered event is 409: re-route it. With `dry_run` nothing changes and `items` lists the event.",
+			request: api.RetryRequest{}, bodyOptional: true, status: 200, response: api.Retried{}},
 		{route: "POST /api/v1/events/reroute", id: "rerouteEvents", summary: "Re-route every re-routable (dead, no_consumer or filtered) event a search selects; each is audited with the search.",
 			request: api.RerouteRequest{}, status: 200, response: api.Count{}},
 		{route: "GET /api/v1/event-types", id: "listEventTypes", summary: "The event types the caller's connections have received, with their counts (the catalog).",
@@ -214,6 +218,11 @@ func operations() []operation {
 			status: 200, response: api.Consumer{}},
 		{route: "POST /api/v1/consumers/{id}/resume", id: "resumeConsumer", summary: "Let a paused consumer's held deliveries go, at its rate.",
 			status: 200, response: api.Consumer{}},
+		{route: "POST /api/v1/consumers/{id}/retry", id: "retryConsumer", summary: "Retry now (operator): every event waiting for this consumer, at most 10 000 (the earliest due first), becomes due now, spending no attempt; calls being made are left alone, and a tripped consumer gets its one probe now. Answers how many events were made due; with `dry_run` nothing changes and `items` lists the first 20.",
+			request: api.RetryRequest{}, bodyOptional: true, status: 200, response: api.Retried{}},
+		{route: "GET /api/v1/consumers/{id}/stats", id: "consumerStats", summary: "The consumer's calls per hour over 24 hours (`window=24h`, the default) or per day over 7 days (`window=7d`), each ending with the current hour or day (UTC): delivered, failed, and the p50 and p99 latency of all calls.",
+			query:  []*openapi3.Parameter{queryParam("window", "24h (hourly buckets) or 7d (daily buckets).", &openapi3.Schema{Type: &openapi3.Types{"string"}, Enum: []any{"24h", "7d"}, Default: "24h"})},
+			status: 200, response: api.ConsumerStats{}},
 		{route: "GET /api/v1/consumers/{id}/health", id: "consumerHealth", summary: "How deliveries to the consumer stand: state, the last hour's calls, the last call, and what waits for it.",
 			status: 200, response: api.ConsumerHealth{}},
 		{route: "POST /api/v1/consumers/{id}/test", id: "testConsumer", summary: "Deliver a test event (intake.test) to the consumer, whatever its kind, signed as its events are and without its rules, and answer what the destination said.",
@@ -379,7 +388,7 @@ func buildOpenAPIDocument(t *testing.T) []byte {
 					*p.Value.Type = append(*p.Value.Type, "null")
 				}
 			}
-			o.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).
+			o.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(!op.bodyOptional).
 				WithJSONSchemaRef(ref)}
 		}
 		ok := &openapi3.Response{Description: ptr(http.StatusText(op.status))}

@@ -24,6 +24,9 @@ type eventsView struct {
 	// Reroutable: the search found dead, no_consumer or filtered events,
 	// which the page offers to route again.
 	Reroutable bool
+	// Waiting: a route waits for a later attempt or is held, so a retry
+	// now can hurry it.
+	Waiting bool
 }
 
 // eventFilter is the events page's form, as written: its search as the
@@ -151,6 +154,9 @@ type eventView struct {
 	Routes     []routeRow
 	Deliveries []deliveryRow
 	Reroutable bool
+	// Waiting: a route waits for a later attempt or is held, so a retry
+	// now can hurry it.
+	Waiting bool
 }
 
 // deliveryRow is a delivery attempt with its consumer's name and retry
@@ -173,6 +179,9 @@ func (c *Console) event(w http.ResponseWriter, r *http.Request, s *session) erro
 	}
 	v := eventView{E: d.Event, Data: showBody(d.Data), Routes: d.Routes, Deliveries: d.Deliveries,
 		Reroutable: intake.CheckEventTransition(d.State, intake.EventPending) == nil}
+	for _, rt := range d.Routes {
+		v.Waiting = v.Waiting || rt.State == intake.RouteWaiting
+	}
 	c.render(w, r, s, http.StatusOK, "event", "Event "+short(id), v)
 	return nil
 }

@@ -162,65 +162,19 @@ func count(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-// chart is the overview's bar chart, laid out for an inline SVG: one bar
-// per hour, stacked by where its messages stand now.
-type chart struct {
-	Width, Height, Base int
-	Max                 int
-	Bars                []bar
-	Ticks               []tick
-}
-
-type bar struct {
-	X, Width int
-	Label    string
-	Parts    []segment
-}
-
-type segment struct {
-	X, Width  int
-	Y, Height int
-	Class     string
-	Title     string
-}
-
-type tick struct {
-	X     int
-	Label string
-}
-
 func newChart(hours []hourCounts) chart {
-	ch := chart{Width: 960, Height: 200, Base: 180}
+	parts := []part{{"processed", "processed"}, {"ignored", "ignored"}, {"dead", "dead"}, {"inflight", "in flight"}}
+	slots := make([]slot, 0, len(hours))
 	for _, h := range hours {
-		ch.Max = max(ch.Max, h.Received)
+		slots = append(slots, slot{Label: h.Start.UTC().Format("15:04"), Span: hourSpan(h.Start),
+			Of: fmt.Sprintf(" of %d received", h.Received), Values: []int{h.Processed, h.Ignored, h.Dead, h.In}})
 	}
-	scale := 1.0
-	if ch.Max > 0 {
-		scale = float64(ch.Base-10) / float64(ch.Max)
-	}
-	slot := ch.Width / len(hours)
-	for i, h := range hours {
-		b := bar{X: i*slot + 3, Width: slot - 6, Label: h.Start.UTC().Format("15:04")}
-		y := ch.Base
-		for _, p := range []struct {
-			n           int
-			class, name string
-		}{{h.Processed, "processed", "processed"}, {h.Ignored, "ignored", "ignored"}, {h.Dead, "dead", "dead"}, {h.In, "inflight", "in flight"}} {
-			if p.n == 0 {
-				continue
-			}
-			height := max(int(float64(p.n)*scale+0.5), 1)
-			y -= height
-			b.Parts = append(b.Parts, segment{X: b.X, Width: b.Width, Y: y, Height: height, Class: p.class,
-				Title: fmt.Sprintf("%s–%s UTC: %d %s of %d received", h.Start.UTC().Format("15:04"),
-					h.Start.Add(time.Hour).UTC().Format("15:04"), p.n, p.name, h.Received)})
-		}
-		ch.Bars = append(ch.Bars, b)
-		if i%3 == 0 || i == len(hours)-1 {
-			ch.Ticks = append(ch.Ticks, tick{X: b.X + b.Width/2, Label: b.Label})
-		}
-	}
-	return ch
+	return barChart("Messages received per hour over the last 24 hours", parts, slots, 3)
+}
+
+// hourSpan names the hour from start, as a chart's titles do.
+func hourSpan(start time.Time) string {
+	return fmt.Sprintf("%s–%s UTC", start.UTC().Format("15:04"), start.Add(time.Hour).UTC().Format("15:04"))
 }
 
 // overviewCache keeps each scope's overview for overviewTTL: a busy page is

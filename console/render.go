@@ -81,6 +81,8 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, sta
 var flashes = map[string]string{
 	"replayed":            "Replayed: this is the new message.",
 	"rerouted":            "Re-routed: the event is pending again.",
+	"retried":             "Retry now: %s events made due; they go as their consumers' controls allow (a tripped consumer gets one probe).",
+	"retried-one":         "Retry now: 1 event made due; it goes as its consumers' controls allow (a tripped consumer gets one probe).",
 	"replayed-dead":       "Replayed %s dead messages.",
 	"rerouted-dead":       "Re-routed %s dead events.",
 	"replayed-search":     "Replayed %s messages this search selects: each is a new message, below the ones it replays.",

@@ -19,6 +19,7 @@ import (
 type consumerView struct {
 	C                 intake.Consumer
 	Health            intake.ConsumerHealth
+	History           consumerHistory
 	NewSecret         string                // a rotated secret, shown this once
 	Test              *control.ConsumerTest // a test delivery's result
 	OldSecretUntil    time.Time
@@ -122,6 +123,9 @@ func (c *Console) renderConsumerAs(w http.ResponseWriter, r *http.Request, s *se
 	}
 	v.Events = events
 	if v.Health, err = c.ctl.ConsumerHealth(r.Context(), s.caller(), v.C.ID); err != nil {
+		return err
+	}
+	if v.History, err = c.consumerHistory(r.Context(), s, v.C.ID); err != nil {
 		return err
 	}
 	if v.Controls == (controlsEdit{}) {

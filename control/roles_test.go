@@ -73,6 +73,14 @@ func roleRows(orgID string) []roleRow {
 			_, err := p.ConsumerHealth(ctx, c, id)
 			return err
 		}},
+		{"ConsumerStats", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.ConsumerStats(ctx, c, id, intake.StatsDay)
+			return err
+		}},
+		{"ConsumerDeliveries", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.ConsumerDeliveries(ctx, c, id, 20)
+			return err
+		}},
 		{"EventTypes", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			_, err := p.EventTypes(ctx, c, "")
 			return err
@@ -163,6 +171,14 @@ func roleRows(orgID string) []roleRow {
 		}},
 		{"Reroute", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			return p.Reroute(ctx, c, id)
+		}},
+		{"Retry", "an event", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.Retry(ctx, c, intake.RetrySelection{EventID: id}, false)
+			return err
+		}},
+		{"Retry", "a consumer's, dry", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.Retry(ctx, c, intake.RetrySelection{ConsumerID: id}, true)
+			return err
 		}},
 		{"ReplayWhere", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			_, err := p.ReplayWhere(ctx, c, intake.MessageFilter{Type: "stripe.invoice.paid"})

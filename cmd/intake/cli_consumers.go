@@ -20,6 +20,7 @@ type ConsumersCmd struct {
 	Pause        ConsumersPauseCmd        `cmd:"" help:"Hold a consumer's deliveries: they wait, spend no attempt and never make an event dead."`
 	Resume       ConsumersResumeCmd       `cmd:"" help:"Let a paused consumer's held deliveries go, at its rate."`
 	Health       ConsumersHealthCmd       `cmd:"" help:"Show how deliveries to a consumer stand: state, last hour, last call, backlog."`
+	Retry        ConsumersRetryCmd        `cmd:"" help:"Retry now: every event waiting for the consumer becomes due now (no attempt spent; a tripped consumer gets its probe now); --dry-run to see them first."`
 	Test         ConsumersTestCmd         `cmd:"" help:"Deliver a test event (intake.test) to a consumer of any kind and show what it said."`
 	RotateSecret ConsumersRotateSecretCmd `cmd:"" name:"rotate-secret" help:"Give a consumer a new signing secret (shown once); the old one keeps signing beside it for a while."`
 	Enable       ConsumersEnableCmd       `cmd:"" help:"Send events to a consumer again."`

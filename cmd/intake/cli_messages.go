@@ -144,6 +144,7 @@ type EventsCmd struct {
 	Show      EventsShowCmd      `cmd:"" help:"Show one event, its delivery attempts and what the consumer answered to each."`
 	Unclaimed EventsUnclaimedCmd `cmd:"" help:"List events no consumer wanted, across orgs (staff token)."`
 	Reroute   EventsRerouteCmd   `cmd:"" help:"Route dead or no_consumer events again: one by id, or all that match the filters."`
+	Retry     EventsRetryCmd     `cmd:"" help:"Retry now: the event's routes waiting for a later attempt, or held, become due now (no attempt spent; a tripped consumer gets its probe now)."`
 }
 
 // EventsListCmd lists events.

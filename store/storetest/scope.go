@@ -120,6 +120,18 @@ func testEveryScopedReadHidesAnotherOrgsRows(t *testing.T, s intake.Store) {
 		l, err := s.Deliveries(ctx, sc, a.delivered.ID)
 		return len(l), err
 	})
+	parts("ConsumerDeliveries", func(sc intake.Scope) (int, error) {
+		l, err := s.ConsumerDeliveries(ctx, sc, a.consumer.ID, 10)
+		return len(l), err
+	})
+	parts("ConsumerStats", func(sc intake.Scope) (int, error) {
+		bs, err := s.ConsumerStats(ctx, sc, a.consumer.ID, intake.StatsDay, t0)
+		n := 0
+		for _, b := range bs {
+			n += b.Delivered + b.Failed
+		}
+		return n, err
+	})
 	parts("MessageAttempts", func(sc intake.Scope) (int, error) {
 		l, err := s.MessageAttempts(ctx, sc, a.handledID)
 		return len(l), err

@@ -100,6 +100,9 @@ func Run(t *testing.T, open Opener) {
 		{"IngestRefusesAnythingButQueuedOrAFirstLeasedAttempt", testIngestRefusesOtherStates},
 		{"ABodyInObjectStorageIsKeptAsItsKeyAndEveryDeleteRecordsIt", testBlobBodies},
 		{"SearchFindsByMatchWordsTimeAndFiltersWithinTheScope", testSearch},
+		{"RetryNowMakesWaitingRoutesDue", testRetryNowMakesWaitingRoutesDue},
+		{"RetryNowGivesATrippedConsumerOneProbe", testRetryNowGivesATrippedConsumerOneProbe},
+		{"ConsumerStatsCountCallsByHourAndByDay", testConsumerStats},
 	}
 	tests = append(tests, notificationTests...)
 	tests = append(tests, eventTypeTests...)
