@@ -186,7 +186,7 @@ func (s *Store) ConsumerDeliveries(ctx context.Context, sc intake.Scope, consume
 	}
 	var out []intake.Delivery
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		queueRows(b, &out, scanDelivery, `SELECT id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at
+		queueRows(b, &out, scanDelivery, `SELECT `+deliveryFields+`
 			FROM deliveries WHERE consumer_id = $1 AND ($2::uuid IS NULL OR org_id = $2) ORDER BY at DESC, id DESC LIMIT $3`,
 			consumerID, nullID(sc.OrgID), limit)
 	})

@@ -254,8 +254,7 @@ func (s *Store) Deliveries(ctx context.Context, sc intake.Scope, eventID string)
 	}
 	var out []intake.Delivery
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		queueRows(b, &out, scanDelivery, `SELECT id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at,
-			       max_attempts, response
+		queueRows(b, &out, scanDelivery, `SELECT `+deliveryFields+`
 			FROM deliveries WHERE event_id = $1 AND ($2::uuid IS NULL OR org_id = $2) ORDER BY id`, eventID, nullID(sc.OrgID))
 	})
 	return out, err
@@ -284,6 +283,9 @@ func scanRoute(row pgx.Row) (intake.Route, error) {
 	r.NextAt, r.OrderAt, r.LeaseUntil = fromTS(next), fromTS(orderAt), fromTS(lease)
 	return r, err
 }
+
+// deliveryFields are what scanDelivery reads of a delivery row.
+const deliveryFields = `id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at, max_attempts, response`
 
 func scanDelivery(row pgx.Row) (intake.Delivery, error) {
 	var d intake.Delivery

@@ -229,23 +229,12 @@ func (s *Store) ConsumerStats(ctx context.Context, sc intake.Scope, consumerID s
 // ConsumerDeliveries lists a consumer's last limit delivery records, newest
 // first.
 func (s *Store) ConsumerDeliveries(ctx context.Context, sc intake.Scope, consumerID string, limit int) ([]intake.Delivery, error) {
-	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT `+deliveryColumns+`
 		FROM deliveries INDEXED BY deliveries_consumer_at WHERE consumer_id = ?1 AND (?2 = '' OR org_id = ?2) ORDER BY at DESC, id DESC LIMIT ?3`,
 		consumerID, sc.OrgID, limit)
 	if err != nil {
 		return nil, classify(err)
 	}
-	defer rows.Close()
-	var out []intake.Delivery
-	for rows.Next() {
-		var d intake.Delivery
-		var latency int64
-		var at sql.NullInt64
-		if err := rows.Scan(&d.ID, &d.OrgID, &d.EventID, &d.ConsumerID, &d.Attempt, &d.Outcome, &d.StatusCode, &latency, &d.Error, &at); err != nil {
-			return nil, classify(err)
-		}
-		d.Latency, d.At = time.Duration(latency)*time.Microsecond, fromTS(at)
-		out = append(out, d)
-	}
-	return out, classify(rows.Err())
+	out, err := scanDeliveries(rows)
+	return out, classify(err)
 }

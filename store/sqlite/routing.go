@@ -238,12 +238,19 @@ func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, id string, no
 
 // Deliveries lists an event's delivery attempts, oldest first.
 func (s *Store) Deliveries(ctx context.Context, sc intake.Scope, eventID string) ([]intake.Delivery, error) {
-	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at,
-		       max_attempts, response
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT `+deliveryColumns+`
 		FROM deliveries WHERE event_id = ?1 AND (?2 = '' OR org_id = ?2) ORDER BY id`, eventID, sc.OrgID)
 	if err != nil {
 		return nil, err
 	}
+	return scanDeliveries(rows)
+}
+
+// deliveryColumns are what scanDeliveries reads of each delivery row.
+const deliveryColumns = `id, org_id, event_id, consumer_id, attempt, outcome, status_code, latency_us, error, at, max_attempts, response`
+
+// scanDeliveries reads rows of deliveryColumns and closes them.
+func scanDeliveries(rows *sql.Rows) ([]intake.Delivery, error) {
 	defer rows.Close()
 	var out []intake.Delivery
 	for rows.Next() {
