@@ -221,3 +221,44 @@ func (b *issueBook) notice(i Issue, topic, name, lastError string, at time.Time)
 	}
 	b.notices = append(b.notices, Notice{ID: NewID(), OrgID: i.OrgID, Topic: topic, Subject: i.ID, Detail: detail, At: at})
 }
+
+// DefaultIssueBacklogAge is how long a consumer's oldest due or held event
+// may wait before its backlog is an issue.
+const DefaultIssueBacklogAge = 15 * time.Minute
+
+// ConsumerBacklog is a consumer whose oldest due or held waiting route
+// became due at OldestAt.
+type ConsumerBacklog struct {
+	OrgID, ConsumerID, Name string
+	OldestAt                time.Time
+}
+
+// BacklogRead is what the backlog check reads: the consumers late beyond
+// the backlog age, and the backlog issues open or acknowledged.
+type BacklogRead struct {
+	Late   []ConsumerBacklog
+	Issues []Issue
+}
+
+// DecideBacklogIssues opens (or reopens) the backlog issue of each late
+// consumer that has none open, counting one each time it opens, and
+// resolves those of consumers no longer late.
+func DecideBacklogIssues(in BacklogRead, now time.Time, age time.Duration) ([]IssueWrite, []Notice) {
+	b := newIssueBook(in.Issues, nil)
+	late := map[string]bool{}
+	for _, c := range in.Late {
+		late[c.ConsumerID] = true
+		id := IssueID(c.OrgID, IssueBacklog, c.ConsumerID, CauseBacklog)
+		if i, ok := b.issues[id]; ok && (i.Status == IssueOpen || i.Status == IssueAcknowledged) {
+			continue
+		}
+		b.fail(issueFailure{OrgID: c.OrgID, SubjectID: c.ConsumerID, SubjectName: c.Name, Kind: IssueBacklog, Cause: CauseBacklog,
+			Error: "the oldest waiting event has waited since " + c.OldestAt.UTC().Format(time.RFC3339) + ", more than " + age.String(), At: now})
+	}
+	for _, i := range in.Issues {
+		if i.Kind == IssueBacklog && !late[i.ConsumerID] {
+			b.succeed(i.OrgID, IssueBacklog, i.ConsumerID, i.SubjectName, now)
+		}
+	}
+	return b.writes, b.notices
+}

@@ -236,3 +236,36 @@ func TestDecideSettlementsRequestIssues(t *testing.T) {
 		t.Fatalf("issues %+v: a verified request resolves its connection's issue", d.Issues)
 	}
 }
+
+func TestDecideBacklogIssuesOpensOnceAndResolves(t *testing.T) {
+	late := ConsumerBacklog{OrgID: org, ConsumerID: "c1", Name: "billing", OldestAt: t0.Add(-time.Hour)}
+	w, n := DecideBacklogIssues(BacklogRead{Late: []ConsumerBacklog{late}}, t0, 15*time.Minute)
+	if len(w) != 1 || w[0].Issue.Kind != IssueBacklog || w[0].Issue.Status != IssueOpen || w[0].Issue.SubjectName != "billing" ||
+		len(n) != 1 || n[0].Topic != NoticeIssueOpened {
+		t.Fatalf("writes %+v notices %+v", w, n)
+	}
+	open := w[0].Issue
+	if w, n := DecideBacklogIssues(BacklogRead{Late: []ConsumerBacklog{late}, Issues: []Issue{open}}, t0.Add(time.Minute), 15*time.Minute); len(w) != 0 || len(n) != 0 {
+		t.Fatalf("writes %+v notices %+v: a backlog already open is left as it is", w, n)
+	}
+	w, n = DecideBacklogIssues(BacklogRead{Issues: []Issue{open}}, t0.Add(time.Minute), 15*time.Minute)
+	if len(w) != 1 || w[0].Issue.Status != IssueResolved || len(n) != 1 || n[0].Topic != NoticeIssueResolved {
+		t.Fatalf("writes %+v notices %+v", w, n)
+	}
+}
+
+func TestCheckIssueStatusAllowsOnlyTheOperatorsMoves(t *testing.T) {
+	allowed := map[[2]IssueStatus]bool{
+		{IssueOpen, IssueAcknowledged}: true, {IssueAcknowledged, IssueOpen}: true, {IssueOpen, IssueDismissed}: true,
+		{IssueAcknowledged, IssueDismissed}: true, {IssueOpen, IssueOpen}: true, {IssueAcknowledged, IssueAcknowledged}: true,
+		{IssueDismissed, IssueDismissed}: true,
+	}
+	for _, from := range IssueStatuses {
+		for _, to := range append(IssueStatuses, "closed", "") {
+			err := CheckIssueStatus(from, to)
+			if want := allowed[[2]IssueStatus{from, to}]; (err == nil) != want || err != nil && ErrorCode(err) != EINVALID {
+				t.Errorf("%s → %q: %v, want allowed %v (else EINVALID)", from, to, err, want)
+			}
+		}
+	}
+}

@@ -223,8 +223,10 @@ func readSettle(ctx context.Context, tx *wtx, batch []intake.TimedSettlement, ke
 	}); err != nil {
 		return in, err
 	}
-	in.Consumers, err = readConsumerLanes(ctx, tx, keys.Consumers)
-	return in, err
+	if in.Consumers, err = readConsumerLanes(ctx, tx, keys.Consumers); err != nil {
+		return in, err
+	}
+	return in, readRequestIssues(ctx, tx, &in)
 }
 
 // readConsumerLanes reads the consumers that are not deleted, with their
@@ -372,6 +374,9 @@ func writeSettle(ctx context.Context, tx *wtx, d intake.SettleDecision) error {
 	if err := exec(ctx, tx, recordAttemptsSQL, attempts); err != nil {
 		return err
 	}
+	if err := writeIssues(ctx, tx, d.Issues, d.IssueItems); err != nil {
+		return err
+	}
 	return insertNotices(ctx, tx, d.Notices)
 }
 
@@ -475,8 +480,10 @@ func readCalls(ctx context.Context, tx *wtx, batch []intake.TimedRouteSettlement
 		return in, err
 	}
 	var err error
-	in.Consumers, err = readConsumerLanes(ctx, tx, consumers)
-	return in, err
+	if in.Consumers, err = readConsumerLanes(ctx, tx, consumers); err != nil {
+		return in, err
+	}
+	return in, readCallIssues(ctx, tx, consumers, events, &in)
 }
 
 const (
@@ -546,6 +553,9 @@ func writeCalls(ctx context.Context, tx *wtx, d intake.RouteSettleDecision) erro
 		rows = append(rows, []any{a.ID, a.OrgID, a.Actor, a.Action, a.TargetType, a.TargetID, a.Detail, ts(a.At)})
 	}
 	if err := exec(ctx, tx, insertAuditSQL, rows); err != nil {
+		return err
+	}
+	if err := writeIssues(ctx, tx, d.Issues, d.IssueItems); err != nil {
 		return err
 	}
 	return insertNotices(ctx, tx, d.Notices)
