@@ -166,11 +166,12 @@ func (b *issueBook) fail(f issueFailure) {
 	b.put(i, w)
 }
 
-// succeed resolves the open or acknowledged issues of kind about subject.
-func (b *issueBook) succeed(orgID string, kind IssueKind, subjectID, subjectName string, at time.Time) {
+// succeed resolves the open or acknowledged issues of kind about subject
+// (of cause only, when one is given).
+func (b *issueBook) succeed(orgID string, kind IssueKind, subjectID, subjectName string, at time.Time, cause ...string) {
 	for _, i := range b.issues {
 		if i.OrgID != orgID || i.Kind != kind || i.ConsumerID+i.ConnectionID != subjectID ||
-			(i.Status != IssueOpen && i.Status != IssueAcknowledged) {
+			(i.Status != IssueOpen && i.Status != IssueAcknowledged) || len(cause) > 0 && i.Cause != cause[0] {
 			continue
 		}
 		i.Status, i.ResolvedAt, i.UpdatedAt = IssueResolved, at.UTC(), at.UTC()

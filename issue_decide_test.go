@@ -269,3 +269,26 @@ func TestCheckIssueStatusAllowsOnlyTheOperatorsMoves(t *testing.T) {
 		}
 	}
 }
+
+func TestDecideFanOutFilterErrorsAreRuleIssues(t *testing.T) {
+	e := newEvent("e1", "")
+	e.Attempt = 1
+	broken := &Delivery{ID: NewID(), EventID: "e1", ConsumerID: "c1", Outcome: DeliveryFiltered, Error: FilterErrorPrefix + "no such key: customer"}
+	read := FanOutRead{Event: e, Leased: true, Consumers: map[string]ConsumerLane{"c1": {Enabled: true}}, ConsumerNames: map[string]string{"c1": "crm"}}
+	out, err := DecideFanOut(read, FanOut{EventID: "e1", Attempt: 1, Routes: []FanOutRoute{{ConsumerID: "c1", Filtered: true, Delivery: broken}}}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Issues) != 1 || out.Issues[0].Issue.Kind != IssueRule || out.Issues[0].Issue.Cause != CauseFilterError ||
+		out.Issues[0].Issue.SubjectName != "crm" || len(out.IssueItems) != 1 || len(out.Notices) != 1 || out.Notices[0].Topic != NoticeIssueOpened {
+		t.Fatalf("fan-out issues %+v items %+v notices %+v", out.Issues, out.IssueItems, out.Notices)
+	}
+	// A filter that runs again resolves it; a transform's issue stays.
+	transform := Issue{ID: IssueID(org, IssueRule, "c1", CauseTransformError), OrgID: org, Kind: IssueRule, Status: IssueOpen,
+		ConsumerID: "c1", Cause: CauseTransformError}
+	read.Issues = []Issue{out.Issues[0].Issue, transform}
+	out, err = DecideFanOut(read, FanOut{EventID: "e1", Attempt: 1, Routes: []FanOutRoute{{ConsumerID: "c1"}}}, t0)
+	if err != nil || len(out.Issues) != 1 || out.Issues[0].Issue.Cause != CauseFilterError || out.Issues[0].Issue.Status != IssueResolved {
+		t.Fatalf("fan-out issues %+v %v, want the filter's issue resolved alone", out.Issues, err)
+	}
+}

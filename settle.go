@@ -76,10 +76,12 @@ type SettleRead struct {
 	Originals map[ConnKey]string
 	// Consumers are the consumers the fan-outs name (absent: deleted).
 	Consumers map[string]ConsumerLane
-	// Issues are the request issues of the messages' connections, in any
-	// status; ConnectionNames the connections' names, for them.
+	// Issues are the request issues of the messages' connections and the
+	// rule issues of the fan-outs' consumers, in any status;
+	// ConnectionNames and ConsumerNames name their subjects.
 	Issues          []Issue
 	ConnectionNames map[string]string
+	ConsumerNames   map[string]string
 }
 
 // SettleKeys are the keys a store reads for a batch of results.
@@ -154,8 +156,9 @@ type SettleDecision struct {
 	Deliveries []Delivery
 	Moves      []MessageMove
 	Notices    []Notice
-	// Issues are the request issues the results opened, counted, reopened
-	// or resolved, each at most once; IssueItems the messages they touched.
+	// Issues are the request issues (and the fan-outs' rule issues) the
+	// results opened, counted, reopened or resolved, each at most once;
+	// IssueItems the messages (and events) they touched.
 	Issues     []IssueWrite
 	IssueItems []IssueItem
 	// WakeEvents: an event waits for a router's fan-out; WakeRoutes: a
@@ -253,7 +256,7 @@ func DecideSettlements(in SettleRead, batch []TimedSettlement) SettleDecision {
 			if judged {
 				e.State, e.Attempt, e.NextAttemptAt = EventPending, 1, time.Time{}
 				f.EventID, f.Attempt = e.ID, 1
-				fo, err := DecideFanOut(FanOutRead{Event: e, Leased: true, Consumers: in.Consumers}, f, r.Now)
+				fo, err := DecideFanOut(FanOutRead{Event: e, Leased: true, Consumers: in.Consumers, ConsumerNames: in.ConsumerNames, book: issues}, f, r.Now)
 				if err != nil {
 					d.Results[i].Err = err
 					out = Settled{}

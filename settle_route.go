@@ -317,7 +317,7 @@ func DecideRouteSettlements(in RouteSettleRead, batch []TimedRouteSettlement) Ro
 // decideCallIssues counts a call's failure under its consumer's issue of
 // its cause (a breaker that trips, or a probe that fails, also under
 // "tripped"); a success resolves the consumer's delivery issues, and any
-// call its transform let through resolves its rule issues.
+// call its transform let through resolves its transform's rule issue.
 func decideCallIssues(b *issueBook, orgID, name string, s TimedRouteSettlement, del Delivery, laneChange string) {
 	kind, cause := IssueCause(del)
 	fail := issueFailure{OrgID: orgID, SubjectID: s.ConsumerID, SubjectName: name, Kind: kind, Cause: cause, Error: del.Error,
@@ -333,7 +333,7 @@ func decideCallIssues(b *issueBook, orgID, name string, s TimedRouteSettlement, 
 		b.succeed(orgID, IssueDelivery, s.ConsumerID, name, s.Now)
 	}
 	if kind != IssueRule && (s.Called || del.Succeeded()) {
-		b.succeed(orgID, IssueRule, s.ConsumerID, name, s.Now)
+		b.succeed(orgID, IssueRule, s.ConsumerID, name, s.Now, CauseTransformError)
 	}
 }
 

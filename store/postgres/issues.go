@@ -34,16 +34,7 @@ func scanIssue(row pgx.Row) (intake.Issue, error) {
 // hold already.
 func queueCallIssues(b *pgx.Batch, consumers, events []string, lock bool, in *intake.RouteSettleRead) {
 	in.ConsumerNames, in.IssueItems = map[string]string{}, map[intake.IssueItemKey]bool{}
-	b.Queue(`SELECT id::text, name FROM consumers WHERE id = ANY($1::uuid[])`, nonNil(consumers)).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var id, name string
-			if err := rows.Scan(&id, &name); err != nil {
-				return err
-			}
-			in.ConsumerNames[id] = name
-		}
-		return rows.Err()
-	})
+	queueConsumerNames(b, consumers, in.ConsumerNames)
 	q := `SELECT ` + issueColumns + ` FROM issues i WHERE i.consumer_id = ANY($1::uuid[]) AND i.kind IN ('delivery', 'rule') ORDER BY i.id`
 	if lock {
 		q += ` FOR UPDATE`
@@ -63,10 +54,12 @@ func queueCallIssues(b *pgx.Batch, consumers, events []string, lock bool, in *in
 	})
 }
 
-// queueRequestIssues queues the reads of the names and request issues of
-// the settled messages' connections.
-func queueRequestIssues(b *pgx.Batch, ids []string, in *intake.SettleRead) {
-	in.ConnectionNames = map[string]string{}
+// queueSettleIssues queues the reads of the names and request issues of
+// the settled messages' connections, and of the names and rule issues of
+// the fan-outs' consumers.
+func queueSettleIssues(b *pgx.Batch, ids, consumers []string, in *intake.SettleRead) {
+	in.ConnectionNames, in.ConsumerNames = map[string]string{}, map[string]string{}
+	queueConsumerNames(b, consumers, in.ConsumerNames)
 	b.Queue(`SELECT c.id::text, c.name FROM connections c WHERE c.id IN (SELECT m.connection_id FROM messages m WHERE m.id = ANY($1::uuid[]))`,
 		ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -79,7 +72,31 @@ func queueRequestIssues(b *pgx.Batch, ids []string, in *intake.SettleRead) {
 		return rows.Err()
 	})
 	queueRows(b, &in.Issues, scanIssue, `SELECT `+issueColumns+` FROM issues i
-		WHERE i.connection_id IN (SELECT m.connection_id FROM messages m WHERE m.id = ANY($1::uuid[])) AND i.kind = 'request'`, ids)
+		WHERE i.connection_id IN (SELECT m.connection_id FROM messages m WHERE m.id = ANY($1::uuid[])) AND i.kind = 'request'
+		UNION ALL SELECT `+issueColumns+` FROM issues i WHERE i.consumer_id = ANY($2::uuid[]) AND i.kind = 'rule'`, ids, nonNil(consumers))
+}
+
+// queueConsumerNames queues the read of consumers' names into names.
+func queueConsumerNames(b *pgx.Batch, consumers []string, names map[string]string) {
+	b.Queue(`SELECT id::text, name FROM consumers WHERE id = ANY($1::uuid[])`, nonNil(consumers)).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id, name string
+			if err := rows.Scan(&id, &name); err != nil {
+				return err
+			}
+			names[id] = name
+		}
+		return rows.Err()
+	})
+}
+
+// queueFanOutIssues queues the reads of the names and rule issues of a
+// fan-out's consumers.
+func queueFanOutIssues(b *pgx.Batch, consumers []string, in *intake.FanOutRead) {
+	in.ConsumerNames = map[string]string{}
+	queueConsumerNames(b, consumers, in.ConsumerNames)
+	queueRows(b, &in.Issues, scanIssue, `SELECT `+issueColumns+` FROM issues i WHERE i.consumer_id = ANY($1::uuid[]) AND i.kind = 'rule'`,
+		nonNil(consumers))
 }
 
 // queueIssueWrites queues the writes of a settle's issues, their counts

@@ -205,7 +205,7 @@ func queueSettleRead(b *pgx.Batch, batch []intake.TimedSettlement, keys intake.S
 			return nil
 		})
 	queueConsumerLanes(b, keys.Consumers, false, in.Consumers)
-	queueRequestIssues(b, ids, in)
+	queueSettleIssues(b, ids, keys.Consumers, in)
 	return in
 }
 

@@ -56,16 +56,11 @@ func jsonList(ss []string) string {
 // the consumers' names, their delivery and rule issues, and which of the
 // batch's events those hold already.
 func readCallIssues(ctx context.Context, tx *wtx, consumers, events []string, in *intake.RouteSettleRead) error {
-	in.ConsumerNames, in.IssueItems = map[string]string{}, map[intake.IssueItemKey]bool{}
-	if err := query(ctx, tx, `SELECT id, name FROM consumers WHERE id IN (SELECT value FROM json_each(?))`, consumers, func(rows *sql.Rows) error {
-		var id, name string
-		err := rows.Scan(&id, &name)
-		in.ConsumerNames[id] = name
-		return err
-	}); err != nil {
+	in.IssueItems = map[intake.IssueItemKey]bool{}
+	var err error
+	if in.ConsumerNames, err = consumerNames(ctx, tx, consumers); err != nil {
 		return err
 	}
-	var err error
 	in.Issues, err = queryIssues(ctx, tx, `SELECT `+issueColumns+` FROM issues
 		WHERE consumer_id IN (SELECT value FROM json_each(?)) AND kind IN ('delivery', 'rule')`, jsonList(consumers))
 	if err != nil || len(in.Issues) == 0 {
@@ -91,10 +86,15 @@ func readCallIssues(ctx context.Context, tx *wtx, consumers, events []string, in
 	return rows.Err()
 }
 
-// readRequestIssues reads the names and request issues of the settled
-// messages' connections.
-func readRequestIssues(ctx context.Context, tx *wtx, in *intake.SettleRead) error {
+// readSettleIssues reads the names and request issues of the settled
+// messages' connections, and the names and rule issues of the fan-outs'
+// consumers.
+func readSettleIssues(ctx context.Context, tx *wtx, consumers []string, in *intake.SettleRead) error {
 	in.ConnectionNames = map[string]string{}
+	var err error
+	if in.ConsumerNames, err = consumerNames(ctx, tx, consumers); err != nil {
+		return err
+	}
 	var conns []string
 	for _, m := range in.Messages {
 		if _, ok := in.ConnectionNames[m.ConnectionID]; !ok {
@@ -110,9 +110,34 @@ func readRequestIssues(ctx context.Context, tx *wtx, in *intake.SettleRead) erro
 	}); err != nil {
 		return err
 	}
-	var err error
 	in.Issues, err = queryIssues(ctx, tx, `SELECT `+issueColumns+` FROM issues
-		WHERE connection_id IN (SELECT value FROM json_each(?)) AND kind = 'request'`, jsonList(conns))
+		WHERE connection_id IN (SELECT value FROM json_each(?1)) AND kind = 'request'
+		UNION ALL SELECT `+issueColumns+` FROM issues WHERE consumer_id IN (SELECT value FROM json_each(?2)) AND kind = 'rule'`,
+		jsonList(conns), jsonList(consumers))
+	return err
+}
+
+// consumerNames reads the names of consumers, for their issues.
+func consumerNames(ctx context.Context, tx *wtx, consumers []string) (map[string]string, error) {
+	names := map[string]string{}
+	err := query(ctx, tx, `SELECT id, name FROM consumers WHERE id IN (SELECT value FROM json_each(?))`, consumers, func(rows *sql.Rows) error {
+		var id, name string
+		err := rows.Scan(&id, &name)
+		names[id] = name
+		return err
+	})
+	return names, err
+}
+
+// readFanOutIssues reads the names and rule issues of a fan-out's
+// consumers.
+func readFanOutIssues(ctx context.Context, tx *wtx, consumers []string, in *intake.FanOutRead) error {
+	var err error
+	if in.ConsumerNames, err = consumerNames(ctx, tx, consumers); err != nil {
+		return err
+	}
+	in.Issues, err = queryIssues(ctx, tx, `SELECT `+issueColumns+` FROM issues
+		WHERE consumer_id IN (SELECT value FROM json_each(?)) AND kind = 'rule'`, jsonList(consumers))
 	return err
 }
 

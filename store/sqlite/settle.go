@@ -226,7 +226,7 @@ func readSettle(ctx context.Context, tx *wtx, batch []intake.TimedSettlement, ke
 	if in.Consumers, err = readConsumerLanes(ctx, tx, keys.Consumers); err != nil {
 		return in, err
 	}
-	return in, readRequestIssues(ctx, tx, &in)
+	return in, readSettleIssues(ctx, tx, keys.Consumers, &in)
 }
 
 // readConsumerLanes reads the consumers that are not deleted, with their
@@ -602,7 +602,16 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) (int
 		if in.Consumers, err = readConsumerLanes(ctx, tx, consumers); err != nil {
 			return err
 		}
+		if err := readFanOutIssues(ctx, tx, consumers, &in); err != nil {
+			return err
+		}
 		if out, err = intake.DecideFanOut(in, f, now); err != nil {
+			return err
+		}
+		if err := writeIssues(ctx, tx, out.Issues, out.IssueItems); err != nil {
+			return err
+		}
+		if err := insertNotices(ctx, tx, out.Notices); err != nil {
 			return err
 		}
 		if err := insertRoutes(ctx, tx, out.Routes); err != nil {

@@ -23,6 +23,7 @@ var issueTests = []struct {
 	{"AnUnverifiedRequestOpensItsConnectionsIssue", testRequestIssue},
 	{"ListsOfIssuesFilterAndPage", testIssueLists},
 	{"BacklogsAreReadAndTheirIssuesWritten", testBacklogs},
+	{"AFilterErrorAtTheFanOutOpensTheConsumersRuleIssue", testFilterErrorIssue},
 }
 
 // issueTopics are the issue notices written, in order of topic.
@@ -328,5 +329,27 @@ func testBacklogs(t *testing.T, s intake.Store) {
 	}
 	if topics := issueTopics(t, s); topics[intake.NoticeIssueOpened] != 1 {
 		t.Fatalf("notices %v", topics)
+	}
+}
+
+func testFilterErrorIssue(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	sc := intake.Scope{OrgID: f.org.ID}
+	c := f.consumer(t, s, "crm", intake.Controls{})
+	e := f.eventAt(t, s, t0)
+	route := filteredRoute(e, c)
+	route.Delivery.Error = intake.FilterErrorPrefix + "no such key: customer"
+	fanOut(t, s, e, t0, 0, []intake.FanOutRoute{route})
+	i := onlyIssue(t, s, sc, intake.IssueQuery{Kind: intake.IssueRule})
+	if i.ConsumerID != c.ID || i.SubjectName != "crm" || i.Cause != intake.CauseFilterError || i.Count != 1 || i.Events != 1 ||
+		i.SampleEventID != e.ID || i.LastError != route.Delivery.Error {
+		t.Fatalf("issue %+v", i)
+	}
+	// The filter runs on the next event: the issue resolves.
+	next := f.eventAt(t, s, t0)
+	fanOut(t, s, next, t0, 0, to(c))
+	if i, _ = s.Issue(ctx, sc, i.ID); i.Status != intake.IssueResolved {
+		t.Fatalf("issue %+v, want resolved by a filter that ran", i)
 	}
 }
