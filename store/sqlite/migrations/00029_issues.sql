@@ -43,6 +43,8 @@ CREATE TABLE issue_events (
     PRIMARY KEY (issue_id, item_id)
 );
 CREATE INDEX issue_events_at ON issue_events (issue_id, at, item_id);
+-- Retention forgets an event's (or message's) place in its issues with it.
+CREATE INDEX issue_events_item ON issue_events (item_id);
 
 -- +goose Down
 DROP TABLE issue_events;
