@@ -316,7 +316,8 @@ type Sessions interface {
 // and the backlog check's reads and writes.
 type Issues interface {
 	// ListIssues lists the issues visible in sc that q selects, the last
-	// seen first (keyset paged on last_seen_at, then id).
+	// seen first (keyset paged on last_seen_at, then id). Lists and counts
+	// leave out the issues of deleted consumers and connections.
 	ListIssues(ctx context.Context, sc Scope, q IssueQuery) (Page[Issue], error)
 	Issue(ctx context.Context, sc Scope, id string) (Issue, error)
 	// IssueItems lists the events (or messages) an issue touched that are

@@ -152,7 +152,7 @@ func (s *Store) ListIssues(ctx context.Context, sc intake.Scope, q intake.IssueQ
 		queueRows(b, &items, scanIssue, `SELECT `+issueColumns+` FROM issues i
 			WHERE ($1::uuid IS NULL OR i.org_id = $1) AND ($2 = '' OR i.status = $2) AND ($3 = '' OR i.kind = $3)
 			  AND ($4::uuid IS NULL OR i.consumer_id = $4) AND ($5::uuid IS NULL OR i.connection_id = $5)
-			  AND ($6::timestamptz IS NULL OR (i.last_seen_at, i.id) < ($6, $7::uuid))
+			  AND ($6::timestamptz IS NULL OR (i.last_seen_at, i.id) < ($6, $7::uuid)) AND `+liveSubjects+`
 			ORDER BY i.last_seen_at DESC, i.id DESC LIMIT $8`,
 			nullID(sc.OrgID), string(q.Status), string(q.Kind), nullID(q.ConsumerID), nullID(q.ConnectionID), cursorAt, nullID(after), limit+1)
 	})
@@ -273,11 +273,15 @@ func (s *Store) SetIssueStatus(ctx context.Context, sc intake.Scope, id string, 
 	return out, err
 }
 
+// liveSubjects leaves out the issues of deleted consumers and connections.
+const liveSubjects = `NOT EXISTS (SELECT FROM consumers c WHERE c.id = i.consumer_id AND c.deleted_at IS NOT NULL)
+		  AND NOT EXISTS (SELECT FROM connections n WHERE n.id = i.connection_id AND n.deleted_at IS NOT NULL)`
+
 // CountOpenIssues counts the open issues visible in sc.
 func (s *Store) CountOpenIssues(ctx context.Context, sc intake.Scope) (int, error) {
 	var n int
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		b.Queue(`SELECT count(*) FROM issues WHERE ($1::uuid IS NULL OR org_id = $1) AND status = 'open'`, nullID(sc.OrgID)).
+		b.Queue(`SELECT count(*) FROM issues i WHERE ($1::uuid IS NULL OR i.org_id = $1) AND i.status = 'open' AND `+liveSubjects, nullID(sc.OrgID)).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
 	})
 	return n, err

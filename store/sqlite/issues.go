@@ -194,6 +194,7 @@ func (s *Store) ListIssues(ctx context.Context, sc intake.Scope, q intake.IssueQ
 	items, err := queryIssues(ctx, s.reader(ctx), `SELECT `+issueColumns+` FROM issues
 		WHERE (?1 = '' OR org_id = ?1) AND (?2 = '' OR status = ?2) AND (?3 = '' OR kind = ?3) AND (?4 = '' OR consumer_id = ?4)
 		  AND (?5 = '' OR connection_id = ?5) AND (?6 IS NULL OR last_seen_at < ?6 OR (last_seen_at = ?6 AND id < ?7))
+		  AND `+liveSubjects+`
 		ORDER BY last_seen_at DESC, id DESC LIMIT ?8`,
 		sc.OrgID, string(q.Status), string(q.Kind), q.ConsumerID, q.ConnectionID, cursorAt, after, limit+1)
 	if err != nil {
@@ -303,10 +304,15 @@ func (s *Store) SetIssueStatus(ctx context.Context, sc intake.Scope, id string, 
 	return out, err
 }
 
+// liveSubjects leaves out the issues of deleted consumers and connections.
+const liveSubjects = `NOT EXISTS (SELECT 1 FROM consumers c WHERE c.id = issues.consumer_id AND c.deleted_at IS NOT NULL)
+		  AND NOT EXISTS (SELECT 1 FROM connections n WHERE n.id = issues.connection_id AND n.deleted_at IS NOT NULL)`
+
 // CountOpenIssues counts the open issues visible in sc.
 func (s *Store) CountOpenIssues(ctx context.Context, sc intake.Scope) (int, error) {
 	var n int
-	err := s.reader(ctx).QueryRowContext(ctx, `SELECT count(*) FROM issues WHERE (?1 = '' OR org_id = ?1) AND status = 'open'`,
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT count(*) FROM issues WHERE (?1 = '' OR org_id = ?1) AND status = 'open'
+		  AND `+liveSubjects,
 		sc.OrgID).Scan(&n)
 	return n, err
 }

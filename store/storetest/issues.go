@@ -300,6 +300,16 @@ func testIssueLists(t *testing.T, s intake.Store) {
 	if _, err := s.ListIssues(ctx, sc, intake.IssueQuery{Cursor: "x"}); intake.ErrorCode(err) != intake.EINVALID {
 		t.Fatalf("a bad cursor: %v", err)
 	}
+	// A deleted consumer's issue leaves the lists and the count.
+	if err := s.Delete(ctx, sc, intake.DeleteConsumer, consumers[0].ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := s.ListIssues(ctx, sc, intake.IssueQuery{}); len(p.Items) != 2 {
+		t.Fatalf("issues %+v, want the deleted consumer's left out", p.Items)
+	}
+	if n, _ := s.CountOpenIssues(ctx, sc); n != 2 {
+		t.Fatalf("%d open, want 2", n)
+	}
 }
 
 func testBacklogs(t *testing.T, s intake.Store) {
