@@ -1,6 +1,9 @@
 package intake
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // FanOutRoute is one selected consumer in a fan-out.
 type FanOutRoute struct {
@@ -61,6 +64,13 @@ type FanOutRead struct {
 	Counts RouteCounts
 	// Consumers are the fan-out's consumers, as they stand.
 	Consumers map[string]ConsumerLane
+	// Issues are the fan-out's consumers' rule issues, in any status;
+	// ConsumerNames their names.
+	Issues        []Issue
+	ConsumerNames map[string]string
+	// book decides the issues instead, for a settle that writes the
+	// fan-outs of many events.
+	book *issueBook
 }
 
 // FannedOut is a fan-out decided: the rows to write and where it leaves
@@ -76,6 +86,12 @@ type FannedOut struct {
 	Calls []RouteClaim
 	// Wake: a route waits, unleased, for a delivery claim.
 	Wake bool
+	// Issues are the rule issues the filters' errors opened or counted,
+	// and those a filter that ran again resolved; IssueItems the events
+	// they touched; Notices the issues' notices.
+	Issues     []IssueWrite
+	IssueItems []IssueItem
+	Notices    []Notice
 }
 
 // DecideFanOut is the one place a fan-out becomes rows, whether the
@@ -133,5 +149,31 @@ func DecideFanOut(in FanOutRead, f FanOut, now time.Time) (FannedOut, error) {
 	for i := range out.Calls {
 		out.Calls[i].Event = e
 	}
+	b := in.book
+	if b == nil {
+		b = newIssueBook(in.Issues, nil)
+	}
+	decideFilterIssues(b, in, f, now)
+	if in.book == nil {
+		out.Issues, out.IssueItems, out.Notices = b.writes, b.added, b.notices
+	}
 	return out, nil
+}
+
+// decideFilterIssues counts each filter that failed on the event under its
+// consumer's rule issue; a filter that ran resolves it.
+func decideFilterIssues(b *issueBook, in FanOutRead, f FanOut, now time.Time) {
+	e := in.Event
+	for _, fr := range f.Routes {
+		if in.Routed[fr.ConsumerID] {
+			continue
+		}
+		name := in.ConsumerNames[fr.ConsumerID]
+		if fr.Delivery != nil && strings.HasPrefix(fr.Delivery.Error, FilterErrorPrefix) {
+			b.fail(issueFailure{OrgID: e.OrgID, SubjectID: fr.ConsumerID, SubjectName: name, Kind: IssueRule, Cause: CauseFilterError,
+				Error: fr.Delivery.Error, EventID: e.ID, At: now})
+			continue
+		}
+		b.succeed(e.OrgID, IssueRule, fr.ConsumerID, name, now, CauseFilterError)
+	}
 }

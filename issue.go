@@ -1,6 +1,8 @@
 package intake
 
 import (
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -99,4 +101,55 @@ type IssueQuery struct {
 	ConnectionID string
 	Cursor       string
 	Limit        int
+}
+
+// CheckIssueStatus is the rule of an operator's hand on an issue: open ↔
+// acknowledged, either to dismissed (setting the status it has already is
+// no change). Only the issue itself resolves and reopens.
+func CheckIssueStatus(from, to IssueStatus) error {
+	switch to {
+	case IssueOpen, IssueAcknowledged, IssueDismissed:
+	case IssueResolved:
+		return Errorf(EINVALID, "an issue resolves by itself, when its consumer or connection succeeds again; set open, acknowledged or dismissed")
+	default:
+		return Errorf(EINVALID, "status must be open, acknowledged or dismissed, not %q", to)
+	}
+	if from == to {
+		return nil
+	}
+	if from != IssueOpen && from != IssueAcknowledged {
+		return Errorf(EINVALID, "a %s issue cannot be set %s: it reopens by itself when its cause returns", from, to)
+	}
+	return nil
+}
+
+// IssueItemsQuery pages an issue's items, newest first.
+type IssueItemsQuery struct {
+	Cursor string
+	Limit  int
+}
+
+// IssueCursor is the place after an issue in its lists: its last seen
+// time (Unix microseconds) and its id.
+func IssueCursor(i Issue) string { return timedCursor(i.LastSeenAt, i.ID) }
+
+// IssueItemCursor is the place after an item in its issue's items.
+func IssueItemCursor(it IssueItem) string { return timedCursor(it.At, it.EventID+it.MessageID) }
+
+func timedCursor(t time.Time, id string) string {
+	return strconv.FormatInt(t.UnixMicro(), 10) + "_" + id
+}
+
+// ParseTimedCursor reads an IssueCursor or an IssueItemCursor (ok false
+// for ""); EINVALID if it is not one.
+func ParseTimedCursor(c string) (at time.Time, id string, ok bool, err error) {
+	if c == "" {
+		return time.Time{}, "", false, nil
+	}
+	us, id, found := strings.Cut(c, "_")
+	n, perr := strconv.ParseInt(us, 10, 64)
+	if !found || perr != nil || !ValidID(id) {
+		return time.Time{}, "", false, Errorf(EINVALID, "cursor %q is not one this list gave", c)
+	}
+	return time.UnixMicro(n).UTC(), id, true, nil
 }

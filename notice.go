@@ -32,7 +32,8 @@ const (
 
 // NoticeTopics lists every notification topic.
 var NoticeTopics = []string{NoticeMessageDead, NoticeEventDead, NoticeConsumerTripped, NoticeConsumerRecovered,
-	NoticeConsumerDisabled, NoticeSignatureFailures, NoticeStorageQuota, NoticeSchemaChanged}
+	NoticeConsumerDisabled, NoticeSignatureFailures, NoticeStorageQuota, NoticeSchemaChanged,
+	NoticeIssueOpened, NoticeIssueReopened, NoticeIssueResolved}
 
 // NotificationSettings is where an org's operational notifications go.
 type NotificationSettings struct {

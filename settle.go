@@ -76,6 +76,12 @@ type SettleRead struct {
 	Originals map[ConnKey]string
 	// Consumers are the consumers the fan-outs name (absent: deleted).
 	Consumers map[string]ConsumerLane
+	// Issues are the request issues of the messages' connections and the
+	// rule issues of the fan-outs' consumers, in any status;
+	// ConnectionNames and ConsumerNames name their subjects.
+	Issues          []Issue
+	ConnectionNames map[string]string
+	ConsumerNames   map[string]string
 }
 
 // SettleKeys are the keys a store reads for a batch of results.
@@ -150,6 +156,11 @@ type SettleDecision struct {
 	Deliveries []Delivery
 	Moves      []MessageMove
 	Notices    []Notice
+	// Issues are the request issues (and the fan-outs' rule issues) the
+	// results opened, counted, reopened or resolved, each at most once;
+	// IssueItems the messages (and events) they touched.
+	Issues     []IssueWrite
+	IssueItems []IssueItem
 	// WakeEvents: an event waits for a router's fan-out; WakeRoutes: a
 	// route waits, unleased, for a delivery claim.
 	WakeEvents, WakeRoutes bool
@@ -168,10 +179,13 @@ type SettleResult struct {
 // replay naming its original, a repeat of a provider event left out), each
 // fanned out with it when the worker judged its fan-out and the settle
 // found it no subject; a message that settles dead, or ignored for its
-// signature, leaves a notice about its endpoint. A refused result writes
-// nothing, so no subset of a message's events is ever written alone.
+// signature, leaves a notice about its endpoint and counts under its
+// connection's request issue, which a verified request resolves. A refused
+// result writes nothing, so no subset of a message's events is ever
+// written alone.
 func DecideSettlements(in SettleRead, batch []TimedSettlement) SettleDecision {
 	d := SettleDecision{Results: make([]SettleResult, len(batch))}
+	issues := newIssueBook(in.Issues, nil)
 	identities := map[ConnKey]Identity{} // recorded by results before
 	originals := map[ConnKey]string{}    // created by results before
 	settled := map[string]bool{}         // messages moved by results before
@@ -242,7 +256,7 @@ func DecideSettlements(in SettleRead, batch []TimedSettlement) SettleDecision {
 			if judged {
 				e.State, e.Attempt, e.NextAttemptAt = EventPending, 1, time.Time{}
 				f.EventID, f.Attempt = e.ID, 1
-				fo, err := DecideFanOut(FanOutRead{Event: e, Leased: true, Consumers: in.Consumers}, f, r.Now)
+				fo, err := DecideFanOut(FanOutRead{Event: e, Leased: true, Consumers: in.Consumers, ConsumerNames: in.ConsumerNames, book: issues}, f, r.Now)
 				if err != nil {
 					d.Results[i].Err = err
 					out = Settled{}
@@ -283,10 +297,26 @@ func DecideSettlements(in SettleRead, batch []TimedSettlement) SettleDecision {
 		if n, ok := settlementNotice(m, s, r.Now); ok {
 			d.Notices = append(d.Notices, n)
 		}
+		decideRequestIssues(issues, m, in.ConnectionNames[m.ConnectionID], s, r.Now)
 		d.WakeEvents, d.WakeRoutes = d.WakeEvents || part.WakeEvents, d.WakeRoutes || part.WakeRoutes
 		d.Results[i].Settled = out
 	}
+	d.Issues, d.IssueItems = issues.writes, issues.added
+	d.Notices = append(d.Notices, issues.notices...)
 	return d
+}
+
+// decideRequestIssues counts a message whose signature did not verify
+// under its connection's request issue; a verified one (processed, or
+// ignored as a duplicate or a conflict) resolves it.
+func decideRequestIssues(b *issueBook, m SettlingMessage, name string, s Settlement, now time.Time) {
+	switch {
+	case s.To == MessageIgnored && s.Outcome == OutcomeSignature:
+		b.fail(issueFailure{OrgID: m.OrgID, SubjectID: m.ConnectionID, SubjectName: name, Kind: IssueRequest, Cause: CauseSignature,
+			Error: s.ErrorMessage, MessageID: s.MessageID, At: now})
+	case s.To == MessageProcessed, s.To == MessageIgnored:
+		b.succeed(m.OrgID, IssueRequest, m.ConnectionID, name, now)
+	}
 }
 
 // settlementNotice is the notice a settlement leaves, if any: grouped by

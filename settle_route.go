@@ -50,6 +50,12 @@ type RouteSettleRead struct {
 	Counts map[string]RouteCounts
 	// Consumers are the results' consumers (absent: deleted).
 	Consumers map[string]ConsumerLane
+	// ConsumerNames are the results' consumers' names, for their issues.
+	ConsumerNames map[string]string
+	// Issues are the results' consumers' delivery and rule issues, in any
+	// status; IssueItems which of the results' events they hold already.
+	Issues     []Issue
+	IssueItems map[IssueItemKey]bool
 }
 
 // RouteSettleKeys are the rows a store reads for a batch of call results:
@@ -108,6 +114,10 @@ type RouteSettleDecision struct {
 	Disables []AuditEntry
 	Audit    []AuditEntry
 	Notices  []Notice
+	// Issues are the issues the results opened, counted, reopened or
+	// resolved, each at most once; IssueItems the events they touched.
+	Issues     []IssueWrite
+	IssueItems []IssueItem
 	// WakeRoutes: a released lease may let another call go at once (a
 	// max_in_flight slot, the next route of an ordering key, a breaker that
 	// closed).
@@ -118,9 +128,12 @@ type RouteSettleDecision struct {
 // Each result in turn, seeing what those before it decided: a stale call
 // is refused; the delivery is recorded; the route moves by the consumer's
 // retry schedule and the lane by its breaker, each change audited and
-// noticed; the event moves once its routes say so.
+// noticed; the event moves once its routes say so; a failed call counts
+// under its consumer's issue of its cause and a success resolves them
+// (DESIGN §20).
 func DecideRouteSettlements(in RouteSettleRead, batch []TimedRouteSettlement) RouteSettleDecision {
 	d := RouteSettleDecision{Errs: make([]error, len(batch)), Recorded: make([]string, len(batch))}
+	issues := newIssueBook(in.Issues, in.IssueItems)
 	// What the results before have decided, over what was read.
 	events, routes, counts, lanes := map[string]EventState{}, map[RouteKey]Route{}, map[string]RouteCounts{}, map[string]ConsumerLane{}
 	routeAt, eventAt, laneAt := map[RouteKey]int{}, map[string]int{}, map[string]int{}
@@ -147,7 +160,7 @@ func DecideRouteSettlements(in RouteSettleRead, batch []TimedRouteSettlement) Ro
 			c, ok = in.Consumers[s.ConsumerID]
 		}
 		deleted := !ok
-		was, laneMoved := r, false
+		was, laneMoved, laneChange := r, false, ""
 		n, ok := counts[s.EventID]
 		if !ok {
 			n = in.Counts[s.EventID]
@@ -198,6 +211,7 @@ func DecideRouteSettlements(in RouteSettleRead, batch []TimedRouteSettlement) Ro
 			if s.Called {
 				before := c.Lane
 				change := c.Lane.Settle(c.Controls, s.Now, del.Succeeded())
+				laneChange = change
 				// Most calls leave the lane as it was (a success on a
 				// closed breaker): it is written only when it moved.
 				laneMoved = !c.Lane.same(before)
@@ -290,6 +304,9 @@ func DecideRouteSettlements(in RouteSettleRead, batch []TimedRouteSettlement) Ro
 		}
 		if len(part.Deliveries) == 1 {
 			d.Recorded[i] = part.Deliveries[0].Outcome
+			if !deleted {
+				decideCallIssues(issues, r.OrgID, in.ConsumerNames[s.ConsumerID], s, part.Deliveries[0], laneChange)
+			}
 		}
 		d.Deliveries = append(d.Deliveries, part.Deliveries...)
 		d.Disables = append(d.Disables, part.Disables...)
@@ -297,7 +314,32 @@ func DecideRouteSettlements(in RouteSettleRead, batch []TimedRouteSettlement) Ro
 		d.Notices = append(d.Notices, part.Notices...)
 		d.WakeRoutes = d.WakeRoutes || part.WakeRoutes
 	}
+	d.Issues, d.IssueItems = issues.writes, issues.added
+	d.Notices = append(d.Notices, issues.notices...)
 	return d
+}
+
+// decideCallIssues counts a call's failure under its consumer's issue of
+// its cause (a breaker that trips, or a probe that fails, also under
+// "tripped"); a success resolves the consumer's delivery issues, and any
+// call its transform let through resolves its transform's rule issue.
+func decideCallIssues(b *issueBook, orgID, name string, s TimedRouteSettlement, del Delivery, laneChange string) {
+	kind, cause := IssueCause(del)
+	fail := issueFailure{OrgID: orgID, SubjectID: s.ConsumerID, SubjectName: name, Kind: kind, Cause: cause, Error: del.Error,
+		EventID: s.EventID, At: s.Now}
+	if del.Failed() {
+		b.fail(fail)
+		if laneChange == LaneTripped || s.Probe && s.Called {
+			fail.Kind, fail.Cause = IssueDelivery, CauseTripped
+			b.fail(fail)
+		}
+	}
+	if del.Succeeded() {
+		b.succeed(orgID, IssueDelivery, s.ConsumerID, name, s.Now)
+	}
+	if kind != IssueRule && (s.Called || del.Succeeded()) {
+		b.succeed(orgID, IssueRule, s.ConsumerID, name, s.Now, CauseTransformError)
+	}
 }
 
 // moveCounts is n with one route changed from was to now.

@@ -28,6 +28,7 @@ type Store interface {
 	Sessions
 	Notifications
 	EventTypes
+	Issues
 	// Stats counts messages and events by state and finds the oldest due
 	// work, for gauges and alarms.
 	Stats(ctx context.Context, now time.Time) (Stats, error)
@@ -315,6 +316,35 @@ type Sessions interface {
 	SessionByHash(ctx context.Context, idHash []byte, now time.Time) (ConsoleSession, error)
 	// RevokeSession ends a session for every process (sign-out).
 	RevokeSession(ctx context.Context, idHash []byte, at time.Time) error
+}
+
+// Issues keeps the issues the settles decide (DESIGN §20): the route and
+// message settles write them in their own transactions (see
+// RouteSettleDecision.Issues); these are the operator's reads and hand,
+// and the backlog check's reads and writes.
+type Issues interface {
+	// ListIssues lists the issues visible in sc that q selects, the last
+	// seen first (keyset paged on last_seen_at, then id). Lists and counts
+	// leave out the issues of deleted consumers and connections.
+	ListIssues(ctx context.Context, sc Scope, q IssueQuery) (Page[Issue], error)
+	Issue(ctx context.Context, sc Scope, id string) (Issue, error)
+	// IssueItems lists the events (or messages) an issue touched that are
+	// still kept, the last failed first (keyset paged on the failure's
+	// time, then the item's id).
+	IssueItems(ctx context.Context, sc Scope, id string, q IssueItemsQuery) (Page[IssueItem], error)
+	// SetIssueStatus moves an issue by an operator's hand, as
+	// CheckIssueStatus allows (EINVALID otherwise), with its audit entries,
+	// and returns it as it now stands.
+	SetIssueStatus(ctx context.Context, sc Scope, id string, to IssueStatus, at time.Time, audit ...AuditEntry) (Issue, error)
+	// CountOpenIssues counts the open issues visible in sc.
+	CountOpenIssues(ctx context.Context, sc Scope) (int, error)
+	// Backlogs reads, for the backlog check, every consumer whose oldest
+	// due or held waiting route became due before since, and every
+	// backlog issue that is open or acknowledged.
+	Backlogs(ctx context.Context, since time.Time) (BacklogRead, error)
+	// WriteIssues writes issues decided outside a settle (the backlog
+	// check), with their notices, in one transaction.
+	WriteIssues(ctx context.Context, issues []IssueWrite, notices []Notice) error
 }
 
 // Loop is a background loop of the process: the worker, the router, the

@@ -89,6 +89,8 @@ func operations() []operation {
 			Min: ptr(1.0), Max: ptr(float64(intake.MaxPageSize)), Default: intake.DefaultPageSize}),
 		queryParam("cursor", "The `next_cursor` of the previous page.", uuidSchema()),
 	}
+	// The issue lists page on a time and an id.
+	timedPage := []*openapi3.Parameter{page[0], queryParam("cursor", "The `next_cursor` of the previous page.", openapi3.NewStringSchema())}
 	raw := map[string]*openapi3.MediaType{"*/*": {}}
 	// A search, as the events and messages lists take it.
 	search := func(match, q, since string) []*openapi3.Parameter {
@@ -237,6 +239,17 @@ func operations() []operation {
 			status: 201, response: api.SubjectLink{}},
 		{route: "GET /api/v1/replays/{id}", id: "getReplay", summary: "A window replay's progress.",
 			status: 200, response: api.Replay{}},
+		{route: "GET /api/v1/issues", id: "listIssues", summary: "The issues: failures that share one cause, by consumer or connection, the last seen first. `?status=open` leaves out acknowledged ones.",
+			query: append([]*openapi3.Parameter{
+				queryParam("status", "Only issues of this status.", enumSchema(intake.IssueStatuses)),
+				queryParam("kind", "Only issues of this kind.", enumSchema(intake.IssueKinds)),
+				queryParam("consumer_id", "Only this consumer's issues.", uuidSchema()),
+				queryParam("connection_id", "Only this connection's issues.", uuidSchema()),
+			}, timedPage...), status: 200, response: api.List[api.Issue]{}},
+		{route: "GET /api/v1/issues/{id}", id: "getIssue", summary: "An issue with its events (or messages, for a request issue), the last failed first, paged by `cursor`.",
+			query: timedPage, status: 200, response: api.IssueDetail{}},
+		{route: "PATCH /api/v1/issues/{id}", id: "updateIssue", summary: "Acknowledge an issue, open it again or dismiss it (operator); only the issue itself resolves, when its consumer or connection succeeds again.",
+			request: api.UpdateIssueRequest{}, requires: []string{"status"}, status: 200, response: api.Issue{}},
 		{route: "GET /api/v1/audit", id: "listAudit", summary: "The audit log of operator actions, newest first.",
 			query: page, status: 200, response: api.List[api.AuditEntry]{}},
 
@@ -476,6 +489,9 @@ var enums = func() map[string][]string {
 		"Change.kind":                    {"org", "connection", "endpoint", "consumer"},
 		"APIKey.role":                    names(intake.Roles),
 		"CreateKeyRequest.role":          names(intake.Roles),
+		"Issue.kind":                     names(intake.IssueKinds),
+		"Issue.status":                   names(intake.IssueStatuses),
+		"UpdateIssueRequest.status":      {string(intake.IssueOpen), string(intake.IssueAcknowledged), string(intake.IssueDismissed)},
 		// Every code an answer carries; others (stale) are internal.
 		"ErrorDetail.code": {intake.EINVALID, intake.EUNAUTHORIZED, intake.EFORBIDDEN, intake.ENOTFOUND,
 			intake.ECONFLICT, intake.EVERSION, intake.ETOOLARGE, intake.EBUSY, intake.EINTERNAL, intake.EUNAVAILABLE},

@@ -24,6 +24,7 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 	msg := e.ingest(acme, "", http.Header{}, `{"n":1}`)
 	cons := must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, api.CreateConsumerRequest{
 		Name: "billing", App: "billing", URL: "http://127.0.0.1:9/hooks", EventTypes: []string{"*"}})
+	iss := e.seedIssue(acme, cons)
 	must[api.Notifications](e, 200, "PUT", "/api/v1/orgs/"+acme.org.ID+"/notifications", acme.org.APIKey,
 		api.NotificationsRequest{URL: "http://127.0.0.1:9/notify", Topics: []string{intake.NoticeEventDead}})
 	now := e.clock.Now()
@@ -87,6 +88,9 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 		"POST /api/v1/events/{id}/reroute":                     {"/api/v1/events/" + ev.ID + "/reroute", nil, notFound},
 		"POST /api/v1/events/reroute":                          {"/api/v1/events/reroute", api.RerouteRequest{Q: "test"}, emptyList},
 		"GET /api/v1/audit":                                    {"/api/v1/audit", nil, emptyList},
+		"GET /api/v1/issues":                                   {"/api/v1/issues?consumer_id=" + cons.ID, nil, emptyList},
+		"GET /api/v1/issues/{id}":                              {"/api/v1/issues/" + iss.ID, nil, notFound},
+		"PATCH /api/v1/issues/{id}":                            {"/api/v1/issues/" + iss.ID, api.UpdateIssueRequest{Status: "dismissed"}, notFound},
 		"POST /api/v1/keys":                                    {"/api/v1/keys", api.CreateKeyRequest{OrgID: acme.org.ID}, forbidden},
 		"GET /api/v1/keys":                                     {"/api/v1/keys", nil, emptyList},
 		"DELETE /api/v1/keys/{id}":                             {"/api/v1/keys/" + acmeKey, nil, notFound},

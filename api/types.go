@@ -515,3 +515,49 @@ type EventTypeChange struct {
 	To             []string  `json:"to,omitempty"`
 	ExampleEventID string    `json:"example_event_id"`
 }
+
+// Issue is one cause of trouble in one org as the API shows it (DESIGN
+// §20): consumer_id for a delivery, rule or backlog issue, connection_id
+// for a request issue; sample_event_id or sample_message_id alike.
+type Issue struct {
+	ID              string     `json:"id"`
+	OrgID           string     `json:"org_id"`
+	Kind            string     `json:"kind"`
+	Status          string     `json:"status"`
+	ConsumerID      string     `json:"consumer_id,omitempty"`
+	ConnectionID    string     `json:"connection_id,omitempty"`
+	SubjectName     string     `json:"subject_name"`
+	Cause           string     `json:"cause"`
+	Count           int64      `json:"count"`
+	Events          int64      `json:"events"`
+	FirstSeenAt     time.Time  `json:"first_seen_at"`
+	LastSeenAt      time.Time  `json:"last_seen_at"`
+	OpenedAt        time.Time  `json:"opened_at"`
+	AcknowledgedAt  *time.Time `json:"acknowledged_at"`
+	ResolvedAt      *time.Time `json:"resolved_at"`
+	LastError       string     `json:"last_error"`
+	SampleEventID   string     `json:"sample_event_id,omitempty"`
+	SampleMessageID string     `json:"sample_message_id,omitempty"`
+}
+
+// IssueDetail is an issue with a page of the events (or messages) it
+// touched, the last failed first; next_cursor pages on.
+type IssueDetail struct {
+	Issue
+	Items      []IssueItem `json:"items"`
+	NextCursor string      `json:"next_cursor,omitempty"`
+}
+
+// IssueItem is an event (or message) an issue touched, at its last
+// failure.
+type IssueItem struct {
+	EventID   string    `json:"event_id,omitempty"`
+	MessageID string    `json:"message_id,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+// UpdateIssueRequest moves an issue by hand: open, acknowledged or
+// dismissed.
+type UpdateIssueRequest struct {
+	Status string `json:"status"`
+}

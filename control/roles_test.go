@@ -81,6 +81,22 @@ func roleRows(orgID string) []roleRow {
 			_, err := p.ConsumerDeliveries(ctx, c, id, 20)
 			return err
 		}},
+		{"Issues", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.Issues(ctx, c, intake.IssueQuery{})
+			return err
+		}},
+		{"Issue", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.Issue(ctx, c, id, intake.IssueItemsQuery{})
+			return err
+		}},
+		{"CountOpenIssues", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.CountOpenIssues(ctx, c)
+			return err
+		}},
+		{"UpdateIssue", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.UpdateIssue(ctx, c, id, intake.IssueAcknowledged)
+			return err
+		}},
 		{"EventTypes", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			_, err := p.EventTypes(ctx, c, "")
 			return err

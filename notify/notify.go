@@ -487,6 +487,8 @@ func subjectLabel(n Notification) string {
 		return "endpoint " + n.Subject
 	case intake.NoticeStorageQuota:
 		return n.Subject
+	case intake.NoticeIssueOpened, intake.NoticeIssueReopened, intake.NoticeIssueResolved:
+		return "issue " + n.Subject
 	case intake.NoticeSchemaChanged:
 		conn, typ, _ := strings.Cut(n.Subject, "/")
 		return "event type " + typ + " of connection " + conn

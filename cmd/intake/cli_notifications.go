@@ -20,7 +20,7 @@ type NotificationsSetCmd struct {
 	Org      string   `name:"org" help:"Org id (required with the staff token)."`
 	URL      string   `name:"url" aliases:"notify-url" help:"Where signed JSON notifications are posted (Standard Webhooks)."`
 	SlackURL string   `name:"slack-url" help:"A Slack incoming-webhook URL (https) for readable messages."`
-	Topic    []string `name:"topic" sep:"none" help:"A topic to send (message.dead, event.dead, consumer.tripped, consumer.recovered, consumer.disabled, signature.failures, storage.quota, schema.changed); repeat for several."`
+	Topic    []string `name:"topic" sep:"none" help:"A topic to send (message.dead, event.dead, consumer.tripped, consumer.recovered, consumer.disabled, signature.failures, storage.quota, schema.changed, issue.opened, issue.reopened, issue.resolved); repeat for several."`
 	outputFlags
 }
 

@@ -32,6 +32,7 @@ type Client struct {
 	Events        EventsCmd        `cmd:"" help:"Inspect interpreted events."`
 	EventTypes    EventTypesCmd    `cmd:"" name:"event-types" help:"Read the catalog of event types received: counts, inferred JSON Schemas and their drift."`
 	Consumers     ConsumersCmd     `cmd:"" help:"Manage the apps that receive events."`
+	Issues        IssuesCmd        `cmd:"" help:"Read and act on the issues: failures that share one cause, by consumer or connection."`
 	Rules         RulesCmd         `cmd:"" help:"Try a filter or transformation against a stored event before saving it."`
 	Links         LinksCmd         `cmd:"" help:"Link provider objects to the app records they belong to."`
 	Replay        ReplayCmd        `cmd:"" help:"Replay a message, or an endpoint's window of at most 7 days."`

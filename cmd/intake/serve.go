@@ -60,6 +60,7 @@ type ServeCmd struct {
 	Workers           int           `default:"64" env:"INTAKE_WORKERS" help:"Messages processed at once."`
 	IngestFirst       int           `default:"16" env:"INTAKE_INGEST_FIRST" help:"Requests waiting for their commit above which processing holds back to a share of its slots, so ingest keeps the store and the CPU under a burst; 0: never."`
 	Lease             time.Duration `default:"30s" env:"INTAKE_LEASE" help:"How long a processing attempt may run before another worker takes it over."`
+	IssueBacklogAge   time.Duration `default:"15m" env:"INTAKE_ISSUE_BACKLOG_AGE" help:"How long a consumer's oldest due or held event may wait before its backlog is an issue."`
 	BodyRetention     time.Duration `default:"168h" env:"INTAKE_BODY_RETENTION" help:"How long raw bodies are kept (the replay window); an org's own may be shorter, not longer."`
 	Retention         time.Duration `default:"720h" env:"INTAKE_RETENTION" help:"How long messages, events and deliveries are kept; an org's own may be shorter, not longer."`
 	RetentionRate     float64       `default:"1000" env:"INTAKE_RETENTION_RATE" help:"Expired bodies, and expired messages with all that hangs off them, deleted per second at most: a backlog leaves at this pace beside the writes acks wait for."`
@@ -317,6 +318,8 @@ func (c *ServeCmd) Run() error {
 		&control.ReplayRunner{Store: store, Clock: clock, Logger: log},
 		leading{job: "sweeper", lead: lead, loop: sweeper.New(sweeper.Config{Store: store, Clock: clock,
 			BodyRetention: c.BodyRetention, Retention: c.Retention, PerSecond: rate.Limit(c.RetentionRate), Logger: log})},
+		leading{job: "backlog-watch", lead: lead, loop: sweeper.NewBacklogWatch(sweeper.BacklogConfig{Store: store, Clock: clock,
+			Age: c.IssueBacklogAge, Logger: log})},
 		leading{job: "notifier", lead: lead, loop: notify.New(notify.Config{Store: store, Sealer: sealer, Clock: clock,
 			Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: policy, UserAgent: "intake"}),
 			Interval: c.NotifyInterval, Metrics: m, Logger: log})},

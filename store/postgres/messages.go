@@ -396,6 +396,8 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 		b := &pgx.Batch{}
 		for _, q := range []string{
 			`DELETE FROM deliveries WHERE event_id IN (SELECT id FROM events WHERE message_id = ANY($1::uuid[]))`,
+			`DELETE FROM issue_events WHERE item_id IN (SELECT id FROM events WHERE message_id = ANY($1::uuid[]))`,
+			`DELETE FROM issue_events WHERE item_id = ANY($1::uuid[])`,
 			`DELETE FROM routes WHERE event_id IN (SELECT id FROM events WHERE message_id = ANY($1::uuid[]))`,
 			`DELETE FROM events WHERE message_id = ANY($1::uuid[])`,
 			`DELETE FROM message_identities WHERE message_id = ANY($1::uuid[])`,

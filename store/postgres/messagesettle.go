@@ -205,6 +205,7 @@ func queueSettleRead(b *pgx.Batch, batch []intake.TimedSettlement, keys intake.S
 			return nil
 		})
 	queueConsumerLanes(b, keys.Consumers, false, in.Consumers)
+	queueSettleIssues(b, ids, keys.Consumers, in)
 	return in
 }
 
@@ -281,6 +282,7 @@ func queueSettleWrite(b *pgx.Batch, d intake.SettleDecision, s *Store) {
 	if len(d.Moves) > 0 {
 		queueMoves(b, d.Moves)
 	}
+	queueIssueWrites(b, d.Issues, d.IssueItems)
 	for _, n := range d.Notices {
 		queueNotice(b, n)
 	}

@@ -19,7 +19,7 @@ var orgColumn = map[string]string{
 	"audit_log": "org_id", "api_keys": "org_id", "replay_jobs": "org_id", "message_attempts": "org_id",
 	"console_sessions": "org_id", "consumer_lanes": "org_id", "routes": "org_id", "notices": "org_id",
 	"notification_settings": "org_id", "event_types": "org_id", "event_type_hours": "org_id", "event_type_changes": "org_id",
-	"blob_deletes": "org_id",
+	"blob_deletes": "org_id", "issues": "org_id", "issue_events": "org_id",
 }
 
 // appendOnly tables grant an org no UPDATE or DELETE at all.
@@ -45,9 +45,10 @@ func seedEveryTable(t *testing.T, s *Store, o org) {
 	if err != nil || len(routes) != 1 {
 		t.Fatalf("fan-out leased %+v %v", routes, err)
 	}
+	// A failed call opens the consumer's issue, with the event as its item.
 	if _, err := s.SettleRoute(ctx, t0, intake.RouteSettlement{EventID: e.ID, ConsumerID: consumer.ID, Attempt: routes[0].Attempt, Called: true,
 		Delivery: &intake.Delivery{ID: intake.NewID(), OrgID: o.org.ID, EventID: e.ID, ConsumerID: consumer.ID, Attempt: 1,
-			Outcome: intake.DeliveryHandled, StatusCode: 200, At: t0}}, intake.DefaultBackoff); err != nil {
+			Outcome: intake.DeliveryRetry, StatusCode: 500, Error: "consumer answered 500", At: t0}}, intake.DefaultBackoff); err != nil {
 		t.Fatal(err)
 	}
 	// The objects of deleted bodies are recorded as their bodies go.

@@ -78,6 +78,7 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) (int
 		})
 		p.b.Queue(routeCountsSQL, f.EventID).QueryRow(func(row pgx.Row) error { return scanCounts(row, &in.Counts) })
 		queueConsumerLanes(p.b, consumers, false, in.Consumers)
+		queueFanOutIssues(p.b, consumers, &in)
 		if err := p.flush(ctx); err != nil {
 			return err
 		}
@@ -90,6 +91,10 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) (int
 		}
 		queueRoutes(p.b, out.Routes)
 		queueDeliveries(p.b, out.Deliveries)
+		queueIssueWrites(p.b, out.Issues, out.IssueItems)
+		for _, n := range out.Notices {
+			queueNotice(p.b, n)
+		}
 		p.b.Queue(`UPDATE events SET state = $2, next_attempt_at = NULL, lease_until = NULL WHERE id = $1`, f.EventID, string(out.State))
 		if out.Wake {
 			p.b.Queue(`SELECT pg_notify($1, $2)`, channels[intake.TopicRoutes], s.instance)

@@ -111,7 +111,9 @@ func (s *Store) settleRouteBatch(ctx context.Context, batch []routeSettleRequest
 			return err
 		}
 		d = intake.DecideRouteSettlements(*read, in)
-		if len(d.Lanes) > 0 && !lockLanes {
+		// Issues move under the lanes' locks too: the settles of one
+		// consumer then decide its issues one after another.
+		if (len(d.Lanes) > 0 || len(d.Issues) > 0) && !lockLanes {
 			return errLaneMoved
 		}
 		queueCallWrite(p, d, s)
@@ -167,6 +169,7 @@ func queueCallRead(b *pgx.Batch, batch []intake.TimedRouteSettlement, lockLanes 
 		return rows.Err()
 	})
 	queueConsumerLanes(b, consumers, lockLanes, in.Consumers)
+	queueCallIssues(b, consumers, eventIDs, lockLanes, in)
 	b.Queue(`SELECT event_id::text, count(*), count(*) FILTER (WHERE state = 'waiting'),
 		count(*) FILTER (WHERE state = 'waiting' AND last_error <> ''), count(*) FILTER (WHERE state = 'filtered'),
 		count(*) FILTER (WHERE state = 'dead'), count(*) FILTER (WHERE state = 'dropped')
@@ -227,6 +230,7 @@ func queueCallWrite(p *pipeTx, d intake.RouteSettleDecision, s *Store) {
 		b.Queue(`INSERT INTO audit_log (id, org_id, actor, action, target_type, target_id, detail, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			a.ID, nullID(a.OrgID), text(a.Actor), text(a.Action), text(a.TargetType), text(a.TargetID), text(a.Detail), ts(a.At))
 	}
+	queueIssueWrites(b, d.Issues, d.IssueItems)
 	for _, n := range d.Notices {
 		queueNotice(b, n)
 	}

@@ -335,6 +335,8 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 		in := "(?" + strings.Repeat(", ?", len(ids)-1) + ")"
 		for _, q := range []string{
 			`DELETE FROM deliveries WHERE event_id IN (SELECT id FROM events WHERE message_id IN ` + in + `)`,
+			`DELETE FROM issue_events WHERE item_id IN (SELECT id FROM events WHERE message_id IN ` + in + `)`,
+			`DELETE FROM issue_events WHERE item_id IN ` + in,
 			`DELETE FROM routes WHERE event_id IN (SELECT id FROM events WHERE message_id IN ` + in + `)`,
 			`DELETE FROM events WHERE message_id IN ` + in,
 			`DELETE FROM message_identities WHERE message_id IN ` + in,

@@ -223,8 +223,10 @@ func readSettle(ctx context.Context, tx *wtx, batch []intake.TimedSettlement, ke
 	}); err != nil {
 		return in, err
 	}
-	in.Consumers, err = readConsumerLanes(ctx, tx, keys.Consumers)
-	return in, err
+	if in.Consumers, err = readConsumerLanes(ctx, tx, keys.Consumers); err != nil {
+		return in, err
+	}
+	return in, readSettleIssues(ctx, tx, keys.Consumers, &in)
 }
 
 // readConsumerLanes reads the consumers that are not deleted, with their
@@ -373,6 +375,9 @@ func writeSettle(ctx context.Context, tx *wtx, d intake.SettleDecision) error {
 	if err := exec(ctx, tx, recordAttemptsSQL, attempts); err != nil {
 		return err
 	}
+	if err := writeIssues(ctx, tx, d.Issues, d.IssueItems); err != nil {
+		return err
+	}
 	return insertNotices(ctx, tx, d.Notices)
 }
 
@@ -477,8 +482,10 @@ func readCalls(ctx context.Context, tx *wtx, batch []intake.TimedRouteSettlement
 		return in, err
 	}
 	var err error
-	in.Consumers, err = readConsumerLanes(ctx, tx, consumers)
-	return in, err
+	if in.Consumers, err = readConsumerLanes(ctx, tx, consumers); err != nil {
+		return in, err
+	}
+	return in, readCallIssues(ctx, tx, consumers, events, &in)
 }
 
 const (
@@ -550,6 +557,9 @@ func writeCalls(ctx context.Context, tx *wtx, d intake.RouteSettleDecision) erro
 	if err := exec(ctx, tx, insertAuditSQL, rows); err != nil {
 		return err
 	}
+	if err := writeIssues(ctx, tx, d.Issues, d.IssueItems); err != nil {
+		return err
+	}
 	return insertNotices(ctx, tx, d.Notices)
 }
 
@@ -594,7 +604,16 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) (int
 		if in.Consumers, err = readConsumerLanes(ctx, tx, consumers); err != nil {
 			return err
 		}
+		if err := readFanOutIssues(ctx, tx, consumers, &in); err != nil {
+			return err
+		}
 		if out, err = intake.DecideFanOut(in, f, now); err != nil {
+			return err
+		}
+		if err := writeIssues(ctx, tx, out.Issues, out.IssueItems); err != nil {
+			return err
+		}
+		if err := insertNotices(ctx, tx, out.Notices); err != nil {
 			return err
 		}
 		if err := insertRoutes(ctx, tx, out.Routes); err != nil {
