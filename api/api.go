@@ -171,6 +171,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/issues", s.listIssues)
 	s.handle("GET /api/v1/issues/{id}", s.getIssue)
 	s.handle("PATCH /api/v1/issues/{id}", s.updateIssue)
+	s.handle("POST /api/v1/issues/{id}/retry", s.retryIssue)
 	s.handle("GET /api/v1/audit", s.listAudit)
 	s.handle("POST /api/v1/keys", s.createKey)
 	s.handle("GET /api/v1/keys", s.listKeys)

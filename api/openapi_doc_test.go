@@ -250,6 +250,8 @@ func operations() []operation {
 			query: timedPage, status: 200, response: api.IssueDetail{}},
 		{route: "PATCH /api/v1/issues/{id}", id: "updateIssue", summary: "Acknowledge an issue, open it again or dismiss it (operator); only the issue itself resolves, when its consumer or connection succeeds again.",
 			request: api.UpdateIssueRequest{}, requires: []string{"status"}, status: 200, response: api.Issue{}},
+		{route: "POST /api/v1/issues/{id}/retry", id: "retryIssue", summary: "Retry now (operator): every event of a delivery or rule issue still waiting for its consumer (a backlog issue: the consumer's whole backlog), at most 10 000, becomes due now, spending no attempt. A request issue is 409: its messages are replayed, not retried. Answers how many events were made due; with `dry_run` nothing changes and `items` lists the first 20.",
+			request: api.RetryRequest{}, bodyOptional: true, status: 200, response: api.Retried{}},
 		{route: "GET /api/v1/audit", id: "listAudit", summary: "The audit log of operator actions, newest first.",
 			query: page, status: 200, response: api.List[api.AuditEntry]{}},
 

@@ -39,14 +39,28 @@ func (s *Server) retryConsumer(w http.ResponseWriter, r *http.Request, who contr
 	return s.retry(w, r, who, intake.RetrySelection{ConsumerID: id})
 }
 
+func (s *Server) retryIssue(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	return s.answerRetry(w, r, func(dryRun bool) (intake.Retried, error) { return s.ctl.RetryIssue(r.Context(), who, id, dryRun) })
+}
+
 func (s *Server) retry(w http.ResponseWriter, r *http.Request, who control.Caller, sel intake.RetrySelection) error {
+	return s.answerRetry(w, r, func(dryRun bool) (intake.Retried, error) { return s.ctl.Retry(r.Context(), who, sel, dryRun) })
+}
+
+// answerRetry reads a retry's optional {dry_run}, runs it and answers
+// {count} (and, for a dry run, the first items).
+func (s *Server) answerRetry(w http.ResponseWriter, r *http.Request, run func(dryRun bool) (intake.Retried, error)) error {
 	var req RetryRequest
 	if r.ContentLength != 0 {
 		if err := decode(w, r, &req); err != nil {
 			return err
 		}
 	}
-	res, err := s.ctl.Retry(r.Context(), who, sel, req.DryRun)
+	res, err := run(req.DryRun)
 	if err != nil {
 		return err
 	}

@@ -100,3 +100,64 @@ func (p *Plane) UpdateIssue(ctx context.Context, c Caller, id string, to intake.
 	return p.store.SetIssueStatus(ctx, c.Scope, id, to, p.now(),
 		p.entry(c, i.OrgID, action, "issue", id, string(i.Kind), " issue of ", i.SubjectName, ": ", i.Cause, " ", i.Status, " → ", to))
 }
+
+// RetryIssue makes every retrying or held event of an issue due now
+// (DESIGN §20), as Retry does for a consumer's: a delivery or rule issue's
+// events that still wait for its consumer, a backlog issue's whole backlog.
+// A request issue's messages are not retried but replayed (ECONFLICT
+// naming how).
+func (p *Plane) RetryIssue(ctx context.Context, c Caller, id string, dryRun bool) (intake.Retried, error) {
+	if err := c.may(intake.RoleOperator); err != nil {
+		return intake.Retried{}, err
+	}
+	if err := intake.CheckID("id", id); err != nil {
+		return intake.Retried{}, err
+	}
+	i, err := p.store.Issue(ctx, c.Scope, id)
+	if err != nil {
+		return intake.Retried{}, err
+	}
+	sel := intake.RetrySelection{ConsumerID: i.ConsumerID, IssueID: i.ID}
+	switch i.Kind {
+	case intake.IssueRequest:
+		return intake.Retried{}, intake.Errorf(intake.ECONFLICT, "issue %s is about requests to a connection, which are not retried: "+
+			"replay its messages once the connection's secret is right (POST /api/v1/messages/replay, or the message's Replay)", i.ID)
+	case intake.IssueBacklog:
+		// The backlog is every event waiting for the consumer.
+	default:
+		ids, err := p.issueEvents(ctx, c, i.ID)
+		if err != nil {
+			return intake.Retried{}, err
+		}
+		if len(ids) == 0 {
+			return intake.Retried{Items: []intake.Event{}}, nil
+		}
+		sel.EventIDs = ids
+	}
+	return p.Retry(ctx, c, sel, dryRun)
+}
+
+// issueEvents lists the ids of an issue's events still kept, the last
+// failed first, at most the bulk bound.
+func (p *Plane) issueEvents(ctx context.Context, c Caller, id string) ([]string, error) {
+	var ids []string
+	q := intake.IssueItemsQuery{Limit: intake.MaxPageSize}
+	for len(ids) < p.budgets.bulkMax {
+		page, err := budgeted(ctx, p, c, func(ctx context.Context) (intake.Page[intake.IssueItem], error) {
+			return p.store.IssueItems(ctx, c.Scope, id, q)
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range page.Items {
+			if it.EventID != "" && len(ids) < p.budgets.bulkMax {
+				ids = append(ids, it.EventID)
+			}
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		q.Cursor = page.NextCursor
+	}
+	return ids, nil
+}

@@ -218,3 +218,51 @@ func TestAnIssuesRetryTakesItsEventsOfItsConsumerAndIsAuditedAsTheIssues(t *test
 		t.Fatalf("a retry of 10 001 events: %v", err)
 	}
 }
+
+// TestRetryingAnIssueMakesItsWaitingEventsDueNow: the delivery issue the
+// settles opened lists its events; its retry (a dry run first, which
+// changes nothing) makes them due at once; a viewer may not, another
+// org's issue is not found.
+func TestRetryingAnIssueMakesItsWaitingEventsDueNow(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	app, cons := e.consumerWith(t, 500, intake.Controls{Retry: intake.RetryPolicy{Attempts: 5, Base: time.Hour}})
+	e.receive(t, "d-1")
+	e.receive(t, "d-2")
+	e.settle(t)
+	sc := intake.Scope{OrgID: e.org.ID}
+	issues, err := e.ctl.Issues(ctx, as(sc), intake.IssueQuery{ConsumerID: cons.ID})
+	if err != nil || len(issues.Items) != 1 || issues.Items[0].Events != 2 {
+		t.Fatalf("issues = %+v, %v; want one of 2 events", issues.Items, err)
+	}
+	issue := issues.Items[0]
+	viewer := control.Caller{Scope: sc, Actor: "test", Role: intake.RoleViewer}
+	stranger := control.Caller{Scope: intake.Scope{OrgID: intake.NewID()}, Actor: "test", Role: intake.RoleAdmin}
+	if _, err := e.ctl.RetryIssue(ctx, viewer, issue.ID, false); intake.ErrorCode(err) != intake.EFORBIDDEN {
+		t.Fatalf("a viewer's retry of an issue: %v", err)
+	}
+	if _, err := e.ctl.RetryIssue(ctx, stranger, issue.ID, false); intake.ErrorCode(err) != intake.ENOTFOUND {
+		t.Fatalf("another org's retry of the issue: %v", err)
+	}
+	app.answer(200)
+	dry, err := e.ctl.RetryIssue(ctx, as(sc), issue.ID, true)
+	if err != nil || dry.Count != 2 || len(dry.Items) != 2 {
+		t.Fatalf("dry run = %+v, %v", dry, err)
+	}
+	e.settle(t)
+	if n := len(app.envelopes()); n != 2 {
+		t.Fatalf("after a dry run %d calls, want the 2 first ones", n)
+	}
+	r, err := e.ctl.RetryIssue(ctx, as(sc), issue.ID, false)
+	if err != nil || r.Count != 2 {
+		t.Fatalf("retry = %+v, %v", r, err)
+	}
+	e.settle(t)
+	if delivered := events(t, e, intake.EventFilter{State: intake.EventDelivered}); len(delivered) != 2 || len(app.envelopes()) != 4 {
+		t.Fatalf("%d delivered after %d calls; want both, within the hour's backoff", len(delivered), len(app.envelopes()))
+	}
+	got, err := e.ctl.Issue(ctx, as(sc), issue.ID, intake.IssueItemsQuery{})
+	if err != nil || got.Status != intake.IssueResolved {
+		t.Fatalf("the issue after its events were delivered: %s, %v; want resolved", got.Status, err)
+	}
+}

@@ -15,6 +15,7 @@ type IssuesCmd struct {
 	Show    IssuesShowCmd    `cmd:"" help:"Show an issue with the events (or messages) it touched, the last failed first."`
 	Ack     IssuesStatusCmd  `cmd:"" help:"Acknowledge an issue: it keeps counting, sends no notice but its resolution, and leaves the open list."`
 	Dismiss IssuesDismissCmd `cmd:"" help:"Dismiss an issue; it reopens if its cause returns."`
+	Retry   IssuesRetryCmd   `cmd:"" help:"Retry now: every event of the issue still waiting for its consumer becomes due now (no attempt spent); --dry-run to see them first."`
 }
 
 // IssuesListCmd lists issues.

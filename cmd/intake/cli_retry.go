@@ -33,6 +33,18 @@ func (c *ConsumersRetryCmd) Run(cl *Client) error {
 	return cl.retry(c.outputFlags, idPath("/api/v1/consumers", c.ID, "/retry"), c.DryRun)
 }
 
+// IssuesRetryCmd makes an issue's waiting events due now.
+type IssuesRetryCmd struct {
+	outputFlags
+	ID     string `arg:"" help:"Issue id."`
+	DryRun bool   `name:"dry-run" help:"Change nothing; print the count and the first events that would be made due."`
+}
+
+// Run retries the issue's waiting events.
+func (c *IssuesRetryCmd) Run(cl *Client) error {
+	return cl.retry(c.outputFlags, idPath("/api/v1/issues", c.ID, "/retry"), c.DryRun)
+}
+
 // retry posts a retry now and prints how many events it made due and,
 // for a dry run, the first of them.
 func (cl *Client) retry(f outputFlags, path string, dryRun bool) error {

@@ -22,6 +22,14 @@ func TestCLIRetryNowPrintsTheCountAndADryRunTheFirstEvents(t *testing.T) {
 		!strings.HasPrefix(lines[2], ev.ID+" ") || !strings.Contains(lines[2], "retrying") {
 		t.Fatalf("consumers retry --dry-run:\n%s", out)
 	}
+	issues := decodeOut[api.List[api.Issue]](t, s.mustRunJSON(t, acme.org.APIKey, "issues", "list", "--consumer", c.ID))
+	if len(issues.Items) != 1 {
+		t.Fatalf("issues of the consumer: %+v", issues.Items)
+	}
+	out = s.mustRun(t, acme.org.APIKey, "issues", "retry", issues.Items[0].ID, "--dry-run")
+	if !strings.HasPrefix(out, "dry run: 1 event would be made due now\n") || !strings.Contains(out, ev.ID) {
+		t.Fatalf("issues retry --dry-run:\n%s", out)
+	}
 	if out := s.mustRun(t, acme.org.APIKey, "events", "retry", ev.ID); out != "1 event made due now\n" {
 		t.Fatalf("events retry: %q", out)
 	}
