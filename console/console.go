@@ -67,6 +67,8 @@ type Console struct {
 	pages     map[string]*template.Template
 	mux       *http.ServeMux
 	overviews overviewCache
+	// openIssues keeps the nav's count of open issues.
+	openIssues openIssueCounts
 }
 
 // New returns the console for cfg.
@@ -138,6 +140,10 @@ func (c *Console) routes() {
 	c.action("POST /console/logout", c.logout)
 
 	c.page("GET /console/{$}", c.overview)
+	c.page("GET /console/issues", c.issues)
+	c.page("GET /console/issues/{id}", c.issue)
+	c.action("POST /console/issues/{id}/status", c.setIssueStatus)
+	c.action("POST /console/issues/{id}/retry", c.retryIssue)
 	c.page("GET /console/messages", c.messages)
 	c.page("GET /console/messages/{id}", c.message)
 	c.page("GET /console/messages/{id}/body", c.messageBody)

@@ -685,7 +685,7 @@ func TestDeadLettersNameTheConsumerAndItsLastError(t *testing.T) {
 		}
 	}
 	p = b.get("/console/")
-	if !strings.Contains(p.body, "1 event is dead: calls to a consumer failed until its attempts ran out.") {
+	if !strings.Contains(p.body, "Consumer failing: consumer answered 5xx: 1 failure over 1 event") {
 		t.Fatalf("the overview's alarm for the dead event:\n%s", p.body)
 	}
 	p = b.get("/console/events/" + m.EventIDs[0])

@@ -57,8 +57,16 @@ func TestAFailingConsumerShowsItsRetryAndNextAttempt(t *testing.T) {
 	if list := b.get("/console/consumers").body; !strings.Contains(list, `<span class="state state-failing">failing</span>`) {
 		t.Errorf("the consumers list does not say the consumer is failing:\n%s", section(list, `id="consumers"`))
 	}
-	if o := b.get("/console/").body; !strings.Contains(o, `id="retrying-events">1<`) || !strings.Contains(o, "1 event is retrying") {
-		t.Errorf("the overview does not count the event retrying:\n%s", o)
+	// The overview counts the event retrying, and its alarm is the issue
+	// the failed call opened, naming the consumer; the Issues page lists it
+	// and the nav counts it.
+	o := b.get("/console/").body
+	if !strings.Contains(o, `id="retrying-events">1<`) || !strings.Contains(o, "Consumer billing: consumer answered 5xx: 1 failure over 1 event") {
+		t.Errorf("the overview does not count the event retrying and name the consumer's issue:\n%s", o)
+	}
+	issues := b.get("/console/issues").body
+	if !strings.Contains(issues, "Consumer billing: consumer answered 5xx") || !strings.Contains(issues, `title="open issues">1<`) {
+		t.Errorf("the Issues page does not list the issue, or the nav does not count it:\n%s", section(issues, "<nav"))
 	}
 }
 

@@ -41,7 +41,10 @@ type overviewView struct {
 	OldestDueCall       time.Time
 	OldestDueCallee     string
 	OldestDueCalleeName string
-	Alarms              []alarm
+	// Issues are the first open issues, OpenIssues how many are open.
+	Issues     []intake.Issue
+	OpenIssues int
+	Alarms     []alarm
 }
 
 // hourCounts is where one hour's messages stand now.
@@ -105,12 +108,30 @@ func (c *Console) computeOverview(ctx context.Context, s *session, now time.Time
 			v.OldestDueCalleeName = cs.Name
 		}
 	}
-	v.Alarms = alarms(v, now, o.QueuedBefore, s.staff)
+	open, err := c.ctl.Issues(ctx, s.caller(), intake.IssueQuery{Status: intake.IssueOpen, Limit: maxIssueAlarms})
+	if err != nil {
+		return v, err
+	}
+	v.Issues = open.Items
+	v.OpenIssues = len(open.Items)
+	if open.NextCursor != "" {
+		if v.OpenIssues, err = c.ctl.CountOpenIssues(ctx, s.caller()); err != nil {
+			return v, err
+		}
+	}
+	v.Alarms = alarms(v, now, o.QueuedBefore)
 	return v, nil
 }
 
-// alarms are the conditions an operator should act on, worst first.
-func alarms(v overviewView, now time.Time, stalledQueued int, staff bool) []alarm {
+// maxIssueAlarms is how many open issues the overview names; a link to
+// the Issues page counts the rest.
+const maxIssueAlarms = 10
+
+// alarms are the conditions an operator should act on, worst first: work
+// intake itself is not taking (its workers or routers stopped), then the
+// open issues by name, then the messages that failed processing, which no
+// consumer's or connection's issue holds.
+func alarms(v overviewView, now time.Time, stalledQueued int) []alarm {
 	var out []alarm
 	if !v.OldestDue.IsZero() && now.Sub(v.OldestDue) > stalledAfter {
 		out = append(out, alarm{"bad", fmt.Sprintf("Messages are waiting: the oldest has been due for %s. Are the workers running?",
@@ -128,23 +149,12 @@ func alarms(v overviewView, now time.Time, stalledQueued int, staff bool) []alar
 		out = append(out, alarm{"bad", fmt.Sprintf("%d messages have been queued for over %s. Are the workers running?",
 			stalledQueued, roughly(stalledAfter)), "/console/messages?state=queued"})
 	}
+	out = append(out, issueAlarms(v.Issues, maxIssueAlarms)...)
+	if more := v.OpenIssues - min(len(v.Issues), maxIssueAlarms); more > 0 {
+		out = append(out, alarm{"warn", count(more, "more issue is open.", "more issues are open."), "/console/issues?status=open"})
+	}
 	if v.Totals.Dead > 0 {
 		out = append(out, alarm{"bad", count(v.Totals.Dead, "message received in the last 24 h is dead.", "messages received in the last 24 h are dead."), "/console/dead"})
-	}
-	if v.DeadEvents.Count > 0 {
-		out = append(out, alarm{"bad", count(v.DeadEvents.Count, "event is", "events are") +
-			" dead: calls to a consumer failed until its attempts ran out.", "/console/dead"})
-	}
-	if v.Retrying.Count > 0 {
-		out = append(out, alarm{"warn", count(v.Retrying.Count, "event is", "events are") +
-			" retrying: a consumer's call failed and its next attempt is scheduled.", "/console/events?state=retrying"})
-	}
-	if v.NoConsumer.Count > 0 {
-		link := "/console/events?state=no_consumer"
-		if staff {
-			link = "/console/unclaimed"
-		}
-		out = append(out, alarm{"warn", count(v.NoConsumer.Count, "event", "events") + " matched no consumer.", link})
 	}
 	for _, st := range v.States {
 		if st.State == string(intake.MessageFailed) && st.Count > 0 {

@@ -9,28 +9,41 @@ import (
 	"github.com/intakehq/intake"
 )
 
-func TestAlarmsCountEventsRetryingAndSayDeadEventsTruly(t *testing.T) {
+func TestTheAlarmsAreTheOpenIssuesByNameAndWhatIntakeIsNotTaking(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	orders := intake.Issue{ID: "i1", Kind: intake.IssueDelivery, ConsumerID: "c1", SubjectName: "orders", Cause: "consumer answered 5xx",
+		Count: 13, Events: 5, LastSeenAt: now.Add(-time.Minute)}
+	stripe := intake.Issue{ID: "i2", Kind: intake.IssueRequest, ConnectionID: "k1", SubjectName: "stripe live", Cause: "signature does not verify",
+		Count: 1, Events: 1, LastSeenAt: now.Add(-time.Hour)}
+	rules := intake.Issue{ID: "i3", Kind: intake.IssueRule, ConsumerID: "c2", SubjectName: "crm", Cause: "transform error", Count: 2, Events: 2}
 	cases := []struct {
 		name string
 		v    overviewView
 		want []string
 	}{
 		{"nothing", overviewView{}, nil},
-		{"one of each", overviewView{DeadEvents: stateCount{Count: 1}, Retrying: stateCount{Count: 1}, Totals: hourCounts{Dead: 1}},
-			[]string{"1 message received in the last 24 h is dead.",
-				"1 event is dead: calls to a consumer failed until its attempts ran out.",
-				"1 event is retrying: a consumer's call failed and its next attempt is scheduled."}},
-		{"several", overviewView{Retrying: stateCount{Count: 3}, NoConsumer: stateCount{Count: 2}},
-			[]string{"3 events are retrying: a consumer's call failed and its next attempt is scheduled.", "2 events matched no consumer."}},
+		{"counts alone are not alarms", overviewView{DeadEvents: stateCount{Count: 1}, Retrying: stateCount{Count: 3}, NoConsumer: stateCount{Count: 2}}, nil},
+		{"issues, the delivery and request ones first", overviewView{Issues: []intake.Issue{rules, orders, stripe}, OpenIssues: 3},
+			[]string{"/console/issues/i1 Consumer orders: consumer answered 5xx: 13 failures over 5 events",
+				"/console/issues/i2 Connection stripe live: signature does not verify: 1 failure over 1 event",
+				"/console/issues/i3 Consumer crm's rules: transform error: 2 failures over 2 events"}},
+		{"more open than named", overviewView{Issues: []intake.Issue{orders}, OpenIssues: 12},
+			[]string{"/console/issues/i1 Consumer orders: consumer answered 5xx", "/console/issues?status=open 11 more issues are open."}},
+		{"a stalled call names its consumer", overviewView{OldestDueCall: now.Add(-3 * time.Minute), OldestDueCallee: "c1", OldestDueCalleeName: "orders",
+			Totals: hourCounts{Dead: 1}},
+			[]string{"/console/consumers/c1 Calls to consumer orders are waiting: the oldest has been due for 3m.",
+				"/console/dead 1 message received in the last 24 h is dead."}},
 	}
 	for _, c := range cases {
-		var got []string
-		for _, a := range alarms(c.v, now, 0, false) {
-			got = append(got, a.Text)
+		got := alarms(c.v, now, 0)
+		if len(got) != len(c.want) {
+			t.Errorf("%s: %d alarms %+v, want %d", c.name, len(got), got, len(c.want))
+			continue
 		}
-		if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
-			t.Errorf("%s: alarms\n%s\nwant\n%s", c.name, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+		for i, a := range got {
+			if line := a.Link + " " + a.Text; !strings.HasPrefix(line, c.want[i]) {
+				t.Errorf("%s: alarm %d is %q, want it to start %q", c.name, i, line, c.want[i])
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -22,7 +23,8 @@ import (
 // pageNames are the templates under templates/, each rendered inside
 // layout.html.
 var pageNames = []string{"login", "signed-in", "error", "overview", "messages", "message", "events", "event", "unclaimed",
-	"dead", "endpoints", "connections", "consumers", "consumer", "connection", "notifications", "event-types", "event-type"}
+	"dead", "endpoints", "connections", "consumers", "consumer", "connection", "notifications", "event-types", "event-type",
+	"issues", "issue"}
 
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
@@ -45,7 +47,10 @@ type view struct {
 	CSRF    string
 	Flash   string
 	Data    any
-	who     control.Caller
+	// OpenIssues is the count of open issues the nav shows (-1: none
+	// could be read).
+	OpenIssues int
+	who        control.Caller
 }
 
 // Can reports whether the session may do what needs at least role
@@ -61,9 +66,15 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, sta
 	if name == "overview" || name == "dead" || name == "unclaimed" {
 		v.Nav = name
 	}
+	if name == "issue" {
+		v.Nav = "issues"
+	}
 	if s != nil {
 		v.Signed, v.Staff, v.OrgName, v.Role, v.Actor, v.CSRF = true, s.staff, s.orgName, s.Role, s.Actor, c.sessions.csrf(s)
 		v.who = s.caller()
+		v.OpenIssues = c.openIssues.get(r.Context(), s.scope(), c.clock.Now(), func(ctx context.Context) (int, error) {
+			return c.ctl.CountOpenIssues(ctx, s.caller())
+		})
 	}
 	var buf bytes.Buffer
 	if err := c.pages[name].Execute(&buf, v); err != nil {
@@ -100,6 +111,9 @@ var flashes = map[string]string{
 	"controls-saved":      "Delivery controls saved: they apply to the next calls, on every process.",
 	"secret-adopted":      "The connection now verifies with this handshake's secret.",
 	"secret-known":        "The connection already had this handshake's secret.",
+	"issue-acknowledged":  "Acknowledged: the issue keeps counting, sends no notice but its resolution, and leaves the open list.",
+	"issue-open":          "Reopened: the issue is open again.",
+	"issue-dismissed":     "Dismissed: the issue reopens if its cause returns.",
 }
 
 func flash(r *http.Request) string {
@@ -126,6 +140,7 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05")
 	},
 	"ago":        ago,
+	"issueTitle": issueTitle,
 	"stateClass": func(state any) string { return "state state-" + fmt.Sprint(state) },
 	"dash": func(s string) string {
 		if s == "" {

@@ -74,6 +74,14 @@ func TestConsolePagesFitAPhoneAndADesktop(t *testing.T) {
 	if len(conns.Items) > 0 {
 		pages = append(pages, "/console/connections/"+conns.Items[0].ID)
 	}
+	var issues struct {
+		Items []struct{ ID string } `json:"items"`
+	}
+	s.api(t, "GET", "/api/v1/issues?status=open", nil, &issues)
+	if len(issues.Items) != 1 {
+		t.Fatalf("open issues: %+v, want the consumer's", issues.Items)
+	}
+	pages = append(pages, "/console/issues", "/console/issues/"+issues.Items[0].ID)
 
 	tab := browserTab(t)
 	for _, who := range []struct{ name, token string }{{"acme's admin", acme.key}, {"staff", staffToken}} {
@@ -93,6 +101,20 @@ func TestConsolePagesFitAPhoneAndADesktop(t *testing.T) {
 				if len(bad) > 0 {
 					t.Errorf("%s, %s at %d px: %v", who.name, path, width, bad)
 				}
+			}
+		}
+		// Every alarm of the overview leads to a page with rows, never to an
+		// empty list or an error.
+		step(t, tab, "open the overview", chromedp.Navigate(s.url+"/console/"), chromedp.WaitVisible(chromedp.CSS("main h1")))
+		links := read(t, tab, "alarm links", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll(".alarms a")).map(a => a.getAttribute("href"))`))
+		if len(links) == 0 {
+			t.Errorf("%s: the overview raises no alarm for a consumer answering 500", who.name)
+		}
+		for _, link := range links {
+			step(t, tab, "follow "+link, chromedp.Navigate(s.url+link), chromedp.WaitVisible(chromedp.CSS("main h1")))
+			rows := read(t, tab, "rows", chromedp.Evaluate[int](`document.querySelectorAll("main section.notice").length ? -1 : document.querySelectorAll("main table tbody tr, main table tr").length`))
+			if rows <= 0 {
+				t.Errorf("%s: the alarm's link %s leads to no rows (%d)", who.name, link, rows)
 			}
 		}
 		step(t, tab, "sign out", chromedp.Click(chromedp.ID("sign-out")), chromedp.WaitVisible(chromedp.ID("token")))
