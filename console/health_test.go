@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,30 @@ func TestAFailingConsumerShowsItsRetryAndNextAttempt(t *testing.T) {
 	issues := b.get("/console/issues").body
 	if !strings.Contains(issues, "Consumer billing: consumer answered 5xx") || !strings.Contains(issues, `title="open issues">1<`) {
 		t.Errorf("the Issues page does not list the issue, or the nav does not count it:\n%s", section(issues, "<nav"))
+	}
+
+	// Acknowledged from its page, it leaves the open list and the nav's
+	// count; reopened, it is back.
+	list := apiCall[api.List[api.Issue]](e, acme.org.APIKey, "GET", "/api/v1/issues?status=open", nil)
+	if len(list.Items) != 1 {
+		t.Fatalf("open issues %+v", list.Items)
+	}
+	id := list.Items[0].ID
+	if p := b.get("/console/issues/" + id).body; !strings.Contains(p, `id="retry"`) || !strings.Contains(p, `id="set-acknowledged"`) {
+		t.Fatalf("the issue's page lacks its actions:\n%s", section(p, "<main"))
+	}
+	if p := b.post("/console/issues/"+id+"/status", url.Values{"csrf": {b.csrf()}, "status": {"acknowledged"}}); p.status != 303 {
+		t.Fatalf("acknowledging answered %d: %s", p.status, p.body)
+	}
+	if p := b.get("/console/issues/" + id).body; !strings.Contains(p, `id="status">acknowledged<`) || strings.Contains(p, `title="open issues"`) {
+		t.Errorf("after acknowledging, the page reads:\n%s", section(p, "<nav"))
+	}
+	if p := b.get("/console/issues").body; !strings.Contains(p, `id="no-issues"`) {
+		t.Errorf("an acknowledged issue is listed as open")
+	}
+	b.post("/console/issues/"+id+"/status", url.Values{"csrf": {b.csrf()}, "status": {"open"}})
+	if p := b.get("/console/issues").body; !strings.Contains(p, `data-id="`+id+`"`) {
+		t.Errorf("the reopened issue is not listed as open")
 	}
 }
 
