@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"time"
@@ -81,16 +82,48 @@ type Endpoint struct {
 	TokenHash []byte
 	// SealedToken lets the worker rebuild the URL the provider was given,
 	// which URL-signing providers (Twilio) sign; it is never shown again.
-	SealedToken  []byte
-	Enabled      bool
-	MaxBodyBytes int64
-	RatePerSec   float64 // 0 = no limit
-	Burst        int
-	CreatedAt    time.Time
+	SealedToken []byte
+	// PreviousTokenHash is the token a rotation replaced, which still
+	// addresses the endpoint until PreviousExpiresAt; nil: none.
+	PreviousTokenHash []byte
+	PreviousExpiresAt time.Time
+	Enabled           bool
+	MaxBodyBytes      int64
+	RatePerSec        float64 // 0 = no limit
+	Burst             int
+	CreatedAt         time.Time
 	// Version counts the row's changes: an update is written only over the
 	// version it read (compare-and-set), so two racing changes never lose
 	// each other.
 	Version int64
+}
+
+// How long a rotated endpoint token keeps working beside its successor.
+const (
+	DefaultTokenOverlap = 24 * time.Hour
+	MaxTokenOverlap     = 168 * time.Hour
+)
+
+// AddressedBy reports whether a token with this hash reaches the endpoint
+// at now: its current token, or the one a rotation replaced until its
+// overlap ends.
+func (e Endpoint) AddressedBy(tokenHash []byte, now time.Time) bool {
+	if bytes.Equal(tokenHash, e.TokenHash) {
+		return true
+	}
+	return len(e.PreviousTokenHash) > 0 && bytes.Equal(tokenHash, e.PreviousTokenHash) && now.Before(e.PreviousExpiresAt)
+}
+
+// RotateToken gives the endpoint a new token; the current one keeps working
+// for overlap (0 to MaxTokenOverlap). At most two tokens live: a token an
+// earlier rotation left working ends at once.
+func (e Endpoint) RotateToken(tokenHash, sealedToken []byte, now time.Time, overlap time.Duration) (Endpoint, error) {
+	if overlap < 0 || overlap > MaxTokenOverlap {
+		return e, Errorf(EINVALID, "overlap must be a duration from 0 to %s", "168h")
+	}
+	e.PreviousTokenHash, e.PreviousExpiresAt = e.TokenHash, now.Add(overlap)
+	e.TokenHash, e.SealedToken = tokenHash, sealedToken
+	return e, nil
 }
 
 // Validate checks the endpoint's limits; a body may be up to maxBody

@@ -46,6 +46,7 @@ func Run(t *testing.T, open Opener) {
 		{"ListsPaginateNewestFirst", testPagination},
 		{"EndpointUpdatesAndTokenLookup", testEndpoints},
 		{"EndpointNameIsKeptAndRenamed", testEndpointName},
+		{"EndpointRotationKeepsTheReplacedTokenAndDropsTheOldest", testEndpointRotation},
 		{"EventClaimsAreNumberedAndLeased", testEventClaims},
 		{"ExpiredEventLeaseIsTakenOverAsRetrying", testEventLeaseTakeover},
 		{"ConsumersAreScopedAndCanBeDisabled", testConsumers},
