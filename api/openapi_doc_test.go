@@ -136,6 +136,8 @@ func operations() []operation {
 			status: 200, response: api.Endpoint{}},
 		{header: ifMatchHeader, route: "PATCH /api/v1/endpoints/{id}", id: "updateEndpoint", summary: "Change the settings given and leave the others; `rate_per_sec: 0` means no limit.",
 			request: api.UpdateEndpointRequest{}, status: 200, response: api.Endpoint{}},
+		{route: "POST /api/v1/endpoints/{id}/rotate", id: "rotateEndpoint", summary: "A new token and URL, shown once (admin); the token replaced keeps working for overlap (24h when absent, 0s to 168h) and one an earlier rotation left working stops at once.",
+			request: api.RotateEndpointRequest{}, status: 201, response: api.RotatedEndpoint{}},
 		{route: "DELETE /api/v1/endpoints/{id}", id: "deleteEndpoint", summary: "Delete an endpoint: its address stops answering at once; its history stays.",
 			status: 204},
 		{route: "POST /api/v1/endpoints/{id}/replay", id: "replayWindow", summary: "Replay an endpoint's window of at most 7 days as new messages, in the background.",
