@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Org is a tenant. Every other row belongs to exactly one.
@@ -32,11 +34,29 @@ type APIKey struct {
 	OrgID  string
 	Prefix string
 	Hash   []byte
+	// Name says who or what holds the key (up to MaxKeyNameBytes); "" for
+	// none.
+	Name string
 	// Role is what the key may do in its org; zero is RoleAdmin, as keys
 	// were before roles.
 	Role      Role
 	CreatedAt time.Time
 	RevokedAt time.Time // zero while the key works
+}
+
+// MaxKeyNameBytes bounds an API key's name.
+const MaxKeyNameBytes = 100
+
+// CheckKeyName refuses a key name over MaxKeyNameBytes or one that is not
+// printable text.
+func CheckKeyName(name string) error {
+	if len(name) > MaxKeyNameBytes {
+		return Errorf(EINVALID, "name must be at most %d bytes", MaxKeyNameBytes)
+	}
+	if !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl) {
+		return Errorf(EINVALID, "name must be printable text")
+	}
+	return nil
 }
 
 // Connection is an org's link to one provider account: which adapter

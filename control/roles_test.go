@@ -245,7 +245,7 @@ func roleRows(orgID string) []roleRow {
 			return err
 		}},
 		{"CreateKey", "", intake.RoleAdmin, func(ctx context.Context, p *control.Plane, c control.Caller) error {
-			_, _, err := p.CreateKey(ctx, c, orgID, intake.RoleViewer)
+			_, _, err := p.CreateKey(ctx, c, orgID, intake.RoleViewer, "")
 			return err
 		}},
 		{"RevokeKey", "", intake.RoleAdmin, func(ctx context.Context, p *control.Plane, c control.Caller) error {

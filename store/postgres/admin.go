@@ -29,8 +29,8 @@ func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey, 
 }
 
 func insertKey(ctx context.Context, tx pgx.Tx, k intake.APIKey) error {
-	_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, org_id, prefix, key_hash, role, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		k.ID, k.OrgID, k.Prefix, k.Hash, string(cmp.Or(k.Role, intake.RoleAdmin)), ts(k.CreatedAt))
+	_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, org_id, prefix, key_hash, name, role, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		k.ID, k.OrgID, k.Prefix, k.Hash, k.Name, string(cmp.Or(k.Role, intake.RoleAdmin)), ts(k.CreatedAt))
 	return err
 }
 
@@ -65,7 +65,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, sc intake.Scope, k intake.APIK
 func (s *Store) ListAPIKeys(ctx context.Context, sc intake.Scope) ([]intake.APIKey, error) {
 	var out []intake.APIKey
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		queueRows(b, &out, scanAPIKey, `SELECT id, org_id, prefix, role, created_at, revoked_at FROM api_keys
+		queueRows(b, &out, scanAPIKey, `SELECT id, org_id, prefix, name, role, created_at, revoked_at FROM api_keys
 			WHERE ($1::uuid IS NULL OR org_id = $1) ORDER BY id`, nullID(sc.OrgID))
 	})
 	return out, err
@@ -75,7 +75,7 @@ func scanAPIKey(row pgx.Row) (intake.APIKey, error) {
 	var k intake.APIKey
 	var role string
 	var created, revoked *time.Time
-	err := row.Scan(&k.ID, &k.OrgID, &k.Prefix, &role, &created, &revoked)
+	err := row.Scan(&k.ID, &k.OrgID, &k.Prefix, &k.Name, &role, &created, &revoked)
 	k.Role, k.CreatedAt, k.RevokedAt = intake.Role(role), fromTS(created), fromTS(revoked)
 	return k, err
 }

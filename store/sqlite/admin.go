@@ -31,8 +31,8 @@ func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey, 
 }
 
 func insertKey(ctx context.Context, tx *wtx, k intake.APIKey) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, org_id, prefix, key_hash, role, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		k.ID, k.OrgID, k.Prefix, k.Hash, cmp.Or(k.Role, intake.RoleAdmin), ts(k.CreatedAt))
+	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, org_id, prefix, key_hash, name, role, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		k.ID, k.OrgID, k.Prefix, k.Hash, k.Name, cmp.Or(k.Role, intake.RoleAdmin), ts(k.CreatedAt))
 	return err
 }
 
@@ -65,7 +65,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, sc intake.Scope, k intake.APIK
 
 // ListAPIKeys lists the keys visible in sc, revoked ones too.
 func (s *Store) ListAPIKeys(ctx context.Context, sc intake.Scope) ([]intake.APIKey, error) {
-	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT id, org_id, prefix, role, created_at, revoked_at FROM api_keys
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT id, org_id, prefix, name, role, created_at, revoked_at FROM api_keys
 		WHERE (?1 = '' OR org_id = ?1) ORDER BY id`, sc.OrgID)
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, sc intake.Scope) ([]intake.APIK
 	for rows.Next() {
 		var k intake.APIKey
 		var created, revoked sql.NullInt64
-		if err := rows.Scan(&k.ID, &k.OrgID, &k.Prefix, &k.Role, &created, &revoked); err != nil {
+		if err := rows.Scan(&k.ID, &k.OrgID, &k.Prefix, &k.Name, &k.Role, &created, &revoked); err != nil {
 			return nil, err
 		}
 		k.CreatedAt, k.RevokedAt = fromTS(created), fromTS(revoked)

@@ -47,6 +47,7 @@ func Run(t *testing.T, open Opener) {
 		{"EndpointUpdatesAndTokenLookup", testEndpoints},
 		{"EndpointNameIsKeptAndRenamed", testEndpointName},
 		{"EndpointRotationKeepsTheReplacedTokenAndDropsTheOldest", testEndpointRotation},
+		{"AKeysNameIsStoredAndListed", testKeyNames},
 		{"EventClaimsAreNumberedAndLeased", testEventClaims},
 		{"ExpiredEventLeaseIsTakenOverAsRetrying", testEventLeaseTakeover},
 		{"ConsumersAreScopedAndCanBeDisabled", testConsumers},
