@@ -23,8 +23,10 @@ type MessagesCmd struct {
 type MessagesListCmd struct {
 	Endpoint string `name:"endpoint" help:"Only messages of this endpoint id."`
 	State    string `name:"state" help:"Only messages in this state (queued, processing, processed, ignored, failed, dead)."`
-	Limit    int    `name:"limit" help:"Messages per page (default 50, at most 500)."`
-	Cursor   string `name:"cursor" help:"Continue after the page that printed this cursor."`
+	// ProviderEventID finds what a provider's dashboard names.
+	ProviderEventID string `name:"provider-event-id" help:"Only messages with this provider event id, as the provider's dashboard shows it (evt_…)."`
+	Limit           int    `name:"limit" help:"Messages per page (default 50, at most 500)."`
+	Cursor          string `name:"cursor" help:"Continue after the page that printed this cursor."`
 	listFlags
 }
 
@@ -33,6 +35,7 @@ func (c *MessagesListCmd) Run(cl *Client) error {
 	q := url.Values{}
 	setParam(q, "endpoint_id", c.Endpoint)
 	setParam(q, "state", c.State)
+	setParam(q, "provider_event_id", c.ProviderEventID)
 	if c.Limit != 0 {
 		q.Set("limit", strconv.Itoa(c.Limit))
 	}
@@ -148,10 +151,11 @@ type EventsCmd struct {
 
 // EventsListCmd lists events.
 type EventsListCmd struct {
-	State  string `name:"state" help:"Only events in this state (pending, delivered, retrying, dead, no_consumer)."`
-	Type   string `name:"type" help:"Only events of this type (e.g. stripe.invoice.paid)."`
-	Limit  int    `name:"limit" help:"Events per page (default 50, at most 500)."`
-	Cursor string `name:"cursor" help:"Continue after the page that printed this cursor."`
+	State    string `name:"state" help:"Only events in this state (pending, delivered, retrying, dead, no_consumer)."`
+	Type     string `name:"type" help:"Only events of this type (e.g. stripe.invoice.paid)."`
+	Consumer string `name:"consumer" help:"Only events delivered (or attempted) to this consumer id."`
+	Limit    int    `name:"limit" help:"Events per page (default 50, at most 500)."`
+	Cursor   string `name:"cursor" help:"Continue after the page that printed this cursor."`
 	listFlags
 }
 
@@ -160,6 +164,7 @@ func (c *EventsListCmd) Run(cl *Client) error {
 	q := url.Values{}
 	setParam(q, "state", c.State)
 	setParam(q, "type", c.Type)
+	setParam(q, "consumer_id", c.Consumer)
 	if c.Limit != 0 {
 		q.Set("limit", strconv.Itoa(c.Limit))
 	}
