@@ -52,14 +52,18 @@ func printMessages(cl *Client, f listFlags, q url.Values) error {
 			return err
 		}
 	}
-	return printList(cl, f, "/api/v1/messages", q,
-		[]string{"ID", "RECEIVED", "METHOD", "STATE", "ATTEMPT", "OUTCOME", "ERROR", "CONNECTION", "ENDPOINT"},
-		func(m api.Message) []string {
-			return []string{m.ID, timeCell(m.ReceivedAt), m.Method, m.State,
-				strconv.Itoa(m.Attempt) + "/" + strconv.Itoa(m.MaxAttempts),
-				cell(m.Outcome), cell(clip(cmp.Or(m.ErrorMessage, m.ErrorCode), 60)),
-				cmp.Or(names.connections[m.ConnectionID], m.ConnectionID), cmp.Or(names.endpoints[m.EndpointID], m.EndpointID)}
-		})
+	return printList(cl, f, "/api/v1/messages", q, messageColumns, names.messageRow)
+}
+
+var messageColumns = []string{"ID", "RECEIVED", "METHOD", "STATE", "ATTEMPT", "OUTCOME", "ERROR", "CONNECTION", "ENDPOINT"}
+
+// messageRow is a message as lists print it, its connection and endpoint
+// by name.
+func (n names) messageRow(m api.Message) []string {
+	return []string{m.ID, timeCell(m.ReceivedAt), m.Method, m.State,
+		strconv.Itoa(m.Attempt) + "/" + strconv.Itoa(m.MaxAttempts),
+		cell(m.Outcome), cell(clip(cmp.Or(m.ErrorMessage, m.ErrorCode), 60)),
+		cmp.Or(n.connections[m.ConnectionID], m.ConnectionID), cmp.Or(n.endpoints[m.EndpointID], m.EndpointID)}
 }
 
 // names are what a person calls the connections and endpoints the token
@@ -178,12 +182,15 @@ func printEvents(cl *Client, f listFlags, q url.Values) error {
 	if q.Get("state") == string(intake.EventDead) {
 		return printDeadEvents(cl, f, q)
 	}
-	return printList(cl, f, "/api/v1/events", q,
-		[]string{"ID", "OCCURRED", "TYPE", "KIND", "STATE", "ATTEMPT", "MESSAGE"},
-		func(e api.Event) []string {
-			return []string{e.ID, timeCell(e.OccurredAt), e.Type, e.Kind, e.State,
-				strconv.Itoa(e.Attempt) + "/" + strconv.Itoa(e.MaxAttempts), e.MessageID}
-		})
+	return printList(cl, f, "/api/v1/events", q, eventColumns, eventRow)
+}
+
+var eventColumns = []string{"ID", "OCCURRED", "TYPE", "KIND", "STATE", "ATTEMPT", "MESSAGE"}
+
+// eventRow is an event as lists print it.
+func eventRow(e api.Event) []string {
+	return []string{e.ID, timeCell(e.OccurredAt), e.Type, e.Kind, e.State,
+		strconv.Itoa(e.Attempt) + "/" + strconv.Itoa(e.MaxAttempts), e.MessageID}
 }
 
 // printDeadEvents lists dead events one row per consumer whose attempts an
