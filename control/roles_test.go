@@ -164,6 +164,18 @@ func roleRows(orgID string) []roleRow {
 		{"Reroute", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			return p.Reroute(ctx, c, id)
 		}},
+		{"PreviewReplayWindow", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.PreviewReplayWindow(ctx, c, id, since, until)
+			return err
+		}},
+		{"PreviewReplayWhere", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.PreviewReplayWhere(ctx, c, intake.MessageFilter{Type: "stripe.invoice.paid"})
+			return err
+		}},
+		{"PreviewRerouteWhere", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.PreviewRerouteWhere(ctx, c, intake.EventFilter{})
+			return err
+		}},
 		{"ReplayWhere", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			_, err := p.ReplayWhere(ctx, c, intake.MessageFilter{Type: "stripe.invoice.paid"})
 			return err
@@ -211,6 +223,10 @@ func roleRows(orgID string) []roleRow {
 		}},
 		{"CreateEndpoint", "", intake.RoleAdmin, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			_, err := p.CreateEndpoint(ctx, c, id, control.Limits{})
+			return err
+		}},
+		{"RotateEndpoint", "", intake.RoleAdmin, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.RotateEndpoint(ctx, c, id, nil)
 			return err
 		}},
 		{"UpdateEndpoint", "", intake.RoleAdmin, func(ctx context.Context, p *control.Plane, c control.Caller) error {
