@@ -104,14 +104,17 @@ type Endpoint struct {
 	// which URL-signing providers (Twilio) sign; it is never shown again.
 	SealedToken []byte
 	// PreviousTokenHash is the token a rotation replaced, which still
-	// addresses the endpoint until PreviousExpiresAt; nil: none.
-	PreviousTokenHash []byte
-	PreviousExpiresAt time.Time
-	Enabled           bool
-	MaxBodyBytes      int64
-	RatePerSec        float64 // 0 = no limit
-	Burst             int
-	CreatedAt         time.Time
+	// addresses the endpoint until PreviousExpiresAt; nil: none. Its
+	// sealed token rebuilds the URL the messages sent to it were signed
+	// with.
+	PreviousTokenHash   []byte
+	PreviousSealedToken []byte
+	PreviousExpiresAt   time.Time
+	Enabled             bool
+	MaxBodyBytes        int64
+	RatePerSec          float64 // 0 = no limit
+	Burst               int
+	CreatedAt           time.Time
 	// Version counts the row's changes: an update is written only over the
 	// version it read (compare-and-set), so two racing changes never lose
 	// each other.
@@ -141,7 +144,7 @@ func (e Endpoint) RotateToken(tokenHash, sealedToken []byte, now time.Time, over
 	if overlap < 0 || overlap > MaxTokenOverlap {
 		return e, Errorf(EINVALID, "overlap must be a duration from 0 to %s", "168h")
 	}
-	e.PreviousTokenHash, e.PreviousExpiresAt = e.TokenHash, now.Add(overlap)
+	e.PreviousTokenHash, e.PreviousSealedToken, e.PreviousExpiresAt = e.TokenHash, e.SealedToken, now.Add(overlap)
 	e.TokenHash, e.SealedToken = tokenHash, sealedToken
 	return e, nil
 }

@@ -285,14 +285,14 @@ func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint, audit ...
 	})
 }
 
-const endpointColumns = `e.id, e.org_id, e.connection_id, e.name, c.provider, e.token_hash, e.sealed_token, e.previous_token_hash, e.previous_expires_at,
+const endpointColumns = `e.id, e.org_id, e.connection_id, e.name, c.provider, e.token_hash, e.sealed_token, e.previous_token_hash, e.previous_sealed_token, e.previous_expires_at,
 	e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at, e.version`
 
 func scanEndpoint(row pgx.Row) (intake.Endpoint, error) {
 	var e intake.Endpoint
 	var created, previousExpires *time.Time
 	var burst int32
-	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Name, &e.Provider, &e.TokenHash, &e.SealedToken, &e.PreviousTokenHash, &previousExpires,
+	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Name, &e.Provider, &e.TokenHash, &e.SealedToken, &e.PreviousTokenHash, &e.PreviousSealedToken, &previousExpires,
 		&e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &burst, &created, &e.Version)
 	e.Burst, e.CreatedAt, e.PreviousExpiresAt = int(burst), fromTS(created), fromTS(previousExpires)
 	return e, err
@@ -354,9 +354,9 @@ func (s *Store) RotateEndpointToken(ctx context.Context, sc intake.Scope, e inta
 		return notFound("endpoint", e.ID)
 	}
 	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE endpoints SET token_hash = $1, sealed_token = $2, previous_token_hash = $3, previous_expires_at = $4,
-			version = version + 1 WHERE deleted_at IS NULL AND id = $5 AND ($6::uuid IS NULL OR org_id = $6) AND version = $7`,
-			e.TokenHash, e.SealedToken, e.PreviousTokenHash, ts(e.PreviousExpiresAt), e.ID, nullID(sc.OrgID), e.Version)
+		tag, err := tx.Exec(ctx, `UPDATE endpoints SET token_hash = $1, sealed_token = $2, previous_token_hash = $3, previous_sealed_token = $4,
+			previous_expires_at = $5, version = version + 1 WHERE deleted_at IS NULL AND id = $6 AND ($7::uuid IS NULL OR org_id = $7) AND version = $8`,
+			e.TokenHash, e.SealedToken, e.PreviousTokenHash, e.PreviousSealedToken, ts(e.PreviousExpiresAt), e.ID, nullID(sc.OrgID), e.Version)
 		if err != nil {
 			return err
 		}

@@ -285,13 +285,13 @@ func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint, audit ...
 	})
 }
 
-const endpointColumns = `e.id, e.org_id, e.connection_id, e.name, c.provider, e.token_hash, e.sealed_token, e.previous_token_hash, e.previous_expires_at,
+const endpointColumns = `e.id, e.org_id, e.connection_id, e.name, c.provider, e.token_hash, e.sealed_token, e.previous_token_hash, e.previous_sealed_token, e.previous_expires_at,
 	e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at, e.version`
 
 func scanEndpoint(row interface{ Scan(...any) error }) (intake.Endpoint, error) {
 	var e intake.Endpoint
 	var created, previousExpires sql.NullInt64
-	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Name, &e.Provider, &e.TokenHash, &e.SealedToken, &e.PreviousTokenHash, &previousExpires,
+	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Name, &e.Provider, &e.TokenHash, &e.SealedToken, &e.PreviousTokenHash, &e.PreviousSealedToken, &previousExpires,
 		&e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &e.Burst, &created, &e.Version)
 	e.CreatedAt, e.PreviousExpiresAt = fromTS(created), fromTS(previousExpires)
 	return e, err
@@ -342,9 +342,9 @@ func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.En
 // over the version read.
 func (s *Store) RotateEndpointToken(ctx context.Context, sc intake.Scope, e intake.Endpoint, audit ...intake.AuditEntry) error {
 	return s.audited(ctx, audit, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE endpoints SET token_hash = ?, sealed_token = ?, previous_token_hash = ?, previous_expires_at = ?,
-			version = version + 1 WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?) AND version = ?`,
-			e.TokenHash, e.SealedToken, e.PreviousTokenHash, ts(e.PreviousExpiresAt), e.ID, sc.OrgID, sc.OrgID, e.Version)
+		res, err := tx.ExecContext(ctx, `UPDATE endpoints SET token_hash = ?, sealed_token = ?, previous_token_hash = ?, previous_sealed_token = ?,
+			previous_expires_at = ?, version = version + 1 WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?) AND version = ?`,
+			e.TokenHash, e.SealedToken, e.PreviousTokenHash, e.PreviousSealedToken, ts(e.PreviousExpiresAt), e.ID, sc.OrgID, sc.OrgID, e.Version)
 		if err != nil {
 			return err
 		}

@@ -34,7 +34,7 @@ func testEndpointRotation(t *testing.T, s intake.Store) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got.TokenHash, second) || !bytes.Equal(got.SealedToken, []byte("sealed-second")) ||
-		!bytes.Equal(got.PreviousTokenHash, first) || !got.PreviousExpiresAt.Equal(t0.Add(time.Hour)) || got.Version != ep.Version+1 {
+		!bytes.Equal(got.PreviousTokenHash, first) || !bytes.Equal(got.PreviousSealedToken, ep.SealedToken) || !got.PreviousExpiresAt.Equal(t0.Add(time.Hour)) || got.Version != ep.Version+1 {
 		t.Fatalf("rotated = %+v", got)
 	}
 	for _, h := range [][]byte{first, second} {
