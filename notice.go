@@ -68,4 +68,24 @@ type Notifications interface {
 	// last sent; zero if never.
 	LastSentNotice(ctx context.Context, orgID, topic, subject string) (time.Time, error)
 	MarkNoticesSent(ctx context.Context, ids []string, at time.Time) error
+	// SubjectNames names the consumers, connections and endpoints among
+	// ids (deleted ones too), so notices read by name; ids that name none
+	// of them are left out.
+	SubjectNames(ctx context.Context, ids []string) (map[string]SubjectName, error)
 }
+
+// SubjectName is what a notice's subject id names, as people read it.
+type SubjectName struct {
+	OrgID string
+	Kind  string // SubjectConsumer, SubjectConnection or SubjectEndpoint
+	Name  string // "" for an unnamed endpoint
+	// ConnectionID and ConnectionName are an endpoint's connection.
+	ConnectionID, ConnectionName string
+}
+
+// What a notice's subject may name.
+const (
+	SubjectConsumer   = "consumer"
+	SubjectConnection = "connection"
+	SubjectEndpoint   = "endpoint"
+)

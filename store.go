@@ -68,9 +68,14 @@ type Tenancy interface {
 
 	CreateEndpoint(ctx context.Context, e Endpoint, audit ...AuditEntry) error
 	Endpoint(ctx context.Context, sc Scope, id string) (Endpoint, error)
-	// EndpointByTokenHash finds an endpoint for ingress, enabled or not.
+	// EndpointByTokenHash finds an endpoint for ingress, enabled or not, by
+	// its token or the one its last rotation replaced, expired or not:
+	// the caller asks Endpoint.AddressedBy.
 	EndpointByTokenHash(ctx context.Context, tokenHash []byte) (Endpoint, error)
 	UpdateEndpoint(ctx context.Context, sc Scope, e Endpoint, audit ...AuditEntry) error
+	// RotateEndpointToken saves the token hashes RotateToken decided, over
+	// the endpoint's version (compare-and-set).
+	RotateEndpointToken(ctx context.Context, sc Scope, e Endpoint, audit ...AuditEntry) error
 	// Delete marks a connection, endpoint or consumer deleted (seed 003's
 	// soft delete): every read ignores it from then on, its history stays.
 	// Deleting a connection deletes its endpoints; deleting an org deletes
@@ -97,7 +102,9 @@ type Tenancy interface {
 // addresses, opens the connection for handshakes answered inline, and
 // commits what arrives.
 type Ingester interface {
-	// EndpointByTokenHash finds an endpoint for ingress, enabled or not.
+	// EndpointByTokenHash finds an endpoint for ingress, enabled or not, by
+	// its token or the one its last rotation replaced, expired or not:
+	// the caller asks Endpoint.AddressedBy.
 	EndpointByTokenHash(ctx context.Context, tokenHash []byte) (Endpoint, error)
 	Connection(ctx context.Context, sc Scope, id string) (Connection, error)
 	// Ingest durably commits a received message (see CheckIngest: queued,

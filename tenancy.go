@@ -1,9 +1,12 @@
 package intake
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Org is a tenant. Every other row belongs to exactly one.
@@ -31,11 +34,29 @@ type APIKey struct {
 	OrgID  string
 	Prefix string
 	Hash   []byte
+	// Name says who or what holds the key (up to MaxKeyNameBytes); "" for
+	// none.
+	Name string
 	// Role is what the key may do in its org; zero is RoleAdmin, as keys
 	// were before roles.
 	Role      Role
 	CreatedAt time.Time
 	RevokedAt time.Time // zero while the key works
+}
+
+// MaxKeyNameBytes bounds an API key's name.
+const MaxKeyNameBytes = 100
+
+// CheckKeyName refuses a key name over MaxKeyNameBytes or one that is not
+// printable text.
+func CheckKeyName(name string) error {
+	if len(name) > MaxKeyNameBytes {
+		return Errorf(EINVALID, "name must be at most %d bytes", MaxKeyNameBytes)
+	}
+	if !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl) {
+		return Errorf(EINVALID, "name must be printable text")
+	}
+	return nil
 }
 
 // Connection is an org's link to one provider account: which adapter
@@ -81,16 +102,51 @@ type Endpoint struct {
 	TokenHash []byte
 	// SealedToken lets the worker rebuild the URL the provider was given,
 	// which URL-signing providers (Twilio) sign; it is never shown again.
-	SealedToken  []byte
-	Enabled      bool
-	MaxBodyBytes int64
-	RatePerSec   float64 // 0 = no limit
-	Burst        int
-	CreatedAt    time.Time
+	SealedToken []byte
+	// PreviousTokenHash is the token a rotation replaced, which still
+	// addresses the endpoint until PreviousExpiresAt; nil: none. Its
+	// sealed token rebuilds the URL the messages sent to it were signed
+	// with.
+	PreviousTokenHash   []byte
+	PreviousSealedToken []byte
+	PreviousExpiresAt   time.Time
+	Enabled             bool
+	MaxBodyBytes        int64
+	RatePerSec          float64 // 0 = no limit
+	Burst               int
+	CreatedAt           time.Time
 	// Version counts the row's changes: an update is written only over the
 	// version it read (compare-and-set), so two racing changes never lose
 	// each other.
 	Version int64
+}
+
+// How long a rotated endpoint token keeps working beside its successor.
+const (
+	DefaultTokenOverlap = 24 * time.Hour
+	MaxTokenOverlap     = 168 * time.Hour
+)
+
+// AddressedBy reports whether a token with this hash reaches the endpoint
+// at now: its current token, or the one a rotation replaced until its
+// overlap ends.
+func (e Endpoint) AddressedBy(tokenHash []byte, now time.Time) bool {
+	if bytes.Equal(tokenHash, e.TokenHash) {
+		return true
+	}
+	return len(e.PreviousTokenHash) > 0 && bytes.Equal(tokenHash, e.PreviousTokenHash) && now.Before(e.PreviousExpiresAt)
+}
+
+// RotateToken gives the endpoint a new token; the current one keeps working
+// for overlap (0 to MaxTokenOverlap). At most two tokens live: a token an
+// earlier rotation left working ends at once.
+func (e Endpoint) RotateToken(tokenHash, sealedToken []byte, now time.Time, overlap time.Duration) (Endpoint, error) {
+	if overlap < 0 || overlap > MaxTokenOverlap {
+		return e, Errorf(EINVALID, "overlap must be a duration from 0 to %s", "168h")
+	}
+	e.PreviousTokenHash, e.PreviousSealedToken, e.PreviousExpiresAt = e.TokenHash, e.SealedToken, now.Add(overlap)
+	e.TokenHash, e.SealedToken = tokenHash, sealedToken
+	return e, nil
 }
 
 // Validate checks the endpoint's limits; a body may be up to maxBody

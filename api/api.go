@@ -133,6 +133,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/endpoints", s.listEndpoints)
 	s.handle("GET /api/v1/endpoints/{id}", s.getEndpoint)
 	s.handle("PATCH /api/v1/endpoints/{id}", s.updateEndpoint)
+	s.handle("POST /api/v1/endpoints/{id}/rotate", s.rotateEndpoint)
 
 	s.handle("GET /api/v1/messages", s.listMessages)
 	s.handle("GET /api/v1/messages/{id}", s.getMessage)

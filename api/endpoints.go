@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
@@ -74,6 +75,49 @@ func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request, who control
 	}
 	setETag(w, e.Version)
 	writeJSON(w, http.StatusOK, endpointView(e))
+	return nil
+}
+
+// RotateEndpointRequest asks for an endpoint's new token; the current one
+// keeps working beside it for overlap ("24h" when absent, "0s" to stop it
+// at once, at most "168h").
+type RotateEndpointRequest struct {
+	Overlap string `json:"overlap,omitempty"`
+}
+
+// RotatedEndpoint is an endpoint's new token and URL, shown once, and when
+// the token it replaced stops working.
+type RotatedEndpoint struct {
+	ID                string    `json:"id"`
+	Token             string    `json:"token"`
+	URL               string    `json:"url"`
+	PreviousExpiresAt time.Time `json:"previous_expires_at"`
+}
+
+func (s *Server) rotateEndpoint(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var req RotateEndpointRequest
+	if r.ContentLength != 0 {
+		if err := decode(w, r, &req); err != nil {
+			return err
+		}
+	}
+	var overlap *time.Duration
+	if req.Overlap != "" {
+		d, err := control.ParseDuration("overlap", req.Overlap, "24h")
+		if err != nil {
+			return err
+		}
+		overlap = &d
+	}
+	e, err := s.ctl.RotateEndpoint(r.Context(), who, id, overlap)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, RotatedEndpoint{ID: e.ID, Token: e.Token, URL: e.URL, PreviousExpiresAt: e.PreviousExpiresAt.UTC()})
 	return nil
 }
 

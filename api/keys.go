@@ -13,6 +13,7 @@ type APIKey struct {
 	ID        string     `json:"id"`
 	OrgID     string     `json:"org_id"`
 	Prefix    string     `json:"prefix"`
+	Name      string     `json:"name"`
 	Role      string     `json:"role"`
 	CreatedAt time.Time  `json:"created_at"`
 	RevokedAt *time.Time `json:"revoked_at"`
@@ -21,14 +22,15 @@ type APIKey struct {
 
 // CreateKeyRequest asks for another key of an org (org_id may be omitted
 // with an org's key), with a role: viewer, operator or admin (omitted:
-// admin).
+// admin), and a name of at most 100 bytes saying who holds it (optional).
 type CreateKeyRequest struct {
 	OrgID string `json:"org_id"`
 	Role  string `json:"role,omitempty"`
+	Name  string `json:"name,omitempty"`
 }
 
 func keyView(k intake.APIKey) APIKey {
-	v := APIKey{ID: k.ID, OrgID: k.OrgID, Prefix: k.Prefix, Role: string(k.Role), CreatedAt: k.CreatedAt}
+	v := APIKey{ID: k.ID, OrgID: k.OrgID, Prefix: k.Prefix, Name: k.Name, Role: string(k.Role), CreatedAt: k.CreatedAt}
 	if !k.RevokedAt.IsZero() {
 		v.RevokedAt = &k.RevokedAt
 	}
@@ -40,7 +42,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, who control.C
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	k, key, err := s.ctl.CreateKey(r.Context(), who, req.OrgID, intake.Role(req.Role))
+	k, key, err := s.ctl.CreateKey(r.Context(), who, req.OrgID, intake.Role(req.Role), req.Name)
 	if err != nil {
 		return err
 	}

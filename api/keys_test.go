@@ -36,3 +36,25 @@ func TestKeysAreListedByPrefixAndARevokedKeyStopsAtOnce(t *testing.T) {
 		t.Fatalf("after revoking: %+v", list.Items)
 	}
 }
+
+// A key's name is given at creation and shown in lists; one over 100 bytes
+// is refused and no key is made.
+func TestAKeyIsNamedAtCreationAndListedByName(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	k := must[api.APIKey](e, 201, "POST", "/api/v1/keys", acme.org.APIKey, api.CreateKeyRequest{Name: "deploy bot", Role: "operator"})
+	if k.Name != "deploy bot" {
+		t.Fatalf("created %+v", k)
+	}
+	wantError(t, e.do("POST", "/api/v1/keys", acme.org.APIKey, api.CreateKeyRequest{Name: strings.Repeat("n", 101)}), 400, intake.EINVALID,
+		"name must be at most 100 bytes")
+	must[api.APIKey](e, 201, "POST", "/api/v1/keys", acme.org.APIKey, api.CreateKeyRequest{Name: strings.Repeat("n", 100)})
+	list := must[api.List[api.APIKey]](e, 200, "GET", "/api/v1/keys", acme.org.APIKey, nil)
+	names := map[string]string{}
+	for _, it := range list.Items {
+		names[it.ID] = it.Name
+	}
+	if len(list.Items) != 3 || names[k.ID] != "deploy bot" {
+		t.Fatalf("listed %+v", list.Items)
+	}
+}

@@ -54,6 +54,8 @@ type operation struct {
 	// set for an answer that is not JSON, nil alone for no body.
 	response any
 	content  map[string]*openapi3.MediaType
+	// also are other answers it may give when it succeeds, by status.
+	also map[int]any
 }
 
 // Error statuses, named for the document's shared responses.
@@ -140,10 +142,13 @@ func operations() []operation {
 			status: 200, response: api.Endpoint{}},
 		{header: ifMatchHeader, route: "PATCH /api/v1/endpoints/{id}", id: "updateEndpoint", summary: "Change the settings given and leave the others; `rate_per_sec: 0` means no limit.",
 			request: api.UpdateEndpointRequest{}, status: 200, response: api.Endpoint{}},
+		{route: "POST /api/v1/endpoints/{id}/rotate", id: "rotateEndpoint", summary: "A new token and URL, shown once (admin); the token replaced keeps working for overlap (24h when absent, 0s to 168h) and one an earlier rotation left working stops at once.",
+			request: api.RotateEndpointRequest{}, status: 201, response: api.RotatedEndpoint{}},
 		{route: "DELETE /api/v1/endpoints/{id}", id: "deleteEndpoint", summary: "Delete an endpoint: its address stops answering at once; its history stays.",
 			status: 204},
-		{route: "POST /api/v1/endpoints/{id}/replay", id: "replayWindow", summary: "Replay an endpoint's window of at most 7 days as new messages, in the background.",
-			request: api.ReplayWindowRequest{}, requires: []string{"since", "until"}, status: 202, response: api.ReplayStarted{}},
+		{route: "POST /api/v1/endpoints/{id}/replay", id: "replayWindow", summary: "Replay an endpoint's window of at most 7 days as new messages, in the background; with dry_run nothing is replayed and the answer (200) is the count and the first messages.",
+			request: api.ReplayWindowRequest{}, requires: []string{"since", "until"}, status: 202, response: api.ReplayStarted{},
+			also: map[int]any{200: api.Bulk[api.Message]{}}},
 		{route: "DELETE /api/v1/endpoints/{id}/bodies", id: "eraseBodies", summary: "Erase the stored bodies an endpoint received in a time range; the messages stay.",
 			query: []*openapi3.Parameter{
 				requiredQuery(queryParam("since", "Start of the range (RFC 3339).", timeSchema())),
@@ -169,8 +174,8 @@ func operations() []operation {
 			status: 200, response: api.BodyURL{}},
 		{route: "POST /api/v1/messages/{id}/replay", id: "replayMessage", summary: "Replay a message as a new message (`replay_of` names the original).",
 			status: 201, response: api.ReplayedMessage{}},
-		{route: "POST /api/v1/messages/replay", id: "replayMessages", summary: "Replay every original message a search selects whose body is kept, each audited with the search; a search selecting none in particular, or more than 1000 messages, is refused.",
-			request: api.ReplayRequest{}, status: 200, response: api.Count{}},
+		{route: "POST /api/v1/messages/replay", id: "replayMessages", summary: "Replay every original message a search selects whose body is kept, each audited with the search; a search selecting none in particular, or more than 1000 messages, is refused. With dry_run nothing is replayed: the answer is the count and the first messages.",
+			request: api.ReplayRequest{}, status: 200, response: api.Bulk[api.Message]{}},
 
 		{route: "GET /api/v1/events", id: "listEvents", summary: "List events, newest first.",
 			query: append([]*openapi3.Parameter{
@@ -195,8 +200,8 @@ func operations() []operation {
 			status: 200, response: api.Rerouted{}},
 		{route: "POST /api/v1/events/{id}/retry", id: "retryEvent", summary: "Retry now (operator): the event's routes waiting for a later attempt, or held, become due now, spending no attempt and restoring none; a call being made is left alone, and a tripped consumer gets its one probe now. Answers how many events were made due (0 when nothing waits); a dead, no_consumer or filtered event is 409: re-route it. With `dry_run` nothing changes and `items` lists the event.",
 			request: api.RetryRequest{}, bodyOptional: true, status: 200, response: api.Retried{}},
-		{route: "POST /api/v1/events/reroute", id: "rerouteEvents", summary: "Re-route every re-routable (dead, no_consumer or filtered) event a search selects; each is audited with the search.",
-			request: api.RerouteRequest{}, status: 200, response: api.Count{}},
+		{route: "POST /api/v1/events/reroute", id: "rerouteEvents", summary: "Re-route every re-routable (dead, no_consumer or filtered) event a search selects; each is audited with the search. With dry_run nothing is re-routed: the answer is the count and the first events.",
+			request: api.RerouteRequest{}, status: 200, response: api.Bulk[api.Event]{}},
 		{route: "GET /api/v1/event-types", id: "listEventTypes", summary: "The event types the caller's connections have received, with their counts (the catalog).",
 			query:  []*openapi3.Parameter{queryParam("connection_id", "Only this connection's types.", uuidSchema())},
 			status: 200, response: api.List[api.EventType]{}},
@@ -414,6 +419,10 @@ func buildOpenAPIDocument(t *testing.T) []byte {
 			ok.Content = op.content
 		}
 		o.Responses.Set(strconv.Itoa(op.status), &openapi3.ResponseRef{Value: ok})
+		for status, response := range op.also {
+			o.Responses.Set(strconv.Itoa(status), &openapi3.ResponseRef{Value: &openapi3.Response{Description: ptr(http.StatusText(status)),
+				Content: openapi3.NewContentWithJSONSchemaRef(schema(response))}})
+		}
 		if op.public {
 			o.Security = &openapi3.SecurityRequirements{}
 		} else {

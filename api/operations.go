@@ -31,10 +31,12 @@ type ReplayedMessage struct {
 	State    string `json:"state"`
 }
 
-// ReplayWindowRequest is the body of POST /api/v1/endpoints/{id}/replay.
+// ReplayWindowRequest is the body of POST /api/v1/endpoints/{id}/replay;
+// with dry_run nothing is replayed and the answer is what would be.
 type ReplayWindowRequest struct {
-	Since time.Time `json:"since"`
-	Until time.Time `json:"until"`
+	Since  time.Time `json:"since"`
+	Until  time.Time `json:"until"`
+	DryRun bool      `json:"dry_run,omitempty"`
 }
 
 // replayWindow records a replay of an endpoint's window, which a replay
@@ -47,6 +49,14 @@ func (s *Server) replayWindow(w http.ResponseWriter, r *http.Request, who contro
 	var req ReplayWindowRequest
 	if err := decode(w, r, &req); err != nil {
 		return err
+	}
+	if req.DryRun {
+		pv, err := s.ctl.PreviewReplayWindow(r.Context(), who, id, req.Since, req.Until)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, messagesPreview(pv))
+		return nil
 	}
 	job, err := s.ctl.ReplayWindow(r.Context(), who, id, req.Since, req.Until)
 	if err != nil {
@@ -102,6 +112,30 @@ type Count struct {
 	Count int `json:"count"`
 }
 
+// Bulk is the answer to a bulk action: how many rows it took, or on a dry
+// run would take, and then (dry run only) the first of them. A dry run
+// changes nothing.
+type Bulk[T any] struct {
+	Count int `json:"count"`
+	Items []T `json:"items,omitempty"`
+}
+
+func eventsPreview(pv control.Preview[intake.Event]) Bulk[Event] {
+	out := Bulk[Event]{Count: pv.Count, Items: make([]Event, 0, len(pv.Items))}
+	for _, e := range pv.Items {
+		out.Items = append(out.Items, eventView(e))
+	}
+	return out
+}
+
+func messagesPreview(pv control.Preview[intake.Message]) Bulk[Message] {
+	out := Bulk[Message]{Count: pv.Count, Items: make([]Message, 0, len(pv.Items))}
+	for _, m := range pv.Items {
+		out.Items = append(out.Items, messageView(m))
+	}
+	return out
+}
+
 // RerouteRequest selects events for a bulk re-route: a search of events,
 // as GET /api/v1/events takes it.
 type RerouteRequest struct {
@@ -113,6 +147,8 @@ type RerouteRequest struct {
 	Match json.RawMessage `json:"match,omitempty"`
 	// Q is words that must all occur in the events' data.
 	Q string `json:"q,omitempty"`
+	// DryRun re-routes nothing: the answer is what would be re-routed.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // rerouteEvents re-routes every re-routable event a search selects.
@@ -125,12 +161,20 @@ func (s *Server) rerouteEvents(w http.ResponseWriter, r *http.Request, who contr
 	if err != nil {
 		return err
 	}
-	n, err := s.ctl.RerouteWhere(r.Context(), who, intake.EventFilter{State: req.State, Type: req.Type, Since: req.Since, Until: req.Until,
-		Search: search})
+	f := intake.EventFilter{State: req.State, Type: req.Type, Since: req.Since, Until: req.Until, Search: search}
+	if req.DryRun {
+		pv, err := s.ctl.PreviewRerouteWhere(r.Context(), who, f)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, eventsPreview(pv))
+		return nil
+	}
+	n, err := s.ctl.RerouteWhere(r.Context(), who, f)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Count{Count: n})
+	writeJSON(w, http.StatusOK, Bulk[Event]{Count: n})
 	return nil
 }
 
@@ -148,6 +192,8 @@ type ReplayRequest struct {
 	Q     string    `json:"q,omitempty"`
 	Since time.Time `json:"since"`
 	Until time.Time `json:"until"`
+	// DryRun replays nothing: the answer is what would be replayed.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // replayMessages replays every original message a search selects, at most
@@ -161,12 +207,20 @@ func (s *Server) replayMessages(w http.ResponseWriter, r *http.Request, who cont
 	if err != nil {
 		return err
 	}
-	n, err := s.ctl.ReplayWhere(r.Context(), who, intake.MessageFilter{EndpointID: req.EndpointID, State: req.State, Type: req.Type,
-		Since: req.Since, Until: req.Until, Search: search})
+	f := intake.MessageFilter{EndpointID: req.EndpointID, State: req.State, Type: req.Type, Since: req.Since, Until: req.Until, Search: search}
+	if req.DryRun {
+		pv, err := s.ctl.PreviewReplayWhere(r.Context(), who, f)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, messagesPreview(pv))
+		return nil
+	}
+	n, err := s.ctl.ReplayWhere(r.Context(), who, f)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Count{Count: n})
+	writeJSON(w, http.StatusOK, Bulk[Message]{Count: n})
 	return nil
 }
 

@@ -113,3 +113,48 @@ func TestMessageDetailListsEverySettledAttempt(t *testing.T) {
 		t.Fatalf("attempts %+v", m.Attempts)
 	}
 }
+
+// Every bulk action takes dry_run: it answers the count and the first rows
+// and changes nothing; the same request without it then does what the dry
+// run said.
+func TestABulkActionsDryRunAnswersTheCountAndFirstRowsAndChangesNothing(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	now := e.clock.Now()
+	var events []intake.Event
+	for range 12 {
+		ev := e.event(acme, "test.thing")
+		e.route(ev, intake.EventNoConsumer)
+		events = append(events, ev)
+	}
+	reroute := api.RerouteRequest{Type: "test.thing", DryRun: true}
+	pv := must[api.Bulk[api.Event]](e, 200, "POST", "/api/v1/events/reroute", acme.org.APIKey, reroute)
+	if pv.Count != 12 || len(pv.Items) != control.PreviewItems || pv.Items[0].State != string(intake.EventNoConsumer) {
+		t.Fatalf("re-route dry run: count %d, %d items", pv.Count, len(pv.Items))
+	}
+	if ev, _ := e.store.Event(t.Context(), intake.Scope{}, events[0].ID); ev.State != intake.EventNoConsumer {
+		t.Fatalf("a dry run re-routed an event: %s", ev.State)
+	}
+	reroute.DryRun = false
+	if n := must[api.Bulk[api.Event]](e, 200, "POST", "/api/v1/events/reroute", acme.org.APIKey, reroute); n.Count != 12 || len(n.Items) != 0 {
+		t.Fatalf("re-route: %+v, want 12 and no items", n)
+	}
+
+	before := len(must[api.List[api.Message]](e, 200, "GET", "/api/v1/messages?limit=500", acme.org.APIKey, nil).Items)
+	replay := api.ReplayRequest{EndpointID: acme.ep.ID, DryRun: true}
+	mp := must[api.Bulk[api.Message]](e, 200, "POST", "/api/v1/messages/replay", acme.org.APIKey, replay)
+	if mp.Count != 12 || len(mp.Items) != control.PreviewItems {
+		t.Fatalf("replay dry run: count %d, %d items", mp.Count, len(mp.Items))
+	}
+	window := api.ReplayWindowRequest{Since: now.Add(-time.Hour), Until: now.Add(time.Hour), DryRun: true}
+	wp := must[api.Bulk[api.Message]](e, 200, "POST", "/api/v1/endpoints/"+acme.ep.ID+"/replay", acme.org.APIKey, window)
+	if wp.Count != 12 || len(wp.Items) != control.PreviewItems || wp.Items[0].EndpointID != acme.ep.ID {
+		t.Fatalf("window replay dry run: count %d, %d items", wp.Count, len(wp.Items))
+	}
+	if after := len(must[api.List[api.Message]](e, 200, "GET", "/api/v1/messages?limit=500", acme.org.APIKey, nil).Items); after != before {
+		t.Fatalf("a dry run replayed: %d messages, was %d", after, before)
+	}
+	viewer := must[api.APIKey](e, 201, "POST", "/api/v1/keys", acme.org.APIKey, api.CreateKeyRequest{Role: "viewer"})
+	wantError(t, e.do("POST", "/api/v1/messages/replay", viewer.Key, replay), 403, intake.EFORBIDDEN, "needs the operator role")
+	wantError(t, e.do("POST", "/api/v1/messages/replay", acme.org.APIKey, api.ReplayRequest{DryRun: true}), 400, intake.EINVALID, "needs a search")
+}

@@ -58,6 +58,7 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 		"GET /api/v1/endpoints":                                {"/api/v1/endpoints", nil, emptyList},
 		"GET /api/v1/endpoints/{id}":                           {"/api/v1/endpoints/" + acme.ep.ID, nil, notFound},
 		"PATCH /api/v1/endpoints/{id}":                         {"/api/v1/endpoints/" + acme.ep.ID, map[string]any{"enabled": false}, notFound},
+		"POST /api/v1/endpoints/{id}/rotate":                   {"/api/v1/endpoints/" + acme.ep.ID + "/rotate", api.RotateEndpointRequest{Overlap: "0s"}, notFound},
 		"GET /api/v1/messages":                                 {"/api/v1/messages?endpoint_id=" + acme.ep.ID, nil, emptyList},
 		"GET /api/v1/messages/{id}":                            {"/api/v1/messages/" + msg.ID, nil, notFound},
 		"GET /api/v1/messages/{id}/body":                       {"/api/v1/messages/" + msg.ID + "/body", nil, notFound},

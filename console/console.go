@@ -164,6 +164,7 @@ func (c *Console) routes() {
 	c.page("GET /console/endpoints", c.endpoints)
 	c.action("POST /console/endpoints", c.createEndpoint)
 	c.action("POST /console/endpoints/{id}/enabled", c.setEndpointEnabled)
+	c.action("POST /console/endpoints/{id}/rotate", c.rotateEndpoint)
 	c.page("GET /console/connections", c.connections)
 	c.action("POST /console/connections", c.createConnection)
 	c.action("POST /console/connections/{id}/disable", c.disableConnection)

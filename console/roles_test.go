@@ -49,6 +49,7 @@ func TestEachRoleSeesTheFormsItMayUseAndNoOthers(t *testing.T) {
 		{"/console/connections/" + acme.conn.ID, `id="save-rules"`, intake.RoleAdmin},
 		{"/console/endpoints", `id="create-endpoint"`, intake.RoleAdmin},
 		{"/console/endpoints", `action="/console/endpoints/` + acme.ep.ID + `/enabled"`, intake.RoleAdmin},
+		{"/console/endpoints", `action="/console/endpoints/` + acme.ep.ID + `/rotate"`, intake.RoleAdmin},
 		{"/console/notifications", `id="save-notifications"`, intake.RoleAdmin},
 	}
 	for _, role := range intake.Roles {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
@@ -68,6 +69,11 @@ type endpointRow struct {
 // hash is kept.
 type createdEndpoint struct {
 	ID, URL string
+	// Rotated: a rotation's new URL, the one it replaced working until
+	// PreviousUntil (Stopped: already not).
+	Rotated       bool
+	PreviousUntil time.Time
+	Stopped       bool
 }
 
 func (c *Console) endpoints(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -120,6 +126,24 @@ func (c *Console) createEndpoint(w http.ResponseWriter, r *http.Request, s *sess
 		return err
 	}
 	return c.renderEndpoints(w, r, s, &createdEndpoint{ID: e.ID, URL: e.URL})
+}
+
+// rotateEndpoint gives an endpoint a new URL and shows it once.
+func (c *Console) rotateEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	overlap, err := formDuration(r, "overlap")
+	if err != nil {
+		return err
+	}
+	e, err := c.ctl.RotateEndpoint(r.Context(), s.caller(), id, overlap)
+	if err != nil {
+		return err
+	}
+	return c.renderEndpoints(w, r, s, &createdEndpoint{ID: e.ID, URL: e.URL, Rotated: true, PreviousUntil: e.PreviousExpiresAt,
+		Stopped: !e.PreviousExpiresAt.After(c.clock.Now())})
 }
 
 // formLimits reads the endpoint limits a form sets; blank fields keep the

@@ -450,7 +450,7 @@ func TestExportWritesNoKeyAndApplyLeavesKeysAlone(t *testing.T) {
 	plan := e.apply(t, e.staff, acmeDoc(), control.ApplyOptions{})
 	first := plan.Changes[0].APIKey // an org's first key, minted by its creation, is in that plan once
 	acmeID := plan.Changes[0].ID
-	k, second, err := e.ctl.CreateKey(ctx, e.staff, acmeID, intake.RoleViewer)
+	k, second, err := e.ctl.CreateKey(ctx, e.staff, acmeID, intake.RoleViewer, "")
 	if err != nil || first == "" {
 		t.Fatalf("keys: %q %v", first, err)
 	}

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/token"
@@ -24,8 +25,8 @@ type Limits struct {
 	Version int64
 }
 
-// CreatedEndpoint is a new endpoint with the token and URL that address
-// it, returned once: only the token's hash is kept.
+// CreatedEndpoint is a new or rotated endpoint with the token and URL that
+// address it, returned once: only the token's hash is kept.
 type CreatedEndpoint struct {
 	intake.Endpoint
 	Token string
@@ -100,6 +101,42 @@ func (p *Plane) updateEndpoint(ctx context.Context, c Caller, id string, l Limit
 	}
 	e.Version++
 	return e, nil
+}
+
+// RotateEndpoint gives an endpoint a new token, so a lost URL is replaced,
+// not read. The current token keeps working for overlap (nil: 24 h; 0: it
+// stops at once); one an earlier rotation left working stops now.
+func (p *Plane) RotateEndpoint(ctx context.Context, c Caller, id string, overlap *time.Duration) (CreatedEndpoint, error) {
+	if err := c.may(intake.RoleAdmin); err != nil {
+		return CreatedEndpoint{}, err
+	}
+	if err := intake.CheckID("id", id); err != nil {
+		return CreatedEndpoint{}, err
+	}
+	d := intake.DefaultTokenOverlap
+	if overlap != nil {
+		d = *overlap
+	}
+	tok := token.New("")
+	e, err := compareAndSet(0, func() (intake.Endpoint, error) {
+		e, err := p.store.Endpoint(ctx, c.Scope, id)
+		if err != nil {
+			return e, err
+		}
+		if e, err = e.RotateToken(token.Hash(tok), p.sealer.Seal([]byte(tok), []byte(e.ID)), p.now(), d); err != nil {
+			return e, err
+		}
+		a := p.entry(c, e.OrgID, "endpoint.rotate", "endpoint", e.ID, "overlap=", d)
+		if err := p.store.RotateEndpointToken(ctx, c.Scope, e, a); err != nil {
+			return e, err
+		}
+		e.Version++
+		return e, nil
+	})
+	if err != nil {
+		return CreatedEndpoint{}, err
+	}
+	return CreatedEndpoint{Endpoint: e, Token: tok, URL: p.publicURL + "/webhooks/" + tok}, nil
 }
 
 // applyLimits sets the settings l gives and validates the result.

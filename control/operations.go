@@ -154,45 +154,14 @@ func (p *Plane) RerouteWhere(ctx context.Context, c Caller, f intake.EventFilter
 	if err := c.may(intake.RoleOperator); err != nil {
 		return 0, err
 	}
-	states := reroutable()
-	if f.State != "" {
-		if intake.CheckEventTransition(f.State, intake.EventPending) != nil {
-			return 0, intake.Errorf(intake.EINVALID, "only %s events can be re-routed", joinStates(states))
-		}
-		states = []intake.EventState{f.State}
-	}
-	if err := checkEventFilter(f); err != nil {
-		return 0, err
-	}
 	release, err := p.takeBulk(ctx, c)
 	if err != nil {
 		return 0, err
 	}
 	defer release()
-	// Only what a re-route needs of each event is kept, not its data: up
-	// to bulkMax of them are held at once.
-	type selectedEvent struct{ id, org string }
-	var selected []selectedEvent
-	for _, st := range states {
-		g := f
-		g.State, g.Limit, g.Cursor = st, intake.MaxPageSize, ""
-		for len(selected) <= p.budgets.bulkMax {
-			page, err := p.Events(ctx, c, g)
-			if err != nil {
-				return 0, err
-			}
-			for _, e := range page.Items {
-				selected = append(selected, selectedEvent{e.ID, e.OrgID})
-			}
-			if page.NextCursor == "" {
-				break
-			}
-			g.Cursor = page.NextCursor
-		}
-	}
-	if len(selected) > p.budgets.bulkMax {
-		return 0, intake.Errorf(intake.EINVALID, "this search selects more than %d events, the most a bulk re-route takes: narrow it (a type, a time range, a match)",
-			p.budgets.bulkMax)
+	selected, _, err := p.selectReroutable(ctx, c, f)
+	if err != nil {
+		return 0, err
 	}
 	query := describeSearch(string(f.State), f.Type, "", f.Search, f.Since, f.Until)
 	n := 0
@@ -207,6 +176,68 @@ func (p *Plane) RerouteWhere(ctx context.Context, c Caller, f intake.EventFilter
 		}
 	}
 	return n, nil
+}
+
+// PreviewRerouteWhere is RerouteWhere's dry run: how many events it would
+// re-route and the first of them; nothing changes.
+func (p *Plane) PreviewRerouteWhere(ctx context.Context, c Caller, f intake.EventFilter) (Preview[intake.Event], error) {
+	if err := c.may(intake.RoleOperator); err != nil {
+		return Preview[intake.Event]{}, err
+	}
+	release, err := p.takeBulk(ctx, c)
+	if err != nil {
+		return Preview[intake.Event]{}, err
+	}
+	defer release()
+	selected, first, err := p.selectReroutable(ctx, c, f)
+	return Preview[intake.Event]{Count: len(selected), Items: first}, err
+}
+
+// selectedEvent is what a re-route needs of an event, not its data: up to
+// bulkMax of them are held at once.
+type selectedEvent struct{ id, org string }
+
+// selectReroutable checks a bulk re-route's search and selects its events,
+// and the first PreviewItems of them whole. A search selecting more than
+// the bulk maximum is refused.
+func (p *Plane) selectReroutable(ctx context.Context, c Caller, f intake.EventFilter) ([]selectedEvent, []intake.Event, error) {
+	states := reroutable()
+	if f.State != "" {
+		if intake.CheckEventTransition(f.State, intake.EventPending) != nil {
+			return nil, nil, intake.Errorf(intake.EINVALID, "only %s events can be re-routed", joinStates(states))
+		}
+		states = []intake.EventState{f.State}
+	}
+	if err := checkEventFilter(f); err != nil {
+		return nil, nil, err
+	}
+	var selected []selectedEvent
+	var first []intake.Event
+	for _, st := range states {
+		g := f
+		g.State, g.Limit, g.Cursor = st, intake.MaxPageSize, ""
+		for len(selected) <= p.budgets.bulkMax {
+			page, err := p.Events(ctx, c, g)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, e := range page.Items {
+				selected = append(selected, selectedEvent{e.ID, e.OrgID})
+				if len(first) < PreviewItems {
+					first = append(first, e)
+				}
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			g.Cursor = page.NextCursor
+		}
+	}
+	if len(selected) > p.budgets.bulkMax {
+		return nil, nil, intake.Errorf(intake.EINVALID, "this search selects more than %d events, the most a bulk re-route takes: narrow it (a type, a time range, a match)",
+			p.budgets.bulkMax)
+	}
+	return selected, first, nil
 }
 
 // reroutable lists the event states an operator may take back to pending,

@@ -176,10 +176,10 @@ func retention(field, v string, max time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
-// CreateKey adds an API key with a role to an org (an org key: its own
-// org); the key is returned once. A role of "" is admin, as keys were
-// before roles.
-func (p *Plane) CreateKey(ctx context.Context, c Caller, orgID string, role intake.Role) (intake.APIKey, string, error) {
+// CreateKey adds an API key with a role and an optional name to an org (an
+// org key: its own org); the key is returned once. A role of "" is admin,
+// as keys were before roles.
+func (p *Plane) CreateKey(ctx context.Context, c Caller, orgID string, role intake.Role, name string) (intake.APIKey, string, error) {
 	if err := c.may(intake.RoleAdmin); err != nil {
 		return intake.APIKey{}, "", err
 	}
@@ -187,12 +187,16 @@ func (p *Plane) CreateKey(ctx context.Context, c Caller, orgID string, role inta
 	if err != nil {
 		return intake.APIKey{}, "", err
 	}
+	if err := intake.CheckKeyName(name); err != nil {
+		return intake.APIKey{}, "", err
+	}
 	orgID, err = orgFor(c, orgID)
 	if err != nil {
 		return intake.APIKey{}, "", err
 	}
 	key, k := newKey(orgID, role, p.now())
-	a := p.entry(c, orgID, "key.create", "api_key", k.ID, "prefix=", k.Prefix, " role=", k.Role)
+	k.Name = name
+	a := p.entry(c, orgID, "key.create", "api_key", k.ID, "prefix=", k.Prefix, " role=", k.Role, fmt.Sprintf(" name=%q", name))
 	if err := p.store.CreateAPIKey(ctx, c.Scope, k, a); err != nil {
 		return intake.APIKey{}, "", err
 	}

@@ -132,23 +132,7 @@ func expired(m *intake.Message) {
 // received in [since, until), at most seven days, for a ReplayRunner (on
 // any process) to carry out in bounded batches. Total is counted now.
 func (p *Plane) ReplayWindow(ctx context.Context, c Caller, endpointID string, since, until time.Time) (intake.ReplayJob, error) {
-	if err := c.may(intake.RoleOperator); err != nil {
-		return intake.ReplayJob{}, err
-	}
-	if err := intake.CheckID("id", endpointID); err != nil {
-		return intake.ReplayJob{}, err
-	}
-	if err := checkRange(since, until); err != nil {
-		return intake.ReplayJob{}, err
-	}
-	if until.Sub(since) > MaxReplayWindow {
-		return intake.ReplayJob{}, intake.Errorf(intake.EINVALID, "a replay window is at most 7 days; this one is %s", until.Sub(since).Round(time.Minute))
-	}
-	ep, err := p.store.Endpoint(ctx, c.Scope, endpointID)
-	if err != nil {
-		return intake.ReplayJob{}, err
-	}
-	total, err := p.store.CountMessages(ctx, c.Scope, windowFilter(endpointID, since, until))
+	ep, total, err := p.checkReplayWindow(ctx, c, endpointID, since, until)
 	if err != nil {
 		return intake.ReplayJob{}, err
 	}
@@ -158,6 +142,42 @@ func (p *Plane) ReplayWindow(ctx context.Context, c Caller, endpointID string, s
 	a := p.entry(c, ep.OrgID, "endpoint.replay", "endpoint", endpointID, fmt.Sprintf("since=%s until=%s count=%d",
 		since.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339), total))
 	return j, p.store.CreateReplayJob(ctx, j, a)
+}
+
+// PreviewReplayWindow is ReplayWindow's dry run: how many messages it
+// would replay and the first of them; nothing changes.
+func (p *Plane) PreviewReplayWindow(ctx context.Context, c Caller, endpointID string, since, until time.Time) (Preview[intake.Message], error) {
+	_, total, err := p.checkReplayWindow(ctx, c, endpointID, since, until)
+	if err != nil {
+		return Preview[intake.Message]{}, err
+	}
+	f := windowFilter(endpointID, since, until)
+	f.Limit = PreviewItems
+	page, err := p.store.ListMessages(ctx, c.Scope, f)
+	return Preview[intake.Message]{Count: total, Items: page.Items}, err
+}
+
+// checkReplayWindow checks a window replay and counts the messages it
+// takes.
+func (p *Plane) checkReplayWindow(ctx context.Context, c Caller, endpointID string, since, until time.Time) (intake.Endpoint, int, error) {
+	if err := c.may(intake.RoleOperator); err != nil {
+		return intake.Endpoint{}, 0, err
+	}
+	if err := intake.CheckID("id", endpointID); err != nil {
+		return intake.Endpoint{}, 0, err
+	}
+	if err := checkRange(since, until); err != nil {
+		return intake.Endpoint{}, 0, err
+	}
+	if until.Sub(since) > MaxReplayWindow {
+		return intake.Endpoint{}, 0, intake.Errorf(intake.EINVALID, "a replay window is at most 7 days; this one is %s", until.Sub(since).Round(time.Minute))
+	}
+	ep, err := p.store.Endpoint(ctx, c.Scope, endpointID)
+	if err != nil {
+		return intake.Endpoint{}, 0, err
+	}
+	total, err := p.store.CountMessages(ctx, c.Scope, windowFilter(endpointID, since, until))
+	return ep, total, err
 }
 
 func windowFilter(endpointID string, since, until time.Time) intake.MessageFilter {

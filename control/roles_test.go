@@ -196,6 +196,18 @@ func roleRows(orgID string) []roleRow {
 			_, err := p.Retry(ctx, c, intake.RetrySelection{ConsumerID: id}, true)
 			return err
 		}},
+		{"PreviewReplayWindow", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.PreviewReplayWindow(ctx, c, id, since, until)
+			return err
+		}},
+		{"PreviewReplayWhere", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.PreviewReplayWhere(ctx, c, intake.MessageFilter{Type: "stripe.invoice.paid"})
+			return err
+		}},
+		{"PreviewRerouteWhere", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.PreviewRerouteWhere(ctx, c, intake.EventFilter{})
+			return err
+		}},
 		{"ReplayWhere", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			_, err := p.ReplayWhere(ctx, c, intake.MessageFilter{Type: "stripe.invoice.paid"})
 			return err
@@ -245,6 +257,10 @@ func roleRows(orgID string) []roleRow {
 			_, err := p.CreateEndpoint(ctx, c, id, control.Limits{})
 			return err
 		}},
+		{"RotateEndpoint", "", intake.RoleAdmin, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.RotateEndpoint(ctx, c, id, nil)
+			return err
+		}},
 		{"UpdateEndpoint", "", intake.RoleAdmin, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			_, err := p.UpdateEndpoint(ctx, c, id, control.Limits{})
 			return err
@@ -277,7 +293,7 @@ func roleRows(orgID string) []roleRow {
 			return err
 		}},
 		{"CreateKey", "", intake.RoleAdmin, func(ctx context.Context, p *control.Plane, c control.Caller) error {
-			_, _, err := p.CreateKey(ctx, c, orgID, intake.RoleViewer)
+			_, _, err := p.CreateKey(ctx, c, orgID, intake.RoleViewer, "")
 			return err
 		}},
 		{"RevokeKey", "", intake.RoleAdmin, func(ctx context.Context, p *control.Plane, c control.Caller) error {

@@ -192,23 +192,9 @@ func describeSearch(state, typ, endpointID string, s intake.Search, since, until
 // more than maxBulkReplay messages, is refused before anything is
 // replayed: narrow it.
 func (p *Plane) ReplayWhere(ctx context.Context, c Caller, f intake.MessageFilter) (int, error) {
-	if err := c.may(intake.RoleOperator); err != nil {
-		return 0, err
-	}
-	f.Originals, f.Limit, f.Cursor = true, 200, ""
-	if err := checkMessageFilter(f); err != nil {
-		return 0, err
-	}
-	if f.Search.IsZero() && f.Type == "" && f.State == "" && f.EndpointID == "" && f.ProviderEventID == "" && f.Since.IsZero() && f.Until.IsZero() {
-		return 0, intake.Errorf(intake.EINVALID, "a bulk replay needs a search: match, q, type, state, endpoint_id, since or until")
-	}
-	total, err := p.store.CountMessages(ctx, c.Scope, f)
+	f, _, err := p.checkReplayWhere(ctx, c, f)
 	if err != nil {
 		return 0, err
-	}
-	if total > maxBulkReplay {
-		return 0, intake.Errorf(intake.EINVALID, "this search selects %d messages; a bulk replay takes at most %d: narrow it (a type, a time range, a match)",
-			total, maxBulkReplay)
 	}
 	query := describeSearch(string(f.State), f.Type, f.EndpointID, f.Search, f.Since, f.Until)
 	if f.ProviderEventID != "" {
@@ -240,4 +226,42 @@ func (p *Plane) ReplayWhere(ctx context.Context, c Caller, f intake.MessageFilte
 		f.Cursor = page.NextCursor
 	}
 	return n, nil
+}
+
+// checkReplayWhere checks a bulk replay's search and counts what it
+// selects: at most maxBulkReplay, or it is refused. f comes back as the
+// replay pages it.
+func (p *Plane) checkReplayWhere(ctx context.Context, c Caller, f intake.MessageFilter) (intake.MessageFilter, int, error) {
+	if err := c.may(intake.RoleOperator); err != nil {
+		return f, 0, err
+	}
+	f.Originals, f.Limit, f.Cursor = true, 200, ""
+	if err := checkMessageFilter(f); err != nil {
+		return f, 0, err
+	}
+	if f.Search.IsZero() && f.Type == "" && f.State == "" && f.EndpointID == "" && f.ProviderEventID == "" && f.Since.IsZero() && f.Until.IsZero() {
+		return f, 0, intake.Errorf(intake.EINVALID, "a bulk replay needs a search: match, q, type, state, endpoint_id, since or until")
+	}
+	total, err := p.store.CountMessages(ctx, c.Scope, f)
+	if err != nil {
+		return f, 0, err
+	}
+	if total > maxBulkReplay {
+		return f, 0, intake.Errorf(intake.EINVALID, "this search selects %d messages; a bulk replay takes at most %d: narrow it (a type, a time range, a match)",
+			total, maxBulkReplay)
+	}
+	return f, total, nil
+}
+
+// PreviewReplayWhere is ReplayWhere's dry run: how many original messages
+// the search selects (a replay skips those whose body has expired) and the
+// first of them; nothing changes.
+func (p *Plane) PreviewReplayWhere(ctx context.Context, c Caller, f intake.MessageFilter) (Preview[intake.Message], error) {
+	f, total, err := p.checkReplayWhere(ctx, c, f)
+	if err != nil {
+		return Preview[intake.Message]{}, err
+	}
+	f.Limit = PreviewItems
+	page, err := p.store.ListMessages(ctx, c.Scope, f)
+	return Preview[intake.Message]{Count: total, Items: page.Items}, err
 }

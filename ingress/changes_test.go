@@ -5,10 +5,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/changes"
+	"github.com/intakehq/intake/internal/token"
 )
 
 func TestDisablingAnEndpointTakesEffectOnTheNextRequest(t *testing.T) {
@@ -91,5 +93,34 @@ func TestAChangeNotificationFlushesTheEndpointCache(t *testing.T) {
 	heard.Move()
 	if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusNotFound {
 		t.Fatalf("after the notification: %d", w.Code)
+	}
+}
+
+func TestARotatedTokenWorksForItsOverlapThenAnswersNotFoundEvenWhenCached(t *testing.T) {
+	e := setup(t, ingress.Config{EndpointTTL: time.Hour}, nil)
+	ctx := context.Background()
+	newToken := token.New("")
+	rotated, err := e.ep.RotateToken(token.Hash(newToken), nil, e.clock.Now(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.RotateEndpointToken(ctx, intake.Scope{}, rotated); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []string{e.token, newToken} {
+		if w := e.post("/webhooks/"+tok, strings.NewReader("{}"), nil); w.Code != http.StatusOK {
+			t.Fatalf("within the overlap: %d", w.Code)
+		}
+	}
+	// The old token's endpoint is cached for an hour; its overlap ends first.
+	e.clock.Advance(time.Minute)
+	if w := e.post("/webhooks/"+e.token, strings.NewReader("{}"), nil); w.Code != http.StatusNotFound {
+		t.Fatalf("the replaced token after its overlap: %d, want 404", w.Code)
+	}
+	if w := e.post("/webhooks/"+newToken, strings.NewReader("{}"), nil); w.Code != http.StatusOK {
+		t.Fatalf("the new token after the overlap: %d", w.Code)
+	}
+	if n := len(e.stored(t)); n != 3 {
+		t.Fatalf("%d messages recorded, want 3", n)
 	}
 }

@@ -16,11 +16,17 @@ const connTTL = 5 * time.Second
 
 // endpoint finds the endpoint a token addresses. Found endpoints are cached
 // briefly, and dropped as soon as the store's change counter moves;
-// unknown tokens never are, so random tokens cannot fill the cache.
+// unknown tokens never are, so random tokens cannot fill the cache. A token
+// a rotation replaced is judged at now, cached or not: its overlap ends
+// without any change to void the cache.
 func (h *Handler) endpoint(ctx context.Context, hash []byte, now time.Time) (intake.Endpoint, error) {
-	return h.eps.Get(string(hash), now, func() (intake.Endpoint, error) {
+	ep, err := h.eps.Get(string(hash), now, func() (intake.Endpoint, error) {
 		return h.cfg.Store.EndpointByTokenHash(ctx, hash)
 	})
+	if err == nil && !ep.AddressedBy(hash, now) {
+		return intake.Endpoint{}, intake.Errorf(intake.ENOTFOUND, "no endpoint has this token")
+	}
+	return ep, err
 }
 
 // connSecrets are a connection's opened secrets and config, for the

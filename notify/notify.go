@@ -74,15 +74,23 @@ type tally struct {
 	detail      string // the latest notice's
 }
 
-// Notification is the JSON a notification URL receives.
+// Notification is the JSON a notification URL receives. Subject is an id
+// (a consumer's, an endpoint's, …). When it is a consumer's, a
+// connection's or an endpoint's, SubjectKind says which and SubjectName
+// names it; ConnectionID and ConnectionName give an endpoint's or an event
+// type's connection.
 type Notification struct {
-	Type    string    `json:"type"`
-	OrgID   string    `json:"org_id"`
-	Subject string    `json:"subject"`
-	Count   int       `json:"count"`
-	FirstAt time.Time `json:"first_at"`
-	LastAt  time.Time `json:"last_at"`
-	Detail  string    `json:"detail"`
+	Type           string    `json:"type"`
+	OrgID          string    `json:"org_id"`
+	Subject        string    `json:"subject"`
+	SubjectKind    string    `json:"subject_kind,omitempty"`
+	SubjectName    string    `json:"subject_name,omitempty"`
+	ConnectionID   string    `json:"connection_id,omitempty"`
+	ConnectionName string    `json:"connection_name,omitempty"`
+	Count          int       `json:"count"`
+	FirstAt        time.Time `json:"first_at"`
+	LastAt         time.Time `json:"last_at"`
+	Detail         string    `json:"detail"`
 }
 
 // receiver is where an org's notifications go: its URL or its Slack
@@ -183,14 +191,19 @@ func (n *Notifier) Poll(ctx context.Context) error {
 			break
 		}
 	}
+	var due []group
 	for g, t := range n.groups {
 		switch {
 		case t.count > 0 && !now.Before(t.lastSent.Add(n.cfg.Window)):
-			if err := n.enqueue(ctx, now, g, t, settings); err != nil {
-				return err
-			}
+			due = append(due, g)
 		case t.count == 0 && now.Sub(t.lastSent) > n.cfg.Window:
 			delete(n.groups, g) // its window is over: the store remembers it
+		}
+	}
+	names := n.names(ctx, due)
+	for _, g := range due {
+		if err := n.enqueue(ctx, now, g, n.groups[g], settings, names); err != nil {
+			return err
 		}
 	}
 	n.mu.Lock()
@@ -286,14 +299,57 @@ func (n *Notifier) settings(ctx context.Context, org string, seen map[string]*in
 	return &s, nil
 }
 
+// subjectID is the id a group's subject holds: a schema change's is
+// "connection/type".
+func subjectID(g group) string {
+	if g.topic == intake.NoticeSchemaChanged {
+		conn, _, _ := strings.Cut(g.subject, "/")
+		return conn
+	}
+	return g.subject
+}
+
+// names reads the names of the groups' subjects in one call. Without them
+// notifications still go, naming ids alone.
+func (n *Notifier) names(ctx context.Context, groups []group) map[string]intake.SubjectName {
+	if len(groups) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(groups))
+	for _, g := range groups {
+		ids = append(ids, subjectID(g))
+	}
+	slices.Sort(ids)
+	names, err := n.cfg.Store.SubjectNames(ctx, slices.Compact(ids))
+	if err != nil {
+		n.cfg.Logger.Warn("notifier: cannot read the subjects' names; naming them by id", "err", err)
+	}
+	return names
+}
+
 // enqueue turns a group's window into one notification to the org's
 // receivers and opens the next window.
-func (n *Notifier) enqueue(ctx context.Context, now time.Time, g group, t *tally, settings map[string]*intake.NotificationSettings) error {
+func (n *Notifier) enqueue(ctx context.Context, now time.Time, g group, t *tally, settings map[string]*intake.NotificationSettings,
+	names map[string]intake.SubjectName) error {
 	s, err := n.settings(ctx, g.org, settings)
 	if err != nil {
 		return err
 	}
 	note := Notification{Type: g.topic, OrgID: g.org, Subject: g.subject, Count: t.count, FirstAt: t.first, LastAt: t.last, Detail: t.detail}
+	if name, ok := names[subjectID(g)]; ok && name.OrgID == g.org {
+		note.SubjectKind = name.Kind
+		switch name.Kind {
+		case intake.SubjectConnection:
+			note.ConnectionID, note.ConnectionName = subjectID(g), name.Name
+			if g.topic != intake.NoticeSchemaChanged {
+				note.SubjectName = name.Name
+			}
+		case intake.SubjectEndpoint:
+			note.SubjectName, note.ConnectionID, note.ConnectionName = name.Name, name.ConnectionID, name.ConnectionName
+		default:
+			note.SubjectName = name.Name
+		}
+	}
 	t.lastSent, t.count, t.detail = now, 0, ""
 	if s == nil || !slices.Contains(s.Topics, g.topic) {
 		n.cfg.Metrics.Notifications.WithLabelValues("dropped").Inc()
@@ -480,8 +536,25 @@ func SlackText(n Notification) string {
 	return b.String()
 }
 
-// subjectLabel names a notification's subject with what it is.
+// subjectLabel names a notification's subject with what it is: by its
+// name, the id after it for lookup.
 func subjectLabel(n Notification) string {
+	switch n.SubjectKind {
+	case intake.SubjectConsumer:
+		return "consumer " + named(n.SubjectName, n.Subject)
+	case intake.SubjectEndpoint:
+		ep := "endpoint " + n.Subject
+		if n.SubjectName != "" {
+			ep = "endpoint " + named(n.SubjectName, n.Subject)
+		}
+		return ep + " of connection " + named(n.ConnectionName, n.ConnectionID)
+	case intake.SubjectConnection:
+		if n.Type == intake.NoticeSchemaChanged {
+			_, typ, _ := strings.Cut(n.Subject, "/")
+			return "event type " + typ + " of connection " + named(n.ConnectionName, n.ConnectionID)
+		}
+		return "connection " + named(n.SubjectName, n.Subject)
+	}
 	switch n.Type {
 	case intake.NoticeMessageDead, intake.NoticeSignatureFailures:
 		return "endpoint " + n.Subject
@@ -495,3 +568,12 @@ func subjectLabel(n Notification) string {
 	}
 	return "consumer " + n.Subject
 }
+
+// named is a name for people, quoted and safe in Slack's markup, with the
+// id after it.
+func named(name, id string) string {
+	return `"` + slackEscape.Replace(name) + `" (` + id + ")"
+}
+
+// slackEscape escapes what Slack reads as markup in text.
+var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")

@@ -77,6 +77,7 @@ type env struct {
 	m      *metrics.Metrics
 	n      *notify.Notifier
 	org    intake.Org
+	conn   intake.Connection
 	ep     intake.Endpoint
 }
 
@@ -85,11 +86,11 @@ func newEnv(t *testing.T, policy delivery.Policy) *env {
 	sealer, _ := seal.New(bytes.Repeat([]byte{7}, 32))
 	e := &env{t: t, store: testkit.SQLite(t), sealer: sealer, clock: testkit.NewClock(t0), m: metrics.New()}
 	e.org = e.newOrg("acme")
-	conn := intake.Connection{ID: intake.NewID(), OrgID: e.org.ID, Provider: "stripe", Name: "acme", CreatedAt: t0}
-	if err := e.store.CreateConnection(t.Context(), conn); err != nil {
+	e.conn = intake.Connection{ID: intake.NewID(), OrgID: e.org.ID, Provider: "stripe", Name: "acme", CreatedAt: t0}
+	if err := e.store.CreateConnection(t.Context(), e.conn); err != nil {
 		t.Fatal(err)
 	}
-	e.ep = intake.Endpoint{ID: intake.NewID(), OrgID: e.org.ID, ConnectionID: conn.ID, TokenHash: []byte("tok"), Enabled: true,
+	e.ep = intake.Endpoint{ID: intake.NewID(), OrgID: e.org.ID, ConnectionID: e.conn.ID, TokenHash: []byte("tok"), Enabled: true,
 		MaxBodyBytes: 1 << 20, RatePerSec: 100, Burst: 100, CreatedAt: t0}
 	if err := e.store.CreateEndpoint(t.Context(), e.ep); err != nil {
 		t.Fatal(err)
@@ -319,7 +320,7 @@ func TestSlackReceivesAReadableMessage(t *testing.T) {
 	if err := json.Unmarshal(calls[0].body, &msg); err != nil || len(msg) != 1 {
 		t.Fatalf("slack body %s: want {\"text\": …}", calls[0].body)
 	}
-	want := "*intake: message.dead* — endpoint " + e.ep.ID + " (org " + e.org.ID + ")\n" +
+	want := "*intake: message.dead* — endpoint " + e.ep.ID + ` of connection "acme" (` + e.conn.ID + ") (org " + e.org.ID + ")\n" +
 		"2 times between 2026-11-30T12:00:00Z and 2026-11-30T12:01:00Z\n" +
 		"message m1 is dead (permanent): no adapter"
 	if msg["text"] != want {

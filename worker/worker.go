@@ -621,7 +621,8 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim, views map[string]*
 	if err != nil {
 		return unopenable(st, err)
 	}
-	req := &provider.Request{Method: m.Method, URL: w.publicURL(ctx, m), Header: m.Header, Body: m.Body, ReceivedAt: m.ReceivedAt}
+	publicURL, previousURL := w.publicURLs(ctx, m)
+	req := &provider.Request{Method: m.Method, URL: publicURL, Header: m.Header, Body: m.Body, ReceivedAt: m.ReceivedAt}
 	if req.Query, err = url.ParseQuery(m.Query); err != nil {
 		req.Query = url.Values{}
 	}
@@ -635,6 +636,15 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim, views map[string]*
 			if s, serr := w.leaseSecrets(fresh); serr == nil {
 				err = adapter.Verify(req, s, cfg)
 			}
+		}
+	}
+	if err != nil && !errors.As(err, &perm) && previousURL != "" {
+		// Sent, within a rotation's overlap, to the URL it replaced: a
+		// URL-signing provider signed that one.
+		old := *req
+		old.URL = previousURL
+		if adapter.Verify(&old, secrets, cfg) == nil {
+			req, err = &old, nil
 		}
 	}
 	if errors.As(err, &perm) {
@@ -742,23 +752,37 @@ func (w *Worker) filter(ctx context.Context, conn intake.Connection, m intake.Me
 	return kept, nil
 }
 
-// publicURL rebuilds the address the provider posted to. Empty when the
-// endpoint's token cannot be opened: only URL-signing adapters need it, and
-// they then refuse the signature.
-func (w *Worker) publicURL(ctx context.Context, m intake.Message) string {
+// publicURLs rebuild the address the provider posted to, and, for a
+// message received while a rotation's overlap let the replaced token work,
+// the address that token made. Empty when a token cannot be opened: only
+// URL-signing adapters need them, and they then refuse the signature.
+func (w *Worker) publicURLs(ctx context.Context, m intake.Message) (current, previous string) {
 	ep, err := w.eps.Get(m.EndpointID, w.cfg.Clock.Now(), func() (intake.Endpoint, error) {
 		return w.cfg.Store.Endpoint(ctx, intake.Scope{}, m.EndpointID)
 	})
-	if err != nil || len(ep.SealedToken) == 0 {
+	if err != nil {
+		return "", ""
+	}
+	current = w.tokenURL(ep, ep.SealedToken, m.Query)
+	if m.ReceivedAt.Before(ep.PreviousExpiresAt) {
+		previous = w.tokenURL(ep, ep.PreviousSealedToken, m.Query)
+	}
+	return current, previous
+}
+
+// tokenURL is the public URL of an endpoint's sealed token; "" when there
+// is none or it cannot be opened.
+func (w *Worker) tokenURL(ep intake.Endpoint, sealed []byte, query string) string {
+	if len(sealed) == 0 {
 		return ""
 	}
-	tok, err := w.cfg.Sealer.Open(ep.SealedToken, []byte(ep.ID))
+	tok, err := w.cfg.Sealer.Open(sealed, []byte(ep.ID))
 	if err != nil {
 		return ""
 	}
 	u := strings.TrimRight(w.cfg.PublicURL, "/") + "/webhooks/" + string(tok)
-	if m.Query != "" {
-		u += "?" + m.Query
+	if query != "" {
+		u += "?" + query
 	}
 	return u
 }

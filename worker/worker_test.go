@@ -38,6 +38,10 @@ func (a *testAdapter) Verify(r *provider.Request, secrets [][]byte, _ provider.C
 	a.mu.Lock()
 	a.lastURL = r.URL
 	a.mu.Unlock()
+	// A URL-signing provider's signature covers the URL it was given.
+	if signed := r.Header.Get("X-Test-URL"); signed != "" && signed != r.URL {
+		return fmt.Errorf("%w: signed for another URL", provider.ErrSignature)
+	}
 	for _, s := range secrets {
 		if bytes.Equal([]byte(r.Header.Get("X-Test-Secret")), s) {
 			return nil
@@ -416,5 +420,46 @@ func TestASecretAddedMomentsAgoVerifiesDespiteTheRowCache(t *testing.T) {
 	e.run(t)
 	if m := e.message(t, forged); m.Outcome != intake.OutcomeSignature {
 		t.Fatalf("forged: %s/%s", m.State, m.Outcome)
+	}
+}
+
+// A URL-signing provider still posting to the URL a rotation replaced
+// signs that URL: within the overlap its messages verify against it, and
+// after the overlap they do not.
+func TestAMessageSentToARotatedURLWithinTheOverlapVerifiesAgainstThatURL(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	oldURL, newURL := "https://hooks.example.com/webhooks/tok123", "https://hooks.example.com/webhooks/tok456"
+	rotated, err := e.ep.RotateToken([]byte("new-hash"), mustSealer().Seal([]byte("tok456"), []byte(e.ep.ID)), e.clock.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.RotateEndpointToken(ctx, intake.Scope{}, rotated); err != nil {
+		t.Fatal(err)
+	}
+	signedFor := func(url, id string) string {
+		t.Helper()
+		sum := sha256.Sum256([]byte(id))
+		m := &intake.Message{ID: intake.NewID(), OrgID: e.ep.OrgID, ConnectionID: e.conn.ID, EndpointID: e.ep.ID,
+			Method: "POST", Header: http.Header{"X-Test-Secret": {"new-secret"}, "X-Test-Url": {url}},
+			Body: []byte(`{"id":"` + id + `"}`), Digest: hex.EncodeToString(sum[:]), ReceivedAt: e.clock.Now(), State: intake.MessageQueued,
+			MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: e.clock.Now()}
+		if err := e.store.Ingest(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		return m.ID
+	}
+	toOld, toNew := signedFor(oldURL, "evt_old"), signedFor(newURL, "evt_new")
+	e.run(t)
+	for _, id := range []string{toOld, toNew} {
+		if m := e.message(t, id); m.State != intake.MessageProcessed {
+			t.Fatalf("within the overlap: %s %s %s", m.State, m.Outcome, m.ErrorMessage)
+		}
+	}
+	e.clock.Advance(time.Hour)
+	late := signedFor(oldURL, "evt_late")
+	e.run(t)
+	if m := e.message(t, late); m.State != intake.MessageIgnored || m.Outcome != intake.OutcomeSignature {
+		t.Fatalf("signed for the replaced URL after the overlap: %s %s, want ignored for its signature", m.State, m.Outcome)
 	}
 }

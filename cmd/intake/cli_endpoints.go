@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -14,6 +15,7 @@ type EndpointsCmd struct {
 	Show    EndpointsShowCmd    `cmd:"" help:"Show one endpoint."`
 	Enable  EndpointsEnableCmd  `cmd:"" help:"Accept webhooks at an endpoint again."`
 	Disable EndpointsDisableCmd `cmd:"" help:"Refuse webhooks at an endpoint (404, nothing recorded)."`
+	Rotate  EndpointsRotateCmd  `cmd:"" help:"Give an endpoint a new token and URL (shown once); the old URL keeps working for --overlap."`
 	Delete  EndpointsDeleteCmd  `cmd:"" help:"Delete an endpoint (its history stays)."`
 }
 
@@ -87,6 +89,23 @@ type EndpointsDisableCmd struct {
 // Run disables the endpoint.
 func (c *EndpointsDisableCmd) Run(cl *Client) error {
 	return setEnabled(cl, c.outputFlags, c.ID, false)
+}
+
+// EndpointsRotateCmd replaces an endpoint's token, so a lost URL is
+// replaced, not read.
+type EndpointsRotateCmd struct {
+	outputFlags
+	ID      string `arg:"" help:"Endpoint id."`
+	Overlap string `name:"overlap" default:"24h" help:"How long the old URL keeps working beside the new one (0s to 168h; 0s: it stops at once)."`
+}
+
+// Run rotates the token and prints the new URL.
+func (c *EndpointsRotateCmd) Run(cl *Client) error {
+	if err := cl.send(c.outputFlags, http.MethodPost, idPath("/api/v1/endpoints", c.ID, "/rotate"), api.RotateEndpointRequest{Overlap: c.Overlap}); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(cl.stderr(), "intake: give the provider the new url now; it will not be shown again.")
+	return err
 }
 
 func setEnabled(cl *Client, f outputFlags, id string, enabled bool) error {

@@ -21,11 +21,12 @@ type KeysCreateCmd struct {
 	outputFlags
 	Org  string `name:"org" help:"The org (staff token); an org key creates in its own org."`
 	Role string `name:"role" help:"What the key may do: viewer (read), operator (also replay, re-route, pause, tests) or admin (everything in the org; the default)."`
+	Name string `name:"name" help:"Who or what holds the key (at most 100 bytes), shown in lists."`
 }
 
 // Run creates the key and prints it.
 func (c *KeysCreateCmd) Run(cl *Client) error {
-	if err := cl.send(c.outputFlags, http.MethodPost, "/api/v1/keys", api.CreateKeyRequest{OrgID: c.Org, Role: c.Role}); err != nil {
+	if err := cl.send(c.outputFlags, http.MethodPost, "/api/v1/keys", api.CreateKeyRequest{OrgID: c.Org, Role: c.Role, Name: c.Name}); err != nil {
 		return err
 	}
 	fmt.Fprintln(cl.stderr(), "intake: store the key now; it will not be shown again")
@@ -38,13 +39,13 @@ type KeysListCmd struct{ listFlags }
 // Run lists the keys.
 func (c *KeysListCmd) Run(cl *Client) error {
 	return printList(cl, c.listFlags, "/api/v1/keys", nil,
-		[]string{"ID", "ORG", "PREFIX", "ROLE", "CREATED", "REVOKED"},
+		[]string{"ID", "NAME", "ORG", "PREFIX", "ROLE", "CREATED", "REVOKED"},
 		func(k api.APIKey) []string {
 			revoked := "-"
 			if k.RevokedAt != nil {
 				revoked = timeCell(*k.RevokedAt)
 			}
-			return []string{k.ID, k.OrgID, k.Prefix, k.Role, timeCell(k.CreatedAt), revoked}
+			return []string{k.ID, cell(k.Name), k.OrgID, k.Prefix, k.Role, timeCell(k.CreatedAt), revoked}
 		})
 }
 

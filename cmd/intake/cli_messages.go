@@ -23,8 +23,10 @@ type MessagesCmd struct {
 type MessagesListCmd struct {
 	Endpoint string `name:"endpoint" help:"Only messages of this endpoint id."`
 	State    string `name:"state" help:"Only messages in this state (queued, processing, processed, ignored, failed, dead)."`
-	Limit    int    `name:"limit" help:"Messages per page (default 50, at most 500)."`
-	Cursor   string `name:"cursor" help:"Continue after the page that printed this cursor."`
+	// ProviderEventID finds what a provider's dashboard names.
+	ProviderEventID string `name:"provider-event-id" help:"Only messages with this provider event id, as the provider's dashboard shows it (evt_…)."`
+	Limit           int    `name:"limit" help:"Messages per page (default 50, at most 500)."`
+	Cursor          string `name:"cursor" help:"Continue after the page that printed this cursor."`
 	listFlags
 }
 
@@ -33,6 +35,7 @@ func (c *MessagesListCmd) Run(cl *Client) error {
 	q := url.Values{}
 	setParam(q, "endpoint_id", c.Endpoint)
 	setParam(q, "state", c.State)
+	setParam(q, "provider_event_id", c.ProviderEventID)
 	if c.Limit != 0 {
 		q.Set("limit", strconv.Itoa(c.Limit))
 	}
@@ -49,14 +52,18 @@ func printMessages(cl *Client, f listFlags, q url.Values) error {
 			return err
 		}
 	}
-	return printList(cl, f, "/api/v1/messages", q,
-		[]string{"ID", "RECEIVED", "METHOD", "STATE", "ATTEMPT", "OUTCOME", "ERROR", "CONNECTION", "ENDPOINT"},
-		func(m api.Message) []string {
-			return []string{m.ID, timeCell(m.ReceivedAt), m.Method, m.State,
-				intake.AttemptOf(m.Attempt, m.MaxAttempts),
-				cell(m.Outcome), cell(clip(cmp.Or(m.ErrorMessage, m.ErrorCode), 60)),
-				cmp.Or(names.connections[m.ConnectionID], m.ConnectionID), cmp.Or(names.endpoints[m.EndpointID], m.EndpointID)}
-		})
+	return printList(cl, f, "/api/v1/messages", q, messageColumns, names.messageRow)
+}
+
+var messageColumns = []string{"ID", "RECEIVED", "METHOD", "STATE", "ATTEMPT", "OUTCOME", "ERROR", "CONNECTION", "ENDPOINT"}
+
+// messageRow is a message as lists print it, its connection and endpoint
+// by name.
+func (n names) messageRow(m api.Message) []string {
+	return []string{m.ID, timeCell(m.ReceivedAt), m.Method, m.State,
+		intake.AttemptOf(m.Attempt, m.MaxAttempts),
+		cell(m.Outcome), cell(clip(cmp.Or(m.ErrorMessage, m.ErrorCode), 60)),
+		cmp.Or(n.connections[m.ConnectionID], m.ConnectionID), cmp.Or(n.endpoints[m.EndpointID], m.EndpointID)}
 }
 
 // names are what a person calls the connections and endpoints the token
@@ -149,10 +156,11 @@ type EventsCmd struct {
 
 // EventsListCmd lists events.
 type EventsListCmd struct {
-	State  string `name:"state" help:"Only events in this state (pending, delivered, retrying, dead, no_consumer)."`
-	Type   string `name:"type" help:"Only events of this type (e.g. stripe.invoice.paid)."`
-	Limit  int    `name:"limit" help:"Events per page (default 50, at most 500)."`
-	Cursor string `name:"cursor" help:"Continue after the page that printed this cursor."`
+	State    string `name:"state" help:"Only events in this state (pending, delivered, retrying, dead, no_consumer)."`
+	Type     string `name:"type" help:"Only events of this type (e.g. stripe.invoice.paid)."`
+	Consumer string `name:"consumer" help:"Only events delivered (or attempted) to this consumer id."`
+	Limit    int    `name:"limit" help:"Events per page (default 50, at most 500)."`
+	Cursor   string `name:"cursor" help:"Continue after the page that printed this cursor."`
 	listFlags
 }
 
@@ -161,6 +169,7 @@ func (c *EventsListCmd) Run(cl *Client) error {
 	q := url.Values{}
 	setParam(q, "state", c.State)
 	setParam(q, "type", c.Type)
+	setParam(q, "consumer_id", c.Consumer)
 	if c.Limit != 0 {
 		q.Set("limit", strconv.Itoa(c.Limit))
 	}
@@ -174,12 +183,15 @@ func printEvents(cl *Client, f listFlags, q url.Values) error {
 	if q.Get("state") == string(intake.EventDead) {
 		return printDeadEvents(cl, f, q)
 	}
-	return printList(cl, f, "/api/v1/events", q,
-		[]string{"ID", "OCCURRED", "TYPE", "KIND", "STATE", "ATTEMPT", "MESSAGE"},
-		func(e api.Event) []string {
-			return []string{e.ID, timeCell(e.OccurredAt), e.Type, e.Kind, e.State,
-				intake.AttemptOf(e.Attempt, e.MaxAttempts), e.MessageID}
-		})
+	return printList(cl, f, "/api/v1/events", q, eventColumns, eventRow)
+}
+
+var eventColumns = []string{"ID", "OCCURRED", "TYPE", "KIND", "STATE", "ATTEMPT", "MESSAGE"}
+
+// eventRow is an event as lists print it.
+func eventRow(e api.Event) []string {
+	return []string{e.ID, timeCell(e.OccurredAt), e.Type, e.Kind, e.State,
+		intake.AttemptOf(e.Attempt, e.MaxAttempts), e.MessageID}
 }
 
 // printDeadEvents lists dead events one row per consumer whose attempts an

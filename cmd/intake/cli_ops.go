@@ -19,6 +19,7 @@ type ReplayCmd struct {
 	Endpoint string        `name:"endpoint" help:"Replay what this endpoint received in a window."`
 	Since    time.Duration `name:"since" help:"Window start, this long ago (e.g. 24h)."`
 	Until    time.Duration `name:"until" help:"Window end, this long ago (default: now)."`
+	DryRun   bool          `name:"dry-run" help:"With --endpoint: print how many messages the window holds and the first of them, and replay nothing."`
 	Poll     time.Duration `name:"poll" default:"500ms" hidden:""`
 }
 
@@ -27,6 +28,8 @@ func (c *ReplayCmd) Run(cl *Client) error {
 	switch {
 	case c.Message != "" && c.Endpoint != "":
 		return errors.New("give --message or --endpoint, not both")
+	case c.Message != "" && c.DryRun:
+		return errors.New("--dry-run previews a window replay (--endpoint); a message's replay is one message")
 	case c.Message != "":
 		return cl.send(c.outputFlags, http.MethodPost, idPath("/api/v1/messages", c.Message, "/replay"), nil)
 	case c.Endpoint == "" || c.Since <= 0:
@@ -34,9 +37,15 @@ func (c *ReplayCmd) Run(cl *Client) error {
 	}
 	now := time.Now().UTC()
 	raw, err := cl.call(http.MethodPost, idPath("/api/v1/endpoints", c.Endpoint, "/replay"), nil,
-		api.ReplayWindowRequest{Since: now.Add(-c.Since), Until: now.Add(-c.Until)})
+		api.ReplayWindowRequest{Since: now.Add(-c.Since), Until: now.Add(-c.Until), DryRun: c.DryRun})
 	if err != nil {
 		return err
+	}
+	if c.DryRun {
+		if c.JSON {
+			return cl.printJSON(raw)
+		}
+		return previewMessages("replay")(cl, raw)
 	}
 	var job struct {
 		Count    int    `json:"count"`
@@ -79,20 +88,31 @@ func progressBar(done, total, width int) string {
 // EventsRerouteCmd re-routes dead or no_consumer events.
 type EventsRerouteCmd struct {
 	outputFlags
-	ID    string        `arg:"" optional:"" help:"The event to re-route; omit to re-route by filter."`
-	State string        `name:"state" help:"Only events in this state (dead or no_consumer; default both)."`
-	Type  string        `name:"type" help:"Only events of this type."`
-	Since time.Duration `name:"since" help:"Only events created at most this long ago."`
+	ID     string        `arg:"" optional:"" help:"The event to re-route; omit to re-route by filter."`
+	State  string        `name:"state" help:"Only events in this state (dead or no_consumer; default both)."`
+	Type   string        `name:"type" help:"Only events of this type."`
+	Since  time.Duration `name:"since" help:"Only events created at most this long ago."`
+	DryRun bool          `name:"dry-run" help:"Print how many events the filter would re-route and the first of them, and change nothing."`
 }
 
 // Run re-routes.
 func (c *EventsRerouteCmd) Run(cl *Client) error {
 	if c.ID != "" {
+		if c.DryRun {
+			return errors.New("--dry-run previews a re-route by filter; give no event id")
+		}
 		return cl.send(c.outputFlags, http.MethodPost, idPath("/api/v1/events", c.ID, "/reroute"), nil)
 	}
-	req := api.RerouteRequest{Type: c.Type, State: intake.EventState(c.State)}
+	req := api.RerouteRequest{Type: c.Type, State: intake.EventState(c.State), DryRun: c.DryRun}
 	if c.Since > 0 {
 		req.Since = time.Now().UTC().Add(-c.Since)
 	}
-	return cl.send(c.outputFlags, http.MethodPost, "/api/v1/events/reroute", req)
+	if !c.DryRun || c.JSON {
+		return cl.send(c.outputFlags, http.MethodPost, "/api/v1/events/reroute", req)
+	}
+	raw, err := cl.call(http.MethodPost, "/api/v1/events/reroute", nil, req)
+	if err != nil {
+		return err
+	}
+	return previewEvents("re-route")(cl, raw)
 }

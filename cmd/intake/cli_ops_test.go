@@ -113,3 +113,20 @@ func TestCLIDeletesAnEndpointAndManagesKeys(t *testing.T) {
 		t.Fatalf("audit list: %q", out)
 	}
 }
+
+// keys create --name names a key; keys list shows the name.
+func TestCLINamesAKeyAndListsItByName(t *testing.T) {
+	s := newServer(t)
+	org := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
+	k := decodeOut[api.APIKey](t, s.mustRunJSON(t, org.APIKey, "keys", "create", "--name", "deploy-bot"))
+	if k.Name != "deploy-bot" {
+		t.Fatalf("keys create --name: %+v", k)
+	}
+	out := s.mustRun(t, org.APIKey, "keys", "list")
+	if !strings.Contains(out, "NAME") || !regexp.MustCompile(k.ID+`\s+deploy-bot\s`).MatchString(out) {
+		t.Fatalf("keys list does not show the key's name:\n%s", out)
+	}
+	if _, err := s.run(t, org.APIKey, "keys", "create", "--name", strings.Repeat("n", 101)); err == nil || !strings.Contains(err.Error(), "at most 100 bytes") {
+		t.Fatalf("a name of 101 bytes: %v", err)
+	}
+}

@@ -91,6 +91,7 @@ type EventsSearchCmd struct {
 	searchFlags
 	Consumer string `name:"consumer" help:"Only events delivered (or attempted) to this consumer id."`
 	Reroute  bool   `name:"reroute" help:"Re-route every dead, no_consumer or filtered event the search selects (all pages; --state narrows it), instead of listing."`
+	DryRun   bool   `name:"dry-run" help:"With --reroute: print how many events it would re-route and the first of them, and change nothing."`
 	listFlags
 }
 
@@ -99,11 +100,15 @@ func (c *EventsSearchCmd) Run(cl *Client) error {
 	if c.Reroute {
 		return c.bulk(cl, c.listFlags, bulkAction{
 			refused: c.Consumer != "", refusal: "--reroute acts on every event the search selects: drop --consumer, --limit and --cursor",
-			path: "/api/v1/events/reroute", done: "re-routed %d events\n",
+			path: "/api/v1/events/reroute", done: "re-routed %d events\n", dryRun: c.DryRun, preview: previewEvents("re-route"),
 			request: func(match json.RawMessage, since, until time.Time) any {
-				return api.RerouteRequest{State: intake.EventState(c.State), Type: c.Type, Since: since, Until: until, Match: match, Q: c.Q}
+				return api.RerouteRequest{State: intake.EventState(c.State), Type: c.Type, Since: since, Until: until, Match: match, Q: c.Q,
+					DryRun: c.DryRun}
 			},
 		})
+	}
+	if c.DryRun {
+		return errors.New("--dry-run goes with --reroute: a search alone changes nothing")
 	}
 	q, err := c.query(time.Now())
 	if err != nil {
@@ -118,6 +123,7 @@ type MessagesSearchCmd struct {
 	searchFlags
 	Endpoint string `name:"endpoint" help:"Only messages of this endpoint id."`
 	Replay   bool   `name:"replay" help:"Replay every original message the search selects whose body is kept (at most 1000; all pages), instead of listing."`
+	DryRun   bool   `name:"dry-run" help:"With --replay: print how many messages it would replay and the first of them, and change nothing."`
 	listFlags
 }
 
@@ -126,12 +132,15 @@ func (c *MessagesSearchCmd) Run(cl *Client) error {
 	if c.Replay {
 		return c.bulk(cl, c.listFlags, bulkAction{
 			refusal: "--replay acts on every message the search selects: drop --limit and --cursor",
-			path:    "/api/v1/messages/replay", done: "replayed %d messages\n",
+			path:    "/api/v1/messages/replay", done: "replayed %d messages\n", dryRun: c.DryRun, preview: previewMessages("replay"),
 			request: func(match json.RawMessage, since, until time.Time) any {
 				return api.ReplayRequest{EndpointID: c.Endpoint, State: intake.MessageState(c.State), Type: c.Type,
-					Match: match, Q: c.Q, Since: since, Until: until}
+					Match: match, Q: c.Q, Since: since, Until: until, DryRun: c.DryRun}
 			},
 		})
+	}
+	if c.DryRun {
+		return errors.New("--dry-run goes with --replay: a search alone changes nothing")
 	}
 	q, err := c.query(time.Now())
 	if err != nil {
@@ -148,6 +157,9 @@ type bulkAction struct {
 	refusal string // the error for a page, or a flag it does not take
 	path    string // the route that performs it
 	done    string // what it prints, given how many rows it took
+	// dryRun asks the server what it would take; preview prints that.
+	dryRun  bool
+	preview func(cl *Client, raw []byte) error
 	// request is the body posted to path, from the search.
 	request func(match json.RawMessage, since, until time.Time) any
 }
@@ -173,6 +185,9 @@ func (f searchFlags) bulk(cl *Client, lf listFlags, a bulkAction) error {
 	}
 	if lf.JSON {
 		return cl.printJSON(raw)
+	}
+	if a.dryRun {
+		return a.preview(cl, raw)
 	}
 	var n api.Count
 	if err := json.Unmarshal(raw, &n); err != nil {

@@ -29,8 +29,8 @@ func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey, 
 }
 
 func insertKey(ctx context.Context, tx pgx.Tx, k intake.APIKey) error {
-	_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, org_id, prefix, key_hash, role, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		k.ID, k.OrgID, k.Prefix, k.Hash, string(cmp.Or(k.Role, intake.RoleAdmin)), ts(k.CreatedAt))
+	_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, org_id, prefix, key_hash, name, role, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		k.ID, k.OrgID, k.Prefix, k.Hash, k.Name, string(cmp.Or(k.Role, intake.RoleAdmin)), ts(k.CreatedAt))
 	return err
 }
 
@@ -65,7 +65,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, sc intake.Scope, k intake.APIK
 func (s *Store) ListAPIKeys(ctx context.Context, sc intake.Scope) ([]intake.APIKey, error) {
 	var out []intake.APIKey
 	err := s.read(ctx, sc, func(b *pgx.Batch) {
-		queueRows(b, &out, scanAPIKey, `SELECT id, org_id, prefix, role, created_at, revoked_at FROM api_keys
+		queueRows(b, &out, scanAPIKey, `SELECT id, org_id, prefix, name, role, created_at, revoked_at FROM api_keys
 			WHERE ($1::uuid IS NULL OR org_id = $1) ORDER BY id`, nullID(sc.OrgID))
 	})
 	return out, err
@@ -75,7 +75,7 @@ func scanAPIKey(row pgx.Row) (intake.APIKey, error) {
 	var k intake.APIKey
 	var role string
 	var created, revoked *time.Time
-	err := row.Scan(&k.ID, &k.OrgID, &k.Prefix, &role, &created, &revoked)
+	err := row.Scan(&k.ID, &k.OrgID, &k.Prefix, &k.Name, &role, &created, &revoked)
 	k.Role, k.CreatedAt, k.RevokedAt = intake.Role(role), fromTS(created), fromTS(revoked)
 	return k, err
 }
@@ -285,14 +285,16 @@ func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint, audit ...
 	})
 }
 
-const endpointColumns = `e.id, e.org_id, e.connection_id, e.name, c.provider, e.token_hash, e.sealed_token, e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at, e.version`
+const endpointColumns = `e.id, e.org_id, e.connection_id, e.name, c.provider, e.token_hash, e.sealed_token, e.previous_token_hash, e.previous_sealed_token, e.previous_expires_at,
+	e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at, e.version`
 
 func scanEndpoint(row pgx.Row) (intake.Endpoint, error) {
 	var e intake.Endpoint
-	var created *time.Time
+	var created, previousExpires *time.Time
 	var burst int32
-	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Name, &e.Provider, &e.TokenHash, &e.SealedToken, &e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &burst, &created, &e.Version)
-	e.Burst, e.CreatedAt = int(burst), fromTS(created)
+	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Name, &e.Provider, &e.TokenHash, &e.SealedToken, &e.PreviousTokenHash, &e.PreviousSealedToken, &previousExpires,
+		&e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &burst, &created, &e.Version)
+	e.Burst, e.CreatedAt, e.PreviousExpiresAt = int(burst), fromTS(created), fromTS(previousExpires)
 	return e, err
 }
 
@@ -313,10 +315,13 @@ func (s *Store) Endpoint(ctx context.Context, sc intake.Scope, epID string) (int
 	return e, err
 }
 
-// EndpointByTokenHash finds the endpoint ingress was addressed to.
+// EndpointByTokenHash finds the endpoint ingress was addressed to, by its
+// token or the one its last rotation replaced (expired or not: the caller
+// judges, intake.Endpoint.AddressedBy).
 func (s *Store) EndpointByTokenHash(ctx context.Context, tokenHash []byte) (intake.Endpoint, error) {
 	e, err := scanEndpoint(s.pool.QueryRow(ctx,
-		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id AND c.deleted_at IS NULL AND e.deleted_at IS NULL WHERE e.token_hash = $1`, tokenHash))
+		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id AND c.deleted_at IS NULL AND e.deleted_at IS NULL
+		 WHERE e.token_hash = $1 OR e.previous_token_hash = $1`, tokenHash))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, intake.Errorf(intake.ENOTFOUND, "no endpoint has this token")
 	}
@@ -332,6 +337,26 @@ func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.En
 		tag, err := tx.Exec(ctx, `UPDATE endpoints SET name = $1, enabled = $2, max_body_bytes = $3, rate_per_sec = $4, burst = $5,
 			version = version + 1 WHERE deleted_at IS NULL AND id = $6 AND ($7::uuid IS NULL OR org_id = $7) AND version = $8`,
 			e.Name, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, nullID(sc.OrgID), e.Version)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return notWritten(ctx, tx, "endpoints", "endpoint", e.ID, sc)
+		}
+		return s.announce(ctx, tx)
+	})
+}
+
+// RotateEndpointToken saves an endpoint's new token and the one it replaced,
+// over the version read.
+func (s *Store) RotateEndpointToken(ctx context.Context, sc intake.Scope, e intake.Endpoint, audit ...intake.AuditEntry) error {
+	if !validIDs(e.ID) {
+		return notFound("endpoint", e.ID)
+	}
+	return s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE endpoints SET token_hash = $1, sealed_token = $2, previous_token_hash = $3, previous_sealed_token = $4,
+			previous_expires_at = $5, version = version + 1 WHERE deleted_at IS NULL AND id = $6 AND ($7::uuid IS NULL OR org_id = $7) AND version = $8`,
+			e.TokenHash, e.SealedToken, e.PreviousTokenHash, e.PreviousSealedToken, ts(e.PreviousExpiresAt), e.ID, nullID(sc.OrgID), e.Version)
 		if err != nil {
 			return err
 		}

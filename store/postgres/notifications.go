@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -106,6 +107,37 @@ func (s *Store) LastSentNotice(ctx context.Context, orgID, topic, subject string
 			orgID, text(topic), text(subject)).QueryRow(func(row pgx.Row) error { return row.Scan(&at) })
 	})
 	return fromTS(at), err
+}
+
+// SubjectNames names the consumers, connections and endpoints among ids.
+func (s *Store) SubjectNames(ctx context.Context, ids []string) (map[string]intake.SubjectName, error) {
+	out := map[string]intake.SubjectName{}
+	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !validIDs(id) })
+	if len(ids) == 0 {
+		return out, nil
+	}
+	type named struct {
+		id string
+		n  intake.SubjectName
+	}
+	var rows []named
+	err := s.read(ctx, intake.Scope{}, func(b *pgx.Batch) {
+		queueRows(b, &rows, func(row pgx.Row) (named, error) {
+			var r named
+			err := row.Scan(&r.id, &r.n.OrgID, &r.n.Kind, &r.n.Name, &r.n.ConnectionID, &r.n.ConnectionName)
+			return r, err
+		}, `
+			SELECT id::text, org_id::text, 'consumer', name, '', '' FROM consumers WHERE id = ANY($1::uuid[])
+			UNION ALL
+			SELECT id::text, org_id::text, 'connection', name, '', '' FROM connections WHERE id = ANY($1::uuid[])
+			UNION ALL
+			SELECT e.id::text, e.org_id::text, 'endpoint', e.name, c.id::text, c.name FROM endpoints e JOIN connections c ON c.id = e.connection_id
+			 WHERE e.id = ANY($1::uuid[])`, ids)
+	})
+	for _, r := range rows {
+		out[r.id] = r.n
+	}
+	return out, err
 }
 
 // MarkNoticesSent records that the notices were sent (or dropped).

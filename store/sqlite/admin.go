@@ -31,8 +31,8 @@ func (s *Store) CreateOrg(ctx context.Context, o intake.Org, key intake.APIKey, 
 }
 
 func insertKey(ctx context.Context, tx *wtx, k intake.APIKey) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, org_id, prefix, key_hash, role, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		k.ID, k.OrgID, k.Prefix, k.Hash, cmp.Or(k.Role, intake.RoleAdmin), ts(k.CreatedAt))
+	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, org_id, prefix, key_hash, name, role, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		k.ID, k.OrgID, k.Prefix, k.Hash, k.Name, cmp.Or(k.Role, intake.RoleAdmin), ts(k.CreatedAt))
 	return err
 }
 
@@ -65,7 +65,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, sc intake.Scope, k intake.APIK
 
 // ListAPIKeys lists the keys visible in sc, revoked ones too.
 func (s *Store) ListAPIKeys(ctx context.Context, sc intake.Scope) ([]intake.APIKey, error) {
-	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT id, org_id, prefix, role, created_at, revoked_at FROM api_keys
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT id, org_id, prefix, name, role, created_at, revoked_at FROM api_keys
 		WHERE (?1 = '' OR org_id = ?1) ORDER BY id`, sc.OrgID)
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, sc intake.Scope) ([]intake.APIK
 	for rows.Next() {
 		var k intake.APIKey
 		var created, revoked sql.NullInt64
-		if err := rows.Scan(&k.ID, &k.OrgID, &k.Prefix, &k.Role, &created, &revoked); err != nil {
+		if err := rows.Scan(&k.ID, &k.OrgID, &k.Prefix, &k.Name, &k.Role, &created, &revoked); err != nil {
 			return nil, err
 		}
 		k.CreatedAt, k.RevokedAt = fromTS(created), fromTS(revoked)
@@ -285,13 +285,15 @@ func (s *Store) CreateEndpoint(ctx context.Context, e intake.Endpoint, audit ...
 	})
 }
 
-const endpointColumns = `e.id, e.org_id, e.connection_id, e.name, c.provider, e.token_hash, e.sealed_token, e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at, e.version`
+const endpointColumns = `e.id, e.org_id, e.connection_id, e.name, c.provider, e.token_hash, e.sealed_token, e.previous_token_hash, e.previous_sealed_token, e.previous_expires_at,
+	e.enabled, e.max_body_bytes, e.rate_per_sec, e.burst, e.created_at, e.version`
 
 func scanEndpoint(row interface{ Scan(...any) error }) (intake.Endpoint, error) {
 	var e intake.Endpoint
-	var created sql.NullInt64
-	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Name, &e.Provider, &e.TokenHash, &e.SealedToken, &e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &e.Burst, &created, &e.Version)
-	e.CreatedAt = fromTS(created)
+	var created, previousExpires sql.NullInt64
+	err := row.Scan(&e.ID, &e.OrgID, &e.ConnectionID, &e.Name, &e.Provider, &e.TokenHash, &e.SealedToken, &e.PreviousTokenHash, &e.PreviousSealedToken, &previousExpires,
+		&e.Enabled, &e.MaxBodyBytes, &e.RatePerSec, &e.Burst, &created, &e.Version)
+	e.CreatedAt, e.PreviousExpiresAt = fromTS(created), fromTS(previousExpires)
 	return e, err
 }
 
@@ -306,10 +308,13 @@ func (s *Store) Endpoint(ctx context.Context, sc intake.Scope, id string) (intak
 	return e, err
 }
 
-// EndpointByTokenHash finds the endpoint ingress was addressed to.
+// EndpointByTokenHash finds the endpoint ingress was addressed to, by its
+// token or the one its last rotation replaced (expired or not: the caller
+// judges, intake.Endpoint.AddressedBy).
 func (s *Store) EndpointByTokenHash(ctx context.Context, tokenHash []byte) (intake.Endpoint, error) {
 	e, err := scanEndpoint(s.reader(ctx).QueryRowContext(ctx,
-		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id AND c.deleted_at IS NULL AND e.deleted_at IS NULL WHERE e.token_hash = ?`, tokenHash))
+		`SELECT `+endpointColumns+` FROM endpoints e JOIN connections c ON c.id = e.connection_id AND c.deleted_at IS NULL AND e.deleted_at IS NULL
+		 WHERE e.token_hash = ?1 OR e.previous_token_hash = ?1`, tokenHash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return e, intake.Errorf(intake.ENOTFOUND, "no endpoint has this token")
 	}
@@ -322,6 +327,24 @@ func (s *Store) UpdateEndpoint(ctx context.Context, sc intake.Scope, e intake.En
 		res, err := tx.ExecContext(ctx, `UPDATE endpoints SET name = ?, enabled = ?, max_body_bytes = ?, rate_per_sec = ?, burst = ?,
 			version = version + 1 WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?) AND version = ?`,
 			e.Name, e.Enabled, e.MaxBodyBytes, e.RatePerSec, e.Burst, e.ID, sc.OrgID, sc.OrgID, e.Version)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notWritten(ctx, tx, "endpoints", "endpoint", e.ID, sc)
+		}
+		tx.announce()
+		return nil
+	})
+}
+
+// RotateEndpointToken saves an endpoint's new token and the one it replaced,
+// over the version read.
+func (s *Store) RotateEndpointToken(ctx context.Context, sc intake.Scope, e intake.Endpoint, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE endpoints SET token_hash = ?, sealed_token = ?, previous_token_hash = ?, previous_sealed_token = ?,
+			previous_expires_at = ?, version = version + 1 WHERE deleted_at IS NULL AND id = ? AND (? = '' OR org_id = ?) AND version = ?`,
+			e.TokenHash, e.SealedToken, e.PreviousTokenHash, e.PreviousSealedToken, ts(e.PreviousExpiresAt), e.ID, sc.OrgID, sc.OrgID, e.Version)
 		if err != nil {
 			return err
 		}

@@ -112,6 +112,38 @@ func (s *Store) LastSentNotice(ctx context.Context, orgID, topic, subject string
 	return fromTS(at), err
 }
 
+// SubjectNames names the consumers, connections and endpoints among ids.
+func (s *Store) SubjectNames(ctx context.Context, ids []string) (map[string]intake.SubjectName, error) {
+	out := map[string]intake.SubjectName{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.reader(ctx).QueryContext(ctx, `
+		SELECT id, org_id, 'consumer', name, '', '' FROM consumers WHERE id IN (SELECT value FROM json_each(?1))
+		UNION ALL
+		SELECT id, org_id, 'connection', name, '', '' FROM connections WHERE id IN (SELECT value FROM json_each(?1))
+		UNION ALL
+		SELECT e.id, e.org_id, 'endpoint', e.name, c.id, c.name FROM endpoints e JOIN connections c ON c.id = e.connection_id
+		 WHERE e.id IN (SELECT value FROM json_each(?1))`, string(list))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var n intake.SubjectName
+		if err := rows.Scan(&id, &n.OrgID, &n.Kind, &n.Name, &n.ConnectionID, &n.ConnectionName); err != nil {
+			return nil, err
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}
+
 // MarkNoticesSent records that the notices were sent (or dropped).
 func (s *Store) MarkNoticesSent(ctx context.Context, ids []string, at time.Time) error {
 	if len(ids) == 0 {

@@ -19,6 +19,7 @@ var notificationTests = []struct {
 	{"NotificationSettingsAreScopedAuditedAndReplaced", testNotificationSettings},
 	{"UnsentNoticesComeOldestFirstUntilMarkedSent", testUnsentNotices},
 	{"ADeadOrForgedMessageLeavesANoticeAboutItsEndpoint", testSettlementNotices},
+	{"SubjectNamesNameConsumersConnectionsAndEndpoints", testSubjectNames},
 }
 
 func testNotificationSettings(t *testing.T, s intake.Store) {
@@ -205,4 +206,36 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// testSubjectNames: the notifier reads the names of a batch's subjects in
+// one call: consumers, connections and endpoints (with their connection),
+// deleted ones too; other subjects are left out.
+func testSubjectNames(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "crm", intake.Controls{})
+	if err := s.Delete(ctx, intake.Scope{}, intake.DeleteConsumer, c.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.SubjectNames(ctx, []string{c.ID, f.conn.ID, f.ep.ID, intake.NewID(), "storage", f.conn.ID + "/stripe.charge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]intake.SubjectName{
+		c.ID:      {OrgID: f.org.ID, Kind: intake.SubjectConsumer, Name: "crm"},
+		f.conn.ID: {OrgID: f.org.ID, Kind: intake.SubjectConnection, Name: "acme"},
+		f.ep.ID:   {OrgID: f.org.ID, Kind: intake.SubjectEndpoint, ConnectionID: f.conn.ID, ConnectionName: "acme"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("names = %+v, want %+v", got, want)
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s: %+v, want %+v", id, got[id], w)
+		}
+	}
+	if none, err := s.SubjectNames(ctx, nil); err != nil || len(none) != 0 {
+		t.Fatalf("no ids: %+v %v", none, err)
+	}
 }

@@ -46,6 +46,8 @@ func Run(t *testing.T, open Opener) {
 		{"ListsPaginateNewestFirst", testPagination},
 		{"EndpointUpdatesAndTokenLookup", testEndpoints},
 		{"EndpointNameIsKeptAndRenamed", testEndpointName},
+		{"EndpointRotationKeepsTheReplacedTokenAndDropsTheOldest", testEndpointRotation},
+		{"AKeysNameIsStoredAndListed", testKeyNames},
 		{"EventClaimsAreNumberedAndLeased", testEventClaims},
 		{"ExpiredEventLeaseIsTakenOverAsRetrying", testEventLeaseTakeover},
 		{"ConsumersAreScopedAndCanBeDisabled", testConsumers},
