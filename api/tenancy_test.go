@@ -92,6 +92,7 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 		"GET /api/v1/issues":                                   {"/api/v1/issues?consumer_id=" + cons.ID, nil, emptyList},
 		"GET /api/v1/issues/{id}":                              {"/api/v1/issues/" + iss.ID, nil, notFound},
 		"PATCH /api/v1/issues/{id}":                            {"/api/v1/issues/" + iss.ID, api.UpdateIssueRequest{Status: "dismissed"}, notFound},
+		"POST /api/v1/issues/{id}/retry":                       {"/api/v1/issues/" + iss.ID + "/retry", api.RetryRequest{}, notFound},
 		"POST /api/v1/keys":                                    {"/api/v1/keys", api.CreateKeyRequest{OrgID: acme.org.ID}, forbidden},
 		"GET /api/v1/keys":                                     {"/api/v1/keys", nil, emptyList},
 		"DELETE /api/v1/keys/{id}":                             {"/api/v1/keys/" + acmeKey, nil, notFound},

@@ -97,6 +97,10 @@ func roleRows(orgID string) []roleRow {
 			_, err := p.UpdateIssue(ctx, c, id, intake.IssueAcknowledged)
 			return err
 		}},
+		{"RetryIssue", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.RetryIssue(ctx, c, id, true)
+			return err
+		}},
 		{"EventTypes", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			_, err := p.EventTypes(ctx, c, "")
 			return err
