@@ -979,7 +979,21 @@ func testOrgRetention(t *testing.T, s intake.Store) {
 	// Three hours on, with a server default of a day: only the short org's
 	// body and row are past their retention.
 	now := t0.Add(3 * time.Hour)
-	if n, err := s.DropBodies(ctx, now, 24*time.Hour, 100); err != nil || n != 1 || bodyLeft(ms) || !bodyLeft(ml) || !bodyLeft(mp) {
+	// A body another process holds at that moment (PostgreSQL's search
+	// indexer, marking new bodies searchable) is skipped, not waited for,
+	// and dropped on a later round: drop until the round finds none more.
+	drop := func(now time.Time) (int, error) {
+		total := 0
+		for range 100 {
+			n, err := s.DropBodies(ctx, now, 24*time.Hour, 100)
+			if err != nil || n == 0 && total > 0 {
+				return total, err
+			}
+			total += n
+		}
+		return total, nil
+	}
+	if n, err := drop(now); err != nil || n != 1 || bodyLeft(ms) || !bodyLeft(ml) || !bodyLeft(mp) {
 		t.Fatalf("dropped %d bodies (%v): short %v long %v plain %v", n, err, bodyLeft(ms), bodyLeft(ml), bodyLeft(mp))
 	}
 	if n, err := s.DeleteSettled(ctx, now, 24*time.Hour, 100); err != nil || n != 1 {
@@ -988,14 +1002,14 @@ func testOrgRetention(t *testing.T, s intake.Store) {
 	// Thirty hours on: the plain org's body is past the default; the long
 	// org keeps its own longer window.
 	now = t0.Add(30 * time.Hour)
-	if n, err := s.DropBodies(ctx, now, 24*time.Hour, 100); err != nil || n != 1 || !bodyLeft(ml) || bodyLeft(mp) {
+	if n, err := drop(now); err != nil || n != 1 || !bodyLeft(ml) || bodyLeft(mp) {
 		t.Fatalf("dropped %d bodies (%v): long %v plain %v", n, err, bodyLeft(ml), bodyLeft(mp))
 	}
 	// Clearing the overrides returns the org to the default.
 	if err := retain(intake.Scope{}, long.org.ID, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := s.DropBodies(ctx, now, 24*time.Hour, 100); n != 1 || bodyLeft(ml) {
+	if n, _ := drop(now); n != 1 || bodyLeft(ml) {
 		t.Fatalf("after clearing: dropped %d", n)
 	}
 }
