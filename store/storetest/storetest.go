@@ -109,6 +109,7 @@ func Run(t *testing.T, open Opener) {
 	tests = append(tests, notificationTests...)
 	tests = append(tests, eventTypeTests...)
 	tests = append(tests, issueTests...)
+	tests = append(tests, retentionTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}
