@@ -170,3 +170,21 @@ func TestAMQPDeliveryErrorNamesTheBrokersCodeNotItsWords(t *testing.T) {
 		t.Fatalf("the recorded error %q carries the broker's reply text", r.Err)
 	}
 }
+
+// A failure describe has no name for is recorded as "request failed"
+// alone: the error's text quotes the consumer's URL, with the user and the
+// query (a token) it may carry.
+func TestFailedCallWithoutANameNeverCarriesTheConsumersURL(t *testing.T) {
+	s := NewSender(Options{Policy: DefaultPolicy(), Timeout: 2 * time.Second})
+	// Port 99999 fails in the dialer, for no reason connFailure names.
+	const url = "http://intake-user:hunter2@127.0.0.1:99999/hooks?token=tok_0123456789"
+	r := s.Send(context.Background(), url, NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), time.Now())
+	if r.Outcome != intake.DeliveryRetry || r.Err != "request failed" {
+		t.Errorf("%+v, want a retry saying only \"request failed\"", r)
+	}
+	for _, part := range []string{"intake-user", "hunter2", "tok_0123456789", "127.0.0.1", "/hooks"} {
+		if strings.Contains(r.Err, part) {
+			t.Errorf("the recorded error %q carries the consumer url's %q", r.Err, part)
+		}
+	}
+}

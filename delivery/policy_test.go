@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -224,5 +225,83 @@ func TestOperatorRangesDenyAndAllowButNeverReopenMetadata(t *testing.T) {
 	}
 	if r := send(DefaultPolicy().Tighten(nil, ranges("--consumer-allow", "127.0.0.1")), srv.URL); r.Outcome != intake.DeliveryHandled || calls.Load() != 1 {
 		t.Fatalf("an allowed address: %+v", r)
+	}
+}
+
+// metadataForms are the metadata services' addresses, each written in
+// every form the policy reads an IPv4 address from, with the address it
+// carries.
+var metadataForms = map[string]string{
+	"169.254.169.254":                      "169.254.169.254",
+	"::ffff:a9fe:a9fe":                     "169.254.169.254", // IPv4-mapped
+	"::a9fe:a9fe":                          "169.254.169.254", // IPv4-compatible
+	"::ffff:0:a9fe:a9fe":                   "169.254.169.254", // IPv4-translated
+	"64:ff9b::a9fe:a9fe":                   "169.254.169.254", // NAT64
+	"64:ff9b:1:a9fe:a9:fe00::":             "169.254.169.254", // local-use NAT64, /48
+	"64:ff9b:1:a9:fe:a9fe::":               "169.254.169.254", // /56
+	"64:ff9b:1:0:a9:fea9:fe00:0":           "169.254.169.254", // /64
+	"64:ff9b:1::a9fe:a9fe":                 "169.254.169.254", // /96
+	"2002:a9fe:a9fe::":                     "169.254.169.254", // 6to4
+	"2001:0:4136:e378:8000:63bf:5601:5601": "169.254.169.254", // Teredo
+	"100.100.100.200":                      "100.100.100.200",
+	"::ffff:6464:64c8":                     "100.100.100.200",
+	"::6464:64c8":                          "100.100.100.200",
+	"::ffff:0:6464:64c8":                   "100.100.100.200",
+	"64:ff9b::6464:64c8":                   "100.100.100.200",
+	"64:ff9b:1:6464:64:c800::":             "100.100.100.200",
+	"64:ff9b:1:64:64:64c8::":               "100.100.100.200",
+	"64:ff9b:1:0:64:6464:c800:0":           "100.100.100.200",
+	"64:ff9b:1::6464:64c8":                 "100.100.100.200",
+	"2002:6464:64c8::":                     "100.100.100.200",
+	"2001:0:4136:e378:8000:63bf:9b9b:9b37": "100.100.100.200",
+	"fd00:ec2::254":                        "fd00:ec2::254",
+}
+
+// Each form is refused for the very metadata address it carries. The
+// policy here denies those addresses alone: under the default one, a form
+// misread as another link-local or "this host" address would still be
+// refused, for the wrong reason, and the misreading would go unseen.
+func TestPolicyFindsTheMetadataAddressInEveryFormItIsWritten(t *testing.T) {
+	p := Policy{Deny: metadata}
+	for form, want := range metadataForms {
+		var ref *refusal
+		if err := p.Allows(netip.MustParseAddr(form)); !errors.As(err, &ref) {
+			t.Errorf("%s is allowed: want it refused as %s", form, want)
+			continue
+		}
+		got := ref.addr
+		if ref.carried.IsValid() {
+			got = ref.carried
+		}
+		if got.String() != want {
+			t.Errorf("%s is refused as %s, want as %s", form, got, want)
+		}
+	}
+}
+
+// DESIGN §18: an operator's allow never reopens the metadata addresses,
+// in any form, not even an allow that covers them or the prefix they are
+// written in.
+func TestAnAllowNeverReopensTheMetadataAddressesInAnyForm(t *testing.T) {
+	for _, allow := range [][]string{
+		{"169.254.0.0/16", "100.64.0.0/10", "fd00::/8"},
+		{"0.0.0.0/0", "::/0"},
+		{"::ffff:0:0/96", "::/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "2001::/32"},
+	} {
+		ranges, err := ParseRanges("--consumer-allow", allow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := DefaultPolicy().Tighten(nil, ranges)
+		for form := range metadataForms {
+			u := "http://" + form + "/"
+			if strings.Contains(form, ":") {
+				u = "http://[" + form + "]/"
+			}
+			err := p.CheckURL(context.Background(), u)
+			if err == nil || !strings.Contains(err.Error(), "refused by the consumer address policy") || strings.Contains(err.Error(), "outside the allowed ranges") {
+				t.Errorf("allow %v: %s: %v, want it refused as denied", allow, u, err)
+			}
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -591,5 +592,107 @@ func TestSenderDeliversToARedisStreamSignedAsOverHTTP(t *testing.T) {
 	if got["body"] != string(body) || got["webhook-id"] != "evt_s" || got["webhook-timestamp"] != "1700000000" ||
 		got["webhook-signature"] != sig || got["content-type"] != "application/json" {
 		t.Fatalf("entry %v, want the body signed as over HTTP", got)
+	}
+}
+
+// echoingRedis is a service on loopback that speaks RESP and answers every
+// command with an error under code that quotes the command's arguments,
+// as a Redis answers a command it does not know: a password sent with
+// AUTH comes back in the answer.
+func echoingRedis(t *testing.T, code string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					args, err := readRESPCommand(r)
+					if err != nil || len(args) == 0 {
+						return
+					}
+					quoted := make([]string, 0, len(args)-1)
+					for _, a := range args[1:] {
+						quoted = append(quoted, "'"+a+"'")
+					}
+					fmt.Fprintf(c, "-%s unknown command '%s', with args beginning with: %s\r\n", code, args[0], strings.Join(quoted, " "))
+				}
+			})
+		}
+	})
+	return l.Addr().String()
+}
+
+// readRESPCommand reads one command a client sent: an array of bulk
+// strings.
+func readRESPCommand(r *bufio.Reader) ([]string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	var n int
+	if _, err := fmt.Sscanf(line, "*%d\r\n", &n); err != nil {
+		return nil, err
+	}
+	args := make([]string, 0, n)
+	for range n {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		var size int
+		if _, err := fmt.Sscanf(line, "$%d\r\n", &size); err != nil {
+			return nil, err
+		}
+		b := make([]byte, size+2)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, err
+		}
+		args = append(args, string(b[:size]))
+	}
+	return args, nil
+}
+
+// An error answer is recorded by its code alone, never its text: a
+// service that echoes what it was sent would otherwise put the password
+// of the consumer's url, sent with AUTH, into the delivery's record.
+func TestRedisErrorThatEchoesAUTHIsRecordedWithoutThePassword(t *testing.T) {
+	redisNoLeak(t)
+	for code, want := range map[string]string{"ERR": ": answered ERR", "PROXY": ": answered an error"} {
+		addr := echoingRedis(t, code)
+		pub := openRedisTest(t, "redis://intake-user:hunter2@"+addr+"/0?stream=s", 2*time.Second)
+		r := pub.Publish(context.Background(), redisPublication("evt_echo"))
+		t.Logf("%s: %s", code, r.Err)
+		if r.Outcome != intake.DeliveryRetry || r.Err != "redis redis://***:***@"+addr+"/0?stream=s"+want {
+			t.Errorf("%s: %+v, want a retry saying %q", code, r, want)
+		}
+		if strings.Contains(r.Err, "hunter2") || strings.Contains(r.Err, "intake-user") {
+			t.Errorf("%s: the recorded error %q carries the url's credentials", code, r.Err)
+		}
 	}
 }

@@ -81,7 +81,12 @@ func (r *Router) deliver(ctx context.Context, c intake.Consumer, in *rules.Event
 	if c.Transform != "" {
 		body, err := in.JSON()
 		if err == nil {
-			headers, query, _ := in.Request() // when it could be read; a transform runs without it otherwise
+			// Run without the request, a transform could send a body it
+			// would not: it waits, as a filter does, until it can be read.
+			headers, query, rerr := in.Request()
+			if rerr != nil {
+				return delivery.Result{Outcome: intake.DeliveryRetry, Err: "original request cannot be read"}, false
+			}
 			out, err = r.cfg.Rules.Transform(ctx, rules.Script{Scope: c.OrgID, Source: c.Transform}, body,
 				rules.TransformContext{ConsumerID: c.ID, Consumer: c.Name, App: c.App, Attempt: attempt, Headers: headers, Query: query})
 		}
