@@ -293,6 +293,49 @@ func TestHourlyCountsAFailedWriteDidNotRecordJoinThoseObservedMeanwhile(t *testi
 	}
 }
 
+// failingAgain is racing whose second read of the schemas fails: a merge
+// again over a schema another learner wrote.
+type failingAgain struct {
+	*racing
+	reads int
+}
+
+func (f *failingAgain) EventTypeStates(ctx context.Context, keys []intake.EventTypeKey) (map[intake.EventTypeKey]intake.EventType, error) {
+	if f.reads++; f.reads == 2 {
+		return nil, intake.Unavailable(errors.New("down"))
+	}
+	return f.racing.EventTypeStates(ctx, keys)
+}
+
+// TestCountsAWriteRecordedAreNotKeptWhenOnlyTheMergeAgainFails guards the
+// put-back against counting twice: once a flush's counts are in, a failure
+// merging its samples again over another learner's schema keeps nothing
+// for the next flush.
+func TestCountsAWriteRecordedAreNotKeptWhenOnlyTheMergeAgainFails(t *testing.T) {
+	ctx := context.Background()
+	s := testkit.SQLite(t)
+	o := newOrg(t, s)
+	clock := testkit.NewClock(t0)
+	a := catalog.New(catalog.Config{Store: s, Clock: clock})
+	a.Observe([]intake.Event{o.event("t", `{"a":1}`, t0)})
+	store := &failingAgain{racing: &racing{Store: s, before: func() {
+		if err := a.Flush(ctx); err != nil {
+			t.Error(err)
+		}
+	}}}
+	b := catalog.New(catalog.Config{Store: store, Clock: clock})
+	b.Observe([]intake.Event{o.event("t", `{"b":1}`, t0)})
+	if err := b.Flush(ctx); err == nil {
+		t.Fatal("the failed merge was not reported")
+	}
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := detail(t, s, o.key("t"), t0); d.Total != 2 || d.Count24h != 2 {
+		t.Fatalf("total %d count_24h %d, want 2 and 2: one event each learner", d.Total, d.Count24h)
+	}
+}
+
 func TestRunFlushesWhatItObservedWhenItStops(t *testing.T) {
 	s := testkit.SQLite(t)
 	o := newOrg(t, s)
