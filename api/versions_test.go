@@ -48,6 +48,28 @@ func TestReadsAnswerAnETagAndAChangeOverAnOlderOneIs412(t *testing.T) {
 	}
 }
 
+// TestAWeakETagNamesTheVersionAChangeIsMadeOver guards If-Match's reading
+// of a weak ETag: a proxy that compresses an answer weakens its ETag ("1"
+// becomes W/"1"), and a change made over it is made, or refused 412 when
+// stale, as over the strong one; never 400.
+func TestAWeakETagNamesTheVersionAChangeIsMadeOver(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	path := "/api/v1/endpoints/" + acme.ep.ID
+	patch := func(etag, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("PATCH", path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+acme.org.APIKey)
+		req.Header.Set("If-Match", etag)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := patch(`W/"1"`, `{"name":"renamed"}`); rec.Code != http.StatusOK || rec.Header().Get("ETag") != `"2"` {
+		t.Fatalf(`PATCH over W/"1": %d, ETag %q: %s`, rec.Code, rec.Header().Get("ETag"), rec.Body)
+	}
+	wantError(t, patch(`W/"1"`, `{"name":"stale"}`), http.StatusPreconditionFailed, intake.EVERSION, "changed since version 1")
+}
+
 // TestNotificationSettingsAnswerAnETagAndAPutOverAnOlderOneIs412.
 func TestNotificationSettingsAnswerAnETagAndAPutOverAnOlderOneIs412(t *testing.T) {
 	e := newEnv(t)

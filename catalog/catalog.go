@@ -189,15 +189,19 @@ func (l *Learner) Flush(ctx context.Context) error {
 	l.pending, l.samples = map[intake.EventTypeKey]*tally{}, 0
 	l.mu.Unlock()
 	if len(taken) > 0 {
-		if err := l.record(ctx, taken); err != nil {
-			l.putBack(taken)
+		if counted, err := l.record(ctx, taken); err != nil {
+			if !counted {
+				l.putBack(taken)
+			}
 			return err
 		}
 	}
 	return l.prune(ctx)
 }
 
-func (l *Learner) record(ctx context.Context, taken map[intake.EventTypeKey]*tally) error {
+// record writes taken; counted tells, when it fails, whether the counts
+// were in before it did (only a merge again over a newer schema failed).
+func (l *Learner) record(ctx context.Context, taken map[intake.EventTypeKey]*tally) (counted bool, err error) {
 	now := l.cfg.Clock.Now().UTC()
 	keys := slices.SortedFunc(maps.Keys(taken), compareKeys)
 	observed := make([]Observed, len(keys))
@@ -208,15 +212,16 @@ func (l *Learner) record(ctx context.Context, taken map[intake.EventTypeKey]*tal
 	for try := 1; len(observed) > 0; try++ {
 		states, err := l.cfg.Store.EventTypeStates(ctx, keysOf(observed))
 		if err != nil {
-			return err
+			return counted, err
 		}
 		if observed, err = l.bound(ctx, states, observed); err != nil {
-			return err
+			return counted, err
 		}
 		stale, err := l.cfg.Store.RecordEventTypes(ctx, Decide(states, observed, now))
 		if err != nil {
-			return err
+			return counted, err
 		}
+		counted = true
 		// Counts are in; what lost the race is merged again over the
 		// schema that won it.
 		var again []Observed
@@ -227,11 +232,11 @@ func (l *Learner) record(ctx context.Context, taken map[intake.EventTypeKey]*tal
 		}
 		if len(again) > 0 && try == staleTries {
 			l.cfg.Logger.Warn("catalog: schemas kept changing under this process; dropped its samples", "types", len(again))
-			return nil
+			return counted, nil
 		}
 		observed = again
 	}
-	return nil
+	return counted, nil
 }
 
 // bound keeps the connections' catalogs within TypesPerConnection (see

@@ -248,6 +248,94 @@ func TestCountsAFailedWriteDidNotRecordAreKeptForTheNext(t *testing.T) {
 	}
 }
 
+// failingWhile refuses the first write, running meanwhile first.
+type failingWhile struct {
+	intake.Store
+	meanwhile func()
+	failed    bool
+}
+
+func (f *failingWhile) RecordEventTypes(ctx context.Context, ups []intake.EventTypeUpdate) ([]intake.EventTypeKey, error) {
+	if !f.failed {
+		f.failed = true
+		f.meanwhile()
+		return nil, intake.Unavailable(errors.New("down"))
+	}
+	return f.Store.RecordEventTypes(ctx, ups)
+}
+
+// TestHourlyCountsAFailedWriteDidNotRecordJoinThoseObservedMeanwhile
+// guards the put-back's merge: when events of a type arrive while a flush
+// fails, the counts kept from the failed flush join theirs hour by hour,
+// not only in the total.
+func TestHourlyCountsAFailedWriteDidNotRecordJoinThoseObservedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	s := testkit.SQLite(t)
+	o := newOrg(t, s)
+	var l *catalog.Learner
+	store := &failingWhile{Store: s, meanwhile: func() {
+		l.Observe([]intake.Event{o.event("t", `{"a":3}`, t0.Add(time.Second))})
+	}}
+	l = catalog.New(catalog.Config{Store: store, Clock: testkit.NewClock(t0)})
+	l.Observe([]intake.Event{o.event("t", `{"a":1}`, t0), o.event("t", `{"a":2}`, t0)})
+	if err := l.Flush(ctx); err == nil {
+		t.Fatal("a failed write was not reported")
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := detail(t, s, o.key("t"), t0)
+	if d.Total != 3 || d.Count24h != 3 {
+		t.Fatalf("total %d count_24h %d, want 3 and 3: the failed flush's hours kept", d.Total, d.Count24h)
+	}
+	if len(d.Days) != 1 || d.Days[0].Count != 3 {
+		t.Fatalf("days %+v, want one day of 3", d.Days)
+	}
+}
+
+// failingAgain is racing whose second read of the schemas fails: a merge
+// again over a schema another learner wrote.
+type failingAgain struct {
+	*racing
+	reads int
+}
+
+func (f *failingAgain) EventTypeStates(ctx context.Context, keys []intake.EventTypeKey) (map[intake.EventTypeKey]intake.EventType, error) {
+	if f.reads++; f.reads == 2 {
+		return nil, intake.Unavailable(errors.New("down"))
+	}
+	return f.racing.EventTypeStates(ctx, keys)
+}
+
+// TestCountsAWriteRecordedAreNotKeptWhenOnlyTheMergeAgainFails guards the
+// put-back against counting twice: once a flush's counts are in, a failure
+// merging its samples again over another learner's schema keeps nothing
+// for the next flush.
+func TestCountsAWriteRecordedAreNotKeptWhenOnlyTheMergeAgainFails(t *testing.T) {
+	ctx := context.Background()
+	s := testkit.SQLite(t)
+	o := newOrg(t, s)
+	clock := testkit.NewClock(t0)
+	a := catalog.New(catalog.Config{Store: s, Clock: clock})
+	a.Observe([]intake.Event{o.event("t", `{"a":1}`, t0)})
+	store := &failingAgain{racing: &racing{Store: s, before: func() {
+		if err := a.Flush(ctx); err != nil {
+			t.Error(err)
+		}
+	}}}
+	b := catalog.New(catalog.Config{Store: store, Clock: clock})
+	b.Observe([]intake.Event{o.event("t", `{"b":1}`, t0)})
+	if err := b.Flush(ctx); err == nil {
+		t.Fatal("the failed merge was not reported")
+	}
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := detail(t, s, o.key("t"), t0); d.Total != 2 || d.Count24h != 2 {
+		t.Fatalf("total %d count_24h %d, want 2 and 2: one event each learner", d.Total, d.Count24h)
+	}
+}
+
 func TestRunFlushesWhatItObservedWhenItStops(t *testing.T) {
 	s := testkit.SQLite(t)
 	o := newOrg(t, s)
