@@ -172,7 +172,7 @@ func (l *Learner) Run(ctx context.Context) error {
 
 func (l *Learner) flushLogged(ctx context.Context) {
 	if err := l.Flush(ctx); err != nil && ctx.Err() == nil {
-		l.cfg.Logger.Warn("catalog: could not record event types; keeping the counts for the next try", "err", err)
+		l.cfg.Logger.Warn("catalog: could not record event types; what was not recorded waits for the next try", "err", err)
 	}
 }
 
