@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -73,6 +74,70 @@ func eachDatabase(t *testing.T, test func(t *testing.T, d testDB)) {
 			test(t, d)
 		})
 	}
+}
+
+// committing opens another pool on d's database that calls onCommit in
+// each transaction's Commit, once the database has committed and before
+// the code that committed goes on: the test sees the database as others
+// do the moment a commit is made, whatever the committer does next.
+func (d testDB) committing(t testing.TB, onCommit func()) *sql.DB {
+	db := sql.OpenDB(hookedConnector{drv: d.db.Driver(), dsn: d.dsn, onCommit: onCommit})
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// hookedConnector opens the driver's connections with their commits
+// hooked; the rest of each connection is the driver's own.
+type hookedConnector struct {
+	drv      driver.Driver
+	dsn      string
+	onCommit func()
+}
+
+func (c hookedConnector) Driver() driver.Driver { return c.drv }
+
+func (c hookedConnector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := c.drv.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	return hookedConn{conn, c.onCommit}, nil
+}
+
+// hookedConn needs its driver's conn to begin, execute and query with a
+// context, as the three drivers the tests use all do.
+type hookedConn struct {
+	driver.Conn
+	onCommit func()
+}
+
+func (c hookedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return hookedTx{tx, c.onCommit}, nil
+}
+
+func (c hookedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
+}
+
+func (c hookedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+}
+
+type hookedTx struct {
+	driver.Tx
+	onCommit func()
+}
+
+func (tx hookedTx) Commit() error {
+	if err := tx.Tx.Commit(); err != nil {
+		return err
+	}
+	tx.onCommit()
+	return nil
 }
 
 // q writes a test's own SQL for the dialect: "?" placeholders become $n

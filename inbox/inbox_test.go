@@ -366,3 +366,64 @@ func TestOnlyPostsWithinTheSizeLimitAreRead(t *testing.T) {
 		t.Fatalf("a body over the limit answered %d %s", a.status, a.raw)
 	}
 }
+
+// Event ids are case-sensitive (intake's are, and so are providers'):
+// evt_A and evt_a are two events on every database, MySQL's
+// case-insensitive default collation included.
+func TestEventIDsDifferingOnlyInCaseAreTwoEvents(t *testing.T) {
+	eachDatabase(t, func(t *testing.T, d testDB) {
+		l := newLedger(t, d)
+		c := newClock(t0)
+		h := l.handler(t, c)
+		upper, lower := sample("evt_A", "stripe.invoice.paid"), sample("evt_a", "stripe.invoice.paid")
+		for _, env := range []intake.Envelope{upper, lower} {
+			if a := deliver(t, h, env, c.Now()); a.status != http.StatusOK || a.body["duplicate"] != false {
+				t.Fatalf("%s answered %d %s, want applied", env.ID, a.status, a.raw)
+			}
+		}
+		for _, env := range []intake.Envelope{upper, lower} {
+			if a := deliver(t, h, env, c.Now()); a.status != http.StatusOK || a.body["duplicate"] != true {
+				t.Fatalf("%s repeated answered %d %s, want a duplicate", env.ID, a.status, a.raw)
+			}
+		}
+		if l.calls.Load() != 2 || d.records(t) != 2 {
+			t.Fatalf("called %d times, %d records; want 2 and 2", l.calls.Load(), d.records(t))
+		}
+	})
+}
+
+// An ignored outcome is written in the transaction that records the id,
+// so the copies waiting on that id read it the moment it commits: the
+// copy that committed is held right after its commit until every other
+// copy has answered, and all eight are answered ignored.
+func TestConcurrentCopiesOfAnIgnoredEventAreAllAnsweredIgnored(t *testing.T) {
+	eachDatabase(t, func(t *testing.T, d testDB) {
+		const n = 8
+		l := newLedger(t, d)
+		c := newClock(t0)
+		answers := make(chan struct{}, n)
+		h := l.handlerOn(t, d.committing(t, func() {
+			for range n - 1 {
+				select {
+				case <-answers:
+				case <-time.After(30 * time.Second):
+					t.Error("the other copies were not all answered while the committed one was held")
+					return
+				}
+			}
+		}), c)
+		counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			answers <- struct{}{}
+		})
+		env := sample("evt-ignored-copies", "stripe.customer.ignored")
+		for i, a := range copies(t, d, l, counted, env, c.Now(), n) {
+			if a.status != http.StatusOK || a.body["outcome"] != "ignored" {
+				t.Errorf("copy %d answered %d %s, want ignored", i, a.status, a.raw)
+			}
+		}
+		if l.calls.Load() != 1 || d.applied(t, env.ID) != 1 || d.records(t) != 1 {
+			t.Fatalf("called %d times, applied %d, %d records; want 1 each", l.calls.Load(), d.applied(t, env.ID), d.records(t))
+		}
+	})
+}

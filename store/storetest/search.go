@@ -205,3 +205,42 @@ func testSearch(t *testing.T, s intake.Store) {
 	}
 	wantMessages("after erasure", messages(scope, intake.MessageFilter{Search: search("", "refund")}), queued, r4.msg, r3.msg)
 }
+
+// testSearchWordsMatchOnlyThemselves: q's words are text, not patterns. A
+// store that searches with LIKE must escape its wildcards, or e_t finds
+// evt and 50% finds 500.
+func testSearchWordsMatchOnlyThemselves(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	scope := intake.Scope{OrgID: f.org.ID}
+	literal := f.settleOne(t, s, `code e_t at 50%`, "stripe.invoice.paid", `{"code":"e_t","rate":"50%"}`, t0)
+	alike := f.settleOne(t, s, `code evt at 500`, "stripe.invoice.paid", `{"code":"evt","rate":"500"}`, t0.Add(time.Minute))
+	check := func(pass string) {
+		for _, c := range []struct {
+			word string
+			want searched
+		}{{"e_t", literal}, {"50%", literal}, {"evt", alike}} {
+			events, err := s.ListEvents(ctx, scope, intake.EventFilter{Search: intake.Search{Words: []string{c.word}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(events.Items) != 1 || events.Items[0].ID != c.want.evt.ID {
+				t.Errorf("%s events q %s: found %d events, want only %s", pass, c.word, len(events.Items), c.want.evt.Data)
+			}
+			messages, err := s.ListMessages(ctx, scope, intake.MessageFilter{Search: intake.Search{Words: []string{c.word}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(messages.Items) != 1 || messages.Items[0].ID != c.want.msg.ID {
+				t.Errorf("%s messages q %s: found %d messages, want only the body %q", pass, c.word, len(messages.Items), c.want.msg.Body)
+			}
+		}
+	}
+	check("as written:")
+	if ix, ok := s.(searchIndexer); ok {
+		if _, err := ix.IndexSearch(ctx); err != nil {
+			t.Fatal(err)
+		}
+		check("indexed:")
+	}
+}

@@ -102,6 +102,7 @@ func Run(t *testing.T, open Opener) {
 		{"IngestRefusesAnythingButQueuedOrAFirstLeasedAttempt", testIngestRefusesOtherStates},
 		{"ABodyInObjectStorageIsKeptAsItsKeyAndEveryDeleteRecordsIt", testBlobBodies},
 		{"SearchFindsByMatchWordsTimeAndFiltersWithinTheScope", testSearch},
+		{"SearchWordsMatchOnlyThemselves", testSearchWordsMatchOnlyThemselves},
 		{"RetryNowMakesWaitingRoutesDue", testRetryNowMakesWaitingRoutesDue},
 		{"RetryNowGivesATrippedConsumerOneProbe", testRetryNowGivesATrippedConsumerOneProbe},
 		{"ConsumerStatsCountCallsByHourAndByDay", testConsumerStats},
