@@ -9,9 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/intakehq/intake"
 )
 
@@ -153,8 +150,7 @@ func (s *Store) UpdateOrg(ctx context.Context, sc intake.Scope, o intake.Org, au
 // orgNameTaken names the conflict when another live org holds name: the
 // index that keeps live names unique refused the write.
 func orgNameTaken(err error, name string) error {
-	var se *sqlite.Error
-	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
+	if code, _, ok := sqliteError(err); ok && code == sqliteConstraintUnique {
 		return intake.Errorf(intake.ECONFLICT, "an org named %.64q exists already", name)
 	}
 	return err

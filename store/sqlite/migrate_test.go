@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"io/fs"
 	"path/filepath"
 	"testing"
@@ -25,7 +24,7 @@ func openFromMigration(t *testing.T, version int64, rows ...row) *Store {
 	if err := create(ctx, path); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", "file:"+path)
+	db, err := openDB(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestNewDatabaseGetsLargePagesAndAWALBudgetInBytes(t *testing.T) {
 // default one and opens as before.
 func TestExistingDatabaseKeepsItsPageSize(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "intake.db")
-	old, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	old, err := openDB(path, false, "journal_mode(WAL)")
 	if err != nil {
 		t.Fatal(err)
 	}

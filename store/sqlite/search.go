@@ -5,12 +5,11 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"modernc.org/sqlite"
 
 	"github.com/intakehq/intake"
 )
@@ -27,15 +26,12 @@ import (
 // data contains the match (intake.Match.In), else 0.
 const containsFunc = "intake_contains"
 
-func init() {
-	sqlite.MustRegisterDeterministicScalarFunction(containsFunc, 2, sqlContains)
-}
-
 // lastMatch keeps the match a statement judges its rows by, parsed once.
 var lastMatch atomic.Pointer[intake.Match]
 
-func sqlContains(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-	text, ok := args[1].(string)
+// intakeContains is intake_contains, which each driver's file registers.
+func intakeContains(data, match driver.Value) (driver.Value, error) {
+	text, ok := match.(string)
 	if !ok {
 		return nil, nil
 	}
@@ -48,16 +44,16 @@ func sqlContains(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, 
 		m = &parsed
 		lastMatch.Store(m)
 	}
-	var data []byte
-	switch v := args[0].(type) {
+	var raw []byte
+	switch v := data.(type) {
 	case string:
-		data = []byte(v)
+		raw = []byte(v)
 	case []byte:
-		data = v
+		raw = v
 	default:
 		return int64(0), nil
 	}
-	if m.In(data) {
+	if m.In(raw) {
 		return int64(1), nil
 	}
 	return int64(0), nil
@@ -237,10 +233,12 @@ const (
 	indexStepRows  = 256
 )
 
+// A searchIndex's statements take exactly the arguments they name: a
+// prepared statement of mattn/go-sqlite3 (driver_cgo.go) refuses more.
 type searchIndex struct {
 	name    string // in search_progress
 	waiting string // whether a row waits past the progress
-	pending string // seq and text length of rows past the progress
+	pending string // seq and text length of the rows past ?1, at most ?2 of them
 	insert  string // indexes the rows in (?1, ?2]
 }
 
@@ -256,10 +254,10 @@ var searchIndexes = []searchIndex{
 	{
 		name:    "messages",
 		waiting: `SELECT EXISTS (SELECT 1 FROM message_search_rows WHERE seq > (SELECT seq FROM search_progress WHERE name = 'messages'))`,
-		pending: `SELECT r.seq, min(length(b.body), ?3) FROM message_search_rows r JOIN message_bodies b ON b.message_id = r.message_id
-			WHERE r.seq > ?1 ORDER BY r.seq LIMIT ?2`,
-		insert: `INSERT INTO message_search (rowid, body) SELECT r.seq, substr(b.body, 1, ?3) FROM message_search_rows r
-			JOIN message_bodies b ON b.message_id = r.message_id WHERE r.seq > ?1 AND r.seq <= ?2`,
+		pending: fmt.Sprintf(`SELECT r.seq, min(length(b.body), %d) FROM message_search_rows r JOIN message_bodies b ON b.message_id = r.message_id
+			WHERE r.seq > ?1 ORDER BY r.seq LIMIT ?2`, intake.SearchedBodyBytes),
+		insert: fmt.Sprintf(`INSERT INTO message_search (rowid, body) SELECT r.seq, substr(b.body, 1, %d) FROM message_search_rows r
+			JOIN message_bodies b ON b.message_id = r.message_id WHERE r.seq > ?1 AND r.seq <= ?2`, intake.SearchedBodyBytes),
 	},
 }
 
@@ -293,7 +291,7 @@ func (s *Store) indexStep(ctx context.Context, ix searchIndex) (int, error) {
 		if err := tx.QueryRowContext(ctx, `SELECT seq FROM search_progress WHERE name = ?`, ix.name).Scan(&from); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, ix.pending, from, indexStepRows, intake.SearchedBodyBytes)
+		rows, err := tx.QueryContext(ctx, ix.pending, from, indexStepRows)
 		if err != nil {
 			return err
 		}
@@ -314,7 +312,7 @@ func (s *Store) indexStep(ctx context.Context, ix searchIndex) (int, error) {
 		if err := rows.Err(); err != nil || n == 0 {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, ix.insert, from, upto, intake.SearchedBodyBytes); err != nil {
+		if _, err := tx.ExecContext(ctx, ix.insert, from, upto); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE search_progress SET seq = ? WHERE name = ?`, upto, ix.name)

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,8 +17,6 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
-	"modernc.org/sqlite" // registers the pure-Go "sqlite" driver
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/changes"
@@ -104,14 +101,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	pragmas := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(ON)", "temp_store(MEMORY)",
-		fmt.Sprintf("wal_autocheckpoint(%d)", walCheckpointBytes/pageSize)} {
-		pragmas.Add("_pragma", p)
-	}
-	pragmas.Set("_txlock", "immediate")
-	dsn := "file:" + opts.Path + "?" + pragmas.Encode()
-	write, err := sql.Open("sqlite", dsn)
+	write, err := openDB(opts.Path, true, "journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(ON)",
+		"temp_store(MEMORY)", fmt.Sprintf("wal_autocheckpoint(%d)", walCheckpointBytes/pageSize))
 	if err != nil {
 		return nil, err
 	}
@@ -128,18 +119,15 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("sqlite: checkpoint: %w", err)
 	}
-	rp := url.Values{}
-	for _, p := range []string{"busy_timeout(10000)", "query_only(1)"} {
-		rp.Add("_pragma", p)
-	}
-	read, err := sql.Open("sqlite", "file:"+opts.Path+"?"+rp.Encode())
+	readPragmas := []string{"busy_timeout(10000)", "query_only(1)"}
+	read, err := openDB(opts.Path, false, readPragmas...)
 	if err != nil {
 		write.Close()
 		return nil, err
 	}
 	read.SetMaxOpenConns(opts.Readers)
 	read.SetMaxIdleConns(opts.Readers)
-	reads, err := sql.Open("sqlite", "file:"+opts.Path+"?"+rp.Encode())
+	reads, err := openDB(opts.Path, false, readPragmas...)
 	if err != nil {
 		read.Close()
 		write.Close()
@@ -187,7 +175,7 @@ const walCheckpointBytes = 4000 << 10
 // create sets the page size of a new, empty database file; it must be set
 // before the file turns to WAL mode, after which it is fixed.
 func create(ctx context.Context, path string) error {
-	db, err := sql.Open("sqlite", "file:"+path)
+	db, err := openDB(path, false)
 	if err != nil {
 		return err
 	}
@@ -261,9 +249,8 @@ func classify(err error) error {
 	if unreachable(err) {
 		return intake.Unavailable(err)
 	}
-	var se *sqlite.Error
-	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
-		return &intake.Error{Code: intake.ECONFLICT, Message: "that is taken already (" + strings.TrimPrefix(se.Error(), "constraint failed: ") + ")", Err: err}
+	if code, msg, ok := sqliteError(err); ok && code == sqliteConstraintUnique {
+		return &intake.Error{Code: intake.ECONFLICT, Message: "that is taken already (" + strings.TrimPrefix(msg, "constraint failed: ") + ")", Err: err}
 	}
 	return &storageError{err}
 }
@@ -275,16 +262,26 @@ func unreachable(err error) bool {
 	if errors.Is(err, errClosed) {
 		return true
 	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL,
-			sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY:
+	if code, _, ok := sqliteError(err); ok {
+		switch code & 0xff {
+		case sqliteBusy, sqliteLocked, sqliteIOErr, sqliteFull, sqliteCantOpen, sqliteReadOnly:
 			return true
 		}
 	}
 	return false
 }
+
+// SQLite's result codes (sqlite3.h) that classify tells apart, whichever
+// driver reports them; an extended code's low byte is its primary code.
+const (
+	sqliteBusy             = 5
+	sqliteLocked           = 6
+	sqliteReadOnly         = 8
+	sqliteIOErr            = 10
+	sqliteFull             = 13
+	sqliteCantOpen         = 14
+	sqliteConstraintUnique = 2067
+)
 
 type storageError struct{ err error }
 
