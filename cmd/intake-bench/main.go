@@ -219,6 +219,9 @@ func bench(ctx context.Context, o options, progress io.Writer) (*Report, error) 
 	if r.Postgres != nil && r.Intake.ToLastDeliveryPerSec > 0 {
 		r.PostgresRatio = r.Postgres.ToLastDeliveryPerSec / r.Intake.ToLastDeliveryPerSec
 	}
+	if r.Postgres != nil && r.Baseline != nil && r.Baseline.AckedPerSec > 0 {
+		r.PostgresBareRatio = r.Postgres.ToLastDeliveryPerSec / r.Baseline.AckedPerSec
+	}
 	return r, nil
 }
 

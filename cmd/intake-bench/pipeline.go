@@ -50,11 +50,14 @@ func (r *Report) writePipelineText(w io.Writer) {
 		}
 	}
 	if r.Ratio > 0 {
-		fmt.Fprintf(w, "SQLite end to end / bare: %.2f\n", r.Ratio)
+		fmt.Fprintf(w, "SQLite end to end / bare: %.3f\n", r.Ratio)
 	}
 	if r.Postgres == nil {
 		fmt.Fprintln(w, "PostgreSQL: not measured (no --db)")
 	} else if r.PostgresRatio > 0 {
 		fmt.Fprintf(w, "PostgreSQL end to end / SQLite end to end: %.2f\n", r.PostgresRatio)
+		if r.PostgresBareRatio > 0 {
+			fmt.Fprintf(w, "PostgreSQL end to end / bare: %.3f\n", r.PostgresBareRatio)
+		}
 	}
 }

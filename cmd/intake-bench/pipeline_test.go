@@ -85,7 +85,7 @@ func TestPipelineReportTextShowsEveryTargetAndBothRatios(t *testing.T) {
 			Ack: Latency{P50: 15.5, P99: 37.25}, PeakRSSBytes: 60 << 20, E2E: e2e(784.9, 1117.2, 0, 0)},
 		Postgres: &Run{Target: "postgres", Acked: 15000, ToLastDeliveryPerSec: 973, ToLastDeliverySeconds: 15.4,
 			Ack: Latency{P50: 37.5, P99: 78.2}, PeakRSSBytes: 49 << 20, E2E: e2e(1081.3, 1840.2, 2, 3), Errors: map[string]int{"503": 4}},
-		Ratio: 0.0723, PostgresRatio: 0.393,
+		Ratio: 0.0723, PostgresRatio: 0.393, PostgresBareRatio: 0.0284,
 	}
 	var out bytes.Buffer
 	r.writeText(&out)
@@ -94,8 +94,9 @@ func TestPipelineReportTextShowsEveryTargetAndBothRatios(t *testing.T) {
 		"bare  500000    34252",
 		"sqlite   40000     2476     16.2       15.50       37.25            784.90           1117.20        0           0          60.0",
 		"postgres   15000      973     15.4       37.50       78.20           1081.30           1840.20        2           3          49.0   503:4",
-		"SQLite end to end / bare: 0.07",
+		"SQLite end to end / bare: 0.072",
 		"PostgreSQL end to end / SQLite end to end: 0.39",
+		"PostgreSQL end to end / bare: 0.028",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())

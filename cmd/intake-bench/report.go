@@ -92,6 +92,9 @@ type Report struct {
 	Ratio float64 `json:"ratio,omitempty"`
 	// PostgresRatio is PostgreSQL's rate to the last delivery over SQLite's.
 	PostgresRatio float64 `json:"postgres_ratio,omitempty"`
+	// PostgresBareRatio is PostgreSQL's rate to the last delivery over the
+	// baseline's acked requests/s (--pipeline with --db).
+	PostgresBareRatio float64 `json:"postgres_bare_ratio,omitempty"`
 }
 
 // percentile is the p-th percentile of sorted by the nearest-rank method:
