@@ -78,7 +78,7 @@ func (s *server) rawBody(t *testing.T, id string) []byte {
 // objectKeys lists the objects under a blob-store URL.
 func objectKeys(t *testing.T, u string) []string {
 	t.Helper()
-	b, err := blob.Open(context.Background(), u)
+	b, err := blob.OpenURL(context.Background(), u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,13 +100,28 @@ func objectKeys(t *testing.T, u string) []string {
 // its object, and served back whole; every object no message names (a body
 // written before a commit the kill prevented) is an orphan the blob
 // sweeper deletes once it is an hour old, and it deletes nothing else.
+// It does so with object storage, and with the embedded store's own
+// spool, the files beside it that take large bodies without --blob-store.
 func TestKilledServerLosesNoAcknowledgedLargeBodyAndLeavesOnlySweepableOrphans(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills the real binary")
 	}
-	blobURL := testkit.S3URL(t, testkit.S3Endpoint(t))
-	flags := []string{"--blob-store", blobURL, "--blob-threshold", fmt.Sprint(blobThreshold)}
-	data := t.TempDir()
+	t.Run("s3", func(t *testing.T) {
+		blobURL := testkit.S3URL(t, testkit.S3Endpoint(t))
+		killedServerLosesNoLargeBody(t, t.TempDir(), blobURL, "--blob-store", blobURL)
+	})
+	if !onPostgres() {
+		t.Run("spool", func(t *testing.T) {
+			data := t.TempDir()
+			killedServerLosesNoLargeBody(t, data, "file://"+filepath.Join(data, "bodies"))
+		})
+	}
+}
+
+// killedServerLosesNoLargeBody is the test above, for the blob store at
+// blobURL that the servers on data, started with flags, keep bodies in.
+func killedServerLosesNoLargeBody(t *testing.T, data, blobURL string, flags ...string) {
+	flags = append(flags, "--blob-threshold", fmt.Sprint(blobThreshold))
 	s := start(t, data, flags...)
 	path := setupLargeGitHub(t, s)
 
@@ -212,7 +227,7 @@ func TestKilledServerLosesNoAcknowledgedLargeBodyAndLeavesOnlySweepableOrphans(t
 		defer sq.Close()
 		st = sq
 	}
-	blobs, err := blob.Open(context.Background(), blobURL)
+	blobs, err := blob.OpenURL(context.Background(), blobURL)
 	if err != nil {
 		t.Fatal(err)
 	}

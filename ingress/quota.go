@@ -14,7 +14,10 @@ import (
 // be. The size is sampled in the background, so a request never waits on it.
 type Quota struct {
 	Limit int64 // bytes; 0 = no quota
-	used  atomic.Int64
+	// Spooled, when set, is the size of the bodies kept in files beside
+	// the store, counted with it: they fill the same disk.
+	Spooled func() int64
+	used    atomic.Int64
 }
 
 // Used is the last sampled size.
@@ -26,6 +29,9 @@ func (q *Quota) Exceeded() bool { return q != nil && q.Limit > 0 && q.used.Load(
 // Sample reads the store's size now.
 func (q *Quota) Sample(ctx context.Context, s intake.Ingester) error {
 	n, err := s.StorageBytes(ctx)
+	if q.Spooled != nil {
+		n += q.Spooled()
+	}
 	if err == nil {
 		q.used.Store(n)
 	}

@@ -75,6 +75,12 @@ type Config struct {
 	// Blobs is where bodies too large for the database are kept; a
 	// message that names an object reads its body from there.
 	Blobs intake.Blobs
+	// BodyMemory, when set, is shared by the bodies read from Blobs while
+	// their messages are processed (DESIGN §26; ingress's budget): each is
+	// charged BodyCharge times its size, until its settle. A message whose
+	// body does not fit within the budget's Wait is released, to be claimed
+	// again, while other orgs' messages flow.
+	BodyMemory *fair.Budget
 
 	// KeyRetry is how long a message whose connection secrets this
 	// process's master key cannot open waits, released, before any process
@@ -521,6 +527,13 @@ func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 	ctx, span := startProcess(ctx, c)
 	defer span.End()
 	start := time.Now()
+	free, err := w.holdBody(ctx, &c.Message)
+	if err != nil {
+		w.cfg.Logger.Debug("worker: no room for a body now; the message waits", "message_id", c.Message.ID, "err", err)
+		w.release(ctx, c)
+		return
+	}
+	defer free()
 	views := map[string]*rules.EventView{}
 	st := w.attempt(ctx, c, views)
 	if st.ErrorCode == errCodeUnopenable {
@@ -575,6 +588,35 @@ func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 	if out.State == intake.MessageDead {
 		w.cfg.Logger.Warn("worker: message dead", "message_id", c.Message.ID, "error_code", st.ErrorCode, "error", st.ErrorMessage)
 	}
+}
+
+// BodyCharge is how many times its size a body read from the blob store
+// is charged while its message is processed: the body, the JSON decoder's
+// copy (its buffer doubles until it holds the whole body) and what it
+// decodes to.
+const BodyCharge = 4
+
+// holdBody reads m's body from the blob store once the body memory budget
+// has room for it, and returns what gives the room back. A body that
+// cannot be opened is left for the attempt, which judges that error.
+func (w *Worker) holdBody(ctx context.Context, m *intake.Message) (free func(), err error) {
+	if m.BlobKey == "" || m.Body != nil || m.BodyExpired || w.cfg.BodyMemory == nil {
+		return func() {}, nil
+	}
+	r, size, err := intake.StoredBody{BlobKey: m.BlobKey}.Open(ctx, w.cfg.Blobs)
+	if err != nil {
+		return func() {}, nil
+	}
+	defer r.Close()
+	free, err = w.cfg.BodyMemory.Take(ctx, m.OrgID, BodyCharge*max(size, 0))
+	if err != nil {
+		return nil, err
+	}
+	body := bytes.NewBuffer(make([]byte, 0, max(size, 0)+bytes.MinRead))
+	if _, err := body.ReadFrom(r); err == nil {
+		m.Body = body.Bytes()
+	}
+	return free, nil
 }
 
 // attempt verifies and interprets the message and says how it should

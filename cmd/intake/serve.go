@@ -70,9 +70,9 @@ type ServeCmd struct {
 	LogFormat         string        `default:"text" enum:"text,json" env:"INTAKE_LOG_FORMAT" help:"Log format: text or json."`
 	LogLevel          string        `default:"info" enum:"debug,info,warn,error" env:"INTAKE_LOG_LEVEL" help:"Log level."`
 	StorageQuota      int64         `name:"storage-quota-bytes" default:"0" env:"INTAKE_STORAGE_QUOTA_BYTES" help:"Refuse webhooks (503) while the store holds more than this many bytes; 0: no quota."`
-	BlobStore         string        `name:"blob-store" env:"INTAKE_BLOB_STORE" placeholder:"s3://BUCKET?endpoint=URL&region=REGION" help:"Keep every body larger than --blob-threshold in this S3-compatible bucket (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); endpoints may then take bodies up to 100 MiB. Empty: every body in the database."`
-	BlobThreshold     int64         `name:"blob-threshold" default:"262144" env:"INTAKE_BLOB_THRESHOLD" help:"Bodies larger than this many bytes go to the blob store."`
-	MaxBodyBytes      int64         `name:"max-body-bytes" default:"10485760" env:"INTAKE_MAX_BODY_BYTES" help:"Largest body any endpoint takes, whatever its own max_body_bytes: up to 67108864 (64 MiB), or 104857600 (100 MiB) with --blob-store."`
+	BlobStore         string        `name:"blob-store" env:"INTAKE_BLOB_STORE" placeholder:"s3://BUCKET?endpoint=URL&region=REGION" help:"Keep every body larger than --blob-threshold in this S3-compatible bucket (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or in a directory (file:///PATH); endpoints may then take bodies up to 100 MiB. Empty: the embedded store spools them to files under --data/bodies; on PostgreSQL every body stays in the database."`
+	BlobThreshold     int64         `name:"blob-threshold" default:"262144" env:"INTAKE_BLOB_THRESHOLD" help:"Bodies larger than this many bytes go to the blob store (or the embedded store's spool)."`
+	MaxBodyBytes      int64         `name:"max-body-bytes" default:"10485760" env:"INTAKE_MAX_BODY_BYTES" help:"Largest body any endpoint takes, whatever its own max_body_bytes: up to 104857600 (100 MiB); on PostgreSQL without --blob-store up to 67108864 (64 MiB)."`
 	BodyMemory        int64         `name:"body-memory" default:"268435456" env:"INTAKE_BODY_MEMORY" help:"Bytes of request bodies held in memory at once, from their first byte read to their commit, each org at most its fair share; a body that does not fit waits a second, then is answered 503 with Retry-After."`
 	ReadHeaderTimeout time.Duration `default:"10s" env:"INTAKE_READ_HEADER_TIMEOUT" help:"How long a client may take to send request headers."`
 	ReadTimeout       time.Duration `default:"60s" env:"INTAKE_READ_TIMEOUT" help:"How long a client may take to send a whole request."`
@@ -167,7 +167,7 @@ func (c *ServeCmd) Run() error {
 	}
 	log.Info("master key matches the store", "fingerprint", sealer.Fingerprint())
 
-	blobs, err := c.openBlobs(ctx, log)
+	blobs, spool, err := c.openBlobs(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -177,6 +177,9 @@ func (c *ServeCmd) Run() error {
 	clock := intake.SystemClock{}
 	m.WatchStore(store, clock)
 	quota := &ingress.Quota{Limit: c.StorageQuota}
+	if spool != nil {
+		quota.Spooled = spool.Bytes
+	}
 	m.WatchQuota(quota.Used, quota.Limit)
 	// Fresh messages go from their commit straight to this process's
 	// worker while it has room: as many as it processes at once.
@@ -238,7 +241,7 @@ func (c *ServeCmd) Run() error {
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
 		Handoff: messages, FanOut: rt, Calls: calls, Catalog: observer, Pressure: ingestFirst,
 		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log,
-		Blobs: blobs, Events: &fair.Rates{What: "events", Every: c.OrgEventsPerSec, Burst: c.OrgEventsBurst}})
+		Blobs: blobs, BodyMemory: bodyMemory, Events: &fair.Rates{What: "events", Every: c.OrgEventsPerSec, Burst: c.OrgEventsBurst}})
 
 	var draining atomic.Bool
 	mux := http.NewServeMux()
@@ -383,44 +386,62 @@ func (c *ServeCmd) metricsHandler(m *metrics.Metrics, clock intake.Clock, log *s
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 }
 
-// openBlobs opens the blob store --blob-store names (nil when none) and
-// creates its bucket if it is missing. Object storage that cannot be
-// reached now is no reason not to serve: small bodies do not need it, and
-// large ones are refused (503) until it is back.
-func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger) (intake.Blobs, error) {
-	if c.BlobStore == "" {
-		return nil, nil
-	}
+// openBlobs opens the blob store --blob-store names and creates its bucket
+// if it is missing. Object storage that cannot be reached now is no reason
+// not to serve: small bodies do not need it, and large ones are refused
+// (503) until it is back. Without --blob-store, the embedded store spools
+// large bodies to files beside it (DESIGN §26: never whole into memory
+// nor into the database); on PostgreSQL they stay in the database (nil),
+// since another process could not read a file this one wrote.
+func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger) (intake.Blobs, *blob.Dir, error) {
 	if c.BlobThreshold < 1 {
-		return nil, fmt.Errorf("--blob-threshold must be at least 1 byte")
+		return nil, nil, fmt.Errorf("--blob-threshold must be at least 1 byte")
 	}
-	b, err := blob.Open(ctx, c.BlobStore)
+	if c.BlobStore == "" {
+		if c.DB != "" {
+			return nil, nil, nil
+		}
+		d, err := blob.OpenDir(filepath.Join(c.Data, "bodies"))
+		if err != nil {
+			return nil, nil, err
+		}
+		log.Info("large bodies spool to files beside the store", "dir", filepath.Join(c.Data, "bodies"), "threshold_bytes", c.BlobThreshold)
+		return d, d, nil
+	}
+	b, err := blob.OpenURL(ctx, c.BlobStore)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := b.EnsureBucket(bctx); err != nil {
 		log.Warn("object storage unreachable: bodies above the threshold are refused (503) until it is back", "err", err)
 	}
-	log.Info("large bodies go to object storage", "threshold_bytes", c.BlobThreshold)
-	return b, nil
+	log.Info("large bodies go to the blob store", "threshold_bytes", c.BlobThreshold)
+	d, _ := b.(*blob.Dir)
+	return b, d, nil
 }
 
+// spools reports whether bodies above the blob threshold stay out of the
+// database: with --blob-store, or in the embedded store's spool.
+func (c *ServeCmd) spools() bool { return c.BlobStore != "" || c.DB == "" }
+
 // bodyMemory checks --max-body-bytes and --body-memory, and returns the
-// budget the bodies being read into memory share.
+// budget the bodies held in memory share: being read at ingress, and read
+// back from the blob store while their messages are processed.
 func (c *ServeCmd) bodyMemory() (*fair.Budget, error) {
 	if c.MaxBodyBytes < 1 || c.MaxBodyBytes > intake.MaxBlobBodyBytes {
-		return nil, fmt.Errorf("--max-body-bytes must be between 1 and %d (100 MiB, with --blob-store)", intake.MaxBlobBodyBytes)
+		return nil, fmt.Errorf("--max-body-bytes must be between 1 and %d (100 MiB)", intake.MaxBlobBodyBytes)
 	}
-	if c.BlobStore == "" && c.MaxBodyBytes > intake.MaxBodyBytes {
-		return nil, fmt.Errorf("--max-body-bytes above %d (64 MiB) needs --blob-store: bodies that large stay out of the database", intake.MaxBodyBytes)
+	if !c.spools() && c.MaxBodyBytes > intake.MaxBodyBytes {
+		return nil, fmt.Errorf("--max-body-bytes above %d (64 MiB) needs --blob-store on PostgreSQL: bodies that large stay out of the database", intake.MaxBodyBytes)
 	}
-	// The most one body is charged: a body above the blob threshold holds
-	// only its first part.
+	// The most one body is charged: at ingress a body above the blob
+	// threshold holds only its first part, but its processing holds it
+	// worker.BodyCharge times over.
 	one := c.MaxBodyBytes + 1
-	if c.BlobStore != "" {
-		one = min(one, c.BlobThreshold+1)
+	if c.spools() {
+		one = max(min(one, c.BlobThreshold+1), worker.BodyCharge*c.MaxBodyBytes)
 	}
 	// One org alone may hold its share of the budget: one body must fit.
 	least := max(1, one+one/3-3)
@@ -428,7 +449,7 @@ func (c *ServeCmd) bodyMemory() (*fair.Budget, error) {
 		least++
 	}
 	if c.BodyMemory < least {
-		return nil, fmt.Errorf("--body-memory must be at least %d bytes: an org alone holds at most three quarters of it, and one body read whole into memory (up to %d bytes) must fit in that", least, one)
+		return nil, fmt.Errorf("--body-memory must be at least %d bytes with --max-body-bytes %d: an org alone holds at most three quarters of it, and one body (%d bytes, a body's processing holding it %d times over) must fit in that", least, c.MaxBodyBytes, one, worker.BodyCharge)
 	}
 	return &fair.Budget{What: "body memory", Total: c.BodyMemory, Wait: time.Second}, nil
 }

@@ -6,11 +6,14 @@ import (
 	"testing"
 )
 
-// --max-body-bytes goes up to 64 MiB, and to 100 MiB only with a blob
-// store; --body-memory must let one org hold one body read whole. Either
-// refused stops the server before it starts, naming the flag.
-func TestBodyFlagsRefuseACapAbove64MiBWithoutABlobStoreAndABudgetTooSmallForOneBody(t *testing.T) {
-	for _, env := range []string{"INTAKE_MAX_BODY_BYTES", "INTAKE_BODY_MEMORY", "INTAKE_BLOB_STORE", "INTAKE_BLOB_THRESHOLD"} {
+// --max-body-bytes goes up to 100 MiB, and on PostgreSQL to 64 MiB
+// without a blob store (the embedded store spools larger bodies to files);
+// --body-memory must let one org hold one body: read whole at ingress
+// when the database keeps it, or held worker.BodyCharge times over while
+// it is processed when it is spooled. Either refused stops the server
+// before it starts, naming the flag.
+func TestBodyFlagsRefuseACapAbove64MiBInPostgreSQLAndABudgetTooSmallForOneBody(t *testing.T) {
+	for _, env := range []string{"INTAKE_MAX_BODY_BYTES", "INTAKE_BODY_MEMORY", "INTAKE_BLOB_STORE", "INTAKE_BLOB_THRESHOLD", "INTAKE_DB"} {
 		t.Setenv(env, "") // restored when the test ends
 		os.Unsetenv(env)
 	}
@@ -18,20 +21,33 @@ func TestBodyFlagsRefuseACapAbove64MiBWithoutABlobStoreAndABudgetTooSmallForOneB
 	if err != nil || b.Total != 256<<20 || b.What != "body memory" {
 		t.Fatalf("the defaults: %+v %v, want a budget of 256 MiB", b, err)
 	}
+	const pg = "postgres://db"
 	for _, c := range []struct {
 		args []string
 		want string // "": started
 	}{
-		{[]string{"--max-body-bytes", "67108864"}, ""},
-		{[]string{"--max-body-bytes", "67108865"}, "--max-body-bytes above 67108864 (64 MiB) needs --blob-store"},
-		{[]string{"--max-body-bytes", "104857600", "--blob-store", "s3://b"}, ""},
-		{[]string{"--max-body-bytes", "104857601", "--blob-store", "s3://b"}, "--max-body-bytes must be between 1 and 104857600"},
+		// The embedded store spools: a 64 MiB body is held 4 times over
+		// while it is processed, 268 435 456 bytes, three quarters of
+		// 357 913 941.
+		{[]string{"--max-body-bytes", "67108864"}, "--body-memory must be at least 357913941 bytes"},
+		{[]string{"--max-body-bytes", "67108864", "--body-memory", "357913941"}, ""},
+		{[]string{"--max-body-bytes", "104857600", "--body-memory", "559240533"}, ""},
+		{[]string{"--max-body-bytes", "104857600", "--body-memory", "559240532"}, "--body-memory must be at least 559240533 bytes"},
+		{[]string{"--max-body-bytes", "104857601"}, "--max-body-bytes must be between 1 and 104857600"},
 		{[]string{"--max-body-bytes", "0"}, "--max-body-bytes must be between 1"},
-		// 10 MiB and a byte need 13 981 014 bytes, of which an org alone holds three quarters.
-		{[]string{"--body-memory", "13981013"}, "--body-memory must be at least 13981014 bytes"},
-		{[]string{"--body-memory", "13981014"}, ""},
-		// With a blob store, a body is read whole up to the threshold only.
-		{[]string{"--body-memory", "1048576", "--blob-store", "s3://b", "--max-body-bytes", "104857600"}, ""},
+		// The default 10 MiB: 41 943 040 bytes while processed.
+		{[]string{"--body-memory", "55924052"}, "--body-memory must be at least 55924053 bytes"},
+		{[]string{"--body-memory", "55924053"}, ""},
+		// PostgreSQL keeps bodies in the database without a blob store:
+		// up to 64 MiB, read whole at ingress.
+		{[]string{"--db", pg, "--max-body-bytes", "67108864"}, ""},
+		{[]string{"--db", pg, "--max-body-bytes", "67108865"}, "--max-body-bytes above 67108864 (64 MiB) needs --blob-store on PostgreSQL"},
+		{[]string{"--db", pg, "--body-memory", "13981013"}, "--body-memory must be at least 13981014 bytes"},
+		{[]string{"--db", pg, "--body-memory", "13981014"}, ""},
+		// With a blob store, a body is read whole at ingress up to the
+		// threshold only, and is held while processed.
+		{[]string{"--db", pg, "--blob-store", "s3://b", "--max-body-bytes", "104857600", "--body-memory", "559240533"}, ""},
+		{[]string{"--db", pg, "--blob-store", "s3://b", "--max-body-bytes", "104857600", "--body-memory", "1048576"}, "--body-memory must be at least 559240533 bytes"},
 	} {
 		_, err := serveFlags(t, c.args...).bodyMemory()
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {

@@ -37,8 +37,16 @@ func (f *failing) Read(p []byte) (int, error) {
 }
 
 func TestS3StoresStreamsListsAndDeletesObjects(t *testing.T) {
+	storesStreamsListsAndDeletes(t, testkit.S3(t))
+}
+
+func TestDirStoresStreamsListsAndDeletesObjects(t *testing.T) {
+	storesStreamsListsAndDeletes(t, dir(t))
+}
+
+// storesStreamsListsAndDeletes is what every blob store does.
+func storesStreamsListsAndDeletes(t *testing.T, b intake.Blobs) {
 	ctx := context.Background()
-	b := testkit.S3(t)
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	large := make([]byte, 3<<20)
 	rand.Read(large)
@@ -93,8 +101,15 @@ func TestS3StoresStreamsListsAndDeletesObjects(t *testing.T) {
 }
 
 func TestS3PutReturnsTheBodysOwnErrorAndLeavesNoObject(t *testing.T) {
+	putReturnsTheBodysOwnError(t, testkit.S3(t))
+}
+
+func TestDirPutReturnsTheBodysOwnErrorAndLeavesNoObject(t *testing.T) {
+	putReturnsTheBodysOwnError(t, dir(t))
+}
+
+func putReturnsTheBodysOwnError(t *testing.T, b intake.Blobs) {
 	ctx := context.Background()
-	b := testkit.S3(t)
 	gone := errors.New("client went away")
 	key := intake.BlobKey(time.Now(), "cut")
 	for _, size := range []int64{1 << 20, -1} {
