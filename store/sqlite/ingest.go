@@ -215,6 +215,8 @@ var (
 	insertBodiesSQL   = multiRow("INSERT OR ROLLBACK"+insertBodyCols, bodyRow)
 )
 
+// multiRow returns head followed by n rows, for n from 1 to insertChunk,
+// indexed by n.
 func multiRow(head, row string) []string {
 	out := make([]string, insertChunk+1)
 	var q strings.Builder

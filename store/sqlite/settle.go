@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/intakehq/intake"
 )
@@ -15,7 +17,8 @@ import (
 // of row for all of them, intake's decision, and one statement per kind of
 // row to write it. Rows travel to SQLite as one JSON array per statement
 // (json_each), so each statement has one shape whatever the batch holds,
-// and is prepared once.
+// and is prepared once; but events, whose data is most of what a settle
+// writes, are bound as parameters (insertEvents).
 
 // messageSettle is a processing result waiting for the writer, and what
 // it settled.
@@ -300,14 +303,6 @@ const (
 		SELECT x.value->>0, x.value->>1, x.value->>2, x.value->>3, x.value->>4, x.value->>5 FROM json_each(?) x WHERE true
 		ON CONFLICT (connection_id, key) DO UPDATE SET digest = excluded.digest, event_type = excluded.event_type,
 			message_id = excluded.message_id, expires_at = excluded.expires_at`
-	insertEventsSQL = `INSERT INTO events
-		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
-		 subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
-		 next_attempt_at, replay, replay_of, created_at, traceparent)
-		SELECT x.value->>0, x.value->>1, x.value->>2, x.value->>3, x.value->>4, x.value->>5, x.value->>6, x.value->>7,
-		       x.value->>8, x.value->>9, x.value->>10, x.value->>11, x.value->>12, x.value->>13, x.value->>14, x.value->>15,
-		       x.value->>16, x.value->>17, x.value->>18, x.value->>19, x.value->>20, x.value->>21, x.value->>22
-		  FROM json_each(?) x`
 	insertRoutesSQL = `INSERT INTO routes (event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at, lease_until)
 		SELECT x.value->>0, x.value->>1, x.value->>2, x.value->>3, x.value->>4, x.value->>5, x.value->>6, x.value->>7, x.value->>8
 		  FROM json_each(?) x`
@@ -335,25 +330,7 @@ func writeSettle(ctx context.Context, tx *wtx, d intake.SettleDecision) error {
 	if err := exec(ctx, tx, putIdentitiesSQL, rows); err != nil {
 		return err
 	}
-	rows = rows[:0]
-	for _, e := range d.Events {
-		objectIDs, err := json.Marshal(e.ObjectIDs)
-		if err != nil {
-			return err
-		}
-		var app, record string
-		if e.Subject != nil {
-			app, record = e.Subject.App, e.Subject.RecordID
-		}
-		data := string(e.Data)
-		if data == "" {
-			data = "null"
-		}
-		rows = append(rows, []any{e.ID, e.OrgID, e.ConnectionID, e.MessageID, e.Provider, e.Type, e.Kind, e.ProviderEventID, ts(e.OccurredAt),
-			ts(e.ReceivedAt), app, record, data, e.DataTruncated, string(objectIDs), e.State, e.Attempt, e.MaxAttempts,
-			ts(e.NextAttemptAt), e.Replay, e.ReplayOf, ts(e.CreatedAt), e.TraceParent})
-	}
-	if err := exec(ctx, tx, insertEventsSQL, rows); err != nil {
+	if err := insertEvents(ctx, tx, d.Events); err != nil {
 		return err
 	}
 	if err := insertRoutes(ctx, tx, d.Routes); err != nil {
@@ -379,6 +356,67 @@ func writeSettle(ctx context.Context, tx *wtx, d intake.SettleDecision) error {
 		return err
 	}
 	return insertNotices(ctx, tx, d.Notices)
+}
+
+// Multi-row inserts of 1 to insertChunk events, built once. Bound as
+// parameters, an event's data reaches SQLite as it is, not escaped into a
+// JSON array by Go, parsed by SQLite and copied out again, all on the one
+// writer.
+var insertEventsSQL = multiRow(`INSERT INTO events
+		(id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at, received_at,
+		 subject_app, subject_record_id, data, data_truncated, object_ids, state, attempt, max_attempts,
+		 next_attempt_at, replay, replay_of, created_at, traceparent)
+		VALUES `, `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+
+// eventParams is how many parameters an event binds.
+const eventParams = 23
+
+// insertEvents inserts events a chunk of rows per statement: full chunks,
+// then the rest in one. Each row count is a statement of its own, which
+// the writer prepares after its first use.
+func insertEvents(ctx context.Context, tx *wtx, events []intake.Event) error {
+	args := make([]any, 0, eventParams*min(len(events), insertChunk))
+	for start := 0; start < len(events); start += insertChunk {
+		part := events[start:min(start+insertChunk, len(events))]
+		args = args[:0]
+		for _, e := range part {
+			objectIDs, err := json.Marshal(e.ObjectIDs)
+			if err != nil {
+				return err
+			}
+			var app, record string
+			if e.Subject != nil {
+				app, record = e.Subject.App, e.Subject.RecordID
+			}
+			data := string(e.Data)
+			if data == "" {
+				data = "null"
+			}
+			args = append(args, text(e.ID), text(e.OrgID), text(e.ConnectionID), text(e.MessageID), text(e.Provider), text(e.Type),
+				text(string(e.Kind)), text(e.ProviderEventID), ts(e.OccurredAt), ts(e.ReceivedAt), text(app), text(record), text(data),
+				e.DataTruncated, string(objectIDs), text(string(e.State)), e.Attempt, e.MaxAttempts, ts(e.NextAttemptAt), e.Replay,
+				text(e.ReplayOf), ts(e.CreatedAt), text(e.TraceParent))
+		}
+		if _, err := tx.ExecContext(ctx, insertEventsSQL[len(part)], args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// text is s as the values a settle binds as JSON reach SQLite: each byte
+// of invalid UTF-8 made U+FFFD, as encoding/json does. So an event's
+// columns hold what other rows' copies of them hold (its provider event
+// id, its message's).
+func text(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s { // an invalid byte ranges as U+FFFD
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func insertRoutes(ctx context.Context, tx *wtx, routes []intake.Route) error {

@@ -101,7 +101,7 @@ func hotQueries() []string {
 		insertMessageSQL, insertBodySQL,
 		claimMessagesSQL, claimEventsSQL, dueRoutesSQL,
 		settlingMessagesSQL, identitiesSQL, subjectsSQL, originalsSQL, consumerLanesSQL,
-		putIdentitiesSQL, insertEventsSQL, insertRoutesSQL, insertDeliveriesSQL, moveMessagesSQL, recordAttemptsSQL, insertNoticesSQL,
+		putIdentitiesSQL, insertEventsSQL[1], insertRoutesSQL, insertDeliveriesSQL, moveMessagesSQL, recordAttemptsSQL, insertNoticesSQL,
 		eventStatesSQL, settlingRoutesSQL, routeCountsSQL, saveRoutesSQL, saveLanesSQL, moveEventsSQL,
 	}
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -20,9 +21,10 @@ type Counter func() (statements, roundTrips int64)
 
 // BenchmarkPipeline takes b.N webhooks, one after the other, through every
 // store call of the pipeline as one process makes them: the ingest that
-// hands the message over, its settle with one event fanned out (as judged) to
-// one consumer (its route leased in the same commit), and the call's
-// settle. It reports the statements and round trips per webhook.
+// hands the message over, its settle with one event (1.5 KiB of data,
+// pipelineData) fanned out (as judged) to one consumer (its route leased in
+// the same commit), and the call's settle. It reports the statements and
+// round trips per webhook.
 func BenchmarkPipeline(b *testing.B, s intake.Store, count Counter) {
 	one := pipeline(b, s)
 	if err := one(-1); err != nil { // warm caches and prepared statements
@@ -71,6 +73,27 @@ func BenchmarkPipelineParallel(b *testing.B, s intake.Store, count Counter) {
 	b.ReportMetric(float64((cputime.Process()-cpu).Microseconds())/float64(b.N), "cpu-µs/webhook")
 }
 
+// pipelineData is an event's data as a provider sends it, so the pipeline
+// carries what a webhook's event weighs: a Stripe invoice.paid of about
+// 1.5 KiB, id being its event's.
+func pipelineData(id string) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"id":%q,"object":"event","api_version":"2024-06-20","created":1764504000,`+
+		`"livemode":false,"pending_webhooks":1,"request":{"id":"req_8KcTq3uWz1","idempotency_key":null},`+
+		`"type":"invoice.paid","data":{"object":{"id":"in_1QF8Zx2eZvKYlo2C5kqT0b3m","object":"invoice","account_country":"US",`+
+		`"account_name":"Acme Corporation","amount_due":4900,"amount_paid":4900,"amount_remaining":0,"attempt_count":1,"attempted":true,`+
+		`"billing_reason":"subscription_cycle","charge":"ch_3QF8Zy2eZvKYlo2C1xV0d9Qa","collection_method":"charge_automatically",`+
+		`"currency":"usd","customer":"cus_R7sKq2LmN4pX8z","customer_email":"ann.lee@example.com","customer_name":"Ann Lee",`+
+		`"hosted_invoice_url":"https://invoice.stripe.com/i/acct_1Nv0FG2eZvKYlo2C/test_YWNjdF8xTnYw",`+
+		`"lines":{"object":"list","data":[{"id":"il_1QF8Zx2eZvKYlo2CbW9r4tMn","object":"line_item","amount":4900,"currency":"usd",`+
+		`"description":"1 × Team plan (at $49.00 / month)","period":{"end":1767182400,"start":1764504000},`+
+		`"price":{"id":"price_1Nv0Hk2eZvKYlo2CqZ3s8yTu","object":"price","product":"prod_Oj8sK2mN4pQ7rX",`+
+		`"recurring":{"interval":"month","interval_count":1},"unit_amount":4900},"quantity":1,"proration":false,`+
+		`"subscription":"sub_1Nv0Ia2eZvKYlo2CxY7d3kLm","type":"subscription"}],"has_more":false,"total_count":1,`+
+		`"url":"/v1/invoices/in_1QF8Zx2eZvKYlo2C5kqT0b3m/lines"},"metadata":{"order_id":"ord_20261130_8841"},`+
+		`"number":"ACME-0042-0017","paid":true,"period_end":1764504000,"period_start":1761912000,"status":"paid",`+
+		`"subscription":"sub_1Nv0Ia2eZvKYlo2CxY7d3kLm","subtotal":4900,"tax":0,"total":4900,"webhooks_delivered_at":1764507601}}}`, id))
+}
+
 // pipeline returns one webhook's store calls: i numbers the webhook.
 func pipeline(b *testing.B, s intake.Store) func(i int) error {
 	ctx := context.Background()
@@ -89,7 +112,7 @@ func pipeline(b *testing.B, s intake.Store) func(i int) error {
 		claim := <-h.Claims()
 		h.Taken(m.OrgID)
 		e := f.event(m, fmt.Sprintf("evt_%d", i))
-		e.ObjectIDs, e.NextAttemptAt = nil, at
+		e.ObjectIDs, e.NextAttemptAt, e.Data = nil, at, pipelineData(e.ProviderEventID)
 		st := processed(claim, identity(m, e.ProviderEventID), e)
 		st.FanOuts = map[string]intake.FanOut{e.ID: {Routes: []intake.FanOutRoute{{ConsumerID: c.ID}}, Lease: lease}}
 		out, err := s.SettleMessage(ctx, at, st)

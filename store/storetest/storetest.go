@@ -34,6 +34,7 @@ func Run(t *testing.T, open Opener) {
 		{"RacingClaimersClaimEachMessageOnce", testRacingClaimers},
 		{"AClaimSkipsTheOrgsItIsToldTo", testClaimSkipsOrgs},
 		{"SettleCommitsEventsWithProcessedState", testSettleCommitsEvents},
+		{"ManyEventsInOneSettleAreKeptFieldForField", testManyEventsInOneSettle},
 		{"RepeatedIdentityIsDuplicateAndChangedContentIsConflict", testDedupe},
 		{"DigestIdentityExpiresAfterADay", testDigestExpiry},
 		{"BatchItemBecomesOneEventAcrossMessages", testBatchItemUnique},
