@@ -460,6 +460,70 @@ var fuzzCases = map[string]fuzzCase{
 		unsigned: true,
 		header:   func(in fuzzInput) http.Header { return headers("X-Event-Id", in.id) },
 	},
+	"razorpay": {
+		header: func(in fuzzInput) http.Header {
+			return headers("X-Razorpay-Signature", in.sig, "X-Razorpay-Event-Id", in.id)
+		},
+		sign: func(in fuzzInput) string { return sha256Hex(fuzzKey, string(in.body)) },
+	},
+	"lemonsqueezy": {
+		header: func(in fuzzInput) http.Header { return headers("X-Signature", in.sig, "X-Event-Name", in.event) },
+		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, string(in.body)) },
+	},
+	"paystack": {
+		header: func(in fuzzInput) http.Header { return headers("x-paystack-signature", in.sig) },
+		sign:   func(in fuzzInput) string { return hexMAC(sha512.New, fuzzKey, string(in.body)) },
+	},
+	"coinbase_commerce": {
+		header: func(in fuzzInput) http.Header { return headers("X-CC-Webhook-Signature", in.sig) },
+		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, string(in.body)) },
+	},
+	"woocommerce": {
+		header: func(in fuzzInput) http.Header {
+			return headers("X-WC-Webhook-Signature", in.sig, "X-WC-Webhook-Topic", in.event, "X-WC-Webhook-Delivery-ID", in.id)
+		},
+		sign:    func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) },
+		genuine: unpaddedB64(func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) }),
+	},
+	"mollie": {
+		cfg:    Config{"classic": true},
+		header: func(in fuzzInput) http.Header { return headers("X-Mollie-Signature", in.sig) },
+		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, string(in.body)) },
+		// Genuine when signed, or when unsigned and a classic webhook: a
+		// form of one id, which names an object and proves nothing.
+		genuine: func(in fuzzInput) bool {
+			if strings.Contains(strings.ToLower(cleanSig(in.sig)), sha256Hex(fuzzKey, string(in.body))) {
+				return true
+			}
+			form, err := url.ParseQuery(string(in.body))
+			if in.sig != "" || err != nil || len(form) != 1 || len(form["id"]) != 1 {
+				return false
+			}
+			prefix, rest, ok := strings.Cut(form["id"][0], "_")
+			return ok && prefix != "" && rest != "" &&
+				strings.Trim(prefix, "abcdefghijklmnopqrstuvwxyz") == "" &&
+				strings.Trim(rest, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == ""
+		},
+	},
+	"flutterwave": {
+		// The secret hash is itself the v3 proof, so only the fuzz key is
+		// a secret here.
+		secrets: secrets(fuzzKey),
+		request: func(in fuzzInput) *Request {
+			h := headers("flutterwave-signature", in.sig)
+			if strings.HasPrefix(in.id, "v") {
+				h = headers("verif-hash", in.sig)
+			}
+			return &Request{Method: "POST", URL: fuzzURL, Header: h, Body: in.body, ReceivedAt: time.Unix(in.receivedAt, 0)}
+		},
+		sign: func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) },
+		genuine: func(in fuzzInput) bool {
+			if strings.HasPrefix(in.id, "v") {
+				return in.sig == fuzzKey
+			}
+			return strings.Contains(cleanSig(in.sig), strings.TrimRight(hmacB64(fuzzKey, string(in.body)), "="))
+		},
+	},
 }
 
 // metaFuzzCase drives the Meta codes: a GET with hub.* parameters when the
@@ -569,6 +633,14 @@ func FuzzAdapters(f *testing.F) {
 	seed("google", "https://www.googleapis.com/drive/v3/files", ts, "sync", ``, nil)
 	seed("meta", "get", "challenge", "vt", ``, nil)
 	seed("twilio", "json", ts, sha256Hash(twDocJSON), twDocJSON, nil)
+	unsigned := func(string) string { return "" }
+	seed("woocommerce", "", "", "", "webhook_id=14", unsigned)
+	seed("woocommerce", "", "", "", "webhook_id=14&x=1", unsigned)
+	seed("mollie", "", "", "", "id=tr_d0b0E3EA3v", unsigned)
+	seed("mollie", "", "", "", "id=tr_1&id=tr_2", unsigned)
+	seed("mollie", "", "", "", mollieFullEvent, unsigned)
+	seed("flutterwave", "v3", "", "", flwV3Body, func(string) string { return fuzzKey })
+	seed("flutterwave", "v3", "", "", flwV3Body, func(string) string { return fuzzKey + " " })
 
 	f.Fuzz(func(t *testing.T, which uint8, id, ts, sig, event string, body []byte, receivedAt int64) {
 		name := names[int(which)%len(names)]
@@ -639,6 +711,14 @@ var fuzzSeedBodies = map[string][]string{
 	"netlify":  {netlifyDeploy},
 	"sendgrid": {`[{"event":"delivered","sg_event_id":"e1","sg_message_id":"m.filter1"}]`},
 	"calendly": {`{"event":"invitee.created","created_at":"2025-03-14T09:26:50.000000Z","payload":{"uri":"https://api.calendly.com/x"}}`},
+
+	"razorpay":          {razorpayBody},
+	"lemonsqueezy":      {lsBody},
+	"paystack":          {paystackBody, `{"event":"subscription.expiring_cards","data":[{"expiry_date":"12/2021","subscription":{"subscription_code":"SUB_1"}}]}`},
+	"coinbase_commerce": {ccSDKBody},
+	"woocommerce":       {wcBody, "webhook_id=14"},
+	"mollie":            {mollieFullEvent, "id=tr_d0b0E3EA3v"},
+	"flutterwave":       {flwV4Body, flwV3Body},
 }
 
 func TestEveryAdapterHasAFuzzCase(t *testing.T) {

@@ -145,10 +145,11 @@ func oneEvent(t *testing.T, a Adapter, r *Request, cfg Config) EventSpec {
 
 func TestRegistryHoldsEveryAdapter(t *testing.T) {
 	want := []string{
-		"asana", "bitbucket", "box", "calendly", "clerk", "discord", "dropbox", "github", "gitlab", "google",
-		"hmac", "hubspot", "instagram", "intercom", "jira", "linear", "mailgun", "meta", "msgraph", "netlify",
-		"none", "notion", "okta", "paddle", "pagerduty", "postmark", "resend", "sendgrid", "shopify", "slack",
-		"square", "standard", "stripe", "svix", "twilio", "twitch", "typeform", "vercel", "whatsapp", "zoom",
+		"asana", "bitbucket", "box", "calendly", "clerk", "coinbase_commerce", "discord", "dropbox", "flutterwave", "github",
+		"gitlab", "google", "hmac", "hubspot", "instagram", "intercom", "jira", "lemonsqueezy", "linear", "mailgun",
+		"meta", "mollie", "msgraph", "netlify", "none", "notion", "okta", "paddle", "pagerduty", "paystack",
+		"postmark", "razorpay", "resend", "sendgrid", "shopify", "slack", "square", "standard", "stripe", "svix",
+		"twilio", "twitch", "typeform", "vercel", "whatsapp", "woocommerce", "zoom",
 	}
 	if !equalStrings(Names(), want) {
 		t.Errorf("Names() = %v\nwant      %v", Names(), want)
