@@ -456,6 +456,67 @@ var fuzzCases = map[string]fuzzCase{
 			return hmac.Equal(m.Sum(nil), sig) && strings.EqualFold(claims.SHA256, sha256Hash(string(in.body)))
 		},
 	},
+	"sentry": {
+		header: func(in fuzzInput) http.Header {
+			return headers("Sentry-Hook-Signature", in.sig, "Sentry-Hook-Resource", in.event, "Sentry-Hook-Timestamp", in.ts)
+		},
+		sign: func(in fuzzInput) string { return sha256Hex(fuzzKey, string(in.body)) },
+	},
+	"circleci": {
+		header: func(in fuzzInput) http.Header {
+			return headers("circleci-signature", in.sig, "circleci-event-type", in.event)
+		},
+		sign: func(in fuzzInput) string { return "v1=" + sha256Hex(fuzzKey, string(in.body)) },
+	},
+	"gitea": {
+		// A GET with the payload in the query when the fuzzed id starts
+		// with g, else a POST of JSON or of a form.
+		request: func(in fuzzInput) *Request {
+			r := &Request{Method: "POST", URL: fuzzURL, Body: in.body, ReceivedAt: time.Unix(in.receivedAt, 0),
+				Header: headers("X-Gitea-Signature", in.sig, "X-Gitea-Event", in.event, "X-Gitea-Delivery", in.id)}
+			if strings.HasPrefix(in.id, "g") {
+				r.Method, r.Body, r.Query = "GET", nil, url.Values{"payload": {string(in.body)}}
+			}
+			return r
+		},
+		sign: func(in fuzzInput) string { return sha256Hex(fuzzKey, giteaFuzzPayload(in)) },
+	},
+	"launchdarkly": {
+		header: func(in fuzzInput) http.Header { return headers("X-LD-Signature", in.sig) },
+		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, string(in.body)) },
+	},
+	"buildkite": {
+		// The plain token form when the fuzzed id starts with t, else the
+		// signature.
+		header: func(in fuzzInput) http.Header {
+			if strings.HasPrefix(in.id, "t") {
+				return headers("X-Buildkite-Token", in.sig, "X-Buildkite-Event", in.event)
+			}
+			return headers("X-Buildkite-Signature", "timestamp="+in.ts+","+in.sig, "X-Buildkite-Event", in.event)
+		},
+		sign: func(in fuzzInput) string {
+			if strings.HasPrefix(in.id, "t") {
+				return fuzzKey
+			}
+			return "signature=" + sha256Hex(fuzzKey, in.ts+"."+string(in.body))
+		},
+		genuine: func(in fuzzInput) bool {
+			if strings.HasPrefix(in.id, "t") {
+				// The token is compared whole with each secret.
+				return in.sig == fuzzKey || in.sig == "an-older-secret"
+			}
+			return strings.Contains(strings.ToLower(in.sig), "signature="+sha256Hex(fuzzKey, in.ts+"."+string(in.body)))
+		},
+	},
+	"heroku": {
+		header:  func(in fuzzInput) http.Header { return headers("Heroku-Webhook-Hmac-SHA256", in.sig) },
+		sign:    func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) },
+		genuine: unpaddedB64(func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) }),
+	},
+	"customerio": {
+		header: func(in fuzzInput) http.Header { return headers("X-CIO-Signature", in.sig, "X-CIO-Timestamp", in.ts) },
+		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, "v0:"+in.ts+":"+string(in.body)) },
+	},
 	"none": {
 		unsigned: true,
 		header:   func(in fuzzInput) http.Header { return headers("X-Event-Id", in.id) },
@@ -542,6 +603,21 @@ func metaFuzzCase() fuzzCase {
 		},
 		sign: func(in fuzzInput) string { return "sha256=" + sha256Hex(fuzzKey, string(in.body)) },
 	}
+}
+
+// giteaFuzzPayload is what a genuine Gitea signature covers for in: the
+// JSON Gitea sends as the body, as a form's payload field, or (for a GET) in
+// the query.
+func giteaFuzzPayload(in fuzzInput) string {
+	body := string(in.body)
+	if strings.HasPrefix(in.id, "g") || strings.HasPrefix(strings.TrimSpace(body), "{") {
+		return body
+	}
+	form, err := url.ParseQuery(body)
+	if err != nil || form.Get("payload") == "" {
+		return "\x00 no payload"
+	}
+	return form.Get("payload")
 }
 
 // twilioOracle is what a genuine Twilio signature for in is, for each form
@@ -641,6 +717,9 @@ func FuzzAdapters(f *testing.F) {
 	seed("mollie", "", "", "", mollieFullEvent, unsigned)
 	seed("flutterwave", "v3", "", "", flwV3Body, func(string) string { return fuzzKey })
 	seed("flutterwave", "v3", "", "", flwV3Body, func(string) string { return fuzzKey + " " })
+	seed("gitea", "get", ts, "push", giteaPushBody, nil)
+	seed("buildkite", "token", ts, "ping", bkDocBody, nil)
+	seed("sentry", "", ts, "issue", sentryIssueBody, nil)
 
 	f.Fuzz(func(t *testing.T, which uint8, id, ts, sig, event string, body []byte, receivedAt int64) {
 		name := names[int(which)%len(names)]
@@ -719,6 +798,13 @@ var fuzzSeedBodies = map[string][]string{
 	"woocommerce":       {wcBody, "webhook_id=14"},
 	"mollie":            {mollieFullEvent, "id=tr_d0b0E3EA3v"},
 	"flutterwave":       {flwV4Body, flwV3Body},
+	"sentry":       {sentryIssueBody, sentryErrorBody},
+	"circleci":     {circleciWorkflowBody, circleciJobBody},
+	"gitea":        {giteaPushBody, "payload=" + url.QueryEscape(giteaPullBody)},
+	"launchdarkly": {ldBody, ldFlagBody},
+	"buildkite":    {bkDocBody, bkJobBody},
+	"heroku":       {herokuBody},
+	"customerio":   {cioBody},
 }
 
 func TestEveryAdapterHasAFuzzCase(t *testing.T) {
