@@ -145,10 +145,11 @@ func oneEvent(t *testing.T, a Adapter, r *Request, cfg Config) EventSpec {
 
 func TestRegistryHoldsEveryAdapter(t *testing.T) {
 	want := []string{
-		"asana", "bitbucket", "box", "calendly", "clerk", "discord", "dropbox", "github", "gitlab", "google",
+		"asana", "bitbucket", "box", "calcom", "calendly", "clerk", "clickup", "discord", "dropbox", "github", "gitlab", "google",
 		"hmac", "hubspot", "instagram", "intercom", "jira", "linear", "mailgun", "meta", "msgraph", "netlify",
-		"none", "notion", "okta", "paddle", "pagerduty", "postmark", "resend", "sendgrid", "shopify", "slack",
-		"square", "standard", "stripe", "svix", "twilio", "twitch", "typeform", "vercel", "whatsapp", "zoom",
+		"none", "notion", "okta", "openai", "paddle", "pagerduty", "postmark", "resend", "sendgrid", "shopify", "slack",
+		"square", "standard", "stripe", "svix", "trello", "twilio", "twitch", "typeform", "vercel", "whatsapp", "workos",
+		"zendesk", "zoom",
 	}
 	if !equalStrings(Names(), want) {
 		t.Errorf("Names() = %v\nwant      %v", Names(), want)
@@ -170,8 +171,8 @@ func TestRegistryHoldsEveryAdapter(t *testing.T) {
 // acceptsTolerance lists the adapters whose providers sign a time.
 var acceptsTolerance = map[string]bool{
 	"box": true, "calendly": true, "clerk": true, "discord": true, "gitlab": true, "hubspot": true, "linear": true,
-	"mailgun": true, "paddle": true, "resend": true, "sendgrid": true, "slack": true, "standard": true, "stripe": true,
-	"svix": true, "twitch": true, "zoom": true,
+	"mailgun": true, "openai": true, "paddle": true, "resend": true, "sendgrid": true, "slack": true, "standard": true,
+	"stripe": true, "svix": true, "twitch": true, "workos": true, "zendesk": true, "zoom": true,
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
