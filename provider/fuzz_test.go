@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/intakehq/intake"
@@ -585,6 +586,66 @@ var fuzzCases = map[string]fuzzCase{
 			return strings.Contains(cleanSig(in.sig), strings.TrimRight(hmacB64(fuzzKey, string(in.body)), "="))
 		},
 	},
+	"openai": {
+		// OpenAI keys the HMAC with a secret lacking whsec_ as written.
+		secrets: secrets("an-older-secret", fuzzWhsec),
+		header: func(in fuzzInput) http.Header {
+			return headers("webhook-id", in.id, "webhook-timestamp", in.ts, "webhook-signature", in.sig)
+		},
+		sign: func(in fuzzInput) string { return "v1," + hmacB64(fuzzKey, in.id+"."+in.ts+"."+string(in.body)) },
+		genuine: func(in fuzzInput) bool {
+			return strings.Contains(cleanSig(in.sig), "v1,"+hmacB64(fuzzKey, in.id+"."+in.ts+"."+string(in.body)))
+		},
+	},
+	"workos": {
+		header: func(in fuzzInput) http.Header { return headers("WorkOS-Signature", "t="+in.ts+", "+in.sig) },
+		sign:   func(in fuzzInput) string { return "v1=" + sha256Hex(fuzzKey, in.ts+"."+string(in.body)) },
+		stamp:  unixMilli,
+	},
+	"zendesk": {
+		header: func(in fuzzInput) http.Header {
+			return headers("X-Zendesk-Webhook-Signature", in.sig, "X-Zendesk-Webhook-Signature-Timestamp", in.ts,
+				"X-Zendesk-Webhook-Invocation-Id", in.id)
+		},
+		sign:    func(in fuzzInput) string { return hmacB64(fuzzKey, in.ts+string(in.body)) },
+		genuine: unpaddedB64(func(in fuzzInput) string { return hmacB64(fuzzKey, in.ts+string(in.body)) }),
+		stamp:   rfc3339,
+	},
+	"trello": {
+		request: func(in fuzzInput) *Request {
+			r := &Request{Method: "POST", URL: fuzzURL, Header: headers("X-Trello-Webhook", in.sig),
+				Body: in.body, ReceivedAt: time.Unix(in.receivedAt, 0)}
+			if strings.HasPrefix(in.id, "h") {
+				r.Method = "HEAD"
+			}
+			return r
+		},
+		sign: func(in fuzzInput) string { return b64MAC(sha1.New, fuzzKey, latin1Oracle(string(in.body)+fuzzURL)) },
+		genuine: func(in fuzzInput) bool {
+			sig := cleanSig(in.sig)
+			return strings.Contains(sig, strings.TrimRight(b64MAC(sha1.New, fuzzKey, latin1Oracle(string(in.body)+fuzzURL)), "=")) ||
+				strings.Contains(sig, strings.TrimRight(b64MAC(sha1.New, fuzzKey, string(in.body)+fuzzURL), "="))
+		},
+	},
+	"clickup": {
+		header: func(in fuzzInput) http.Header { return headers("X-Signature", in.sig) },
+		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, string(in.body)) },
+	},
+	"calcom": {
+		header: func(in fuzzInput) http.Header { return headers("X-Cal-Signature-256", in.sig) },
+		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, string(in.body)) },
+	},
+}
+
+// latin1Oracle is text as Node's latin1 encoding writes it, for Trello: the
+// low byte of every UTF-16 unit.
+func latin1Oracle(text string) string {
+	units := utf16.Encode([]rune(text))
+	out := make([]byte, len(units))
+	for i, u := range units {
+		out[i] = byte(u)
+	}
+	return string(out)
 }
 
 // metaFuzzCase drives the Meta codes: a GET with hub.* parameters when the
@@ -720,6 +781,8 @@ func FuzzAdapters(f *testing.F) {
 	seed("gitea", "get", ts, "push", giteaPushBody, nil)
 	seed("buildkite", "token", ts, "ping", bkDocBody, nil)
 	seed("sentry", "", ts, "issue", sentryIssueBody, nil)
+	seed("trello", "head", ts, "", ``, nil)
+	seed("trello", "msg_1", ts, "", trelloBody, flip)
 
 	f.Fuzz(func(t *testing.T, which uint8, id, ts, sig, event string, body []byte, receivedAt int64) {
 		name := names[int(which)%len(names)]
@@ -798,13 +861,19 @@ var fuzzSeedBodies = map[string][]string{
 	"woocommerce":       {wcBody, "webhook_id=14"},
 	"mollie":            {mollieFullEvent, "id=tr_d0b0E3EA3v"},
 	"flutterwave":       {flwV4Body, flwV3Body},
-	"sentry":       {sentryIssueBody, sentryErrorBody},
-	"circleci":     {circleciWorkflowBody, circleciJobBody},
-	"gitea":        {giteaPushBody, "payload=" + url.QueryEscape(giteaPullBody)},
-	"launchdarkly": {ldBody, ldFlagBody},
-	"buildkite":    {bkDocBody, bkJobBody},
-	"heroku":       {herokuBody},
-	"customerio":   {cioBody},
+	"sentry":            {sentryIssueBody, sentryErrorBody},
+	"circleci":          {circleciWorkflowBody, circleciJobBody},
+	"gitea":             {giteaPushBody, "payload=" + url.QueryEscape(giteaPullBody)},
+	"launchdarkly":      {ldBody, ldFlagBody},
+	"buildkite":         {bkDocBody, bkJobBody},
+	"heroku":            {herokuBody},
+	"customerio":        {cioBody},
+	"openai":            {openaiSDKBody},
+	"workos":            {workosSDKBody},
+	"zendesk":           {zendeskDocBody, "ticket=35436"},
+	"trello":            {trelloBody},
+	"clickup":           {clickupStatusBody, clickupDocBody},
+	"calcom":            {calcomBookingBody, `{"event":"templated"}`},
 }
 
 func TestEveryAdapterHasAFuzzCase(t *testing.T) {

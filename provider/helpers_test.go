@@ -145,12 +145,12 @@ func oneEvent(t *testing.T, a Adapter, r *Request, cfg Config) EventSpec {
 
 func TestRegistryHoldsEveryAdapter(t *testing.T) {
 	want := []string{
-		"asana", "bitbucket", "box", "buildkite", "calendly", "circleci", "clerk", "coinbase_commerce", "customerio", "discord",
-		"dropbox", "flutterwave", "gitea", "github", "gitlab", "google", "heroku", "hmac", "hubspot", "instagram",
-		"intercom", "jira", "launchdarkly", "lemonsqueezy", "linear", "mailgun", "meta", "mollie", "msgraph", "netlify",
-		"none", "notion", "okta", "paddle", "pagerduty", "paystack", "postmark", "razorpay", "resend", "sendgrid",
-		"sentry", "shopify", "slack", "square", "standard", "stripe", "svix", "twilio", "twitch", "typeform",
-		"vercel", "whatsapp", "woocommerce", "zoom",
+		"asana", "bitbucket", "box", "buildkite", "calcom", "calendly", "circleci", "clerk", "clickup", "coinbase_commerce",
+		"customerio", "discord", "dropbox", "flutterwave", "gitea", "github", "gitlab", "google", "heroku", "hmac",
+		"hubspot", "instagram", "intercom", "jira", "launchdarkly", "lemonsqueezy", "linear", "mailgun", "meta", "mollie",
+		"msgraph", "netlify", "none", "notion", "okta", "openai", "paddle", "pagerduty", "paystack", "postmark",
+		"razorpay", "resend", "sendgrid", "sentry", "shopify", "slack", "square", "standard", "stripe", "svix",
+		"trello", "twilio", "twitch", "typeform", "vercel", "whatsapp", "woocommerce", "workos", "zendesk", "zoom",
 	}
 	if !equalStrings(Names(), want) {
 		t.Errorf("Names() = %v\nwant      %v", Names(), want)
@@ -171,9 +171,28 @@ func TestRegistryHoldsEveryAdapter(t *testing.T) {
 
 // acceptsTolerance lists the adapters whose providers sign a time.
 var acceptsTolerance = map[string]bool{
-	"box": true, "buildkite": true, "calendly": true, "clerk": true, "customerio": true, "discord": true, "gitlab": true,
-	"hubspot": true, "linear": true, "mailgun": true, "paddle": true, "resend": true, "sendgrid": true, "slack": true,
-	"standard": true, "stripe": true, "svix": true, "twitch": true, "zoom": true,
+	"box":        true,
+	"buildkite":  true,
+	"calendly":   true,
+	"clerk":      true,
+	"customerio": true,
+	"discord":    true,
+	"gitlab":     true,
+	"hubspot":    true,
+	"linear":     true,
+	"mailgun":    true,
+	"openai":     true,
+	"paddle":     true,
+	"resend":     true,
+	"sendgrid":   true,
+	"slack":      true,
+	"standard":   true,
+	"stripe":     true,
+	"svix":       true,
+	"twitch":     true,
+	"workos":     true,
+	"zendesk":    true,
+	"zoom":       true,
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
