@@ -177,9 +177,10 @@ func runAttack(ctx context.Context, o options, atk attack, progress io.Writer) (
 	defer dropDB()
 	tok := rand.Text()
 	// The big-body attack's endpoint takes what an operator may allow
-	// at most without a blob store: 64 MiB.
+	// at most without a blob store on PostgreSQL: 64 MiB, with the body
+	// memory that lets one such body be processed (16/3 of it).
 	srv, err := spawn(o.intakeBin, tok, append(env, "INTAKE_NOTIFY_INTERVAL="+o.notifyInterval.String(),
-		fmt.Sprint("INTAKE_MAX_BODY_BYTES=", 64<<20))...)
+		fmt.Sprint("INTAKE_MAX_BODY_BYTES=", 64<<20), fmt.Sprint("INTAKE_BODY_MEMORY=", 357913941))...)
 	if err != nil {
 		return nil, err
 	}
