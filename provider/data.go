@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"sort"
 	"strings"
@@ -33,17 +32,16 @@ const (
 // decodeObject reads body as exactly one JSON object, keeping numbers as
 // json.Number so ids and timestamps stay exact.
 func decodeObject(body []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
+	v, err := decodeTree(body)
+	if err != nil {
 		return nil, err
 	}
-	if m == nil {
+	m, ok := v.(map[string]any)
+	switch {
+	case v == nil:
 		return nil, errors.New("null is not an object")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the JSON object")
+	case !ok:
+		return nil, fmt.Errorf("a JSON %s is not an object", jsonKind(v))
 	}
 	return m, nil
 }
@@ -51,20 +49,20 @@ func decodeObject(body []byte) (map[string]any, error) {
 // decodeArray reads body as exactly one JSON array of objects (SendGrid's
 // and HubSpot's batches), numbers kept exact.
 func decodeArray(body []byte) ([]map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var items []map[string]any
-	if err := dec.Decode(&items); err != nil {
+	v, err := decodeTree(body)
+	if err != nil {
 		return nil, err
 	}
-	if items == nil {
+	list, ok := v.([]any)
+	switch {
+	case v == nil:
 		return nil, errors.New("null is not an array")
+	case !ok:
+		return nil, fmt.Errorf("a JSON %s is not an array", jsonKind(v))
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the JSON array")
-	}
-	for i, it := range items {
-		if it == nil {
+	items := make([]map[string]any, len(list))
+	for i, it := range list {
+		if items[i], ok = it.(map[string]any); !ok {
 			return nil, fmt.Errorf("item %d is not an object", i)
 		}
 	}
@@ -214,10 +212,8 @@ func eventData(raw []byte) (data json.RawMessage, truncated bool) {
 	if !utf8.Valid(raw) {
 		// Databases refuse JSON that is not UTF-8; the decoder substitutes
 		// U+FFFD for the bad bytes.
-		var v any
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if dec.Decode(&v) != nil {
+		v, err := decodeTree(raw)
+		if err != nil {
 			return nullData, true
 		}
 		clean, err := marshalJSON(v)
@@ -241,11 +237,12 @@ func eventData(raw []byte) (data json.RawMessage, truncated bool) {
 // so the result is deterministic. nil when raw is not an object or nothing
 // fits.
 func trimObject(raw []byte, budget, depth int) json.RawMessage {
-	var fields map[string]json.RawMessage
-	if depth <= 0 || json.Unmarshal(raw, &fields) != nil || fields == nil {
+	if depth <= 0 || budget < 2 {
 		return nil
 	}
-	if budget < 2 {
+	// The members as they lie in raw, the last of duplicate names kept.
+	fields := map[string][]byte{}
+	if !members(raw, func(name string, value []byte) { fields[name] = value }) {
 		return nil
 	}
 	keys := make([]string, 0, len(fields))
@@ -261,8 +258,13 @@ func trimObject(raw []byte, budget, depth int) json.RawMessage {
 		return len(qk) + 1 + len(v) + 1 // key, colon, value, comma
 	}
 	for _, k := range keys {
-		v := compact(fields[k])
-		if len(v) > smallField {
+		v := fields[k]
+		// Compacting may shrink a value written with spaces below the
+		// bound; one far larger is not copied to find out.
+		if len(v) > 4*smallField {
+			continue
+		}
+		if v = compact(v); len(v) > smallField {
 			continue
 		}
 		if c := cost(k, v); used+c <= budget {
@@ -271,7 +273,7 @@ func trimObject(raw []byte, budget, depth int) json.RawMessage {
 		}
 	}
 	for _, k := range keys {
-		v := bytes.TrimSpace(fields[k])
+		v := fields[k]
 		if _, done := kept[k]; done || len(v) == 0 || v[0] != '{' {
 			continue
 		}

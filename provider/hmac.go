@@ -192,7 +192,7 @@ func (f idTypeFields) interpret(provider string, r *Request) (Interpretation, er
 	var m map[string]any
 	if f.idField != "" || f.typeField != "" {
 		var err error
-		if m, err = decodeObject(r.Body); err != nil {
+		if m, err = topFields(r.Body, f.idField, f.typeField); err != nil {
 			return Interpretation{}, Permanent("%s: body is not a JSON object: %v", provider, err)
 		}
 	}

@@ -76,3 +76,49 @@ func TestABodyFromTheBlobStoreWaitsForRoomInTheBodyMemoryBudget(t *testing.T) {
 		}
 	}
 }
+
+// An org whose stored body waits for room in its body memory share holds
+// one of the worker's slots, not all of them: its next messages wait queued,
+// so another org's message starts in a free slot at once rather than after
+// the wait. Once B's room is given back, B's messages are processed one by
+// one, each at its first attempt.
+func TestAnOrgWaitingForBodyMemoryHoldsOneSlotWhileAnotherOrgsMessageStarts(t *testing.T) {
+	e := setup(t)
+	blobs := &blob.Memory{}
+	bConn, bEp := e.otherOrg(t)
+	pad := string(bytes.Repeat([]byte("x"), 900))
+	var b []string
+	for i := range 4 {
+		b = append(b, e.receiveBlob(t, blobs, bConn, bEp, fmt.Sprintf(`{"id":"evt_b%d","type":"big","pad":%q}`, i, pad)))
+	}
+	charge := int64(worker.BodyCharge * (len(pad) + 40))
+	// A wait far longer than the test: a waiter holds its slot throughout.
+	budget := &fair.Budget{What: "body memory", Total: 8 * charge, PerOrg: charge + charge/2, Wait: time.Minute}
+	held, err := budget.Take(context.Background(), bConn.OrgID, charge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Poll: 5 * time.Millisecond,
+		Concurrency: 2, Blobs: blobs, BodyMemory: budget})
+	runWorker(t, w)
+	waitFor(t, "B's first message claimed", func() bool {
+		for _, id := range b {
+			if e.message(t, id).State == intake.MessageProcessing {
+				return true
+			}
+		}
+		return false
+	})
+	a := e.receive(t, "new-secret", `{"id":"evt_a","type":"paid"}`)
+	processed := func(id string) bool { return e.message(t, id).State == intake.MessageProcessed }
+	waitFor(t, "A's message processed in the slot B does not hold", func() bool { return processed(a) })
+
+	held()
+	for _, id := range b {
+		waitFor(t, "each of B's messages processed once its room was given back", func() bool { return processed(id) })
+		if m := e.message(t, id); m.Attempt != 1 || len(m.EventIDs) != 1 {
+			t.Fatalf("B's message %s made %d events at attempt %d, want 1 at the first", id, len(m.EventIDs), m.Attempt)
+		}
+	}
+	waitFor(t, "every byte given back after the settles", func() bool { return budget.Held("") == 0 })
+}

@@ -116,6 +116,9 @@ type Worker struct {
 	// perMessage is the events each org's last settled message made, by
 	// which its messages yet to settle are judged (owingMu).
 	perMessage map[string]int
+	// waitingBody counts, per org, the attempts waiting for room in the
+	// body memory budget (busyMu).
+	waitingBody map[string]int
 }
 
 // rowTTL is how long a worker reuses connection and endpoint rows.
@@ -213,6 +216,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		if wait > 0 {
 			paced.Reset(wait)
 		}
+		// An org with a body waiting for room in its body memory share
+		// has nothing more started or claimed until it is taken: its
+		// messages wait queued, not in the worker's slots.
+		owing = append(owing, w.waitingBodyOrgs()...)
 		w.releaseOwing(ctx, &queue, owing)
 		w.startReady(ctx, &queue, owing)
 		if room := min(w.cfg.Batch, w.room()); claim && room > 0 {
@@ -284,7 +291,9 @@ func (w *Worker) startReady(ctx context.Context, queue *ready, owing []string) {
 		}
 	}
 	now := w.cfg.Clock.Now()
-	held := func(org string) bool { return slices.Contains(owing, org) || !w.mayStart(org, now) }
+	held := func(org string) bool {
+		return slices.Contains(owing, org) || !w.mayStart(org, now) || w.waitsForBody(org)
+	}
 	for w.room() > 0 {
 		q, ok := queue.pop(held)
 		if !ok {
@@ -459,6 +468,12 @@ func (w *Worker) start(ctx context.Context, c intake.Claim) {
 	}
 	w.running.Add(1)
 	w.setBusy(c.Message.OrgID, 1)
+	// Counted as waiting for body memory from now, so the org's next
+	// message is not started before this one has taken its room.
+	waits := w.needsBodyRoom(&c.Message)
+	if waits {
+		w.setWaitingBody(c.Message.OrgID, 1)
+	}
 	go func() {
 		defer func() {
 			// Not running before the slot is freed: Run, woken by freed,
@@ -471,8 +486,34 @@ func (w *Worker) start(ctx context.Context, c intake.Claim) {
 			}
 			w.running.Done()
 		}()
-		w.Process(context.WithoutCancel(ctx), c)
+		w.process(context.WithoutCancel(ctx), c, waits)
 	}()
+}
+
+// setWaitingBody counts n more attempts of org waiting for body memory.
+func (w *Worker) setWaitingBody(org string, n int) {
+	w.busyMu.Lock()
+	defer w.busyMu.Unlock()
+	if w.waitingBody == nil {
+		w.waitingBody = map[string]int{}
+	}
+	if w.waitingBody[org] += n; w.waitingBody[org] <= 0 {
+		delete(w.waitingBody, org)
+	}
+}
+
+// waitsForBody reports whether an attempt of org waits for body memory.
+func (w *Worker) waitsForBody(org string) bool {
+	w.busyMu.Lock()
+	defer w.busyMu.Unlock()
+	return w.waitingBody[org] > 0
+}
+
+// waitingBodyOrgs lists the orgs with an attempt waiting for body memory.
+func (w *Worker) waitingBodyOrgs() []string {
+	w.busyMu.Lock()
+	defer w.busyMu.Unlock()
+	return slices.Collect(maps.Keys(w.waitingBody))
 }
 
 // setBusy counts n more attempts running for org.
@@ -523,11 +564,15 @@ func (w *Worker) release(ctx context.Context, c intake.Claim) {
 }
 
 // Process runs one claimed attempt to its settlement.
-func (w *Worker) Process(ctx context.Context, c intake.Claim) {
+func (w *Worker) Process(ctx context.Context, c intake.Claim) { w.process(ctx, c, false) }
+
+// process is Process; counted says the attempt was counted as waiting for
+// body memory when it started (see holdBody).
+func (w *Worker) process(ctx context.Context, c intake.Claim, counted bool) {
 	ctx, span := startProcess(ctx, c)
 	defer span.End()
 	start := time.Now()
-	free, err := w.holdBody(ctx, &c.Message)
+	free, err := w.holdBody(ctx, &c.Message, counted)
 	if err != nil {
 		w.cfg.Logger.Debug("worker: no room for a body now; the message waits", "message_id", c.Message.ID, "err", err)
 		w.release(ctx, c)
@@ -591,16 +636,32 @@ func (w *Worker) Process(ctx context.Context, c intake.Claim) {
 }
 
 // BodyCharge is how many times its size a body read from the blob store
-// is charged while its message is processed: the body, the JSON decoder's
-// copy (its buffer doubles until it holds the whole body) and what it
-// decodes to.
-const BodyCharge = 4
+// is charged while its message is processed: the body, what it decodes to
+// (the adapters refuse a body that would decode to more than
+// provider.TreeFactor times its size) and the events' data made from it
+// (at most about its size again).
+const BodyCharge = 2 + provider.TreeFactor
+
+// needsBodyRoom reports whether m's body is to be read from the blob store
+// within the body memory budget.
+func (w *Worker) needsBodyRoom(m *intake.Message) bool {
+	return m.BlobKey != "" && m.Body == nil && !m.BodyExpired && w.cfg.BodyMemory != nil
+}
 
 // holdBody reads m's body from the blob store once the body memory budget
 // has room for it, and returns what gives the room back. A body that
-// cannot be opened is left for the attempt, which judges that error.
-func (w *Worker) holdBody(ctx context.Context, m *intake.Message) (free func(), err error) {
-	if m.BlobKey == "" || m.Body != nil || m.BodyExpired || w.cfg.BodyMemory == nil {
+// cannot be opened is left for the attempt, which judges that error. The
+// attempt counts as waiting for body memory until the room is taken or
+// refused; counted says it was counted when it started.
+func (w *Worker) holdBody(ctx context.Context, m *intake.Message, counted bool) (free func(), err error) {
+	if !counted && w.needsBodyRoom(m) {
+		w.setWaitingBody(m.OrgID, 1)
+		counted = true
+	}
+	if counted {
+		defer w.setWaitingBody(m.OrgID, -1)
+	}
+	if !w.needsBodyRoom(m) {
 		return func() {}, nil
 	}
 	r, size, err := intake.StoredBody{BlobKey: m.BlobKey}.Open(ctx, w.cfg.Blobs)

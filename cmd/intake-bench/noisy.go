@@ -180,7 +180,7 @@ func runAttack(ctx context.Context, o options, atk attack, progress io.Writer) (
 	// at most without a blob store on PostgreSQL: 64 MiB, with the body
 	// memory that lets one such body be processed (16/3 of it).
 	srv, err := spawn(o.intakeBin, tok, append(env, "INTAKE_NOTIFY_INTERVAL="+o.notifyInterval.String(),
-		fmt.Sprint("INTAKE_MAX_BODY_BYTES=", 64<<20), fmt.Sprint("INTAKE_BODY_MEMORY=", 357913941))...)
+		fmt.Sprint("INTAKE_MAX_BODY_BYTES=", 64<<20), fmt.Sprint("INTAKE_BODY_MEMORY=", 447392426))...)
 	if err != nil {
 		return nil, err
 	}

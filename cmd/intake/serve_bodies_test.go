@@ -29,15 +29,15 @@ func TestBodyFlagsRefuseACapAbove64MiBInPostgreSQLAndABudgetTooSmallForOneBody(t
 		// The embedded store spools: a 64 MiB body is held 4 times over
 		// while it is processed, 268 435 456 bytes, three quarters of
 		// 357 913 941.
-		{[]string{"--max-body-bytes", "67108864"}, "--body-memory must be at least 357913941 bytes"},
-		{[]string{"--max-body-bytes", "67108864", "--body-memory", "357913941"}, ""},
-		{[]string{"--max-body-bytes", "104857600", "--body-memory", "559240533"}, ""},
-		{[]string{"--max-body-bytes", "104857600", "--body-memory", "559240532"}, "--body-memory must be at least 559240533 bytes"},
+		{[]string{"--max-body-bytes", "67108864"}, "--body-memory must be at least 447392426 bytes"},
+		{[]string{"--max-body-bytes", "67108864", "--body-memory", "447392426"}, ""},
+		{[]string{"--max-body-bytes", "104857600", "--body-memory", "699050666"}, ""},
+		{[]string{"--max-body-bytes", "104857600", "--body-memory", "699050665"}, "--body-memory must be at least 699050666 bytes"},
 		{[]string{"--max-body-bytes", "104857601"}, "--max-body-bytes must be between 1 and 104857600"},
 		{[]string{"--max-body-bytes", "0"}, "--max-body-bytes must be between 1"},
 		// The default 10 MiB: 41 943 040 bytes while processed.
-		{[]string{"--body-memory", "55924052"}, "--body-memory must be at least 55924053 bytes"},
-		{[]string{"--body-memory", "55924053"}, ""},
+		{[]string{"--body-memory", "69905065"}, "--body-memory must be at least 69905066 bytes"},
+		{[]string{"--body-memory", "69905066"}, ""},
 		// PostgreSQL keeps bodies in the database without a blob store:
 		// up to 64 MiB, read whole at ingress.
 		{[]string{"--db", pg, "--max-body-bytes", "67108864"}, ""},
@@ -46,8 +46,8 @@ func TestBodyFlagsRefuseACapAbove64MiBInPostgreSQLAndABudgetTooSmallForOneBody(t
 		{[]string{"--db", pg, "--body-memory", "13981014"}, ""},
 		// With a blob store, a body is read whole at ingress up to the
 		// threshold only, and is held while processed.
-		{[]string{"--db", pg, "--blob-store", "s3://b", "--max-body-bytes", "104857600", "--body-memory", "559240533"}, ""},
-		{[]string{"--db", pg, "--blob-store", "s3://b", "--max-body-bytes", "104857600", "--body-memory", "1048576"}, "--body-memory must be at least 559240533 bytes"},
+		{[]string{"--db", pg, "--blob-store", "s3://b", "--max-body-bytes", "104857600", "--body-memory", "699050666"}, ""},
+		{[]string{"--db", pg, "--blob-store", "s3://b", "--max-body-bytes", "104857600", "--body-memory", "1048576"}, "--body-memory must be at least 699050666 bytes"},
 	} {
 		_, err := serveFlags(t, c.args...).bodyMemory()
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
