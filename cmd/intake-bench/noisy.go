@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -176,11 +177,17 @@ func runAttack(ctx context.Context, o options, atk attack, progress io.Writer) (
 	}
 	defer dropDB()
 	tok := rand.Text()
-	// The big-body attack's endpoint takes what an operator may allow
-	// at most without a blob store on PostgreSQL: 64 MiB, with the body
-	// memory that lets one such body be processed (16/3 of it).
+	// The endpoints take 64 MiB bodies, with the body memory that lets one
+	// such body be processed (20/3 of it), where the server keeps them out
+	// of its database: in the embedded store's spool, or in the blob store
+	// INTAKE_BLOB_STORE names. PostgreSQL without one keeps bodies of 10
+	// MiB at most, and refuses larger ones.
+	maxBody, memory := 64<<20, 447392426
+	if o.db != "" && os.Getenv("INTAKE_BLOB_STORE") == "" {
+		maxBody, memory = 10<<20, 256<<20
+	}
 	srv, err := spawn(o.intakeBin, tok, append(env, "INTAKE_NOTIFY_INTERVAL="+o.notifyInterval.String(),
-		fmt.Sprint("INTAKE_MAX_BODY_BYTES=", 64<<20), fmt.Sprint("INTAKE_BODY_MEMORY=", 447392426))...)
+		fmt.Sprint("INTAKE_MAX_BODY_BYTES=", maxBody), fmt.Sprint("INTAKE_BODY_MEMORY=", memory))...)
 	if err != nil {
 		return nil, err
 	}

@@ -72,7 +72,7 @@ type ServeCmd struct {
 	StorageQuota      int64         `name:"storage-quota-bytes" default:"0" env:"INTAKE_STORAGE_QUOTA_BYTES" help:"Refuse webhooks (503) while the store holds more than this many bytes; 0: no quota."`
 	BlobStore         string        `name:"blob-store" env:"INTAKE_BLOB_STORE" placeholder:"s3://BUCKET?endpoint=URL&region=REGION" help:"Keep every body larger than --blob-threshold in this S3-compatible bucket (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or in a directory (file:///PATH); endpoints may then take bodies up to 100 MiB. Empty: the embedded store spools them to files under --data/bodies; on PostgreSQL every body stays in the database."`
 	BlobThreshold     int64         `name:"blob-threshold" default:"262144" env:"INTAKE_BLOB_THRESHOLD" help:"Bodies larger than this many bytes go to the blob store (or the embedded store's spool)."`
-	MaxBodyBytes      int64         `name:"max-body-bytes" default:"10485760" env:"INTAKE_MAX_BODY_BYTES" help:"Largest body any endpoint takes, whatever its own max_body_bytes: up to 104857600 (100 MiB); on PostgreSQL without --blob-store up to 67108864 (64 MiB)."`
+	MaxBodyBytes      int64         `name:"max-body-bytes" default:"10485760" env:"INTAKE_MAX_BODY_BYTES" help:"Largest body any endpoint takes, whatever its own max_body_bytes: up to 104857600 (100 MiB); on PostgreSQL without --blob-store up to 10485760 (10 MiB)."`
 	BodyMemory        int64         `name:"body-memory" default:"268435456" env:"INTAKE_BODY_MEMORY" help:"Bytes of request bodies held in memory at once, from their first byte read to their commit, each org at most its fair share; a body that does not fit waits a second, then is answered 503 with Retry-After."`
 	ReadHeaderTimeout time.Duration `default:"10s" env:"INTAKE_READ_HEADER_TIMEOUT" help:"How long a client may take to send request headers."`
 	ReadTimeout       time.Duration `default:"60s" env:"INTAKE_READ_TIMEOUT" help:"How long a client may take to send a whole request."`
@@ -426,6 +426,10 @@ func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger) (intake.Blob
 // database: with --blob-store, or in the embedded store's spool.
 func (c *ServeCmd) spools() bool { return c.BlobStore != "" || c.DB == "" }
 
+// maxDatabaseBody is the largest body PostgreSQL keeps in the database
+// (without --blob-store): the default --max-body-bytes.
+const maxDatabaseBody = 10 << 20
+
 // bodyMemory checks --max-body-bytes and --body-memory, and returns the
 // budget the bodies held in memory share: being read at ingress, and read
 // back from the blob store while their messages are processed.
@@ -433,8 +437,8 @@ func (c *ServeCmd) bodyMemory() (*fair.Budget, error) {
 	if c.MaxBodyBytes < 1 || c.MaxBodyBytes > intake.MaxBlobBodyBytes {
 		return nil, fmt.Errorf("--max-body-bytes must be between 1 and %d (100 MiB)", intake.MaxBlobBodyBytes)
 	}
-	if !c.spools() && c.MaxBodyBytes > intake.MaxBodyBytes {
-		return nil, fmt.Errorf("--max-body-bytes above %d (64 MiB) needs --blob-store on PostgreSQL: bodies that large stay out of the database", intake.MaxBodyBytes)
+	if !c.spools() && c.MaxBodyBytes > maxDatabaseBody {
+		return nil, fmt.Errorf("--max-body-bytes above %d (10 MiB) needs --blob-store on PostgreSQL: a body the database keeps is held whole, several times over, as it is stored, handed to the worker and claimed, so larger bodies stream to object storage", maxDatabaseBody)
 	}
 	// The most one body is charged: at ingress a body above the blob
 	// threshold holds only its first part, but its processing holds it

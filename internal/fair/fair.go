@@ -104,14 +104,22 @@ func (b *Budget) Held(org string) int64 {
 }
 
 // fits reports whether org may take n more now, and whether it never
-// could, even alone; b.mu is held.
+// could, even alone; b.mu is held. An org holding nothing may take as
+// much as it could alone while the room is free, so a taker larger than
+// its share beside others (one large body) is taken in time rather than
+// never while any other org holds something; the quarter kept for a
+// holder still to come is kept all the same.
 func (b *Budget) fits(org string, n int64) (fits, never bool) {
 	others := int64(len(b.orgs))
 	if b.orgs[org] > 0 {
 		others--
 	}
+	limit := b.limit(others)
+	if b.orgs[org] == 0 {
+		limit = b.limit(0)
+	}
 	never = n > b.limit(0)
-	return (b.Total <= 0 || b.held+n <= b.Total) && b.orgs[org]+n <= b.limit(others), never
+	return (b.Total <= 0 || b.held+n <= b.Total) && b.orgs[org]+n <= limit, never
 }
 
 // limit is the most one org may hold while others other orgs hold some.

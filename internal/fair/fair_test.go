@@ -63,6 +63,32 @@ func TestBudgetSharesItsTotalBetweenOrgs(t *testing.T) {
 	}
 }
 
+// One large taker (a 64 MiB body's processing) is larger than an org's
+// share beside another org that holds a little (small bodies at ingress);
+// taken while its org holds nothing, it is taken in time rather than never.
+// Its org takes nothing more past its share beside others.
+func TestBudgetTakesAnOrgsFirstLargeTakerBesideOthersWhileTheRoomIsFree(t *testing.T) {
+	b := &Budget{What: "body memory", Total: 100}
+	ctx := context.Background()
+	if _, err := b.Take(ctx, "a", 10); err != nil {
+		t.Fatal(err)
+	}
+	release, err := b.Take(ctx, "b", 70) // past Share(100, 1) = 37
+	if err != nil {
+		t.Fatalf("org b, holding nothing, could not take 70 of the 90 free beside a's 10: %v", err)
+	}
+	if _, err := b.Take(ctx, "b", 5); err == nil {
+		t.Fatal("org b took more past its share beside a")
+	}
+	if _, err := b.Take(ctx, "c", 21); err == nil {
+		t.Fatal("took past the total")
+	}
+	release()
+	if _, err := b.Take(ctx, "b", 76); err == nil {
+		t.Fatal("org b took past what it could hold alone")
+	}
+}
+
 func TestBudgetRefusesAtOnceWhatCouldNeverFit(t *testing.T) {
 	b := &Budget{What: "body memory", Total: 100, Wait: time.Hour}
 	_, err := b.Take(context.Background(), "a", 80)
