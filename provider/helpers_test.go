@@ -145,8 +145,8 @@ func oneEvent(t *testing.T, a Adapter, r *Request, cfg Config) EventSpec {
 
 func TestRegistryHoldsEveryAdapter(t *testing.T) {
 	want := []string{
-		"asana", "bitbucket", "box", "buildkite", "calcom", "calendly", "circleci", "clerk", "clickup", "coinbase_commerce",
-		"customerio", "discord", "dropbox", "flutterwave", "gitea", "github", "gitlab", "google", "heroku", "hmac",
+		"adyen", "asana", "bitbucket", "box", "buildkite", "calcom", "calendly", "checkout", "circleci", "clerk", "clickup", "coinbase_commerce",
+		"customerio", "discord", "dropbox", "flutterwave", "gitea", "github", "gitlab", "gocardless", "google", "heroku", "hmac",
 		"hubspot", "instagram", "intercom", "jira", "launchdarkly", "lemonsqueezy", "linear", "mailgun", "meta", "mollie",
 		"msgraph", "netlify", "none", "notion", "okta", "openai", "paddle", "pagerduty", "paystack", "postmark",
 		"razorpay", "resend", "sendgrid", "sentry", "shopify", "slack", "square", "standard", "stripe", "svix",
