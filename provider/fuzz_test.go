@@ -644,6 +644,18 @@ var fuzzCases = map[string]fuzzCase{
 		header: func(in fuzzInput) http.Header { return headers("Webhook-Signature", in.sig) },
 		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, string(in.body)) },
 	},
+	"xero": {
+		header:  func(in fuzzInput) http.Header { return headers("x-xero-signature", in.sig) },
+		sign:    func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) },
+		genuine: unpaddedB64(func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) }),
+		// Every answer but 401 says the signature verified.
+		proves: true,
+	},
+	"quickbooks": {
+		header:  func(in fuzzInput) http.Header { return headers("intuit-signature", in.sig) },
+		sign:    func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) },
+		genuine: unpaddedB64(func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) }),
+	},
 }
 
 // adyenSigPlaceholder in a fuzzed body is where the fuzzed signature goes:
@@ -866,6 +878,7 @@ func FuzzAdapters(f *testing.F) {
 	seed("trello", "msg_1", ts, "", trelloBody, flip)
 	seed("adyen", "", ts, "", adyenFuzzBody, flip)
 	seed("adyen", "", ts, "", adyenRubyBody, nil)
+	seed("xero", "", ts, "", xeroITRBody, flip)
 	seed("adyen", "", ts, "", adyenBody(adyenItem(hex.EncodeToString([]byte(fuzzKey)), "p1", "CAPTURE", "true", 1), strings.Replace(adyenFuzzItem, "p1", "p2", 1)), nil)
 
 	f.Fuzz(func(t *testing.T, which uint8, id, ts, sig, event string, body []byte, receivedAt int64) {
@@ -961,6 +974,8 @@ var fuzzSeedBodies = map[string][]string{
 	"adyen":             {adyenFuzzBody, adyenNodeBody},
 	"checkout":          {checkoutBody},
 	"gocardless":        {gcSDKBody},
+	"xero":              {xeroEventBody, xeroITRBody},
+	"quickbooks":        {qbBody, qbCloudEvents},
 }
 
 // adyenFuzzBody is one notification item whose signature the fuzz case

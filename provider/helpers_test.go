@@ -148,9 +148,9 @@ func TestRegistryHoldsEveryAdapter(t *testing.T) {
 		"adyen", "asana", "bitbucket", "box", "buildkite", "calcom", "calendly", "checkout", "circleci", "clerk", "clickup", "coinbase_commerce",
 		"customerio", "discord", "dropbox", "flutterwave", "gitea", "github", "gitlab", "gocardless", "google", "heroku", "hmac",
 		"hubspot", "instagram", "intercom", "jira", "launchdarkly", "lemonsqueezy", "linear", "mailgun", "meta", "mollie",
-		"msgraph", "netlify", "none", "notion", "okta", "openai", "paddle", "pagerduty", "paystack", "postmark",
+		"msgraph", "netlify", "none", "notion", "okta", "openai", "paddle", "pagerduty", "paystack", "postmark", "quickbooks",
 		"razorpay", "resend", "sendgrid", "sentry", "shopify", "slack", "square", "standard", "stripe", "svix",
-		"trello", "twilio", "twitch", "typeform", "vercel", "whatsapp", "woocommerce", "workos", "zendesk", "zoom",
+		"trello", "twilio", "twitch", "typeform", "vercel", "whatsapp", "woocommerce", "workos", "xero", "zendesk", "zoom",
 	}
 	if !equalStrings(Names(), want) {
 		t.Errorf("Names() = %v\nwant      %v", Names(), want)
