@@ -651,6 +651,21 @@ var fuzzCases = map[string]fuzzCase{
 		// Every answer but 401 says the signature verified.
 		proves: true,
 	},
+	"docusign": {
+		header: func(in fuzzInput) http.Header {
+			return headers("X-DocuSign-Signature-1", in.event, "X-DocuSign-Signature-2", in.sig)
+		},
+		sign: func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) },
+		genuine: func(in fuzzInput) bool {
+			want := strings.TrimRight(hmacB64(fuzzKey, string(in.body)), "=")
+			return strings.Contains(cleanSig(in.sig), want) || strings.Contains(cleanSig(in.event), want)
+		},
+	},
+	"recurly": {
+		header: func(in fuzzInput) http.Header { return headers("recurly-signature", in.ts+","+in.sig) },
+		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, in.ts+"."+string(in.body)) },
+		stamp:  unixMilli,
+	},
 	"quickbooks": {
 		header:  func(in fuzzInput) http.Header { return headers("intuit-signature", in.sig) },
 		sign:    func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) },
@@ -976,6 +991,8 @@ var fuzzSeedBodies = map[string][]string{
 	"gocardless":        {gcSDKBody},
 	"xero":              {xeroEventBody, xeroITRBody},
 	"quickbooks":        {qbBody, qbCloudEvents},
+	"docusign":          {dsBody, `<?xml version="1.0"?><DocuSignEnvelopeInformation/>`},
+	"recurly":           {recurlySDKBody},
 }
 
 // adyenFuzzBody is one notification item whose signature the fuzz case

@@ -146,10 +146,10 @@ func oneEvent(t *testing.T, a Adapter, r *Request, cfg Config) EventSpec {
 func TestRegistryHoldsEveryAdapter(t *testing.T) {
 	want := []string{
 		"adyen", "asana", "bitbucket", "box", "buildkite", "calcom", "calendly", "checkout", "circleci", "clerk", "clickup", "coinbase_commerce",
-		"customerio", "discord", "dropbox", "flutterwave", "gitea", "github", "gitlab", "gocardless", "google", "heroku", "hmac",
+		"customerio", "discord", "docusign", "dropbox", "flutterwave", "gitea", "github", "gitlab", "gocardless", "google", "heroku", "hmac",
 		"hubspot", "instagram", "intercom", "jira", "launchdarkly", "lemonsqueezy", "linear", "mailgun", "meta", "mollie",
 		"msgraph", "netlify", "none", "notion", "okta", "openai", "paddle", "pagerduty", "paystack", "postmark", "quickbooks",
-		"razorpay", "resend", "sendgrid", "sentry", "shopify", "slack", "square", "standard", "stripe", "svix",
+		"razorpay", "recurly", "resend", "sendgrid", "sentry", "shopify", "slack", "square", "standard", "stripe", "svix",
 		"trello", "twilio", "twitch", "typeform", "vercel", "whatsapp", "woocommerce", "workos", "xero", "zendesk", "zoom",
 	}
 	if !equalStrings(Names(), want) {
@@ -183,6 +183,7 @@ var acceptsTolerance = map[string]bool{
 	"mailgun":    true,
 	"openai":     true,
 	"paddle":     true,
+	"recurly":    true,
 	"resend":     true,
 	"sendgrid":   true,
 	"slack":      true,
