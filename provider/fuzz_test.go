@@ -666,6 +666,36 @@ var fuzzCases = map[string]fuzzCase{
 		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, in.ts+"."+string(in.body)) },
 		stamp:  unixMilli,
 	},
+	"chargebee": {
+		secrets: secrets("fuzz:" + fuzzKey),
+		header:  func(in fuzzInput) http.Header { return headers("Authorization", in.sig) },
+		sign:    func(fuzzInput) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte("fuzz:"+fuzzKey)) },
+		genuine: func(in fuzzInput) bool {
+			scheme, creds, _ := strings.Cut(in.sig, " ")
+			raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(creds))
+			return strings.EqualFold(scheme, "basic") && err == nil && string(raw) == "fuzz:"+fuzzKey
+		},
+	},
+	"bigcommerce": {
+		// The header's value is the secret itself, so only the fuzz key is
+		// one here.
+		secrets: secrets(fuzzKey),
+		header:  func(in fuzzInput) http.Header { return headers("Authorization", in.sig) },
+		sign:    func(fuzzInput) string { return fuzzKey },
+		genuine: func(in fuzzInput) bool { return in.sig == fuzzKey },
+	},
+	"mandrill": {
+		request: func(in fuzzInput) *Request {
+			r := &Request{Method: "POST", URL: fuzzURL, Header: headers("X-Mandrill-Signature", in.sig),
+				Body: in.body, ReceivedAt: time.Unix(in.receivedAt, 0)}
+			if strings.HasPrefix(in.id, "h") {
+				r.Method = "HEAD"
+			}
+			return r
+		},
+		sign:    func(in fuzzInput) string { return mandrillOracle(in) },
+		genuine: unpaddedB64(mandrillOracle),
+	},
 	"quickbooks": {
 		header:  func(in fuzzInput) http.Header { return headers("intuit-signature", in.sig) },
 		sign:    func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) },
@@ -743,6 +773,29 @@ func adyenFuzzCase() fuzzCase {
 			return true
 		},
 	}
+}
+
+// mandrillOracle is a genuine Mandrill signature of in's form: HMAC-SHA1
+// of the URL and each parameter's name and value, sorted by name. A form
+// with a repeated parameter has none.
+func mandrillOracle(in fuzzInput) string {
+	form, err := url.ParseQuery(string(in.body))
+	if err != nil {
+		return "\x00 no form"
+	}
+	keys := make([]string, 0, len(form))
+	for k, vs := range form {
+		if len(vs) != 1 {
+			return "\x00 repeated"
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	signed := fuzzURL
+	for _, k := range keys {
+		signed += k + form[k][0]
+	}
+	return b64MAC(sha1.New, fuzzKey, signed)
 }
 
 // latin1Oracle is text as Node's latin1 encoding writes it, for Trello: the
@@ -894,6 +947,8 @@ func FuzzAdapters(f *testing.F) {
 	seed("adyen", "", ts, "", adyenFuzzBody, flip)
 	seed("adyen", "", ts, "", adyenRubyBody, nil)
 	seed("xero", "", ts, "", xeroITRBody, flip)
+	seed("mandrill", "head", ts, "", ``, nil)
+	seed("mandrill", "msg_1", ts, "", mandrillBody(mandrillEvents)+"&"+mandrillBody("[]"), nil)
 	seed("adyen", "", ts, "", adyenBody(adyenItem(hex.EncodeToString([]byte(fuzzKey)), "p1", "CAPTURE", "true", 1), strings.Replace(adyenFuzzItem, "p1", "p2", 1)), nil)
 
 	f.Fuzz(func(t *testing.T, which uint8, id, ts, sig, event string, body []byte, receivedAt int64) {
@@ -993,6 +1048,9 @@ var fuzzSeedBodies = map[string][]string{
 	"quickbooks":        {qbBody, qbCloudEvents},
 	"docusign":          {dsBody, `<?xml version="1.0"?><DocuSignEnvelopeInformation/>`},
 	"recurly":           {recurlySDKBody},
+	"chargebee":         {cbBody},
+	"bigcommerce":       {bcBody},
+	"mandrill":          {mandrillBody(mandrillEvents), mandrillBody("[]")},
 }
 
 // adyenFuzzBody is one notification item whose signature the fuzz case
@@ -1044,7 +1102,7 @@ func fuzzOracleBody(name string) string {
 
 // fuzzOracleUsesSeed marks adapters whose verification depends on the body's
 // shape (a form, a timestamp inside the JSON).
-var fuzzOracleUsesSeed = map[string]bool{"linear": true, "msgraph": true, "mailgun": true, "adyen": true}
+var fuzzOracleUsesSeed = map[string]bool{"linear": true, "msgraph": true, "mailgun": true, "adyen": true, "mandrill": true}
 
 func TestVerifyErrorsNeverCarrySecretsOrSignatures(t *testing.T) {
 	// A request signed with the case's key, checked against another secret:

@@ -145,9 +145,9 @@ func oneEvent(t *testing.T, a Adapter, r *Request, cfg Config) EventSpec {
 
 func TestRegistryHoldsEveryAdapter(t *testing.T) {
 	want := []string{
-		"adyen", "asana", "bitbucket", "box", "buildkite", "calcom", "calendly", "checkout", "circleci", "clerk", "clickup", "coinbase_commerce",
+		"adyen", "asana", "bigcommerce", "bitbucket", "box", "buildkite", "calcom", "calendly", "chargebee", "checkout", "circleci", "clerk", "clickup", "coinbase_commerce",
 		"customerio", "discord", "docusign", "dropbox", "flutterwave", "gitea", "github", "gitlab", "gocardless", "google", "heroku", "hmac",
-		"hubspot", "instagram", "intercom", "jira", "launchdarkly", "lemonsqueezy", "linear", "mailgun", "meta", "mollie",
+		"hubspot", "instagram", "intercom", "jira", "launchdarkly", "lemonsqueezy", "linear", "mailgun", "mandrill", "meta", "mollie",
 		"msgraph", "netlify", "none", "notion", "okta", "openai", "paddle", "pagerduty", "paystack", "postmark", "quickbooks",
 		"razorpay", "recurly", "resend", "sendgrid", "sentry", "shopify", "slack", "square", "standard", "stripe", "svix",
 		"trello", "twilio", "twitch", "typeform", "vercel", "whatsapp", "woocommerce", "workos", "xero", "zendesk", "zoom",
