@@ -1045,7 +1045,7 @@ var fuzzSeedBodies = map[string][]string{
 	"checkout":          {checkoutBody},
 	"gocardless":        {gcSDKBody},
 	"xero":              {xeroEventBody, xeroITRBody},
-	"quickbooks":        {qbBody, qbCloudEvents},
+	"quickbooks":        {qbSDKBody, qbBody, qbCloudEvents},
 	"docusign":          {dsBody, `<?xml version="1.0"?><DocuSignEnvelopeInformation/>`},
 	"recurly":           {recurlySDKBody},
 	"chargebee":         {cbBody},

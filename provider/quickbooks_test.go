@@ -9,18 +9,29 @@ import (
 	"github.com/intakehq/intake"
 )
 
-// Intuit publishes no signed example; qbBody is the notification its
-// webhooks guide shows (two entities of one company), signed as the guide
-// says: base64 HMAC-SHA256 of the body under the verifier token.
+// SDK vector, from intuit/QuickBooks-V3-Java-SDK,
+// ipp-v3-java-devkit/src/test/java/com/intuit/ipp/services/WebhooksServiceTest.java:
+// the verifier token, payload and intuit-signature below verify, and its
+// signature "1234" is refused. qbCloudEvents is that test's CloudEvents
+// payload. qbBody, two entities of one company as Intuit's webhooks guide
+// shows, is signed here as the guide says.
 const (
+	qbSDKToken = "b5771f19b12ddb4bcdb9f08bdc50bc63878a"
+	qbSDKSig   = "JC2GUwciPmRBwEO7WvrRmKqu9tGOKL8FFallocTFi8Q="
+	qbSDKBody  = `{"eventNotifications":[{"realmId":"1185883450","dataChangeEvent":{"entities":[{"name":"Customer","id":"1","operation":"Create","lastUpdated":"2015-10-05T14:42:19-0700"}]}}]}`
+
 	qbToken = "a8c2c9d7-5b0d-4d0e-9f4f-3b1f0b8c9a11"
 	qbBody  = `{"eventNotifications":[{"realmId":"1185883450","dataChangeEvent":{"entities":[` +
 		`{"name":"Customer","id":"1","operation":"Create","lastUpdated":"2015-10-05T14:42:19-0700"},` +
 		`{"name":"Vendor","id":"1","operation":"Create","lastUpdated":"2015-10-05T14:42:19-0700"}]}}]}`
-	qbCloudEvents = `[{"specversion":"1.0","id":"88cd52a8-1e4f-4b4e-8f4a-0c5e4b1f3a2d","source":"intuit.dsnBgbseACLLRZNxo2dfc4evmEJdxde58xeeYcZliOU=",` +
-		`"type":"qbo.customer.created.v1","datacontenttype":"application/json","time":"2025-03-14T09:26:50Z","intuitentityid":"1",` +
-		`"intuitaccountid":"1185883450","data":{}}]`
+	qbCloudEvents = `[{"specversion":"1.0","id":"d1a3aedd-9670-41bf-a4f9-c148a1cc4e03","source":"intuit.dsnBgbseACLLRZNxo2dfc4evmEJdxde58xeeYcZliOU=",` +
+		`"type":"qbo.class.created.v1","time":"2025-10-07T19:59:07.034359333Z","intuitentityid":"1234","intuitaccountid":"310687"}]`
 )
+
+func TestQuickBooksVerifiesSDKVector(t *testing.T) {
+	wantVerified(t, adapter(t, "quickbooks").Verify(post(qbSDKBody, "intuit-signature", qbSDKSig), secrets(qbSDKToken), nil))
+	wantRejected(t, adapter(t, "quickbooks").Verify(post(qbSDKBody, "intuit-signature", "1234"), secrets(qbSDKToken), nil))
+}
 
 func qbRequest(token, body string) *Request {
 	return post(body, "intuit-signature", b64MAC(sha256.New, token, body))
@@ -75,8 +86,8 @@ func TestQuickBooksReadsCloudEvents(t *testing.T) {
 		t.Fatalf("%+v, %v", in, err)
 	}
 	ev := in.Events[0]
-	if ev.ProviderEventID != "88cd52a8-1e4f-4b4e-8f4a-0c5e4b1f3a2d" || ev.Type != "quickbooks.qbo.customer.created.v1" ||
-		!equalStrings(ev.ObjectIDs, []string{"1", "1185883450"}) || ev.OccurredAt.IsZero() {
+	if ev.ProviderEventID != "d1a3aedd-9670-41bf-a4f9-c148a1cc4e03" || ev.Type != "quickbooks.qbo.class.created.v1" ||
+		!equalStrings(ev.ObjectIDs, []string{"1234", "310687"}) || ev.OccurredAt.IsZero() {
 		t.Errorf("%+v", ev)
 	}
 }
