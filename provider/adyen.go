@@ -135,8 +135,8 @@ func (adyenAdapter) Interpret(r *Request, _ Config) (Interpretation, error) {
 		}
 		psp := str(item, "pspReference")
 		spec := EventSpec{
-			// Adyen names a notification by these three; a retry repeats
-			// them (https://docs.adyen.com/development-resources/webhooks/best-practices#check-for-duplicates).
+			// Adyen's guidance names a notification by these three; a
+			// retry repeats them.
 			ProviderEventID: joinID(psp, code, adyenField(item["success"])),
 			Type:            "adyen." + typeSegment(strings.ReplaceAll(code, ":", ".")),
 			Kind:            intake.KindEvent,

@@ -7,7 +7,7 @@ import (
 )
 
 // checkoutAdapter verifies Checkout.com webhooks
-// (https://www.checkout.com/docs/developer-resources/webhooks/manage-webhooks/authenticate-webhooks):
+// (https://www.checkout.com/docs/developer-resources/webhooks):
 // Cko-Signature is the hex HMAC-SHA256 of the raw body under the webhook's
 // signature key. Checkout.com signs no time. The body is one event:
 // {"id":"evt_…","type":"payment_approved","created_on":…,"data":{"id":"pay_…",…}}.

@@ -12,7 +12,7 @@ import (
 // docusignAdapter verifies DocuSign Connect webhooks
 // (https://developers.docusign.com/platform/webhooks/connect/hmac/): with
 // HMAC enabled, DocuSign signs the raw body with each of the account's
-// active HMAC keys (up to 100) and sends the base64 HMAC-SHA256 under each in
+// active HMAC keys and sends the base64 HMAC-SHA256 under each in
 // X-DocuSign-Signature-1, -2, …; a request verifies when any signature
 // matches any secret. DocuSign signs no time. A JSON (SIM) message is one
 // event ({"event":"envelope-completed","data":{"envelopeId":…},…}); a
