@@ -635,6 +635,167 @@ var fuzzCases = map[string]fuzzCase{
 		header: func(in fuzzInput) http.Header { return headers("X-Cal-Signature-256", in.sig) },
 		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, string(in.body)) },
 	},
+	"adyen": adyenFuzzCase(),
+	"checkout": {
+		header: func(in fuzzInput) http.Header { return headers("Cko-Signature", in.sig) },
+		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, string(in.body)) },
+	},
+	"gocardless": {
+		header: func(in fuzzInput) http.Header { return headers("Webhook-Signature", in.sig) },
+		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, string(in.body)) },
+	},
+	"xero": {
+		header:  func(in fuzzInput) http.Header { return headers("x-xero-signature", in.sig) },
+		sign:    func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) },
+		genuine: unpaddedB64(func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) }),
+		// Every answer but 401 says the signature verified.
+		proves: true,
+	},
+	"docusign": {
+		header: func(in fuzzInput) http.Header {
+			return headers("X-DocuSign-Signature-1", in.event, "X-DocuSign-Signature-2", in.sig)
+		},
+		sign: func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) },
+		genuine: func(in fuzzInput) bool {
+			want := strings.TrimRight(hmacB64(fuzzKey, string(in.body)), "=")
+			return strings.Contains(cleanSig(in.sig), want) || strings.Contains(cleanSig(in.event), want)
+		},
+	},
+	"recurly": {
+		header: func(in fuzzInput) http.Header { return headers("recurly-signature", in.ts+","+in.sig) },
+		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, in.ts+"."+string(in.body)) },
+		stamp:  unixMilli,
+	},
+	"chargebee": {
+		secrets: secrets("fuzz:" + fuzzKey),
+		header:  func(in fuzzInput) http.Header { return headers("Authorization", in.sig) },
+		sign:    func(fuzzInput) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte("fuzz:"+fuzzKey)) },
+		genuine: func(in fuzzInput) bool {
+			scheme, creds, _ := strings.Cut(in.sig, " ")
+			raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(creds))
+			return strings.EqualFold(scheme, "basic") && err == nil && string(raw) == "fuzz:"+fuzzKey
+		},
+	},
+	"bigcommerce": {
+		// The header's value is the secret itself, so only the fuzz key is
+		// one here.
+		secrets: secrets(fuzzKey),
+		header:  func(in fuzzInput) http.Header { return headers("Authorization", in.sig) },
+		sign:    func(fuzzInput) string { return fuzzKey },
+		genuine: func(in fuzzInput) bool { return in.sig == fuzzKey },
+	},
+	"mandrill": {
+		request: func(in fuzzInput) *Request {
+			r := &Request{Method: "POST", URL: fuzzURL, Header: headers("X-Mandrill-Signature", in.sig),
+				Body: in.body, ReceivedAt: time.Unix(in.receivedAt, 0)}
+			if strings.HasPrefix(in.id, "h") {
+				r.Method = "HEAD"
+			}
+			return r
+		},
+		sign:    func(in fuzzInput) string { return mandrillOracle(in) },
+		genuine: unpaddedB64(mandrillOracle),
+	},
+	"quickbooks": {
+		header:  func(in fuzzInput) http.Header { return headers("intuit-signature", in.sig) },
+		sign:    func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) },
+		genuine: unpaddedB64(func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) }),
+	},
+}
+
+// adyenSigPlaceholder in a fuzzed body is where the fuzzed signature goes:
+// Adyen signs each item inside the body, not the request.
+const adyenSigPlaceholder = "{{sig}}"
+
+// adyenFuzzCase drives Adyen: the fuzzed signature replaces the placeholder
+// in every item, and a request is genuine when each item's hmacSignature is
+// the HMAC, under the fuzz key, of its fields joined by ":".
+func adyenFuzzCase() fuzzCase {
+	build := func(in fuzzInput) *Request {
+		body := strings.ReplaceAll(string(in.body), adyenSigPlaceholder, in.sig)
+		return &Request{Method: "POST", URL: fuzzURL, Header: http.Header{}, Body: []byte(body), ReceivedAt: time.Unix(in.receivedAt, 0)}
+	}
+	items := func(body []byte) []map[string]any {
+		var n struct {
+			Items []struct {
+				Item map[string]any `json:"NotificationRequestItem"`
+			} `json:"notificationItems"`
+		}
+		dec := json.NewDecoder(strings.NewReader(string(body)))
+		dec.UseNumber()
+		if dec.Decode(&n) != nil {
+			return nil
+		}
+		out := []map[string]any{}
+		for _, it := range n.Items {
+			out = append(out, it.Item)
+		}
+		return out
+	}
+	mac := func(item map[string]any) string {
+		field := func(v any) string {
+			switch x := v.(type) {
+			case string:
+				return x
+			case json.Number:
+				return string(x)
+			case bool:
+				return strconv.FormatBool(x)
+			}
+			return ""
+		}
+		amount, _ := item["amount"].(map[string]any)
+		signed := strings.Join([]string{field(item["pspReference"]), field(item["originalReference"]), field(item["merchantAccountCode"]),
+			field(item["merchantReference"]), field(amount["value"]), field(amount["currency"]), field(item["eventCode"]), field(item["success"])}, ":")
+		return hmacB64(fuzzKey, signed)
+	}
+	return fuzzCase{
+		secrets: secrets("an-older-secret", hex.EncodeToString([]byte(fuzzKey))),
+		request: build,
+		sign: func(in fuzzInput) string {
+			if its := items(in.body); len(its) > 0 && its[0] != nil {
+				return mac(its[0])
+			}
+			return ""
+		},
+		genuine: func(in fuzzInput) bool {
+			its := items(build(in).Body)
+			if len(its) == 0 {
+				return false
+			}
+			for _, it := range its {
+				add, _ := it["additionalData"].(map[string]any)
+				sig, _ := add["hmacSignature"].(string)
+				if it == nil || strings.TrimRight(strings.TrimSpace(cleanSig(sig)), "=") != strings.TrimRight(mac(it), "=") {
+					return false
+				}
+			}
+			return true
+		},
+	}
+}
+
+// mandrillOracle is a genuine Mandrill signature of in's form: HMAC-SHA1
+// of the URL and each parameter's name and value, sorted by name. A form
+// with a repeated parameter has none.
+func mandrillOracle(in fuzzInput) string {
+	form, err := url.ParseQuery(string(in.body))
+	if err != nil {
+		return "\x00 no form"
+	}
+	keys := make([]string, 0, len(form))
+	for k, vs := range form {
+		if len(vs) != 1 {
+			return "\x00 repeated"
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	signed := fuzzURL
+	for _, k := range keys {
+		signed += k + form[k][0]
+	}
+	return b64MAC(sha1.New, fuzzKey, signed)
 }
 
 // latin1Oracle is text as Node's latin1 encoding writes it, for Trello: the
@@ -783,6 +944,12 @@ func FuzzAdapters(f *testing.F) {
 	seed("sentry", "", ts, "issue", sentryIssueBody, nil)
 	seed("trello", "head", ts, "", ``, nil)
 	seed("trello", "msg_1", ts, "", trelloBody, flip)
+	seed("adyen", "", ts, "", adyenFuzzBody, flip)
+	seed("adyen", "", ts, "", adyenRubyBody, nil)
+	seed("xero", "", ts, "", xeroITRBody, flip)
+	seed("mandrill", "head", ts, "", ``, nil)
+	seed("mandrill", "msg_1", ts, "", mandrillBody(mandrillEvents)+"&"+mandrillBody("[]"), nil)
+	seed("adyen", "", ts, "", adyenBody(adyenItem(hex.EncodeToString([]byte(fuzzKey)), "p1", "CAPTURE", "true", 1), strings.Replace(adyenFuzzItem, "p1", "p2", 1)), nil)
 
 	f.Fuzz(func(t *testing.T, which uint8, id, ts, sig, event string, body []byte, receivedAt int64) {
 		name := names[int(which)%len(names)]
@@ -874,7 +1041,25 @@ var fuzzSeedBodies = map[string][]string{
 	"trello":            {trelloBody},
 	"clickup":           {clickupStatusBody, clickupDocBody},
 	"calcom":            {calcomBookingBody, `{"event":"templated"}`},
+	"adyen":             {adyenFuzzBody, adyenNodeBody},
+	"checkout":          {checkoutBody},
+	"gocardless":        {gcSDKBody},
+	"xero":              {xeroEventBody, xeroITRBody},
+	"quickbooks":        {qbSDKBody, qbBody, qbCloudEvents},
+	"docusign":          {dsBody, `<?xml version="1.0"?><DocuSignEnvelopeInformation/>`},
+	"recurly":           {recurlySDKBody},
+	"chargebee":         {cbBody},
+	"bigcommerce":       {bcBody},
+	"mandrill":          {mandrillBody(mandrillEvents), mandrillBody("[]")},
 }
+
+// adyenFuzzBody is one notification item whose signature the fuzz case
+// fills in.
+const (
+	adyenFuzzItem = `{"NotificationRequestItem":{"additionalData":{"hmacSignature":"` + adyenSigPlaceholder +
+		`"},"amount":{"currency":"EUR","value":1000},"eventCode":"AUTHORISATION","merchantAccountCode":"TestMerchant","merchantReference":"r1","pspReference":"p1","success":"true"}}`
+	adyenFuzzBody = `{"live":"false","notificationItems":[` + adyenFuzzItem + `]}`
+)
 
 func TestEveryAdapterHasAFuzzCase(t *testing.T) {
 	for _, name := range Names() {
@@ -917,7 +1102,7 @@ func fuzzOracleBody(name string) string {
 
 // fuzzOracleUsesSeed marks adapters whose verification depends on the body's
 // shape (a form, a timestamp inside the JSON).
-var fuzzOracleUsesSeed = map[string]bool{"linear": true, "msgraph": true, "mailgun": true}
+var fuzzOracleUsesSeed = map[string]bool{"linear": true, "msgraph": true, "mailgun": true, "adyen": true, "mandrill": true}
 
 func TestVerifyErrorsNeverCarrySecretsOrSignatures(t *testing.T) {
 	// A request signed with the case's key, checked against another secret:

@@ -145,12 +145,12 @@ func oneEvent(t *testing.T, a Adapter, r *Request, cfg Config) EventSpec {
 
 func TestRegistryHoldsEveryAdapter(t *testing.T) {
 	want := []string{
-		"asana", "bitbucket", "box", "buildkite", "calcom", "calendly", "circleci", "clerk", "clickup", "coinbase_commerce",
-		"customerio", "discord", "dropbox", "flutterwave", "gitea", "github", "gitlab", "google", "heroku", "hmac",
-		"hubspot", "instagram", "intercom", "jira", "launchdarkly", "lemonsqueezy", "linear", "mailgun", "meta", "mollie",
-		"msgraph", "netlify", "none", "notion", "okta", "openai", "paddle", "pagerduty", "paystack", "postmark",
-		"razorpay", "resend", "sendgrid", "sentry", "shopify", "slack", "square", "standard", "stripe", "svix",
-		"trello", "twilio", "twitch", "typeform", "vercel", "whatsapp", "woocommerce", "workos", "zendesk", "zoom",
+		"adyen", "asana", "bigcommerce", "bitbucket", "box", "buildkite", "calcom", "calendly", "chargebee", "checkout", "circleci", "clerk", "clickup", "coinbase_commerce",
+		"customerio", "discord", "docusign", "dropbox", "flutterwave", "gitea", "github", "gitlab", "gocardless", "google", "heroku", "hmac",
+		"hubspot", "instagram", "intercom", "jira", "launchdarkly", "lemonsqueezy", "linear", "mailgun", "mandrill", "meta", "mollie",
+		"msgraph", "netlify", "none", "notion", "okta", "openai", "paddle", "pagerduty", "paystack", "postmark", "quickbooks",
+		"razorpay", "recurly", "resend", "sendgrid", "sentry", "shopify", "slack", "square", "standard", "stripe", "svix",
+		"trello", "twilio", "twitch", "typeform", "vercel", "whatsapp", "woocommerce", "workos", "xero", "zendesk", "zoom",
 	}
 	if !equalStrings(Names(), want) {
 		t.Errorf("Names() = %v\nwant      %v", Names(), want)
@@ -183,6 +183,7 @@ var acceptsTolerance = map[string]bool{
 	"mailgun":    true,
 	"openai":     true,
 	"paddle":     true,
+	"recurly":    true,
 	"resend":     true,
 	"sendgrid":   true,
 	"slack":      true,

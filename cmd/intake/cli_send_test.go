@@ -39,8 +39,10 @@ func sendSecret(name string) string {
 	switch name {
 	case "standard", "svix", "clerk", "resend":
 		return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	case "postmark":
+	case "postmark", "chargebee":
 		return "hooks:correct-horse"
+	case "adyen":
+		return "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
 	}
 	return "the-connection-secret"
 }
