@@ -635,6 +635,11 @@ var fuzzCases = map[string]fuzzCase{
 		header: func(in fuzzInput) http.Header { return headers("X-Cal-Signature-256", in.sig) },
 		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, string(in.body)) },
 	},
+	"line": {
+		header:  func(in fuzzInput) http.Header { return headers("x-line-signature", in.sig) },
+		sign:    func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) },
+		genuine: unpaddedB64(func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) }),
+	},
 }
 
 // latin1Oracle is text as Node's latin1 encoding writes it, for Trello: the
@@ -874,6 +879,7 @@ var fuzzSeedBodies = map[string][]string{
 	"trello":            {trelloBody},
 	"clickup":           {clickupStatusBody, clickupDocBody},
 	"calcom":            {calcomBookingBody, `{"event":"templated"}`},
+	"line":              {lineMWBody, `{"destination":"U1","events":[]}`},
 }
 
 func TestEveryAdapterHasAFuzzCase(t *testing.T) {
