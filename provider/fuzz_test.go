@@ -640,6 +640,13 @@ var fuzzCases = map[string]fuzzCase{
 		sign:    func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) },
 		genuine: unpaddedB64(func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) }),
 	},
+	"telegram": {
+		// The token is the secret itself: only the fuzz key is one here.
+		secrets: secrets(fuzzKey),
+		header:  func(in fuzzInput) http.Header { return headers("X-Telegram-Bot-Api-Secret-Token", in.sig) },
+		sign:    func(fuzzInput) string { return fuzzKey },
+		genuine: func(in fuzzInput) bool { return in.sig == fuzzKey },
+	},
 }
 
 // latin1Oracle is text as Node's latin1 encoding writes it, for Trello: the
@@ -880,6 +887,7 @@ var fuzzSeedBodies = map[string][]string{
 	"clickup":           {clickupStatusBody, clickupDocBody},
 	"calcom":            {calcomBookingBody, `{"event":"templated"}`},
 	"line":              {lineMWBody, `{"destination":"U1","events":[]}`},
+	"telegram":          {telegramBody, telegramCallback},
 }
 
 func TestEveryAdapterHasAFuzzCase(t *testing.T) {
