@@ -647,6 +647,17 @@ var fuzzCases = map[string]fuzzCase{
 		sign:    func(fuzzInput) string { return fuzzKey },
 		genuine: func(in fuzzInput) bool { return in.sig == fuzzKey },
 	},
+	"helpscout": {
+		header: func(in fuzzInput) http.Header {
+			return headers("X-HelpScout-Signature", in.sig, "X-HelpScout-Event", in.event)
+		},
+		sign:    func(in fuzzInput) string { return b64MAC(sha1.New, fuzzKey, string(in.body)) },
+		genuine: unpaddedB64(func(in fuzzInput) string { return b64MAC(sha1.New, fuzzKey, string(in.body)) }),
+	},
+	"segment": {
+		header: func(in fuzzInput) http.Header { return headers("X-Signature", in.sig) },
+		sign:   func(in fuzzInput) string { return hexMAC(sha1.New, fuzzKey, string(in.body)) },
+	},
 }
 
 // latin1Oracle is text as Node's latin1 encoding writes it, for Trello: the
@@ -888,6 +899,8 @@ var fuzzSeedBodies = map[string][]string{
 	"calcom":            {calcomBookingBody, `{"event":"templated"}`},
 	"line":              {lineMWBody, `{"destination":"U1","events":[]}`},
 	"telegram":          {telegramBody, telegramCallback},
+	"helpscout":         {helpscoutDocBody, helpscoutConvoBody},
+	"segment":           {segmentBody, `[{"type":"identify","messageId":"m1","userId":"u1"}]`},
 }
 
 func TestEveryAdapterHasAFuzzCase(t *testing.T) {
