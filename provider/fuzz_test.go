@@ -658,6 +658,14 @@ var fuzzCases = map[string]fuzzCase{
 		header: func(in fuzzInput) http.Header { return headers("X-Signature", in.sig) },
 		sign:   func(in fuzzInput) string { return hexMAC(sha1.New, fuzzKey, string(in.body)) },
 	},
+	"onfido": {
+		header: func(in fuzzInput) http.Header { return headers("X-SHA2-Signature", in.sig) },
+		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, string(in.body)) },
+	},
+	"mux": {
+		header: func(in fuzzInput) http.Header { return headers("mux-signature", "t="+in.ts+","+in.sig) },
+		sign:   func(in fuzzInput) string { return "v1=" + sha256Hex(fuzzKey, in.ts+"."+string(in.body)) },
+	},
 }
 
 // latin1Oracle is text as Node's latin1 encoding writes it, for Trello: the
@@ -901,6 +909,8 @@ var fuzzSeedBodies = map[string][]string{
 	"telegram":          {telegramBody, telegramCallback},
 	"helpscout":         {helpscoutDocBody, helpscoutConvoBody},
 	"segment":           {segmentBody, `[{"type":"identify","messageId":"m1","userId":"u1"}]`},
+	"onfido":            {onfidoSDKBody, onfidoStudioBody},
+	"mux":               {muxEventBody},
 }
 
 func TestEveryAdapterHasAFuzzCase(t *testing.T) {

@@ -153,7 +153,7 @@ func TestRegistryHoldsEveryAdapter(t *testing.T) {
 		"razorpay", "resend", "sendgrid", "sentry", "shopify", "slack", "square", "standard", "stripe", "svix",
 		"trello", "twilio", "twitch", "typeform", "vercel", "whatsapp", "woocommerce", "workos", "zendesk", "zoom",
 		// Issue 43, batch B.
-		"line", "telegram", "helpscout", "segment",
+		"line", "telegram", "helpscout", "segment", "onfido", "mux",
 	}
 	sort.Strings(want)
 	if !equalStrings(Names(), want) {
@@ -184,6 +184,7 @@ var acceptsTolerance = map[string]bool{
 	"gitlab":     true,
 	"hubspot":    true,
 	"linear":     true,
+	"mux":        true,
 	"mailgun":    true,
 	"openai":     true,
 	"paddle":     true,
