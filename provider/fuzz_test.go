@@ -666,6 +666,25 @@ var fuzzCases = map[string]fuzzCase{
 		header: func(in fuzzInput) http.Header { return headers("mux-signature", "t="+in.ts+","+in.sig) },
 		sign:   func(in fuzzInput) string { return "v1=" + sha256Hex(fuzzKey, in.ts+"."+string(in.body)) },
 	},
+	"persona": {
+		// in.sig may add further space-separated sets, each with its own t.
+		header: func(in fuzzInput) http.Header { return headers("Persona-Signature", "t="+in.ts+","+in.sig) },
+		sign:   func(in fuzzInput) string { return "v1=" + sha256Hex(fuzzKey, in.ts+"."+string(in.body)) },
+		genuine: func(in fuzzInput) bool {
+			h := strings.ToLower("t=" + in.ts + "," + in.sig)
+			for _, g := range strings.Fields(strings.ReplaceAll(h, ", ", ",")) {
+				params := signatureParams(g, ",")
+				if ts := oneParam(params, "t"); ts != "" && strings.Contains(g, "v1="+sha256Hex(fuzzKey, ts+"."+string(in.body))) {
+					return true
+				}
+			}
+			return false
+		},
+	},
+	"elevenlabs": {
+		header: func(in fuzzInput) http.Header { return headers("ElevenLabs-Signature", "t="+in.ts+","+in.sig) },
+		sign:   func(in fuzzInput) string { return "v0=" + sha256Hex(fuzzKey, in.ts+"."+string(in.body)) },
+	},
 }
 
 // latin1Oracle is text as Node's latin1 encoding writes it, for Trello: the
@@ -911,6 +930,8 @@ var fuzzSeedBodies = map[string][]string{
 	"segment":           {segmentBody, `[{"type":"identify","messageId":"m1","userId":"u1"}]`},
 	"onfido":            {onfidoSDKBody, onfidoStudioBody},
 	"mux":               {muxEventBody},
+	"persona":           {personaBody},
+	"elevenlabs":        {elevenlabsCallBody, `{"type":"voice_removal_notice","event_timestamp":1,"data":{}}`},
 }
 
 func TestEveryAdapterHasAFuzzCase(t *testing.T) {

@@ -153,7 +153,7 @@ func TestRegistryHoldsEveryAdapter(t *testing.T) {
 		"razorpay", "resend", "sendgrid", "sentry", "shopify", "slack", "square", "standard", "stripe", "svix",
 		"trello", "twilio", "twitch", "typeform", "vercel", "whatsapp", "woocommerce", "workos", "zendesk", "zoom",
 		// Issue 43, batch B.
-		"line", "telegram", "helpscout", "segment", "onfido", "mux",
+		"line", "telegram", "helpscout", "segment", "onfido", "mux", "persona", "elevenlabs",
 	}
 	sort.Strings(want)
 	if !equalStrings(Names(), want) {
@@ -181,6 +181,7 @@ var acceptsTolerance = map[string]bool{
 	"clerk":      true,
 	"customerio": true,
 	"discord":    true,
+	"elevenlabs": true,
 	"gitlab":     true,
 	"hubspot":    true,
 	"linear":     true,
@@ -188,6 +189,7 @@ var acceptsTolerance = map[string]bool{
 	"mailgun":    true,
 	"openai":     true,
 	"paddle":     true,
+	"persona":    true,
 	"resend":     true,
 	"sendgrid":   true,
 	"slack":      true,
