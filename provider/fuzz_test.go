@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/hmac"
+	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
@@ -685,6 +686,19 @@ var fuzzCases = map[string]fuzzCase{
 		header: func(in fuzzInput) http.Header { return headers("ElevenLabs-Signature", "t="+in.ts+","+in.sig) },
 		sign:   func(in fuzzInput) string { return "v0=" + sha256Hex(fuzzKey, in.ts+"."+string(in.body)) },
 	},
+	"patreon": {
+		header: func(in fuzzInput) http.Header {
+			return headers("X-Patreon-Signature", in.sig, "X-Patreon-Event", in.event)
+		},
+		sign: func(in fuzzInput) string { return hexMAC(md5.New, fuzzKey, string(in.body)) },
+	},
+	"webflow": {
+		header: func(in fuzzInput) http.Header {
+			return headers("x-webflow-signature", in.sig, "x-webflow-timestamp", in.ts)
+		},
+		sign:  func(in fuzzInput) string { return sha256Hex(fuzzKey, in.ts+":"+string(in.body)) },
+		stamp: unixMilli,
+	},
 }
 
 // latin1Oracle is text as Node's latin1 encoding writes it, for Trello: the
@@ -932,6 +946,8 @@ var fuzzSeedBodies = map[string][]string{
 	"mux":               {muxEventBody},
 	"persona":           {personaBody},
 	"elevenlabs":        {elevenlabsCallBody, `{"type":"voice_removal_notice","event_timestamp":1,"data":{}}`},
+	"patreon":           {patreonBody},
+	"webflow":           {webflowBody, `{"triggerType":"site_publish","payload":{"site":"s1"}}`},
 }
 
 func TestEveryAdapterHasAFuzzCase(t *testing.T) {

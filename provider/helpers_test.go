@@ -153,7 +153,7 @@ func TestRegistryHoldsEveryAdapter(t *testing.T) {
 		"razorpay", "resend", "sendgrid", "sentry", "shopify", "slack", "square", "standard", "stripe", "svix",
 		"trello", "twilio", "twitch", "typeform", "vercel", "whatsapp", "woocommerce", "workos", "zendesk", "zoom",
 		// Issue 43, batch B.
-		"line", "telegram", "helpscout", "segment", "onfido", "mux", "persona", "elevenlabs",
+		"line", "telegram", "helpscout", "segment", "onfido", "mux", "persona", "elevenlabs", "patreon", "webflow",
 	}
 	sort.Strings(want)
 	if !equalStrings(Names(), want) {
@@ -197,6 +197,7 @@ var acceptsTolerance = map[string]bool{
 	"stripe":     true,
 	"svix":       true,
 	"twitch":     true,
+	"webflow":    true,
 	"workos":     true,
 	"zendesk":    true,
 	"zoom":       true,
