@@ -699,6 +699,26 @@ var fuzzCases = map[string]fuzzCase{
 		sign:  func(in fuzzInput) string { return sha256Hex(fuzzKey, in.ts+":"+string(in.body)) },
 		stamp: unixMilli,
 	},
+	"monday": {
+		// The JWT does not cover the body: any token the key signed is
+		// genuine, whatever it arrives with.
+		header: func(in fuzzInput) http.Header { return headers("Authorization", in.sig) },
+		sign:   func(in fuzzInput) string { return mondayJWT(fuzzKey, `{"iat":`+strconv.Quote(in.ts)+`}`) },
+		genuine: func(in fuzzInput) bool {
+			token := strings.TrimSpace(in.sig)
+			if t, ok := strings.CutPrefix(token, "Bearer "); ok {
+				token = strings.TrimSpace(t)
+			}
+			parts := strings.Split(token, ".")
+			if len(parts) != 3 {
+				return false
+			}
+			sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+			want := hmac.New(sha256.New, []byte(fuzzKey))
+			want.Write([]byte(parts[0] + "." + parts[1]))
+			return err == nil && hmac.Equal(sig, want.Sum(nil))
+		},
+	},
 }
 
 // latin1Oracle is text as Node's latin1 encoding writes it, for Trello: the
@@ -847,6 +867,8 @@ func FuzzAdapters(f *testing.F) {
 	seed("sentry", "", ts, "issue", sentryIssueBody, nil)
 	seed("trello", "head", ts, "", ``, nil)
 	seed("trello", "msg_1", ts, "", trelloBody, flip)
+	seed("monday", "", ts, "", `{"challenge":"c"}`, func(string) string { return "" })
+	seed("monday", "", ts, "", mondayBody, func(s string) string { return "Bearer " + s })
 
 	f.Fuzz(func(t *testing.T, which uint8, id, ts, sig, event string, body []byte, receivedAt int64) {
 		name := names[int(which)%len(names)]
@@ -948,6 +970,7 @@ var fuzzSeedBodies = map[string][]string{
 	"elevenlabs":        {elevenlabsCallBody, `{"type":"voice_removal_notice","event_timestamp":1,"data":{}}`},
 	"patreon":           {patreonBody},
 	"webflow":           {webflowBody, `{"triggerType":"site_publish","payload":{"site":"s1"}}`},
+	"monday":            {mondayBody, `{"challenge":"c"}`},
 }
 
 func TestEveryAdapterHasAFuzzCase(t *testing.T) {
