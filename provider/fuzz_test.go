@@ -719,6 +719,12 @@ var fuzzCases = map[string]fuzzCase{
 			return err == nil && hmac.Equal(sig, want.Sum(nil))
 		},
 	},
+	"airtable": {
+		// The secret is the MAC key base64-encoded, as Airtable issues it.
+		secrets: secrets("an-older-secret", base64.StdEncoding.EncodeToString([]byte(fuzzKey))),
+		header:  func(in fuzzInput) http.Header { return headers("X-Airtable-Content-MAC", in.sig) },
+		sign:    func(in fuzzInput) string { return "hmac-sha256=" + sha256Hex(fuzzKey, string(in.body)) },
+	},
 }
 
 // latin1Oracle is text as Node's latin1 encoding writes it, for Trello: the
@@ -971,6 +977,7 @@ var fuzzSeedBodies = map[string][]string{
 	"patreon":           {patreonBody},
 	"webflow":           {webflowBody, `{"triggerType":"site_publish","payload":{"site":"s1"}}`},
 	"monday":            {mondayBody, `{"challenge":"c"}`},
+	"airtable":          {airtableBody},
 }
 
 func TestEveryAdapterHasAFuzzCase(t *testing.T) {

@@ -153,7 +153,7 @@ func TestRegistryHoldsEveryAdapter(t *testing.T) {
 		"razorpay", "resend", "sendgrid", "sentry", "shopify", "slack", "square", "standard", "stripe", "svix",
 		"trello", "twilio", "twitch", "typeform", "vercel", "whatsapp", "woocommerce", "workos", "zendesk", "zoom",
 		// Issue 43, batch B.
-		"line", "telegram", "helpscout", "segment", "onfido", "mux", "persona", "elevenlabs", "patreon", "webflow", "monday",
+		"line", "telegram", "helpscout", "segment", "onfido", "mux", "persona", "elevenlabs", "patreon", "webflow", "monday", "airtable",
 	}
 	sort.Strings(want)
 	if !equalStrings(Names(), want) {

@@ -41,6 +41,8 @@ func sendSecret(name string) string {
 		return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	case "postmark":
 		return "hooks:correct-horse"
+	case "airtable":
+		return "dGhlLWNvbm5lY3Rpb24tc2VjcmV0"
 	}
 	return "the-connection-secret"
 }
