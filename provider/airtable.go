@@ -57,10 +57,13 @@ func (airtableAdapter) Interpret(r *Request, _ Config) (Interpretation, error) {
 	}
 	ts := str(m, "timestamp")
 	spec := EventSpec{
-		ProviderEventID: firstOf(joinID(webhook, ts), itemDigest("airtable:", m)),
+		ProviderEventID: joinID(webhook, ts),
 		Type:            "airtable.notification",
 		Kind:            intake.KindEvent,
 		OccurredAt:      unixTime(ts),
+	}
+	if spec.ProviderEventID == "" {
+		spec.ProviderEventID = itemDigest("airtable:", m)
 	}
 	spec.ObjectIDs = appendID(spec.ObjectIDs, idString(lookup(m, "base", "id")))
 	spec.ObjectIDs = appendID(spec.ObjectIDs, webhook)

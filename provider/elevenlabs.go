@@ -50,10 +50,13 @@ func (elevenlabsAdapter) Interpret(r *Request, _ Config) (Interpretation, error)
 	}
 	conversation := idString(lookup(m, "data", "conversation_id"))
 	spec := EventSpec{
-		ProviderEventID: firstOf(joinID(typ, conversation, idString(m["event_timestamp"])), itemDigest("elevenlabs:", m)),
+		ProviderEventID: joinID(typ, conversation, idString(m["event_timestamp"])),
 		Type:            "elevenlabs." + typeSegment(typ),
 		Kind:            intake.KindEvent,
 		OccurredAt:      unixTime(m["event_timestamp"]),
+	}
+	if spec.ProviderEventID == "" {
+		spec.ProviderEventID = itemDigest("elevenlabs:", m)
 	}
 	spec.ObjectIDs = appendID(spec.ObjectIDs, conversation)
 	spec.ObjectIDs = appendID(spec.ObjectIDs, idString(lookup(m, "data", "agent_id")))

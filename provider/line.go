@@ -59,10 +59,13 @@ func (lineAdapter) Interpret(r *Request, _ Config) (Interpretation, error) {
 		}
 		spec := EventSpec{
 			// webhookEventId stays the same when LINE redelivers the event.
-			ProviderEventID: firstOf(str(ev, "webhookEventId"), itemDigest("line:", ev)),
+			ProviderEventID: str(ev, "webhookEventId"),
 			Type:            "line." + typeSegment(typ),
 			Kind:            intake.KindEvent,
 			OccurredAt:      msTime(ev["timestamp"]),
+		}
+		if spec.ProviderEventID == "" {
+			spec.ProviderEventID = itemDigest("line:", ev)
 		}
 		for _, path := range [][]string{{"source", "userId"}, {"source", "groupId"}, {"source", "roomId"}, {"message", "id"}} {
 			spec.ObjectIDs = appendID(spec.ObjectIDs, str(ev, path...))

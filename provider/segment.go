@@ -70,10 +70,13 @@ func segmentCall(m map[string]any) (EventSpec, error) {
 	spec := EventSpec{
 		// messageId is set once by the library that made the call and
 		// kept on every retry.
-		ProviderEventID: firstOf(str(m, "messageId"), itemDigest("segment:", m)),
+		ProviderEventID: str(m, "messageId"),
 		Type:            "segment." + typeSegment(typ),
 		Kind:            intake.KindEvent,
 		OccurredAt:      unixTime(m["timestamp"]),
+	}
+	if spec.ProviderEventID == "" {
+		spec.ProviderEventID = itemDigest("segment:", m)
 	}
 	spec.ObjectIDs = appendID(spec.ObjectIDs, idString(m["userId"]))
 	spec.ObjectIDs = appendID(spec.ObjectIDs, idString(m["groupId"]))
