@@ -14,8 +14,8 @@ import (
 // keyed with the webhook's macSecretBase64, base64-decoded; a secret that
 // does not decode never verifies. The body is only a ping naming the base
 // and the webhook (the changes are fetched from Airtable's payloads
-// endpoint); a retry repeats it, so the webhook id and the ping's
-// timestamp name it. Airtable signs no time.
+// endpoint) and carries no id, so the webhook id and the ping's timestamp
+// name it. Airtable signs no time.
 type airtableAdapter struct{}
 
 func init() { Register(airtableAdapter{}) }
