@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/hmac"
+	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
@@ -701,6 +702,95 @@ var fuzzCases = map[string]fuzzCase{
 		sign:    func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) },
 		genuine: unpaddedB64(func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) }),
 	},
+	"line": {
+		header:  func(in fuzzInput) http.Header { return headers("x-line-signature", in.sig) },
+		sign:    func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) },
+		genuine: unpaddedB64(func(in fuzzInput) string { return hmacB64(fuzzKey, string(in.body)) }),
+	},
+	"telegram": {
+		// The token is the secret itself: only the fuzz key is one here.
+		secrets: secrets(fuzzKey),
+		header:  func(in fuzzInput) http.Header { return headers("X-Telegram-Bot-Api-Secret-Token", in.sig) },
+		sign:    func(fuzzInput) string { return fuzzKey },
+		genuine: func(in fuzzInput) bool { return in.sig == fuzzKey },
+	},
+	"helpscout": {
+		header: func(in fuzzInput) http.Header {
+			return headers("X-HelpScout-Signature", in.sig, "X-HelpScout-Event", in.event)
+		},
+		sign:    func(in fuzzInput) string { return b64MAC(sha1.New, fuzzKey, string(in.body)) },
+		genuine: unpaddedB64(func(in fuzzInput) string { return b64MAC(sha1.New, fuzzKey, string(in.body)) }),
+	},
+	"segment": {
+		header: func(in fuzzInput) http.Header { return headers("X-Signature", in.sig) },
+		sign:   func(in fuzzInput) string { return hexMAC(sha1.New, fuzzKey, string(in.body)) },
+	},
+	"onfido": {
+		header: func(in fuzzInput) http.Header { return headers("X-SHA2-Signature", in.sig) },
+		sign:   func(in fuzzInput) string { return sha256Hex(fuzzKey, string(in.body)) },
+	},
+	"mux": {
+		header: func(in fuzzInput) http.Header { return headers("mux-signature", "t="+in.ts+","+in.sig) },
+		sign:   func(in fuzzInput) string { return "v1=" + sha256Hex(fuzzKey, in.ts+"."+string(in.body)) },
+	},
+	"persona": {
+		// in.sig may add further space-separated sets, each with its own t.
+		header: func(in fuzzInput) http.Header { return headers("Persona-Signature", "t="+in.ts+","+in.sig) },
+		sign:   func(in fuzzInput) string { return "v1=" + sha256Hex(fuzzKey, in.ts+"."+string(in.body)) },
+		genuine: func(in fuzzInput) bool {
+			h := strings.ToLower("t=" + in.ts + "," + in.sig)
+			for _, g := range strings.Fields(strings.ReplaceAll(h, ", ", ",")) {
+				params := signatureParams(g, ",")
+				if ts := oneParam(params, "t"); ts != "" && strings.Contains(g, "v1="+sha256Hex(fuzzKey, ts+"."+string(in.body))) {
+					return true
+				}
+			}
+			return false
+		},
+	},
+	"elevenlabs": {
+		header: func(in fuzzInput) http.Header { return headers("ElevenLabs-Signature", "t="+in.ts+","+in.sig) },
+		sign:   func(in fuzzInput) string { return "v0=" + sha256Hex(fuzzKey, in.ts+"."+string(in.body)) },
+	},
+	"patreon": {
+		header: func(in fuzzInput) http.Header {
+			return headers("X-Patreon-Signature", in.sig, "X-Patreon-Event", in.event)
+		},
+		sign: func(in fuzzInput) string { return hexMAC(md5.New, fuzzKey, string(in.body)) },
+	},
+	"webflow": {
+		header: func(in fuzzInput) http.Header {
+			return headers("x-webflow-signature", in.sig, "x-webflow-timestamp", in.ts)
+		},
+		sign:  func(in fuzzInput) string { return sha256Hex(fuzzKey, in.ts+":"+string(in.body)) },
+		stamp: unixMilli,
+	},
+	"monday": {
+		// The JWT does not cover the body: any token the key signed is
+		// genuine, whatever it arrives with.
+		header: func(in fuzzInput) http.Header { return headers("Authorization", in.sig) },
+		sign:   func(in fuzzInput) string { return mondayJWT(fuzzKey, `{"iat":`+strconv.Quote(in.ts)+`}`) },
+		genuine: func(in fuzzInput) bool {
+			token := strings.TrimSpace(in.sig)
+			if t, ok := strings.CutPrefix(token, "Bearer "); ok {
+				token = strings.TrimSpace(t)
+			}
+			parts := strings.Split(token, ".")
+			if len(parts) != 3 {
+				return false
+			}
+			sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+			want := hmac.New(sha256.New, []byte(fuzzKey))
+			want.Write([]byte(parts[0] + "." + parts[1]))
+			return err == nil && hmac.Equal(sig, want.Sum(nil))
+		},
+	},
+	"airtable": {
+		// The secret is the MAC key base64-encoded, as Airtable issues it.
+		secrets: secrets("an-older-secret", base64.StdEncoding.EncodeToString([]byte(fuzzKey))),
+		header:  func(in fuzzInput) http.Header { return headers("X-Airtable-Content-MAC", in.sig) },
+		sign:    func(in fuzzInput) string { return "hmac-sha256=" + sha256Hex(fuzzKey, string(in.body)) },
+	},
 }
 
 // adyenSigPlaceholder in a fuzzed body is where the fuzzed signature goes:
@@ -950,6 +1040,8 @@ func FuzzAdapters(f *testing.F) {
 	seed("mandrill", "head", ts, "", ``, nil)
 	seed("mandrill", "msg_1", ts, "", mandrillBody(mandrillEvents)+"&"+mandrillBody("[]"), nil)
 	seed("adyen", "", ts, "", adyenBody(adyenItem(hex.EncodeToString([]byte(fuzzKey)), "p1", "CAPTURE", "true", 1), strings.Replace(adyenFuzzItem, "p1", "p2", 1)), nil)
+	seed("monday", "", ts, "", `{"challenge":"c"}`, func(string) string { return "" })
+	seed("monday", "", ts, "", mondayBody, func(s string) string { return "Bearer " + s })
 
 	f.Fuzz(func(t *testing.T, which uint8, id, ts, sig, event string, body []byte, receivedAt int64) {
 		name := names[int(which)%len(names)]
@@ -1051,6 +1143,18 @@ var fuzzSeedBodies = map[string][]string{
 	"chargebee":         {cbBody},
 	"bigcommerce":       {bcBody},
 	"mandrill":          {mandrillBody(mandrillEvents), mandrillBody("[]")},
+	"line":              {lineMWBody, `{"destination":"U1","events":[]}`},
+	"telegram":          {telegramBody, telegramCallback},
+	"helpscout":         {helpscoutDocBody, helpscoutConvoBody},
+	"segment":           {segmentBody, `[{"type":"identify","messageId":"m1","userId":"u1"}]`},
+	"onfido":            {onfidoSDKBody, onfidoStudioBody},
+	"mux":               {muxEventBody},
+	"persona":           {personaBody},
+	"elevenlabs":        {elevenlabsCallBody, `{"type":"voice_removal_notice","event_timestamp":1,"data":{}}`},
+	"patreon":           {patreonBody},
+	"webflow":           {webflowBody, `{"triggerType":"site_publish","payload":{"site":"s1"}}`},
+	"monday":            {mondayBody, `{"challenge":"c"}`},
+	"airtable":          {airtableBody},
 }
 
 // adyenFuzzBody is one notification item whose signature the fuzz case

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"hash"
 	"net/http"
+	"sort"
 	"strconv"
 	"testing"
 	"time"
@@ -151,7 +152,10 @@ func TestRegistryHoldsEveryAdapter(t *testing.T) {
 		"msgraph", "netlify", "none", "notion", "okta", "openai", "paddle", "pagerduty", "paystack", "postmark", "quickbooks",
 		"razorpay", "recurly", "resend", "sendgrid", "sentry", "shopify", "slack", "square", "standard", "stripe", "svix",
 		"trello", "twilio", "twitch", "typeform", "vercel", "whatsapp", "woocommerce", "workos", "xero", "zendesk", "zoom",
+		// Issue 43, batch B.
+		"line", "telegram", "helpscout", "segment", "onfido", "mux", "persona", "elevenlabs", "patreon", "webflow", "monday", "airtable",
 	}
+	sort.Strings(want)
 	if !equalStrings(Names(), want) {
 		t.Errorf("Names() = %v\nwant      %v", Names(), want)
 	}
@@ -177,13 +181,16 @@ var acceptsTolerance = map[string]bool{
 	"clerk":      true,
 	"customerio": true,
 	"discord":    true,
+	"elevenlabs": true,
 	"gitlab":     true,
 	"hubspot":    true,
 	"linear":     true,
+	"mux":        true,
 	"mailgun":    true,
 	"openai":     true,
 	"paddle":     true,
 	"recurly":    true,
+	"persona":    true,
 	"resend":     true,
 	"sendgrid":   true,
 	"slack":      true,
@@ -191,6 +198,7 @@ var acceptsTolerance = map[string]bool{
 	"stripe":     true,
 	"svix":       true,
 	"twitch":     true,
+	"webflow":    true,
 	"workos":     true,
 	"zendesk":    true,
 	"zoom":       true,

@@ -43,6 +43,8 @@ func sendSecret(name string) string {
 		return "hooks:correct-horse"
 	case "adyen":
 		return "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
+	case "airtable":
+		return "dGhlLWNvbm5lY3Rpb24tc2VjcmV0"
 	}
 	return "the-connection-secret"
 }
