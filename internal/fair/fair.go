@@ -47,7 +47,8 @@ type Budget struct {
 	mu      sync.Mutex
 	held    int64
 	orgs    map[string]int64
-	changed chan struct{} // closed and replaced whenever room is given back
+	over    map[string]int // takers past their org's share beside others
+	changed chan struct{}  // closed and replaced whenever room is given back
 }
 
 // Take holds n units for org until release is called, waiting up to Wait
@@ -60,12 +61,12 @@ func (b *Budget) Take(ctx context.Context, org string, n int64) (release func(),
 	var deadline <-chan time.Time
 	for {
 		b.mu.Lock()
-		fits, never := b.fits(org, n)
+		fits, never, over := b.fits(org, n)
 		if fits {
-			b.hold(org, n)
+			b.hold(org, n, over)
 			b.mu.Unlock()
 			var once sync.Once
-			return func() { once.Do(func() { b.give(org, n) }) }, nil
+			return func() { once.Do(func() { b.give(org, n, over) }) }, nil
 		}
 		if b.changed == nil {
 			b.changed = make(chan struct{})
@@ -103,23 +104,27 @@ func (b *Budget) Held(org string) int64 {
 	return b.orgs[org]
 }
 
-// fits reports whether org may take n more now, and whether it never
-// could, even alone; b.mu is held. An org holding nothing may take as
-// much as it could alone while the room is free, so a taker larger than
-// its share beside others (one large body) is taken in time rather than
-// never while any other org holds something; the quarter kept for a
+// fits reports whether org may take n more now, whether it never could,
+// even alone, and whether it is taken past org's share beside others; b.mu
+// is held. One taker at a time per org may go past that share while the
+// room is free: itself at most what the org could hold alone, beside the
+// org's smaller takers of at most a sixteenth of the total. So a taker
+// larger than an org's share beside others (one large body's processing,
+// beside the org's next bodies being read and other orgs' bodies) is
+// taken in time rather than never, and most of the quarter kept for a
 // holder still to come is kept all the same.
-func (b *Budget) fits(org string, n int64) (fits, never bool) {
+func (b *Budget) fits(org string, n int64) (fits, never, over bool) {
 	others := int64(len(b.orgs))
 	if b.orgs[org] > 0 {
 		others--
 	}
-	limit := b.limit(others)
-	if b.orgs[org] == 0 {
-		limit = b.limit(0)
-	}
 	never = n > b.limit(0)
-	return (b.Total <= 0 || b.held+n <= b.Total) && b.orgs[org]+n <= limit, never
+	room := b.Total <= 0 || b.held+n <= b.Total
+	if b.orgs[org]+n <= b.limit(others) {
+		return room, never, false
+	}
+	over = n > b.limit(others) && b.over[org] == 0
+	return room && over && n <= b.limit(0) && b.orgs[org]+n <= b.limit(0)+b.Total/16, never, over
 }
 
 // limit is the most one org may hold while others other orgs hold some.
@@ -134,20 +139,28 @@ func (b *Budget) limit(others int64) int64 {
 	return limit
 }
 
-func (b *Budget) hold(org string, n int64) {
+func (b *Budget) hold(org string, n int64, over bool) {
 	if b.orgs == nil {
-		b.orgs = map[string]int64{}
+		b.orgs, b.over = map[string]int64{}, map[string]int{}
 	}
 	b.held += n
 	b.orgs[org] += n
+	if over {
+		b.over[org]++
+	}
 }
 
-func (b *Budget) give(org string, n int64) {
+func (b *Budget) give(org string, n int64, over bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.held -= n
 	if b.orgs[org] -= n; b.orgs[org] <= 0 {
 		delete(b.orgs, org)
+	}
+	if over {
+		if b.over[org]--; b.over[org] <= 0 {
+			delete(b.over, org)
+		}
 	}
 	if b.changed != nil {
 		close(b.changed)

@@ -64,28 +64,39 @@ func TestBudgetSharesItsTotalBetweenOrgs(t *testing.T) {
 }
 
 // One large taker (a 64 MiB body's processing) is larger than an org's
-// share beside another org that holds a little (small bodies at ingress);
-// taken while its org holds nothing, it is taken in time rather than never.
-// Its org takes nothing more past its share beside others.
-func TestBudgetTakesAnOrgsFirstLargeTakerBesideOthersWhileTheRoomIsFree(t *testing.T) {
+// share beside another org that holds a little (small bodies at ingress),
+// and the org holds a little itself (its next bodies being read). One such
+// taker at a time per org is taken while the room is free, up to what the
+// org could hold alone, rather than never; a second waits for the first.
+func TestBudgetTakesOneLargeTakerPerOrgPastItsShareWhileTheRoomIsFree(t *testing.T) {
 	b := &Budget{What: "body memory", Total: 100}
 	ctx := context.Background()
 	if _, err := b.Take(ctx, "a", 10); err != nil {
 		t.Fatal(err)
 	}
-	release, err := b.Take(ctx, "b", 70) // past Share(100, 1) = 37
+	if _, err := b.Take(ctx, "b", 2); err != nil {
+		t.Fatal(err)
+	}
+	// All b could hold alone, past Share(100, 1) = 37, beside its own 2.
+	release, err := b.Take(ctx, "b", 75)
 	if err != nil {
-		t.Fatalf("org b, holding nothing, could not take 70 of the 90 free beside a's 10: %v", err)
+		t.Fatalf("org b could not take 75 of the 88 free beside a's 10: %v", err)
 	}
-	if _, err := b.Take(ctx, "b", 5); err == nil {
-		t.Fatal("org b took more past its share beside a")
-	}
-	if _, err := b.Take(ctx, "c", 21); err == nil {
-		t.Fatal("took past the total")
+	if _, err := b.Take(ctx, "b", 3); err == nil {
+		t.Fatal("org b took a small taker past its share beside a")
 	}
 	release()
 	if _, err := b.Take(ctx, "b", 76); err == nil {
-		t.Fatal("org b took past what it could hold alone")
+		t.Fatal("org b took a taker larger than it could hold alone")
+	}
+	if _, err := b.Take(ctx, "b", 40); err != nil {
+		t.Fatalf("org b's next large taker, the first given back: %v", err)
+	}
+	if _, err := b.Take(ctx, "b", 38); err == nil {
+		t.Fatal("org b took a second large taker past its share while its first is held")
+	}
+	if _, err := b.Take(ctx, "c", 49); err == nil {
+		t.Fatal("took past the total")
 	}
 }
 
