@@ -31,20 +31,26 @@ type ReadBudget struct {
 // DefaultReadBudget is the bound serve starts with unless told otherwise.
 var DefaultReadBudget = ReadBudget{Deadline: 5 * time.Second, PerOrg: 2, Total: 4, Wait: time.Second}
 
-// Bounds on the operator actions that call out or fan out (DESIGN §26): a
-// consumer test makes a call to the consumer's destination, a bulk action
-// writes a row for each event it selects.
-const (
-	// testsPerOrg consumer tests run at once per org, testsInAll in all;
-	// testsPerSecond a second per org, testsBurst at once.
-	testsPerOrg, testsInAll    = 4, 32
-	testsPerSecond, testsBurst = 2, 20
-	// bodiesPerOrg raw bodies are read at once per org (held until each
-	// is closed: a slow download holds its slot), bodiesInAll in all.
-	bodiesPerOrg, bodiesInAll = 2, 16
-	// DefaultBulkMax is the most rows a bulk re-route takes.
-	DefaultBulkMax = 10_000
-)
+// CallBounds bound the operator actions that call out or hold a
+// connection (DESIGN §26): a consumer test makes a call to the consumer's
+// destination, a raw body read is held until its body has been sent. Zero
+// fields take DefaultCallBounds'.
+type CallBounds struct {
+	// TestsPerOrg consumer tests run at once per org, Tests in all;
+	// TestsPerSecond a second per org, TestsBurst at once.
+	TestsPerOrg, Tests int
+	TestsPerSecond     float64
+	TestsBurst         int
+	// BodyReadsPerOrg raw bodies are read at once per org (a slow download
+	// holds its slot), BodyReads in all.
+	BodyReadsPerOrg, BodyReads int
+}
+
+// DefaultCallBounds are the bounds serve starts with unless told otherwise.
+var DefaultCallBounds = CallBounds{TestsPerOrg: 4, Tests: 32, TestsPerSecond: 2, TestsBurst: 20, BodyReadsPerOrg: 2, BodyReads: 16}
+
+// DefaultBulkMax is the most rows a bulk re-route takes.
+const DefaultBulkMax = 10_000
 
 // budgets are the plane's bounds on what callers drive.
 type budgets struct {
@@ -59,7 +65,14 @@ type budgets struct {
 	bulkMax  int
 }
 
-func newBudgets(r ReadBudget, bulkMax int) budgets {
+func newBudgets(r ReadBudget, c CallBounds, bulkMax int) budgets {
+	b := DefaultCallBounds
+	b.TestsPerOrg = cmp.Or(c.TestsPerOrg, b.TestsPerOrg)
+	b.Tests = cmp.Or(c.Tests, b.Tests)
+	b.TestsPerSecond = cmp.Or(c.TestsPerSecond, b.TestsPerSecond)
+	b.TestsBurst = cmp.Or(c.TestsBurst, b.TestsBurst)
+	b.BodyReadsPerOrg = cmp.Or(c.BodyReadsPerOrg, b.BodyReadsPerOrg)
+	b.BodyReads = cmp.Or(c.BodyReads, b.BodyReads)
 	d := DefaultReadBudget
 	if r.Deadline > 0 {
 		d.Deadline = r.Deadline
@@ -75,9 +88,9 @@ func newBudgets(r ReadBudget, bulkMax int) budgets {
 	}
 	return budgets{deadline: d.Deadline,
 		reads:    &fair.Budget{What: "reads", PerOrg: int64(d.PerOrg), Total: int64(d.Total), Wait: d.Wait},
-		bodies:   &fair.Budget{What: "body reads", PerOrg: bodiesPerOrg, Total: bodiesInAll, Wait: d.Wait},
-		tests:    &fair.Budget{What: "consumer tests", PerOrg: testsPerOrg, Total: testsInAll, Wait: time.Second},
-		testRate: &fair.Rates{What: "consumer tests", Every: testsPerSecond, Burst: testsBurst},
+		bodies:   &fair.Budget{What: "body reads", PerOrg: int64(b.BodyReadsPerOrg), Total: int64(b.BodyReads), Wait: d.Wait},
+		tests:    &fair.Budget{What: "consumer tests", PerOrg: int64(b.TestsPerOrg), Total: int64(b.Tests), Wait: time.Second},
+		testRate: &fair.Rates{What: "consumer tests", Every: b.TestsPerSecond, Burst: b.TestsBurst},
 		bulk:     &fair.Budget{What: "bulk actions", PerOrg: 1},
 		bulkMax:  cmp.Or(bulkMax, DefaultBulkMax)}
 }

@@ -293,3 +293,39 @@ func TestBodyReadsSpendTheirMessagesOrgsBudgetUntilClosed(t *testing.T) {
 		t.Fatalf("org a's third body: %v, want too_many_requests (one close gives back one slot)", err)
 	}
 }
+
+// The bounds on consumer tests are the operator's (--consumer-tests-per-org):
+// with two per org, a third test while two hang is refused.
+func TestConsumerTestsPerOrgIsTheOperatorsSetting(t *testing.T) {
+	e := setup(t)
+	e.ctl = control.New(control.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, Calls: control.CallBounds{TestsPerOrg: 2}})
+	ctx := context.Background()
+	arrived := make(chan struct{}, 4)
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-hang
+	}))
+	defer srv.Close()
+	hanging := e.consumerAt(t, srv.URL)
+	op := as(intake.Scope{OrgID: e.org.ID})
+	done := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := e.ctl.TestConsumer(ctx, op, hanging)
+			done <- err
+		}()
+	}
+	for range 2 {
+		<-arrived
+	}
+	if _, err := e.ctl.TestConsumer(ctx, op, hanging); intake.ErrorCode(err) != intake.EBUSY {
+		t.Fatalf("a third test while two hang, two allowed: %v, want EBUSY", err)
+	}
+	close(hang)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

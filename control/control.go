@@ -57,6 +57,9 @@ type Config struct {
 	Blobs intake.Blobs
 	// Reads bounds operators' reads; zero fields take DefaultReadBudget's.
 	Reads ReadBudget
+	// Calls bounds consumer tests and raw body reads; zero fields take
+	// DefaultCallBounds'.
+	Calls CallBounds
 	// BulkMax is the most events a bulk re-route takes (default
 	// DefaultBulkMax): past it the search is refused, to be narrowed.
 	BulkMax int
@@ -101,7 +104,7 @@ func New(cfg Config) *Plane {
 		sender:    cfg.Sender,
 		people:    cfg.People,
 		blobs:     cfg.Blobs,
-		budgets:   newBudgets(cfg.Reads, cfg.BulkMax),
+		budgets:   newBudgets(cfg.Reads, cfg.Calls, cfg.BulkMax),
 		bodyCap:   cfg.MaxBodyBytes,
 		log:       cfg.Logger,
 	}

@@ -49,54 +49,62 @@ import (
 // ServeCmd runs the gateway: ingress, workers and the admin API in one
 // process.
 type ServeCmd struct {
-	Addr              string        `default:":8080" env:"INTAKE_ADDR" help:"Address to listen on."`
-	MetricsAddr       string        `name:"metrics-addr" env:"INTAKE_METRICS_ADDR" help:"Serve /metrics on this address of its own, and no longer on --addr; empty: /metrics on --addr."`
-	MetricsToken      string        `name:"metrics-token" env:"INTAKE_METRICS_TOKEN" help:"Answer /metrics only to requests with Authorization: Bearer <token> (401 otherwise; prefer the environment variable); empty: to anyone who reaches it."`
-	MetricsByConsumer bool          `name:"metrics-per-consumer" env:"INTAKE_METRICS_PER_CONSUMER" help:"Add series labelled by consumer id to /metrics (deliveries and latency per consumer); off: deliveries count only in aggregates that name no org or consumer."`
-	Data              string        `default:"./data" env:"INTAKE_DATA" help:"Data directory (database, generated keys)."`
-	DB                string        `name:"db" env:"INTAKE_DB" help:"Database URL; empty: the embedded store under --data."`
-	PublicURL         string        `name:"public-url" env:"INTAKE_PUBLIC_URL" help:"The URL providers reach this server at (default: http://localhost<addr>)."`
-	RetryBase         time.Duration `default:"10s" env:"INTAKE_RETRY_BASE" help:"Base of the retry backoff (attempt n+1 waits about base·4^(n-1))."`
-	Workers           int           `default:"64" env:"INTAKE_WORKERS" help:"Messages processed at once."`
-	IngestFirst       int           `default:"16" env:"INTAKE_INGEST_FIRST" help:"Requests waiting for their commit above which processing holds back to a share of its slots, so ingest keeps the store and the CPU under a burst; 0: never."`
-	Lease             time.Duration `default:"30s" env:"INTAKE_LEASE" help:"How long a processing attempt may run before another worker takes it over."`
-	IssueBacklogAge   time.Duration `default:"15m" env:"INTAKE_ISSUE_BACKLOG_AGE" help:"How long a consumer's oldest due or held event may wait before its backlog is an issue."`
-	BodyRetention     time.Duration `default:"168h" env:"INTAKE_BODY_RETENTION" help:"How long raw bodies are kept (the replay window); an org's own may be shorter, not longer."`
-	Retention         time.Duration `default:"720h" env:"INTAKE_RETENTION" help:"How long messages, events and deliveries are kept; an org's own may be shorter, not longer."`
-	RetentionRate     float64       `default:"1000" env:"INTAKE_RETENTION_RATE" help:"Expired bodies, and expired messages with all that hangs off them, deleted per second at most: a backlog leaves at this pace beside the writes acks wait for."`
-	DeliveryTimeout   time.Duration `default:"10s" env:"INTAKE_DELIVERY_TIMEOUT" help:"How long a consumer may take to answer a delivery."`
-	Calls             int           `default:"256" env:"INTAKE_CALLS" help:"Calls to consumers made at once by this process; one org may hold at most three quarters of them while it is alone, three eighths while another org holds some, and so on."`
-	ConsumerCalls     int           `default:"64" env:"INTAKE_CONSUMER_CALLS" help:"Calls to one consumer made at once by this process, unless the consumer sets its own max_in_flight."`
-	LogFormat         string        `default:"text" enum:"text,json" env:"INTAKE_LOG_FORMAT" help:"Log format: text or json."`
-	LogLevel          string        `default:"info" enum:"debug,info,warn,error" env:"INTAKE_LOG_LEVEL" help:"Log level."`
-	StorageQuota      int64         `name:"storage-quota-bytes" default:"0" env:"INTAKE_STORAGE_QUOTA_BYTES" help:"Refuse webhooks (503) while the store holds more than this many bytes; 0: no quota."`
-	BlobStore         string        `name:"blob-store" env:"INTAKE_BLOB_STORE" placeholder:"s3://BUCKET?endpoint=URL&region=REGION" help:"Keep every body larger than --blob-threshold in this S3-compatible bucket (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or in a directory (file:///PATH); endpoints may then take bodies up to 100 MiB. Empty: the embedded store spools them to files under --data/bodies; on PostgreSQL every body stays in the database."`
-	BlobThreshold     int64         `name:"blob-threshold" default:"262144" env:"INTAKE_BLOB_THRESHOLD" help:"Bodies larger than this many bytes go to the blob store (or the embedded store's spool)."`
-	MaxBodyBytes      int64         `name:"max-body-bytes" default:"10485760" env:"INTAKE_MAX_BODY_BYTES" help:"Largest body any endpoint takes, whatever its own max_body_bytes: up to 104857600 (100 MiB); on PostgreSQL without --blob-store up to 10485760 (10 MiB)."`
-	BodyMemory        int64         `name:"body-memory" default:"268435456" env:"INTAKE_BODY_MEMORY" help:"Bytes of request bodies held in memory at once, from their first byte read to their commit, each org at most its fair share; a body that does not fit waits a second, then is answered 503 with Retry-After."`
-	ReadHeaderTimeout time.Duration `default:"10s" env:"INTAKE_READ_HEADER_TIMEOUT" help:"How long a client may take to send request headers."`
-	ReadTimeout       time.Duration `default:"60s" env:"INTAKE_READ_TIMEOUT" help:"How long a client may take to send a whole request."`
-	ShutdownGrace     time.Duration `default:"30s" env:"INTAKE_SHUTDOWN_GRACE" help:"How long SIGTERM waits for in-flight requests."`
-	ScriptTimeout     time.Duration `default:"50ms" env:"INTAKE_SCRIPT_TIMEOUT" help:"How long one call of a rule (filter, transform, interpret script) may run."`
-	ScriptMemory      int           `default:"16777216" env:"INTAKE_SCRIPT_MEMORY" help:"Bytes of memory one JavaScript VM may use."`
-	ScriptHosts       int           `default:"0" env:"INTAKE_SCRIPT_HOSTS" help:"Child processes that run JavaScript rules, one call at a time each; 0: two per CPU, at least four."`
-	NotifyInterval    time.Duration `default:"5s" env:"INTAKE_NOTIFY_INTERVAL" help:"How often the notifier looks for operational notices to send."`
-	Catalog           bool          `default:"true" negatable:"" env:"INTAKE_CATALOG" help:"Learn the event types received: counts, an inferred JSON Schema, and its drift (schema.changed notices); --no-catalog turns it off."`
-	ReadDeadline      time.Duration `default:"5s" env:"INTAKE_READ_DEADLINE" help:"How long one operator read (a list, a search, a count, an export, the overview) may run before it is stopped and answered 503."`
-	Reads             int           `default:"4" env:"INTAKE_READS" help:"Operator reads run at once by this process, on connections of their own the pipeline never waits for; each org at most its fair share of them."`
-	ReadsPerOrg       int           `default:"2" env:"INTAKE_READS_PER_ORG" help:"Operator reads one org runs at once; past it a read waits a second, then is answered 429 with Retry-After."`
-	BulkMax           int           `name:"bulk-max" default:"10000" env:"INTAKE_BULK_MAX" help:"Most events a bulk re-route takes; a search selecting more is refused, to be narrowed."`
-	CatalogTypes      int           `name:"catalog-types-per-connection" default:"1000" env:"INTAKE_CATALOG_TYPES_PER_CONNECTION" help:"Event types the catalog records per connection; past it, new types are counted under one more, other, with no schema, and one schema.changed notice says so."`
-	OrgEventsPerSec   float64       `name:"org-events-per-sec" default:"1000" env:"INTAKE_ORG_EVENTS_PER_SEC" help:"Events one org's messages may make per second in this process; past it (and its burst) the org's messages wait queued while other orgs' flow. Nothing is refused or lost."`
-	OrgEventsBurst    int           `name:"org-events-burst" default:"5000" env:"INTAKE_ORG_EVENTS_BURST" help:"Events one org's messages may make at once before --org-events-per-sec paces them."`
-	ConsumerDeny      []string      `name:"consumer-deny" env:"INTAKE_CONSUMER_DENY" placeholder:"CIDR" help:"Refuse consumer and notification URLs in these ranges, beside the metadata and link-local addresses always refused (repeatable, or comma-separated), e.g. 10.0.0.0/8."`
-	ConsumerAllow     []string      `name:"consumer-allow" env:"INTAKE_CONSUMER_ALLOW" placeholder:"CIDR" help:"Reach consumers and notification receivers only in these ranges (repeatable, or comma-separated); what is refused stays refused."`
-	OIDCIssuer        string        `name:"oidc-issuer" env:"INTAKE_OIDC_ISSUER" placeholder:"URL" help:"OpenID Connect issuer the console signs people in at (single sign-on); empty: token sign-in only."`
-	OIDCClientID      string        `name:"oidc-client-id" env:"INTAKE_OIDC_CLIENT_ID" help:"The console's client id at the issuer."`
-	OIDCClientSecret  string        `name:"oidc-client-secret" env:"INTAKE_OIDC_CLIENT_SECRET" help:"The console's client secret at the issuer (prefer the environment variable); empty for a public client."`
-	OIDCClaim         string        `name:"oidc-claim" default:"groups" env:"INTAKE_OIDC_CLAIM" help:"The ID token claim that holds a person's groups: a list of strings, or one string."`
-	OIDCMap           []string      `name:"oidc-map" env:"INTAKE_OIDC_MAP" placeholder:"GROUP=ORG:ROLE" help:"What a group gives (repeatable, or comma-separated): group=staff, or group=org:role, the org by name, the role viewer, operator or admin (default viewer). A person in several orgs signs in to the first mapped."`
-	OIDCScope         []string      `name:"oidc-scope" default:"email" env:"INTAKE_OIDC_SCOPE" help:"Scopes asked for beside openid (repeatable, or comma-separated), e.g. groups."`
+	Addr                string        `default:":8080" env:"INTAKE_ADDR" help:"Address to listen on."`
+	MetricsAddr         string        `name:"metrics-addr" env:"INTAKE_METRICS_ADDR" help:"Serve /metrics on this address of its own, and no longer on --addr; empty: /metrics on --addr."`
+	MetricsToken        string        `name:"metrics-token" env:"INTAKE_METRICS_TOKEN" help:"Answer /metrics only to requests with Authorization: Bearer <token> (401 otherwise; prefer the environment variable); empty: to anyone who reaches it."`
+	MetricsByConsumer   bool          `name:"metrics-per-consumer" env:"INTAKE_METRICS_PER_CONSUMER" help:"Add series labelled by consumer id to /metrics (deliveries and latency per consumer); off: deliveries count only in aggregates that name no org or consumer."`
+	Data                string        `default:"./data" env:"INTAKE_DATA" help:"Data directory (database, generated keys)."`
+	DB                  string        `name:"db" env:"INTAKE_DB" help:"Database URL; empty: the embedded store under --data."`
+	PublicURL           string        `name:"public-url" env:"INTAKE_PUBLIC_URL" help:"The URL providers reach this server at (default: http://localhost<addr>)."`
+	RetryBase           time.Duration `default:"10s" env:"INTAKE_RETRY_BASE" help:"Base of the retry backoff (attempt n+1 waits about base·4^(n-1))."`
+	Workers             int           `default:"64" env:"INTAKE_WORKERS" help:"Messages processed at once."`
+	IngestFirst         int           `default:"16" env:"INTAKE_INGEST_FIRST" help:"Requests waiting for their commit above which processing holds back to a share of its slots, so ingest keeps the store and the CPU under a burst; 0: never."`
+	Lease               time.Duration `default:"30s" env:"INTAKE_LEASE" help:"How long a processing attempt may run before another worker takes it over."`
+	IssueBacklogAge     time.Duration `default:"15m" env:"INTAKE_ISSUE_BACKLOG_AGE" help:"How long a consumer's oldest due or held event may wait before its backlog is an issue."`
+	BodyRetention       time.Duration `default:"168h" env:"INTAKE_BODY_RETENTION" help:"How long raw bodies are kept (the replay window); an org's own may be shorter, not longer."`
+	Retention           time.Duration `default:"720h" env:"INTAKE_RETENTION" help:"How long messages, events and deliveries are kept; an org's own may be shorter, not longer."`
+	RetentionRate       float64       `default:"1000" env:"INTAKE_RETENTION_RATE" help:"Expired bodies, and expired messages with all that hangs off them, deleted per second at most: a backlog leaves at this pace beside the writes acks wait for."`
+	DeliveryTimeout     time.Duration `default:"10s" env:"INTAKE_DELIVERY_TIMEOUT" help:"How long a consumer may take to answer a delivery."`
+	Calls               int           `default:"256" env:"INTAKE_CALLS" help:"Calls to consumers made at once by this process; one org may hold at most three quarters of them while it is alone, three eighths while another org holds some, and so on."`
+	ConsumerCalls       int           `default:"64" env:"INTAKE_CONSUMER_CALLS" help:"Calls to one consumer made at once by this process, unless the consumer sets its own max_in_flight."`
+	LogFormat           string        `default:"text" enum:"text,json" env:"INTAKE_LOG_FORMAT" help:"Log format: text or json."`
+	LogLevel            string        `default:"info" enum:"debug,info,warn,error" env:"INTAKE_LOG_LEVEL" help:"Log level."`
+	StorageQuota        int64         `name:"storage-quota-bytes" default:"0" env:"INTAKE_STORAGE_QUOTA_BYTES" help:"Refuse webhooks (503) while the store holds more than this many bytes; 0: no quota."`
+	BlobStore           string        `name:"blob-store" env:"INTAKE_BLOB_STORE" placeholder:"s3://BUCKET?endpoint=URL&region=REGION" help:"Keep every body larger than --blob-threshold in this S3-compatible bucket (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or in a directory (file:///PATH); endpoints may then take bodies up to 100 MiB. Empty: the embedded store spools them to files under --data/bodies; on PostgreSQL every body stays in the database."`
+	BlobThreshold       int64         `name:"blob-threshold" default:"262144" env:"INTAKE_BLOB_THRESHOLD" help:"Bodies larger than this many bytes go to the blob store (or the embedded store's spool)."`
+	MaxBodyBytes        int64         `name:"max-body-bytes" default:"10485760" env:"INTAKE_MAX_BODY_BYTES" help:"Largest body any endpoint takes, whatever its own max_body_bytes: up to 104857600 (100 MiB); on PostgreSQL without --blob-store up to 10485760 (10 MiB)."`
+	BodyMemory          int64         `name:"body-memory" default:"268435456" env:"INTAKE_BODY_MEMORY" help:"Bytes of request bodies held in memory at once, from their first byte read to their commit, each org at most its fair share; a body that does not fit waits a second, then is answered 503 with Retry-After."`
+	ReadHeaderTimeout   time.Duration `default:"10s" env:"INTAKE_READ_HEADER_TIMEOUT" help:"How long a client may take to send request headers."`
+	ReadTimeout         time.Duration `default:"60s" env:"INTAKE_READ_TIMEOUT" help:"How long a client may take to send a whole request."`
+	ShutdownGrace       time.Duration `default:"30s" env:"INTAKE_SHUTDOWN_GRACE" help:"How long SIGTERM waits for in-flight requests."`
+	ScriptTimeout       time.Duration `default:"50ms" env:"INTAKE_SCRIPT_TIMEOUT" help:"How long one call of a rule (filter, transform, interpret script) may run."`
+	ScriptMemory        int           `default:"16777216" env:"INTAKE_SCRIPT_MEMORY" help:"Bytes of memory one JavaScript VM may use."`
+	ScriptHosts         int           `default:"0" env:"INTAKE_SCRIPT_HOSTS" help:"Child processes that run JavaScript rules, one call at a time each; 0: two per CPU, at least four."`
+	NotifyInterval      time.Duration `default:"5s" env:"INTAKE_NOTIFY_INTERVAL" help:"How often the notifier looks for operational notices to send."`
+	Catalog             bool          `default:"true" negatable:"" env:"INTAKE_CATALOG" help:"Learn the event types received: counts, an inferred JSON Schema, and its drift (schema.changed notices); --no-catalog turns it off."`
+	ReadDeadline        time.Duration `default:"5s" env:"INTAKE_READ_DEADLINE" help:"How long one operator read (a list, a search, a count, an export, the overview) may run before it is stopped and answered 503."`
+	Reads               int           `default:"4" env:"INTAKE_READS" help:"Operator reads run at once by this process, on connections of their own the pipeline never waits for; each org at most its fair share of them."`
+	ReadsPerOrg         int           `default:"2" env:"INTAKE_READS_PER_ORG" help:"Operator reads one org runs at once; past it a read waits a second, then is answered 429 with Retry-After."`
+	ConsumerTests       int           `name:"consumer-tests" default:"32" env:"INTAKE_CONSUMER_TESTS" help:"Consumer tests (POST /consumers/{id}/test) run at once by this process, each org at most its fair share; past it 429 with Retry-After."`
+	ConsumerTestsPerOrg int           `name:"consumer-tests-per-org" default:"4" env:"INTAKE_CONSUMER_TESTS_PER_ORG" help:"Consumer tests one org runs at once."`
+	ConsumerTestsPerSec float64       `name:"consumer-tests-per-sec" default:"2" env:"INTAKE_CONSUMER_TESTS_PER_SEC" help:"Consumer tests one org may start per second."`
+	ConsumerTestsBurst  int           `name:"consumer-tests-burst" default:"20" env:"INTAKE_CONSUMER_TESTS_BURST" help:"Consumer tests one org may start at once before --consumer-tests-per-sec paces them."`
+	BodyReads           int           `name:"body-reads" default:"16" env:"INTAKE_BODY_READS" help:"Raw bodies (GET /messages/{id}/body, the console's body view, signed body_url addresses) read at once by this process, each held until sent; each org at most its fair share; past it 429 with Retry-After."`
+	BodyReadsPerOrg     int           `name:"body-reads-per-org" default:"2" env:"INTAKE_BODY_READS_PER_ORG" help:"Raw bodies one org reads at once."`
+	NotifyCalls         int           `name:"notify-calls" default:"32" env:"INTAKE_NOTIFY_CALLS" help:"Notification calls in flight at once; each receiver takes one at a time."`
+	NotifyCallsPerOrg   int           `name:"notify-calls-per-org" default:"4" env:"INTAKE_NOTIFY_CALLS_PER_ORG" help:"Notification calls one org's receivers have in flight at once."`
+	BulkMax             int           `name:"bulk-max" default:"10000" env:"INTAKE_BULK_MAX" help:"Most events a bulk re-route takes; a search selecting more is refused, to be narrowed."`
+	CatalogTypes        int           `name:"catalog-types-per-connection" default:"1000" env:"INTAKE_CATALOG_TYPES_PER_CONNECTION" help:"Event types the catalog records per connection; past it, new types are counted under one more, other, with no schema, and one schema.changed notice says so."`
+	OrgEventsPerSec     float64       `name:"org-events-per-sec" default:"1000" env:"INTAKE_ORG_EVENTS_PER_SEC" help:"Events one org's messages may make per second in this process; past it (and its burst) the org's messages wait queued while other orgs' flow. Nothing is refused or lost."`
+	OrgEventsBurst      int           `name:"org-events-burst" default:"5000" env:"INTAKE_ORG_EVENTS_BURST" help:"Events one org's messages may make at once before --org-events-per-sec paces them."`
+	ConsumerDeny        []string      `name:"consumer-deny" env:"INTAKE_CONSUMER_DENY" placeholder:"CIDR" help:"Refuse consumer and notification URLs in these ranges, beside the metadata and link-local addresses always refused (repeatable, or comma-separated), e.g. 10.0.0.0/8."`
+	ConsumerAllow       []string      `name:"consumer-allow" env:"INTAKE_CONSUMER_ALLOW" placeholder:"CIDR" help:"Reach consumers and notification receivers only in these ranges (repeatable, or comma-separated); what is refused stays refused."`
+	OIDCIssuer          string        `name:"oidc-issuer" env:"INTAKE_OIDC_ISSUER" placeholder:"URL" help:"OpenID Connect issuer the console signs people in at (single sign-on); empty: token sign-in only."`
+	OIDCClientID        string        `name:"oidc-client-id" env:"INTAKE_OIDC_CLIENT_ID" help:"The console's client id at the issuer."`
+	OIDCClientSecret    string        `name:"oidc-client-secret" env:"INTAKE_OIDC_CLIENT_SECRET" help:"The console's client secret at the issuer (prefer the environment variable); empty for a public client."`
+	OIDCClaim           string        `name:"oidc-claim" default:"groups" env:"INTAKE_OIDC_CLAIM" help:"The ID token claim that holds a person's groups: a list of strings, or one string."`
+	OIDCMap             []string      `name:"oidc-map" env:"INTAKE_OIDC_MAP" placeholder:"GROUP=ORG:ROLE" help:"What a group gives (repeatable, or comma-separated): group=staff, or group=org:role, the org by name, the role viewer, operator or admin (default viewer). A person in several orgs signs in to the first mapped."`
+	OIDCScope           []string      `name:"oidc-scope" default:"email" env:"INTAKE_OIDC_SCOPE" help:"Scopes asked for beside openid (repeatable, or comma-separated), e.g. groups."`
 }
 
 // Run serves until SIGTERM or SIGINT, then drains and exits.
@@ -110,6 +118,10 @@ func (c *ServeCmd) Run() error {
 	}
 	if c.ReadDeadline <= 0 || c.Reads < 1 || c.ReadsPerOrg < 1 || c.BulkMax < 1 {
 		return errors.New("--read-deadline, --reads, --reads-per-org and --bulk-max must be above 0")
+	}
+	if c.ConsumerTests < 1 || c.ConsumerTestsPerOrg < 1 || c.ConsumerTestsPerSec <= 0 || c.ConsumerTestsBurst < 1 ||
+		c.BodyReads < 1 || c.BodyReadsPerOrg < 1 || c.NotifyCalls < 1 || c.NotifyCallsPerOrg < 1 {
+		return errors.New("--consumer-tests, --consumer-tests-per-org, --consumer-tests-per-sec, --consumer-tests-burst, --body-reads, --body-reads-per-org, --notify-calls and --notify-calls-per-org must be above 0")
 	}
 	if c.CatalogTypes < 1 {
 		return errors.New("--catalog-types-per-connection must be at least 1")
@@ -209,7 +221,9 @@ func (c *ServeCmd) Run() error {
 	ctl := control.New(control.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
 		Clock: clock, ConsumerPolicy: policy, Rules: engine, Sender: sender,
 		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, People: people, Blobs: blobs,
-		MaxBodyBytes: c.MaxBodyBytes, Reads: c.readBudget(), BulkMax: c.BulkMax, Logger: log})
+		MaxBodyBytes: c.MaxBodyBytes, Reads: c.readBudget(), BulkMax: c.BulkMax, Logger: log,
+		Calls: control.CallBounds{TestsPerOrg: c.ConsumerTestsPerOrg, Tests: c.ConsumerTests, TestsPerSecond: c.ConsumerTestsPerSec,
+			TestsBurst: c.ConsumerTestsBurst, BodyReadsPerOrg: c.BodyReadsPerOrg, BodyReads: c.BodyReads}})
 	// URLs an earlier version stored with their credentials in the clear
 	// are sealed before anything serves them.
 	sealed, err := ctl.SealStoredURLs(ctx)
@@ -325,7 +339,7 @@ func (c *ServeCmd) Run() error {
 			Age: c.IssueBacklogAge, Logger: log})},
 		leading{job: "notifier", lead: lead, loop: notify.New(notify.Config{Store: store, Sealer: sealer, Clock: clock,
 			Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: policy, UserAgent: "intake"}),
-			Interval: c.NotifyInterval, Metrics: m, Logger: log})},
+			Interval: c.NotifyInterval, MaxInFlight: c.NotifyCalls, MaxInFlightPerOrg: c.NotifyCallsPerOrg, Metrics: m, Logger: log})},
 	}
 	if learner != nil {
 		// Every process learns from its own events (counts add up, schemas
