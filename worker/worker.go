@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/cache"
@@ -778,6 +779,7 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim, views map[string]*
 	case len(in.Events) > intake.MaxEventsPerMessage:
 		return dead(st, intake.ErrCodeTooManyEvents, fmt.Sprintf("the provider named %d events, at most %d", len(in.Events), intake.MaxEventsPerMessage))
 	}
+	storableIDs(&in)
 	st.To, st.ProviderEventID = intake.MessageProcessed, in.ProviderEventID
 	if in.Challenge {
 		st.Outcome = intake.OutcomeChallenge
@@ -898,6 +900,29 @@ func (w *Worker) leaseSecrets(conn intake.Connection) ([][]byte, error) {
 		return nil, fmt.Errorf("open connection secrets: %w", err)
 	}
 	return secrets, nil
+}
+
+// storableIDs makes the ids a provider named storable as text in both
+// databases, the same for every delivery: a NUL, which PostgreSQL's text
+// refuses, and invalid UTF-8, which each database would keep or change in
+// its own way, become U+FFFD. So such an id settles, and the provider's
+// retry of it is a duplicate.
+func storableIDs(in *provider.Interpretation) {
+	in.ProviderEventID = storableText(in.ProviderEventID)
+	for i := range in.Events {
+		e := &in.Events[i]
+		e.ProviderEventID = storableText(e.ProviderEventID)
+		for j, id := range e.ObjectIDs {
+			e.ObjectIDs[j] = storableText(id)
+		}
+	}
+}
+
+func storableText(s string) string {
+	if utf8.ValidString(s) && !strings.Contains(s, "\x00") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 func (w *Worker) events(conn intake.Connection, m intake.Message, in provider.Interpretation) []intake.Event {

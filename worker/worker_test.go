@@ -72,8 +72,11 @@ func (a *testAdapter) Interpret(r *provider.Request, _ provider.Config) (provide
 		}
 		return in, nil
 	}
+	if id := r.Header.Get("X-Test-ID"); id != "" {
+		body.ID = id // as a provider may send it: any bytes
+	}
 	return provider.Interpretation{ProviderEventID: body.ID, EventType: typ, Kind: intake.KindEvent,
-		Events: []provider.EventSpec{{ProviderEventID: body.ID, Type: typ, Data: r.Body}}}, nil
+		Events: []provider.EventSpec{{ProviderEventID: body.ID, Type: typ, Data: r.Body, ObjectIDs: []string{body.ID}}}}, nil
 }
 
 var adapter = &testAdapter{}
