@@ -154,6 +154,8 @@ func TestRegistryHoldsEveryAdapter(t *testing.T) {
 		"trello", "twilio", "twitch", "typeform", "vercel", "whatsapp", "woocommerce", "workos", "xero", "zendesk", "zoom",
 		// Issue 43, batch B.
 		"line", "telegram", "helpscout", "segment", "onfido", "mux", "persona", "elevenlabs", "patreon", "webflow", "monday", "airtable",
+		// Issue 43, batch C.
+		"aws_sns",
 	}
 	sort.Strings(want)
 	if !equalStrings(Names(), want) {
@@ -175,6 +177,7 @@ func TestRegistryHoldsEveryAdapter(t *testing.T) {
 
 // acceptsTolerance lists the adapters whose providers sign a time.
 var acceptsTolerance = map[string]bool{
+	"aws_sns":    true,
 	"box":        true,
 	"buildkite":  true,
 	"calendly":   true,
