@@ -789,6 +789,27 @@ var fuzzCases = map[string]fuzzCase{
 		},
 	},
 	"aws_sns": snsFuzzCase(),
+	"azure_eventgrid": {
+		// The secret comes back in the query (code) or in Authorization;
+		// an id starting with o makes the CloudEvents OPTIONS check.
+		secrets: secrets(fuzzKey),
+		request: func(in fuzzInput) *Request {
+			r := &Request{Method: "POST", URL: fuzzURL, Header: headers("Authorization", in.ts, "aeg-event-type", in.event),
+				Query: url.Values{"code": {in.sig}}, Body: in.body, ReceivedAt: time.Unix(in.receivedAt, 0)}
+			if strings.HasPrefix(in.id, "o") {
+				r.Method = "OPTIONS"
+				r.Header.Set("WebHook-Request-Origin", in.event)
+			}
+			return r
+		},
+		sign: func(fuzzInput) string { return fuzzKey },
+		genuine: func(in fuzzInput) bool {
+			h := strings.TrimSpace(in.ts)
+			bearer, _ := strings.CutPrefix(h, "Bearer ")
+			return in.sig == fuzzKey || h == fuzzKey || strings.TrimSpace(bearer) == fuzzKey
+		},
+		proves: true,
+	},
 	"airtable": {
 		// The secret is the MAC key base64-encoded, as Airtable issues it.
 		secrets: secrets("an-older-secret", base64.StdEncoding.EncodeToString([]byte(fuzzKey))),
@@ -1047,6 +1068,9 @@ func FuzzAdapters(f *testing.F) {
 	seed("monday", "", ts, "", `{"challenge":"c"}`, func(string) string { return "" })
 	seed("monday", "", ts, "", mondayBody, func(s string) string { return "Bearer " + s })
 	seed("aws_sns", "", ts, "SubscriptionConfirmation", snsFuzzConfirmation, nil)
+	seed("azure_eventgrid", "options", ts, "eventgrid.azure.net", ``, nil)
+	seed("azure_eventgrid", "", ts, "SubscriptionValidation", egValidationBody, flip)
+	seed("azure_eventgrid", "", "Bearer "+fuzzKey, "Notification", egBlobBody, func(string) string { return "" })
 	seed("aws_sns", "", ts, "Notification", strings.Replace(snsFuzzBody, `"2"`, `"1"`, 1), flip)
 
 	f.Fuzz(func(t *testing.T, which uint8, id, ts, sig, event string, body []byte, receivedAt int64) {
@@ -1162,6 +1186,7 @@ var fuzzSeedBodies = map[string][]string{
 	"monday":            {mondayBody, `{"challenge":"c"}`},
 	"airtable":          {airtableBody},
 	"aws_sns":           {snsFuzzBody, snsFuzzConfirmation},
+	"azure_eventgrid":   {egBlobBody, egValidationBody, egCloudEventBody},
 }
 
 // adyenFuzzBody is one notification item whose signature the fuzz case
