@@ -789,6 +789,20 @@ var fuzzCases = map[string]fuzzCase{
 		},
 	},
 	"aws_sns": snsFuzzCase(),
+	"twitter": {
+		// An id starting with g makes the CRC GET, its token in event.
+		secrets: secrets(fuzzKey),
+		request: func(in fuzzInput) *Request {
+			r := &Request{Method: "POST", URL: fuzzURL, Header: headers("x-twitter-webhooks-signature", in.sig),
+				Body: in.body, ReceivedAt: time.Unix(in.receivedAt, 0)}
+			if strings.HasPrefix(in.id, "g") {
+				r.Method, r.Query = "GET", url.Values{"crc_token": {in.event}}
+			}
+			return r
+		},
+		sign:    func(in fuzzInput) string { return "sha256=" + hmacB64(fuzzKey, string(in.body)) },
+		genuine: unpaddedB64(func(in fuzzInput) string { return "sha256=" + hmacB64(fuzzKey, string(in.body)) }),
+	},
 	"azure_eventgrid": {
 		// The secret comes back in the query (code) or in Authorization;
 		// an id starting with o makes the CloudEvents OPTIONS check.
@@ -1069,6 +1083,8 @@ func FuzzAdapters(f *testing.F) {
 	seed("monday", "", ts, "", mondayBody, func(s string) string { return "Bearer " + s })
 	seed("aws_sns", "", ts, "SubscriptionConfirmation", snsFuzzConfirmation, nil)
 	seed("azure_eventgrid", "options", ts, "eventgrid.azure.net", ``, nil)
+	seed("twitter", "get", ts, twtCRCToken, ``, nil)
+	seed("twitter", "get", ts, `{"for_user_id":"1"}`, ``, nil)
 	seed("azure_eventgrid", "", ts, "SubscriptionValidation", egValidationBody, flip)
 	seed("azure_eventgrid", "", "Bearer "+fuzzKey, "Notification", egBlobBody, func(string) string { return "" })
 	seed("aws_sns", "", ts, "Notification", strings.Replace(snsFuzzBody, `"2"`, `"1"`, 1), flip)
@@ -1187,6 +1203,7 @@ var fuzzSeedBodies = map[string][]string{
 	"airtable":          {airtableBody},
 	"aws_sns":           {snsFuzzBody, snsFuzzConfirmation},
 	"azure_eventgrid":   {egBlobBody, egValidationBody, egCloudEventBody},
+	"twitter":           {twtBody, twtFollow},
 }
 
 // adyenFuzzBody is one notification item whose signature the fuzz case

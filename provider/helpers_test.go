@@ -155,7 +155,7 @@ func TestRegistryHoldsEveryAdapter(t *testing.T) {
 		// Issue 43, batch B.
 		"line", "telegram", "helpscout", "segment", "onfido", "mux", "persona", "elevenlabs", "patreon", "webflow", "monday", "airtable",
 		// Issue 43, batch C.
-		"aws_sns", "azure_eventgrid",
+		"aws_sns", "azure_eventgrid", "twitter",
 	}
 	sort.Strings(want)
 	if !equalStrings(Names(), want) {
