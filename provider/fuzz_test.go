@@ -788,7 +788,8 @@ var fuzzCases = map[string]fuzzCase{
 			return err == nil && hmac.Equal(sig, want.Sum(nil))
 		},
 	},
-	"aws_sns": snsFuzzCase(),
+	"aws_sns":       snsFuzzCase(),
+	"google_pubsub": pubsubFuzzCase(),
 	"twitter": {
 		// An id starting with g makes the CRC GET, its token in event.
 		secrets: secrets(fuzzKey),
@@ -1204,6 +1205,7 @@ var fuzzSeedBodies = map[string][]string{
 	"aws_sns":           {snsFuzzBody, snsFuzzConfirmation},
 	"azure_eventgrid":   {egBlobBody, egValidationBody, egCloudEventBody},
 	"twitter":           {twtBody, twtFollow},
+	"google_pubsub":     {pubsubBody},
 }
 
 // adyenFuzzBody is one notification item whose signature the fuzz case
