@@ -45,17 +45,20 @@ func sendSecret(name string) string {
 		return "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
 	case "airtable":
 		return "dGhlLWNvbm5lY3Rpb24tc2VjcmV0"
-	case "aws_sns":
+	case "aws_sns", "google_pubsub":
 		return sendSNSKey
 	}
 	return "the-connection-secret"
 }
 
 // sendConfig is the config of a connection that takes samples: SNS's pins
-// the certificate of the key the samples are signed with.
+// the certificate of the key the samples are signed with, as Pub/Sub's does.
 func sendConfig(name string) provider.Config {
-	if name == "aws_sns" {
+	switch name {
+	case "aws_sns":
 		return provider.Config{"certificate": sendSNSCertificate}
+	case "google_pubsub":
+		return provider.Config{"service_account": "intake-sample@intake-sample.iam.gserviceaccount.com", "public_keys": sendSNSCertificate}
 	}
 	return provider.Config{}
 }
