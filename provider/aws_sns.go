@@ -32,8 +32,9 @@ import (
 // The key is the certificate at SigningCertURL, fetched only over https
 // from sns.<region>.amazonaws.com(.cn) and a path ending .pem; any other
 // URL is a forgery and nothing is fetched. The certificate must chain to a
-// trusted root and be valid when the message was received; it is fetched
-// once and cached by URL. The operator may pin certificates (config
+// trusted root (its issuers fetched, when the file lacks them, only from
+// Amazon's *.amazontrust.com) and be valid when the message was received;
+// it is fetched once and cached by URL. The operator may pin certificates (config
 // certificate, PEM), and then nothing is fetched. The connection needs no
 // secret: AWS signs with its own keys. Since any AWS account can sign a
 // message to any endpoint, config topic_arns (a list) names the topics the
@@ -157,17 +158,9 @@ func parseCertificates(text []byte) ([]*x509.Certificate, error) {
 	return certs, nil
 }
 
-// snsFetchCert returns the certificates at u, from the cache or fetched
-// once; a failed fetch is not cached.
-func snsFetchCert(ctx context.Context, u *url.URL) ([]*x509.Certificate, error) {
-	key := u.String()
-	snsCerts.Lock()
-	certs, ok := snsCerts.byURL[key]
-	snsCerts.Unlock()
-	if ok {
-		return certs, nil
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, key, nil)
+// snsGet fetches u through the SNS client, at most snsMaxCertBytes.
+func snsGet(ctx context.Context, u string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -186,8 +179,21 @@ func snsFetchCert(ctx context.Context, u *url.URL) ([]*x509.Certificate, error) 
 	if len(body) > snsMaxCertBytes {
 		return nil, fmt.Errorf("the file is larger than %d bytes", snsMaxCertBytes)
 	}
-	if certs, err = parseCertificates(body); err != nil {
-		return nil, fmt.Errorf("the file %v", err)
+	return body, nil
+}
+
+// snsCached returns the certificates cached under key, or reads them with
+// fetch and caches them; a failure is not cached.
+func snsCached(key string, fetch func() ([]*x509.Certificate, error)) ([]*x509.Certificate, error) {
+	snsCerts.Lock()
+	certs, ok := snsCerts.byURL[key]
+	snsCerts.Unlock()
+	if ok {
+		return certs, nil
+	}
+	certs, err := fetch()
+	if err != nil {
+		return nil, err
 	}
 	snsCerts.Lock()
 	if len(snsCerts.byURL) >= snsMaxCached {
@@ -196,6 +202,59 @@ func snsFetchCert(ctx context.Context, u *url.URL) ([]*x509.Certificate, error) 
 	snsCerts.byURL[key] = certs
 	snsCerts.Unlock()
 	return certs, nil
+}
+
+// snsFetchCert returns the certificates at u, from the cache or fetched
+// once.
+func snsFetchCert(ctx context.Context, u *url.URL) ([]*x509.Certificate, error) {
+	return snsCached(u.String(), func() ([]*x509.Certificate, error) {
+		body, err := snsGet(ctx, u.String())
+		if err != nil {
+			return nil, err
+		}
+		certs, err := parseCertificates(body)
+		if err != nil {
+			return nil, fmt.Errorf("the file %v", err)
+		}
+		return certs, nil
+	})
+}
+
+// snsIssuerHost is where Amazon's certificates say their issuers are
+// (crt.r2m01.amazontrust.com, …).
+func snsIssuerHost(u *url.URL) bool {
+	host := strings.ToLower(u.Hostname())
+	return (u.Scheme == "http" || u.Scheme == "https") && u.User == nil && u.Port() == "" &&
+		(host == "amazontrust.com" || strings.HasSuffix(host, ".amazontrust.com"))
+}
+
+// snsIssuers fetches the intermediate certificates leaf names (its
+// authority information access), only from Amazon's trust hosts: the
+// certificate file at SigningCertURL may hold the leaf alone, and Go does
+// not fetch issuers itself. A fetched issuer is trusted only if it chains
+// to a root.
+func snsIssuers(ctx context.Context, leaf *x509.Certificate) []*x509.Certificate {
+	var out []*x509.Certificate
+	for _, raw := range leaf.IssuingCertificateURL {
+		u, err := url.Parse(raw)
+		if err != nil || !snsIssuerHost(u) {
+			continue
+		}
+		certs, err := snsCached(u.String(), func() ([]*x509.Certificate, error) {
+			body, err := snsGet(ctx, u.String())
+			if err != nil {
+				return nil, err
+			}
+			if c, err := x509.ParseCertificate(body); err == nil {
+				return []*x509.Certificate{c}, nil
+			}
+			return parseCertificates(body)
+		})
+		if err == nil {
+			out = append(out, certs...)
+		}
+	}
+	return out
 }
 
 // snsSigned is the text SNS signs for message m of type typ.
@@ -366,10 +425,20 @@ func snsKeys(ctx context.Context, certURL string, at time.Time, c snsConfig) ([]
 		inter.AddCert(extra)
 	}
 	leaf := certs[0]
-	if _, err := leaf.Verify(x509.VerifyOptions{
+	opts := x509.VerifyOptions{
 		Roots: snsRoots, Intermediates: inter, CurrentTime: at,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
-	}); err != nil {
+	}
+	_, err = leaf.Verify(opts)
+	if errors.As(err, new(x509.UnknownAuthorityError)) {
+		if issuers := snsIssuers(ctx, leaf); len(issuers) > 0 {
+			for _, c := range issuers {
+				inter.AddCert(c)
+			}
+			_, err = leaf.Verify(opts)
+		}
+	}
+	if err != nil {
 		return nil, sigError("aws_sns: the signing certificate is not trusted when the message was received: %v", err)
 	}
 	pub, ok := leaf.PublicKey.(*rsa.PublicKey)

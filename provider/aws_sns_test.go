@@ -606,3 +606,48 @@ func snsFuzzCase() fuzzCase {
 		},
 	}
 }
+
+// snsLeafUnder issues a leaf for key under a fresh intermediate of the test
+// root, naming aia as where its issuer is; it returns the leaf's PEM and
+// the intermediate's DER.
+func snsLeafUnder(t *testing.T, aia string) (string, []byte) {
+	p := pki(t)
+	interKey, err := ecdsa.GenerateKey(ecdsaP256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inter, _ := snsCert(t, &interKey.PublicKey, p.ca, p.caKey, p.notBefore, p.notAfter, true)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "sns.amazonaws.com"},
+		NotBefore: p.notBefore, NotAfter: p.notAfter, KeyUsage: x509.KeyUsageDigitalSignature,
+		IssuingCertificateURL: []string{aia},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, inter, &p.key.PublicKey, interKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), inter.Raw
+}
+
+func TestAWSSNSFetchesAMissingIssuerOnlyFromAmazonTrust(t *testing.T) {
+	p := pki(t)
+	const aia = "http://crt.r2m01.amazontrust.com/r2m01.cer"
+	leaf, inter := snsLeafUnder(t, aia)
+	files := snsFiles(leaf)
+	files["/r2m01.cer"] = string(inter)
+	l := serveSNS(t, files)
+	wantVerified(t, adapter(t, "aws_sns").Verify(snsRequest(t, p.key, snsNote("2")), nil, nil))
+	wantVerified(t, adapter(t, "aws_sns").Verify(snsRequest(t, p.key, snsNote("1")), nil, nil))
+	if got := l.fetched(); len(got) != 2 || got[1] != aia {
+		t.Fatalf("fetched %v, want the certificate then its issuer, once each", got)
+	}
+
+	leaf, inter = snsLeafUnder(t, "http://crt.evil.example.com/r2m01.cer")
+	files = snsFiles(leaf)
+	files["/r2m01.cer"] = string(inter)
+	l = serveSNS(t, files)
+	wantRejected(t, adapter(t, "aws_sns").Verify(snsRequest(t, p.key, snsNote("2")), nil, nil))
+	if got := l.fetched(); len(got) != 1 || got[0] != snsCertURLGood {
+		t.Fatalf("fetched %v, want the certificate alone", got)
+	}
+}
