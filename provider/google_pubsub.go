@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -46,13 +47,37 @@ const googleJWKSURL = "https://www.googleapis.com/oauth2/v3/certs"
 // Nothing outside this package's tests sets it.
 var pubsubKeySet oidc.KeySet
 
-var googleKeys = sync.OnceValue(func() oidc.KeySet {
+var googleKeys = sync.OnceValue(func() oidc.KeySet { return newPubSubKeySet(googleJWKSURL, http.DefaultTransport) })
+
+// maxJWKSBytes bounds a fetched key set; Google's is ~2 KiB.
+const maxJWKSBytes = 256 << 10
+
+// newPubSubKeySet is the cached key set at jwksURL, fetched through base,
+// bounded in time and size, never following a redirect.
+func newPubSubKeySet(jwksURL string, base http.RoundTripper) oidc.KeySet {
 	client := &http.Client{
+		Transport:     limitedBodies{base},
 		Timeout:       10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), client), googleJWKSURL)
-})
+	return oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), client), jwksURL)
+}
+
+// limitedBodies cuts every response body at maxJWKSBytes, so a key set
+// too large fails to decode instead of filling memory.
+type limitedBodies struct{ next http.RoundTripper }
+
+func (l limitedBodies) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(resp.Body, maxJWKSBytes), resp.Body}
+	return resp, nil
+}
 
 // pubsubConfig is a connection's settings.
 type pubsubConfig struct {

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"crypto"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -14,8 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/coreos/go-oidc/v3/oidc"
 
 	"github.com/intakehq/intake"
 )
@@ -66,16 +63,22 @@ func pubsubClaims(aud string, at time.Time) map[string]any {
 // counting the fetches.
 func servePubSubKeys(t *testing.T, key *rsa.PublicKey, kid string) *atomic.Int32 {
 	t.Helper()
+	return servePubSubKeysPadded(t, key, kid, 0)
+}
+
+// servePubSubKeysPadded serves the key set with pad bytes of filler.
+func servePubSubKeysPadded(t *testing.T, key *rsa.PublicKey, kid string, pad int) *atomic.Int32 {
+	t.Helper()
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.Add(1)
-		json.NewEncoder(w).Encode(map[string]any{"keys": []any{map[string]string{
+		json.NewEncoder(w).Encode(map[string]any{"filler": strings.Repeat("x", pad), "keys": []any{map[string]string{
 			"kty": "RSA", "kid": kid, "use": "sig", "alg": "RS256",
 			"n": base64.RawURLEncoding.EncodeToString(key.N.Bytes()),
 			"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(key.E)).Bytes()),
 		}}})
 	}))
-	pubsubKeySet = oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), srv.Client()), srv.URL)
+	pubsubKeySet = newPubSubKeySet(srv.URL, srv.Client().Transport)
 	t.Cleanup(func() { srv.Close(); pubsubKeySet = nil })
 	return &n
 }
@@ -124,6 +127,13 @@ func TestGooglePubSubRejects(t *testing.T) {
 		{"missing Authorization", post(pubsubBody), nil},
 		{"not a bearer token", post(pubsubBody, "Authorization", "Basic dXNlcjpwYXNz"), nil},
 	})
+}
+
+func TestGooglePubSubRefusesAKeySetTooLargeToRead(t *testing.T) {
+	p := pki(t)
+	servePubSubKeysPadded(t, &p.key.PublicKey, "k1", maxJWKSBytes)
+	tok := pubsubJWT(t, p.key, "k1", "RS256", pubsubClaims(fuzzURL, received))
+	wantRejected(t, adapter(t, "google_pubsub").Verify(pubsubPush(tok), nil, pubsubCfg))
 }
 
 func TestGooglePubSubUsesPinnedKeysAndFetchesNothing(t *testing.T) {
