@@ -60,6 +60,9 @@ type fuzzCase struct {
 	// proves marks handshakes whose answer shows the secret was checked
 	// (Discord, Zoom, Twitch): a 2xx answer needs a genuine signature.
 	proves bool
+	// otherKey, for providers that sign with keys of their own (SNS),
+	// is a config under which the case's signatures must not verify.
+	otherKey Config
 	// unsigned marks the adapter that checks nothing ("none").
 	unsigned bool
 	// stamp writes a signing time the way the provider does (default unix
@@ -785,6 +788,43 @@ var fuzzCases = map[string]fuzzCase{
 			return err == nil && hmac.Equal(sig, want.Sum(nil))
 		},
 	},
+	"aws_sns":       snsFuzzCase(),
+	"google_pubsub": pubsubFuzzCase(),
+	"twitter": {
+		// An id starting with g makes the CRC GET, its token in event.
+		secrets: secrets(fuzzKey),
+		request: func(in fuzzInput) *Request {
+			r := &Request{Method: "POST", URL: fuzzURL, Header: headers("x-twitter-webhooks-signature", in.sig),
+				Body: in.body, ReceivedAt: time.Unix(in.receivedAt, 0)}
+			if strings.HasPrefix(in.id, "g") {
+				r.Method, r.Query = "GET", url.Values{"crc_token": {in.event}}
+			}
+			return r
+		},
+		sign:    func(in fuzzInput) string { return "sha256=" + hmacB64(fuzzKey, string(in.body)) },
+		genuine: unpaddedB64(func(in fuzzInput) string { return "sha256=" + hmacB64(fuzzKey, string(in.body)) }),
+	},
+	"azure_eventgrid": {
+		// The secret comes back in the query (code) or in Authorization;
+		// an id starting with o makes the CloudEvents OPTIONS check.
+		secrets: secrets(fuzzKey),
+		request: func(in fuzzInput) *Request {
+			r := &Request{Method: "POST", URL: fuzzURL, Header: headers("Authorization", in.ts, "aeg-event-type", in.event),
+				Query: url.Values{"code": {in.sig}}, Body: in.body, ReceivedAt: time.Unix(in.receivedAt, 0)}
+			if strings.HasPrefix(in.id, "o") {
+				r.Method = "OPTIONS"
+				r.Header.Set("WebHook-Request-Origin", in.event)
+			}
+			return r
+		},
+		sign: func(fuzzInput) string { return fuzzKey },
+		genuine: func(in fuzzInput) bool {
+			h := strings.TrimSpace(in.ts)
+			bearer, _ := strings.CutPrefix(h, "Bearer ")
+			return in.sig == fuzzKey || h == fuzzKey || strings.TrimSpace(bearer) == fuzzKey
+		},
+		proves: true,
+	},
 	"airtable": {
 		// The secret is the MAC key base64-encoded, as Airtable issues it.
 		secrets: secrets("an-older-secret", base64.StdEncoding.EncodeToString([]byte(fuzzKey))),
@@ -1042,6 +1082,13 @@ func FuzzAdapters(f *testing.F) {
 	seed("adyen", "", ts, "", adyenBody(adyenItem(hex.EncodeToString([]byte(fuzzKey)), "p1", "CAPTURE", "true", 1), strings.Replace(adyenFuzzItem, "p1", "p2", 1)), nil)
 	seed("monday", "", ts, "", `{"challenge":"c"}`, func(string) string { return "" })
 	seed("monday", "", ts, "", mondayBody, func(s string) string { return "Bearer " + s })
+	seed("aws_sns", "", ts, "SubscriptionConfirmation", snsFuzzConfirmation, nil)
+	seed("azure_eventgrid", "options", ts, "eventgrid.azure.net", ``, nil)
+	seed("twitter", "get", ts, twtCRCToken, ``, nil)
+	seed("twitter", "get", ts, `{"for_user_id":"1"}`, ``, nil)
+	seed("azure_eventgrid", "", ts, "SubscriptionValidation", egValidationBody, flip)
+	seed("azure_eventgrid", "", "Bearer "+fuzzKey, "Notification", egBlobBody, func(string) string { return "" })
+	seed("aws_sns", "", ts, "Notification", strings.Replace(snsFuzzBody, `"2"`, `"1"`, 1), flip)
 
 	f.Fuzz(func(t *testing.T, which uint8, id, ts, sig, event string, body []byte, receivedAt int64) {
 		name := names[int(which)%len(names)]
@@ -1155,6 +1202,10 @@ var fuzzSeedBodies = map[string][]string{
 	"webflow":           {webflowBody, `{"triggerType":"site_publish","payload":{"site":"s1"}}`},
 	"monday":            {mondayBody, `{"challenge":"c"}`},
 	"airtable":          {airtableBody},
+	"aws_sns":           {snsFuzzBody, snsFuzzConfirmation},
+	"azure_eventgrid":   {egBlobBody, egValidationBody, egCloudEventBody},
+	"twitter":           {twtBody, twtFollow},
+	"google_pubsub":     {pubsubBody},
 }
 
 // adyenFuzzBody is one notification item whose signature the fuzz case
@@ -1206,7 +1257,7 @@ func fuzzOracleBody(name string) string {
 
 // fuzzOracleUsesSeed marks adapters whose verification depends on the body's
 // shape (a form, a timestamp inside the JSON).
-var fuzzOracleUsesSeed = map[string]bool{"linear": true, "msgraph": true, "mailgun": true, "adyen": true, "mandrill": true}
+var fuzzOracleUsesSeed = map[string]bool{"linear": true, "msgraph": true, "mailgun": true, "adyen": true, "mandrill": true, "aws_sns": true}
 
 func TestVerifyErrorsNeverCarrySecretsOrSignatures(t *testing.T) {
 	// A request signed with the case's key, checked against another secret:
@@ -1219,7 +1270,11 @@ func TestVerifyErrorsNeverCarrySecretsOrSignatures(t *testing.T) {
 		}
 		in := fuzzInput{id: "msg_1", ts: c.timestamp(received), event: "push", body: []byte(fuzzOracleBody(name)), receivedAt: received.Unix()}
 		in.sig = c.sign(in)
-		err := adapter(t, name).Verify(c.build(in), secrets(secret), c.cfg)
+		cfg := c.cfg
+		if c.otherKey != nil {
+			cfg = c.otherKey
+		}
+		err := adapter(t, name).Verify(c.build(in), secrets(secret), cfg)
 		if err == nil {
 			t.Errorf("%s: verified against the wrong secret", name)
 			continue

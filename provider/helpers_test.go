@@ -154,6 +154,8 @@ func TestRegistryHoldsEveryAdapter(t *testing.T) {
 		"trello", "twilio", "twitch", "typeform", "vercel", "whatsapp", "woocommerce", "workos", "xero", "zendesk", "zoom",
 		// Issue 43, batch B.
 		"line", "telegram", "helpscout", "segment", "onfido", "mux", "persona", "elevenlabs", "patreon", "webflow", "monday", "airtable",
+		// Issue 43, batch C.
+		"aws_sns", "azure_eventgrid", "twitter", "google_pubsub",
 	}
 	sort.Strings(want)
 	if !equalStrings(Names(), want) {
@@ -164,7 +166,7 @@ func TestRegistryHoldsEveryAdapter(t *testing.T) {
 		if a.Name() != n {
 			t.Errorf("adapter %q names itself %q", n, a.Name())
 		}
-		if err := a.ValidateConfig(Config{}); err != nil && n != "hmac" {
+		if err := a.ValidateConfig(Config{}); err != nil && !needsConfig[n] {
 			t.Errorf("%s: empty config rejected: %v", n, err)
 		}
 		if err := a.ValidateConfig(Config{"tolerance": "soon"}); err == nil && acceptsTolerance[n] {
@@ -173,8 +175,12 @@ func TestRegistryHoldsEveryAdapter(t *testing.T) {
 	}
 }
 
+// needsConfig lists the adapters a connection cannot use without settings.
+var needsConfig = map[string]bool{"hmac": true, "google_pubsub": true}
+
 // acceptsTolerance lists the adapters whose providers sign a time.
 var acceptsTolerance = map[string]bool{
+	"aws_sns":    true,
 	"box":        true,
 	"buildkite":  true,
 	"calendly":   true,

@@ -148,6 +148,12 @@ type HandshakeSecreter interface {
 	HandshakeSecret(r *Request) string
 }
 
+// OwnKeysSigner is an adapter whose provider signs with keys it publishes
+// (AWS SNS's certificates), so a connection of it needs no secret.
+type OwnKeysSigner interface {
+	SignsWithOwnKeys()
+}
+
 var registry = map[string]Adapter{}
 
 // Register adds an adapter; each provider file registers itself in init.

@@ -18,7 +18,8 @@ const (
 // CheckSecrets is the one rule for a connection's list of signing secrets,
 // for the API and the console alike: none for the provider that verifies
 // nothing; at least one for the others, except those that hand their secret
-// over in a handshake (it is adopted later); never more than MaxSecrets.
+// over in a handshake (it is adopted later) and those that sign with keys
+// of their own; never more than MaxSecrets.
 func CheckSecrets(providerName string, secrets []string) error {
 	if providerName == "none" {
 		if len(secrets) > 0 {
@@ -29,6 +30,9 @@ func CheckSecrets(providerName string, secrets []string) error {
 	if len(secrets) == 0 {
 		if a, ok := Lookup(providerName); ok {
 			if _, fromHandshake := a.(HandshakeSecreter); fromHandshake {
+				return nil
+			}
+			if _, ownKeys := a.(OwnKeysSigner); ownKeys {
 				return nil
 			}
 		}
