@@ -1,0 +1,164 @@
+// Package replica ships the embedded store's database file to object
+// storage as it changes, and rebuilds it from there (DESIGN §21). It is
+// Litestream used as a library: while it replicates, Litestream owns the
+// database's checkpoints (the store opens with sqlite.Options.Replicated).
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/benbjohnson/litestream"
+	"github.com/benbjohnson/litestream/file"
+	"github.com/benbjohnson/litestream/s3"
+
+	"github.com/intakehq/intake/blob"
+)
+
+// ErrEmpty is what Restore answers for a replica that holds no database.
+var ErrEmpty = errors.New("the replica holds no database")
+
+// client is the replica client u names: s3://BUCKET[/PATH]?endpoint=…&region=…,
+// in the form and with the credentials of --blob-store (the standard AWS
+// variables), or file:///PATH.
+func client(u string) (litestream.ReplicaClient, error) {
+	if rest, ok := strings.CutPrefix(u, "file://"); ok {
+		if !strings.HasPrefix(rest, "/") || strings.ContainsAny(rest, "?#") {
+			return nil, fmt.Errorf("%q: want file:///ABSOLUTE/PATH", u)
+		}
+		return file.NewReplicaClient(filepath.Clean(rest)), nil
+	}
+	if !strings.HasPrefix(u, "s3://") {
+		return nil, fmt.Errorf("%q: want s3://BUCKET/PATH?endpoint=…&region=… or file:///PATH", u)
+	}
+	loc, err := blob.ParseS3URL(u)
+	if err != nil {
+		return nil, err
+	}
+	c := s3.NewReplicaClient()
+	c.Bucket, c.Path, c.Region, c.Endpoint = loc.Bucket, loc.Prefix, loc.Region, loc.Endpoint
+	// S3-compatible servers (SeaweedFS, MinIO…) take buckets in the path.
+	c.ForcePathStyle = loc.Endpoint != ""
+	return c, nil
+}
+
+// Check reports whether u is a replica URL intake can use, without
+// reaching it.
+func Check(u string) error {
+	_, err := client(u)
+	return err
+}
+
+// reach makes sure the replica at u can be reached: an S3 bucket is
+// created if it is missing, as --blob-store's is.
+func reach(ctx context.Context, u string, c litestream.ReplicaClient) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if strings.HasPrefix(u, "s3://") {
+		b, err := blob.Open(ctx, u)
+		if err != nil {
+			return err
+		}
+		if err := b.EnsureBucket(ctx); err != nil {
+			return err
+		}
+	}
+	if err := c.Init(ctx); err != nil {
+		return err
+	}
+	itr, err := c.LTXFiles(ctx, litestream.SnapshotLevel, 0, false)
+	if err != nil {
+		return err
+	}
+	return itr.Close()
+}
+
+// Options configure a Replicator.
+type Options struct {
+	// URL is where the database goes (see client).
+	URL string
+	// Path is the database file; the store has it open.
+	Path   string
+	Logger *slog.Logger
+}
+
+// Replicator ships one database to its replica in the background, and
+// tells when a commit has reached it.
+type Replicator struct {
+	store *litestream.Store
+	db    *litestream.DB
+}
+
+// Start begins replicating the database at opts.Path. A replica that
+// cannot be reached now is an error: a server that would not survive its
+// machine should not start as if it would.
+func Start(ctx context.Context, opts Options) (*Replicator, error) {
+	c, err := client(opts.URL)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("component", "replica")
+	c.SetLogger(log)
+	if err := reach(ctx, opts.URL, c); err != nil {
+		return nil, fmt.Errorf("%s cannot be reached: %w", redact(opts.URL), err)
+	}
+	db := litestream.NewDB(opts.Path)
+	db.Replica = litestream.NewReplicaWithClient(db, c)
+	store := litestream.NewStore([]*litestream.DB{db}, litestream.DefaultCompactionLevels)
+	store.Logger = log
+	db.SetLogger(log)
+	if err := store.Open(ctx); err != nil {
+		return nil, fmt.Errorf("start replicating to %s: %w", redact(opts.URL), err)
+	}
+	return &Replicator{store: store, db: db}, nil
+}
+
+// Sync returns once every commit made before it was called is in the
+// replica.
+func (r *Replicator) Sync(ctx context.Context) error { return r.db.SyncAndWait(ctx) }
+
+// Close ships what is left, stops replicating and lets go of the
+// database; the store must be closed first.
+func (r *Replicator) Close(ctx context.Context) error { return r.store.Close(ctx) }
+
+// Restore rebuilds the database at path from the replica at u, as it was
+// at the time at (zero: its latest). path must not exist. A replica with
+// no database in it is ErrEmpty.
+func Restore(ctx context.Context, u, path string, at time.Time, log *slog.Logger) error {
+	c, err := client(u)
+	if err != nil {
+		return err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	c.SetLogger(log)
+	if err := reach(ctx, u, c); err != nil {
+		return fmt.Errorf("%s cannot be reached: %w", redact(u), err)
+	}
+	opt := litestream.NewRestoreOptions()
+	opt.OutputPath = path
+	opt.Timestamp = at
+	opt.IntegrityCheck = litestream.IntegrityCheckQuick
+	err = litestream.NewReplicaWithClient(nil, c).Restore(ctx, opt)
+	if errors.Is(err, litestream.ErrTxNotAvailable) || errors.Is(err, litestream.ErrNoSnapshots) {
+		return ErrEmpty
+	}
+	return err
+}
+
+// redact drops a URL's query, where nothing secret belongs but an
+// endpoint's address may be long.
+func redact(u string) string {
+	s, _, _ := strings.Cut(u, "?")
+	return s
+}
