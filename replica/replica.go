@@ -109,7 +109,7 @@ func Start(ctx context.Context, opts Options) (*Replicator, error) {
 	log = log.With("component", "replica")
 	c.SetLogger(log)
 	if err := reach(ctx, opts.URL, c); err != nil {
-		return nil, fmt.Errorf("%s cannot be reached: %w", redact(opts.URL), err)
+		return nil, fmt.Errorf("%s cannot be reached: %w", Redact(opts.URL), err)
 	}
 	db := litestream.NewDB(opts.Path)
 	db.Replica = litestream.NewReplicaWithClient(db, c)
@@ -117,7 +117,7 @@ func Start(ctx context.Context, opts Options) (*Replicator, error) {
 	store.Logger = log
 	db.SetLogger(log)
 	if err := store.Open(ctx); err != nil {
-		return nil, fmt.Errorf("start replicating to %s: %w", redact(opts.URL), err)
+		return nil, fmt.Errorf("%s: start replicating: %w", Redact(opts.URL), err)
 	}
 	return &Replicator{store: store, db: db}, nil
 }
@@ -143,7 +143,7 @@ func Restore(ctx context.Context, u, path string, at time.Time, log *slog.Logger
 	}
 	c.SetLogger(log)
 	if err := reach(ctx, u, c); err != nil {
-		return fmt.Errorf("%s cannot be reached: %w", redact(u), err)
+		return fmt.Errorf("%s cannot be reached: %w", Redact(u), err)
 	}
 	opt := litestream.NewRestoreOptions()
 	opt.OutputPath = path
@@ -156,9 +156,9 @@ func Restore(ctx context.Context, u, path string, at time.Time, log *slog.Logger
 	return err
 }
 
-// redact drops a URL's query, where nothing secret belongs but an
-// endpoint's address may be long.
-func redact(u string) string {
+// Redact is u for a log line or an error: without its query, where
+// nothing secret belongs but an endpoint's address makes it long.
+func Redact(u string) string {
 	s, _, _ := strings.Cut(u, "?")
 	return s
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/notify"
+	"github.com/intakehq/intake/replica"
 	"github.com/intakehq/intake/router"
 	"github.com/intakehq/intake/rules"
 	"github.com/intakehq/intake/store/postgres"
@@ -71,6 +72,7 @@ type ServeCmd struct {
 	LogLevel          string        `default:"info" enum:"debug,info,warn,error" env:"INTAKE_LOG_LEVEL" help:"Log level."`
 	StorageQuota      int64         `name:"storage-quota-bytes" default:"0" env:"INTAKE_STORAGE_QUOTA_BYTES" help:"Refuse webhooks (503) while the store holds more than this many bytes; 0: no quota."`
 	BlobStore         string        `name:"blob-store" env:"INTAKE_BLOB_STORE" placeholder:"s3://BUCKET?endpoint=URL&region=REGION" help:"Keep every body larger than --blob-threshold in this S3-compatible bucket (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or in a directory (file:///PATH); endpoints may then take bodies up to 100 MiB. Empty: the embedded store spools them to files under --data/bodies; on PostgreSQL every body stays in the database."`
+	Replicate         string        `name:"replicate" env:"INTAKE_REPLICATE" placeholder:"URL" help:"Ship the embedded store continuously to object storage (s3://BUCKET/PATH?endpoint=URL&region=REGION, credentials as for --blob-store) or to a directory (file:///PATH), from which intake restore rebuilds it to a point in time; a data directory that holds no store is restored from it first. Without --blob-store, large bodies go beside it (PATH/bodies). Not with --db: PostgreSQL keeps its own replication."`
 	BlobThreshold     int64         `name:"blob-threshold" default:"262144" env:"INTAKE_BLOB_THRESHOLD" help:"Bodies larger than this many bytes go to the blob store (or the embedded store's spool)."`
 	MaxBodyBytes      int64         `name:"max-body-bytes" default:"10485760" env:"INTAKE_MAX_BODY_BYTES" help:"Largest body any endpoint takes, whatever its own max_body_bytes: up to 104857600 (100 MiB); on PostgreSQL without --blob-store up to 67108864 (64 MiB)."`
 	BodyMemory        int64         `name:"body-memory" default:"268435456" env:"INTAKE_BODY_MEMORY" help:"Bytes of request bodies held in memory at once, from their first byte read to their commit, each org at most its fair share; a body that does not fit waits a second, then is answered 503 with Retry-After."`
@@ -114,6 +116,9 @@ func (c *ServeCmd) Run() error {
 	if c.CatalogTypes < 1 {
 		return errors.New("--catalog-types-per-connection must be at least 1")
 	}
+	if err := c.checkReplicate(); err != nil {
+		return err
+	}
 	policy, err := c.consumerPolicy()
 	if err != nil {
 		return err
@@ -155,11 +160,19 @@ func (c *ServeCmd) Run() error {
 	if err != nil {
 		return err
 	}
-	store, lead, err := c.openStore(ctx, log)
+	store, lead, rep, err := c.openStore(ctx, log)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer func() {
+		store.Close()
+		if rep != nil {
+			// The store closed first: what it wrote last goes too.
+			if err := rep.Close(context.Background()); err != nil {
+				log.Error("replica: the last commits may not have reached the replica", "err", err)
+			}
+		}
+	}()
 	// Before anything serves or claims work: with another key every
 	// secret would fail to open.
 	if err := sealer.CheckStore(ctx, store); err != nil {
@@ -397,7 +410,8 @@ func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger) (intake.Blob
 	if c.BlobThreshold < 1 {
 		return nil, nil, fmt.Errorf("--blob-threshold must be at least 1 byte")
 	}
-	if c.BlobStore == "" {
+	blobURL := c.blobURL()
+	if blobURL == "" {
 		if c.DB != "" {
 			return nil, nil, nil
 		}
@@ -408,7 +422,7 @@ func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger) (intake.Blob
 		log.Info("large bodies spool to files beside the store", "dir", filepath.Join(c.Data, "bodies"), "threshold_bytes", c.BlobThreshold)
 		return d, d, nil
 	}
-	b, err := blob.OpenURL(ctx, c.BlobStore)
+	b, err := blob.OpenURL(ctx, blobURL)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -417,9 +431,40 @@ func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger) (intake.Blob
 	if err := b.EnsureBucket(bctx); err != nil {
 		log.Warn("object storage unreachable: bodies above the threshold are refused (503) until it is back", "err", err)
 	}
-	log.Info("large bodies go to the blob store", "threshold_bytes", c.BlobThreshold)
+	log.Info("large bodies go to the blob store", "threshold_bytes", c.BlobThreshold, "beside_the_replica", c.BlobStore == "")
 	d, _ := b.(*blob.Dir)
 	return b, d, nil
+}
+
+// blobURL is where bodies above the blob threshold go: --blob-store; else,
+// with --replicate, bodies/ under the replica's path, so that they survive
+// the machine with the store that names them (its spool under --data
+// would not); else "": the spool.
+func (c *ServeCmd) blobURL() string {
+	if c.BlobStore != "" || c.Replicate == "" {
+		return c.BlobStore
+	}
+	base, query, ok := strings.Cut(c.Replicate, "?")
+	u := strings.TrimRight(base, "/") + "/bodies"
+	if ok {
+		u += "?" + query
+	}
+	return u
+}
+
+// checkReplicate refuses a --replicate that could not work, before
+// anything starts.
+func (c *ServeCmd) checkReplicate() error {
+	if c.Replicate == "" {
+		return nil
+	}
+	if c.DB != "" {
+		return errors.New("--replicate is for the embedded store: on PostgreSQL (--db) use PostgreSQL's own replication and backups")
+	}
+	if err := replica.Check(c.Replicate); err != nil {
+		return fmt.Errorf("--replicate %w", err)
+	}
+	return nil
 }
 
 // spools reports whether bodies above the blob threshold stay out of the
@@ -517,27 +562,36 @@ func (l leading) Run(ctx context.Context) error {
 }
 
 // openStore opens PostgreSQL when --db names it, else the embedded store
-// under --data. On PostgreSQL, where several processes share the database,
-// maintenance jobs run under an advisory lock; SQLite has one process.
-func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger) (intake.Store, lead, error) {
+// under --data, replicated with --replicate (rep: nil without). On
+// PostgreSQL, where several processes share the database, maintenance
+// jobs run under an advisory lock; SQLite has one process.
+func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger) (_ intake.Store, _ lead, rep *replica.Replicator, _ error) {
 	if c.DB == "" {
-		s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(c.Data, "intake.db"), OperatorReaders: c.Reads})
+		path := filepath.Join(c.Data, "intake.db")
+		s, err := sqlite.Open(ctx, sqlite.Options{Path: path, OperatorReaders: c.Reads, Replicated: c.Replicate != ""})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return s, func(ctx context.Context, _ string, fn func(context.Context)) { fn(ctx) }, nil
+		if c.Replicate != "" {
+			if rep, err = replica.Start(ctx, replica.Options{URL: c.Replicate, Path: path, Logger: log}); err != nil {
+				s.Close()
+				return nil, nil, nil, fmt.Errorf("--replicate %w", err)
+			}
+			log.Info("the store is replicated", "replica", replica.Redact(c.Replicate))
+		}
+		return s, func(ctx context.Context, _ string, fn func(context.Context)) { fn(ctx) }, rep, nil
 	}
 	u, err := url.Parse(c.DB)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return nil, nil, errors.New("--db: want a postgres:// URL")
+		return nil, nil, nil, errors.New("--db: want a postgres:// URL")
 	}
 	log.Info("opening the PostgreSQL store; migrating it if needed", "db", u.Redacted())
 	s, err := postgres.Open(ctx, postgres.Options{URL: c.DB, Logger: log,
 		ReadConns: int32(c.Reads), ReadTimeout: c.ReadDeadline + time.Second})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return s, func(ctx context.Context, job string, fn func(context.Context)) { s.Lead(ctx, job, 15*time.Second, fn) }, nil
+	return s, func(ctx context.Context, job string, fn func(context.Context)) { s.Lead(ctx, job, 15*time.Second, fn) }, nil, nil
 }
 
 func (c *ServeCmd) logger() *slog.Logger {

@@ -78,6 +78,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Path == "" {
 		return nil, errors.New("sqlite: no path")
 	}
+	if opts.Replicated && !replicable {
+		return nil, errors.New("sqlite: replication needs intake built without the sqlite_cgo tag (on modernc.org/sqlite, as the replicator is)")
+	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 256
 	}
