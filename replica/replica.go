@@ -153,7 +153,18 @@ func Restore(ctx context.Context, u, path string, at time.Time, log *slog.Logger
 	if errors.Is(err, litestream.ErrTxNotAvailable) || errors.Is(err, litestream.ErrNoSnapshots) {
 		return ErrEmpty
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("%s: restore: %w", Redact(u), err)
+	}
+	return nil
+}
+
+// LocalState is the directory beside the database at path where the
+// replicator keeps what it has shipped; a database restored in its place
+// must not inherit it.
+func LocalState(path string) string {
+	dir, base := filepath.Split(path)
+	return filepath.Join(dir, "."+base+litestream.MetaDirSuffix)
 }
 
 // Redact is u for a log line or an error: without its query, where

@@ -145,6 +145,9 @@ func (c *ServeCmd) Run() error {
 	if err := os.MkdirAll(c.Data, 0o700); err != nil {
 		return err
 	}
+	if err := c.restoreFirst(ctx, log); err != nil {
+		return err
+	}
 	key, created, err := seal.LoadOrCreateKey(os.Getenv("INTAKE_MASTER_KEY"), filepath.Join(c.Data, "master.key"))
 	if err != nil {
 		return fmt.Errorf("master key: %w", err)
@@ -450,6 +453,31 @@ func (c *ServeCmd) blobURL() string {
 		u += "?" + query
 	}
 	return u
+}
+
+// restoreFirst rebuilds the store from --replicate's replica when the
+// data directory holds none, so a new machine carries on where the lost
+// one stopped; an empty replica starts a fresh store. The master key is
+// not in the replica: a store restored without one is not given a new
+// key, which could not open its secrets.
+func (c *ServeCmd) restoreFirst(ctx context.Context, log *slog.Logger) error {
+	path := filepath.Join(c.Data, "intake.db")
+	if c.Replicate == "" || holdsStore(path) {
+		return nil
+	}
+	err := restoreStore(ctx, c.Replicate, path, time.Time{}, log)
+	if errors.Is(err, errEmptyReplica) {
+		log.Info("the data directory holds no store and the replica none: starting a fresh store", "replica", replica.Redact(c.Replicate))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--replicate: the data directory holds no store, and restoring it failed: %w", err)
+	}
+	log.Info("the data directory held no store: restored it from the replica", "replica", replica.Redact(c.Replicate), "path", path)
+	if _, err := os.Stat(filepath.Join(c.Data, "master.key")); err != nil && os.Getenv("INTAKE_MASTER_KEY") == "" {
+		return fmt.Errorf("--replicate: restored the store from the replica, but the master key is not in it: put the lost machine's master.key into %s, or set INTAKE_MASTER_KEY, and start again (a new key could not open the store's sealed secrets)", c.Data)
+	}
+	return nil
 }
 
 // checkReplicate refuses a --replicate that could not work, before
