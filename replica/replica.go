@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/benbjohnson/litestream/file"
 	"github.com/benbjohnson/litestream/s3"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/blob"
 )
 
@@ -83,8 +86,12 @@ type Options struct {
 	// URL is where the database goes (see client).
 	URL string
 	// Path is the database file; the store has it open.
-	Path   string
-	Logger *slog.Logger
+	Path string
+	// StoreID is the identity of the store in the database
+	// (sqlite.Store.ID): a replica holds one store, and no other may
+	// continue it.
+	StoreID string
+	Logger  *slog.Logger
 }
 
 // Replicator ships one database to its replica in the background, and
@@ -111,6 +118,9 @@ func Start(ctx context.Context, opts Options) (*Replicator, error) {
 	if err := reach(ctx, opts.URL, c); err != nil {
 		return nil, fmt.Errorf("%s cannot be reached: %w", Redact(opts.URL), err)
 	}
+	if err := claim(ctx, opts.URL, c, opts.StoreID); err != nil {
+		return nil, err
+	}
 	db := litestream.NewDB(opts.Path)
 	db.Replica = litestream.NewReplicaWithClient(db, c)
 	store := litestream.NewStore([]*litestream.DB{db}, litestream.DefaultCompactionLevels)
@@ -120,6 +130,84 @@ func Start(ctx context.Context, opts Options) (*Replicator, error) {
 		return nil, fmt.Errorf("%s: start replicating: %w", Redact(opts.URL), err)
 	}
 	return &Replicator{store: store, db: db}, nil
+}
+
+// markKey names the object beside the replicated database that holds the
+// id of the store it is.
+const markKey = "intake-store"
+
+// claim makes sure the replica at u holds the store id or nothing, and
+// marks it as id's. Shipping one store's pages on top of another's would
+// leave a replica that restores neither.
+func claim(ctx context.Context, u string, c litestream.ReplicaClient, id string) error {
+	if id == "" {
+		return errors.New("replica: no store id")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	held, err := readMark(ctx, u)
+	if err != nil {
+		return fmt.Errorf("%s: read which store it holds: %w", Redact(u), err)
+	}
+	switch {
+	case held == id:
+		return nil
+	case held != "":
+		return fmt.Errorf("%s holds another store (%s; this one is %s): give it a location of its own, or restore from it into a data directory that holds no store", Redact(u), held, id)
+	}
+	for _, level := range []int{0, litestream.SnapshotLevel} {
+		info, err := litestream.NewReplicaWithClient(nil, c).MaxLTXFileInfo(ctx, level)
+		if err != nil {
+			return fmt.Errorf("%s: %w", Redact(u), err)
+		}
+		if info.MaxTXID > 0 {
+			return fmt.Errorf("%s holds a database no intake store marked as its own: give the store a location of its own", Redact(u))
+		}
+	}
+	if err := writeMark(ctx, u, id); err != nil {
+		return fmt.Errorf("%s: mark it as this store's: %w", Redact(u), err)
+	}
+	return nil
+}
+
+// readMark is the store id the replica at u is marked with; "": none.
+func readMark(ctx context.Context, u string) (string, error) {
+	if root, ok := strings.CutPrefix(u, "file://"); ok {
+		b, err := os.ReadFile(filepath.Join(filepath.Clean(root), markKey))
+		if errors.Is(err, os.ErrNotExist) {
+			return "", nil
+		}
+		return strings.TrimSpace(string(b)), err
+	}
+	b, err := blob.Open(ctx, u)
+	if err != nil {
+		return "", err
+	}
+	r, _, err := b.Open(ctx, markKey)
+	if intake.ErrorCode(err) == intake.ENOTFOUND {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	id, err := io.ReadAll(io.LimitReader(r, 1<<10))
+	return strings.TrimSpace(string(id)), err
+}
+
+func writeMark(ctx context.Context, u, id string) error {
+	if root, ok := strings.CutPrefix(u, "file://"); ok {
+		root = filepath.Clean(root)
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(root, markKey), []byte(id+"\n"), 0o600)
+	}
+	b, err := blob.Open(ctx, u)
+	if err != nil {
+		return err
+	}
+	return b.Put(ctx, markKey, strings.NewReader(id+"\n"), int64(len(id)+1))
 }
 
 // Sync returns once every commit made before it was called is in the

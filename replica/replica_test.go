@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,7 +64,7 @@ func bodies(t *testing.T, path string) string {
 
 func start(t *testing.T, path, u string) *Replicator {
 	t.Helper()
-	r, err := Start(context.Background(), Options{URL: u, Path: path})
+	r, err := Start(context.Background(), Options{URL: u, Path: path, StoreID: "store-" + filepath.Base(filepath.Dir(path))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,5 +153,56 @@ func TestAMalformedReplicaURLIsRefused(t *testing.T) {
 		if err := Check(u); err != nil {
 			t.Errorf("Check(%q) = %v, want nil", u, err)
 		}
+	}
+}
+
+// A replica holds one store: another store's pages shipped on top of it
+// would leave a replica that restores neither.
+func TestAReplicaRefusesAStoreOtherThanTheOneItHolds(t *testing.T) {
+	ctx := context.Background()
+	u := fileURL(t)
+	path := filepath.Join(t.TempDir(), "intake.db")
+	insert(t, openDB(t, path), "a")
+	r, err := Start(ctx, Options{URL: u, Path: path, StoreID: "store-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	other := filepath.Join(t.TempDir(), "intake.db")
+	insert(t, openDB(t, other), "b")
+	_, err = Start(ctx, Options{URL: u, Path: other, StoreID: "store-b"})
+	if err == nil || !strings.Contains(err.Error(), "holds another store (store-a; this one is store-b)") {
+		t.Fatalf("another store on the replica: %v, want refused", err)
+	}
+	// The store it holds carries on.
+	r, err = Start(ctx, Options{URL: u, Path: path, StoreID: "store-a"})
+	if err != nil {
+		t.Fatalf("the store the replica holds: %v", err)
+	}
+	r.Close(ctx)
+
+	// A replica with a database in it and no mark came from elsewhere.
+	if err := os.Remove(filepath.Join(strings.TrimPrefix(u, "file://"), markKey)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Start(ctx, Options{URL: u, Path: other, StoreID: "store-b"})
+	if err == nil || !strings.Contains(err.Error(), "holds a database no intake store marked as its own") {
+		t.Fatalf("an unmarked replica holding a database: %v, want refused", err)
+	}
+	if got := bodies(t, other); got != "b" {
+		t.Errorf("refused, the other store holds %q, want it untouched", got)
+	}
+	restored := filepath.Join(t.TempDir(), "intake.db")
+	if err := Restore(ctx, u, restored, time.Time{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := bodies(t, restored); got != "a" {
+		t.Errorf("refused, the replica restores %q, want the store it held", got)
 	}
 }

@@ -190,6 +190,14 @@ func TestServeOnADataDirectoryHoldingNoStoreRestoresFirst(t *testing.T) {
 	if got := fingerprintIn(t, data); got != "replicated" {
 		t.Errorf("serve restored %q, want the replica's store", got)
 	}
+	// The restored store is the one the replica holds: it carries on
+	// replicating there.
+	store, _, rep, err := serveFlags(t, "--data", data, "--replicate", u).openStore(ctx, log)
+	if err != nil {
+		t.Fatalf("serve on the restored store: %v", err)
+	}
+	store.Close()
+	rep.Close(ctx)
 	// A store held already is served as it is.
 	held := t.TempDir()
 	storeWith(t, held, "held")

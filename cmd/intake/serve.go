@@ -601,7 +601,11 @@ func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger) (_ intake.St
 			return nil, nil, nil, err
 		}
 		if c.Replicate != "" {
-			if rep, err = replica.Start(ctx, replica.Options{URL: c.Replicate, Path: path, Logger: log}); err != nil {
+			id, err := s.ID(ctx)
+			if err == nil {
+				rep, err = replica.Start(ctx, replica.Options{URL: c.Replicate, Path: path, StoreID: id, Logger: log})
+			}
+			if err != nil {
 				s.Close()
 				return nil, nil, nil, fmt.Errorf("--replicate %w", err)
 			}

@@ -9,6 +9,17 @@ import (
 // keyFingerprint is the meta row holding the master key's fingerprint.
 const keyFingerprint = "master_key_fingerprint"
 
+// storeID is the meta row holding the store's identity.
+const storeID = "store_id"
+
+// ID is the store's identity, made when it was first opened and kept by a
+// restore: a replica holds one store, and tells it by this.
+func (s *Store) ID(ctx context.Context) (string, error) {
+	var id string
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT value FROM meta WHERE name = ?`, storeID).Scan(&id)
+	return id, classify(err)
+}
+
 // KeyFingerprint is the fingerprint of the master key the store's secrets
 // are sealed with; "" before one is recorded.
 func (s *Store) KeyFingerprint(ctx context.Context) (string, error) {

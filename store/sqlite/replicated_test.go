@@ -74,3 +74,32 @@ func walSize(t *testing.T, path string) int64 {
 	}
 	return fi.Size()
 }
+
+// A store has an identity from its first opening on, kept as it reopens.
+func TestAStoreKeepsTheIdentityItGotWhenFirstOpened(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "intake.db")
+	var ids []string
+	for range 2 {
+		s, err := Open(context.Background(), Options{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := s.ID(context.Background())
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if len(ids[0]) != 32 || ids[0] != ids[1] {
+		t.Errorf("store ids %q, want one of 32 hex digits, kept", ids)
+	}
+	other, err := Open(context.Background(), Options{Path: filepath.Join(t.TempDir(), "intake.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if id, _ := other.ID(context.Background()); id == ids[0] {
+		t.Errorf("two stores share the id %q", id)
+	}
+}

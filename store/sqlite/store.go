@@ -125,6 +125,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		write.Close()
 		return nil, err
 	}
+	// The store's identity, made once: a replica names the store it holds.
+	if _, err := write.ExecContext(ctx, `INSERT INTO meta (name, value) VALUES (?, lower(hex(randomblob(16))))
+		ON CONFLICT (name) DO NOTHING`, storeID); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlite: store id: %w", err)
+	}
 	// Start with an empty WAL: whatever the last run and the migrations
 	// left there goes into the database file now, before any request.
 	// Replicated, the replicator does that once it has shipped them.
