@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/benbjohnson/litestream"
@@ -91,15 +92,50 @@ type Options struct {
 	// (sqlite.Store.ID): a replica holds one store, and no other may
 	// continue it.
 	StoreID string
-	Logger  *slog.Logger
+	// Clock times the syncs for Status (default: the wall clock).
+	Clock  intake.Clock
+	Logger *slog.Logger
+	// Every is how often the replica is synced when no commit asks for
+	// it, and how soon a failed sync is tried again (default 1s).
+	Every time.Duration
 }
 
 // Replicator ships one database to its replica in the background, and
-// tells when a commit has reached it.
+// tells when a commit has reached it. Litestream turns the WAL into
+// transaction files as it grows; the Replicator's loop ships them, so it
+// knows each sync's outcome and how far behind the replica is.
 type Replicator struct {
 	store *litestream.Store
 	db    *litestream.DB
+	clock intake.Clock
+	log   *slog.Logger
+	every time.Duration
+
+	kick chan struct{} // a waiter asks for a sync now
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu sync.Mutex
+	// next is the sync that waiters join: it starts after they joined,
+	// so it covers their commits. One sync serves every waiter of a
+	// group commit.
+	next    *round
+	started time.Time // when replicating began
+	// covered: every commit made before it is in the replica (the start
+	// of the last sync that succeeded); zero before one has.
+	covered  time.Time
+	lastSync time.Time // when that sync ended
+	failing  error     // the last sync's error; nil once one succeeds
+	errors   int64     // syncs that failed
 }
+
+// round is one sync: done closes when it ended, with err.
+type round struct {
+	done chan struct{}
+	err  error
+}
+
+func newRound() *round { return &round{done: make(chan struct{})} }
 
 // Start begins replicating the database at opts.Path. A replica that
 // cannot be reached now is an error: a server that would not survive its
@@ -123,13 +159,150 @@ func Start(ctx context.Context, opts Options) (*Replicator, error) {
 	}
 	db := litestream.NewDB(opts.Path)
 	db.Replica = litestream.NewReplicaWithClient(db, c)
+	// The Replicator's loop ships; Litestream's own would hide the errors.
+	db.Replica.MonitorEnabled = false
 	store := litestream.NewStore([]*litestream.DB{db}, litestream.DefaultCompactionLevels)
 	store.Logger = log
 	db.SetLogger(log)
 	if err := store.Open(ctx); err != nil {
 		return nil, fmt.Errorf("%s: start replicating: %w", Redact(opts.URL), err)
 	}
-	return &Replicator{store: store, db: db}, nil
+	r := &Replicator{store: store, db: db, clock: opts.Clock, log: log, every: opts.Every,
+		kick: make(chan struct{}, 1), done: make(chan struct{}), next: newRound()}
+	if r.clock == nil {
+		r.clock = intake.SystemClock{}
+	}
+	if r.every <= 0 {
+		r.every = time.Second
+	}
+	r.started = r.clock.Now()
+	lctx, stop := context.WithCancel(context.Background())
+	r.stop = stop
+	go r.loop(lctx)
+	return r, nil
+}
+
+// loop syncs when Litestream has new transactions, when a waiter asks,
+// and every r.every; after a failure, every r.every (waiters are answered
+// ErrUnreachable meanwhile).
+func (r *Replicator) loop(ctx context.Context) {
+	defer close(r.done)
+	tick := time.NewTicker(r.every)
+	defer tick.Stop()
+	notify := r.db.Notify()
+	var failed bool
+	for {
+		if failed {
+			// Waiters are answered at once while syncs fail (Sync): one
+			// that asks came after a sync succeeded (syncOnce elsewhere).
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.kick:
+			case <-tick.C:
+			}
+		} else {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.kick:
+			case <-notify:
+			case <-tick.C:
+			}
+		}
+		notify = r.db.Notify()
+		failed = r.syncOnce(ctx) != nil
+	}
+}
+
+// syncOnce ships every commit made so far, and ends the round its
+// waiters joined.
+func (r *Replicator) syncOnce(ctx context.Context) error {
+	r.mu.Lock()
+	g := r.next
+	r.next = newRound()
+	r.mu.Unlock()
+	start := r.clock.Now()
+	err := r.db.SyncAndWait(ctx)
+	end := r.clock.Now()
+	r.mu.Lock()
+	if err != nil && ctx.Err() != nil {
+		// Stopping: Close ships what is left.
+	} else if err != nil {
+		if r.failing == nil {
+			r.log.Warn("the replica cannot be reached: commits since are on this disk only", "err", err)
+		}
+		r.errors++
+		r.failing = err
+		// Those who joined the next sync meanwhile are answered now: the
+		// loop tries again only every r.every.
+		pending := r.next
+		r.next = newRound()
+		pending.err = fmt.Errorf("%w: %w", ErrUnreachable, err)
+		close(pending.done)
+	} else {
+		if r.failing != nil {
+			r.log.Info("the replica is reachable again", "failed_syncs", r.errors)
+		}
+		r.covered, r.lastSync, r.failing = start, end, nil
+	}
+	r.mu.Unlock()
+	g.err = err
+	close(g.done)
+	return err
+}
+
+// ErrUnreachable is Sync's answer while syncs fail: what is committed now
+// is on this machine's disk only.
+var ErrUnreachable = errors.New("the replica cannot be reached")
+
+// Sync returns once every commit made before it was called is in the
+// replica, or with the error of the sync that was to ship them. Callers
+// waiting at once share one sync. While syncs fail, Sync answers
+// ErrUnreachable at once; the loop tries again every Options.Every.
+func (r *Replicator) Sync(ctx context.Context) error {
+	r.mu.Lock()
+	g, failing := r.next, r.failing
+	r.mu.Unlock()
+	if failing != nil {
+		return fmt.Errorf("%w: %w", ErrUnreachable, failing)
+	}
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+	select {
+	case <-g.done:
+		return g.err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.done:
+		return errors.New("replica: stopped")
+	}
+}
+
+// Status is how the replica stands.
+type Status struct {
+	// Lag is how long ago the replica last held every commit made by
+	// then; since replicating began while no sync has succeeded.
+	Lag time.Duration
+	// LastSync is when the last successful sync ended; zero: none yet.
+	LastSync time.Time
+	// Errors counts the syncs that failed.
+	Errors int64
+	// Err is the last sync's error while syncs fail; nil otherwise.
+	Err error
+}
+
+// Status tells how far behind the replica is.
+func (r *Replicator) Status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	since := r.covered
+	if since.IsZero() {
+		since = r.started
+	}
+	return Status{Lag: max(0, r.clock.Now().Sub(since)), LastSync: r.lastSync, Errors: r.errors, Err: r.failing}
 }
 
 // markKey names the object beside the replicated database that holds the
@@ -210,13 +383,13 @@ func writeMark(ctx context.Context, u, id string) error {
 	return b.Put(ctx, markKey, strings.NewReader(id+"\n"), int64(len(id)+1))
 }
 
-// Sync returns once every commit made before it was called is in the
-// replica.
-func (r *Replicator) Sync(ctx context.Context) error { return r.db.SyncAndWait(ctx) }
-
 // Close ships what is left, stops replicating and lets go of the
 // database; the store must be closed first.
-func (r *Replicator) Close(ctx context.Context) error { return r.store.Close(ctx) }
+func (r *Replicator) Close(ctx context.Context) error {
+	r.stop()
+	<-r.done
+	return r.store.Close(ctx)
+}
 
 // Restore rebuilds the database at path from the replica at u, as it was
 // at the time at (zero: its latest). path must not exist. A replica with

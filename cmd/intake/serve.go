@@ -189,6 +189,12 @@ func (c *ServeCmd) Run() error {
 	}
 
 	m := metrics.NewWith(metrics.Options{PerConsumer: c.MetricsByConsumer})
+	if rep != nil {
+		m.WatchReplication(func() metrics.Replication {
+			st := rep.Status()
+			return metrics.Replication{Lag: st.Lag, LastSync: st.LastSync, Errors: st.Errors}
+		})
+	}
 	m.Registry.MustRegister(currentBuild().collector())
 	clock := intake.SystemClock{}
 	m.WatchStore(store, clock)
@@ -281,19 +287,11 @@ func (c *ServeCmd) Run() error {
 	// A person who opens the bare address wants the console.
 	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if draining.Load() {
-			http.Error(w, "draining", http.StatusServiceUnavailable)
-			return
-		}
-		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := store.Ping(pctx); err != nil {
-			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
+	var status replicaStatus
+	if rep != nil {
+		status = rep
+	}
+	mux.Handle("GET /readyz", ready(store, &draining, status))
 
 	srv := &http.Server{
 		Handler:           mux,
@@ -393,6 +391,41 @@ func (c *ServeCmd) Run() error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// replicaStatus is how the replica stands (replica.Replicator).
+type replicaStatus interface{ Status() replica.Status }
+
+// ready answers /readyz: 503 while draining or while the store does not
+// answer. With --replicate it tells how the replica stands: its lag, and
+// that it cannot be reached, while ingress goes on acknowledging.
+func ready(store interface{ Ping(context.Context) error }, draining *atomic.Bool, rep replicaStatus) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draining.Load() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := store.Ping(pctx); err != nil {
+			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+		if rep == nil {
+			return
+		}
+		st := rep.Status()
+		last := "none yet"
+		if !st.LastSync.IsZero() {
+			last = st.LastSync.UTC().Format(time.RFC3339)
+		}
+		if st.Err != nil {
+			fmt.Fprintf(w, "replica unreachable: lag %s, last sync %s, %d failed syncs: %v\n", st.Lag.Round(time.Millisecond), last, st.Errors, st.Err)
+			return
+		}
+		fmt.Fprintf(w, "replica: lag %s, last sync %s, %d failed syncs\n", st.Lag.Round(time.Millisecond), last, st.Errors)
+	})
 }
 
 // metricsHandler serves /metrics from a render at most a second old, to
@@ -603,7 +636,7 @@ func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger) (_ intake.St
 		if c.Replicate != "" {
 			id, err := s.ID(ctx)
 			if err == nil {
-				rep, err = replica.Start(ctx, replica.Options{URL: c.Replicate, Path: path, StoreID: id, Logger: log})
+				rep, err = replica.Start(ctx, replica.Options{URL: c.Replicate, Path: path, StoreID: id, Clock: intake.SystemClock{}, Logger: log})
 			}
 			if err != nil {
 				s.Close()

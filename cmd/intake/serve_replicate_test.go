@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,5 +112,35 @@ func TestServeRefusesAReplicaItCannotReachNamingTheFlag(t *testing.T) {
 	_, _, _, err := c.openStore(context.Background(), slog.New(slog.DiscardHandler))
 	if err == nil || !strings.HasPrefix(err.Error(), "--replicate s3://intake/r cannot be reached") {
 		t.Fatalf("an unreachable replica: %v, want --replicate … cannot be reached", err)
+	}
+}
+
+type pinger struct{}
+
+func (pinger) Ping(context.Context) error { return nil }
+
+type fixedStatus replica.Status
+
+func (f fixedStatus) Status() replica.Status { return replica.Status(f) }
+
+// /readyz tells how the replica stands; an unreachable replica does not
+// make the server unready while ingress goes on acknowledging.
+func TestReadyzTellsTheReplicasLagAndThatItCannotBeReached(t *testing.T) {
+	var draining atomic.Bool
+	get := func(h http.Handler) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := get(ready(pinger{}, &draining, nil)); code != 200 || body != "ready\n" {
+		t.Errorf("no --replicate: %d %q, want 200 ready", code, body)
+	}
+	synced := fixedStatus{Lag: 1200 * time.Millisecond, LastSync: time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC), Errors: 2}
+	if code, body := get(ready(pinger{}, &draining, synced)); code != 200 || body != "ready\nreplica: lag 1.2s, last sync 2026-12-04T12:00:00Z, 2 failed syncs\n" {
+		t.Errorf("replicating: %d %q", code, body)
+	}
+	failing := fixedStatus{Lag: 40 * time.Second, Errors: 9, Err: errors.New("dial tcp: connection refused")}
+	if code, body := get(ready(pinger{}, &draining, failing)); code != 200 || body != "ready\nreplica unreachable: lag 40s, last sync none yet, 9 failed syncs: dial tcp: connection refused\n" {
+		t.Errorf("replica unreachable: %d %q", code, body)
 	}
 }
