@@ -73,6 +73,7 @@ type ServeCmd struct {
 	StorageQuota      int64         `name:"storage-quota-bytes" default:"0" env:"INTAKE_STORAGE_QUOTA_BYTES" help:"Refuse webhooks (503) while the store holds more than this many bytes; 0: no quota."`
 	BlobStore         string        `name:"blob-store" env:"INTAKE_BLOB_STORE" placeholder:"s3://BUCKET?endpoint=URL&region=REGION" help:"Keep every body larger than --blob-threshold in this S3-compatible bucket (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or in a directory (file:///PATH); endpoints may then take bodies up to 100 MiB. Empty: the embedded store spools them to files under --data/bodies; on PostgreSQL every body stays in the database."`
 	Replicate         string        `name:"replicate" env:"INTAKE_REPLICATE" placeholder:"URL" help:"Ship the embedded store continuously to object storage (s3://BUCKET/PATH?endpoint=URL&region=REGION, credentials as for --blob-store) or to a directory (file:///PATH), from which intake restore rebuilds it to a point in time; a data directory that holds no store is restored from it first. Without --blob-store, large bodies go beside it (PATH/bodies). Not with --db: PostgreSQL keeps its own replication."`
+	ReplicateSync     bool          `name:"replicate-sync" env:"INTAKE_REPLICATE_SYNC" help:"With --replicate: acknowledge a webhook only once its commit is in the replica; while the replica cannot be reached, answer 503 with Retry-After."`
 	BlobThreshold     int64         `name:"blob-threshold" default:"262144" env:"INTAKE_BLOB_THRESHOLD" help:"Bodies larger than this many bytes go to the blob store (or the embedded store's spool)."`
 	MaxBodyBytes      int64         `name:"max-body-bytes" default:"10485760" env:"INTAKE_MAX_BODY_BYTES" help:"Largest body any endpoint takes, whatever its own max_body_bytes: up to 104857600 (100 MiB); on PostgreSQL without --blob-store up to 67108864 (64 MiB)."`
 	BodyMemory        int64         `name:"body-memory" default:"268435456" env:"INTAKE_BODY_MEMORY" help:"Bytes of request bodies held in memory at once, from their first byte read to their commit, each org at most its fair share; a body that does not fit waits a second, then is answered 503 with Retry-After."`
@@ -212,7 +213,12 @@ func (c *ServeCmd) Run() error {
 		ingestFirst = pressure.New(c.IngestFirst)
 		m.WatchPressure(ingestFirst)
 	}
-	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
+	var ackReplica ingress.Replica
+	if c.ReplicateSync {
+		ackReplica = rep
+		log.Info("acknowledging webhooks once their commits are in the replica (--replicate-sync)")
+	}
+	in := ingress.New(ingress.Config{Replica: ackReplica, Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
 		Logger: log, Quota: quota, Handoff: messages, Pressure: ingestFirst, Blobs: blobs, BlobThreshold: c.BlobThreshold,
 		MaxBodyBytes: c.MaxBodyBytes, BodyMemory: bodyMemory})
 	log.Info("request bodies bounded", "max_body_bytes", c.MaxBodyBytes, "body_memory_bytes", c.BodyMemory)
@@ -517,6 +523,9 @@ func (c *ServeCmd) restoreFirst(ctx context.Context, log *slog.Logger) error {
 // anything starts.
 func (c *ServeCmd) checkReplicate() error {
 	if c.Replicate == "" {
+		if c.ReplicateSync {
+			return errors.New("--replicate-sync needs --replicate: the replica an acknowledgement waits for")
+		}
 		return nil
 	}
 	if c.DB != "" {

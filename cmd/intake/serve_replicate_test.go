@@ -18,7 +18,7 @@ import (
 )
 
 func unsetReplicateEnv(t *testing.T) {
-	for _, env := range []string{"INTAKE_REPLICATE", "INTAKE_BLOB_STORE", "INTAKE_DB"} {
+	for _, env := range []string{"INTAKE_REPLICATE", "INTAKE_REPLICATE_SYNC", "INTAKE_BLOB_STORE", "INTAKE_DB"} {
 		t.Setenv(env, "") // restored when the test ends
 		os.Unsetenv(env)
 	}
@@ -39,6 +39,8 @@ func TestReplicateIsRefusedOnPostgreSQLAndWithAMalformedURL(t *testing.T) {
 		{[]string{"--replicate", "/mnt/backup"}, `--replicate "/mnt/backup": want s3://BUCKET/PATH`},
 		{[]string{"--replicate", "file://backup"}, `--replicate "file://backup": want file:///ABSOLUTE/PATH`},
 		{[]string{"--replicate", "s3://bucket/p?endpoint=localhost:8333"}, `--replicate endpoint "localhost:8333": want http://host:port`},
+		{[]string{"--replicate-sync"}, "--replicate-sync needs --replicate"},
+		{[]string{"--replicate-sync", "--replicate", "file:///mnt/backup/intake"}, ""},
 	} {
 		err := serveFlags(t, c.args...).checkReplicate()
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
