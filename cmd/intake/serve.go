@@ -214,8 +214,9 @@ func (c *ServeCmd) Run() error {
 		m.WatchPressure(ingestFirst)
 	}
 	var ackReplica ingress.Replica
+	var callReplica router.Replica
 	if c.ReplicateSync {
-		ackReplica = rep
+		ackReplica, callReplica = rep, rep
 		log.Info("acknowledging webhooks once their commits are in the replica (--replicate-sync)")
 	}
 	in := ingress.New(ingress.Config{Replica: ackReplica, Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
@@ -257,6 +258,7 @@ func (c *ServeCmd) Run() error {
 		BodyURLs: bodyurl.Signer{Key: derive(key, "body-url"), PublicURL: c.publicURL()},
 		Sender:   sender,
 		Backoff:  intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
+		Replica:   callReplica,
 		MaxEvents: c.Calls, ConsumerShare: c.ConsumerCalls, Pressure: ingestFirst, Rules: engine, Metrics: m, Logger: log})
 	// The event-type catalog learns from the events this process settles:
 	// the worker hands them over, the learner's loop writes them.
