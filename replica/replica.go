@@ -44,6 +44,11 @@ func client(u string) (litestream.ReplicaClient, error) {
 	if err != nil {
 		return nil, err
 	}
+	if os.Getenv("AWS_CA_BUNDLE") != "" {
+		// Litestream's S3 client brings an HTTP client the AWS SDK cannot
+		// add a CA bundle to: it would fail at its first request.
+		return nil, fmt.Errorf("%s: AWS_CA_BUNDLE is set, and the S3 client of Litestream v0.5.18 cannot use a CA bundle: unset it, and trust the CA system-wide instead", Redact(u))
+	}
 	c := s3.NewReplicaClient()
 	c.Bucket, c.Path, c.Region, c.Endpoint = loc.Bucket, loc.Prefix, loc.Region, loc.Endpoint
 	// S3-compatible servers (SeaweedFS, MinIO…) take buckets in the path.

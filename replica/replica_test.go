@@ -141,6 +141,7 @@ func TestRestoreFromAnEmptyReplicaSaysItIsEmpty(t *testing.T) {
 }
 
 func TestAMalformedReplicaURLIsRefused(t *testing.T) {
+	t.Setenv("AWS_CA_BUNDLE", "")
 	for _, u := range []string{
 		"", "/mnt/backup", "file://relative/path", "file:///x?y=1", "http://example.com/x",
 		"s3://", "s3://bucket/p?endpoint=ftp://host", "s3://user:secret@bucket/p",
@@ -204,5 +205,15 @@ func TestAReplicaRefusesAStoreOtherThanTheOneItHolds(t *testing.T) {
 	}
 	if got := bodies(t, restored); got != "a" {
 		t.Errorf("refused, the replica restores %q, want the store it held", got)
+	}
+}
+
+func TestAnS3ReplicaIsRefusedWithACABundleItsClientCannotUse(t *testing.T) {
+	t.Setenv("AWS_CA_BUNDLE", "/etc/ssl/ca.pem")
+	if err := Check("s3://bucket/intake"); err == nil || !strings.Contains(err.Error(), "AWS_CA_BUNDLE is set") {
+		t.Errorf("with AWS_CA_BUNDLE: %v, want refused, saying why", err)
+	}
+	if err := Check("file:///mnt/backup/intake"); err != nil {
+		t.Errorf("a file replica with AWS_CA_BUNDLE: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 )
 
 func unsetReplicateEnv(t *testing.T) {
+	t.Setenv("AWS_CA_BUNDLE", "") // Litestream's S3 client cannot use one
 	for _, env := range []string{"INTAKE_REPLICATE", "INTAKE_REPLICATE_SYNC", "INTAKE_BLOB_STORE", "INTAKE_DB"} {
 		t.Setenv(env, "") // restored when the test ends
 		os.Unsetenv(env)
