@@ -355,8 +355,12 @@ func (c *ServeCmd) Run() error {
 		loops = append(loops, learner)
 	}
 	if blobs != nil {
+		var sweepReplica sweeper.Replica
+		if rep != nil {
+			sweepReplica = rep
+		}
 		loops = append(loops, leading{job: "blob-sweeper", lead: lead, loop: sweeper.NewBlobs(sweeper.BlobsConfig{Store: store,
-			Blobs: blobs, Clock: clock, Logger: log})})
+			Blobs: blobs, Clock: clock, Logger: log, Replica: sweepReplica})})
 	}
 	workCtx, stopWork := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
