@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake/replica"
+	"github.com/intakehq/intake/store/sqlite"
 )
 
 // RestoreCmd rebuilds a data directory's store from its replica, after the
@@ -63,6 +64,20 @@ func holdsStore(path string) bool {
 	return err == nil && fi.Size() > 0
 }
 
+// fork gives the store at path an identity of its own.
+func fork(ctx context.Context, path string, log *slog.Logger) error {
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: path})
+	if err != nil {
+		return err
+	}
+	id, err := s.Fork(ctx)
+	if err := errors.Join(err, s.Close()); err != nil {
+		return fmt.Errorf("give the restored store an identity of its own: %w", err)
+	}
+	log.Info("restored to an earlier time: the store is a new one, to replicate to a location of its own", "store_id", id)
+	return nil
+}
+
 // errEmptyReplica is restoreStore's answer for a replica that holds no
 // store: there is nothing to rebuild.
 var errEmptyReplica = errors.New("holds no store")
@@ -92,6 +107,14 @@ func restoreStore(ctx context.Context, u, path string, at time.Time, log *slog.L
 	}
 	if err := os.Chmod(tmp, 0o600); err != nil {
 		return err
+	}
+	if !at.IsZero() {
+		// Restored to an earlier time, it is another store than the one
+		// the replica holds: a server on it must replicate elsewhere.
+		if err := fork(ctx, tmp, log); err != nil {
+			os.Remove(tmp)
+			return err
+		}
 	}
 	for _, old := range []string{path + "-wal", path + "-shm", replica.LocalState(path)} {
 		if err := os.RemoveAll(old); err != nil {

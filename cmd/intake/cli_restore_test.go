@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/intakehq/intake/replica"
 	"github.com/intakehq/intake/store/sqlite"
@@ -215,4 +216,30 @@ func TestServeOnADataDirectoryHoldingNoStoreRestoresFirst(t *testing.T) {
 	if holdsStore(filepath.Join(empty, "intake.db")) {
 		t.Error("an empty replica: a store was made before serve opens one")
 	}
+}
+
+// A store restored to an earlier time is another store than the one its
+// replica goes on holding: a server on it is refused that replica, and
+// replicates elsewhere.
+func TestAStoreRestoredToAnEarlierTimeIsRefusedItsOldReplica(t *testing.T) {
+	u := replicatedStore(t, "replicated")
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	data := t.TempDir()
+	if err := restoreInto(data, u, "--to-time="+time.Now().Add(time.Hour).UTC().Format(time.RFC3339)); err != nil {
+		t.Fatal(err)
+	}
+	if got := fingerprintIn(t, data); got != "replicated" {
+		t.Fatalf("restored to a time: %q, want the replica's store", got)
+	}
+	_, _, _, err := serveFlags(t, "--data", data, "--replicate", u).openStore(ctx, log)
+	if err == nil || !strings.Contains(err.Error(), "holds another store") {
+		t.Fatalf("serve on it with the old replica: %v, want refused", err)
+	}
+	store, _, rep, err := serveFlags(t, "--data", data, "--replicate", "file://"+filepath.Join(t.TempDir(), "new")).openStore(ctx, log)
+	if err != nil {
+		t.Fatalf("serve on it with a new replica: %v", err)
+	}
+	store.Close()
+	rep.Close(ctx)
 }

@@ -20,6 +20,17 @@ func (s *Store) ID(ctx context.Context) (string, error) {
 	return id, classify(err)
 }
 
+// Fork gives the store a new identity and returns it: a store restored to
+// an earlier time is no longer the one its replica goes on holding, and
+// must not continue it.
+func (s *Store) Fork(ctx context.Context) (string, error) {
+	var id string
+	err := s.tx(ctx, func(tx *wtx) error {
+		return tx.QueryRowContext(ctx, `UPDATE meta SET value = lower(hex(randomblob(16))) WHERE name = ? RETURNING value`, storeID).Scan(&id)
+	})
+	return id, err
+}
+
 // KeyFingerprint is the fingerprint of the master key the store's secrets
 // are sealed with; "" before one is recorded.
 func (s *Store) KeyFingerprint(ctx context.Context) (string, error) {

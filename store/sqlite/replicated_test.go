@@ -99,7 +99,15 @@ func TestAStoreKeepsTheIdentityItGotWhenFirstOpened(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if id, _ := other.ID(context.Background()); id == ids[0] {
-		t.Errorf("two stores share the id %q", id)
+	before, _ := other.ID(context.Background())
+	if before == ids[0] {
+		t.Errorf("two stores share the id %q", before)
+	}
+	forked, err := other.Fork(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := other.ID(context.Background()); id != forked || len(forked) != 32 || forked == before {
+		t.Errorf("forked: the store's id %q, Fork said %q", id, forked)
 	}
 }
