@@ -33,31 +33,50 @@ type S3 struct {
 	prefix string // "" or "PREFIX/"
 }
 
-// Open connects to the bucket that u names:
-// s3://BUCKET[/PREFIX]?endpoint=http://host:port&region=REGION; with a
-// PREFIX every key intake writes begins with it. Credentials come
+// S3Location is where an s3:// URL points: a bucket, a key prefix in it
+// and the server that holds it.
+type S3Location struct {
+	Bucket string
+	Prefix string // no slash at either end; "" for the whole bucket
+	Region string // us-east-1 unless the URL names one
+	// Endpoint is the server's http(s) URL; "" for AWS itself.
+	Endpoint string
+}
+
+// ParseS3URL reads s3://BUCKET[/PREFIX]?endpoint=http://host:port&region=REGION,
+// the form --blob-store and --replicate share. Credentials never go in
+// the URL.
+func ParseS3URL(u string) (S3Location, error) {
+	p, err := url.Parse(u)
+	if err != nil || p.Scheme != "s3" || p.Host == "" || p.User != nil {
+		return S3Location{}, fmt.Errorf("%q: want s3://BUCKET[/PREFIX]?endpoint=…&region=…", redact(u))
+	}
+	q := p.Query()
+	loc := S3Location{Bucket: p.Host, Prefix: strings.Trim(p.Path, "/"), Region: q.Get("region"), Endpoint: q.Get("endpoint")}
+	if loc.Region == "" {
+		loc.Region = "us-east-1"
+	}
+	if loc.Endpoint != "" {
+		if e, err := url.Parse(loc.Endpoint); err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
+			return S3Location{}, fmt.Errorf("endpoint %q: want http://host:port or https://host:port", loc.Endpoint)
+		}
+	}
+	return loc, nil
+}
+
+// Open connects to the bucket that u names (ParseS3URL); with a PREFIX
+// every key intake writes begins with it. Credentials come
 // from the standard AWS variables (AWS_ACCESS_KEY_ID,
 // AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) or the shared files; the
 // instance metadata service is never asked. Open makes no request.
 func Open(ctx context.Context, u string) (*S3, error) {
-	p, err := url.Parse(u)
-	if err != nil || p.Scheme != "s3" || p.Host == "" || p.User != nil {
-		return nil, fmt.Errorf("blob store %q: want s3://BUCKET[/PREFIX]?endpoint=…&region=…", redact(u))
+	loc, err := ParseS3URL(u)
+	if err != nil {
+		return nil, fmt.Errorf("blob store %w", err)
 	}
-	prefix := strings.Trim(p.Path, "/")
+	prefix, region, endpoint := loc.Prefix, loc.Region, loc.Endpoint
 	if prefix != "" {
 		prefix += "/"
-	}
-	q := p.Query()
-	region := q.Get("region")
-	if region == "" {
-		region = "us-east-1"
-	}
-	endpoint := q.Get("endpoint")
-	if endpoint != "" {
-		if e, err := url.Parse(endpoint); err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
-			return nil, fmt.Errorf("blob store endpoint %q: want http://host:port or https://host:port", endpoint)
-		}
 	}
 	cfg, err := config.LoadDefaultConfig(ctx,
 		config.WithRegion(region),
@@ -85,7 +104,7 @@ func Open(ctx context.Context, u string) (*S3, error) {
 			o.UsePathStyle = true
 		}
 	})
-	return &S3{client: client, bucket: p.Host, prefix: prefix}, nil
+	return &S3{client: client, bucket: loc.Bucket, prefix: prefix}, nil
 }
 
 // redact drops what a URL's user part might hold.

@@ -67,7 +67,24 @@ type Config struct {
 	// commit. One that does not fit waits the budget's Wait, then is
 	// answered 503 with Retry-After.
 	BodyMemory *fair.Budget
+	// Replica, when set, is the replica an acknowledgement waits for
+	// (--replicate-sync): a webhook is answered 200 only once its commit
+	// is in the replica; 503 with Retry-After when the replica cannot be
+	// reached, or does not take it within ReplicaWait (default 5s).
+	Replica     Replica
+	ReplicaWait time.Duration
 }
+
+// Replica ships commits off the machine (replica.Replicator).
+type Replica interface {
+	// Sync returns once every commit made before it was called is in the
+	// replica; callers waiting at once share one sync.
+	Sync(ctx context.Context) error
+}
+
+// replicaRetryAfter is how soon a webhook refused for its replica is
+// asked to come again.
+const replicaRetryAfter = 10 * time.Second
 
 // Handler serves /webhooks/{token} for any method.
 type Handler struct {
@@ -98,6 +115,9 @@ func New(cfg Config) *Handler {
 	}
 	if cfg.BlobThreshold <= 0 {
 		cfg.BlobThreshold = intake.DefaultBlobThreshold
+	}
+	if cfg.ReplicaWait <= 0 {
+		cfg.ReplicaWait = 5 * time.Second
 	}
 	h := &Handler{cfg: cfg}
 	h.eps.TTL, h.conns.TTL = cfg.EndpointTTL, connTTL
@@ -210,6 +230,20 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) string {
 	if handed {
 		h.cfg.Handoff.Give(m)
 		h.cfg.Metrics.HandedOver.Inc()
+	}
+	if h.cfg.Replica != nil {
+		// Committed here, but acknowledged only once off the machine:
+		// the provider retries what is refused, and the retry is a
+		// duplicate if this commit reaches the replica after all.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.cfg.ReplicaWait)
+		err := h.cfg.Replica.Sync(rctx)
+		cancel()
+		if err != nil {
+			h.cfg.Logger.Warn("ingress: the replica does not hold the commit; not acknowledged", "endpoint_id", ep.ID, "err", err)
+			setRetryAfter(w, replicaRetryAfter)
+			answer(w, http.StatusServiceUnavailable, bodyUnavailable)
+			return "replica"
+		}
 	}
 	if isChallenge {
 		for k, v := range challenge.Header {

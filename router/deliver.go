@@ -3,11 +3,16 @@ package router
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/rules"
 )
+
+// replicaWait is how long a call waits for the replica to take the
+// commits before it (Config.Replica).
+const replicaWait = 10 * time.Second
 
 // call makes one leased call of a route and settles it on the route.
 func (r *Router) call(ctx context.Context, c intake.RouteClaim, b *batch) {
@@ -26,6 +31,16 @@ func (r *Router) call(ctx context.Context, c intake.RouteClaim, b *batch) {
 		r.count(c.ConsumerID, string(intake.RouteDropped))
 		_, _ = r.settle(ctx, s)
 		return
+	}
+	if r.cfg.Replica != nil {
+		rctx, cancel := context.WithTimeout(ctx, replicaWait)
+		err := r.cfg.Replica.Sync(rctx)
+		cancel()
+		if err != nil {
+			r.cfg.Logger.Warn("router: the replica does not hold the event; the call waits for its lease to run out",
+				"event_id", e.ID, "consumer_id", c.ConsumerID, "err", err)
+			return
+		}
 	}
 	ctx, span := startDelivery(ctx, e, cons, c.Attempt)
 	res, called := r.deliver(ctx, cons, rules.NewEventView(r.envelope(e), b.origin(e)), c.Attempt, c.OrderKey)

@@ -59,11 +59,26 @@ type Config struct {
 	// commits above its threshold, both stages take new work only within
 	// their share of the slots.
 	Pressure *pressure.Gauge
+	// Replica, when set, is the replica a call waits for (--replicate-sync):
+	// no call goes out before the commits that made its event and leased
+	// it are in the replica, so a store restored from it never makes an
+	// event a consumer received under another id. While the replica
+	// cannot be reached nothing is claimed; a call its settle leased
+	// (handed over by the worker) waits for its lease to run out, and is
+	// claimed again, that attempt spent, as after a crash.
+	Replica Replica
 	// Rules runs consumers' filters, ordering keys and transforms; nil: an
 	// engine with the default bounds.
 	Rules   *rules.Engine
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
+}
+
+// Replica ships commits off the machine (replica.Replicator).
+type Replica interface {
+	// Sync returns once every commit made before it was called is in the
+	// replica; callers waiting at once share one sync.
+	Sync(ctx context.Context) error
 }
 
 // Router fans events out and delivers their routes until its context
@@ -284,7 +299,7 @@ func (r *Router) release(org, consumer string, n int) {
 // the calls the store leased in the same commit. It returns how many
 // events it claimed and how many calls it started.
 func (r *Router) fanOutRound(ctx context.Context, calls *sync.WaitGroup, limit int) (events, started int, err error) {
-	if limit <= 0 {
+	if limit <= 0 || !r.replicaTakes(ctx) {
 		return 0, 0, nil
 	}
 	claims, err := r.cfg.Store.ClaimEvents(ctx, r.cfg.Clock.Now(), r.cfg.Lease, limit)
@@ -316,7 +331,7 @@ func (r *Router) fanOutRound(ctx context.Context, calls *sync.WaitGroup, limit i
 // deliverRound claims up to limit due routes and starts their calls. It
 // returns how many it claimed.
 func (r *Router) deliverRound(ctx context.Context, calls *sync.WaitGroup, limit int) (int, error) {
-	if limit <= 0 {
+	if limit <= 0 || !r.replicaTakes(ctx) {
 		return 0, nil
 	}
 	claims, err := r.cfg.Store.ClaimRoutes(ctx, r.cfg.Clock.Now(), r.cfg.Lease, r.slots.shares(limit, r.limit()))
@@ -332,6 +347,19 @@ func (r *Router) deliverRound(ctx context.Context, calls *sync.WaitGroup, limit 
 		r.run(tracing.FromTraceParent(ctx, c.Event.TraceParent), calls, c, b)
 	}
 	return len(claims), nil
+}
+
+// replicaTakes reports whether a round may claim: with Config.Replica,
+// once the commits so far are in the replica. While it cannot be reached
+// nothing is claimed, as a lease whose call could not go out would run
+// out and spend an attempt.
+func (r *Router) replicaTakes(ctx context.Context) bool {
+	if r.cfg.Replica == nil {
+		return true
+	}
+	rctx, cancel := context.WithTimeout(ctx, replicaWait)
+	defer cancel()
+	return r.cfg.Replica.Sync(rctx) == nil
 }
 
 // Wait makes the calls settles handed over and not yet made, and returns

@@ -20,6 +20,17 @@ type BlobsConfig struct {
 	Batch     int           // keys per round (default 1000)
 	Interval  time.Duration // between sweeps (default 1m)
 	Logger    *slog.Logger
+	// Replica, when set, ships the store off the machine (--replicate):
+	// the objects of deleted bodies go only once the replica holds the
+	// deletes, so a store restored from it names no object deleted.
+	Replica Replica
+}
+
+// Replica ships commits off the machine (replica.Replicator).
+type Replica interface {
+	// Sync returns once every commit made before it was called is in the
+	// replica.
+	Sync(ctx context.Context) error
 }
 
 // BlobSweeper deletes from object storage the objects no body names: those
@@ -88,6 +99,11 @@ func (s *BlobSweeper) RunOnce(ctx context.Context) (deleted, orphans int, err er
 		gone, err := s.unnamed(ctx, keys)
 		if err != nil {
 			return deleted, orphans, err
+		}
+		if s.cfg.Replica != nil {
+			if err := s.cfg.Replica.Sync(ctx); err != nil {
+				return deleted, orphans, err
+			}
 		}
 		if err := s.cfg.Blobs.Delete(ctx, gone); err != nil {
 			return deleted, orphans, err

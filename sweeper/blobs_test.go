@@ -2,6 +2,7 @@ package sweeper_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -96,5 +97,65 @@ func TestBlobSweeperDeletesTheObjectsOfDeletedBodiesAndOrphansAnHourOldOnly(t *t
 	c.Set(time.Date(2026, 11, 1, 14, 0, 0, 0, time.UTC))
 	if _, orphans, err := sw.RunOnce(ctx); err != nil || orphans != 1 || has(orphan) || !has(kept) || !has(original) {
 		t.Fatalf("at 14:00: %d orphans deleted (%v); orphan %v kept %v original %v", orphans, err, has(orphan), has(kept), has(original))
+	}
+}
+
+// replicaFunc is a replica whose Sync is a function.
+type replicaFunc func(context.Context) error
+
+func (f replicaFunc) Sync(ctx context.Context) error { return f(ctx) }
+
+// With --replicate, a deleted body's object goes only once the replica
+// holds the delete: a store restored from it then names no object that is
+// gone. While the replica cannot be reached the object stays, and the
+// delete stays pending.
+func TestBlobSweeperDeletesAnObjectOnlyOnceTheReplicaHoldsItsBodysDelete(t *testing.T) {
+	ctx := context.Background()
+	s := testkit.SQLite(t)
+	c := testkit.NewClock(time.Date(2026, 11, 1, 12, 10, 0, 0, time.UTC))
+	blobs := &blob.Memory{Clock: c}
+	org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: c.Now()}
+	conn := intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "none", Name: "s", CreatedAt: c.Now()}
+	ep := intake.Endpoint{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, TokenHash: []byte("t"), Enabled: true,
+		MaxBodyBytes: 1024, CreatedAt: c.Now()}
+	for _, err := range []error{s.CreateOrg(ctx, org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte("k")}), s.CreateConnection(ctx, conn), s.CreateEndpoint(ctx, ep)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := &intake.Message{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, EndpointID: ep.ID, Method: "POST",
+		Header: http.Header{}, Digest: "d", ReceivedAt: c.Now(), State: intake.MessageQueued, MaxAttempts: 6, NextAttemptAt: c.Now()}
+	m.BlobKey = intake.BlobKey(m.ReceivedAt, m.ID)
+	if err := blobs.Put(ctx, m.BlobKey, strings.NewReader("large"), 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ingest(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.EraseBodies(ctx, intake.Scope{}, ep.ID, m.ReceivedAt, m.ReceivedAt.Add(time.Second)); err != nil || n != 1 {
+		t.Fatalf("erased %d, %v", n, err)
+	}
+	var down error
+	var objectsAtSync []int
+	sw := sweeper.NewBlobs(sweeper.BlobsConfig{Store: s, Blobs: blobs, Clock: c, Replica: replicaFunc(func(context.Context) error {
+		objectsAtSync = append(objectsAtSync, len(blobs.Keys()))
+		return down
+	})})
+	down = errors.New("the replica cannot be reached")
+	if _, _, err := sw.RunOnce(ctx); err == nil {
+		t.Fatal("a sweep with the replica unreachable reported no error")
+	}
+	if len(blobs.Keys()) != 1 {
+		t.Fatal("the object went while the replica could not hold its body's delete")
+	}
+	if keys, _ := s.PendingBlobDeletes(ctx, 10); len(keys) != 1 {
+		t.Fatalf("pending deletes: %v, want the delete kept", keys)
+	}
+	down = nil
+	if deleted, _, err := sw.RunOnce(ctx); err != nil || deleted != 1 || len(blobs.Keys()) != 0 {
+		t.Fatalf("replica back: %d deleted, %v, objects %v", deleted, err, blobs.Keys())
+	}
+	if len(objectsAtSync) != 2 || objectsAtSync[1] != 1 {
+		t.Errorf("objects when the replica was asked: %v, want the object still there each time", objectsAtSync)
 	}
 }

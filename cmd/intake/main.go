@@ -14,6 +14,7 @@ import (
 // CLI is every intake command.
 type CLI struct {
 	Serve       ServeCmd         `cmd:"" help:"Run the gateway: ingress, workers, admin API."`
+	Restore     RestoreCmd       `cmd:"" help:"Rebuild a data directory's store from the replica serve --replicate shipped it to, to its latest or a point in time."`
 	Healthcheck HealthcheckCmd   `cmd:"" help:"Exit 0 when the local server is ready (/readyz), 1 otherwise: the container probe."`
 	Version     VersionCmd       `cmd:"" help:"Print the version, commit and Go version."`
 	VersionFlag kong.VersionFlag `name:"version" help:"Print the version and exit."`

@@ -38,6 +38,7 @@ import (
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/notify"
+	"github.com/intakehq/intake/replica"
 	"github.com/intakehq/intake/router"
 	"github.com/intakehq/intake/rules"
 	"github.com/intakehq/intake/store/postgres"
@@ -105,6 +106,8 @@ type ServeCmd struct {
 	OIDCClaim           string        `name:"oidc-claim" default:"groups" env:"INTAKE_OIDC_CLAIM" help:"The ID token claim that holds a person's groups: a list of strings, or one string."`
 	OIDCMap             []string      `name:"oidc-map" env:"INTAKE_OIDC_MAP" placeholder:"GROUP=ORG:ROLE" help:"What a group gives (repeatable, or comma-separated): group=staff, or group=org:role, the org by name, the role viewer, operator or admin (default viewer). A person in several orgs signs in to the first mapped."`
 	OIDCScope           []string      `name:"oidc-scope" default:"email" env:"INTAKE_OIDC_SCOPE" help:"Scopes asked for beside openid (repeatable, or comma-separated), e.g. groups."`
+	Replicate           string        `name:"replicate" env:"INTAKE_REPLICATE" placeholder:"URL" help:"Ship the embedded store continuously to object storage (s3://BUCKET/PATH?endpoint=URL&region=REGION, credentials as for --blob-store) or to a directory (file:///PATH), from which intake restore rebuilds it to a point in time; a data directory that holds no store is restored from it first. Without --blob-store, large bodies go beside it (PATH/bodies). Not with --db: PostgreSQL keeps its own replication."`
+	ReplicateSync       bool          `name:"replicate-sync" env:"INTAKE_REPLICATE_SYNC" help:"With --replicate: acknowledge a webhook only once its commit is in the replica; while the replica cannot be reached, answer 503 with Retry-After."`
 }
 
 // Run serves until SIGTERM or SIGINT, then drains and exits.
@@ -125,6 +128,9 @@ func (c *ServeCmd) Run() error {
 	}
 	if c.CatalogTypes < 1 {
 		return errors.New("--catalog-types-per-connection must be at least 1")
+	}
+	if err := c.checkReplicate(); err != nil {
+		return err
 	}
 	policy, err := c.consumerPolicy()
 	if err != nil {
@@ -152,6 +158,9 @@ func (c *ServeCmd) Run() error {
 	if err := os.MkdirAll(c.Data, 0o700); err != nil {
 		return err
 	}
+	if err := c.restoreFirst(ctx, log); err != nil {
+		return err
+	}
 	key, created, err := seal.LoadOrCreateKey(os.Getenv("INTAKE_MASTER_KEY"), filepath.Join(c.Data, "master.key"))
 	if err != nil {
 		return fmt.Errorf("master key: %w", err)
@@ -167,11 +176,19 @@ func (c *ServeCmd) Run() error {
 	if err != nil {
 		return err
 	}
-	store, lead, err := c.openStore(ctx, log)
+	store, lead, rep, err := c.openStore(ctx, log)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer func() {
+		store.Close()
+		if rep != nil {
+			// The store closed first: what it wrote last goes too.
+			if err := rep.Close(context.Background()); err != nil {
+				log.Error("replica: the last commits may not have reached the replica", "err", err)
+			}
+		}
+	}()
 	// Before anything serves or claims work: with another key every
 	// secret would fail to open.
 	if err := sealer.CheckStore(ctx, store); err != nil {
@@ -185,6 +202,12 @@ func (c *ServeCmd) Run() error {
 	}
 
 	m := metrics.NewWith(metrics.Options{PerConsumer: c.MetricsByConsumer})
+	if rep != nil {
+		m.WatchReplication(func() metrics.Replication {
+			st := rep.Status()
+			return metrics.Replication{Lag: st.Lag, LastSync: st.LastSync, Errors: st.Errors}
+		})
+	}
 	m.Registry.MustRegister(currentBuild().collector())
 	clock := intake.SystemClock{}
 	m.WatchStore(store, clock)
@@ -202,7 +225,13 @@ func (c *ServeCmd) Run() error {
 		ingestFirst = pressure.New(c.IngestFirst)
 		m.WatchPressure(ingestFirst)
 	}
-	in := ingress.New(ingress.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
+	var ackReplica ingress.Replica
+	var callReplica router.Replica
+	if c.ReplicateSync {
+		ackReplica, callReplica = rep, rep
+		log.Info("acknowledging webhooks once their commits are in the replica (--replicate-sync)")
+	}
+	in := ingress.New(ingress.Config{Replica: ackReplica, Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
 		Logger: log, Quota: quota, Handoff: messages, Pressure: ingestFirst, Blobs: blobs, BlobThreshold: c.BlobThreshold,
 		MaxBodyBytes: c.MaxBodyBytes, BodyMemory: bodyMemory})
 	log.Info("request bodies bounded", "max_body_bytes", c.MaxBodyBytes, "body_memory_bytes", c.BodyMemory)
@@ -243,6 +272,7 @@ func (c *ServeCmd) Run() error {
 		BodyURLs: bodyurl.Signer{Key: derive(key, "body-url"), PublicURL: c.publicURL()},
 		Sender:   sender,
 		Backoff:  intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
+		Replica:   callReplica,
 		MaxEvents: c.Calls, ConsumerShare: c.ConsumerCalls, Pressure: ingestFirst, Rules: engine, Metrics: m, Logger: log})
 	// The event-type catalog learns from the events this process settles:
 	// the worker hands them over, the learner's loop writes them.
@@ -279,19 +309,11 @@ func (c *ServeCmd) Run() error {
 	// A person who opens the bare address wants the console.
 	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if draining.Load() {
-			http.Error(w, "draining", http.StatusServiceUnavailable)
-			return
-		}
-		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := store.Ping(pctx); err != nil {
-			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
+	var status replicaStatus
+	if rep != nil {
+		status = rep
+	}
+	mux.Handle("GET /readyz", ready(store, &draining, status))
 
 	srv := &http.Server{
 		Handler:           mux,
@@ -347,8 +369,12 @@ func (c *ServeCmd) Run() error {
 		loops = append(loops, learner)
 	}
 	if blobs != nil {
+		var sweepReplica sweeper.Replica
+		if rep != nil {
+			sweepReplica = rep
+		}
 		loops = append(loops, leading{job: "blob-sweeper", lead: lead, loop: sweeper.NewBlobs(sweeper.BlobsConfig{Store: store,
-			Blobs: blobs, Clock: clock, Logger: log})})
+			Blobs: blobs, Clock: clock, Logger: log, Replica: sweepReplica})})
 	}
 	workCtx, stopWork := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -393,6 +419,41 @@ func (c *ServeCmd) Run() error {
 	return nil
 }
 
+// replicaStatus is how the replica stands (replica.Replicator).
+type replicaStatus interface{ Status() replica.Status }
+
+// ready answers /readyz: 503 while draining or while the store does not
+// answer. With --replicate it tells how the replica stands: its lag, and
+// that it cannot be reached, while ingress goes on acknowledging.
+func ready(store interface{ Ping(context.Context) error }, draining *atomic.Bool, rep replicaStatus) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draining.Load() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := store.Ping(pctx); err != nil {
+			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+		if rep == nil {
+			return
+		}
+		st := rep.Status()
+		last := "none yet"
+		if !st.LastSync.IsZero() {
+			last = st.LastSync.UTC().Format(time.RFC3339)
+		}
+		if st.Err != nil {
+			fmt.Fprintf(w, "replica unreachable: lag %s, last sync %s, %d failed syncs: %v\n", st.Lag.Round(time.Millisecond), last, st.Errors, st.Err)
+			return
+		}
+		fmt.Fprintf(w, "replica: lag %s, last sync %s, %d failed syncs\n", st.Lag.Round(time.Millisecond), last, st.Errors)
+	})
+}
+
 // metricsHandler serves /metrics from a render at most a second old, to
 // those with --metrics-token when it is set.
 func (c *ServeCmd) metricsHandler(m *metrics.Metrics, clock intake.Clock, log *slog.Logger) http.Handler {
@@ -411,7 +472,8 @@ func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger) (intake.Blob
 	if c.BlobThreshold < 1 {
 		return nil, nil, fmt.Errorf("--blob-threshold must be at least 1 byte")
 	}
-	if c.BlobStore == "" {
+	blobURL := c.blobURL()
+	if blobURL == "" {
 		if c.DB != "" {
 			return nil, nil, nil
 		}
@@ -422,7 +484,7 @@ func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger) (intake.Blob
 		log.Info("large bodies spool to files beside the store", "dir", filepath.Join(c.Data, "bodies"), "threshold_bytes", c.BlobThreshold)
 		return d, d, nil
 	}
-	b, err := blob.OpenURL(ctx, c.BlobStore)
+	b, err := blob.OpenURL(ctx, blobURL)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -431,9 +493,68 @@ func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger) (intake.Blob
 	if err := b.EnsureBucket(bctx); err != nil {
 		log.Warn("object storage unreachable: bodies above the threshold are refused (503) until it is back", "err", err)
 	}
-	log.Info("large bodies go to the blob store", "threshold_bytes", c.BlobThreshold)
+	log.Info("large bodies go to the blob store", "threshold_bytes", c.BlobThreshold, "beside_the_replica", c.BlobStore == "")
 	d, _ := b.(*blob.Dir)
 	return b, d, nil
+}
+
+// blobURL is where bodies above the blob threshold go: --blob-store; else,
+// with --replicate, bodies/ under the replica's path, so that they survive
+// the machine with the store that names them (its spool under --data
+// would not); else "": the spool.
+func (c *ServeCmd) blobURL() string {
+	if c.BlobStore != "" || c.Replicate == "" {
+		return c.BlobStore
+	}
+	base, query, ok := strings.Cut(c.Replicate, "?")
+	u := strings.TrimRight(base, "/") + "/bodies"
+	if ok {
+		u += "?" + query
+	}
+	return u
+}
+
+// restoreFirst rebuilds the store from --replicate's replica when the
+// data directory holds none, so a new machine carries on where the lost
+// one stopped; an empty replica starts a fresh store. The master key is
+// not in the replica: a store restored without one is not given a new
+// key, which could not open its secrets.
+func (c *ServeCmd) restoreFirst(ctx context.Context, log *slog.Logger) error {
+	path := filepath.Join(c.Data, "intake.db")
+	if c.Replicate == "" || holdsStore(path) {
+		return nil
+	}
+	err := restoreStore(ctx, c.Replicate, path, time.Time{}, log)
+	if errors.Is(err, errEmptyReplica) {
+		log.Info("the data directory holds no store and the replica none: starting a fresh store", "replica", replica.Redact(c.Replicate))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--replicate: the data directory holds no store, and restoring it failed: %w", err)
+	}
+	log.Info("the data directory held no store: restored it from the replica", "replica", replica.Redact(c.Replicate), "path", path)
+	if _, err := os.Stat(filepath.Join(c.Data, "master.key")); err != nil && os.Getenv("INTAKE_MASTER_KEY") == "" {
+		return fmt.Errorf("--replicate: restored the store from the replica, but the master key is not in it: put the lost machine's master.key into %s, or set INTAKE_MASTER_KEY, and start again (a new key could not open the store's sealed secrets)", c.Data)
+	}
+	return nil
+}
+
+// checkReplicate refuses a --replicate that could not work, before
+// anything starts.
+func (c *ServeCmd) checkReplicate() error {
+	if c.Replicate == "" {
+		if c.ReplicateSync {
+			return errors.New("--replicate-sync needs --replicate: the replica an acknowledgement waits for")
+		}
+		return nil
+	}
+	if c.DB != "" {
+		return errors.New("--replicate is for the embedded store: on PostgreSQL (--db) use PostgreSQL's own replication and backups")
+	}
+	if err := replica.Check(c.Replicate); err != nil {
+		return fmt.Errorf("--replicate %w", err)
+	}
+	return nil
 }
 
 // spools reports whether bodies above the blob threshold stay out of the
@@ -535,27 +656,40 @@ func (l leading) Run(ctx context.Context) error {
 }
 
 // openStore opens PostgreSQL when --db names it, else the embedded store
-// under --data. On PostgreSQL, where several processes share the database,
-// maintenance jobs run under an advisory lock; SQLite has one process.
-func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger) (intake.Store, lead, error) {
+// under --data, replicated with --replicate (rep: nil without). On
+// PostgreSQL, where several processes share the database, maintenance
+// jobs run under an advisory lock; SQLite has one process.
+func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger) (_ intake.Store, _ lead, rep *replica.Replicator, _ error) {
 	if c.DB == "" {
-		s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(c.Data, "intake.db"), OperatorReaders: c.Reads})
+		path := filepath.Join(c.Data, "intake.db")
+		s, err := sqlite.Open(ctx, sqlite.Options{Path: path, OperatorReaders: c.Reads, Replicated: c.Replicate != ""})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return s, func(ctx context.Context, _ string, fn func(context.Context)) { fn(ctx) }, nil
+		if c.Replicate != "" {
+			id, err := s.ID(ctx)
+			if err == nil {
+				rep, err = replica.Start(ctx, replica.Options{URL: c.Replicate, Path: path, StoreID: id, Clock: intake.SystemClock{}, Logger: log})
+			}
+			if err != nil {
+				s.Close()
+				return nil, nil, nil, fmt.Errorf("--replicate %w", err)
+			}
+			log.Info("the store is replicated", "replica", replica.Redact(c.Replicate))
+		}
+		return s, func(ctx context.Context, _ string, fn func(context.Context)) { fn(ctx) }, rep, nil
 	}
 	u, err := url.Parse(c.DB)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return nil, nil, errors.New("--db: want a postgres:// URL")
+		return nil, nil, nil, errors.New("--db: want a postgres:// URL")
 	}
 	log.Info("opening the PostgreSQL store; migrating it if needed", "db", u.Redacted())
 	s, err := postgres.Open(ctx, postgres.Options{URL: c.DB, Logger: log,
 		ReadConns: int32(c.Reads), ReadTimeout: c.ReadDeadline + time.Second})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return s, func(ctx context.Context, job string, fn func(context.Context)) { s.Lead(ctx, job, 15*time.Second, fn) }, nil
+	return s, func(ctx context.Context, job string, fn func(context.Context)) { s.Lead(ctx, job, 15*time.Second, fn) }, nil, nil
 }
 
 func (c *ServeCmd) logger() *slog.Logger {

@@ -14,7 +14,7 @@ import (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	IngressRequests *prometheus.CounterVec   // by result: accepted, challenge, unknown_endpoint, disabled, too_large, rate_limited, body_memory, storage, blob_store, draining, bad_request
+	IngressRequests *prometheus.CounterVec   // by result: accepted, challenge, unknown_endpoint, disabled, too_large, rate_limited, body_memory, storage, blob_store, replica, draining, bad_request
 	IngestSeconds   prometheus.Histogram     // durable commit wait as ingress sees it
 	Messages        *prometheus.CounterVec   // settled messages by state and outcome
 	ProcessSeconds  prometheus.Histogram     // one processing attempt

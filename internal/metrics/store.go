@@ -94,3 +94,35 @@ func (m *Metrics) WatchPressure(p *pressure.Gauge) {
 			}),
 	)
 }
+
+// Replication is how the embedded store's replica stands, as the
+// replicator tells it (package replica).
+type Replication struct {
+	// Lag is how long ago the replica last held every commit made by then.
+	Lag time.Duration
+	// LastSync is when the last successful sync ended; zero: none yet.
+	LastSync time.Time
+	// Errors counts the syncs that failed.
+	Errors int64
+}
+
+// WatchReplication exports the replica's lag, last sync and failed syncs,
+// read from status at each scrape.
+func (m *Metrics) WatchReplication(status func() Replication) {
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "intake_replication_lag_seconds",
+			Help: "How long ago the replica last held every commit made by then (--replicate)."},
+			func() float64 { return status().Lag.Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "intake_replication_last_sync_timestamp_seconds",
+			Help: "When the last successful sync to the replica ended, in Unix seconds; 0: none yet."},
+			func() float64 {
+				if t := status().LastSync; !t.IsZero() {
+					return float64(t.UnixMilli()) / 1000
+				}
+				return 0
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "intake_replication_errors_total",
+			Help: "Syncs to the replica that failed."},
+			func() float64 { return float64(status().Errors) }),
+	)
+}

@@ -16,6 +16,11 @@ import (
 	"github.com/mattn/go-sqlite3"
 )
 
+// replicable: the replicator (package replica) runs on modernc.org/sqlite,
+// a second SQLite in the process that would not see this one's locks on
+// the file.
+const replicable = false
+
 // cgoDriver registers intake_contains on each connection it opens.
 var cgoDriver = &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 	return c.RegisterFunc(containsFunc, func(data, match any) (any, error) { return intakeContains(data, match) }, true)

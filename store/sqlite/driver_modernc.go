@@ -15,6 +15,10 @@ import (
 	"modernc.org/sqlite"
 )
 
+// replicable: the replicator (package replica) runs on this driver too, so
+// the two share SQLite's locks on the file within the process.
+const replicable = true
+
 func init() {
 	sqlite.MustRegisterDeterministicScalarFunction(containsFunc, 2, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
 		return intakeContains(args[0], args[1])

@@ -9,6 +9,28 @@ import (
 // keyFingerprint is the meta row holding the master key's fingerprint.
 const keyFingerprint = "master_key_fingerprint"
 
+// storeID is the meta row holding the store's identity.
+const storeID = "store_id"
+
+// ID is the store's identity, made when it was first opened and kept by a
+// restore: a replica holds one store, and tells it by this.
+func (s *Store) ID(ctx context.Context) (string, error) {
+	var id string
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT value FROM meta WHERE name = ?`, storeID).Scan(&id)
+	return id, classify(err)
+}
+
+// Fork gives the store a new identity and returns it: a store restored to
+// an earlier time is no longer the one its replica goes on holding, and
+// must not continue it.
+func (s *Store) Fork(ctx context.Context) (string, error) {
+	var id string
+	err := s.tx(ctx, func(tx *wtx) error {
+		return tx.QueryRowContext(ctx, `UPDATE meta SET value = lower(hex(randomblob(16))) WHERE name = ? RETURNING value`, storeID).Scan(&id)
+	})
+	return id, err
+}
+
 // KeyFingerprint is the fingerprint of the master key the store's secrets
 // are sealed with; "" before one is recorded.
 func (s *Store) KeyFingerprint(ctx context.Context) (string, error) {

@@ -38,6 +38,11 @@ type Options struct {
 	// (contexts marked intake.OperatorRead), apart from the pipeline's
 	// readers so that reads never hold one it waits for (default 4).
 	OperatorReaders int
+	// Replicated leaves the checkpoints to the replicator shipping the
+	// WAL (package replica): the writer never copies the WAL back into
+	// the database file, not even at open, so no frame leaves the WAL
+	// before the replicator has read it.
+	Replicated bool
 }
 
 // Store is the SQLite implementation of intake.Store.
@@ -73,6 +78,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Path == "" {
 		return nil, errors.New("sqlite: no path")
 	}
+	if opts.Replicated && !replicable {
+		return nil, errors.New("sqlite: replication needs intake built without the sqlite_cgo tag (on modernc.org/sqlite, as the replicator is)")
+	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 256
 	}
@@ -101,8 +109,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
+	autocheckpoint := walCheckpointBytes / pageSize
+	if opts.Replicated {
+		autocheckpoint = 0
+	}
 	write, err := openDB(opts.Path, true, "journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(ON)",
-		"temp_store(MEMORY)", fmt.Sprintf("wal_autocheckpoint(%d)", walCheckpointBytes/pageSize))
+		"temp_store(MEMORY)", fmt.Sprintf("wal_autocheckpoint(%d)", autocheckpoint))
 	if err != nil {
 		return nil, err
 	}
@@ -113,11 +125,20 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		write.Close()
 		return nil, err
 	}
+	// The store's identity, made once: a replica names the store it holds.
+	if _, err := write.ExecContext(ctx, `INSERT INTO meta (name, value) VALUES (?, lower(hex(randomblob(16))))
+		ON CONFLICT (name) DO NOTHING`, storeID); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlite: store id: %w", err)
+	}
 	// Start with an empty WAL: whatever the last run and the migrations
 	// left there goes into the database file now, before any request.
-	if _, err := write.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		write.Close()
-		return nil, fmt.Errorf("sqlite: checkpoint: %w", err)
+	// Replicated, the replicator does that once it has shipped them.
+	if !opts.Replicated {
+		if _, err := write.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+			write.Close()
+			return nil, fmt.Errorf("sqlite: checkpoint: %w", err)
+		}
 	}
 	readPragmas := []string{"busy_timeout(10000)", "query_only(1)"}
 	read, err := openDB(opts.Path, false, readPragmas...)
