@@ -64,7 +64,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.token, "token", os.Getenv("INTAKE_TOKEN"), "staff token of the server at --url (default $INTAKE_TOKEN)")
 	fs.BoolVar(&o.spawn, "spawn", false, "start `intake serve` from --intake-bin on a temporary data directory")
 	fs.StringVar(&o.intakeBin, "intake-bin", "intake", "the intake binary --spawn starts (go build -o /tmp/intake ./cmd/intake)")
-	fs.StringVar(&o.provider, "provider", "github", "connection provider: github (HMAC-signed), none, or mix (a connection per provider for "+strings.Join(mixProviders, ", ")+", each webhook a fresh signed sample of the next in turn; --body-bytes does not apply)")
+	fs.StringVar(&o.provider, "provider", "github", "connection provider: github (HMAC-signed), none, or mix (a connection per provider for "+strings.Join(mixProviders, ", ")+", each webhook a fresh signed sample of the next in turn, about 220 bytes; --body-bytes does not apply)")
 	fs.IntVar(&o.clients, "clients", 64, "keep-alive clients (with --rate: the most requests in flight)")
 	fs.Float64Var(&o.rate, "rate", 0, "webhooks per second (open loop); 0: as fast as the clients can (closed loop)")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long each run sends")
