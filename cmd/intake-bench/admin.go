@@ -74,6 +74,10 @@ type setup struct {
 	token     string // the endpoint's, in its URL /webhooks/{token}
 	sign      signer
 	eventType string // the type intake gives the webhooks sent
+	// With --provider mix: a connection and endpoint per provider, and the
+	// types their samples have; token and eventType are then unused.
+	routes     []mixRoute
+	eventTypes []string
 }
 
 // setUp creates a fresh org, connection and endpoint, named so that
@@ -86,8 +90,20 @@ func setUp(a *admin, provider string, bodyBytes int) (*setup, error) {
 	if err := a.post("/api/v1/orgs", map[string]any{"name": name}, &org); err != nil {
 		return nil, err
 	}
-	conn := map[string]any{"org_id": org.ID, "provider": provider, "name": name}
 	b := &setup{orgID: org.ID}
+	if provider == "mix" {
+		for _, p := range mixProviders {
+			secret := mixSecret(p)
+			token, err := connect(a, map[string]any{"org_id": org.ID, "provider": p, "name": name + "-" + p, "secrets": []string{secret}}, bodyBytes)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+			b.routes = append(b.routes, mixRoute{provider: p, secret: secret, path: "/webhooks/" + token})
+		}
+		b.eventType, b.eventTypes = "mix", mixTypes()
+		return b, nil
+	}
+	conn := map[string]any{"org_id": org.ID, "provider": provider, "name": name}
 	switch provider {
 	case "github":
 		secret := rand.Text()
@@ -99,13 +115,24 @@ func setUp(a *admin, provider string, bodyBytes int) (*setup, error) {
 		conn["config"] = map[string]any{"id_field": "id"}
 		b.eventType = "none.message"
 	default:
-		return nil, fmt.Errorf("provider %q: want github or none", provider)
+		return nil, fmt.Errorf("provider %q: want github, none or mix", provider)
 	}
+	token, err := connect(a, conn, bodyBytes)
+	if err != nil {
+		return nil, err
+	}
+	b.token = token
+	return b, nil
+}
+
+// connect creates the connection conn and an endpoint without a rate limit
+// for it, and returns the endpoint's token.
+func connect(a *admin, conn map[string]any, bodyBytes int) (string, error) {
 	var c struct {
 		ID string `json:"id"`
 	}
 	if err := a.post("/api/v1/connections", conn, &c); err != nil {
-		return nil, err
+		return "", err
 	}
 	ep := map[string]any{"connection_id": c.ID, "rate_per_sec": 0}
 	if bodyBytes > 1<<20 {
@@ -115,12 +142,11 @@ func setUp(a *admin, provider string, bodyBytes int) (*setup, error) {
 		Token string `json:"token"`
 	}
 	if err := a.post("/api/v1/endpoints", ep, &e); err != nil {
-		return nil, err
+		return "", err
 	}
 	// Not the URL the server answers with: that is built from its public
 	// URL, which may not be where this process reaches it.
-	b.token = e.Token
-	return b, nil
+	return e.Token, nil
 }
 
 // githubSigner signs as GitHub does: HMAC-SHA256 of the body, and a unique
@@ -164,6 +190,9 @@ func registerConsumer(a *admin, b *setup, name, url string, withRules bool) (str
 	req := map[string]any{
 		"org_id": b.orgID, "name": name, "app": "intake-bench", "url": url,
 		"event_types": []string{b.eventType}, "completion": false,
+	}
+	if b.eventTypes != nil {
+		req["event_types"] = b.eventTypes
 	}
 	if withRules {
 		req["filter"], req["transform"] = benchFilter, benchTransform

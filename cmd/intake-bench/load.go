@@ -26,6 +26,7 @@ type target struct {
 	name string
 	urls []string // webhook n goes to urls[n % len(urls)]
 	sign signer   // nil: unsigned
+	mix  mixer    // non-nil: provider samples instead of signed bodies
 }
 
 // signer adds a provider's headers (signature, delivery id) to a webhook.
@@ -157,16 +158,10 @@ func (d *driver) openLoop(ctx, until context.Context, start time.Time) {
 // send posts webhook n, due at at, and returns its ack latency when it
 // was acknowledged (2xx).
 func (d *driver) send(ctx context.Context, n int64, at time.Time) (time.Duration, bool) {
-	id := d.prefix + "-" + strconv.FormatInt(n, 10)
-	body := webhookBody(id, d.load.BodyBytes)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.target.urls[int(n)%len(d.target.urls)], bytes.NewReader(body))
+	req, id, err := d.request(ctx, n)
 	if err != nil {
 		d.fail("transport", err)
 		return 0, false
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if d.target.sign != nil {
-		d.target.sign(req.Header, id, body)
 	}
 	if d.track != nil {
 		d.track.sent(id, at)
@@ -191,6 +186,35 @@ func (d *driver) send(ctx context.Context, n int64, at time.Time) (time.Duration
 		d.track.acked(id)
 	}
 	return lat, true
+}
+
+// request is webhook n and the id its delivery carries: a provider's
+// sample from the mix, or a body of the load's size carrying the id.
+func (d *driver) request(ctx context.Context, n int64) (*http.Request, string, error) {
+	base := d.target.urls[int(n)%len(d.target.urls)]
+	if d.target.mix != nil {
+		url, h, body, id, err := d.target.mix(n, base)
+		if err != nil {
+			return nil, "", err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return nil, "", err
+		}
+		req.Header = h
+		return req, id, nil
+	}
+	id := d.prefix + "-" + strconv.FormatInt(n, 10)
+	body := webhookBody(id, d.load.BodyBytes)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base, bytes.NewReader(body))
+	if err != nil {
+		return nil, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if d.target.sign != nil {
+		d.target.sign(req.Header, id, body)
+	}
+	return req, id, nil
 }
 
 func (d *driver) fail(key string, err error) {

@@ -64,7 +64,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.token, "token", os.Getenv("INTAKE_TOKEN"), "staff token of the server at --url (default $INTAKE_TOKEN)")
 	fs.BoolVar(&o.spawn, "spawn", false, "start `intake serve` from --intake-bin on a temporary data directory")
 	fs.StringVar(&o.intakeBin, "intake-bin", "intake", "the intake binary --spawn starts (go build -o /tmp/intake ./cmd/intake)")
-	fs.StringVar(&o.provider, "provider", "github", "connection provider: github (HMAC-signed) or none")
+	fs.StringVar(&o.provider, "provider", "github", "connection provider: github (HMAC-signed), none, or mix (a connection per provider for "+strings.Join(mixProviders, ", ")+", each webhook a fresh signed sample of the next in turn, about 220 bytes; --body-bytes does not apply)")
 	fs.IntVar(&o.clients, "clients", 64, "keep-alive clients (with --rate: the most requests in flight)")
 	fs.Float64Var(&o.rate, "rate", 0, "webhooks per second (open loop); 0: as fast as the clients can (closed loop)")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long each run sends")
@@ -109,8 +109,10 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("--url needs --token (or $INTAKE_TOKEN): the staff token")
 	case o.clients < 1 || o.duration <= 0 || o.bodyBytes < 0 || o.rate < 0:
 		return o, errors.New("--clients, --duration must be positive; --body-bytes, --rate not negative")
-	case o.provider != "github" && o.provider != "none":
-		return o, fmt.Errorf("--provider %q: want github or none", o.provider)
+	case o.provider != "github" && o.provider != "none" && o.provider != "mix":
+		return o, fmt.Errorf("--provider %q: want github, none or mix", o.provider)
+	case o.provider == "mix" && (o.rules || strings.Contains(o.consumer, "{type}") || o.noisy || o.catalogPairs > 0):
+		return o, errors.New("--provider mix: not with --rules (its filter reads GitHub's headers), a --consumer naming {type} (the mix has many), --noisy or --catalog-pairs")
 	case (o.db != "" || o.pipeline) && !o.spawn:
 		return o, errors.New("--db and --pipeline need --spawn: the bench starts each server on its own store")
 	case (o.pausedConsumer || o.consumerRate != 0) && !o.e2e:
@@ -185,7 +187,7 @@ func bench(ctx context.Context, o options, progress io.Writer) (*Report, error) 
 		if err != nil {
 			return nil, err
 		}
-		r.Baseline = run(ctx, target{name: "baseline", urls: []string{bl.url}, sign: loadSigner(o.provider)}, l, nil, progress)
+		r.Baseline = run(ctx, baselineTarget(o.provider, bl.url), l, nil, progress)
 		bl.close()
 	}
 	stages := []stage{{name: "intake", db: o.db}}
@@ -270,6 +272,12 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 	for _, base := range bases {
 		t.urls = append(t.urls, strings.TrimRight(base, "/")+"/webhooks/"+b.token)
 	}
+	if b.routes != nil {
+		t.mix, t.urls = newMixer(b.routes), nil
+		for _, base := range bases {
+			t.urls = append(t.urls, strings.TrimRight(base, "/"))
+		}
+	}
 
 	var track *tracker
 	var e2e *E2E
@@ -350,11 +358,19 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 	return got, nil
 }
 
-// loadSigner signs the baseline's load as the provider's would be, so both
-// targets pay the same client work.
-func loadSigner(provider string) signer {
-	if provider == "github" {
-		return githubSigner([]byte(rand.Text()))
+// baselineTarget signs the baseline's load as the provider's would be, so
+// both targets pay the same client work.
+func baselineTarget(provider, url string) target {
+	t := target{name: "baseline", urls: []string{url}}
+	switch provider {
+	case "github":
+		t.sign = githubSigner([]byte(rand.Text()))
+	case "mix":
+		var routes []mixRoute
+		for _, p := range mixProviders {
+			routes = append(routes, mixRoute{provider: p, secret: mixSecret(p)})
+		}
+		t.mix = newMixer(routes)
 	}
-	return nil
+	return t
 }

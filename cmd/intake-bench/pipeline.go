@@ -23,7 +23,7 @@ func (r *Report) writePipelineText(w io.Writer) {
 	if r.Mode == "open" {
 		load = fmt.Sprintf("open loop, %g req/s (at most %d in flight)", r.Rate, r.Clients)
 	}
-	fmt.Fprintf(w, "intake-bench pipeline: %s, %d-byte bodies, %s per target, provider %s\n", load, r.BodyBytes, r.Duration, r.Provider)
+	fmt.Fprintf(w, "intake-bench pipeline: %s, %s, %s per target, provider %s\n", load, r.bodies(), r.Duration, r.Provider)
 	fmt.Fprintln(w, "rate: bare, acked/s; intake, acked webhooks / (first request → last delivery)")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -125,7 +125,7 @@ func (r *Report) writeText(w io.Writer) {
 	if r.Mode == "open" {
 		load = fmt.Sprintf("open loop, %g req/s (at most %d in flight)", r.Rate, r.Clients)
 	}
-	fmt.Fprintf(w, "intake-bench: %s, %d-byte bodies, %s, provider %s\n\n", load, r.BodyBytes, r.Duration, r.Provider)
+	fmt.Fprintf(w, "intake-bench: %s, %s, %s, provider %s\n\n", load, r.bodies(), r.Duration, r.Provider)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\tacked\treq/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\terrors\t")
 	for _, run := range []*Run{r.Baseline, r.Intake} {
@@ -185,4 +185,13 @@ func formatErrors(errs map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s:%d", k, errs[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// bodies says what the load posted: bodies of --body-bytes, or the mix's
+// provider samples, whose size is their own.
+func (r *Report) bodies() string {
+	if r.Provider == "mix" {
+		return "provider samples as bodies"
+	}
+	return fmt.Sprintf("%d-byte bodies", r.BodyBytes)
 }

@@ -37,7 +37,7 @@ func captureEndpoint(t *testing.T, status int) (*httptest.Server, <-chan capture
 
 func sendSecret(name string) string {
 	switch name {
-	case "standard", "svix", "clerk", "resend":
+	case "standard", "svix", "clerk", "resend", "openai":
 		return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	case "postmark", "chargebee":
 		return "hooks:correct-horse"
@@ -47,6 +47,10 @@ func sendSecret(name string) string {
 		return "dGhlLWNvbm5lY3Rpb24tc2VjcmV0"
 	case "aws_sns", "google_pubsub":
 		return sendSNSKey
+	case "discord": // a test key pair's Ed25519 seed; the connection holds its public key
+		return "3f1e9a2b8c7d6e5f40312a1b0c9d8e7f6a5b4c3d2e1f00112233445566778899"
+	case "sendgrid": // a test key pair's P-256 private key; the connection holds its public key
+		return "MHcCAQEEIEsLRELMAz9mGeFHcQ1/0I2Sjv/JJHcQVN1ter+mTvpQoAoGCCqGSM49AwEHoUQDQgAE20MAyh7MA/McVbvTJfeEWV1Z5siBXh69361tckip9p9PDFE7wGF9YBO8p9QCQhA+1MiQdexrwO4CykK/OTDeLQ=="
 	}
 	return "the-connection-secret"
 }
@@ -129,7 +133,11 @@ func TestSendPostsAWebhookTheProvidersAdapterVerifies(t *testing.T) {
 			r := <-got
 			a, _ := provider.Lookup(name)
 			req := &provider.Request{Method: r.method, URL: url, Header: r.header, Body: r.body, ReceivedAt: time.Now()}
-			if err := a.Verify(req, [][]byte{[]byte(sendSecret(name))}, sendConfig(name)); err != nil {
+			key, err := fixtures.ConnectionSecret(name, sendSecret(name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Verify(req, [][]byte{[]byte(key)}, sendConfig(name)); err != nil {
 				t.Fatalf("the %s adapter refuses what send posted: %v", name, err)
 			}
 			in, err := a.Interpret(req, provider.Config{})
