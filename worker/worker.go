@@ -652,8 +652,8 @@ func (w *Worker) needsBodyRoom(m *intake.Message) bool {
 // holdBody reads m's body from the blob store once the body memory budget
 // has room for it, and returns what gives the room back. A body that
 // cannot be opened is left for the attempt, which judges that error. The
-// attempt counts as waiting for body memory until the room is taken or
-// refused; counted says it was counted when it started.
+// attempt counts as waiting for body memory until its body is read or its
+// room refused; counted says it was counted when it started.
 func (w *Worker) holdBody(ctx context.Context, m *intake.Message, counted bool) (free func(), err error) {
 	if !counted && w.needsBodyRoom(m) {
 		w.setWaitingBody(m.OrgID, 1)
