@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -12,10 +13,18 @@ import (
 // database open, so the store's closing is not the last one. Reopened, a
 // replicated store leaves the WAL as the last run left it, and its writer
 // never checkpoints on its own; an unreplicated one empties the WAL at open.
+// Built with the sqlite_cgo tag, a replicated store is refused at open
+// instead (the replicator runs on modernc.org/sqlite), naming the tag.
 func TestAReplicatedStoreNeverCheckpointsBehindTheReplicator(t *testing.T) {
 	for _, replicated := range []bool{true, false} {
 		path := filepath.Join(t.TempDir(), "intake.db")
 		s, err := Open(context.Background(), Options{Path: path, Replicated: replicated})
+		if replicated && !replicable {
+			if err == nil || !strings.Contains(err.Error(), "sqlite_cgo") {
+				t.Fatalf("a replicated store on the cgo driver: %v, want it refused naming the sqlite_cgo tag", err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
