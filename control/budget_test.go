@@ -142,26 +142,8 @@ func (e *env) consumerAt(t *testing.T, url string) string {
 func TestConsumerTestsToAHangingTargetAreBoundedPerOrgAtOnceAndASecond(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
-	arrived := make(chan struct{}, 16)
-	hang := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		arrived <- struct{}{}
-		<-hang
-	}))
-	defer srv.Close()
-	hanging := e.consumerAt(t, srv.URL)
 	op := as(intake.Scope{OrgID: e.org.ID})
-
-	done := make(chan error, 4)
-	for range 4 {
-		go func() {
-			_, err := e.ctl.TestConsumer(ctx, op, hanging)
-			done <- err
-		}()
-	}
-	for range 4 {
-		<-arrived
-	}
+	hanging, arrived, release := hangingTests(t, e, op, 4)
 	_, err := e.ctl.TestConsumer(ctx, op, hanging)
 	if intake.ErrorCode(err) != intake.EBUSY || control.HTTPStatus(err) != http.StatusTooManyRequests || control.RetryAfter(err) != "1" {
 		t.Fatalf("a fifth test while four hang: %v, want EBUSY (429) retrying after 1s", err)
@@ -169,12 +151,7 @@ func TestConsumerTestsToAHangingTargetAreBoundedPerOrgAtOnceAndASecond(t *testin
 	if len(arrived) != 0 {
 		t.Fatal("the refused test reached the destination")
 	}
-	close(hang)
-	for range 4 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
+	release()
 
 	// The rate: the org's burst is spent (five above), the clock stands
 	// still, so fifteen more pass and the next is refused.
@@ -294,38 +271,50 @@ func TestBodyReadsSpendTheirMessagesOrgsBudgetUntilClosed(t *testing.T) {
 	}
 }
 
-// The bounds on consumer tests are the operator's (--consumer-tests-per-org):
-// with two per org, a third test while two hang is refused.
-func TestConsumerTestsPerOrgIsTheOperatorsSetting(t *testing.T) {
-	e := setup(t)
-	e.ctl = control.New(control.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, Calls: control.CallBounds{TestsPerOrg: 2}})
-	ctx := context.Background()
-	arrived := make(chan struct{}, 4)
+// hangingTests starts n consumer tests of op's org to a destination that
+// never answers, and returns once all n have reached it: the consumer, the
+// channel each further call to it arrives on, and what lets them answer
+// and checks that each test ended well.
+func hangingTests(t *testing.T, e *env, op control.Caller, n int) (consumer string, arrived chan struct{}, release func()) {
+	t.Helper()
+	arrived = make(chan struct{}, 16)
 	hang := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
 		<-hang
 	}))
-	defer srv.Close()
-	hanging := e.consumerAt(t, srv.URL)
-	op := as(intake.Scope{OrgID: e.org.ID})
-	done := make(chan error, 2)
-	for range 2 {
+	t.Cleanup(srv.Close)
+	consumer = e.consumerAt(t, srv.URL)
+	done := make(chan error, n)
+	for range n {
 		go func() {
-			_, err := e.ctl.TestConsumer(ctx, op, hanging)
+			_, err := e.ctl.TestConsumer(context.Background(), op, consumer)
 			done <- err
 		}()
 	}
-	for range 2 {
+	for range n {
 		<-arrived
 	}
-	if _, err := e.ctl.TestConsumer(ctx, op, hanging); intake.ErrorCode(err) != intake.EBUSY {
-		t.Fatalf("a third test while two hang, two allowed: %v, want EBUSY", err)
-	}
-	close(hang)
-	for range 2 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
+	return consumer, arrived, func() {
+		t.Helper()
+		close(hang)
+		for range n {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+}
+
+// The bounds on consumer tests are the operator's (--consumer-tests-per-org):
+// with two per org, a third test while two hang is refused.
+func TestConsumerTestsPerOrgIsTheOperatorsSetting(t *testing.T) {
+	e := setup(t)
+	e.ctl = control.New(control.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, Calls: control.CallBounds{TestsPerOrg: 2}})
+	op := as(intake.Scope{OrgID: e.org.ID})
+	hanging, _, release := hangingTests(t, e, op, 2)
+	if _, err := e.ctl.TestConsumer(context.Background(), op, hanging); intake.ErrorCode(err) != intake.EBUSY {
+		t.Fatalf("a third test while two hang, two allowed: %v, want EBUSY", err)
+	}
+	release()
 }

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/intakehq/intake"
@@ -20,47 +19,16 @@ func init() { Register(bigcommerceAdapter{}) }
 func (bigcommerceAdapter) Name() string { return "bigcommerce" }
 
 func (bigcommerceAdapter) ValidateConfig(cfg Config) error {
-	_, err := bigcommerceAuthHeader(cfg)
+	_, err := authHeader(cfg)
 	return err
 }
 
 // CredentialHeaders is the header auth_header names: it carries the secret
 // as it is.
-func (bigcommerceAdapter) CredentialHeaders(cfg Config) []string {
-	h, err := bigcommerceAuthHeader(cfg)
-	if err != nil {
-		return nil
-	}
-	return []string{h}
-}
-
-func bigcommerceAuthHeader(cfg Config) (string, error) {
-	h, err := stringSetting(cfg, "auth_header")
-	if err != nil {
-		return "", err
-	}
-	if h == "" {
-		return "Authorization", nil
-	}
-	if strings.ContainsAny(h, " :\r\n") {
-		return "", errors.New("config auth_header: want a header name")
-	}
-	return h, nil
-}
+func (bigcommerceAdapter) CredentialHeaders(cfg Config) []string { return authHeaders(cfg) }
 
 func (bigcommerceAdapter) Verify(r *Request, secrets [][]byte, cfg Config) error {
-	name, err := bigcommerceAuthHeader(cfg)
-	if err != nil {
-		return configError("bigcommerce", err)
-	}
-	value := headerValue(r.Header, name)
-	if value == "" {
-		return sigError("bigcommerce: the hook's secret header is missing")
-	}
-	if anySecretEquals(secrets, value) {
-		return nil
-	}
-	return sigError("bigcommerce: the hook's secret header matches no secret")
+	return verifyAuthHeader("bigcommerce", r, secrets, cfg)
 }
 
 func (bigcommerceAdapter) Interpret(r *Request, _ Config) (Interpretation, error) {

@@ -1,9 +1,7 @@
 package provider
 
 import (
-	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/intakehq/intake"
 )
@@ -23,33 +21,13 @@ func init() { Register(oktaAdapter{}) }
 func (oktaAdapter) Name() string { return "okta" }
 
 func (oktaAdapter) ValidateConfig(cfg Config) error {
-	_, err := oktaAuthHeader(cfg)
+	_, err := authHeader(cfg)
 	return err
 }
 
 // CredentialHeaders is the header auth_header names: it carries the
 // shared secret as it is.
-func (oktaAdapter) CredentialHeaders(cfg Config) []string {
-	h, err := oktaAuthHeader(cfg)
-	if err != nil {
-		return nil
-	}
-	return []string{h}
-}
-
-func oktaAuthHeader(cfg Config) (string, error) {
-	h, err := stringSetting(cfg, "auth_header")
-	if err != nil {
-		return "", err
-	}
-	if h == "" {
-		return "Authorization", nil
-	}
-	if strings.ContainsAny(h, " :\r\n") {
-		return "", errors.New("config auth_header: want a header name")
-	}
-	return h, nil
-}
+func (oktaAdapter) CredentialHeaders(cfg Config) []string { return authHeaders(cfg) }
 
 // oktaVerification is the one-time verification's challenge, "" for others.
 func oktaVerification(r *Request) string {
@@ -76,18 +54,7 @@ func (oktaAdapter) Verify(r *Request, secrets [][]byte, cfg Config) error {
 	if oktaVerification(r) != "" {
 		return nil // a handshake: it yields no events
 	}
-	name, err := oktaAuthHeader(cfg)
-	if err != nil {
-		return configError("okta", err)
-	}
-	value := headerValue(r.Header, name)
-	if value == "" {
-		return sigError("okta: authentication header missing")
-	}
-	if anySecretEquals(secrets, value) {
-		return nil
-	}
-	return sigError("okta: authentication header matches no secret")
+	return verifyAuthHeader("okta", r, secrets, cfg)
 }
 
 func (oktaAdapter) Interpret(r *Request, _ Config) (Interpretation, error) {
