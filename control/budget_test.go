@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -279,11 +280,13 @@ func hangingTests(t *testing.T, e *env, op control.Caller, n int) (consumer stri
 	t.Helper()
 	arrived = make(chan struct{}, 16)
 	hang := make(chan struct{})
+	unhang := sync.OnceFunc(func() { close(hang) })
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
 		<-hang
 	}))
 	t.Cleanup(srv.Close)
+	t.Cleanup(unhang) // first: a test that failed still lets the server close
 	consumer = e.consumerAt(t, srv.URL)
 	done := make(chan error, n)
 	for range n {
@@ -297,7 +300,7 @@ func hangingTests(t *testing.T, e *env, op control.Caller, n int) (consumer stri
 	}
 	return consumer, arrived, func() {
 		t.Helper()
-		close(hang)
+		unhang()
 		for range n {
 			if err := <-done; err != nil {
 				t.Fatal(err)
@@ -313,7 +316,10 @@ func TestConsumerTestsPerOrgIsTheOperatorsSetting(t *testing.T) {
 	e.ctl = control.New(control.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, Calls: control.CallBounds{TestsPerOrg: 2}})
 	op := as(intake.Scope{OrgID: e.org.ID})
 	hanging, _, release := hangingTests(t, e, op, 2)
-	if _, err := e.ctl.TestConsumer(context.Background(), op, hanging); intake.ErrorCode(err) != intake.EBUSY {
+	// Bounded, so a third test let through fails here rather than hangs.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := e.ctl.TestConsumer(ctx, op, hanging); intake.ErrorCode(err) != intake.EBUSY {
 		t.Fatalf("a third test while two hang, two allowed: %v, want EBUSY", err)
 	}
 	release()
