@@ -105,6 +105,11 @@ type Message struct {
 	ReplayOf        string
 	EventIDs        []string
 	BodyExpired     bool
+	// DeferredBody is the size of a body the database keeps that was
+	// larger than ClaimBodyLimit, so a claim did not read it: Body is nil
+	// until the worker reads it (MessageQueue.MessageBody) within its body
+	// memory budget. 0 when the claim read the body.
+	DeferredBody int64
 	// TraceParent is the W3C traceparent of the request that brought the
 	// message, so its processing continues that trace; "" when untraced.
 	TraceParent string
@@ -141,6 +146,12 @@ func MessageStatesInto(to MessageState) []MessageState {
 	return out
 }
 
+// ClaimBodyLimit is the largest body a claim reads with its message. A
+// larger one kept in the database is read on its own by the worker that
+// processes the message, charged to the body memory budget first, so a
+// batch of claims never holds a batch of large bodies uncounted.
+const ClaimBodyLimit = 256 << 10
+
 // ClaimBodies gives claimed messages their stored bodies as a store reads
 // them after the claim: a message stays body-expired until its body is
 // found.
@@ -172,6 +183,17 @@ func (b ClaimBodies) Fill(id string, header, body []byte, blobKey string) error 
 		return nil
 	}
 	m.Body, m.BlobKey, m.BodyExpired = body, blobKey, false
+	return json.Unmarshal(header, &m.Header)
+}
+
+// Defer gives message id its stored header and the size of a body kept in
+// the database but not read with the claim (larger than ClaimBodyLimit).
+func (b ClaimBodies) Defer(id string, header []byte, size int64) error {
+	m := b.byID[id]
+	if m == nil {
+		return nil
+	}
+	m.DeferredBody, m.BodyExpired = size, false
 	return json.Unmarshal(header, &m.Header)
 }
 

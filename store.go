@@ -136,6 +136,9 @@ type MessageQueue interface {
 	// claim takes the same attempt number, so a release spends none of
 	// the message's attempts.
 	ReleaseMessage(ctx context.Context, at time.Time, id string, attempt int) error
+	// MessageBody returns a message's stored request; the worker reads a
+	// body a claim deferred (Message.DeferredBody) with it.
+	MessageBody(ctx context.Context, sc Scope, id string) (StoredBody, error)
 	// Connection returns a connection (its sealed secrets and config).
 	Connection(ctx context.Context, sc Scope, id string) (Connection, error)
 	// Endpoint returns an endpoint (its sealed token, for providers that
@@ -221,6 +224,8 @@ type History interface {
 
 	Event(ctx context.Context, sc Scope, id string) (Event, error)
 	ListEvents(ctx context.Context, sc Scope, f EventFilter) (Page[Event], error)
+	// CountEvents counts what ListEvents would list over all pages.
+	CountEvents(ctx context.Context, sc Scope, f EventFilter) (int, error)
 	// Deliveries lists an event's delivery attempts, oldest first.
 	Deliveries(ctx context.Context, sc Scope, eventID string) ([]Delivery, error)
 	// EventRoutes lists the routes of events visible in sc (each event's
@@ -275,21 +280,34 @@ type BlobRefs interface {
 	ForgetBlobDeletes(ctx context.Context, keys []string) error
 }
 
-// ReplayJobs keeps window replays, so any process reports and runs them.
+// ReplayJobs keeps window replays and bulk jobs, so any process reports
+// and runs them.
 type ReplayJobs interface {
 	// CreateReplayJob records a new window replay, unleased, for a runner to
 	// claim.
 	CreateReplayJob(ctx context.Context, j ReplayJob, audit ...AuditEntry) error
 	// ReplayJob returns a window replay visible in sc.
 	ReplayJob(ctx context.Context, sc Scope, id string) (ReplayJob, error)
-	// ClaimReplayJob takes the oldest unfinished window replay whose lease
-	// has ended (or that never had one), leased until now+lease to a new
+	// ClaimReplayJob takes an unfinished job whose lease has ended (or
+	// that never had one): of the org whose unfinished jobs were saved
+	// least recently, the one saved least recently, so that orgs take
+	// turns and then their jobs do. It is leased until now+lease to a new
 	// Owner; ok is false when there is none.
 	ClaimReplayJob(ctx context.Context, now time.Time, lease time.Duration) (j ReplayJob, ok bool, err error)
 	// SaveReplayJob records a claimed job's progress (Done, Cursor, Error,
 	// FinishedAt) and holds its lease until now+lease. It fails with ESTALE
 	// when j.Owner no longer holds the job: another runner has claimed it.
 	SaveReplayJob(ctx context.Context, j ReplayJob, now time.Time, lease time.Duration) error
+	// SaveJobBatch writes one batch of a claimed bulk job and the job's
+	// progress in one transaction, while j.Owner holds it: b's events
+	// still re-routable go back to pending as RerouteEvent takes them (the
+	// others are skipped), b's replays are recorded as InsertReplay records
+	// them. j.Done is the count before the batch; the job records it plus
+	// the rows the batch took, and that many are returned. It fails with
+	// ESTALE, writing nothing, when j.Owner no longer holds the job, and
+	// with ENOTFOUND, writing nothing, when a replay names an object no
+	// stored body names any more.
+	SaveJobBatch(ctx context.Context, j ReplayJob, b JobBatch, now time.Time, lease time.Duration) (int, error)
 }
 
 // Audit is the log of operator actions.

@@ -226,7 +226,7 @@ func (s *Server) authenticate(r *http.Request) (control.Caller, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		return control.Caller{}, intake.Errorf(intake.EUNAUTHORIZED, "authorization must be a bearer token")
 	}
-	return s.ctl.Authenticate(r.Context(), tok)
+	return s.ctl.Authenticate(r.Context(), control.Client(r), tok)
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {

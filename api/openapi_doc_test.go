@@ -174,8 +174,8 @@ func operations() []operation {
 			status: 200, response: api.BodyURL{}},
 		{route: "POST /api/v1/messages/{id}/replay", id: "replayMessage", summary: "Replay a message as a new message (`replay_of` names the original).",
 			status: 201, response: api.ReplayedMessage{}},
-		{route: "POST /api/v1/messages/replay", id: "replayMessages", summary: "Replay every original message a search selects whose body is kept, each audited with the search; a search selecting none in particular, or more than 1000 messages, is refused. With dry_run nothing is replayed: the answer is the count and the first messages.",
-			request: api.ReplayRequest{}, status: 200, response: api.Bulk[api.Message]{}},
+		{route: "POST /api/v1/messages/replay", id: "replayMessages", summary: "Replay every original message a search selects whose body is kept, each audited with the search; a search selecting none in particular is refused, and one selecting more than the server's bulk maximum (--bulk-max, default 10 000) is refused unless `confirm` is set, when it runs as a paced job (202, followed at GET /api/v1/replays/{id}). With dry_run nothing is replayed: the answer is the count and the first messages.",
+			request: api.ReplayRequest{}, status: 200, response: api.Bulk[api.Message]{}, also: map[int]any{202: api.Replay{}}},
 
 		{route: "GET /api/v1/events", id: "listEvents", summary: "List events, newest first.",
 			query: append([]*openapi3.Parameter{
@@ -200,8 +200,8 @@ func operations() []operation {
 			status: 200, response: api.Rerouted{}},
 		{route: "POST /api/v1/events/{id}/retry", id: "retryEvent", summary: "Retry now (operator): the event's routes waiting for a later attempt, or held, become due now, spending no attempt and restoring none; a call being made is left alone, and a tripped consumer gets its one probe now. Answers how many events were made due (0 when nothing waits); a dead, no_consumer or filtered event is 409: re-route it. With `dry_run` nothing changes and `items` lists the event.",
 			request: api.RetryRequest{}, bodyOptional: true, status: 200, response: api.Retried{}},
-		{route: "POST /api/v1/events/reroute", id: "rerouteEvents", summary: "Re-route every re-routable (dead, no_consumer or filtered) event a search selects; each is audited with the search. With dry_run nothing is re-routed: the answer is the count and the first events.",
-			request: api.RerouteRequest{}, status: 200, response: api.Bulk[api.Event]{}},
+		{route: "POST /api/v1/events/reroute", id: "rerouteEvents", summary: "Re-route every re-routable (dead, no_consumer or filtered) event a search selects; each is audited with the search. A search selecting more than the server's bulk maximum (--bulk-max, default 10 000) is refused unless `confirm` is set, when it runs as a paced job (202, followed at GET /api/v1/replays/{id}). With dry_run nothing is re-routed: the answer is the count and the first events.",
+			request: api.RerouteRequest{}, status: 200, response: api.Bulk[api.Event]{}, also: map[int]any{202: api.Replay{}}},
 		{route: "GET /api/v1/event-types", id: "listEventTypes", summary: "The event types the caller's connections have received, with their counts (the catalog).",
 			query:  []*openapi3.Parameter{queryParam("connection_id", "Only this connection's types.", uuidSchema())},
 			status: 200, response: api.List[api.EventType]{}},
@@ -242,7 +242,7 @@ func operations() []operation {
 		{route: "POST /api/v1/subject-links", id: "createSubjectLink", summary: "Record that a provider object is a record of an app, so events about it go to that app's completion consumers.",
 			request: api.CreateSubjectLinkRequest{}, requires: []string{"connection_id", "provider_object_id", "app", "record_id"},
 			status: 201, response: api.SubjectLink{}},
-		{route: "GET /api/v1/replays/{id}", id: "getReplay", summary: "A window replay's progress.",
+		{route: "GET /api/v1/replays/{id}", id: "getReplay", summary: "A window replay's or bulk job's progress: its kind, how many rows it selected (total) and has taken (done), and its state (running, done or failed, with the error).",
 			status: 200, response: api.Replay{}},
 		{route: "GET /api/v1/issues", id: "listIssues", summary: "The issues: failures that share one cause, by consumer or connection, the last seen first. `?status=open` leaves out acknowledged ones.",
 			query: append([]*openapi3.Parameter{

@@ -73,7 +73,8 @@ type ReplayStarted struct {
 	ReplayID string `json:"replay_id"`
 }
 
-// getReplay reports a window replay's progress, whichever process runs it.
+// getReplay reports a window replay's or bulk job's progress, whichever
+// process runs it.
 func (s *Server) getReplay(w http.ResponseWriter, r *http.Request, who control.Caller) error {
 	id, err := pathID(r)
 	if err != nil {
@@ -83,8 +84,7 @@ func (s *Server) getReplay(w http.ResponseWriter, r *http.Request, who control.C
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Replay{ID: job.ID, EndpointID: job.EndpointID, Since: job.Since.UTC(), Until: job.Until.UTC(),
-		Total: job.Total, Done: job.Done, Finished: job.Finished(), Error: job.Error, UpdatedAt: job.UpdatedAt.UTC()})
+	writeJSON(w, http.StatusOK, replayView(job))
 	return nil
 }
 
@@ -149,6 +149,10 @@ type RerouteRequest struct {
 	Q string `json:"q,omitempty"`
 	// DryRun re-routes nothing: the answer is what would be re-routed.
 	DryRun bool `json:"dry_run,omitempty"`
+	// Confirm lets a search select more events than the server's bulk
+	// maximum: the re-route then runs as a paced job (202, followed at
+	// GET /api/v1/replays/{id}).
+	Confirm bool `json:"confirm,omitempty"`
 }
 
 // rerouteEvents re-routes every re-routable event a search selects.
@@ -170,11 +174,15 @@ func (s *Server) rerouteEvents(w http.ResponseWriter, r *http.Request, who contr
 		writeJSON(w, http.StatusOK, eventsPreview(pv))
 		return nil
 	}
-	n, err := s.ctl.RerouteWhere(r.Context(), who, f)
+	res, err := s.ctl.RerouteWhere(r.Context(), who, f, req.Confirm)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Bulk[Event]{Count: n})
+	if res.Job != nil {
+		writeJSON(w, http.StatusAccepted, replayView(*res.Job))
+		return nil
+	}
+	writeJSON(w, http.StatusOK, Bulk[Event]{Count: res.Count})
 	return nil
 }
 
@@ -194,10 +202,15 @@ type ReplayRequest struct {
 	Until time.Time `json:"until"`
 	// DryRun replays nothing: the answer is what would be replayed.
 	DryRun bool `json:"dry_run,omitempty"`
+	// Confirm lets a search select more messages than the server's bulk
+	// maximum: the replay then runs as a paced job (202, followed at
+	// GET /api/v1/replays/{id}).
+	Confirm bool `json:"confirm,omitempty"`
 }
 
 // replayMessages replays every original message a search selects, at most
-// 1000; a search that selects more is refused whole.
+// the bulk maximum; a search that selects more is refused whole, or with
+// confirm becomes a job.
 func (s *Server) replayMessages(w http.ResponseWriter, r *http.Request, who control.Caller) error {
 	var req ReplayRequest
 	if err := decode(w, r, &req); err != nil {
@@ -216,11 +229,15 @@ func (s *Server) replayMessages(w http.ResponseWriter, r *http.Request, who cont
 		writeJSON(w, http.StatusOK, messagesPreview(pv))
 		return nil
 	}
-	n, err := s.ctl.ReplayWhere(r.Context(), who, f)
+	res, err := s.ctl.ReplayWhere(r.Context(), who, f, req.Confirm)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Bulk[Message]{Count: n})
+	if res.Job != nil {
+		writeJSON(w, http.StatusAccepted, replayView(*res.Job))
+		return nil
+	}
+	writeJSON(w, http.StatusOK, Bulk[Message]{Count: res.Count})
 	return nil
 }
 

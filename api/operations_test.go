@@ -158,3 +158,32 @@ func TestABulkActionsDryRunAnswersTheCountAndFirstRowsAndChangesNothing(t *testi
 	wantError(t, e.do("POST", "/api/v1/messages/replay", viewer.Key, replay), 403, intake.EFORBIDDEN, "needs the operator role")
 	wantError(t, e.do("POST", "/api/v1/messages/replay", acme.org.APIKey, api.ReplayRequest{DryRun: true}), 400, intake.EINVALID, "needs a search")
 }
+
+func TestABulkRerouteOrReplayPastTheBulkMaxIsRefusedUnlessConfirmedAndThenAnsweredWithItsJob(t *testing.T) {
+	e := newEnv(t)
+	acme := e.newTenant("acme")
+	for range 3 {
+		e.route(e.event(acme, "test.thing"), intake.EventNoConsumer)
+	}
+	ctl := control.New(control.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, BulkMax: 2})
+	e.h = validating(t, api.New(api.Config{Control: ctl, Store: e.store, Sealer: e.sealer, Clock: e.clock}).Handler())
+
+	wantError(t, e.do("POST", "/api/v1/events/reroute", acme.org.APIKey, api.RerouteRequest{}), 400, intake.EINVALID, "confirm")
+	wantError(t, e.do("POST", "/api/v1/messages/replay", acme.org.APIKey, api.ReplayRequest{Type: "test.thing"}),
+		400, intake.EINVALID, "selects 3 messages")
+	job := must[api.Replay](e, 202, "POST", "/api/v1/events/reroute", acme.org.APIKey, api.RerouteRequest{Confirm: true})
+	if job.ID == "" || job.Kind != "reroute" || job.Total != 3 || job.Done != 0 || job.State != "running" {
+		t.Fatalf("a confirmed re-route of 3: %+v", job)
+	}
+	runner := ctl.Runner(nil)
+	if ran, err := runner.RunOnce(t.Context()); !ran || err != nil {
+		t.Fatalf("runner: ran %v, %v", ran, err)
+	}
+	p := must[api.Replay](e, 200, "GET", "/api/v1/replays/"+job.ID, acme.org.APIKey, nil)
+	if p.Kind != "reroute" || p.State != "done" || p.Done != 3 || !p.Finished || p.EndpointID != "" || p.Since != nil {
+		t.Fatalf("the re-route job after its runner: %+v", p)
+	}
+	if r := must[api.Replay](e, 202, "POST", "/api/v1/messages/replay", acme.org.APIKey, api.ReplayRequest{Type: "test.thing", Confirm: true}); r.Kind != "replay" || r.Total != 3 {
+		t.Fatalf("a confirmed replay of 3: %+v", r)
+	}
+}

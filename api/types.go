@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -73,15 +74,33 @@ type SecretsRequest struct {
 
 // Replay is a window replay's progress.
 type Replay struct {
-	ID         string    `json:"id"`
-	EndpointID string    `json:"endpoint_id"`
-	Since      time.Time `json:"since"`
-	Until      time.Time `json:"until"`
-	Total      int       `json:"total"`
-	Done       int       `json:"done"`
-	Finished   bool      `json:"finished"`
-	Error      string    `json:"error,omitempty"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	ID string `json:"id"`
+	// Kind is window (an endpoint's window), replay (a bulk replay by
+	// search) or reroute (a bulk re-route by search).
+	Kind string `json:"kind"`
+	// EndpointID, Since and Until are a window replay's.
+	EndpointID string     `json:"endpoint_id,omitempty"`
+	Since      *time.Time `json:"since,omitempty"`
+	Until      *time.Time `json:"until,omitempty"`
+	// Total is how many rows the job selected when it was made; Done how
+	// many it has taken so far.
+	Total    int  `json:"total"`
+	Done     int  `json:"done"`
+	Finished bool `json:"finished"`
+	// State is running, done or failed (Error says why).
+	State     string    `json:"state"`
+	Error     string    `json:"error,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func replayView(j intake.ReplayJob) Replay {
+	v := Replay{ID: j.ID, Kind: string(cmp.Or(j.Kind, intake.JobWindow)), EndpointID: j.EndpointID,
+		Total: j.Total, Done: j.Done, Finished: j.Finished(), State: j.State(), Error: j.Error, UpdatedAt: j.UpdatedAt.UTC()}
+	if !j.Since.IsZero() {
+		since, until := j.Since.UTC(), j.Until.UTC()
+		v.Since, v.Until = &since, &until
+	}
+	return v
 }
 
 // AdoptSecretRequest names a recorded handshake whose secret a connection

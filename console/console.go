@@ -149,6 +149,7 @@ func (c *Console) routes() {
 	c.page("GET /console/messages/{id}/body", c.messageBody)
 	c.action("POST /console/messages/{id}/replay", c.replayMessage)
 	c.action("POST /console/messages/replay", c.replayMessages)
+	c.page("GET /console/jobs/{id}", c.job)
 	c.action("POST /console/messages/{id}/adopt-secret", c.adoptSecret)
 	c.page("GET /console/events", c.events)
 	c.page("GET /console/events/{id}", c.event)
@@ -241,7 +242,7 @@ func (c *Console) session(r *http.Request) (*session, error) {
 	if err != nil {
 		return nil, intake.Errorf(intake.EUNAUTHORIZED, "sign in")
 	}
-	return c.sessions.open(r.Context(), ck.Value, c.clock.Now())
+	return c.sessions.open(r.Context(), control.Client(r), ck.Value, c.clock.Now())
 }
 
 // sameOrigin reports whether a POST came from a page of this host: the
@@ -285,7 +286,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, nil, http.StatusTooManyRequests, "login", "Sign in", c.loginView(next, "Too many sign-in attempts; wait a minute and try again."))
 		return
 	}
-	value, err := c.sessions.login(r.Context(), r.PostFormValue("token"), now)
+	value, err := c.sessions.login(r.Context(), control.Client(r), r.PostFormValue("token"), now)
 	if err != nil {
 		status, msg := control.HTTPStatus(err), intake.ErrorMessage(err)
 		switch status {

@@ -24,6 +24,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
 	"github.com/intakehq/intake/console"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/seal"
@@ -49,6 +50,17 @@ type env struct {
 	sealer *seal.Sealer
 	worker *worker.Worker
 	rules  *rules.Engine
+	// bulkMax is the consoles' --bulk-max (0: the default); consoleH the
+	// console the server serves.
+	bulkMax  int
+	consoleH http.Handler
+}
+
+// withBulkMax serves a console whose --bulk-max is n, before any browser
+// signs in.
+func (e *env) withBulkMax(n int) {
+	e.bulkMax = n
+	e.consoleH = e.console().Handler()
 }
 
 func newEnv(t *testing.T) *env {
@@ -71,7 +83,9 @@ func newEnv(t *testing.T) *env {
 	// sees the next request refused, with no cache to outwait.
 	mux.Handle("/webhooks/{token}", ingress.New(ingress.Config{Store: st, Sealer: sealer, PublicURL: srv.URL, EndpointTTL: time.Nanosecond}))
 	mux.Handle("/api/", api.New(api.Config{Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL, Rules: e.rules}).Handler())
-	mux.Handle("/console/", e.console().Handler())
+	// A test may make the console again (withBulkMax) before it signs in.
+	e.consoleH = e.console().Handler()
+	mux.Handle("/console/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { e.consoleH.ServeHTTP(w, r) }))
 	srv.Config.Handler = mux
 	e.worker = worker.New(worker.Config{Store: st, Sealer: sealer, PublicURL: srv.URL, Rules: e.rules})
 	t.Cleanup(func() { srv.Close(); st.Close() })
@@ -80,8 +94,14 @@ func newEnv(t *testing.T) *env {
 
 // console is another console process of the same deployment.
 func (e *env) console() *console.Console {
-	return console.New(console.Config{Store: e.store, Sealer: e.sealer, StaffToken: staffToken, PublicURL: e.url,
+	return console.New(console.Config{Control: e.control(), Store: e.store, Sealer: e.sealer, StaffToken: staffToken, PublicURL: e.url,
 		ConsumerPolicy: delivery.DefaultPolicy(), Rules: e.rules})
+}
+
+// control is the control plane the consoles act through.
+func (e *env) control() *control.Plane {
+	return control.New(control.Config{Store: e.store, Sealer: e.sealer, StaffToken: staffToken, PublicURL: e.url,
+		ConsumerPolicy: delivery.DefaultPolicy(), Rules: e.rules, BulkMax: e.bulkMax})
 }
 
 // apiCall calls the admin API and decodes its answer.

@@ -100,8 +100,8 @@ func (c *Console) dead(w http.ResponseWriter, r *http.Request, s *session) error
 	return nil
 }
 
-// replayDead replays every dead message the filters select (up to
-// maxBulkReplay a click). A message whose body expired is left out: its
+// replayDead replays every dead message the filters select (up to the
+// bulk maximum a click). A message whose body expired is left out: its
 // replay would only be dead again.
 func (c *Console) replayDead(w http.ResponseWriter, r *http.Request, s *session) error {
 	df, mf, _, err := c.deadFilters(r)
@@ -123,10 +123,10 @@ func (c *Console) rerouteDead(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		return err
 	}
-	n, err := c.ctl.RerouteWhere(r.Context(), s.caller(), ef)
-	if err != nil {
-		return err
+	res, err := c.ctl.RerouteWhere(r.Context(), s.caller(), ef, confirmed(r))
+	if err != nil || res.Job != nil {
+		return jobOr(w, r, res, err)
 	}
 	return redirect(w, r, "/console/dead"+queryString("endpoint", df.Endpoint, "since", df.Since, "until", df.Until,
-		"type", df.Type, "flash", "rerouted-dead", "n", strconv.Itoa(n)))
+		"type", df.Type, "flash", "rerouted-dead", "n", strconv.Itoa(res.Count)))
 }

@@ -110,11 +110,11 @@ func (c *Console) rerouteEvents(w http.ResponseWriter, r *http.Request, s *sessi
 	if err != nil {
 		return err
 	}
-	n, err := c.ctl.RerouteWhere(r.Context(), s.caller(), f)
-	if err != nil {
-		return err
+	res, err := c.ctl.RerouteWhere(r.Context(), s.caller(), f, confirmed(r))
+	if err != nil || res.Job != nil {
+		return jobOr(w, r, res, err)
 	}
-	return redirect(w, r, "/console/events"+ef.query("flash", "rerouted-search", "n", strconv.Itoa(n)))
+	return redirect(w, r, "/console/events"+ef.query("flash", "rerouted-search", "n", strconv.Itoa(res.Count)))
 }
 
 // unclaimed lists the events no consumer wanted, across every org, so staff

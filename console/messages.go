@@ -35,6 +35,9 @@ type messagesView struct {
 	// Replayable counts the original messages the search selects, which
 	// the page offers to replay (0: none, or no search).
 	Replayable int
+	// OverBulk: Replayable is past the bulk maximum, so the replay runs
+	// as a job, confirmed by the click.
+	OverBulk bool
 }
 
 // messageFilter is the messages page's form, as written.
@@ -88,6 +91,7 @@ func (c *Console) messages(w http.ResponseWriter, r *http.Request, s *session) e
 		originals := f
 		originals.Originals, originals.Cursor = true, ""
 		v.Replayable, err = c.ctl.CountMessages(r.Context(), s.caller(), originals)
+		v.OverBulk = v.Replayable > c.ctl.BulkMax()
 	}
 	status := http.StatusOK
 	if intake.ErrorCode(err) == intake.EINVALID {
@@ -107,19 +111,19 @@ func (c *Console) messages(w http.ResponseWriter, r *http.Request, s *session) e
 }
 
 // replayMessages replays every original message the page's search selects
-// (at most 1000), through the admin API's bulk replay, each audited with
-// the search.
+// (past the bulk maximum, when confirmed, as a job), through the admin
+// API's bulk replay, each audited with the search.
 func (c *Console) replayMessages(w http.ResponseWriter, r *http.Request, s *session) error {
 	mf := messageForm(r.PostForm)
 	f, err := mf.parse()
 	if err != nil {
 		return err
 	}
-	n, err := c.ctl.ReplayWhere(r.Context(), s.caller(), f)
-	if err != nil {
-		return err
+	res, err := c.ctl.ReplayWhere(r.Context(), s.caller(), f, confirmed(r))
+	if err != nil || res.Job != nil {
+		return jobOr(w, r, res, err)
 	}
-	return redirect(w, r, "/console/messages"+mf.query("flash", "replayed-search", "n", strconv.Itoa(n)))
+	return redirect(w, r, "/console/messages"+mf.query("flash", "replayed-search", "n", strconv.Itoa(res.Count)))
 }
 
 // parse turns the form's filter into the store's, reading its times and

@@ -24,7 +24,7 @@ import (
 // layout.html.
 var pageNames = []string{"login", "signed-in", "error", "overview", "messages", "message", "events", "event", "unclaimed",
 	"dead", "endpoints", "connections", "consumers", "consumer", "connection", "notifications", "event-types", "event-type",
-	"issues", "issue"}
+	"issues", "issue", "job"}
 
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
@@ -68,6 +68,9 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, sta
 	}
 	if name == "issue" {
 		v.Nav = "issues"
+	}
+	if name == "job" {
+		v.Nav = "messages"
 	}
 	if s != nil {
 		v.Signed, v.Staff, v.OrgName, v.Role, v.Actor, v.CSRF = true, s.staff, s.orgName, s.Role, s.Actor, c.sessions.csrf(s)

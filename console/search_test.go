@@ -100,3 +100,40 @@ func TestEventsAndMessagesPagesSearchKeepTheQueryAndActOnWhatTheyFind(t *testing
 		t.Fatalf("%d audit entries name the search, want the replay's and the re-route's: %+v", named, audit.Items)
 	}
 }
+
+func TestABulkReplayPastTheBulkMaxRunsAsAJobWhosePageShowsItsProgress(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	for range 3 {
+		e.send(acme, "invoice.paid")
+	}
+	e.withBulkMax(2)
+	b := e.browser()
+	b.signIn(acme.org.APIKey)
+	p := b.get("/console/messages?q=invoice")
+	wantStatus(t, p, http.StatusOK)
+	if !strings.Contains(p.body, "the 3 messages this search finds as a paced job") || !strings.Contains(p.body, `name="confirm" value="true"`) {
+		t.Fatalf("a replay past the bulk maximum is not offered as a job:\n%s", p.body)
+	}
+	p = b.post("/console/messages/replay", url.Values{"csrf": {b.csrf()}, "q": {"invoice"}, "confirm": {"true"}})
+	loc := p.header.Get("Location")
+	if p.status != http.StatusSeeOther || !strings.HasPrefix(loc, "/console/jobs/") {
+		t.Fatalf("a confirmed replay past the bulk maximum: %d %q", p.status, loc)
+	}
+	p = b.get(loc)
+	wantStatus(t, p, http.StatusOK)
+	if !strings.Contains(p.body, "Bulk replay") || !strings.Contains(p.body, "running") || !strings.Contains(p.body, "0 of 3") {
+		t.Fatalf("the job's page before a runner:\n%s", p.body)
+	}
+	if ran, err := e.control().Runner(nil).RunOnce(context.Background()); !ran || err != nil {
+		t.Fatalf("runner: ran %v, %v", ran, err)
+	}
+	if p = b.get(loc); !strings.Contains(p.body, "done") || !strings.Contains(p.body, "3 of 3") {
+		t.Fatalf("the job's page after its runner:\n%s", p.body)
+	}
+	// Without the confirmation the same search is refused and replays nothing.
+	p = b.post("/console/messages/replay", url.Values{"csrf": {b.csrf()}, "q": {"invoice"}})
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "confirm") {
+		t.Fatalf("an unconfirmed replay past the bulk maximum: %d\n%s", p.status, p.body)
+	}
+}

@@ -56,12 +56,12 @@ type sessions struct {
 
 // login checks a token and records a new session for it, returning the
 // value its cookie carries.
-func (ss *sessions) login(ctx context.Context, tok string, now time.Time) (string, error) {
+func (ss *sessions) login(ctx context.Context, client, tok string, now time.Time) (string, error) {
 	tok = strings.TrimSpace(tok)
 	if tok == "" {
 		return "", intake.Errorf(intake.EUNAUTHORIZED, "enter the staff token or an org's API key")
 	}
-	who, err := ss.ctl.Authenticate(ctx, tok)
+	who, err := ss.ctl.Authenticate(ctx, client, tok)
 	if err != nil {
 		return "", err
 	}
@@ -75,14 +75,19 @@ func (ss *sessions) login(ctx context.Context, tok string, now time.Time) (strin
 	return value, nil
 }
 
-// open finds the session a cookie names, unexpired, not signed out, and
-// with a credential that still works.
-func (ss *sessions) open(ctx context.Context, value string, now time.Time) (*session, error) {
+// open finds the session a cookie client sent names, unexpired, not
+// signed out, and with a credential that still works. Any caller may send
+// any cookie: it is looked up as a credential is (control.Plane.LookUp).
+func (ss *sessions) open(ctx context.Context, client, value string, now time.Time) (*session, error) {
 	invalid := intake.Errorf(intake.EUNAUTHORIZED, "sign in again")
 	if value == "" || len(value) > 64 {
 		return nil, invalid
 	}
-	row, err := ss.store.SessionByHash(ctx, token.Hash(value), now)
+	var row intake.ConsoleSession
+	err := ss.ctl.LookUp(ctx, client, func(ctx context.Context) (err error) {
+		row, err = ss.store.SessionByHash(ctx, token.Hash(value), now)
+		return err
+	})
 	if intake.ErrorCode(err) == intake.ENOTFOUND {
 		return nil, invalid
 	}
@@ -98,7 +103,7 @@ func (ss *sessions) open(ctx context.Context, value string, now time.Time) (*ses
 	}
 	// The credential is judged again: staff's is the server's to judge, and
 	// an org key's role is the one it has now.
-	who, err := ss.ctl.AuthenticateHash(ctx, row.KeyHash, row.Actor)
+	who, err := ss.ctl.AuthenticateHash(ctx, client, row.KeyHash, row.Actor)
 	switch {
 	case intake.ErrorCode(err) == intake.EUNAUTHORIZED, err == nil && who.Scope.OrgID != s.OrgID:
 		return nil, invalid // the key was revoked, or the staff token changed

@@ -13,6 +13,7 @@ import (
 	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
+	"github.com/intakehq/intake/rules"
 	"github.com/intakehq/intake/store/sqlite"
 )
 
@@ -33,8 +34,16 @@ func newApplyEnv(t *testing.T) *applyEnv {
 	t.Cleanup(func() { s.Close() })
 	sealer, _ := seal.New(bytes.Repeat([]byte{5}, 32))
 	clk := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	// Scripts' time limits are not what these tests judge: a loaded machine
+	// takes more than the default 50 ms to start a script host and load a
+	// script.
+	engine, err := rules.New(rules.Config{ScriptTimeout: 10 * time.Second}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(engine.Close)
 	return &applyEnv{store: s, sealer: sealer, staff: control.Caller{Actor: "staff"},
-		ctl: control.New(control.Config{Store: s, Sealer: sealer, Clock: clk, PublicURL: "https://hooks.example"})}
+		ctl: control.New(control.Config{Store: s, Sealer: sealer, Clock: clk, Rules: engine, PublicURL: "https://hooks.example"})}
 }
 
 func (e *applyEnv) apply(t *testing.T, c control.Caller, doc control.Document, opts control.ApplyOptions) control.Plan {

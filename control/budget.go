@@ -49,7 +49,8 @@ type CallBounds struct {
 // DefaultCallBounds are the bounds serve starts with unless told otherwise.
 var DefaultCallBounds = CallBounds{TestsPerOrg: 4, Tests: 32, TestsPerSecond: 2, TestsBurst: 20, BodyReadsPerOrg: 2, BodyReads: 16}
 
-// DefaultBulkMax is the most rows a bulk re-route takes.
+// DefaultBulkMax is the most rows a bulk replay or re-route takes at
+// once (--bulk-max).
 const DefaultBulkMax = 10_000
 
 // budgets are the plane's bounds on what callers drive.
@@ -94,6 +95,10 @@ func newBudgets(r ReadBudget, c CallBounds, bulkMax int) budgets {
 		bulk:     &fair.Budget{What: "bulk actions", PerOrg: 1},
 		bulkMax:  cmp.Or(bulkMax, DefaultBulkMax)}
 }
+
+// BulkMax is the most rows a bulk replay or re-route takes at once: past
+// it one runs only when confirmed, as a job.
+func (p *Plane) BulkMax() int { return p.budgets.bulkMax }
 
 // takeTest admits one consumer test of c's now, within its org's rate and
 // share of the tests at once.

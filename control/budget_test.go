@@ -186,17 +186,18 @@ func TestABulkRerouteSelectingMoreThanTheBulkMaximumIsRefusedAndReroutesNothing(
 	op := as(intake.Scope{OrgID: e.org.ID})
 
 	small := control.New(control.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, BulkMax: 2})
-	_, err := small.RerouteWhere(ctx, op, intake.EventFilter{})
-	if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(intake.ErrorMessage(err), "more than 2 events") {
-		t.Fatalf("a bulk re-route of 3 past a maximum of 2: %v, want EINVALID naming the maximum", err)
+	_, err := small.RerouteWhere(ctx, op, intake.EventFilter{}, false)
+	if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(intake.ErrorMessage(err), "more than 2 events") ||
+		!strings.Contains(intake.ErrorMessage(err), "confirm") {
+		t.Fatalf("a bulk re-route of 3 past a maximum of 2: %v, want EINVALID naming the maximum and confirm", err)
 	}
 	page, err := e.store.ListEvents(ctx, intake.Scope{}, intake.EventFilter{State: intake.EventNoConsumer})
 	if err != nil || len(page.Items) != 3 {
 		t.Fatalf("after the refusal, %d no_consumer events (%v), want all 3 untouched", len(page.Items), err)
 	}
 	wide := control.New(control.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, BulkMax: 3})
-	if n, err := wide.RerouteWhere(ctx, op, intake.EventFilter{}); err != nil || n != 3 {
-		t.Fatalf("a bulk re-route of 3 within a maximum of 3: %d, %v", n, err)
+	if res, err := wide.RerouteWhere(ctx, op, intake.EventFilter{}, true); err != nil || res.Count != 3 || res.Job != nil {
+		t.Fatalf("a confirmed bulk re-route of 3 within a maximum of 3: %+v, %v; want it done at once", res, err)
 	}
 }
 
@@ -323,4 +324,77 @@ func TestConsumerTestsPerOrgIsTheOperatorsSetting(t *testing.T) {
 		t.Fatalf("a third test while two hang, two allowed: %v, want EBUSY", err)
 	}
 	release()
+}
+
+// countedReads counts the consumer reads a store is asked for, and notes
+// whether each key lookup came marked as an operator's read.
+type countedReads struct {
+	intake.Store
+	mu        sync.Mutex
+	consumers int
+	keyMarked []bool
+}
+
+func (s *countedReads) Consumer(ctx context.Context, sc intake.Scope, id string) (intake.Consumer, error) {
+	s.mu.Lock()
+	s.consumers++
+	s.mu.Unlock()
+	return s.Store.Consumer(ctx, sc, id)
+}
+
+func (s *countedReads) OrgByKeyHash(ctx context.Context, hash []byte) (intake.Org, intake.Role, error) {
+	s.mu.Lock()
+	s.keyMarked = append(s.keyMarked, intake.IsOperatorRead(ctx))
+	s.mu.Unlock()
+	return s.Store.OrgByKeyHash(ctx, hash)
+}
+
+// TestARefusedConsumerTestReadsNothingAndEveryKeyLookupIsAnOperatorsRead:
+// a consumer test past its org's budget is refused before it reads the
+// store, so a flood of them costs the store nothing; and the lookup of a
+// caller's key, which anyone may ask for with any token, runs as an
+// operator's read (on PostgreSQL, never on a connection the pipeline
+// waits for).
+func TestARefusedConsumerTestReadsNothingAndEveryKeyLookupIsAnOperatorsRead(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	reads := &countedReads{Store: e.store}
+	ctl := control.New(control.Config{Store: reads, Sealer: e.sealer, Clock: e.clock})
+	op := as(intake.Scope{OrgID: e.org.ID})
+	fine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer fine.Close()
+	quick := e.consumerAt(t, fine.URL)
+	spent := false
+	for range 100 {
+		if _, err := ctl.TestConsumer(ctx, op, quick); intake.ErrorCode(err) == intake.EBUSY {
+			spent = true
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !spent {
+		t.Fatal("100 consumer tests at once, none refused: the org's burst was never spent")
+	}
+	before := reads.consumers
+	for range 50 {
+		if _, err := ctl.TestConsumer(ctx, op, quick); intake.ErrorCode(err) != intake.EBUSY {
+			t.Fatalf("a test past the budget: %v, want EBUSY", err)
+		}
+	}
+	if n := reads.consumers - before; n != 0 {
+		t.Fatalf("50 refused consumer tests read the store %d times", n)
+	}
+
+	if _, err := ctl.Authenticate(ctx, "192.0.2.1", "ik_nobody_has_this_key"); intake.ErrorCode(err) != intake.EUNAUTHORIZED {
+		t.Fatalf("an unknown key: %v, want EUNAUTHORIZED", err)
+	}
+	if len(reads.keyMarked) == 0 {
+		t.Fatal("the key was not looked up")
+	}
+	for i, marked := range reads.keyMarked {
+		if !marked {
+			t.Fatalf("key lookup %d was not marked as an operator's read", i)
+		}
+	}
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/cache"
+	"github.com/intakehq/intake/internal/fair"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/rules"
@@ -60,8 +62,9 @@ type Config struct {
 	// Calls bounds consumer tests and raw body reads; zero fields take
 	// DefaultCallBounds'.
 	Calls CallBounds
-	// BulkMax is the most events a bulk re-route takes (default
-	// DefaultBulkMax): past it the search is refused, to be narrowed.
+	// BulkMax is the most rows a bulk replay or re-route takes at once
+	// (default DefaultBulkMax): past it the search is refused, to be
+	// narrowed, unless confirmed, and then runs as a job.
 	BulkMax int
 	// MaxBodyBytes is the server's --max-body-bytes: an endpoint's
 	// max_body_bytes may not exceed it, so no org makes the server hold
@@ -86,7 +89,9 @@ type Plane struct {
 	people    intake.PeopleMap
 	blobs     intake.Blobs
 	budgets   budgets
-	bodyCap   int64 // an endpoint's max_body_bytes at most; 0: the store's maximum
+	lookups   *fair.Budget                 // credential lookups, per client address
+	keys      cache.TTL[string, cachedKey] // found keys, by hash
+	bodyCap   int64                        // an endpoint's max_body_bytes at most; 0: the store's maximum
 	log       *slog.Logger
 }
 
@@ -105,8 +110,13 @@ func New(cfg Config) *Plane {
 		people:    cfg.People,
 		blobs:     cfg.Blobs,
 		budgets:   newBudgets(cfg.Reads, cfg.Calls, cfg.BulkMax),
+		lookups:   newLookups(),
 		bodyCap:   cfg.MaxBodyBytes,
 		log:       cfg.Logger,
+	}
+	p.keys.TTL = keyTTL
+	if p.store != nil {
+		p.keys.Changes = p.store.Changes()
 	}
 	if p.sender == nil {
 		p.sender = delivery.NewSender(delivery.Options{Policy: cfg.ConsumerPolicy})
@@ -155,31 +165,32 @@ const keyPrefixLen = len(apiKeyPrefix) + 6
 // apiKeyPrefix marks org API keys, so a leaked one is recognisable.
 const apiKeyPrefix = "ik_"
 
-// Authenticate turns a token into a caller: the staff token sees every org,
-// an org's unrevoked API key its own. Anything else is EUNAUTHORIZED.
-func (p *Plane) Authenticate(ctx context.Context, tok string) (Caller, error) {
+// Authenticate turns a token client sent into a caller: the staff token
+// sees every org, an org's unrevoked API key its own. Anything else is
+// EUNAUTHORIZED. Keys are looked up within client's budget (LookUp).
+func (p *Plane) Authenticate(ctx context.Context, client, tok string) (Caller, error) {
 	tok = strings.TrimSpace(tok)
 	if tok == "" {
 		return Caller{}, intake.Errorf(intake.EUNAUTHORIZED, "a token is required: the staff token or an org's API key")
 	}
-	return p.AuthenticateHash(ctx, token.Hash(tok), keyActor(tok))
+	return p.AuthenticateHash(ctx, client, token.Hash(tok), keyActor(tok))
 }
 
 // AuthenticateHash is Authenticate for a credential known by its SHA-256
 // alone (a console session keeps no credential), naming it actor.
-func (p *Plane) AuthenticateHash(ctx context.Context, hash []byte, actor string) (Caller, error) {
+func (p *Plane) AuthenticateHash(ctx context.Context, client string, hash []byte, actor string) (Caller, error) {
 	// Comparing hashes keeps the comparison constant-time whatever the lengths.
 	if p.staffHash != nil && subtle.ConstantTimeCompare(hash, p.staffHash) == 1 {
 		return Caller{Actor: "staff"}, nil
 	}
-	org, role, err := p.store.OrgByKeyHash(ctx, hash)
+	k, err := p.keyOf(ctx, client, hash)
 	if intake.ErrorCode(err) == intake.ENOTFOUND {
 		return Caller{}, intake.Errorf(intake.EUNAUTHORIZED, "invalid token")
 	}
 	if err != nil {
 		return Caller{}, err
 	}
-	return Caller{Scope: intake.Scope{OrgID: org.ID}, Actor: actor, OrgName: org.Name, Role: role}, nil
+	return Caller{Scope: intake.Scope{OrgID: k.org.ID}, Actor: actor, OrgName: k.org.Name, Role: k.role}, nil
 }
 
 // keyActor names an org key in the audit log.

@@ -149,33 +149,41 @@ func (p *Plane) Reroute(ctx context.Context, c Caller, id string) error {
 // every such state), each with its own audit entry naming the search, and
 // returns how many. One bulk action runs at a time per org (EBUSY past
 // it), and a search selecting more than the bulk maximum is refused before
-// anything is re-routed: narrow it.
-func (p *Plane) RerouteWhere(ctx context.Context, c Caller, f intake.EventFilter) (int, error) {
+// anything is re-routed unless confirm, and then becomes a job a
+// ReplayRunner carries out in paced batches.
+func (p *Plane) RerouteWhere(ctx context.Context, c Caller, f intake.EventFilter, confirm bool) (BulkResult, error) {
 	if err := c.may(intake.RoleOperator); err != nil {
-		return 0, err
+		return BulkResult{}, err
 	}
 	release, err := p.takeBulk(ctx, c)
 	if err != nil {
-		return 0, err
+		return BulkResult{}, err
 	}
 	defer release()
-	selected, _, err := p.selectReroutable(ctx, c, f)
+	selected, _, total, err := p.selectReroutable(ctx, c, f, confirm)
 	if err != nil {
-		return 0, err
+		return BulkResult{}, err
+	}
+	if total > p.budgets.bulkMax {
+		j, err := p.startBulkJob(ctx, c, intake.JobReroute, eventSelection(f), total, "events.reroute")
+		if err != nil {
+			return BulkResult{}, err
+		}
+		return BulkResult{Job: &j}, nil
 	}
 	query := describeSearch(string(f.State), f.Type, "", f.Search, f.Since, f.Until)
 	n := 0
 	for _, e := range selected {
 		a := p.entry(c, e.org, "event.reroute", "event", e.id, "bulk (search: ", query, ")")
-		err := p.store.RerouteEvent(ctx, c.Scope, e.id, p.clock.Now(), a)
-		if err != nil && intake.ErrorCode(err) != intake.ECONFLICT {
-			return n, err
+		done, err := intake.RerouteOutcome(p.store.RerouteEvent(ctx, c.Scope, e.id, p.clock.Now(), a))
+		if err != nil {
+			return BulkResult{Count: n}, err
 		}
-		if err == nil {
+		if done {
 			n++
 		}
 	}
-	return n, nil
+	return BulkResult{Count: n}, nil
 }
 
 // PreviewRerouteWhere is RerouteWhere's dry run: how many events it would
@@ -189,8 +197,8 @@ func (p *Plane) PreviewRerouteWhere(ctx context.Context, c Caller, f intake.Even
 		return Preview[intake.Event]{}, err
 	}
 	defer release()
-	selected, first, err := p.selectReroutable(ctx, c, f)
-	return Preview[intake.Event]{Count: len(selected), Items: first}, err
+	_, first, total, err := p.selectReroutable(ctx, c, f, true)
+	return Preview[intake.Event]{Count: total, Items: first}, err
 }
 
 // selectedEvent is what a re-route needs of an event, not its data: up to
@@ -198,31 +206,54 @@ func (p *Plane) PreviewRerouteWhere(ctx context.Context, c Caller, f intake.Even
 type selectedEvent struct{ id, org string }
 
 // selectReroutable checks a bulk re-route's search and selects its events,
-// and the first PreviewItems of them whole. A search selecting more than
-// the bulk maximum is refused.
-func (p *Plane) selectReroutable(ctx context.Context, c Caller, f intake.EventFilter) ([]selectedEvent, []intake.Event, error) {
+// and the first PreviewItems of them whole, with how many it selects. A
+// search selecting more than the bulk maximum selects none: it is refused,
+// or, with countAll, counted (a count in each state, within the read
+// budget and deadline, never its pages).
+func (p *Plane) selectReroutable(ctx context.Context, c Caller, f intake.EventFilter, countAll bool) ([]selectedEvent, []intake.Event, int, error) {
 	states := reroutable()
 	if f.State != "" {
 		if intake.CheckEventTransition(f.State, intake.EventPending) != nil {
-			return nil, nil, intake.Errorf(intake.EINVALID, "only %s events can be re-routed", joinStates(states))
+			return nil, nil, 0, intake.Errorf(intake.EINVALID, "only %s events can be re-routed", joinStates(states))
 		}
 		states = []intake.EventState{f.State}
 	}
 	if err := checkEventFilter(f); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
+	}
+	if countAll {
+		total, err := p.countReroutable(ctx, c, f, states)
+		if err != nil || total > p.budgets.bulkMax {
+			var first []intake.Event
+			for _, st := range states {
+				if err != nil || len(first) == PreviewItems {
+					break
+				}
+				g := f
+				g.State, g.Limit, g.Cursor = st, PreviewItems-len(first), ""
+				var page intake.Page[intake.Event]
+				page, err = p.Events(ctx, c, g)
+				first = append(first, page.Items...)
+			}
+			return nil, first, total, err
+		}
 	}
 	var selected []selectedEvent
 	var first []intake.Event
+	total := 0
 	for _, st := range states {
 		g := f
 		g.State, g.Limit, g.Cursor = st, intake.MaxPageSize, ""
-		for len(selected) <= p.budgets.bulkMax {
+		for total <= p.budgets.bulkMax {
 			page, err := p.Events(ctx, c, g)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, 0, err
 			}
 			for _, e := range page.Items {
-				selected = append(selected, selectedEvent{e.ID, e.OrgID})
+				total++
+				if total <= p.budgets.bulkMax {
+					selected = append(selected, selectedEvent{e.ID, e.OrgID})
+				}
 				if len(first) < PreviewItems {
 					first = append(first, e)
 				}
@@ -233,11 +264,32 @@ func (p *Plane) selectReroutable(ctx context.Context, c Caller, f intake.EventFi
 			g.Cursor = page.NextCursor
 		}
 	}
-	if len(selected) > p.budgets.bulkMax {
-		return nil, nil, intake.Errorf(intake.EINVALID, "this search selects more than %d events, the most a bulk re-route takes: narrow it (a type, a time range, a match)",
-			p.budgets.bulkMax)
+	if total > p.budgets.bulkMax {
+		if !countAll {
+			return nil, nil, 0, intake.Errorf(intake.EINVALID, "this search selects more than %d events, the most a bulk re-route takes at once: %s",
+				p.budgets.bulkMax, confirmHint)
+		}
+		// More arrived since the count: counted again, as a job.
+		n, err := p.countReroutable(ctx, c, f, states)
+		return nil, first, max(n, total), err
 	}
-	return selected, first, nil
+	return selected, first, total, nil
+}
+
+// countReroutable counts the events f selects in states, each state's a
+// read within c's org's budget and deadline.
+func (p *Plane) countReroutable(ctx context.Context, c Caller, f intake.EventFilter, states []intake.EventState) (int, error) {
+	total := 0
+	for _, st := range states {
+		g := f
+		g.State, g.Cursor = st, ""
+		n, err := budgeted(ctx, p, c, func(ctx context.Context) (int, error) { return p.store.CountEvents(ctx, c.Scope, g) })
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
 }
 
 // reroutable lists the event states an operator may take back to pending,

@@ -139,13 +139,13 @@ func TestADeletedOrgsKeyNoLongerAuthenticates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := e.ctl.Authenticate(ctx, key); err != nil || c.Scope.OrgID != acme.ID {
+	if c, err := e.ctl.Authenticate(ctx, "192.0.2.1", key); err != nil || c.Scope.OrgID != acme.ID {
 		t.Fatalf("before the delete: %+v %v", c, err)
 	}
 	if _, err := e.ctl.DeleteOrg(ctx, e.staff, acme.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ctl.Authenticate(ctx, key); intake.ErrorCode(err) != intake.EUNAUTHORIZED {
+	if _, err := e.ctl.Authenticate(ctx, "192.0.2.1", key); intake.ErrorCode(err) != intake.EUNAUTHORIZED {
 		t.Fatalf("the deleted org's key: %v, want EUNAUTHORIZED", err)
 	}
 }

@@ -71,7 +71,7 @@ func TestEachReadRefusesABadIDOrFilterWithOneError(t *testing.T) {
 			"state must be one of pending, delivered"},
 		{"Events type", errOf(ctl.Events(ctx, key, intake.EventFilter{Type: long(201)})), intake.EINVALID, "type must be at most 200 bytes"},
 		{"Events cursor", errOf(ctl.Events(ctx, key, intake.EventFilter{Cursor: "zzz"})), intake.EINVALID, "malformed cursor"},
-		{"RerouteWhere type", errOf(ctl.RerouteWhere(ctx, key, intake.EventFilter{Type: long(201)})), intake.EINVALID,
+		{"RerouteWhere type", errOf(ctl.RerouteWhere(ctx, key, intake.EventFilter{Type: long(201)}, false)), intake.EINVALID,
 			"type must be at most 200 bytes"},
 		{"Unclaimed cursor", errOf(ctl.Unclaimed(ctx, staff, 0, "zzz")), intake.EINVALID, "malformed cursor"},
 		{"Unclaimed by an org", errOf(ctl.Unclaimed(ctx, key, 0, "")), intake.EFORBIDDEN, "only the staff token"},

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -16,9 +17,6 @@ const MaxReplayWindow = 7 * 24 * time.Hour
 // and commits before it saves its progress, so a large window holds neither
 // a transaction nor memory.
 const replayBatch = 50
-
-// maxBulkReplay bounds how many dead messages one bulk replay makes again.
-const maxBulkReplay = 1000
 
 // ReplayMessage makes a new message from a stored one: same request,
 // replay_of set, processed like any other but without deduplication. Its
@@ -42,7 +40,7 @@ func (p *Plane) ReplayMessage(ctx context.Context, c Caller, id string) (intake.
 
 // ReplayDead replays every dead message f selects whose body is still kept
 // (a replay of one whose body expired would only be dead again), at most
-// maxBulkReplay, and returns how many.
+// the bulk maximum, and returns how many.
 func (p *Plane) ReplayDead(ctx context.Context, c Caller, f intake.MessageFilter) (int, error) {
 	if err := c.may(intake.RoleOperator); err != nil {
 		return 0, err
@@ -52,13 +50,13 @@ func (p *Plane) ReplayDead(ctx context.Context, c Caller, f intake.MessageFilter
 		return 0, err
 	}
 	n := 0
-	for n < maxBulkReplay {
+	for n < p.budgets.bulkMax {
 		page, err := p.store.ListMessages(ctx, c.Scope, f)
 		if err != nil {
 			return n, err
 		}
 		for _, m := range page.Items {
-			if m.BodyExpired || m.ErrorCode == intake.ErrCodeBodyExpired || n >= maxBulkReplay {
+			if m.BodyExpired || m.ErrorCode == intake.ErrCodeBodyExpired || n >= p.budgets.bulkMax {
 				continue
 			}
 			r, err := replay(ctx, p.store, p.clock, m, false, func(r intake.Message) []intake.AuditEntry {
@@ -85,28 +83,9 @@ func (p *Plane) ReplayDead(ctx context.Context, c Caller, f intake.MessageFilter
 // records nothing and returns the zero Message.
 func replay(ctx context.Context, st intake.History, clock intake.Clock, orig intake.Message, keepExpired bool,
 	audit func(intake.Message) []intake.AuditEntry) (intake.Message, error) {
-	now := clock.Now()
-	m := intake.Message{
-		ID: intake.NewID(), OrgID: orig.OrgID, ConnectionID: orig.ConnectionID, EndpointID: orig.EndpointID,
-		Method: orig.Method, Query: orig.Query, Digest: orig.Digest, ReceivedAt: orig.ReceivedAt,
-		State: intake.MessageQueued, MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: now, ReplayOf: orig.ID,
-	}
-	if orig.ReplayOf != "" {
-		m.ReplayOf = orig.ReplayOf // always the message the provider sent
-	}
-	sc := intake.Scope{OrgID: orig.OrgID}
-	b, err := st.MessageBody(ctx, sc, orig.ID)
-	switch {
-	case intake.ErrorCode(err) == intake.ENOTFOUND && !keepExpired:
-		return intake.Message{}, nil
-	case intake.ErrorCode(err) == intake.ENOTFOUND:
-		expired(&m)
-	case err != nil:
+	m, ok, err := replayOf(ctx, st, clock, orig, keepExpired)
+	if err != nil || !ok {
 		return intake.Message{}, err
-	default:
-		// A body in object storage is not copied: the replay names the
-		// same object, which is deleted only once no body names it.
-		m.Body, m.BlobKey, m.Header = b.Body, b.BlobKey, b.Header
 	}
 	err = st.InsertReplay(ctx, &m, audit(m)...)
 	if intake.ErrorCode(err) == intake.ENOTFOUND && m.BlobKey != "" {
@@ -118,6 +97,36 @@ func replay(ctx context.Context, st intake.History, clock intake.Clock, orig int
 		return intake.Message{}, err
 	}
 	return m, nil
+}
+
+// replayOf makes the replay of orig, with orig's request. When orig's body
+// has expired the replay is dead with body_expired, or, unless
+// keepExpired, there is none (ok false).
+func replayOf(ctx context.Context, st intake.History, clock intake.Clock, orig intake.Message, keepExpired bool) (m intake.Message, ok bool, err error) {
+	now := clock.Now()
+	m = intake.Message{
+		ID: intake.NewID(), OrgID: orig.OrgID, ConnectionID: orig.ConnectionID, EndpointID: orig.EndpointID,
+		Method: orig.Method, Query: orig.Query, Digest: orig.Digest, ReceivedAt: orig.ReceivedAt,
+		State: intake.MessageQueued, MaxAttempts: intake.DefaultMaxAttempts, NextAttemptAt: now, ReplayOf: orig.ID,
+	}
+	if orig.ReplayOf != "" {
+		m.ReplayOf = orig.ReplayOf // always the message the provider sent
+	}
+	sc := intake.Scope{OrgID: orig.OrgID}
+	b, err := st.MessageBody(ctx, sc, orig.ID)
+	switch {
+	case intake.ErrorCode(err) == intake.ENOTFOUND && !keepExpired:
+		return intake.Message{}, false, nil
+	case intake.ErrorCode(err) == intake.ENOTFOUND:
+		expired(&m)
+	case err != nil:
+		return intake.Message{}, false, err
+	default:
+		// A body in object storage is not copied: the replay names the
+		// same object, which is deleted only once no body names it.
+		m.Body, m.BlobKey, m.Header = b.Body, b.BlobKey, b.Header
+	}
+	return m, true, nil
 }
 
 // expired makes m the replay of a message whose body has expired: dead
@@ -206,14 +215,27 @@ type ReplayStore interface {
 	intake.History
 }
 
-// ReplayRunner carries out window replays, one at a time; every process
-// runs one, and a job whose runner stopped is taken over where it got to.
+// ReplayRunner carries out window replays and bulk jobs, one at a time;
+// every process runs one, and a job whose runner stopped is taken over
+// where it got to. Jobs take turns: a runner works Batches batches of one,
+// then lets it go and takes the job saved least recently, so that one
+// org's long job never holds another org's up.
 type ReplayRunner struct {
 	Store  ReplayStore
 	Clock  intake.Clock
 	Logger *slog.Logger
 	Poll   time.Duration // how often to look for a new job (default 1s)
+	// Batch is how many rows a batch of a bulk job takes (default 50);
+	// Batches how many batches of one job a runner works in its turn
+	// (default 20).
+	Batch, Batches int
+	// reads, when set, bounds bulk jobs' reads as the plane bounds the
+	// org's own (Plane.Runner).
+	reads *budgets
 }
+
+func (r *ReplayRunner) batch() int   { return cmp.Or(r.Batch, replayBatch) }
+func (r *ReplayRunner) batches() int { return cmp.Or(r.Batches, 20) }
 
 // Run carries out window replays until ctx ends.
 func (r *ReplayRunner) Run(ctx context.Context) error {
@@ -239,55 +261,16 @@ func (r *ReplayRunner) Run(ctx context.Context) error {
 	}
 }
 
-// RunOnce claims one window replay and carries it out from where it got
-// to, saving its progress after every batch, until it ends, its lease is
-// lost or ctx ends. ran is false when no replay was waiting. A runner that
-// stops mid-batch leaves that batch to be replayed again by the next: at
-// most replayBatch messages are replayed twice.
+// RunOnce claims one job and carries out its turn from where it got to
+// (runBulk): each batch written with the job's progress in one
+// transaction, until the job ends, its turn ends, its lease is lost or ctx
+// ends. ran is false when no job was waiting. A runner that stops
+// mid-batch wrote none of it: the next takes the job over from its last
+// batch, and no row is written twice.
 func (r *ReplayRunner) RunOnce(ctx context.Context) (ran bool, err error) {
 	j, ok, err := r.Store.ClaimReplayJob(ctx, r.Clock.Now(), replayLease)
 	if err != nil || !ok {
 		return false, err
 	}
-	sc := intake.Scope{OrgID: j.OrgID}
-	f := windowFilter(j.EndpointID, j.Since, j.Until)
-	f.Cursor = j.Cursor
-	for ctx.Err() == nil {
-		page, err := r.Store.ListMessages(ctx, sc, f)
-		if err == nil {
-			for _, m := range page.Items {
-				// The job's own audit entry covers its messages.
-				if _, err = replay(ctx, r.Store, r.Clock, m, true, func(intake.Message) []intake.AuditEntry { return nil }); err != nil {
-					break
-				}
-				j.Done++
-				j.Cursor = m.ID
-			}
-		}
-		if err != nil && ctx.Err() != nil {
-			// The process is stopping mid-batch: the job is not failed, it
-			// is taken over from its last save once the lease ends.
-			return true, nil
-		}
-		if err != nil {
-			if r.Logger != nil {
-				r.Logger.Error("replay window stopped", "replay_id", j.ID, "err", err)
-			}
-			j.Error = intake.ErrorMessage(err)
-		}
-		if err != nil || page.NextCursor == "" {
-			j.FinishedAt = r.Clock.Now().UTC()
-		}
-		if err := r.Store.SaveReplayJob(context.WithoutCancel(ctx), j, r.Clock.Now(), replayLease); err != nil {
-			if intake.ErrorCode(err) == intake.ESTALE {
-				return true, nil // another runner took the job over
-			}
-			return true, err
-		}
-		if j.Finished() {
-			return true, nil
-		}
-		f.Cursor = page.NextCursor
-	}
-	return true, nil
+	return true, r.runBulk(ctx, j)
 }

@@ -78,11 +78,18 @@ func setup(t *testing.T) *env {
 // receive stores a signed GitHub delivery as ingress would.
 func (e *env) receive(t *testing.T, delivery string) string {
 	t.Helper()
+	return e.receiveAt(t, e.ep, delivery)
+}
+
+// receiveAt stores a signed GitHub delivery to ep, of a connection sealed
+// with the env's secret, as ingress would.
+func (e *env) receiveAt(t *testing.T, ep intake.Endpoint, delivery string) string {
+	t.Helper()
 	body := fmt.Appendf(nil, `{"action":"opened","issue":{"node_id":"I_%s"}}`, delivery)
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write(body)
 	sum := sha256.Sum256(body)
-	m := &intake.Message{ID: intake.NewID(), OrgID: e.org.ID, ConnectionID: e.conn.ID, EndpointID: e.ep.ID, Method: "POST",
+	m := &intake.Message{ID: intake.NewID(), OrgID: ep.OrgID, ConnectionID: ep.ConnectionID, EndpointID: ep.ID, Method: "POST",
 		Header: http.Header{"X-Github-Event": {"issues"}, "X-Github-Delivery": {delivery},
 			"X-Hub-Signature-256": {"sha256=" + hex.EncodeToString(mac.Sum(nil))}},
 		Body: body, Digest: hex.EncodeToString(sum[:]), ReceivedAt: e.clock.Now(), State: intake.MessageQueued,
@@ -280,9 +287,9 @@ func TestRerouteOfDeadEventSkipsTheConsumerThatHandledIt(t *testing.T) {
 	bad.mu.Lock()
 	bad.status = 200
 	bad.mu.Unlock()
-	n, err := e.ctl.RerouteWhere(context.Background(), as(intake.Scope{OrgID: e.org.ID}), intake.EventFilter{Type: "github.issues.opened"})
-	if err != nil || n != 1 {
-		t.Fatalf("bulk re-route %d %v", n, err)
+	res, err := e.ctl.RerouteWhere(context.Background(), as(intake.Scope{OrgID: e.org.ID}), intake.EventFilter{Type: "github.issues.opened"}, false)
+	if err != nil || res.Count != 1 {
+		t.Fatalf("bulk re-route %+v %v", res, err)
 	}
 	e.settle(t)
 	ev, _ = e.store.Event(context.Background(), intake.Scope{}, ev.ID)
@@ -354,13 +361,14 @@ type stopAfterSave struct {
 	cancel context.CancelFunc
 }
 
-func (s stopAfterSave) SaveReplayJob(ctx context.Context, j intake.ReplayJob, now time.Time, lease time.Duration) error {
+func (s stopAfterSave) SaveJobBatch(ctx context.Context, j intake.ReplayJob, b intake.JobBatch, now time.Time, lease time.Duration) (int, error) {
 	defer s.cancel()
-	return s.Store.SaveReplayJob(ctx, j, now, lease)
+	return s.Store.SaveJobBatch(ctx, j, b, now, lease)
 }
 
 // A runner stopped in the middle of a batch leaves the job unfinished and
-// without an error, for another runner to take over.
+// without an error, for another runner to take over, and none of the
+// batch written.
 func TestWindowReplayStoppedMidBatchIsNotFailed(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
@@ -374,7 +382,7 @@ func TestWindowReplayStoppedMidBatchIsNotFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopping, cancel := context.WithCancel(ctx)
-	runner := &control.ReplayRunner{Store: &stopOnIngest{Store: e.store, left: 5, cancel: cancel}, Clock: e.clock}
+	runner := &control.ReplayRunner{Store: &stopOnRead{Store: e.store, left: 5, cancel: cancel}, Clock: e.clock}
 	if ran, err := runner.RunOnce(stopping); !ran || err != nil {
 		t.Fatalf("runner: ran %v, %v", ran, err)
 	}
@@ -388,21 +396,32 @@ func TestWindowReplayStoppedMidBatchIsNotFailed(t *testing.T) {
 	if p, _ := e.ctl.ReplayJob(ctx, as(intake.Scope{}), job.ID); !p.Finished() || p.Done != 10 || p.Error != "" {
 		t.Fatalf("after the takeover: %+v", p)
 	}
+	// A batch is written whole with the job's progress, or not at all:
+	// what the stopped runner had read is not replayed twice.
+	per := e.replaysOf(t, intake.Scope{})
+	if len(per) != 10 {
+		t.Fatalf("%d originals replayed, want 10", len(per))
+	}
+	for id, k := range per {
+		if k != 1 {
+			t.Errorf("original %s replayed %d times", id, k)
+		}
+	}
 }
 
-// stopOnIngest lets left ingests through, then stops its runner's process:
-// the next ingest finds the context ended.
-type stopOnIngest struct {
+// stopOnRead lets left reads of a body through, then stops its runner's
+// process: the runner stops in the middle of reading a batch.
+type stopOnRead struct {
 	intake.Store
 	left   int
 	cancel context.CancelFunc
 }
 
-func (s *stopOnIngest) InsertReplay(ctx context.Context, m *intake.Message, audit ...intake.AuditEntry) error {
+func (s *stopOnRead) MessageBody(ctx context.Context, sc intake.Scope, id string) (intake.StoredBody, error) {
 	if s.left == 0 {
 		s.cancel()
-		return ctx.Err()
+		return intake.StoredBody{}, ctx.Err()
 	}
 	s.left--
-	return s.Store.InsertReplay(ctx, m, audit...)
+	return s.Store.MessageBody(ctx, sc, id)
 }

@@ -213,11 +213,11 @@ func roleRows(orgID string) []roleRow {
 			return err
 		}},
 		{"ReplayWhere", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
-			_, err := p.ReplayWhere(ctx, c, intake.MessageFilter{Type: "stripe.invoice.paid"})
+			_, err := p.ReplayWhere(ctx, c, intake.MessageFilter{Type: "stripe.invoice.paid"}, false)
 			return err
 		}},
 		{"RerouteWhere", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
-			_, err := p.RerouteWhere(ctx, c, intake.EventFilter{})
+			_, err := p.RerouteWhere(ctx, c, intake.EventFilter{}, false)
 			return err
 		}},
 		{"PauseConsumer", "", intake.RoleOperator, func(ctx context.Context, p *control.Plane, c control.Caller) error {
@@ -336,10 +336,13 @@ func roleRows(orgID string) []roleRow {
 var notActions = map[string]string{
 	"Authenticate":     "turns a token into a Caller",
 	"AuthenticateHash": "turns a credential's hash into a Caller",
+	"LookUp":           "looks up a credential before there is a Caller",
 	"SignInPerson":     "turns a person the identity provider vouched for into a Caller",
 	"Stated":           "adds its state to a consumer an action returned",
 	"SecretCount":      "counts the secrets of a connection an action returned",
 	"SealStoredURLs":   "the server's own start, before anyone is served",
+	"BulkMax":          "the server's --bulk-max, which a page shows before an action",
+	"Runner":           "the server's own job runner, which carries out what callers started",
 }
 
 // Every action and read of the control plane refuses a role below the one

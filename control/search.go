@@ -188,33 +188,41 @@ func describeSearch(state, typ, endpointID string, s intake.Search, since, until
 // ReplayWhere replays every original message f selects whose body is
 // still kept (a replay of one whose body expired would only be dead
 // again), each a new message with its own audit entry naming the search,
-// and returns how many. A search that selects nothing in particular, or
-// more than maxBulkReplay messages, is refused before anything is
-// replayed: narrow it.
-func (p *Plane) ReplayWhere(ctx context.Context, c Caller, f intake.MessageFilter) (int, error) {
-	f, _, err := p.checkReplayWhere(ctx, c, f)
+// and returns how many. A search that selects nothing in particular is
+// refused; one that selects more than the bulk maximum is refused before
+// anything is replayed unless confirm, and then becomes a job a
+// ReplayRunner carries out in paced batches.
+func (p *Plane) ReplayWhere(ctx context.Context, c Caller, f intake.MessageFilter, confirm bool) (BulkResult, error) {
+	f, total, err := p.checkReplayWhere(ctx, c, f, confirm)
 	if err != nil {
-		return 0, err
+		return BulkResult{}, err
+	}
+	if total > p.budgets.bulkMax {
+		j, err := p.startBulkJob(ctx, c, intake.JobReplay, messageSelection(f), total, "messages.replay")
+		if err != nil {
+			return BulkResult{}, err
+		}
+		return BulkResult{Job: &j}, nil
 	}
 	query := describeSearch(string(f.State), f.Type, f.EndpointID, f.Search, f.Since, f.Until)
 	if f.ProviderEventID != "" {
 		query += fmt.Sprintf(" provider_event_id=%q", f.ProviderEventID)
 	}
 	n := 0
-	for n < maxBulkReplay {
+	for n < p.budgets.bulkMax {
 		page, err := p.store.ListMessages(ctx, c.Scope, f)
 		if err != nil {
-			return n, err
+			return BulkResult{Count: n}, err
 		}
 		for _, m := range page.Items {
-			if n >= maxBulkReplay {
+			if n >= p.budgets.bulkMax {
 				break
 			}
 			r, err := replay(ctx, p.store, p.clock, m, false, func(r intake.Message) []intake.AuditEntry {
 				return []intake.AuditEntry{p.entry(c, m.OrgID, "message.replay", "message", m.ID, "replay=", r.ID, " (search: ", query, ")")}
 			})
 			if err != nil {
-				return n, err
+				return BulkResult{Count: n}, err
 			}
 			if r.ID != "" {
 				n++
@@ -225,13 +233,13 @@ func (p *Plane) ReplayWhere(ctx context.Context, c Caller, f intake.MessageFilte
 		}
 		f.Cursor = page.NextCursor
 	}
-	return n, nil
+	return BulkResult{Count: n}, nil
 }
 
 // checkReplayWhere checks a bulk replay's search and counts what it
-// selects: at most maxBulkReplay, or it is refused. f comes back as the
-// replay pages it.
-func (p *Plane) checkReplayWhere(ctx context.Context, c Caller, f intake.MessageFilter) (intake.MessageFilter, int, error) {
+// selects: at most the bulk maximum, or, unless confirm, it is refused. f
+// comes back as the replay pages it.
+func (p *Plane) checkReplayWhere(ctx context.Context, c Caller, f intake.MessageFilter, confirm bool) (intake.MessageFilter, int, error) {
 	if err := c.may(intake.RoleOperator); err != nil {
 		return f, 0, err
 	}
@@ -242,13 +250,13 @@ func (p *Plane) checkReplayWhere(ctx context.Context, c Caller, f intake.Message
 	if f.Search.IsZero() && f.Type == "" && f.State == "" && f.EndpointID == "" && f.ProviderEventID == "" && f.Since.IsZero() && f.Until.IsZero() {
 		return f, 0, intake.Errorf(intake.EINVALID, "a bulk replay needs a search: match, q, type, state, endpoint_id, since or until")
 	}
-	total, err := p.store.CountMessages(ctx, c.Scope, f)
+	total, err := budgeted(ctx, p, c, func(ctx context.Context) (int, error) { return p.store.CountMessages(ctx, c.Scope, f) })
 	if err != nil {
 		return f, 0, err
 	}
-	if total > maxBulkReplay {
-		return f, 0, intake.Errorf(intake.EINVALID, "this search selects %d messages; a bulk replay takes at most %d: narrow it (a type, a time range, a match)",
-			total, maxBulkReplay)
+	if total > p.budgets.bulkMax && !confirm {
+		return f, 0, intake.Errorf(intake.EINVALID, "this search selects %d messages; a bulk replay takes at most %d at once: %s",
+			total, p.budgets.bulkMax, confirmHint)
 	}
 	return f, total, nil
 }
@@ -257,7 +265,7 @@ func (p *Plane) checkReplayWhere(ctx context.Context, c Caller, f intake.Message
 // the search selects (a replay skips those whose body has expired) and the
 // first of them; nothing changes.
 func (p *Plane) PreviewReplayWhere(ctx context.Context, c Caller, f intake.MessageFilter) (Preview[intake.Message], error) {
-	f, total, err := p.checkReplayWhere(ctx, c, f)
+	f, total, err := p.checkReplayWhere(ctx, c, f, true)
 	if err != nil {
 		return Preview[intake.Message]{}, err
 	}

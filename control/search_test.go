@@ -57,9 +57,9 @@ func TestABulkReplayOfASearchReplaysWhatItFindsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := e.ctl.ReplayWhere(context.Background(), as(sc), intake.MessageFilter{Search: search})
-	if err != nil || n != 1 {
-		t.Fatalf("replayed %d (%v), want 1", n, err)
+	res, err := e.ctl.ReplayWhere(context.Background(), as(sc), intake.MessageFilter{Search: search}, false)
+	if err != nil || res.Count != 1 {
+		t.Fatalf("replayed %+v (%v), want 1", res, err)
 	}
 	e.settle(t)
 	app.mu.Lock()
@@ -69,24 +69,26 @@ func TestABulkReplayOfASearchReplaysWhatItFindsOnce(t *testing.T) {
 	}
 	// A second replay of the same search finds the original again, never
 	// its replay: a bulk replay replays originals.
-	if n, err := e.ctl.ReplayWhere(context.Background(), as(sc), intake.MessageFilter{Search: search}); err != nil || n != 1 {
-		t.Fatalf("replayed again %d (%v), want 1", n, err)
+	if res, err := e.ctl.ReplayWhere(context.Background(), as(sc), intake.MessageFilter{Search: search}, false); err != nil || res.Count != 1 {
+		t.Fatalf("replayed again %+v (%v), want 1", res, err)
 	}
 }
 
-func TestABulkReplayOfMoreThanAThousandIsRefusedWhole(t *testing.T) {
+func TestABulkReplayPastTheBulkMaximumIsRefusedWhole(t *testing.T) {
 	e := setup(t)
 	var wg sync.WaitGroup
-	for i := range 1001 {
+	for i := range 11 {
 		wg.Go(func() { e.receive(t, fmt.Sprint("d-", i)) })
 	}
 	wg.Wait()
 	sc := intake.Scope{OrgID: e.org.ID}
-	_, err := e.ctl.ReplayWhere(context.Background(), as(sc), intake.MessageFilter{State: intake.MessageQueued})
-	if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(intake.ErrorMessage(err), "selects 1001 messages") {
-		t.Fatalf("a replay of 1001: %v", err)
+	small := control.New(control.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, BulkMax: 10})
+	_, err := small.ReplayWhere(context.Background(), as(sc), intake.MessageFilter{State: intake.MessageQueued}, false)
+	if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(intake.ErrorMessage(err), "selects 11 messages") ||
+		!strings.Contains(intake.ErrorMessage(err), "confirm") {
+		t.Fatalf("a replay of 11 past a maximum of 10: %v, want EINVALID naming the count and confirm", err)
 	}
-	if n, _ := e.store.CountMessages(context.Background(), sc, intake.MessageFilter{}); n != 1001 {
-		t.Fatalf("%d messages after a refused replay, want 1001", n)
+	if n, _ := e.store.CountMessages(context.Background(), sc, intake.MessageFilter{}); n != 11 {
+		t.Fatalf("%d messages after a refused replay, want 11", n)
 	}
 }

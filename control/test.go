@@ -32,15 +32,16 @@ func (p *Plane) TestConsumer(ctx context.Context, c Caller, id string) (Consumer
 	if err := intake.CheckID("id", id); err != nil {
 		return ConsumerTest{}, err
 	}
-	cs, err := p.store.Consumer(ctx, c.Scope, id)
-	if err != nil {
-		return ConsumerTest{}, err
-	}
+	// The budget first: a test past it costs no read of the store.
 	release, err := p.takeTest(ctx, c)
 	if err != nil {
 		return ConsumerTest{}, err
 	}
 	defer release()
+	cs, err := p.store.Consumer(intake.OperatorRead(ctx), c.Scope, id)
+	if err != nil {
+		return ConsumerTest{}, err
+	}
 	secrets, dest, err := p.opened(cs)
 	if err != nil {
 		return ConsumerTest{}, err

@@ -324,7 +324,7 @@ func TestBadInputIsRefusedAlikeByTheAPIAndTheConsole(t *testing.T) {
 func TestAConnectionsScriptIsSetAloneAndOnlyWhereAProviderIsDescribedByOne(t *testing.T) {
 	tr := newTransports(t)
 	ctx := context.Background()
-	who, err := tr.ctl.Authenticate(ctx, tr.key)
+	who, err := tr.ctl.Authenticate(ctx, "192.0.2.1", tr.key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,20 +79,34 @@ type amqpQueue struct {
 // is "", and collects its messages.
 func (b amqpBroker) queue(t *testing.T, exchange, pattern string) *amqpQueue {
 	t.Helper()
+	q := &amqpQueue{}
+	q.name = b.consume(t, exchange, pattern, func(d amqp.Delivery) {
+		q.mu.Lock()
+		q.got = append(q.got, d)
+		q.mu.Unlock()
+	})
+	return q
+}
+
+// consume declares a queue of the test's own, bound to exchange by
+// pattern unless exchange is "", and passes each of its messages to each
+// as it arrives; it returns the queue's name.
+func (b amqpBroker) consume(t *testing.T, exchange, pattern string, each func(amqp.Delivery)) string {
+	t.Helper()
 	ch, err := b.conn.Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := &amqpQueue{name: "intake-e2e-q-" + amqpSuffix()}
-	if _, err := ch.QueueDeclare(q.name, false, false, false, false, nil); err != nil {
+	name := "intake-e2e-q-" + amqpSuffix()
+	if _, err := ch.QueueDeclare(name, false, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	if exchange != "" {
-		if err := ch.QueueBind(q.name, pattern, exchange, false, nil); err != nil {
+		if err := ch.QueueBind(name, pattern, exchange, false, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	deliveries, err := ch.Consume(q.name, "", true, false, false, false, nil)
+	deliveries, err := ch.Consume(name, "", true, false, false, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,19 +114,17 @@ func (b amqpBroker) queue(t *testing.T, exchange, pattern string) *amqpQueue {
 	go func() {
 		defer close(done)
 		for d := range deliveries {
-			q.mu.Lock()
-			q.got = append(q.got, d)
-			q.mu.Unlock()
+			each(d)
 		}
 	}()
 	t.Cleanup(func() {
-		if _, err := ch.QueueDelete(q.name, false, false, false); err != nil {
-			t.Errorf("delete queue %s: %v", q.name, err)
+		if _, err := ch.QueueDelete(name, false, false, false); err != nil {
+			t.Errorf("delete queue %s: %v", name, err)
 		}
 		ch.Close()
 		<-done
 	})
-	return q
+	return name
 }
 
 // exchange declares a topic exchange, deleted when the test ends.

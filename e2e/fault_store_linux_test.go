@@ -35,7 +35,14 @@ func mountTmpfs(t *testing.T, size string) string {
 		t.Skipf("cannot mount a tmpfs (%v): this test needs root or CAP_SYS_ADMIN", err)
 	}
 	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
+		// Processes stopped just before (a server, PostgreSQL's backends
+		// after an immediate stop) may hold files on it for a moment more.
+		err := syscall.Unmount(dir, 0)
+		for deadline := time.Now().Add(10 * time.Second); errors.Is(err, syscall.EBUSY) && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+			err = syscall.Unmount(dir, 0)
+		}
+		if err != nil {
 			t.Errorf("unmount %s: %v", dir, err)
 			syscall.Unmount(dir, syscall.MNT_DETACH)
 		}

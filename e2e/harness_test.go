@@ -50,7 +50,7 @@ type server struct {
 	cmd     *exec.Cmd
 	url     string
 	done    chan struct{}
-	logs    *bytes.Buffer
+	logs    *logBuffer
 	serving chan string // the address, once it logs that it serves
 }
 
@@ -67,6 +67,12 @@ func start(t *testing.T, data string, extra ...string) *server {
 // its environment, and returns without waiting for it to serve.
 func launch(t *testing.T, env []string, data string, extra ...string) *server {
 	t.Helper()
+	return launchBinary(t, binary, env, data, extra...)
+}
+
+// launchBinary is launch with another build of intake (a previous release).
+func launchBinary(t *testing.T, binary string, env []string, data string, extra ...string) *server {
+	t.Helper()
 	args := append([]string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--log-format", "json", "--retry-base", "50ms", "--lease", "2s"}, extra...)
 	if onPostgres() && !slices.Contains(extra, "--db") {
 		args = append(args, "--db", databaseFor(t, data))
@@ -80,7 +86,7 @@ func launch(t *testing.T, env []string, data string, extra ...string) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{cmd: cmd, done: make(chan struct{}), logs: &bytes.Buffer{}, serving: make(chan string, 1)}
+	s := &server{cmd: cmd, done: make(chan struct{}), logs: &logBuffer{}, serving: make(chan string, 1)}
 	logged := make(chan struct{})
 	go func() {
 		defer close(logged)
@@ -97,11 +103,30 @@ func launch(t *testing.T, env []string, data string, extra ...string) *server {
 		}
 		io.Copy(io.Discard, stderr)
 	}()
-	// Every line is read before the process counts as done, so a test may
-	// read s.logs once s.done is closed.
+	// Every line is read before the process counts as done, so s.logs
+	// holds them all once s.done is closed; it may be read at any time.
 	go func() { <-logged; cmd.Wait(); close(s.done) }()
 	t.Cleanup(s.kill)
 	return s
+}
+
+// logBuffer is a process's log so far, written by the goroutine reading
+// its stderr while a test reads it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // textServing finds the address in the line `--log-format text` logs once

@@ -26,7 +26,7 @@ const stripeSecret = "whsec_e2e_stripe"
 // (examples/orderservice), running as its own process.
 type orderService struct {
 	url  string
-	logs *bytes.Buffer
+	logs *logBuffer
 }
 
 // startOrderService builds and starts the order service over a fresh
@@ -48,7 +48,7 @@ func startOrderService(t *testing.T, secret string) *orderService {
 	}
 	done := make(chan struct{})
 	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-	o := &orderService{logs: &bytes.Buffer{}}
+	o := &orderService{logs: &logBuffer{}}
 	var mu sync.Mutex
 	listening := make(chan string, 1)
 	go func() {

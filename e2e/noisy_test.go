@@ -88,6 +88,21 @@ func newHoldingReceiver(t *testing.T) *holdingReceiver {
 	return h
 }
 
+// newSignallingReceiver answers every call at once and signals each on
+// delivered (a signal no one waits for yet is dropped).
+func newSignallingReceiver(t *testing.T) (*httptest.Server, <-chan struct{}) {
+	delivered := make(chan struct{}, 1)
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		select {
+		case delivered <- struct{}{}:
+		default:
+		}
+	}))
+	t.Cleanup(fast.Close)
+	return fast, delivered
+}
+
 // postJSON posts body to url and fails the test unless it is acknowledged.
 func postJSON(t *testing.T, url string, body []byte) {
 	t.Helper()
@@ -123,15 +138,7 @@ func (s *server) countMessages(t *testing.T, endpointID, state string) int {
 // delivered to A's consumer while every one of B's calls is still open.
 func TestAHangingConsumerOfOneOrgDoesNotHoldAnotherOrgsDeliveries(t *testing.T) {
 	hanging := newHoldingReceiver(t)
-	delivered := make(chan struct{}, 1)
-	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		select {
-		case delivered <- struct{}{}:
-		default:
-		}
-	}))
-	defer fast.Close()
+	fast, delivered := newSignallingReceiver(t)
 
 	// B's calls are held far longer than this test waits.
 	s := start(t, t.TempDir(), "--delivery-timeout", "120s")

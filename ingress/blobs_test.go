@@ -8,8 +8,10 @@ import (
 	"encoding/hex"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/blob"
@@ -125,5 +127,72 @@ func TestIngressAnswers503ToLargeBodiesWhileObjectStorageIsDownAndTakesSmallOnes
 	}
 	if msgs, keys := e.stored(t), blobs.Keys(); len(msgs) != 2 || len(keys) != 1 {
 		t.Fatalf("after recovery: %d messages, objects %v", len(msgs), keys)
+	}
+}
+
+// stallingBlobs is object storage that reads a body whole and then never
+// answers, as through a partition; the put ends only when its context
+// does.
+type stallingBlobs struct{ intake.Blobs }
+
+func (stallingBlobs) Put(ctx context.Context, key string, body io.Reader, size int64) error {
+	if _, err := io.Copy(io.Discard, body); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return intake.Errorf(intake.EUNAVAILABLE, "put %s: %v", key, ctx.Err())
+}
+
+// TestIngressAnswers503WhenObjectStorageDoesNotAnswerWithinTheStoreWait:
+// a large body object storage takes but never answers for (a partition
+// holds the answer) is given up after the store wait and answered 503 with
+// Retry-After, well within the time a provider waits, rather than when
+// the provider hangs up; nothing is stored.
+func TestIngressAnswers503WhenObjectStorageDoesNotAnswerWithinTheStoreWait(t *testing.T) {
+	const wait = 200 * time.Millisecond // above an endpoint lookup's time on a loaded machine
+	e := setup(t, ingress.Config{Blobs: stallingBlobs{&blob.Memory{}}, BlobThreshold: 1024, StoreWait: wait},
+		func(ep *intake.Endpoint) { ep.MaxBodyBytes = 64 << 10 })
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() { done <- e.post("/webhooks/"+e.token, bytes.NewReader(randomBody(t, 8<<10)), nil) }()
+	select {
+	case w := <-done:
+		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+			t.Fatalf("status %d %s (Retry-After %q), want 503 with Retry-After", w.Code, w.Body, w.Header().Get("Retry-After"))
+		}
+	case <-time.After(25 * wait):
+		t.Fatalf("no answer after %v while object storage did not answer; the store wait is %v", 25*wait, wait)
+	}
+	if msgs := e.stored(t); len(msgs) != 0 {
+		t.Fatalf("%d messages stored for a body object storage never took", len(msgs))
+	}
+}
+
+// slowBody is a provider sending its body slowly: each read returns at
+// most 2 KiB, pause after it was asked for.
+type slowBody struct {
+	r     io.Reader
+	pause time.Duration
+}
+
+func (b slowBody) Read(p []byte) (int, error) {
+	<-time.After(b.pause)
+	return b.r.Read(p[:min(len(p), 2<<10)])
+}
+
+// TestIngressWaitsOnASlowProviderPastTheStoreWait: the store wait bounds
+// the time spent waiting on object storage, not on the provider's body: a
+// large body that takes many store waits to arrive is stored and answered
+// 200.
+func TestIngressWaitsOnASlowProviderPastTheStoreWait(t *testing.T) {
+	const wait = 200 * time.Millisecond
+	blobs := &blob.Memory{}
+	e := setup(t, ingress.Config{Blobs: blobs, BlobThreshold: 1024, StoreWait: wait},
+		func(ep *intake.Endpoint) { ep.MaxBodyBytes = 64 << 10 })
+	large := randomBody(t, 8<<10)
+	if w := e.post("/webhooks/"+e.token, slowBody{r: bytes.NewReader(large), pause: 2 * wait}, nil); w.Code != http.StatusOK {
+		t.Fatalf("a slow provider's large body: status %d %s, want 200", w.Code, w.Body)
+	}
+	if msgs := e.stored(t); len(msgs) != 1 || msgs[0].Digest != digest(large) || len(blobs.Keys()) != 1 {
+		t.Fatalf("stored %+v, objects %v; want the large body", msgs, blobs.Keys())
 	}
 }

@@ -21,6 +21,8 @@ const connTTL = 5 * time.Second
 // without any change to void the cache.
 func (h *Handler) endpoint(ctx context.Context, hash []byte, now time.Time) (intake.Endpoint, error) {
 	ep, err := h.eps.Get(string(hash), now, func() (intake.Endpoint, error) {
+		ctx, cancel := context.WithTimeout(ctx, h.cfg.StoreWait)
+		defer cancel()
 		return h.cfg.Store.EndpointByTokenHash(ctx, hash)
 	})
 	if err == nil && !ep.AddressedBy(hash, now) {
@@ -38,6 +40,8 @@ type connSecrets struct {
 
 func (h *Handler) connection(ctx context.Context, id string, now time.Time) (connSecrets, error) {
 	return h.conns.Get(id, now, func() (connSecrets, error) {
+		ctx, cancel := context.WithTimeout(ctx, h.cfg.StoreWait)
+		defer cancel()
 		conn, err := h.cfg.Store.Connection(ctx, intake.Scope{}, id)
 		if err != nil {
 			return connSecrets{}, err

@@ -45,6 +45,11 @@ type Config struct {
 	// EndpointTTL is how long an endpoint looked up by its token is reused
 	// (default 1s) unless the store's change counter moves first.
 	EndpointTTL time.Duration
+	// StoreWait bounds a lookup ingress waits on (an endpoint, a
+	// connection's secrets) when the store is slow or unreachable
+	// (default 5s): past it the webhook is answered 503, within the time
+	// a provider waits.
+	StoreWait time.Duration
 	// Handoff, when set, is the local worker's: while it has room, a
 	// message commits under its first lease and goes straight to the
 	// worker, with the body it arrived with.
@@ -112,6 +117,9 @@ func New(cfg Config) *Handler {
 	}
 	if cfg.EndpointTTL == 0 {
 		cfg.EndpointTTL = time.Second
+	}
+	if cfg.StoreWait <= 0 {
+		cfg.StoreWait = 5 * time.Second
 	}
 	if cfg.BlobThreshold <= 0 {
 		cfg.BlobThreshold = intake.DefaultBlobThreshold
@@ -349,7 +357,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, ep intake.End
 	}
 	rest := &remainder{r: r.Body, left: limit - int64(len(body))}
 	key := intake.BlobKey(m.ReceivedAt, m.ID)
-	err = h.cfg.Blobs.Put(r.Context(), key, io.MultiReader(bytes.NewReader(body), io.TeeReader(rest, sum)), r.ContentLength)
+	err = h.putBlob(r.Context(), key, io.MultiReader(bytes.NewReader(body), io.TeeReader(rest, sum)), r.ContentLength)
 	var incomplete *incompleteBody
 	switch {
 	case errors.Is(err, errTooLarge):
@@ -366,6 +374,77 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, ep intake.End
 	}
 	m.BlobKey, m.Digest = key, hex.EncodeToString(sum.Sum(nil))
 	return ""
+}
+
+// putBlob streams body into object storage under key. Object storage
+// that takes nothing more of the body, or does not answer once it has it
+// all, for StoreWait fails the put, unavailable: the webhook is answered
+// 503 within the time a provider waits, rather than when the provider
+// hangs up. The time the provider takes to send its body does not count.
+func (h *Handler) putBlob(ctx context.Context, key string, body io.Reader, size int64) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watch := newStallWatch(body, h.cfg.StoreWait, cancel)
+	defer watch.stop()
+	err := h.cfg.Blobs.Put(ctx, key, watch, size)
+	if err != nil && errors.Is(context.Cause(ctx), errBlobStalled) {
+		return intake.Errorf(intake.EUNAVAILABLE, "object storage stalled for %s: %v", h.cfg.StoreWait, err)
+	}
+	return err
+}
+
+// errBlobStalled is object storage waited on past the store wait.
+var errBlobStalled = errors.New("ingress: object storage stalled")
+
+// stallWatch is a body being put to object storage, which cancels the put
+// once it has waited on object storage (not on the body) for wait.
+type stallWatch struct {
+	r      io.Reader
+	wait   time.Duration
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex
+	timer   *time.Timer
+	reading bool // the put waits on the body, not on object storage
+	stopped bool
+}
+
+func newStallWatch(r io.Reader, wait time.Duration, cancel context.CancelCauseFunc) *stallWatch {
+	w := &stallWatch{r: r, wait: wait, cancel: cancel}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timer = time.AfterFunc(wait, w.fire)
+	return w
+}
+
+func (w *stallWatch) Read(p []byte) (int, error) {
+	w.mu.Lock()
+	w.reading = true
+	w.timer.Stop()
+	w.mu.Unlock()
+	n, err := w.r.Read(p)
+	w.mu.Lock()
+	w.reading = false
+	if !w.stopped {
+		w.timer.Reset(w.wait)
+	}
+	w.mu.Unlock()
+	return n, err
+}
+
+func (w *stallWatch) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.reading && !w.stopped {
+		w.cancel(errBlobStalled)
+	}
+}
+
+func (w *stallWatch) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	w.timer.Stop()
 }
 
 // setRetryAfter answers Retry-After as d in whole seconds, at least one.
@@ -441,7 +520,7 @@ func (h *Handler) challenge(ctx context.Context, ep intake.Endpoint, m *intake.M
 		// The request is still stored; the worker verifies it later.
 		h.cfg.Logger.Warn("ingress: connection unavailable for a handshake", "connection_id", ep.ConnectionID, "err", err)
 	}
-	req := provider.Request{Method: m.Method, URL: publicURL, Header: m.Header, Body: bytes.Clone(m.Body), ReceivedAt: m.ReceivedAt}
+	req := provider.Request{Method: m.Method, URL: publicURL, Header: m.Header, Body: bytes.Clone(m.Body), ReceivedAt: m.ReceivedAt, Org: ep.OrgID}
 	req.Query, _ = url.ParseQuery(m.Query)
 	return c.Challenge(&req, conn.secrets, conn.cfg)
 }

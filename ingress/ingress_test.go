@@ -70,6 +70,23 @@ func setupOn(t *testing.T, s intake.Store, cfg ingress.Config, edit func(*intake
 	return e
 }
 
+// connected stores conn, of e's org, and an endpoint of it, returning
+// the endpoint's token.
+func (e *env) connected(t *testing.T, conn intake.Connection) (string, intake.Endpoint) {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.store.CreateConnection(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	tok := token.New("")
+	ep := intake.Endpoint{ID: intake.NewID(), OrgID: e.ep.OrgID, ConnectionID: conn.ID, TokenHash: token.Hash(tok),
+		Enabled: true, MaxBodyBytes: 1024, CreatedAt: e.clock.Now()}
+	if err := e.store.CreateEndpoint(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	return tok, ep
+}
+
 func (e *env) post(path string, body io.Reader, header http.Header) *httptest.ResponseRecorder {
 	r := httptest.NewRequest("POST", path, body)
 	for k, v := range header {
@@ -282,21 +299,12 @@ func TestIngressAnswersSlackURLVerificationAfterStoringIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := setup(t, ingress.Config{Sealer: sealer}, nil)
-	ctx := context.Background()
 	const secret = "8f742231b10e8888abcd99yyyzzz85a5"
 	conn := intake.Connection{ID: intake.NewID(), OrgID: e.ep.OrgID, Provider: "slack", Name: "slack", CreatedAt: e.clock.Now()}
 	if conn.SealedSecrets, err = sealer.SealConnectionSecrets(conn, []string{secret}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.CreateConnection(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
-	tok := token.New("")
-	ep := intake.Endpoint{ID: intake.NewID(), OrgID: e.ep.OrgID, ConnectionID: conn.ID, TokenHash: token.Hash(tok),
-		Enabled: true, MaxBodyBytes: 1024, CreatedAt: e.clock.Now()}
-	if err := e.store.CreateEndpoint(ctx, ep); err != nil {
-		t.Fatal(err)
-	}
+	tok, _ := e.connected(t, conn)
 	const body = `{"token":"x","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}`
 	signed := func(key string) http.Header {
 		ts := strconv.FormatInt(e.clock.Now().Unix(), 10)
@@ -321,17 +329,8 @@ func TestIngressAnswersSlackURLVerificationAfterStoringIt(t *testing.T) {
 
 func TestIngressEchoesTheAsanaHookSecretInTheHandshakeAnswer(t *testing.T) {
 	e := setup(t, ingress.Config{}, nil)
-	ctx := context.Background()
 	conn := intake.Connection{ID: intake.NewID(), OrgID: e.ep.OrgID, Provider: "asana", Name: "asana", CreatedAt: e.clock.Now()}
-	if err := e.store.CreateConnection(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
-	tok := token.New("")
-	ep := intake.Endpoint{ID: intake.NewID(), OrgID: e.ep.OrgID, ConnectionID: conn.ID, TokenHash: token.Hash(tok),
-		Enabled: true, MaxBodyBytes: 1024, CreatedAt: e.clock.Now()}
-	if err := e.store.CreateEndpoint(ctx, ep); err != nil {
-		t.Fatal(err)
-	}
+	tok, _ := e.connected(t, conn)
 	w := e.post("/webhooks/"+tok, strings.NewReader(""), http.Header{"X-Hook-Secret": {"b537207f20cbfa02357cf448134da559e8bd39d61597dcd5631b8012eae53e81"}})
 	if w.Code != http.StatusOK || w.Header().Get("X-Hook-Secret") != "b537207f20cbfa02357cf448134da559e8bd39d61597dcd5631b8012eae53e81" {
 		t.Fatalf("handshake answer: %d %v", w.Code, w.Header())
@@ -440,5 +439,40 @@ func TestTheStorageQuotaRefusingLeavesANoticeAtMostOnceAMinute(t *testing.T) {
 	refuse()
 	if notices, _ = e.store.UnsentNotices(context.Background(), 10); len(notices) != 2 {
 		t.Fatalf("%d notices a minute after the first, want 2", len(notices))
+	}
+}
+
+// hangingLookups is a store whose endpoint lookups wait, as through a
+// partition, until their context ends.
+type hangingLookups struct{ intake.Store }
+
+func (hangingLookups) EndpointByTokenHash(ctx context.Context, _ []byte) (intake.Endpoint, error) {
+	<-ctx.Done()
+	return intake.Endpoint{}, intake.Unavailable(ctx.Err())
+}
+
+// TestIngressAnswers503WhenAnEndpointLookupHangsPastTheStoreWait: a lookup
+// the store does not answer (a partition holds its connection) is given up
+// after the store wait, and the webhook answered 503 well within the time
+// a provider waits, rather than when the provider hangs up.
+func TestIngressAnswers503WhenAnEndpointLookupHangsPastTheStoreWait(t *testing.T) {
+	e := setup(t, ingress.Config{}, nil)
+	const wait = 50 * time.Millisecond
+	h := ingress.New(ingress.Config{Store: hangingLookups{e.store}, Clock: e.clock, StoreWait: wait})
+	mux := http.NewServeMux()
+	mux.Handle("/webhooks/{token}", h)
+	done := make(chan int, 1)
+	go func() {
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest("POST", "/webhooks/"+e.token, strings.NewReader("{}")))
+		done <- w.Code
+	}()
+	select {
+	case code := <-done:
+		if code != http.StatusServiceUnavailable {
+			t.Fatalf("status %d, want 503", code)
+		}
+	case <-time.After(100 * wait):
+		t.Fatalf("no answer after %v while the lookup hung; the store wait is %v", 100*wait, wait)
 	}
 }

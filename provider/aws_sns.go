@@ -19,7 +19,11 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
+
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/fair"
 )
 
 // awsSNSAdapter verifies Amazon SNS HTTP(S) deliveries
@@ -34,7 +38,12 @@ import (
 // URL is a forgery and nothing is fetched. The certificate must chain to a
 // trusted root (its issuers fetched, when the file lacks them, only from
 // Amazon's *.amazontrust.com) and be valid when the message was received;
-// it is fetched once and cached by URL. The operator may pin certificates (config
+// it is fetched once, and kept with its verified chain (the 64 used last,
+// by URL). Certificate URLs not yet read are fetched at most 10 at once
+// and 10 a minute after, in the process: past that, or when the fetch
+// fails for a reason of the moment (the network, a timeout, a 5xx or 429
+// answer), the message is tried again later; an answer that is no
+// certificate (a 404) refuses it. The operator may pin certificates (config
 // certificate, PEM), and then nothing is fetched. The connection needs no
 // secret: AWS signs with its own keys. Since any AWS account can sign a
 // message to any endpoint, config topic_arns (a list) names the topics the
@@ -62,6 +71,16 @@ const (
 	snsFetchTimeout = 10 * time.Second
 	// snsMaxCached bounds the certificate cache; AWS uses a handful.
 	snsMaxCached = 64
+	// snsFetchBurst certificate URLs not yet read may be fetched at once
+	// for each org, then one per snsFetchEvery: AWS uses a handful, and any
+	// other URL on an SNS host is a forgery's, which costs AWS and a worker
+	// slot a fetch each. The budget is the org's whose message names the
+	// URL, so one org's forgeries never hold another's certificates back.
+	snsFetchBurst = 10
+	snsFetchEvery = 6 * time.Second
+	// snsMaxIssuers bounds the issuers fetched for one certificate; AWS's
+	// name one.
+	snsMaxIssuers = 2
 )
 
 // snsHost is the host of every SNS regional endpoint, as AWS's own message
@@ -86,11 +105,98 @@ func snsClient() *http.Client {
 	}
 }
 
-// snsCerts caches fetched certificates by URL.
-var snsCerts = struct {
-	sync.Mutex
-	byURL map[string][]*x509.Certificate
-}{byURL: map[string][]*x509.Certificate{}}
+// snsSigner is a certificate file read from its URL: the certificates,
+// and once the first (the leaf) has chained to a root, its key and when
+// that chain is valid, so a message received then needs no check again.
+type snsSigner struct {
+	certs []*x509.Certificate
+
+	mu          sync.Mutex
+	key         *rsa.PublicKey
+	from, until time.Time
+}
+
+// keyAt is the leaf's key if its chain was verified valid at at.
+func (s *snsSigner) keyAt(at time.Time) *rsa.PublicKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.key == nil || at.Before(s.from) || at.After(s.until) {
+		return nil
+	}
+	return s.key
+}
+
+// verified keeps key as the leaf's, chain as verified: valid from its
+// latest NotBefore to its earliest NotAfter.
+func (s *snsSigner) verified(key *rsa.PublicKey, chain []*x509.Certificate) {
+	from, until := chain[0].NotBefore, chain[0].NotAfter
+	for _, c := range chain[1:] {
+		if c.NotBefore.After(from) {
+			from = c.NotBefore
+		}
+		if c.NotAfter.Before(until) {
+			until = c.NotAfter
+		}
+	}
+	s.mu.Lock()
+	s.key, s.from, s.until = key, from, until
+	s.mu.Unlock()
+}
+
+// snsFetcher reads certificate files by URL: from its cache, or fetched
+// once however many messages ask at once, within the fetch budget of the
+// org that asked first.
+type snsFetcher struct {
+	cache  *lru.Cache[string, *snsSigner]
+	budget *fair.Rates
+	flight singleflight.Group
+}
+
+func newSNSFetcher() *snsFetcher {
+	cache, _ := lru.New[string, *snsSigner](snsMaxCached)
+	return &snsFetcher{cache: cache, budget: &fair.Rates{What: "certificate fetch", Every: float64(time.Second) / float64(snsFetchEvery), Burst: snsFetchBurst}}
+}
+
+// snsFetch is the process's; tests replace it.
+var snsFetch = newSNSFetcher()
+
+// snsPinned keeps connections' pinned certificates parsed.
+var snsPinned = newPEMCache[[]*x509.Certificate](pinnedEntries)
+
+// errSNSBudget: more certificate URLs not yet read were asked for than the
+// fetch budget allows.
+var errSNSBudget = Transient("more new certificate URLs were named than %d a minute; tried again later", int(time.Minute/snsFetchEvery))
+
+// get returns the signer at u, fetching and reading it with parse within
+// org's budget when it is not kept; a failure is not kept.
+func (f *snsFetcher) get(ctx context.Context, org, u string, parse func([]byte) ([]*x509.Certificate, error)) (*snsSigner, error) {
+	if s, ok := f.cache.Get(u); ok {
+		return s, nil
+	}
+	v, err, _ := f.flight.Do(u, func() (any, error) {
+		if s, ok := f.cache.Get(u); ok {
+			return s, nil
+		}
+		if f.budget.Allow(org, keyClock.Now()) != nil {
+			return nil, errSNSBudget
+		}
+		body, err := snsGet(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		certs, err := parse(body)
+		if err != nil {
+			return nil, fmt.Errorf("the file %v", err)
+		}
+		s := &snsSigner{certs: certs}
+		f.cache.Add(u, s)
+		return s, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*snsSigner), nil
+}
 
 // snsURL checks that raw names an SNS host over https, with no port or
 // user; the error says why not and never carries the URL's query.
@@ -158,7 +264,9 @@ func parseCertificates(text []byte) ([]*x509.Certificate, error) {
 	return certs, nil
 }
 
-// snsGet fetches u through the SNS client, at most snsMaxCertBytes.
+// snsGet fetches u through the SNS client, at most snsMaxCertBytes. A
+// failure of the moment (the network, a timeout, a 5xx or 429 answer) is
+// a *TransientError.
 func snsGet(ctx context.Context, u string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -166,58 +274,23 @@ func snsGet(ctx context.Context, u string) ([]byte, error) {
 	}
 	resp, err := snsClient().Do(req)
 	if err != nil {
-		return nil, errors.New("the fetch failed")
+		return nil, Transient("the fetch failed")
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+		return nil, Transient("the fetch answered %d", resp.StatusCode)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("the fetch answered %d", resp.StatusCode)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, snsMaxCertBytes+1))
 	if err != nil {
-		return nil, errors.New("the fetch failed")
+		return nil, Transient("the fetch failed")
 	}
 	if len(body) > snsMaxCertBytes {
 		return nil, fmt.Errorf("the file is larger than %d bytes", snsMaxCertBytes)
 	}
 	return body, nil
-}
-
-// snsCached returns the certificates cached under key, or reads them with
-// fetch and caches them; a failure is not cached.
-func snsCached(key string, fetch func() ([]*x509.Certificate, error)) ([]*x509.Certificate, error) {
-	snsCerts.Lock()
-	certs, ok := snsCerts.byURL[key]
-	snsCerts.Unlock()
-	if ok {
-		return certs, nil
-	}
-	certs, err := fetch()
-	if err != nil {
-		return nil, err
-	}
-	snsCerts.Lock()
-	if len(snsCerts.byURL) >= snsMaxCached {
-		clear(snsCerts.byURL)
-	}
-	snsCerts.byURL[key] = certs
-	snsCerts.Unlock()
-	return certs, nil
-}
-
-// snsFetchCert returns the certificates at u, from the cache or fetched
-// once.
-func snsFetchCert(ctx context.Context, u *url.URL) ([]*x509.Certificate, error) {
-	return snsCached(u.String(), func() ([]*x509.Certificate, error) {
-		body, err := snsGet(ctx, u.String())
-		if err != nil {
-			return nil, err
-		}
-		certs, err := parseCertificates(body)
-		if err != nil {
-			return nil, fmt.Errorf("the file %v", err)
-		}
-		return certs, nil
-	})
 }
 
 // snsIssuerHost is where Amazon's certificates say their issuers are
@@ -229,32 +302,34 @@ func snsIssuerHost(u *url.URL) bool {
 }
 
 // snsIssuers fetches the intermediate certificates leaf names (its
-// authority information access), only from Amazon's trust hosts: the
-// certificate file at SigningCertURL may hold the leaf alone, and Go does
-// not fetch issuers itself. A fetched issuer is trusted only if it chains
-// to a root.
-func snsIssuers(ctx context.Context, leaf *x509.Certificate) []*x509.Certificate {
+// authority information access), at most snsMaxIssuers, only from
+// Amazon's trust hosts: the certificate file at SigningCertURL may hold
+// the leaf alone, and Go does not fetch issuers itself. A fetched issuer
+// is trusted only if it chains to a root. The error is the first fetch's
+// that failed for a reason of the moment.
+func snsIssuers(ctx context.Context, org string, leaf *x509.Certificate) ([]*x509.Certificate, error) {
 	var out []*x509.Certificate
+	var unsure error
+	tried := 0
 	for _, raw := range leaf.IssuingCertificateURL {
 		u, err := url.Parse(raw)
-		if err != nil || !snsIssuerHost(u) {
+		if err != nil || !snsIssuerHost(u) || tried == snsMaxIssuers {
 			continue
 		}
-		certs, err := snsCached(u.String(), func() ([]*x509.Certificate, error) {
-			body, err := snsGet(ctx, u.String())
-			if err != nil {
-				return nil, err
-			}
+		tried++
+		issuer, err := snsFetch.get(ctx, org, u.String(), func(body []byte) ([]*x509.Certificate, error) {
 			if c, err := x509.ParseCertificate(body); err == nil {
 				return []*x509.Certificate{c}, nil
 			}
 			return parseCertificates(body)
 		})
 		if err == nil {
-			out = append(out, certs...)
+			out = append(out, issuer.certs...)
+		} else if unsure == nil && errors.As(err, new(*TransientError)) {
+			unsure = err
 		}
 	}
-	return out
+	return out, unsure
 }
 
 // snsSigned is the text SNS signs for message m of type typ.
@@ -298,7 +373,7 @@ func readSNSConfig(cfg Config) (snsConfig, error) {
 		return c, err
 	}
 	if pinned != "" {
-		if c.pinned, err = parseCertificates([]byte(pinned)); err != nil {
+		if c.pinned, err = snsPinned.get(pinned, parseCertificates); err != nil {
 			return c, fmt.Errorf("config certificate %v", err)
 		}
 		if strings.Contains(pinned, "PRIVATE KEY") {
@@ -336,7 +411,7 @@ func (awsSNSAdapter) ValidateConfig(cfg Config) error {
 
 // verifySNS checks m's signature and the connection's topics, fetching the
 // certificate when none is pinned.
-func verifySNS(ctx context.Context, m map[string]any, receivedAt time.Time, c snsConfig) error {
+func verifySNS(ctx context.Context, org string, m map[string]any, receivedAt time.Time, c snsConfig) error {
 	typ := str(m, "Type")
 	signed, err := snsSigned(m, typ)
 	if err != nil {
@@ -381,7 +456,7 @@ func verifySNS(ctx context.Context, m map[string]any, receivedAt time.Time, c sn
 		d := sha256.Sum256(signed)
 		digest = d[:]
 	}
-	keys, err := snsKeys(ctx, str(m, "SigningCertURL"), receivedAt, c)
+	keys, err := snsKeys(ctx, org, str(m, "SigningCertURL"), receivedAt, c)
 	if err != nil {
 		return err
 	}
@@ -396,9 +471,9 @@ func verifySNS(ctx context.Context, m map[string]any, receivedAt time.Time, c sn
 // snsKeys are the RSA keys that may have signed a message received at at:
 // the pinned certificates' if any (never fetching), else the one at
 // certURL, which must chain to a trusted root.
-func snsKeys(ctx context.Context, certURL string, at time.Time, c snsConfig) ([]*rsa.PublicKey, error) {
+func snsKeys(ctx context.Context, org, certURL string, at time.Time, c snsConfig) ([]*rsa.PublicKey, error) {
 	if at.IsZero() {
-		at = time.Now()
+		at = keyClock.Now()
 	}
 	var keys []*rsa.PublicKey
 	if len(c.pinned) > 0 {
@@ -416,26 +491,35 @@ func snsKeys(ctx context.Context, certURL string, at time.Time, c snsConfig) ([]
 	if err != nil {
 		return nil, sigError("aws_sns: SigningCertURL %v: refused as a forgery", err)
 	}
-	certs, err := snsFetchCert(ctx, u)
-	if err != nil {
+	signer, err := snsFetch.get(ctx, org, u.String(), parseCertificates)
+	if errors.As(err, new(*TransientError)) {
+		return nil, Transient("aws_sns: the signing certificate at %s could not be read now: %v", u.Host+u.Path, err)
+	} else if err != nil {
 		return nil, sigError("aws_sns: the signing certificate at %s could not be read: %v", u.Host+u.Path, err)
 	}
+	if key := signer.keyAt(at); key != nil {
+		return []*rsa.PublicKey{key}, nil
+	}
 	inter := x509.NewCertPool()
-	for _, extra := range certs[1:] {
+	for _, extra := range signer.certs[1:] {
 		inter.AddCert(extra)
 	}
-	leaf := certs[0]
+	leaf := signer.certs[0]
 	opts := x509.VerifyOptions{
 		Roots: snsRoots, Intermediates: inter, CurrentTime: at,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
 	}
-	_, err = leaf.Verify(opts)
+	chains, err := leaf.Verify(opts)
 	if errors.As(err, new(x509.UnknownAuthorityError)) {
-		if issuers := snsIssuers(ctx, leaf); len(issuers) > 0 {
+		issuers, unsure := snsIssuers(ctx, org, leaf)
+		if len(issuers) > 0 {
 			for _, c := range issuers {
 				inter.AddCert(c)
 			}
-			_, err = leaf.Verify(opts)
+			chains, err = leaf.Verify(opts)
+		}
+		if err != nil && unsure != nil {
+			return nil, Transient("aws_sns: the signing certificate's issuer could not be read now: %v", unsure)
 		}
 	}
 	if err != nil {
@@ -445,6 +529,7 @@ func snsKeys(ctx context.Context, certURL string, at time.Time, c snsConfig) ([]
 	if !ok {
 		return nil, sigError("aws_sns: the signing certificate holds no RSA key")
 	}
+	signer.verified(pub, chains[0])
 	return []*rsa.PublicKey{pub}, nil
 }
 
@@ -467,7 +552,7 @@ func (awsSNSAdapter) Verify(r *Request, _ [][]byte, cfg Config) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*snsFetchTimeout)
 	defer cancel()
-	return verifySNS(ctx, m, r.ReceivedAt, c)
+	return verifySNS(ctx, r.Org, m, r.ReceivedAt, c)
 }
 
 // Challenge confirms a subscription: when a SubscriptionConfirmation
@@ -492,7 +577,7 @@ func (awsSNSAdapter) Challenge(r *Request, _ [][]byte, cfg Config) (Challenge, b
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*snsFetchTimeout)
 	defer cancel()
-	if verifySNS(ctx, m, r.ReceivedAt, c) != nil {
+	if verifySNS(ctx, r.Org, m, r.ReceivedAt, c) != nil {
 		return Challenge{}, false
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)

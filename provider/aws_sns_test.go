@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -148,7 +149,8 @@ func (rw rewrite) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // serveSNS points the package's test hooks at a loopback server holding
-// files, trusting the test CA; it empties the certificate cache.
+// files, trusting the test CA; it empties the certificate cache and
+// refills the fetch budget.
 func serveSNS(t *testing.T, files map[string]string) *snsLoopback {
 	t.Helper()
 	p := pki(t)
@@ -167,11 +169,11 @@ func serveSNS(t *testing.T, files map[string]string) *snsLoopback {
 	}))
 	to, _ := url.Parse(srv.URL)
 	snsTransport, snsRoots = rewrite{to: to, next: http.DefaultTransport, l: l}, p.roots
-	clear(snsCerts.byURL)
+	snsFetch = newSNSFetcher()
 	t.Cleanup(func() {
 		srv.Close()
 		snsTransport, snsRoots = nil, nil
-		clear(snsCerts.byURL)
+		snsFetch = newSNSFetcher()
 	})
 	return l
 }
@@ -610,7 +612,7 @@ func snsFuzzCase() fuzzCase {
 // snsLeafUnder issues a leaf for key under a fresh intermediate of the test
 // root, naming aia as where its issuer is; it returns the leaf's PEM and
 // the intermediate's DER.
-func snsLeafUnder(t *testing.T, aia string) (string, []byte) {
+func snsLeafUnder(t *testing.T, aia ...string) (string, []byte) {
 	p := pki(t)
 	interKey, err := ecdsa.GenerateKey(ecdsaP256(), rand.Reader)
 	if err != nil {
@@ -620,7 +622,7 @@ func snsLeafUnder(t *testing.T, aia string) (string, []byte) {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "sns.amazonaws.com"},
 		NotBefore: p.notBefore, NotAfter: p.notAfter, KeyUsage: x509.KeyUsageDigitalSignature,
-		IssuingCertificateURL: []string{aia},
+		IssuingCertificateURL: aia,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, inter, &p.key.PublicKey, interKey)
 	if err != nil {
@@ -650,4 +652,205 @@ func TestAWSSNSFetchesAMissingIssuerOnlyFromAmazonTrust(t *testing.T) {
 	if got := l.fetched(); len(got) != 1 || got[0] != snsCertURLGood {
 		t.Fatalf("fetched %v, want the certificate alone", got)
 	}
+}
+
+// snsNoteAt is the guide's notification naming the certificate at path.
+func snsNoteAt(path string) map[string]string {
+	m := snsNote("2")
+	m["SigningCertURL"] = "https://sns.us-west-2.amazonaws.com" + path
+	return m
+}
+
+// Forgeries naming certificate files that do not exist on an SNS host are
+// refused, each a fetch, until the fetch budget is spent; then a new URL
+// is not fetched but tried again later, and the budget refills with time.
+// A certificate already read is used whatever the budget.
+func TestAWSSNSFetchesNewCertificateURLsWithinABudget(t *testing.T) {
+	p := pki(t)
+	clock := fakeKeyClock(t)
+	l := serveSNS(t, snsFiles(p.leafPEM))
+	a := adapter(t, "aws_sns")
+	wantVerified(t, a.Verify(snsRequest(t, p.key, snsNote("2")), nil, nil))
+	for i := range snsFetchBurst - 1 {
+		wantRejected(t, a.Verify(snsRequest(t, p.key, snsNoteAt(fmt.Sprintf("/SimpleNotificationService-%d.pem", i))), nil, nil))
+	}
+	if got := len(l.fetched()); got != snsFetchBurst {
+		t.Fatalf("fetched %d, want %d", got, snsFetchBurst)
+	}
+	over := snsRequest(t, p.key, snsNoteAt("/SimpleNotificationService-over.pem"))
+	wantTransient(t, a.Verify(over, nil, nil))
+	if got := len(l.fetched()); got != snsFetchBurst {
+		t.Fatalf("past the budget: fetched %d, want still %d", got, snsFetchBurst)
+	}
+	wantVerified(t, a.Verify(snsRequest(t, p.key, snsNote("1")), nil, nil))
+	clock.Advance(snsFetchEvery)
+	wantRejected(t, a.Verify(over, nil, nil))
+	wantTransient(t, a.Verify(snsRequest(t, p.key, snsNoteAt("/SimpleNotificationService-next.pem")), nil, nil))
+	if got := l.fetched(); len(got) != snsFetchBurst+1 || !strings.HasSuffix(got[snsFetchBurst], "-over.pem") {
+		t.Fatalf("fetched %v, want one more once the budget refilled", got)
+	}
+	// The budget spent is the forger's org's: another org's message naming
+	// a certificate not yet read is fetched and verified.
+	l.files["/SimpleNotificationService-other.pem"] = p.leafPEM
+	other := snsRequest(t, p.key, snsNoteAt("/SimpleNotificationService-other.pem"))
+	other.Org = "org_b"
+	wantVerified(t, a.Verify(other, nil, nil))
+	if got := l.fetched(); len(got) != snsFetchBurst+2 {
+		t.Fatalf("fetched %v, want another org's certificate fetched", got)
+	}
+}
+
+// A certificate whose fetch fails for a reason of the moment leaves the
+// message to be tried again; one the host says is not there refuses it.
+func TestAWSSNSTriesAgainLaterWhenTheCertificateCannotBeReadNow(t *testing.T) {
+	p := pki(t)
+	for _, c := range []struct {
+		name   string
+		status int // 0: the connection fails
+		want   func(*testing.T, error)
+	}{
+		{"503", http.StatusServiceUnavailable, wantTransient},
+		{"429", http.StatusTooManyRequests, wantTransient},
+		{"connection reset", 0, wantTransient},
+		{"404", http.StatusNotFound, wantRejected},
+		{"403", http.StatusForbidden, wantRejected},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			serveSNS(t, snsFiles(p.leafPEM))
+			failing := true
+			snsTransport = failWith(snsTransport, &failing, c.status)
+			c.want(t, adapter(t, "aws_sns").Verify(snsRequest(t, p.key, snsNote("2")), nil, nil))
+		})
+	}
+	// Once the host answers, the same message verifies.
+	serveSNS(t, snsFiles(p.leafPEM))
+	failing := true
+	snsTransport = failWith(snsTransport, &failing, http.StatusBadGateway)
+	r := snsRequest(t, p.key, snsNote("2"))
+	wantTransient(t, adapter(t, "aws_sns").Verify(r, nil, nil))
+	failing = false
+	wantVerified(t, adapter(t, "aws_sns").Verify(r, nil, nil))
+}
+
+// A certificate's chain is verified once for the times it is valid: a
+// later message received within them is verified by the kept key (here
+// with no root trusted any more), and one received after the chain
+// expired is checked again, and refused.
+func TestAWSSNSKeepsAVerifiedChainForTheTimeItIsValid(t *testing.T) {
+	p := pki(t)
+	serveSNS(t, snsFiles(p.leafPEM))
+	a := adapter(t, "aws_sns")
+	wantVerified(t, a.Verify(snsRequest(t, p.key, snsNote("2")), nil, nil))
+	snsRoots = x509.NewCertPool()
+	wantVerified(t, a.Verify(snsRequest(t, p.key, snsNote("1")), nil, nil))
+	late := snsRequest(t, p.key, snsNote("2"))
+	late.ReceivedAt = p.notAfter.Add(time.Minute)
+	wantRejected(t, a.Verify(late, nil, nil))
+	early := snsRequest(t, p.key, snsNote("2"))
+	early.ReceivedAt = p.notBefore.Add(-time.Minute)
+	wantRejected(t, a.Verify(early, nil, nil))
+	// The kept key still verifies only what it signed.
+	wantRejected(t, a.Verify(snsRequest(t, p.otherKey, snsNote("2")), nil, nil))
+}
+
+// The certificates kept are bounded: past snsMaxCached URLs, the one used
+// longest ago is dropped (and fetched again when named again), the one
+// used last is kept.
+func TestAWSSNSKeepsAtMostSnsMaxCachedCertificates(t *testing.T) {
+	p := pki(t)
+	clock := fakeKeyClock(t)
+	files := map[string]string{}
+	for i := range snsMaxCached + 1 {
+		files[fmt.Sprintf("/SimpleNotificationService-%d.pem", i)] = p.leafPEM
+	}
+	l := serveSNS(t, files)
+	a := adapter(t, "aws_sns")
+	verify := func(i int) {
+		t.Helper()
+		clock.Advance(snsFetchEvery) // within the fetch budget
+		wantVerified(t, a.Verify(snsRequest(t, p.key, snsNoteAt(fmt.Sprintf("/SimpleNotificationService-%d.pem", i))), nil, nil))
+	}
+	for i := range snsMaxCached {
+		verify(i)
+	}
+	verify(1) // used last: kept
+	verify(snsMaxCached)
+	if n := snsFetch.cache.Len(); n != snsMaxCached {
+		t.Fatalf("%d certificates kept, want %d", n, snsMaxCached)
+	}
+	before := len(l.fetched())
+	verify(1)
+	if got := len(l.fetched()); got != before {
+		t.Fatalf("the certificate used last was fetched again")
+	}
+	verify(0)
+	if got := l.fetched(); len(got) != before+1 || !strings.HasSuffix(got[before], "-0.pem") {
+		t.Fatalf("fetched %v after the first was dropped, want it fetched again", got[before:])
+	}
+}
+
+// A certificate names at most snsMaxIssuers issuers to fetch.
+func TestAWSSNSFetchesAtMostTwoIssuersOfACertificate(t *testing.T) {
+	p := pki(t)
+	var aia []string
+	for i := range 5 {
+		aia = append(aia, fmt.Sprintf("http://crt.r2m0%d.amazontrust.com/missing%d.cer", i, i))
+	}
+	leaf, _ := snsLeafUnder(t, aia...)
+	l := serveSNS(t, snsFiles(leaf))
+	wantRejected(t, adapter(t, "aws_sns").Verify(snsRequest(t, p.key, snsNote("2")), nil, nil))
+	if got := l.fetched(); len(got) != 1+snsMaxIssuers {
+		t.Fatalf("fetched %v, want the certificate and %d issuers", got, snsMaxIssuers)
+	}
+}
+
+// A connection's pinned certificate is parsed once, whatever the number
+// of messages it verifies; a text that does not parse is not kept.
+func TestAWSSNSParsesAPinnedCertificateOnce(t *testing.T) {
+	p := pki(t)
+	text := p.pinnedPEM + "\n" // a text no other test pins
+	parses := 0
+	parse := func(b []byte) ([]*x509.Certificate, error) { parses++; return parseCertificates(b) }
+	for range 3 {
+		if certs, err := snsPinned.get(text, parse); err != nil || len(certs) != 1 {
+			t.Fatalf("get = %v, %v", certs, err)
+		}
+	}
+	for range 2 {
+		if _, err := snsPinned.get("not a certificate", parse); err == nil {
+			t.Fatal("a text that does not parse was accepted")
+		}
+	}
+	if parses != 3 {
+		t.Fatalf("parsed %d times, want once for the certificate and each time for the text that does not parse", parses)
+	}
+	// Verify goes through the cache: a connection's text is kept.
+	mine := p.pinnedPEM + "\n\n"
+	wantVerified(t, adapter(t, "aws_sns").Verify(snsRequest(t, p.key, snsNote("2")), nil, Config{"certificate": mine}))
+	if !snsPinned.parsed.Contains(sha256.Sum256([]byte(mine))) {
+		t.Fatal("the connection's pinned certificate was not kept parsed")
+	}
+}
+
+// An issuer that cannot be read now leaves the message to be tried again,
+// not refused.
+func TestAWSSNSTriesAgainLaterWhenAnIssuerCannotBeReadNow(t *testing.T) {
+	p := pki(t)
+	const aia = "http://crt.r2m01.amazontrust.com/r2m01.cer"
+	leaf, inter := snsLeafUnder(t, aia)
+	files := snsFiles(leaf)
+	files["/r2m01.cer"] = string(inter)
+	serveSNS(t, files)
+	issuerDown := true
+	next := snsTransport
+	snsTransport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if issuerDown && r.URL.Host == "crt.r2m01.amazontrust.com" {
+			return &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+		}
+		return next.RoundTrip(r)
+	})
+	r := snsRequest(t, p.key, snsNote("2"))
+	wantTransient(t, adapter(t, "aws_sns").Verify(r, nil, nil))
+	issuerDown = false
+	wantVerified(t, adapter(t, "aws_sns").Verify(r, nil, nil))
 }

@@ -43,7 +43,7 @@ func (gitlabAdapter) Verify(r *Request, secrets [][]byte, cfg Config) error {
 		}
 	}
 	if len(signing) > 0 {
-		if err := verifyStandard(r, signing, tolerance); err != nil {
+		if err := verifyStandard(r, signing, tolerance, false); err != nil {
 			return fmt.Errorf("gitlab: %w", err)
 		}
 		return nil

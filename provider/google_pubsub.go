@@ -6,8 +6,10 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -26,7 +28,11 @@ import (
 // service_account, required: any Google Cloud project could otherwise push
 // to the endpoint) with email_verified, and exp judged at receipt. Google's
 // keys come from its JWKS (www.googleapis.com/oauth2/v3/certs) only, fetched
-// when a key id is new and cached; the operator may pin keys (config
+// when a key id is new and cached, at most once a minute: a token under a
+// key id Google's keys read in the last minute lack is refused (as
+// Google's own libraries refuse a key id their cached keys lack), and one
+// that finds the keys unreadable (the network, a timeout, a 5xx or 429
+// answer) is tried again later. The operator may pin keys (config
 // public_keys, PEM certificates or public keys), and then nothing is
 // fetched. The connection needs no secret. Each push is one message: id
 // messageId, type google_pubsub.message, or google_pubsub.<attribute> with
@@ -49,18 +55,77 @@ var pubsubKeySet oidc.KeySet
 
 var googleKeys = sync.OnceValue(func() oidc.KeySet { return newPubSubKeySet(googleJWKSURL, http.DefaultTransport) })
 
-// maxJWKSBytes bounds a fetched key set; Google's is ~2 KiB.
-const maxJWKSBytes = 256 << 10
+const (
+	// maxJWKSBytes bounds a fetched key set; Google's is ~2 KiB.
+	maxJWKSBytes = 256 << 10
+	// pubsubRefetchEvery is the least time between two fetches of the
+	// keys: a token under a key id they lack (or forged under one they
+	// hold) would otherwise make a fetch each.
+	pubsubRefetchEvery = time.Minute
+)
+
+// pubsubPinned keeps connections' pinned keys parsed.
+var pubsubPinned = newPEMCache[[]crypto.PublicKey](pinnedEntries)
 
 // newPubSubKeySet is the cached key set at jwksURL, fetched through base,
-// bounded in time and size, never following a redirect.
+// bounded in time and size, at most once per pubsubRefetchEvery, never
+// following a redirect.
 func newPubSubKeySet(jwksURL string, base http.RoundTripper) oidc.KeySet {
 	client := &http.Client{
-		Transport:     limitedBodies{base},
+		Transport:     &refetchGate{next: limitedBodies{base}, every: pubsubRefetchEvery},
 		Timeout:       10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), client), jwksURL)
+}
+
+// refetchGate lets a key set be fetched at most once per every, and turns
+// an answer of the moment (5xx, 429) into an error, which the key set
+// wraps for Verify to find.
+type refetchGate struct {
+	next  http.RoundTripper
+	every time.Duration
+
+	mu   sync.Mutex
+	last time.Time // when the last fetch started; zero before the first
+	read bool      // whether it was answered 200
+}
+
+// tooSoonError refuses a fetch within the gate's interval of the last.
+type tooSoonError struct {
+	read bool // whether the last fetch was answered 200
+	ago  time.Duration
+}
+
+func (e *tooSoonError) Error() string {
+	if e.read {
+		return fmt.Sprintf("the keys were read %v ago", e.ago.Round(time.Second))
+	}
+	return fmt.Sprintf("the keys could not be read %v ago", e.ago.Round(time.Second))
+}
+
+func (g *refetchGate) RoundTrip(r *http.Request) (*http.Response, error) {
+	now := keyClock.Now()
+	g.mu.Lock()
+	if !g.last.IsZero() && now.Sub(g.last) < g.every {
+		err := &tooSoonError{read: g.read, ago: now.Sub(g.last)}
+		g.mu.Unlock()
+		return nil, err
+	}
+	g.last, g.read = now, false
+	g.mu.Unlock()
+	resp, err := g.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+		resp.Body.Close()
+		return nil, fmt.Errorf("answered %d", resp.StatusCode)
+	}
+	g.mu.Lock()
+	g.read = resp.StatusCode == http.StatusOK
+	g.mu.Unlock()
+	return resp, nil
 }
 
 // limitedBodies cuts every response body at maxJWKSBytes, so a key set
@@ -77,6 +142,36 @@ func (l limitedBodies) RoundTrip(r *http.Request) (*http.Response, error) {
 		io.Closer
 	}{io.LimitReader(resp.Body, maxJWKSBytes), resp.Body}
 	return resp, nil
+}
+
+// keyCall is one token's use of a key set: it keeps why the key set did not
+// verify it, which the verifier's error no longer carries.
+type keyCall struct {
+	oidc.KeySet
+	err error
+}
+
+func (k *keyCall) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
+	payload, err := k.KeySet.VerifySignature(ctx, jwt)
+	k.err = err
+	return payload, err
+}
+
+// unverified is the error for a token the verifier refused, given why the
+// key set failed (nil: it did not, or was not asked): a fetch refused by
+// the gate after keys were read refuses the token, as does a key set that
+// does not verify it; one that could not read the keys is transient.
+func (k *keyCall) unverified(err error) error {
+	var soon *tooSoonError
+	switch {
+	case errors.As(k.err, &soon) && soon.read:
+		return sigError("google_pubsub: the token does not verify under Google's keys (%v)", soon)
+	case errors.As(k.err, &soon):
+		return Transient("google_pubsub: Google's keys could not be read (%v); tried again later", soon)
+	case errors.As(k.err, new(*url.Error)):
+		return Transient("google_pubsub: Google's keys could not be fetched; tried again later")
+	}
+	return sigError("google_pubsub: the token does not verify: %v", err)
 }
 
 // pubsubConfig is a connection's settings.
@@ -102,7 +197,7 @@ func readPubSubConfig(cfg Config) (pubsubConfig, error) {
 		return c, err
 	}
 	if keys != "" {
-		if c.pinned, err = parsePublicKeys([]byte(keys)); err != nil {
+		if c.pinned, err = pubsubPinned.get(keys, parsePublicKeys); err != nil {
 			return c, err
 		}
 	}
@@ -181,9 +276,10 @@ func (googlePubSubAdapter) Verify(r *Request, _ [][]byte, cfg Config) error {
 	}
 	at := r.ReceivedAt
 	if at.IsZero() {
-		at = time.Now()
+		at = keyClock.Now()
 	}
-	v := oidc.NewVerifier("https://accounts.google.com", keys, &oidc.Config{
+	call := &keyCall{KeySet: keys}
+	v := oidc.NewVerifier("https://accounts.google.com", call, &oidc.Config{
 		ClientID: audience, SkipIssuerCheck: true, SupportedSigningAlgs: []string{oidc.RS256},
 		Now: func() time.Time { return at },
 	})
@@ -191,7 +287,7 @@ func (googlePubSubAdapter) Verify(r *Request, _ [][]byte, cfg Config) error {
 	defer cancel()
 	tok, err := v.Verify(ctx, strings.TrimSpace(token))
 	if err != nil {
-		return sigError("google_pubsub: the token does not verify: %v", err)
+		return call.unverified(err)
 	}
 	if tok.Issuer != "https://accounts.google.com" && tok.Issuer != "accounts.google.com" {
 		return sigError("google_pubsub: the token's issuer is not Google")

@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -205,5 +207,129 @@ func pubsubFuzzCase() fuzzCase {
 			d := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
 			return err == nil && rsa.VerifyPKCS1v15(&p.key.PublicKey, crypto.SHA256, d[:], sig) == nil
 		},
+	}
+}
+
+// verifiedSoon polls verify until it verifies: go-oidc's key set answers a
+// call made just after a fetch with that fetch's result while its own
+// goroutine is still putting the fetch away.
+func verifiedSoon(t *testing.T, verify func() error) {
+	t.Helper()
+	err := verify()
+	for deadline := time.Now().Add(5 * time.Second); err != nil; err = verify() {
+		if time.Now().After(deadline) {
+			t.Fatalf("Verify: %v, want nil within 5s", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// pubsubKeyServer serves a JWKS of the keys it holds, as Google's, from
+// loopback, counting the fetches.
+type pubsubKeyServer struct {
+	mu      sync.Mutex
+	keys    map[string]*rsa.PublicKey
+	fetches atomic.Int32
+}
+
+func (s *pubsubKeyServer) add(kid string, key *rsa.PublicKey) {
+	s.mu.Lock()
+	s.keys[kid] = key
+	s.mu.Unlock()
+}
+
+// servePubSubKeySet serves keys through transport wrap (nil: as is).
+func servePubSubKeySet(t *testing.T, keys map[string]*rsa.PublicKey, wrap func(http.RoundTripper) http.RoundTripper) *pubsubKeyServer {
+	t.Helper()
+	s := &pubsubKeyServer{keys: keys}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.fetches.Add(1)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var set []any
+		for kid, key := range s.keys {
+			set = append(set, map[string]string{"kty": "RSA", "kid": kid, "use": "sig", "alg": "RS256",
+				"n": base64.RawURLEncoding.EncodeToString(key.N.Bytes()),
+				"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(key.E)).Bytes())})
+		}
+		json.NewEncoder(w).Encode(map[string]any{"keys": set})
+	}))
+	transport := srv.Client().Transport
+	if wrap != nil {
+		transport = wrap(transport)
+	}
+	pubsubKeySet = newPubSubKeySet(srv.URL, transport)
+	t.Cleanup(func() { srv.Close(); pubsubKeySet = nil })
+	return s
+}
+
+// Google's keys are fetched again for a token under a key id they lack at
+// most once a minute: within it such a token (or one forged under a key
+// id they hold) is refused without a fetch; after it, a key Google added
+// is read and verifies.
+func TestGooglePubSubFetchesGooglesKeysAgainAtMostOnceAMinute(t *testing.T) {
+	p := pki(t)
+	clock := fakeKeyClock(t)
+	s := servePubSubKeySet(t, map[string]*rsa.PublicKey{"k1": &p.key.PublicKey}, nil)
+	a := adapter(t, "google_pubsub")
+	token := func(key *rsa.PrivateKey, kid string) *Request {
+		return pubsubPush(pubsubJWT(t, key, kid, "RS256", pubsubClaims(fuzzURL, received)))
+	}
+	wantVerified(t, a.Verify(token(p.key, "k1"), nil, pubsubCfg))
+	s.add("k2", &p.otherKey.PublicKey)
+	for range 3 {
+		wantRejected(t, a.Verify(token(p.otherKey, "k2"), nil, pubsubCfg))
+		wantRejected(t, a.Verify(token(p.otherKey, "k1"), nil, pubsubCfg))
+		wantRejected(t, a.Verify(token(p.otherKey, "k3"), nil, pubsubCfg))
+	}
+	if n := s.fetches.Load(); n != 1 {
+		t.Fatalf("fetched %d times within the minute, want once", n)
+	}
+	clock.Advance(pubsubRefetchEvery)
+	verifiedSoon(t, func() error { return a.Verify(token(p.otherKey, "k2"), nil, pubsubCfg) })
+	wantVerified(t, a.Verify(token(p.key, "k1"), nil, pubsubCfg))
+	wantRejected(t, a.Verify(token(p.otherKey, "k3"), nil, pubsubCfg))
+	if n := s.fetches.Load(); n != 2 {
+		t.Fatalf("fetched %d times, want once more after a minute", n)
+	}
+}
+
+// When Google's keys cannot be read (the connection fails, or Google
+// answers 5xx or 429), a token is tried again later, not refused, also
+// within the minute no fetch is made in; once they can be read, it
+// verifies.
+func TestGooglePubSubTriesAgainLaterWhenGooglesKeysCannotBeRead(t *testing.T) {
+	p := pki(t)
+	for _, status := range []int{0, http.StatusServiceUnavailable, http.StatusTooManyRequests} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			clock := fakeKeyClock(t)
+			failing := true
+			s := servePubSubKeySet(t, map[string]*rsa.PublicKey{"k1": &p.key.PublicKey}, func(next http.RoundTripper) http.RoundTripper {
+				return failWith(next, &failing, status)
+			})
+			push := pubsubPush(pubsubJWT(t, p.key, "k1", "RS256", pubsubClaims(fuzzURL, received)))
+			wantTransient(t, adapter(t, "google_pubsub").Verify(push, nil, pubsubCfg))
+			failing = false
+			clock.Advance(pubsubRefetchEvery - time.Second)
+			wantTransient(t, adapter(t, "google_pubsub").Verify(push, nil, pubsubCfg))
+			if n := s.fetches.Load(); n != 0 {
+				t.Fatalf("fetched %d times within the minute", n)
+			}
+			clock.Advance(time.Second)
+			verifiedSoon(t, func() error { return adapter(t, "google_pubsub").Verify(push, nil, pubsubCfg) })
+		})
+	}
+}
+
+// A connection's pinned keys are parsed once, whatever the number of
+// messages they verify.
+func TestGooglePubSubParsesPinnedKeysOnce(t *testing.T) {
+	p := pki(t)
+	servePubSubKeys(t, &p.otherKey.PublicKey, "k1")
+	mine := p.pinnedPEM + "\n\n\n" // a text no other test pins
+	tok := pubsubJWT(t, p.key, "k1", "RS256", pubsubClaims(fuzzURL, received))
+	wantVerified(t, adapter(t, "google_pubsub").Verify(pubsubPush(tok), nil, Config{"service_account": pubsubAccount, "public_keys": mine}))
+	if !pubsubPinned.parsed.Contains(sha256.Sum256([]byte(mine))) {
+		t.Fatal("the connection's pinned keys were not kept parsed")
 	}
 }

@@ -13,8 +13,8 @@ import (
 // Standard Webhooks: webhook-signature holds "v1,<base64 HMAC-SHA256 of
 // "<webhook-id>.<webhook-timestamp>.<body>">" under the endpoint's whsec_
 // secret, base64-decoded. Like OpenAI's SDKs, a secret without the whsec_
-// prefix is the key as written, and the timestamp may sit five minutes
-// either way of receipt.
+// prefix is the key as written, a signature without its "v1," is read as
+// v1, and the timestamp may sit five minutes either way of receipt.
 type openaiAdapter struct{}
 
 func init() { Register(openaiAdapter{}) }
@@ -31,7 +31,7 @@ func (openaiAdapter) Verify(r *Request, secrets [][]byte, cfg Config) error {
 	if err != nil {
 		return configError("openai", err)
 	}
-	if err := verifyStandard(r, openaiKeys(secrets), tolerance); err != nil {
+	if err := verifyStandard(r, openaiKeys(secrets), tolerance, true); err != nil {
 		return fmt.Errorf("openai: %w", err)
 	}
 	return nil

@@ -41,6 +41,17 @@ func TestOpenAIAcceptsAnyOfSeveralSignaturesAndRotatedSecrets(t *testing.T) {
 	wantVerified(t, adapter(t, "openai").Verify(r, secrets(retired, openaiSDKSecret), nil))
 }
 
+func TestOpenAIReadsASignatureWithoutItsVersionAsV1(t *testing.T) {
+	// openai-node and openai-go read every part of webhook-signature not
+	// starting "v1," as a bare v1 signature; Standard Webhooks does not
+	// (TestStandardRejects).
+	bare := strings.TrimPrefix(openaiSDKSignature, "v1,")
+	r := openaiRequest(openaiSDKID, openaiSDKTimestamp, "v1,invalid_signature "+bare, openaiSDKBody, openaiSDKTime)
+	wantVerified(t, adapter(t, "openai").Verify(r, secrets(openaiSDKSecret), nil))
+	r.Body = []byte(strings.Replace(openaiSDKBody, "resp_123", "resp_124", 1))
+	wantRejected(t, adapter(t, "openai").Verify(r, secrets(openaiSDKSecret), nil))
+}
+
 func TestOpenAIUsesASecretWithoutPrefixAsWritten(t *testing.T) {
 	// OpenAI's SDKs key the HMAC with such a secret's own bytes, where the
 	// Standard Webhooks libraries would base64-decode it.

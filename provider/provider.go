@@ -23,6 +23,10 @@ type Request struct {
 	Header     http.Header
 	Body       []byte
 	ReceivedAt time.Time // the original receipt time; tolerances are judged against it
+	// Org is the org whose message r is: what an adapter fetches while
+	// verifying is budgeted per org, so one org's forgeries never spend
+	// another's fetches.
+	Org string
 }
 
 // Config is a connection's provider settings, decoded from its JSON config.
@@ -117,6 +121,20 @@ func Permanent(format string, args ...any) error {
 	return &PermanentError{Err: fmt.Errorf(format, args...)}
 }
 
+// TransientError marks a request that could not be verified for a reason
+// of the moment: the provider's keys could not be fetched, or too many new
+// ones were asked for lately. It says nothing of the request; the worker
+// tries it again later, spending one of its attempts.
+type TransientError struct{ Err error }
+
+func (e *TransientError) Error() string { return e.Err.Error() }
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// Transient wraps err as transient.
+func Transient(format string, args ...any) error {
+	return &TransientError{Err: fmt.Errorf(format, args...)}
+}
+
 // Adapter verifies and interprets one provider's webhooks.
 type Adapter interface {
 	// Name is the provider code, the prefix of its event types.
@@ -124,7 +142,8 @@ type Adapter interface {
 	// ValidateConfig checks a connection's config when it is created.
 	ValidateConfig(cfg Config) error
 	// Verify returns nil if any of secrets signed r, ErrSignature (possibly
-	// wrapped) if none did.
+	// wrapped) if none did, a *TransientError if it cannot tell now (keys
+	// it must fetch could not be).
 	Verify(r *Request, secrets [][]byte, cfg Config) error
 	// Interpret reads a verified request.
 	Interpret(r *Request, cfg Config) (Interpretation, error)

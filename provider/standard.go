@@ -59,15 +59,16 @@ func (a standardAdapter) Verify(r *Request, secrets [][]byte, cfg Config) error 
 	if err != nil {
 		return configError(a.name, err)
 	}
-	if err := verifyStandard(r, secrets, tolerance); err != nil {
+	if err := verifyStandard(r, secrets, tolerance, false); err != nil {
 		return fmt.Errorf("%s: %w", a.name, err)
 	}
 	return nil
 }
 
 // verifyStandard checks a Standard Webhooks signature; GitLab's signing token
-// uses it too.
-func verifyStandard(r *Request, secrets [][]byte, tolerance time.Duration) error {
+// uses it too. With bare, a signature written without its version (no
+// comma) is read as v1, as OpenAI's SDKs read it.
+func verifyStandard(r *Request, secrets [][]byte, tolerance time.Duration, bare bool) error {
 	id := headerValue(r.Header, standardIDHeaders...)
 	ts := headerValue(r.Header, standardTimestampHeaders...)
 	sigHeader := headerValue(r.Header, standardSignatureHeaders...)
@@ -87,7 +88,10 @@ func verifyStandard(r *Request, secrets [][]byte, tolerance time.Duration) error
 	for _, versioned := range strings.Split(sigHeader, " ") {
 		version, b64, ok := strings.Cut(versioned, ",")
 		if !ok {
-			continue
+			if !bare {
+				continue
+			}
+			version, b64 = "v1", versioned
 		}
 		sig, err := standardB64.DecodeString(b64)
 		if err != nil {

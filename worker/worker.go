@@ -117,9 +117,9 @@ type Worker struct {
 	// perMessage is the events each org's last settled message made, by
 	// which its messages yet to settle are judged (owingMu).
 	perMessage map[string]int
-	// waitingBody counts, per org, the attempts waiting for room in the
-	// body memory budget (busyMu).
-	waitingBody map[string]int
+	// waitingBody holds the orgs with an attempt waiting for room in the
+	// body memory budget, one at most each (busyMu).
+	waitingBody map[string]bool
 }
 
 // rowTTL is how long a worker reuses connection and endpoint rows.
@@ -469,12 +469,6 @@ func (w *Worker) start(ctx context.Context, c intake.Claim) {
 	}
 	w.running.Add(1)
 	w.setBusy(c.Message.OrgID, 1)
-	// Counted as waiting for body memory from now, so the org's next
-	// message is not started before this one has taken its room.
-	waits := w.needsBodyRoom(&c.Message)
-	if waits {
-		w.setWaitingBody(c.Message.OrgID, 1)
-	}
 	go func() {
 		defer func() {
 			// Not running before the slot is freed: Run, woken by freed,
@@ -487,27 +481,37 @@ func (w *Worker) start(ctx context.Context, c intake.Claim) {
 			}
 			w.running.Done()
 		}()
-		w.process(context.WithoutCancel(ctx), c, waits)
+		w.process(context.WithoutCancel(ctx), c)
 	}()
 }
 
-// setWaitingBody counts n more attempts of org waiting for body memory.
-func (w *Worker) setWaitingBody(org string, n int) {
+// startWaitingBody makes an attempt of org the org's one waiting for body
+// memory, unless another waits already (false).
+func (w *Worker) startWaitingBody(org string) bool {
 	w.busyMu.Lock()
 	defer w.busyMu.Unlock()
+	if w.waitingBody[org] {
+		return false
+	}
 	if w.waitingBody == nil {
-		w.waitingBody = map[string]int{}
+		w.waitingBody = map[string]bool{}
 	}
-	if w.waitingBody[org] += n; w.waitingBody[org] <= 0 {
-		delete(w.waitingBody, org)
-	}
+	w.waitingBody[org] = true
+	return true
+}
+
+// stopWaitingBody ends org's attempt waiting for body memory.
+func (w *Worker) stopWaitingBody(org string) {
+	w.busyMu.Lock()
+	defer w.busyMu.Unlock()
+	delete(w.waitingBody, org)
 }
 
 // waitsForBody reports whether an attempt of org waits for body memory.
 func (w *Worker) waitsForBody(org string) bool {
 	w.busyMu.Lock()
 	defer w.busyMu.Unlock()
-	return w.waitingBody[org] > 0
+	return w.waitingBody[org]
 }
 
 // waitingBodyOrgs lists the orgs with an attempt waiting for body memory.
@@ -565,15 +569,13 @@ func (w *Worker) release(ctx context.Context, c intake.Claim) {
 }
 
 // Process runs one claimed attempt to its settlement.
-func (w *Worker) Process(ctx context.Context, c intake.Claim) { w.process(ctx, c, false) }
+func (w *Worker) Process(ctx context.Context, c intake.Claim) { w.process(ctx, c) }
 
-// process is Process; counted says the attempt was counted as waiting for
-// body memory when it started (see holdBody).
-func (w *Worker) process(ctx context.Context, c intake.Claim, counted bool) {
+func (w *Worker) process(ctx context.Context, c intake.Claim) {
 	ctx, span := startProcess(ctx, c)
 	defer span.End()
 	start := time.Now()
-	free, err := w.holdBody(ctx, &c.Message, counted)
+	free, err := w.holdBody(ctx, &c.Message)
 	if err != nil {
 		w.cfg.Logger.Debug("worker: no room for a body now; the message waits", "message_id", c.Message.ID, "err", err)
 		w.release(ctx, c)
@@ -643,34 +645,37 @@ func (w *Worker) process(ctx context.Context, c intake.Claim, counted bool) {
 // (at most about its size again).
 const BodyCharge = 2 + provider.TreeFactor
 
-// needsBodyRoom reports whether m's body is to be read from the blob store
-// within the body memory budget.
+// needsBodyRoom reports whether m's body is to be read, from the blob store
+// or (deferred by its claim) from the database, within the body memory
+// budget.
 func (w *Worker) needsBodyRoom(m *intake.Message) bool {
-	return m.BlobKey != "" && m.Body == nil && !m.BodyExpired && w.cfg.BodyMemory != nil
+	return (m.BlobKey != "" || m.DeferredBody > 0) && m.Body == nil && !m.BodyExpired && w.cfg.BodyMemory != nil
 }
 
-// holdBody reads m's body from the blob store once the body memory budget
-// has room for it, and returns what gives the room back. A body that
-// cannot be opened is left for the attempt, which judges that error. The
-// attempt counts as waiting for body memory until its body is read or its
-// room refused; counted says it was counted when it started.
-func (w *Worker) holdBody(ctx context.Context, m *intake.Message, counted bool) (free func(), err error) {
-	if !counted && w.needsBodyRoom(m) {
-		w.setWaitingBody(m.OrgID, 1)
-		counted = true
-	}
-	if counted {
-		defer w.setWaitingBody(m.OrgID, -1)
-	}
+// holdBody reads m's body from the blob store, or from the database when
+// its claim deferred it, once the body memory budget has room for it, and
+// returns what gives the room back (see bodyRoom). A body that cannot be
+// opened is left for the attempt, which judges that error.
+func (w *Worker) holdBody(ctx context.Context, m *intake.Message) (free func(), err error) {
 	if !w.needsBodyRoom(m) {
 		return func() {}, nil
+	}
+	if m.DeferredBody > 0 {
+		free, err = w.bodyRoom(ctx, m.OrgID, BodyCharge*m.DeferredBody)
+		if err != nil {
+			return nil, err
+		}
+		if sb, err := w.cfg.Store.MessageBody(ctx, intake.Scope{}, m.ID); err == nil && sb.BlobKey == "" {
+			m.Body = sb.Body
+		}
+		return free, nil
 	}
 	r, size, err := intake.StoredBody{BlobKey: m.BlobKey}.Open(ctx, w.cfg.Blobs)
 	if err != nil {
 		return func() {}, nil
 	}
 	defer r.Close()
-	free, err = w.cfg.BodyMemory.Take(ctx, m.OrgID, BodyCharge*max(size, 0))
+	free, err = w.bodyRoom(ctx, m.OrgID, BodyCharge*max(size, 0))
 	if err != nil {
 		return nil, err
 	}
@@ -680,6 +685,29 @@ func (w *Worker) holdBody(ctx context.Context, m *intake.Message, counted bool) 
 	}
 	return free, nil
 }
+
+// bodyRoom takes n of the body memory budget for org's body: at once when
+// it is free, else by waiting for it as the org's one attempt that waits,
+// which holds the org's next messages back (they wait queued, not in the
+// worker's slots). Another of the org's attempts finding no room while
+// one waits is refused at once (errBodyWaits), and its message released.
+// Opening and reading a body is no wait for room: while there is room,
+// the org's bodies are read side by side, not one at a time behind object
+// storage's answers.
+func (w *Worker) bodyRoom(ctx context.Context, org string, n int64) (free func(), err error) {
+	if free, ok := w.cfg.BodyMemory.TryTake(org, n); ok {
+		return free, nil
+	}
+	if !w.startWaitingBody(org) {
+		return nil, errBodyWaits
+	}
+	defer w.stopWaitingBody(org)
+	return w.cfg.BodyMemory.Take(ctx, org, n)
+}
+
+// errBodyWaits refuses body memory to an attempt of an org that has one
+// waiting for it already.
+var errBodyWaits = errors.New("worker: another of the org's bodies waits for body memory")
 
 // attempt verifies and interprets the message and says how it should
 // settle. It puts in views the rules' view of each event it makes, built
@@ -704,6 +732,16 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim, views map[string]*
 		}
 		m.Body = body
 	}
+	if m.DeferredBody > 0 && m.Body == nil {
+		sb, err := w.cfg.Store.MessageBody(ctx, intake.Scope{}, m.ID)
+		if intake.ErrorCode(err) == intake.ENOTFOUND {
+			return dead(st, intake.ErrCodeBodyExpired, "the stored body has expired")
+		}
+		if err != nil {
+			return w.transient(st, m, fmt.Errorf("read the body: %w", err))
+		}
+		m.Body = sb.Body
+	}
 	conn, err := w.conns.Get(m.ConnectionID, w.cfg.Clock.Now(), func() (intake.Connection, error) {
 		return w.cfg.Store.Connection(ctx, intake.Scope{}, m.ConnectionID)
 	})
@@ -726,13 +764,17 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim, views map[string]*
 		return unopenable(st, err)
 	}
 	publicURL, previousURL := w.publicURLs(ctx, m)
-	req := &provider.Request{Method: m.Method, URL: publicURL, Header: m.Header, Body: m.Body, ReceivedAt: m.ReceivedAt}
+	req := &provider.Request{Method: m.Method, URL: publicURL, Header: m.Header, Body: m.Body, ReceivedAt: m.ReceivedAt, Org: m.OrgID}
 	if req.Query, err = url.ParseQuery(m.Query); err != nil {
 		req.Query = url.Values{}
 	}
 	var perm *provider.PermanentError
+	var unsure *provider.TransientError
 	err = adapter.Verify(req, secrets, cfg)
-	if err != nil && !errors.As(err, &perm) {
+	// refused: the signature was judged and does not verify, not that it
+	// could not be judged.
+	refused := func() bool { return err != nil && !errors.As(err, &perm) && !errors.As(err, &unsure) }
+	if refused() {
 		// A secret added in the last seconds is not in the cached row yet:
 		// check the current row before calling the signature bad.
 		if fresh, ferr := w.cfg.Store.Connection(ctx, intake.Scope{}, m.ConnectionID); ferr == nil &&
@@ -742,7 +784,7 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim, views map[string]*
 			}
 		}
 	}
-	if err != nil && !errors.As(err, &perm) && previousURL != "" {
+	if refused() && previousURL != "" {
 		// Sent, within a rotation's overlap, to the URL it replaced: a
 		// URL-signing provider signed that one.
 		old := *req
@@ -753,6 +795,9 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim, views map[string]*
 	}
 	if errors.As(err, &perm) {
 		return dead(st, intake.ErrCodePermanent, err.Error())
+	} else if errors.As(err, &unsure) {
+		// The provider's keys could not be read now: tried again later.
+		return w.transient(st, m, err)
 	} else if err != nil {
 		st.To, st.Outcome = intake.MessageIgnored, intake.OutcomeSignature
 		st.ErrorMessage = "signature: " + verifyReason(err)

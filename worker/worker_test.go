@@ -28,7 +28,9 @@ import (
 type testAdapter struct {
 	mu        sync.Mutex
 	transient int    // fail transiently this many more times
+	unsure    int    // fail verifying transiently this many more times
 	lastURL   string // the public URL the last verified request carried
+	lastOrg   string // the org the last verified request was budgeted to
 }
 
 func (*testAdapter) Name() string                         { return "worker-test" }
@@ -36,7 +38,13 @@ func (*testAdapter) ValidateConfig(provider.Config) error { return nil }
 
 func (a *testAdapter) Verify(r *provider.Request, secrets [][]byte, _ provider.Config) error {
 	a.mu.Lock()
-	a.lastURL = r.URL
+	a.lastURL, a.lastOrg = r.URL, r.Org
+	if bytes.Contains(r.Body, []byte(`"verify":"unsure"`)) && a.unsure != 0 {
+		a.unsure--
+		a.mu.Unlock()
+		// As a provider whose keys could not be fetched says it.
+		return provider.Transient("the provider's keys could not be fetched")
+	}
 	a.mu.Unlock()
 	// A URL-signing provider's signature covers the URL it was given.
 	if signed := r.Header.Get("X-Test-URL"); signed != "" && signed != r.URL {
@@ -255,6 +263,29 @@ func TestTransientFailureRetriesOnScheduleAndTheSixthIsDead(t *testing.T) {
 	}
 }
 
+// A signature that could not be judged (the provider's keys could not be
+// fetched) is neither refused nor dead: the message is tried again on the
+// retry schedule, and verifies once the keys can be read.
+func TestAVerifyThatCannotJudgeNowIsRetriedLater(t *testing.T) {
+	e := setup(t)
+	adapter.mu.Lock()
+	adapter.unsure = 1
+	adapter.mu.Unlock()
+	defer func() { adapter.mu.Lock(); adapter.unsure = 0; adapter.mu.Unlock() }()
+	id := e.receive(t, "new-secret", `{"id":"evt_1","type":"paid","verify":"unsure"}`)
+	e.run(t)
+	m := e.message(t, id)
+	if m.State != intake.MessageFailed || m.Attempt != 1 || m.ErrorCode != intake.ErrCodeTransient ||
+		m.ErrorMessage != "the provider's keys could not be fetched" || !m.NextAttemptAt.Equal(e.clock.Now().Add(10*time.Second)) {
+		t.Fatalf("after the first attempt: %+v", m)
+	}
+	e.clock.Advance(10 * time.Second)
+	e.run(t)
+	if m := e.message(t, id); m.State != intake.MessageProcessed || len(m.EventIDs) != 1 {
+		t.Fatalf("after the keys could be read: %+v", m)
+	}
+}
+
 func TestTransientFailureThatRecoversIsProcessed(t *testing.T) {
 	e := setup(t)
 	adapter.mu.Lock()
@@ -355,6 +386,8 @@ func TestRunWakesOnIngestWithoutWaitingForThePoll(t *testing.T) {
 	<-done
 }
 
+// An adapter sees the public URL the provider signed, and the org whose
+// message it verifies, by which what it fetches is budgeted.
 func TestAdaptersSeeThePublicURLTheProviderWasGiven(t *testing.T) {
 	e := setup(t)
 	sum := sha256.Sum256([]byte(`{"id":"evt_1"}`))
@@ -367,10 +400,13 @@ func TestAdaptersSeeThePublicURLTheProviderWasGiven(t *testing.T) {
 	}
 	e.run(t)
 	adapter.mu.Lock()
-	got := adapter.lastURL
+	got, org := adapter.lastURL, adapter.lastOrg
 	adapter.mu.Unlock()
 	if got != "https://hooks.example.com/webhooks/tok123?a=1&b=2" {
 		t.Fatalf("adapter saw URL %q", got)
+	}
+	if org != e.ep.OrgID {
+		t.Fatalf("adapter saw org %q, want the message's %q", org, e.ep.OrgID)
 	}
 }
 

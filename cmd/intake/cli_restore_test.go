@@ -21,7 +21,7 @@ func replicatedStore(t *testing.T, fp string) string {
 	unsetReplicateEnv(t)
 	ctx := context.Background()
 	u := "file://" + filepath.Join(t.TempDir(), "replica")
-	store, _, rep, err := serveFlags(t, "--data", t.TempDir(), "--replicate", u).openStore(ctx, slog.New(slog.DiscardHandler))
+	store, _, rep, err := serveFlags(t, "--data", t.TempDir(), "--replicate", u).openStore(ctx, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestServeOnADataDirectoryHoldingNoStoreRestoresFirst(t *testing.T) {
 	}
 	// The restored store is the one the replica holds: it carries on
 	// replicating there.
-	store, _, rep, err := serveFlags(t, "--data", data, "--replicate", u).openStore(ctx, log)
+	store, _, rep, err := serveFlags(t, "--data", data, "--replicate", u).openStore(ctx, log, nil)
 	if err != nil {
 		t.Fatalf("serve on the restored store: %v", err)
 	}
@@ -232,11 +232,11 @@ func TestAStoreRestoredToAnEarlierTimeIsRefusedItsOldReplica(t *testing.T) {
 	if got := fingerprintIn(t, data); got != "replicated" {
 		t.Fatalf("restored to a time: %q, want the replica's store", got)
 	}
-	_, _, _, err := serveFlags(t, "--data", data, "--replicate", u).openStore(ctx, log)
+	_, _, _, err := serveFlags(t, "--data", data, "--replicate", u).openStore(ctx, log, nil)
 	if err == nil || !strings.Contains(err.Error(), "holds another store") {
 		t.Fatalf("serve on it with the old replica: %v, want refused", err)
 	}
-	store, _, rep, err := serveFlags(t, "--data", data, "--replicate", "file://"+filepath.Join(t.TempDir(), "new")).openStore(ctx, log)
+	store, _, rep, err := serveFlags(t, "--data", data, "--replicate", "file://"+filepath.Join(t.TempDir(), "new")).openStore(ctx, log, nil)
 	if err != nil {
 		t.Fatalf("serve on it with a new replica: %v", err)
 	}

@@ -92,6 +92,7 @@ type EventsSearchCmd struct {
 	Consumer string `name:"consumer" help:"Only events delivered (or attempted) to this consumer id."`
 	Reroute  bool   `name:"reroute" help:"Re-route every dead, no_consumer or filtered event the search selects (all pages; --state narrows it), instead of listing."`
 	DryRun   bool   `name:"dry-run" help:"With --reroute: print how many events it would re-route and the first of them, and change nothing."`
+	bulkFlags
 	listFlags
 }
 
@@ -103,8 +104,9 @@ func (c *EventsSearchCmd) Run(cl *Client) error {
 			path: "/api/v1/events/reroute", done: "re-routed %d events\n", dryRun: c.DryRun, preview: previewEvents("re-route"),
 			request: func(match json.RawMessage, since, until time.Time) any {
 				return api.RerouteRequest{State: intake.EventState(c.State), Type: c.Type, Since: since, Until: until, Match: match, Q: c.Q,
-					DryRun: c.DryRun}
+					DryRun: c.DryRun, Confirm: c.Confirm}
 			},
+			bulkFlags: c.bulkFlags,
 		})
 	}
 	if c.DryRun {
@@ -122,8 +124,9 @@ func (c *EventsSearchCmd) Run(cl *Client) error {
 type MessagesSearchCmd struct {
 	searchFlags
 	Endpoint string `name:"endpoint" help:"Only messages of this endpoint id."`
-	Replay   bool   `name:"replay" help:"Replay every original message the search selects whose body is kept (at most 1000; all pages), instead of listing."`
+	Replay   bool   `name:"replay" help:"Replay every original message the search selects whose body is kept (all pages; past the server's --bulk-max only with --confirm, as a job), instead of listing."`
 	DryRun   bool   `name:"dry-run" help:"With --replay: print how many messages it would replay and the first of them, and change nothing."`
+	bulkFlags
 	listFlags
 }
 
@@ -135,8 +138,9 @@ func (c *MessagesSearchCmd) Run(cl *Client) error {
 			path:    "/api/v1/messages/replay", done: "replayed %d messages\n", dryRun: c.DryRun, preview: previewMessages("replay"),
 			request: func(match json.RawMessage, since, until time.Time) any {
 				return api.ReplayRequest{EndpointID: c.Endpoint, State: intake.MessageState(c.State), Type: c.Type,
-					Match: match, Q: c.Q, Since: since, Until: until, DryRun: c.DryRun}
+					Match: match, Q: c.Q, Since: since, Until: until, DryRun: c.DryRun, Confirm: c.Confirm}
 			},
+			bulkFlags: c.bulkFlags,
 		})
 	}
 	if c.DryRun {
@@ -162,6 +166,8 @@ type bulkAction struct {
 	preview func(cl *Client, raw []byte) error
 	// request is the body posted to path, from the search.
 	request func(match json.RawMessage, since, until time.Time) any
+	// bulkFlags say how a job past the bulk maximum is printed.
+	bulkFlags bulkFlags
 }
 
 // bulk performs a on everything the search selects and prints how many
@@ -189,10 +195,5 @@ func (f searchFlags) bulk(cl *Client, lf listFlags, a bulkAction) error {
 	if a.dryRun {
 		return a.preview(cl, raw)
 	}
-	var n api.Count
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(cl.stdout(), a.done, n.Count)
-	return err
+	return a.bulkFlags.printBulk(cl, raw, a.done)
 }

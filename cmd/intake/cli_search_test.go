@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -80,5 +81,32 @@ func TestCLISearchesEventsAndMessagesAndActsOnWhatItFinds(t *testing.T) {
 	// Nothing re-routable yet: both events are pending.
 	if out := s.mustRun(t, org.APIKey, "events", "search", "--q", "cus_1", "--reroute"); out != "re-routed 0 events\n" {
 		t.Fatalf("events search --reroute: %q", out)
+	}
+}
+
+func TestCLIBulkReplayPastTheBulkMaxNeedsConfirmAndFollowsTheJob(t *testing.T) {
+	s := newServerWith(t, 1)
+	org := decodeOut[api.Org](t, s.mustRunJSON(t, staffToken, "orgs", "create", "acme"))
+	conn := decodeOut[api.Connection](t, s.mustRunJSON(t, org.APIKey, "connections", "create", "--provider", "none", "--name", "open"))
+	ep := decodeOut[api.Endpoint](t, s.mustRunJSON(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
+	for i := range 3 {
+		s.settled(t, org, conn, ep, "shop.order.paid", fmt.Sprintf("order %d", i), `{"total":30}`)
+	}
+	_, err := s.run(t, org.APIKey, "messages", "search", "--type", "shop.order.paid", "--replay")
+	if err == nil || !strings.Contains(err.Error(), "selects 3 messages") || !strings.Contains(err.Error(), "confirm") {
+		t.Fatalf("a replay of 3 past --bulk-max 1: %v, want it refused naming the count and confirm", err)
+	}
+	out, stderr, err := s.runWithStderr(t, org.APIKey, "messages", "search", "--type", "shop.order.paid", "--replay", "--confirm", "--wait")
+	if err != nil || !strings.Contains(out, "bulk replay") || !strings.Contains(out, "done: 3 of 3") || !strings.Contains(stderr, "3/3") {
+		t.Fatalf("a confirmed replay of 3 with --wait: %q %q %v", out, stderr, err)
+	}
+	id, _, _ := strings.Cut(strings.TrimPrefix(out, "bulk replay "), " ")
+	job := decodeOut[api.Replay](t, s.mustRunJSON(t, org.APIKey, "jobs", "show", id))
+	if job.Kind != "replay" || job.State != "done" || job.Done != 3 || job.Total != 3 {
+		t.Fatalf("jobs show %s: %+v", id, job)
+	}
+	// Within --bulk-max, a confirmed action runs at once, as without.
+	if out := s.mustRun(t, org.APIKey, "events", "search", "--type", "shop.order.paid", "--reroute", "--confirm"); out != "re-routed 0 events\n" {
+		t.Fatalf("a confirmed re-route within --bulk-max answered %q", out)
 	}
 }

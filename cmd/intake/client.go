@@ -36,6 +36,7 @@ type Client struct {
 	Rules         RulesCmd         `cmd:"" help:"Try a filter or transformation against a stored event before saving it."`
 	Links         LinksCmd         `cmd:"" help:"Link provider objects to the app records they belong to."`
 	Replay        ReplayCmd        `cmd:"" help:"Replay a message, or an endpoint's window of at most 7 days."`
+	Jobs          JobsCmd          `cmd:"" help:"Follow window replays and bulk jobs (a bulk replay or re-route past --bulk-max, confirmed)."`
 	Listen        ListenCmd        `cmd:"" help:"Forward the org's events, as they are routed, to a local URL (signed like a consumer delivery)."`
 	Send          SendCmd          `cmd:"" help:"Post a correctly signed sample webhook of a provider to an endpoint."`
 	Keys          KeysCmd          `cmd:"" help:"Manage an org's API keys."`

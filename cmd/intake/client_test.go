@@ -35,6 +35,12 @@ type server struct {
 
 func newServer(t *testing.T) server {
 	t.Helper()
+	return newServerWith(t, 0)
+}
+
+// newServerWith is newServer with the --bulk-max given (0: the default).
+func newServerWith(t *testing.T, bulkMax int) server {
+	t.Helper()
 	t.Setenv("INTAKE_URL", "")
 	t.Setenv("INTAKE_TOKEN", "")
 	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), "intake.db")})
@@ -49,7 +55,9 @@ func newServer(t *testing.T) server {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(nil)
-	srv.Config.Handler = api.New(api.Config{Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL,
+	ctl := control.New(control.Config{Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL,
+		ConsumerPolicy: delivery.DefaultPolicy(), BulkMax: bulkMax})
+	srv.Config.Handler = api.New(api.Config{Control: ctl, Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL,
 		ConsumerPolicy: delivery.DefaultPolicy()}).Handler()
 	t.Cleanup(srv.Close)
 	// The replay runner every `intake serve` runs beside its API.
@@ -57,7 +65,9 @@ func newServer(t *testing.T) server {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = (&control.ReplayRunner{Store: st, Clock: intake.SystemClock{}, Poll: 10 * time.Millisecond}).Run(ctx)
+		runner := ctl.Runner(nil)
+		runner.Poll = 10 * time.Millisecond
+		_ = runner.Run(ctx)
 	}()
 	t.Cleanup(func() { stop(); <-done })
 	return server{url: srv.URL, store: st}

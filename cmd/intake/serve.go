@@ -34,6 +34,7 @@ import (
 	"github.com/intakehq/intake/internal/fair"
 	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
+	"github.com/intakehq/intake/internal/outage"
 	"github.com/intakehq/intake/internal/pressure"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
@@ -65,6 +66,7 @@ type ServeCmd struct {
 	BodyRetention       time.Duration `default:"168h" env:"INTAKE_BODY_RETENTION" help:"How long raw bodies are kept (the replay window); an org's own may be shorter, not longer."`
 	Retention           time.Duration `default:"720h" env:"INTAKE_RETENTION" help:"How long messages, events and deliveries are kept; an org's own may be shorter, not longer."`
 	RetentionRate       float64       `default:"1000" env:"INTAKE_RETENTION_RATE" help:"Expired bodies, and expired messages with all that hangs off them, deleted per second at most: a backlog leaves at this pace beside the writes acks wait for."`
+	StoreWait           time.Duration `name:"store-wait" default:"5s" env:"INTAKE_STORE_WAIT" help:"How long ingress waits for the store (an endpoint's lookup; on PostgreSQL, a webhook's commit; object storage taking a large body) before it answers 503; a commit may still land, and the provider's retry is deduplicated."`
 	DeliveryTimeout     time.Duration `default:"10s" env:"INTAKE_DELIVERY_TIMEOUT" help:"How long a consumer may take to answer a delivery."`
 	Calls               int           `default:"256" env:"INTAKE_CALLS" help:"Calls to consumers made at once by this process; one org may hold at most three quarters of them while it is alone, three eighths while another org holds some, and so on."`
 	ConsumerCalls       int           `default:"64" env:"INTAKE_CONSUMER_CALLS" help:"Calls to one consumer made at once by this process, unless the consumer sets its own max_in_flight."`
@@ -94,10 +96,10 @@ type ServeCmd struct {
 	BodyReadsPerOrg     int           `name:"body-reads-per-org" default:"2" env:"INTAKE_BODY_READS_PER_ORG" help:"Raw bodies one org reads at once."`
 	NotifyCalls         int           `name:"notify-calls" default:"32" env:"INTAKE_NOTIFY_CALLS" help:"Notification calls in flight at once; each receiver takes one at a time."`
 	NotifyCallsPerOrg   int           `name:"notify-calls-per-org" default:"4" env:"INTAKE_NOTIFY_CALLS_PER_ORG" help:"Notification calls one org's receivers have in flight at once."`
-	BulkMax             int           `name:"bulk-max" default:"10000" env:"INTAKE_BULK_MAX" help:"Most events a bulk re-route takes; a search selecting more is refused, to be narrowed."`
+	BulkMax             int           `name:"bulk-max" default:"10000" env:"INTAKE_BULK_MAX" help:"Most rows a bulk re-route or replay takes at once; a search selecting more is refused unless confirmed, and then runs as a paced job."`
 	CatalogTypes        int           `name:"catalog-types-per-connection" default:"1000" env:"INTAKE_CATALOG_TYPES_PER_CONNECTION" help:"Event types the catalog records per connection; past it, new types are counted under one more, other, with no schema, and one schema.changed notice says so."`
-	OrgEventsPerSec     float64       `name:"org-events-per-sec" default:"1000" env:"INTAKE_ORG_EVENTS_PER_SEC" help:"Events one org's messages may make per second in this process; past it (and its burst) the org's messages wait queued while other orgs' flow. Nothing is refused or lost."`
-	OrgEventsBurst      int           `name:"org-events-burst" default:"5000" env:"INTAKE_ORG_EVENTS_BURST" help:"Events one org's messages may make at once before --org-events-per-sec paces them."`
+	OrgEventsPerSec     float64       `name:"org-events-per-sec" default:"2000" env:"INTAKE_ORG_EVENTS_PER_SEC" help:"Events one org's messages may make per second in this process; past it (and its burst) the org's messages wait queued while other orgs' flow. Nothing is refused or lost."`
+	OrgEventsBurst      int           `name:"org-events-burst" default:"10000" env:"INTAKE_ORG_EVENTS_BURST" help:"Events one org's messages may make at once before --org-events-per-sec paces them."`
 	ConsumerDeny        []string      `name:"consumer-deny" env:"INTAKE_CONSUMER_DENY" placeholder:"CIDR" help:"Refuse consumer and notification URLs in these ranges, beside the metadata and link-local addresses always refused (repeatable, or comma-separated), e.g. 10.0.0.0/8."`
 	ConsumerAllow       []string      `name:"consumer-allow" env:"INTAKE_CONSUMER_ALLOW" placeholder:"CIDR" help:"Reach consumers and notification receivers only in these ranges (repeatable, or comma-separated); what is refused stays refused."`
 	OIDCIssuer          string        `name:"oidc-issuer" env:"INTAKE_OIDC_ISSUER" placeholder:"URL" help:"OpenID Connect issuer the console signs people in at (single sign-on); empty: token sign-in only."`
@@ -112,7 +114,13 @@ type ServeCmd struct {
 
 // Run serves until SIGTERM or SIGINT, then drains and exits.
 func (c *ServeCmd) Run() error {
-	log := c.logger()
+	// An outage of PostgreSQL or of object storage is logged when it
+	// begins and ends, and what fails because of it once per kind in
+	// between.
+	base := c.logger()
+	storeWatch := outage.New("postgres", base, intake.SystemClock{})
+	blobWatch := outage.New("object storage", base, intake.SystemClock{})
+	log := slog.New(storeWatch.Handler(blobWatch.Handler(base.Handler())))
 	if c.RetentionRate <= 0 {
 		return errors.New("--retention-rate must be above 0 deletes a second")
 	}
@@ -176,7 +184,7 @@ func (c *ServeCmd) Run() error {
 	if err != nil {
 		return err
 	}
-	store, lead, rep, err := c.openStore(ctx, log)
+	store, lead, rep, err := c.openStore(ctx, log, storeWatch)
 	if err != nil {
 		return err
 	}
@@ -196,7 +204,7 @@ func (c *ServeCmd) Run() error {
 	}
 	log.Info("master key matches the store", "fingerprint", sealer.Fingerprint())
 
-	blobs, spool, err := c.openBlobs(ctx, log)
+	blobs, spool, err := c.openBlobs(ctx, log, blobWatch)
 	if err != nil {
 		return err
 	}
@@ -233,7 +241,7 @@ func (c *ServeCmd) Run() error {
 	}
 	in := ingress.New(ingress.Config{Replica: ackReplica, Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
 		Logger: log, Quota: quota, Handoff: messages, Pressure: ingestFirst, Blobs: blobs, BlobThreshold: c.BlobThreshold,
-		MaxBodyBytes: c.MaxBodyBytes, BodyMemory: bodyMemory})
+		MaxBodyBytes: c.MaxBodyBytes, BodyMemory: bodyMemory, StoreWait: c.StoreWait})
 	log.Info("request bodies bounded", "max_body_bytes", c.MaxBodyBytes, "body_memory_bytes", c.BodyMemory)
 	// One rules engine: its script hosts and compiled programs serve the
 	// worker, the router and the control plane's checks and dry runs.
@@ -251,8 +259,7 @@ func (c *ServeCmd) Run() error {
 		Clock: clock, ConsumerPolicy: policy, Rules: engine, Sender: sender,
 		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, People: people, Blobs: blobs,
 		MaxBodyBytes: c.MaxBodyBytes, Reads: c.readBudget(), BulkMax: c.BulkMax, Logger: log,
-		Calls: control.CallBounds{TestsPerOrg: c.ConsumerTestsPerOrg, Tests: c.ConsumerTests, TestsPerSecond: c.ConsumerTestsPerSec,
-			TestsBurst: c.ConsumerTestsBurst, BodyReadsPerOrg: c.BodyReadsPerOrg, BodyReads: c.BodyReads}})
+		Calls: c.callBounds()})
 	// URLs an earlier version stored with their credentials in the clear
 	// are sealed before anything serves them.
 	sealed, err := ctl.SealStoredURLs(ctx)
@@ -349,19 +356,18 @@ func (c *ServeCmd) Run() error {
 	log.Info("intake serving", "addr", ln.Addr().String(), "data", c.Data, "public_url", c.publicURL(),
 		"console", c.consoleURL(ln.Addr()))
 
-	// Window replays recorded by any process's API or console; claims
-	// spread them over the processes and a stopped one's are taken over.
+	// Window replays and bulk jobs recorded by any process's API or
+	// console; claims spread them over the processes, jobs take turns, and
+	// a stopped one's are taken over.
 	// The sweeper and the notifier run on one process at a time.
 	loops := []intake.Loop{w, rt,
 		&ingress.QuotaWatch{Quota: quota, Store: store, Every: 5 * time.Second, Logger: log},
-		&control.ReplayRunner{Store: store, Clock: clock, Logger: log},
+		ctl.Runner(log),
 		leading{job: "sweeper", lead: lead, loop: sweeper.New(sweeper.Config{Store: store, Clock: clock,
 			BodyRetention: c.BodyRetention, Retention: c.Retention, PerSecond: rate.Limit(c.RetentionRate), Logger: log})},
 		leading{job: "backlog-watch", lead: lead, loop: sweeper.NewBacklogWatch(sweeper.BacklogConfig{Store: store, Clock: clock,
 			Age: c.IssueBacklogAge, Logger: log})},
-		leading{job: "notifier", lead: lead, loop: notify.New(notify.Config{Store: store, Sealer: sealer, Clock: clock,
-			Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: policy, UserAgent: "intake"}),
-			Interval: c.NotifyInterval, MaxInFlight: c.NotifyCalls, MaxInFlightPerOrg: c.NotifyCallsPerOrg, Metrics: m, Logger: log})},
+		leading{job: "notifier", lead: lead, loop: notify.New(c.notifyConfig(store, sealer, clock, policy, m, log))},
 	}
 	if learner != nil {
 		// Every process learns from its own events (counts add up, schemas
@@ -467,8 +473,9 @@ func (c *ServeCmd) metricsHandler(m *metrics.Metrics, clock intake.Clock, log *s
 // (503) until it is back. Without --blob-store, the embedded store spools
 // large bodies to files beside it (DESIGN §26: never whole into memory
 // nor into the database); on PostgreSQL they stay in the database (nil),
-// since another process could not read a file this one wrote.
-func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger) (intake.Blobs, *blob.Dir, error) {
+// since another process could not read a file this one wrote. The blob
+// store --blob-store names reports its outages to watch.
+func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger, watch *outage.Watch) (intake.Blobs, *blob.Dir, error) {
 	if c.BlobThreshold < 1 {
 		return nil, nil, fmt.Errorf("--blob-threshold must be at least 1 byte")
 	}
@@ -495,7 +502,7 @@ func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger) (intake.Blob
 	}
 	log.Info("large bodies go to the blob store", "threshold_bytes", c.BlobThreshold, "beside_the_replica", c.BlobStore == "")
 	d, _ := b.(*blob.Dir)
-	return b, d, nil
+	return blob.Watched(b, watch), d, nil
 }
 
 // blobURL is where bodies above the blob threshold go: --blob-store; else,
@@ -659,7 +666,7 @@ func (l leading) Run(ctx context.Context) error {
 // under --data, replicated with --replicate (rep: nil without). On
 // PostgreSQL, where several processes share the database, maintenance
 // jobs run under an advisory lock; SQLite has one process.
-func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger) (_ intake.Store, _ lead, rep *replica.Replicator, _ error) {
+func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger, watch *outage.Watch) (_ intake.Store, _ lead, rep *replica.Replicator, _ error) {
 	if c.DB == "" {
 		path := filepath.Join(c.Data, "intake.db")
 		s, err := sqlite.Open(ctx, sqlite.Options{Path: path, OperatorReaders: c.Reads, Replicated: c.Replicate != ""})
@@ -684,8 +691,11 @@ func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger) (_ intake.St
 		return nil, nil, nil, errors.New("--db: want a postgres:// URL")
 	}
 	log.Info("opening the PostgreSQL store; migrating it if needed", "db", u.Redacted())
-	s, err := postgres.Open(ctx, postgres.Options{URL: c.DB, Logger: log,
-		ReadConns: int32(c.Reads), ReadTimeout: c.ReadDeadline + time.Second})
+	s, err := postgres.Open(ctx, postgres.Options{URL: c.DB, Logger: log, Outage: watch, CommitWait: c.StoreWait,
+		ReadConns: int32(c.Reads), ReadTimeout: c.ReadDeadline + time.Second,
+		// A transaction left idle by a process frozen past its leases ends
+		// with them, so the rows it locked are taken over with its work.
+		IdleInTransaction: max(c.Lease, 5*time.Second)})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -756,6 +766,23 @@ func derive(master []byte, purpose string) []byte {
 	h := hmac.New(sha256.New, master)
 	h.Write([]byte("intake:" + purpose))
 	return h.Sum(nil)
+}
+
+// callBounds bound what operators drive that calls out or holds a
+// response open: consumer tests and raw body reads.
+func (c *ServeCmd) callBounds() control.CallBounds {
+	return control.CallBounds{TestsPerOrg: c.ConsumerTestsPerOrg, Tests: c.ConsumerTests, TestsPerSecond: c.ConsumerTestsPerSec,
+		TestsBurst: c.ConsumerTestsBurst, BodyReadsPerOrg: c.BodyReadsPerOrg, BodyReads: c.BodyReads}
+}
+
+// notifyConfig is the notifier's: its calls go through the consumer
+// address policy, as many in flight as --notify-calls allows, each org's
+// receivers at most --notify-calls-per-org.
+func (c *ServeCmd) notifyConfig(store intake.Notifications, sealer *seal.Sealer, clock intake.Clock, policy delivery.Policy,
+	m *metrics.Metrics, log *slog.Logger) notify.Config {
+	return notify.Config{Store: store, Sealer: sealer, Clock: clock,
+		Sender:   delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: policy, UserAgent: "intake"}),
+		Interval: c.NotifyInterval, MaxInFlight: c.NotifyCalls, MaxInFlightPerOrg: c.NotifyCallsPerOrg, Metrics: m, Logger: log}
 }
 
 // readBudget is the bound on operators' reads. PostgreSQL's read pool

@@ -78,7 +78,7 @@ func TestServeReplicatesTheStoreARestoreRebuildsIt(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	u := "file://" + filepath.Join(t.TempDir(), "replica")
 	c := serveFlags(t, "--data", t.TempDir(), "--replicate", u)
-	store, _, rep, err := c.openStore(ctx, log)
+	store, _, rep, err := c.openStore(ctx, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestServeReplicatesTheStoreARestoreRebuildsIt(t *testing.T) {
 func TestServeRefusesAReplicaItCannotReachNamingTheFlag(t *testing.T) {
 	unsetReplicateEnv(t)
 	c := serveFlags(t, "--data", t.TempDir(), "--replicate", "s3://intake/r?endpoint=http://127.0.0.1:1&region=us-east-1")
-	_, _, _, err := c.openStore(context.Background(), slog.New(slog.DiscardHandler))
+	_, _, _, err := c.openStore(context.Background(), slog.New(slog.DiscardHandler), nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "--replicate s3://intake/r cannot be reached") {
 		t.Fatalf("an unreachable replica: %v, want --replicate … cannot be reached", err)
 	}

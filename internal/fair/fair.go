@@ -61,12 +61,10 @@ func (b *Budget) Take(ctx context.Context, org string, n int64) (release func(),
 	var deadline <-chan time.Time
 	for {
 		b.mu.Lock()
-		fits, never, over := b.fits(org, n)
-		if fits {
-			b.hold(org, n, over)
+		release, never := b.take(org, n)
+		if release != nil {
 			b.mu.Unlock()
-			var once sync.Once
-			return func() { once.Do(func() { b.give(org, n, over) }) }, nil
+			return release, nil
 		}
 		if b.changed == nil {
 			b.changed = make(chan struct{})
@@ -89,6 +87,31 @@ func (b *Budget) Take(ctx context.Context, org string, n int64) (release func(),
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// TryTake holds n units for org until release is called if they fit now;
+// ok is false, and nothing held, when they do not.
+func (b *Budget) TryTake(org string, n int64) (release func(), ok bool) {
+	if b == nil {
+		return func() {}, true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	release, _ = b.take(org, n)
+	return release, release != nil
+}
+
+// take holds n units for org if they fit now, returning what gives them
+// back (nil when they do not fit) and whether they never could; b.mu is
+// held.
+func (b *Budget) take(org string, n int64) (release func(), never bool) {
+	fits, never, over := b.fits(org, n)
+	if !fits {
+		return nil, never
+	}
+	b.hold(org, n, over)
+	var once sync.Once
+	return func() { once.Do(func() { b.give(org, n, over) }) }, never
 }
 
 // Held is how much org holds now ("" for all orgs together).

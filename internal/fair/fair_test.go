@@ -142,6 +142,29 @@ func TestBudgetWaiterEndsWithItsContext(t *testing.T) {
 	}
 }
 
+// TestBudgetTryTakeHoldsWhatFitsAndRefusesTheRestWithoutWaiting: what
+// fits is held until given back; what does not is refused at once, even
+// with a long Wait, and holds nothing.
+func TestBudgetTryTakeHoldsWhatFitsAndRefusesTheRestWithoutWaiting(t *testing.T) {
+	b := &Budget{What: "body memory", PerOrg: 10, Wait: time.Hour}
+	release, ok := b.TryTake("a", 8)
+	if !ok || b.Held("a") != 8 {
+		t.Fatalf("8 of an org's 10: ok %v, held %d; want it held", ok, b.Held("a"))
+	}
+	if _, ok := b.TryTake("a", 3); ok || b.Held("a") != 8 {
+		t.Fatalf("3 more beside 8 of 10: ok %v, held %d; want it refused, nothing more held", ok, b.Held("a"))
+	}
+	release()
+	if r, ok := b.TryTake("a", 3); !ok || b.Held("a") != 3 {
+		t.Fatalf("3 once the 8 were given back: ok %v, held %d; want it held", ok, b.Held("a"))
+	} else {
+		r()
+	}
+	if _, ok := (*Budget)(nil).TryTake("a", 1<<40); !ok {
+		t.Fatal("a nil budget refused a taker")
+	}
+}
+
 func TestNilBudgetAdmitsEverything(t *testing.T) {
 	var b *Budget
 	release, err := b.Take(context.Background(), "a", 1<<40)

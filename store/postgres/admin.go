@@ -39,7 +39,7 @@ func (s *Store) OrgByKeyHash(ctx context.Context, apiKeyHash []byte) (intake.Org
 	var o intake.Org
 	var role string
 	var created *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT o.id, o.name, o.created_at, o.version, k.role FROM api_keys k JOIN orgs o ON o.id = k.org_id
+	err := s.poolFor(ctx).QueryRow(ctx, `SELECT o.id, o.name, o.created_at, o.version, k.role FROM api_keys k JOIN orgs o ON o.id = k.org_id
 		WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND o.deleted_at IS NULL`, apiKeyHash).Scan(&o.ID, &o.Name, &created, &o.Version, &role)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return o, "", intake.Errorf(intake.ENOTFOUND, "no org has this key")

@@ -63,11 +63,7 @@ func (*roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndDa
 func openCounted(t testing.TB) (*Store, *roundTrips) {
 	t.Helper()
 	rt := &roundTrips{}
-	s, err := Open(context.Background(), Options{URL: pgtest.Database(t), Tracer: rt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openWith(t, Options{URL: pgtest.Database(t), Tracer: rt})
 	return s, rt
 }
 

@@ -69,26 +69,63 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 		nullID(f.ConsumerID), a.match, a.lead, a.patterns}
 	scan := func(row pgx.Row) (intake.Event, error) { return scanEvent(row) }
 	var err error
+	where, args := eventWhere(f.Search, args)
 	if f.Search.IsZero() || sc.Staff() {
 		err = s.readPlanned(ctx, sc, func(b *pgx.Batch) {
-			queueRows(b, &page.Items, scan, `SELECT `+eventColumns+` FROM events WHERE `+eventWhere+` ORDER BY id DESC LIMIT $5`, args...)
+			queueRows(b, &page.Items, scan, `SELECT `+eventColumns+` FROM events WHERE `+where+` ORDER BY id DESC LIMIT $5`, args...)
 		})
 	} else {
-		page.Items, err = searchScoped(ctx, s, sc, `SELECT id FROM events WHERE `+eventWhere+` ORDER BY id DESC LIMIT $5`, args,
+		page.Items, err = searchScoped(ctx, s, sc, `SELECT id FROM events WHERE `+where+` ORDER BY id DESC LIMIT $5`, args,
 			`SELECT `+eventColumns+` FROM events WHERE id = ANY($1) ORDER BY id DESC`, scan)
 	}
 	page = intake.KeysetPage(page.Items, limit)
 	return page, err
 }
 
-// eventWhere is what an events list selects by; its parameters are $1 to
-// $11 of ListEvents ($5, the limit, is the caller's).
-const eventWhere = `($1::uuid IS NULL OR org_id = $1) AND ($2 = '' OR state = $2) AND ($3 = '' OR type = $3)
+// CountEvents counts what ListEvents would list over all pages. A search's
+// count in an org's scope is made as the owner, the org named in the
+// query, for the reason searchScoped gives; it shows a number, never a row.
+func (s *Store) CountEvents(ctx context.Context, sc intake.Scope, f intake.EventFilter) (int, error) {
+	a := newSearchArgs(f.Search, false)
+	// $5, a list's limit, is NULL: no limit.
+	args := []any{nullID(sc.OrgID), string(f.State), text(f.Type), nil, nil, ts(f.Since), ts(f.Until),
+		nullID(f.ConsumerID), a.match, a.lead, a.patterns}
+	counted := sc
+	if !f.Search.IsZero() {
+		counted = intake.Scope{}
+	}
+	where, args := eventWhere(f.Search, args)
+	var n int
+	err := s.readPlanned(ctx, counted, func(b *pgx.Batch) {
+		b.Queue(`SELECT count(*) FROM (SELECT 1 FROM events WHERE `+where+` LIMIT $5) AS selected`, args...).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
+	})
+	return n, err
+}
+
+// eventWhere is what an events list selects by, and the arguments it
+// takes of args, $1 to $11 of ListEvents ($5, the limit, is the caller's).
+// A search judges an event's data in its event_search row (migration 35),
+// whose indexes serve it; the condition is written only for a search, and
+// at the top level, so that the planner may join through those indexes.
+func eventWhere(search intake.Search, args []any) (string, []any) {
+	if search.IsZero() {
+		return eventFilter, args[:8]
+	}
+	return eventFilter + eventSearched, args
+}
+
+// eventFilter selects events by their own columns, $1 to $8.
+const eventFilter = `($1::uuid IS NULL OR org_id = $1) AND ($2 = '' OR state = $2) AND ($3 = '' OR type = $3)
 	AND ($4::uuid IS NULL OR id < $4)
 	AND ($6::timestamptz IS NULL OR created_at >= $6) AND ($7::timestamptz IS NULL OR created_at < $7)
-	AND ($8::uuid IS NULL OR id IN (SELECT event_id FROM deliveries WHERE consumer_id = $8))
-	AND ($9::jsonb IS NULL OR intake_jsonb(data) @> $9)
-	AND ($10 = '' OR data::text ILIKE $10) AND (cardinality($11::text[]) = 0 OR data::text ILIKE ALL ($11))`
+	AND ($8::uuid IS NULL OR id IN (SELECT event_id FROM deliveries WHERE consumer_id = $8))`
+
+// eventSearched selects events by their data, $9 to $11.
+const eventSearched = `
+	AND id IN (SELECT s.event_id FROM event_search s WHERE ($1::uuid IS NULL OR s.org_id = $1)
+		AND ($9::jsonb IS NULL OR intake_jsonb(s.data) @> $9)
+		AND ($10 = '' OR s.data::text ILIKE $10) AND (cardinality($11::text[]) = 0 OR s.data::text ILIKE ALL ($11)))`
 
 // searchScoped runs a search in an org's scope in two reads. Row-level
 // security keeps every operator that is not leakproof (ILIKE, jsonb's @>)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,7 +20,20 @@ import (
 type ingestRequest struct {
 	m    *intake.Message
 	done chan error
+	// state is ingestQueued until a committer takes the request or its
+	// caller, past the commit wait, withdraws it: whichever comes first
+	// owns m.
+	state atomic.Int32
 }
+
+const (
+	ingestQueued int32 = iota
+	ingestTaken
+	ingestWithdrawn
+)
+
+// take claims r for a committer, unless its caller withdrew it.
+func (r *ingestRequest) take() bool { return r.state.CompareAndSwap(ingestQueued, ingestTaken) }
 
 var errClosed = errors.New("postgres: store closed")
 
@@ -32,12 +47,27 @@ const committers = 2
 // commits are in flight share the next one. A message handed over to the
 // local worker commits under its first lease and wakes no one: no other
 // worker could claim it.
+//
+// It waits at most the store's commit wait: past it, PostgreSQL is not
+// answering (a partition, a hung connection) and the webhook is answered
+// 503 rather than left hanging past the provider's own timeout. A request
+// still queued then is withdrawn, its message let go at once rather than
+// held until a committer reaches it; one being committed is abandoned with
+// its commit at the committer's deadline. Such a commit may land all the
+// same; the provider's retry is then deduplicated.
 func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
 	if err := intake.CheckIngest(m); err != nil {
 		return err
 	}
-	req := ingestRequest{m: m, done: make(chan error, 1)}
-	if err := s.ingest.put(ctx, s.stop, req); err != nil {
+	req := &ingestRequest{m: m, done: make(chan error, 1)}
+	wait := time.NewTimer(s.commitWait)
+	defer wait.Stop()
+	qctx, cancel := context.WithTimeout(ctx, s.commitWait)
+	defer cancel()
+	if err := s.ingest.put(qctx, s.stop, req); err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return s.unanswered()
+		}
 		return err
 	}
 	// Wait for the commit even if ctx ends: the caller must not acknowledge
@@ -45,12 +75,28 @@ func (s *Store) Ingest(ctx context.Context, m *intake.Message) error {
 	select {
 	case err := <-req.done:
 		return err
+	case <-wait.C:
+		if req.state.CompareAndSwap(ingestQueued, ingestWithdrawn) {
+			req.m = nil
+		}
+		return s.unanswered()
 	case <-s.done:
 		// The store closed after req was queued: fail what the committers
 		// left behind (req among them, unless it was committed).
 		s.failQueued()
 		return <-req.done
 	}
+}
+
+// unanswered is the error of an ingest whose commit did not return within
+// the commit wait: PostgreSQL is unreachable as far as anyone can tell.
+func (s *Store) unanswered() error {
+	err := &intake.Error{Code: intake.EUNAVAILABLE, Message: "storage did not answer in time; try again shortly",
+		Err: fmt.Errorf("postgres: no commit within %v", s.commitWait)}
+	if s.outage != nil {
+		s.outage.Failed(err)
+	}
+	return err
 }
 
 // commitLoop runs the ingest committers and the message and call settlers
@@ -60,7 +106,7 @@ func (s *Store) commitLoop() {
 	var wg sync.WaitGroup
 	for range committers {
 		wg.Go(func() {
-			s.ingest.run(s.stop, func(batch []ingestRequest) {
+			s.ingest.run(s.stop, func(batch []*ingestRequest) {
 				if s.commitBatch(batch) {
 					s.hub.Notify(intake.TopicMessages)
 				}
@@ -80,7 +126,11 @@ func (s *Store) commitLoop() {
 // failQueued fails the ingests and settles left queued when the store
 // closed.
 func (s *Store) failQueued() {
-	s.ingest.drain(func(r ingestRequest) { r.done <- classify(errClosed) })
+	s.ingest.drain(func(r *ingestRequest) {
+		if r.take() {
+			r.done <- classify(errClosed)
+		}
+	})
 	s.messageSettles.drain(func(r messageSettleRequest) { r.done <- messageSettled{err: classify(errClosed)} })
 	s.routeSettles.drain(func(r routeSettleRequest) { r.done <- routeSettled{err: classify(errClosed)} })
 }
@@ -90,8 +140,23 @@ func (s *Store) failQueued() {
 // the COMMIT travel in one round trip. If it fails, each request
 // is committed alone, so one bad row cannot fail its neighbours. It reports
 // whether a queued message was committed, for the local workers' wake-up.
-func (s *Store) commitBatch(batch []ingestRequest) (queued bool) {
-	ctx := context.Background()
+//
+// Requests their callers withdrew are passed over. The batch has the
+// commit wait to commit: by then every caller in it has answered 503, so
+// a committer never stays on a link that does not answer (a partition
+// lasts as long as it lasts) while the requests queued behind it wait.
+func (s *Store) commitBatch(all []*ingestRequest) (queued bool) {
+	batch := all[:0]
+	for _, r := range all {
+		if r.take() {
+			batch = append(batch, r)
+		}
+	}
+	if len(batch) == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.commitWait)
+	defer cancel()
 	err := s.pipeline(ctx, func(p *pipeTx) error { return s.queueMessages(p.b, batch) })
 	if err == nil || len(batch) == 1 {
 		for _, r := range batch {
@@ -100,14 +165,14 @@ func (s *Store) commitBatch(batch []ingestRequest) (queued bool) {
 		return err == nil && anyQueued(batch)
 	}
 	for _, r := range batch {
-		err := s.pipeline(ctx, func(p *pipeTx) error { return s.queueMessages(p.b, []ingestRequest{r}) })
+		err := s.pipeline(ctx, func(p *pipeTx) error { return s.queueMessages(p.b, []*ingestRequest{r}) })
 		queued = queued || (err == nil && r.m.State == intake.MessageQueued)
 		r.done <- err
 	}
 	return queued
 }
 
-func anyQueued(batch []ingestRequest) bool {
+func anyQueued(batch []*ingestRequest) bool {
 	for _, r := range batch {
 		if r.m.State == intake.MessageQueued {
 			return true
@@ -156,7 +221,7 @@ func (r *messageRows) add(m *intake.Message) error {
 }
 
 // insertMessages inserts the batch's messages and bodies in tx.
-func (s *Store) insertMessages(ctx context.Context, tx pgx.Tx, batch []ingestRequest) error {
+func (s *Store) insertMessages(ctx context.Context, tx pgx.Tx, batch []*ingestRequest) error {
 	b := &pgx.Batch{}
 	if err := s.queueMessages(b, batch); err != nil {
 		return err
@@ -168,7 +233,7 @@ func (s *Store) insertMessages(ctx context.Context, tx pgx.Tx, batch []ingestReq
 // each table with one multi-row INSERT, and the notification for the
 // commit when a message is queued (one handed over is leased: no other
 // process may claim it yet).
-func (s *Store) queueMessages(b *pgx.Batch, batch []ingestRequest) error {
+func (s *Store) queueMessages(b *pgx.Batch, batch []*ingestRequest) error {
 	var r messageRows
 	for _, req := range batch {
 		if err := r.add(req.m); err != nil {
@@ -230,7 +295,17 @@ func (s *Store) InsertReplay(ctx context.Context, m *intake.Message, audit ...in
 	if err := intake.CheckReplay(m); err != nil {
 		return err
 	}
-	err := s.audited(ctx, audit, func(tx pgx.Tx) error {
+	err := s.audited(ctx, audit, func(tx pgx.Tx) error { return s.insertReplays(ctx, tx, []*intake.Message{m}) })
+	if err == nil {
+		s.hub.Notify(intake.TopicMessages)
+	}
+	return err
+}
+
+// insertReplays records replays in tx, each checked by CheckReplay.
+func (s *Store) insertReplays(ctx context.Context, tx pgx.Tx, ms []*intake.Message) error {
+	batch := make([]*ingestRequest, len(ms))
+	for i, m := range ms {
 		if m.BlobKey != "" && !m.BodyExpired {
 			// A replay names its original's object only while a body
 			// still names it: once none does, the sweeper may delete the
@@ -244,10 +319,10 @@ func (s *Store) InsertReplay(ctx context.Context, m *intake.Message, audit ...in
 				return err
 			}
 		}
-		return s.insertMessages(ctx, tx, []ingestRequest{{m: m}})
-	})
-	if err == nil {
-		s.hub.Notify(intake.TopicMessages)
+		batch[i] = &ingestRequest{m: m}
 	}
-	return err
+	if len(batch) == 0 {
+		return nil
+	}
+	return s.insertMessages(ctx, tx, batch)
 }

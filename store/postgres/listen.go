@@ -62,6 +62,7 @@ func (s *Store) listenOnce(ctx context.Context) (listening bool, err error) {
 	}
 	// Changes other processes made while nothing listened went unheard.
 	s.changes.Move()
+	s.heard.Do(func() { close(s.listening) })
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

@@ -67,7 +67,8 @@ func loadBodies(ctx context.Context, q querier, claims []intake.Claim) error {
 		return nil
 	}
 	b := intake.NewClaimBodies(claims)
-	rows, err := q.Query(ctx, `SELECT message_id, header, body, blob_key FROM message_bodies WHERE message_id = ANY($1::uuid[])`, b.IDs())
+	rows, err := q.Query(ctx, `SELECT message_id, header, CASE WHEN octet_length(body) <= $2 THEN body END, blob_key,
+		coalesce(octet_length(body), 0) FROM message_bodies WHERE message_id = ANY($1::uuid[])`, b.IDs(), intake.ClaimBodyLimit)
 	if err != nil {
 		return err
 	}
@@ -75,13 +76,19 @@ func loadBodies(ctx context.Context, q querier, claims []intake.Claim) error {
 	for rows.Next() {
 		var mid, blobKey string
 		var header, body []byte
-		if err := rows.Scan(&mid, &header, &body, &blobKey); err != nil {
+		var size int64
+		if err := rows.Scan(&mid, &header, &body, &blobKey, &size); err != nil {
 			return err
 		}
-		if blobKey != "" {
-			body = nil
+		if blobKey == "" && size > intake.ClaimBodyLimit {
+			err = b.Defer(mid, header, size)
+		} else {
+			if blobKey != "" {
+				body = nil
+			}
+			err = b.Fill(mid, header, body, blobKey)
 		}
-		if err := b.Fill(mid, header, body, blobKey); err != nil {
+		if err != nil {
 			return err
 		}
 	}
@@ -211,14 +218,32 @@ func (s *Store) MessageBody(ctx context.Context, sc intake.Scope, msgID string) 
 	return sb, nil
 }
 
-// messageWhere is the filter ListMessages and CountMessages share; its
-// parameters are messageArgs, $1 to $13. A message's type and match are
-// its events' (one event must have both), its words its body's.
-var messageWhere = `($1::uuid IS NULL OR org_id = $1) AND ($2::uuid IS NULL OR endpoint_id = $2) AND ($3 = '' OR state = $3)
+// messageWhere is the filter of f that ListMessages and CountMessages
+// share; its parameters are messageArgs, $1 to $13. A message's type and
+// match are its events' (one event must have both: its match judged in its
+// event_search row, joined only for a match), its words its body's.
+func messageWhere(f intake.MessageFilter) string {
+	if f.Search.Match.IsZero() {
+		return messageFilter + messageEvents + messageWords
+	}
+	return messageFilter + messageMatched + messageWords
+}
+
+// The parts of messageWhere: a message's own columns; its events' type, or
+// their type and match; its body's words.
+const (
+	messageFilter = `($1::uuid IS NULL OR org_id = $1) AND ($2::uuid IS NULL OR endpoint_id = $2) AND ($3 = '' OR state = $3)
 	AND ($4::timestamptz IS NULL OR received_at >= $4) AND ($5::timestamptz IS NULL OR received_at < $5)
-	AND (NOT $6 OR replay_of IS NULL) AND ($7 = '' OR provider_event_id = $7)
+	AND (NOT $6 OR replay_of IS NULL) AND ($7 = '' OR provider_event_id = $7)`
+	messageEvents = `
 	AND ($8 = '' AND $9::jsonb IS NULL OR EXISTS (SELECT 1 FROM events e WHERE e.message_id = messages.id
-		AND ($8 = '' OR e.type = $8) AND ($9::jsonb IS NULL OR intake_jsonb(e.data) @> $9)))
+		AND ($8 = '' OR e.type = $8)))`
+	messageMatched = `
+	AND ($8 = '' AND $9::jsonb IS NULL OR EXISTS (SELECT 1 FROM events e JOIN event_search s ON s.event_id = e.id
+		WHERE e.message_id = messages.id AND ($8 = '' OR e.type = $8) AND intake_jsonb(s.data) @> $9))`
+)
+
+var messageWords = `
 	AND ($10 = '' OR EXISTS (SELECT 1 FROM message_bodies b WHERE b.message_id = messages.id
 		AND (b.searchable AND ` + bodyText + ` ILIKE $10 OR NOT b.searchable) AND ` + bodyText + ` ILIKE ALL ($11::text[])))`
 
@@ -241,12 +266,12 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 	args := append(messageArgs(sc, f), nullID(f.Cursor), limit+1)
 	var err error
 	if searched(f) && !sc.Staff() {
-		page.Items, err = searchScoped(ctx, s, sc, `SELECT id FROM messages WHERE `+messageWhere+` AND ($12::uuid IS NULL OR id < $12)
+		page.Items, err = searchScoped(ctx, s, sc, `SELECT id FROM messages WHERE `+messageWhere(f)+` AND ($12::uuid IS NULL OR id < $12)
 			ORDER BY id DESC LIMIT $13`, args, `SELECT `+messageColumns+` FROM messages WHERE id = ANY($1) ORDER BY id DESC`, scanMessage)
 	} else {
 		err = s.readPlanned(ctx, sc, func(b *pgx.Batch) {
 			queueRows(b, &page.Items, scanMessage, `SELECT `+messageColumns+` FROM messages
-				WHERE `+messageWhere+` AND ($12::uuid IS NULL OR id < $12)
+				WHERE `+messageWhere(f)+` AND ($12::uuid IS NULL OR id < $12)
 				ORDER BY id DESC LIMIT $13`, args...)
 		})
 	}
@@ -271,7 +296,7 @@ func (s *Store) CountMessages(ctx context.Context, sc intake.Scope, f intake.Mes
 		counted = intake.Scope{}
 	}
 	err := s.readPlanned(ctx, counted, func(b *pgx.Batch) {
-		b.Queue(`SELECT count(*) FROM messages WHERE `+messageWhere, messageArgs(sc, f)...).
+		b.Queue(`SELECT count(*) FROM messages WHERE `+messageWhere(f), messageArgs(sc, f)...).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
 	})
 	return n, err

@@ -45,7 +45,7 @@ func seedMessages(b testing.TB, s *Store, n int, span time.Duration, now time.Ti
 			b.Fatal(err)
 		}
 	}
-	if _, err := s.pool.Exec(ctx, `ANALYZE messages, events`); err != nil {
+	if _, err := s.pool.Exec(ctx, `ANALYZE messages, events, event_search`); err != nil {
 		b.Fatal(err)
 	}
 	return orgs
@@ -114,7 +114,7 @@ func seedSearchEvents(b testing.TB, s *Store, n int, span time.Duration, now tim
 		storetest.SearchTypes, storetest.SearchRegions); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := s.pool.Exec(ctx, `ANALYZE events`); err != nil {
+	if _, err := s.pool.Exec(ctx, `ANALYZE events, event_search`); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("inserted and indexed %d events in %s", n, time.Since(start).Round(time.Second))

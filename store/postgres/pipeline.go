@@ -24,6 +24,9 @@ type pipeTx struct {
 func (s *Store) pipeline(ctx context.Context, fn func(p *pipeTx) error) error {
 	for try := 1; ; try++ {
 		err := s.runPipeline(ctx, fn)
+		if err == nil {
+			s.foreground.Add(1)
+		}
 		if err == nil || try == retries || !retryable(err) || ctx.Err() != nil {
 			return classify(err)
 		}

@@ -17,15 +17,11 @@ import (
 // statement past its statement_timeout is stopped by the server.
 func TestOperatorReadsRunOnTheirOwnPoolWithinTheirStatementTimeoutAndNeverTakeThePipelines(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{URL: pgtest.Database(t), MaxConns: 4, ReadConns: 2, ReadTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openWith(t, Options{URL: pgtest.Database(t), MaxConns: 4, ReadConns: 2, ReadTimeout: 300 * time.Millisecond})
 
 	// A statement past the read pool's timeout is stopped by the server.
 	slow := intake.OperatorRead(ctx)
-	err = s.read(slow, intake.Scope{}, func(b *pgx.Batch) { b.Queue(`SELECT pg_sleep(30)`) })
+	err := s.read(slow, intake.Scope{}, func(b *pgx.Batch) { b.Queue(`SELECT pg_sleep(30)`) })
 	if err == nil {
 		t.Fatal("a 30 s statement on the operators' pool ran to its end")
 	}
@@ -72,5 +68,31 @@ func TestOperatorReadsRunOnTheirOwnPoolWithinTheirStatementTimeoutAndNeverTakeTh
 	defer cancelWait()
 	if _, err := s.Message(waiting, intake.Scope{}, m.ID); err == nil {
 		t.Fatal("an operator's read ran while its pool was all held: it took a pipeline connection")
+	}
+	// A credential's lookup (any caller's, with any token) is an
+	// operator's read too.
+	lookup, cancelLookup := context.WithTimeout(intake.OperatorRead(ctx), 100*time.Millisecond)
+	defer cancelLookup()
+	if _, _, err := s.OrgByKeyHash(lookup, []byte("key-"+o.org.ID)); err == nil {
+		t.Fatal("a key's lookup ran while the operators' pool was all held: it took a pipeline connection")
+	}
+	if _, _, err := s.OrgByKeyHash(pipeline, []byte("key-"+o.org.ID)); err != nil {
+		t.Fatalf("a key's lookup on the pipeline's pool: %v", err)
+	}
+}
+
+// TestOpenReturnsOnceTheListenerListens: the store hears other processes'
+// changes from when Open returns, and its change counter has moved once
+// for what went unheard before, so no later move stands for nothing (the
+// conformance suite reads the counter right after Open).
+func TestOpenReturnsOnceTheListenerListens(t *testing.T) {
+	s := open(t)
+	select {
+	case <-s.listening:
+	default:
+		t.Fatal("Open returned before the notification listener listened")
+	}
+	if s.Changes().Version() == 0 {
+		t.Fatal("the change counter has not moved for what went unheard before the listener listened")
 	}
 }

@@ -20,6 +20,7 @@ var orgColumn = map[string]string{
 	"console_sessions": "org_id", "consumer_lanes": "org_id", "routes": "org_id", "notices": "org_id",
 	"notification_settings": "org_id", "event_types": "org_id", "event_type_hours": "org_id", "event_type_changes": "org_id",
 	"blob_deletes": "org_id", "issues": "org_id", "issue_events": "org_id",
+	"event_search": "org_id",
 }
 
 // appendOnly tables grant an org no UPDATE or DELETE at all.

@@ -215,35 +215,41 @@ func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, eventID strin
 		return notFound("event", eventID)
 	}
 	err := s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
-		var state intake.EventState
-		var attempt int
-		err := tx.QueryRow(ctx, `SELECT state, attempt FROM events WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2) FOR UPDATE`,
-			eventID, nullID(sc.OrgID)).Scan(&state, &attempt)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("event", eventID)
-		}
-		if err != nil {
+		if err := rerouteEvent(ctx, tx, sc, eventID, now); err != nil {
 			return err
 		}
-		max, err := intake.Reroute(state, attempt)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE events SET state = 'pending', max_attempts = $1, next_attempt_at = $2,
-			lease_until = NULL WHERE id = $3`, max, ts(now), eventID); err != nil {
-			return err
-		}
-		// The next fan-out selects again; consumers done with the event
-		// keep their routes and are not called again.
-		if _, err := tx.Exec(ctx, `DELETE FROM routes WHERE event_id = $1 AND state NOT IN ('handled', 'ignored')`, eventID); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], s.instance)
+		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], s.instance)
 		return err
 	})
 	if err == nil {
 		s.hub.Notify(intake.TopicEvents)
 	}
+	return err
+}
+
+// rerouteEvent takes an event visible in sc back to pending, in tx.
+func rerouteEvent(ctx context.Context, tx pgx.Tx, sc intake.Scope, eventID string, now time.Time) error {
+	var state intake.EventState
+	var attempt int
+	err := tx.QueryRow(ctx, `SELECT state, attempt FROM events WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2) FOR UPDATE`,
+		eventID, nullID(sc.OrgID)).Scan(&state, &attempt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound("event", eventID)
+	}
+	if err != nil {
+		return err
+	}
+	max, err := intake.Reroute(state, attempt)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE events SET state = 'pending', max_attempts = $1, next_attempt_at = $2,
+		lease_until = NULL WHERE id = $3`, max, ts(now), eventID); err != nil {
+		return err
+	}
+	// The next fan-out selects again; consumers done with the event keep
+	// their routes and are not called again.
+	_, err = tx.Exec(ctx, `DELETE FROM routes WHERE event_id = $1 AND state NOT IN ('handled', 'ignored')`, eventID)
 	return err
 }
 

@@ -9,13 +9,15 @@ import (
 	"github.com/intakehq/intake"
 )
 
-// Search (DESIGN §13) on PostgreSQL (migration 00020): a match is
+// Search (DESIGN §13) on PostgreSQL (migrations 00020, 00035): a match is
 // intake_jsonb(data) @> match, served by the GIN jsonb_path_ops index
-// events_data_match; each word of q is an ILIKE '%word%' over data::text
-// (events_data_text) or over bodyText (message_bodies_text, of the bodies
-// indexLoop has made searchable), all pg_trgm GIN indexes. The longest
-// word goes first, alone, where the index serves it; every word is then
-// judged on the rows it finds.
+// event_search_match; each word of q is an ILIKE '%word%' over data::text
+// (event_search_text) or over bodyText (message_bodies_text, of the bodies
+// indexLoop has made searchable), all pg_trgm GIN indexes. An event's data
+// is judged in its event_search row, which triggers on events write and
+// delete with the event, so that the updates of an events row never index
+// its data again. The longest word goes first, alone, where the index
+// serves it; every word is then judged on the rows it finds.
 
 // bodyText is a body as message_bodies_text indexes it: its first
 // SearchedBodyBytes as text, bytes above 0x7f written \ooo.
@@ -87,24 +89,53 @@ func (s *Store) IndexSearch(ctx context.Context) (int, error) {
 	return int(tag.RowsAffected()), classify(err)
 }
 
+// indexRest is how much longer than a step the indexer rests while the
+// pipeline commits: it takes at most a ninth of a connection from a busy
+// store, and catches up, a step straight after another, once it is quiet.
+// Searches are exact meanwhile, checking the bodies not yet indexed one by
+// one (SQLite's indexer is paced the same way).
+const indexRest = 8
+
 // indexLoop indexes what ingest stored, a batch at a time, until ctx ends;
-// every process runs one, and they share the work.
+// every process runs one, and they share the work. After a step during
+// which the pipeline committed it rests indexRest times as long as the
+// step took.
 func (s *Store) indexLoop(ctx context.Context) {
 	defer close(s.indexDone)
 	t := time.NewTicker(indexPoll)
 	defer t.Stop()
 	for {
+		start, others := time.Now(), s.foreground.Load()
 		n, err := s.IndexSearch(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("postgres: search indexer", "err", err)
+			n = 0
 		}
-		if err == nil && n == indexBatch {
+		wait := t.C
+		switch rest, poll := nextIndexStep(n, time.Since(start), s.foreground.Load() != others); {
+		case poll:
+		case rest == 0:
 			continue
+		default:
+			wait = time.After(rest)
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-wait:
 		}
 	}
+}
+
+// nextIndexStep decides what the indexer does after a step that indexed n
+// bodies in took, the pipeline having committed meanwhile or not: poll
+// (nothing more waits), or step again after rest.
+func nextIndexStep(n int, took time.Duration, committed bool) (rest time.Duration, poll bool) {
+	switch {
+	case n < indexBatch:
+		return 0, true
+	case committed:
+		return indexRest * took, false
+	}
+	return 0, false
 }

@@ -84,3 +84,38 @@ func TestAScopedSearchShowsNoOtherOrgsRowsEvenWhenItsIdsDo(t *testing.T) {
 		t.Fatalf("org b's search of every id read %+v (%v); want its own event %s alone, never org a's %s", got, err, eb.ID, ea.ID)
 	}
 }
+
+// TestTheIndexerRestsWhileThePipelineCommits: with a backlog, the indexer
+// steps straight on while the pipeline is quiet and rests eight times a
+// step while it commits, so it takes at most a ninth of a connection from
+// a busy store; with no backlog it polls.
+func TestTheIndexerRestsWhileThePipelineCommits(t *testing.T) {
+	for _, c := range []struct {
+		n         int
+		committed bool
+		rest      time.Duration
+		poll      bool
+	}{
+		{n: indexBatch, committed: false, rest: 0},
+		{n: indexBatch, committed: true, rest: 80 * time.Millisecond},
+		{n: indexBatch - 1, committed: true, poll: true},
+		{n: 0, committed: false, poll: true},
+	} {
+		rest, poll := nextIndexStep(c.n, 10*time.Millisecond, c.committed)
+		if rest != c.rest || poll != c.poll {
+			t.Errorf("after a 10 ms step of %d bodies, committed %v: rest %v, poll %v; want %v, %v", c.n, c.committed, rest, poll, c.rest, c.poll)
+		}
+	}
+}
+
+// TestThePipelinesCommitsAreCountedForTheIndexer: an ingest's commit moves
+// the count the indexer rests by.
+func TestThePipelinesCommitsAreCountedForTheIndexer(t *testing.T) {
+	s := open(t)
+	o := newOrg(t, s, "acme")
+	before := s.foreground.Load()
+	o.ingest(t, s, `{"n":1}`)
+	if s.foreground.Load() == before {
+		t.Fatal("an ingest committed without moving the indexer's count of the pipeline's commits")
+	}
+}

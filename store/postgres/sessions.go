@@ -30,7 +30,7 @@ func (s *Store) SessionByHash(ctx context.Context, idHash []byte, now time.Time)
 	cs := intake.ConsoleSession{IDHash: idHash}
 	var org *string
 	var created, expires *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT s.org_id, coalesce(o.name, ''), s.key_hash, s.subject, s.email, s.role, s.actor, s.csrf,
+	err := s.poolFor(ctx).QueryRow(ctx, `SELECT s.org_id, coalesce(o.name, ''), s.key_hash, s.subject, s.email, s.role, s.actor, s.csrf,
 		       s.created_at, s.expires_at
 		FROM console_sessions s LEFT JOIN orgs o ON o.id = s.org_id
 		WHERE s.id_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2

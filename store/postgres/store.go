@@ -19,11 +19,14 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/multitracer"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -33,6 +36,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/changes"
 	"github.com/intakehq/intake/internal/notify"
+	"github.com/intakehq/intake/internal/outage"
 )
 
 //go:embed migrations/*.sql
@@ -54,6 +58,14 @@ type Options struct {
 	// (default 5s).
 	ReadConns   int32
 	ReadTimeout time.Duration
+	// IdleInTransaction is how long one of the store's transactions may
+	// wait on its process between statements before PostgreSQL ends it
+	// (idle_in_transaction_session_timeout; default 30s), giving its row
+	// locks back. Claims skip locked rows, so a process frozen inside a
+	// transaction (SIGSTOP, a paused VM) would otherwise keep the rows it
+	// holds from every other process, past its leases, for as long as it
+	// stays frozen.
+	IdleInTransaction time.Duration
 	// Logger receives the notification listener's reconnects and failed
 	// tries for leadership.
 	Logger *slog.Logger
@@ -61,7 +73,18 @@ type Options struct {
 	// (and every batch, when it is also a pgx.BatchTracer): for
 	// measurements such as the round trips a webhook costs.
 	Tracer pgx.QueryTracer
+	// CommitWait bounds how long Ingest waits for its commit before it
+	// answers unavailable (default 5s).
+	CommitWait time.Duration
+	// Outage, when set, is told of each statement that could not reach
+	// PostgreSQL and of each answer, so an outage is logged once.
+	Outage *outage.Watch
 }
+
+// DefaultCommitWait is how long an ingest waits for its commit unless
+// Options say otherwise: well within the 10 s most providers wait for an
+// answer.
+const DefaultCommitWait = 5 * time.Second
 
 // Store is the PostgreSQL implementation of intake.Store.
 type Store struct {
@@ -72,8 +95,11 @@ type Store struct {
 	// listener skips what the hub already delivered.
 	instance string
 	log      *slog.Logger
+	outage   *outage.Watch
+	// commitWait bounds an ingest's wait for its commit.
+	commitWait time.Duration
 
-	ingest         batches[ingestRequest]
+	ingest         batches[*ingestRequest]
 	messageSettles batches[messageSettleRequest]
 	routeSettles   batches[routeSettleRequest]
 	stop           chan struct{}
@@ -81,7 +107,12 @@ type Store struct {
 
 	stopListen context.CancelFunc // stops the listener and the search indexer
 	listenDone chan struct{}
+	listening  chan struct{} // closed once the listener first listens
+	heard      sync.Once
 	indexDone  chan struct{}
+	// foreground counts the pipeline's commits (ingests, settles), so
+	// that the search indexer rests while they come.
+	foreground atomic.Int64
 
 	changes changes.Counter
 	// bodiesWalk and messagesWalk are where retention's walks resume.
@@ -128,11 +159,17 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// A 2xx means the webhook is on disk: whatever the server's default,
 	// every commit of this store waits for its WAL flush.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(cmp.Or(opts.IdleInTransaction, 30*time.Second).Milliseconds(), 10)
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "intake"
 	}
-	if opts.Tracer != nil {
+	switch {
+	case opts.Tracer != nil && opts.Outage != nil:
+		cfg.ConnConfig.Tracer = multitracer.New(opts.Tracer, health{opts.Outage})
+	case opts.Tracer != nil:
 		cfg.ConnConfig.Tracer = opts.Tracer
+	case opts.Outage != nil:
+		cfg.ConnConfig.Tracer = health{opts.Outage}
 	}
 	readCfg := cfg.Copy()
 	readCfg.MaxConns = cmp.Or(opts.ReadConns, max(4, cfg.MaxConns/4))
@@ -158,21 +195,38 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		reads:          reads,
 		instance:       rand.Text(),
 		log:            opts.Logger,
-		ingest:         newBatches[ingestRequest](opts.MaxBatch, 4*opts.MaxBatch),
+		outage:         opts.Outage,
+		commitWait:     cmp.Or(opts.CommitWait, DefaultCommitWait),
+		ingest:         newBatches[*ingestRequest](opts.MaxBatch, 4*opts.MaxBatch),
 		routeSettles:   newBatches[routeSettleRequest](routeSettleBatch, routeSettleBatch),
 		messageSettles: newBatches[messageSettleRequest](messageSettleBatch, messageSettleBatch),
 		stop:           make(chan struct{}),
 		done:           make(chan struct{}),
 		stopListen:     stopListen,
 		listenDone:     make(chan struct{}),
+		listening:      make(chan struct{}),
 		indexDone:      make(chan struct{}),
 		exactBelow:     exactBelow,
 	}
 	go s.commitLoop()
 	go s.listen(listenCtx)
 	go s.indexLoop(listenCtx)
+	// The store hears other processes' changes from when it is open: Open
+	// waits for the listener's first LISTEN (the change counter moves once
+	// then, for what went unheard before), for as long as ctx allows and
+	// at most firstListenWait; past it the listener goes on trying.
+	wait := time.NewTimer(firstListenWait)
+	defer wait.Stop()
+	select {
+	case <-s.listening:
+	case <-wait.C:
+	case <-ctx.Done():
+	}
 	return s, nil
 }
+
+// firstListenWait bounds Open's wait for the notification listener.
+const firstListenWait = 5 * time.Second
 
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	dir, err := fs.Sub(migrations, "migrations")
@@ -284,23 +338,28 @@ func (s *Store) runTx(ctx context.Context, sc intake.Scope, fn func(pgx.Tx) erro
 // run as intake_tenant, which row-level security binds to intake.org_id.
 const scopeSQL = `SELECT set_config('role', 'intake_tenant', true), set_config('intake.org_id', $1, true)`
 
-// read runs the reads queue puts in a batch, in one round trip, with sc's
-// visibility: as the connecting role for staff; for an org, between BEGIN
-// and COMMIT with the org's scope set, so row-level security confines them
+// read runs the reads queue puts in a batch, in one round trip and one
+// transaction, with sc's visibility: as the connecting role for staff; for
+// an org with the org's scope set, so row-level security confines them
 // however their SQL reads. A failed statement leaves that connection in an
 // aborted transaction, which the pool then discards.
 func (s *Store) read(ctx context.Context, sc intake.Scope, queue func(*pgx.Batch)) error {
 	b := &pgx.Batch{}
+	b.Queue(beginRead)
 	if !sc.Staff() {
-		b.Queue(`BEGIN READ ONLY`)
 		b.Queue(scopeSQL, sc.OrgID)
 	}
 	queue(b)
-	if !sc.Staff() {
-		b.Queue(`COMMIT`)
-	}
+	b.Queue(`COMMIT`)
 	return classify(s.poolFor(ctx).SendBatch(ctx, b).Close())
 }
+
+// beginRead starts a read's transaction on one snapshot, so every query
+// of a read sees the same moment: a read of a type's counts and its
+// changes, or of a message and its events, never shows half of a commit
+// that wrote both. A read-only transaction takes no locks and never fails
+// to serialize.
+const beginRead = `BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ`
 
 // poolFor is the pool a read on ctx runs on: operators' reads on their
 // own, the pipeline's on the main pool.
@@ -316,7 +375,7 @@ func (s *Store) poolFor(ctx context.Context) *pgxpool.Pool {
 // serves it, where a plan cached for any values would read every row.
 func (s *Store) readPlanned(ctx context.Context, sc intake.Scope, queue func(*pgx.Batch)) error {
 	b := &pgx.Batch{}
-	b.Queue(`BEGIN READ ONLY`)
+	b.Queue(beginRead)
 	forCustomPlans(b)
 	if !sc.Staff() {
 		b.Queue(scopeSQL, sc.OrgID)

@@ -30,7 +30,13 @@ func open(t *testing.T) *Store {
 // tell) on the database at url.
 func openURL(t testing.TB, url string, maxConns int32) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), Options{URL: url, MaxConns: maxConns})
+	return openWith(t, Options{URL: url, MaxConns: maxConns})
+}
+
+// openWith opens a store with opts, closed when the test ends.
+func openWith(t testing.TB, opts Options) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

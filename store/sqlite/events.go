@@ -47,17 +47,11 @@ func (s *Store) Event(ctx context.Context, sc intake.Scope, id string) (intake.E
 // (searchEventsSQL); any other list reads events in order, judging each.
 func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventFilter) (intake.Page[intake.Event], error) {
 	limit := intake.PageLimit(f.Limit)
-	a, err := s.searchArgs(ctx, f.Search, true)
+	query, args, err := s.eventQuery(ctx, sc, f, limit+1)
 	if err != nil {
 		return intake.Page[intake.Event]{}, err
 	}
-	query, args := listEventsSQL, []any{sql.Named("org", sc.OrgID), sql.Named("state", string(f.State)), sql.Named("type", f.Type),
-		sql.Named("cursor", f.Cursor), sql.Named("limit", limit+1), sql.Named("since", ts(f.Since)), sql.Named("until", ts(f.Until)),
-		sql.Named("consumer", f.ConsumerID), sql.Named("match", a.match), sql.Named("words", a.words)}
-	if a.eventFTS != "" {
-		query, args = searchEventsSQL, append(args, sql.Named("event_fts", a.eventFTS))
-	}
-	rows, err := s.reader(ctx).QueryContext(ctx, query, args...)
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT `+eventColumns+query, args...)
 	if err != nil {
 		return intake.Page[intake.Event]{}, err
 	}
@@ -74,6 +68,34 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 	return page, rows.Err()
 }
 
+// CountEvents counts what ListEvents would list over all pages.
+func (s *Store) CountEvents(ctx context.Context, sc intake.Scope, f intake.EventFilter) (int, error) {
+	f.Cursor = ""
+	query, args, err := s.eventQuery(ctx, sc, f, -1)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	err = s.reader(ctx).QueryRowContext(ctx, `SELECT count(*)`+query, args...).Scan(&n)
+	return n, err
+}
+
+// eventQuery is what follows the columns of a query listing the events f
+// selects, at most limit of them (-1: all), and its arguments.
+func (s *Store) eventQuery(ctx context.Context, sc intake.Scope, f intake.EventFilter, limit int) (string, []any, error) {
+	a, err := s.searchArgs(ctx, f.Search, true)
+	if err != nil {
+		return "", nil, err
+	}
+	query, args := listEventsSQL, []any{sql.Named("org", sc.OrgID), sql.Named("state", string(f.State)), sql.Named("type", f.Type),
+		sql.Named("cursor", f.Cursor), sql.Named("limit", limit), sql.Named("since", ts(f.Since)), sql.Named("until", ts(f.Until)),
+		sql.Named("consumer", f.ConsumerID), sql.Named("match", a.match), sql.Named("words", a.words)}
+	if a.eventFTS != "" {
+		query, args = searchEventsSQL, append(args, sql.Named("event_fts", a.eventFTS))
+	}
+	return query, args, nil
+}
+
 // eventFilterSQL is what an events list selects by, its search judged on
 // each row.
 const eventFilterSQL = `(:org = '' OR org_id = :org) AND (:state = '' OR state = :state) AND (:type = '' OR type = :type)
@@ -84,7 +106,7 @@ const eventFilterSQL = `(:org = '' OR org_id = :org) AND (:state = '' OR state =
 // listEventsSQL reads events in order; searchEventsSQL reads those the
 // search index finds (and those it has not reached yet).
 const (
-	listEventsSQL   = `SELECT ` + eventColumns + ` FROM events WHERE ` + eventFilterSQL + ` ORDER BY id DESC LIMIT :limit`
-	searchEventsSQL = `SELECT ` + eventColumns + ` FROM events WHERE id IN (` + indexedEvents + `)
+	listEventsSQL   = ` FROM events WHERE ` + eventFilterSQL + ` ORDER BY id DESC LIMIT :limit`
+	searchEventsSQL = ` FROM events WHERE id IN (` + indexedEvents + `)
 	  AND ` + eventFilterSQL + ` ORDER BY id DESC LIMIT :limit`
 )

@@ -187,7 +187,14 @@ func (s *Store) EventType(ctx context.Context, sc intake.Scope, key intake.Event
 	var schema, example sql.NullString
 	var exampleID string
 	var version int64
-	e, err := scanEventType(s.reader(ctx).QueryRowContext(ctx, `SELECT `+eventTypeColumns+`, t.schema, t.example, t.example_event_id, t.version
+	// One read transaction, so the counts and the changes are of one
+	// moment: a flush writes both at once.
+	tx, err := s.reader(ctx).BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return d, classify(err)
+	}
+	defer tx.Rollback()
+	e, err := scanEventType(tx.QueryRowContext(ctx, `SELECT `+eventTypeColumns+`, t.schema, t.example, t.example_event_id, t.version
 		FROM event_types t JOIN connections c ON c.id = t.connection_id AND c.deleted_at IS NULL
 		WHERE (?1 = '' OR t.org_id = ?1) AND t.connection_id = ?2 AND t.type = ?4`, sc.OrgID, key.ConnectionID, ts(since24h(now)), key.Type),
 		&schema, &example, &exampleID, &version)
@@ -205,7 +212,7 @@ func (s *Store) EventType(ctx context.Context, sc intake.Scope, key intake.Event
 	if example.String != "" {
 		d.Example = json.RawMessage(example.String)
 	}
-	days, err := s.reader(ctx).QueryContext(ctx, `SELECT hour / 86400000000 AS day, sum(count) FROM event_type_hours
+	days, err := tx.QueryContext(ctx, `SELECT hour / 86400000000 AS day, sum(count) FROM event_type_hours
 		WHERE connection_id = ? AND type = ? AND hour >= ? GROUP BY day ORDER BY day`,
 		key.ConnectionID, key.Type, ts(now.Add(-intake.EventTypeHistory)))
 	if err != nil {
@@ -222,7 +229,7 @@ func (s *Store) EventType(ctx context.Context, sc intake.Scope, key intake.Event
 	if err := days.Err(); err != nil {
 		return d, err
 	}
-	changes, err := s.reader(ctx).QueryContext(ctx, `SELECT id, at, path, change, from_types, to_types, example_event_id FROM event_type_changes
+	changes, err := tx.QueryContext(ctx, `SELECT id, at, path, change, from_types, to_types, example_event_id FROM event_type_changes
 		WHERE connection_id = ? AND type = ? ORDER BY at DESC, id DESC LIMIT ?`, key.ConnectionID, key.Type, intake.MaxEventTypeChanges)
 	if err != nil {
 		return d, err

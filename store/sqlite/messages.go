@@ -62,12 +62,14 @@ func (s *Store) loadBodies(ctx context.Context, claims []intake.Claim) error {
 		return nil
 	}
 	b := intake.NewClaimBodies(claims)
-	args := make([]any, 0, len(claims))
+	args := make([]any, 0, 1+len(claims))
+	args = append(args, intake.ClaimBodyLimit)
 	for _, id := range b.IDs() {
 		args = append(args, id)
 	}
-	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT message_id, header, body, blob_key FROM message_bodies
-		WHERE message_id IN (?`+strings.Repeat(", ?", len(args)-1)+`)`, args...)
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT message_id, header,
+		CASE WHEN length(body) <= ?1 THEN body END, blob_key, coalesce(length(body), 0)
+		FROM message_bodies WHERE message_id IN (?`+strings.Repeat(", ?", len(claims)-1)+`)`, args...)
 	if err != nil {
 		return err
 	}
@@ -75,13 +77,19 @@ func (s *Store) loadBodies(ctx context.Context, claims []intake.Claim) error {
 	for rows.Next() {
 		var id, header, blobKey string
 		var body []byte
-		if err := rows.Scan(&id, &header, &body, &blobKey); err != nil {
+		var size int64
+		if err := rows.Scan(&id, &header, &body, &blobKey, &size); err != nil {
 			return err
 		}
-		if blobKey != "" {
-			body = nil
+		if blobKey == "" && size > intake.ClaimBodyLimit {
+			err = b.Defer(id, []byte(header), size)
+		} else {
+			if blobKey != "" {
+				body = nil
+			}
+			err = b.Fill(id, []byte(header), body, blobKey)
 		}
-		if err := b.Fill(id, []byte(header), body, blobKey); err != nil {
+		if err != nil {
 			return err
 		}
 	}
@@ -141,7 +149,14 @@ func scanMessage(row interface{ Scan(...any) error }) (intake.Message, error) {
 // Message returns one message visible in sc, with its headers and event ids
 // (not its body).
 func (s *Store) Message(ctx context.Context, sc intake.Scope, id string) (intake.Message, error) {
-	m, err := scanMessage(s.reader(ctx).QueryRowContext(ctx,
+	// One read transaction: a settle writes the message's state and its
+	// events at once, and a read shows both or neither.
+	tx, err := s.reader(ctx).BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return intake.Message{}, classify(err)
+	}
+	defer tx.Rollback()
+	m, err := scanMessage(tx.QueryRowContext(ctx,
 		`SELECT `+messageColumns+` FROM messages WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, notFound("message", id)
@@ -150,7 +165,7 @@ func (s *Store) Message(ctx context.Context, sc intake.Scope, id string) (intake
 		return m, err
 	}
 	var header sql.NullString
-	err = s.reader(ctx).QueryRowContext(ctx, `SELECT header FROM message_bodies WHERE message_id = ?`, id).Scan(&header)
+	err = tx.QueryRowContext(ctx, `SELECT header FROM message_bodies WHERE message_id = ?`, id).Scan(&header)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		m.BodyExpired = true
@@ -161,7 +176,7 @@ func (s *Store) Message(ctx context.Context, sc intake.Scope, id string) (intake
 			return m, err
 		}
 	}
-	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT id FROM events WHERE message_id = ? ORDER BY id`, id)
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM events WHERE message_id = ? ORDER BY id`, id)
 	if err != nil {
 		return m, err
 	}

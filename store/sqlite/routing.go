@@ -207,32 +207,35 @@ func loadDone(ctx context.Context, tx *wtx, claims []intake.EventClaim) error {
 
 // RerouteEvent takes a dead or no_consumer event back to pending.
 func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, id string, now time.Time, audit ...intake.AuditEntry) error {
-	err := s.audited(ctx, audit, func(tx *wtx) error {
-		var state intake.EventState
-		var attempt int
-		err := tx.QueryRowContext(ctx, `SELECT state, attempt FROM events WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID).Scan(&state, &attempt)
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("event", id)
-		}
-		if err != nil {
-			return err
-		}
-		max, err := intake.Reroute(state, attempt)
-		if err != nil {
-			return err
-		}
-		if _, err = tx.ExecContext(ctx, `UPDATE events SET state = 'pending', max_attempts = ?, next_attempt_at = ?,
-			lease_until = NULL WHERE id = ?`, max, ts(now), id); err != nil {
-			return err
-		}
-		// The next fan-out selects again; the consumers done with the
-		// event keep their routes and are not called again.
-		_, err = tx.ExecContext(ctx, `DELETE FROM routes WHERE event_id = ? AND state NOT IN ('handled', 'ignored')`, id)
-		return err
-	})
+	err := s.audited(ctx, audit, func(tx *wtx) error { return rerouteEvent(ctx, tx, sc, id, now) })
 	if err == nil {
 		s.hub.Notify(intake.TopicEvents)
 	}
+	return err
+}
+
+// rerouteEvent takes an event visible in sc back to pending, in tx.
+func rerouteEvent(ctx context.Context, tx *wtx, sc intake.Scope, id string, now time.Time) error {
+	var state intake.EventState
+	var attempt int
+	err := tx.QueryRowContext(ctx, `SELECT state, attempt FROM events WHERE id = ?1 AND (?2 = '' OR org_id = ?2)`, id, sc.OrgID).Scan(&state, &attempt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("event", id)
+	}
+	if err != nil {
+		return err
+	}
+	max, err := intake.Reroute(state, attempt)
+	if err != nil {
+		return err
+	}
+	if _, err = tx.ExecContext(ctx, `UPDATE events SET state = 'pending', max_attempts = ?, next_attempt_at = ?,
+		lease_until = NULL WHERE id = ?`, max, ts(now), id); err != nil {
+		return err
+	}
+	// The next fan-out selects again; the consumers done with the event
+	// keep their routes and are not called again.
+	_, err = tx.ExecContext(ctx, `DELETE FROM routes WHERE event_id = ? AND state NOT IN ('handled', 'ignored')`, id)
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ var eventTypeTests = []struct {
 	{"EventTypesCountBySchemaOverTheVersionReadAndAreScoped", testEventTypes},
 	{"EventTypeCountsAreAddedAndOldHoursPruned", testEventTypeHours},
 	{"EventTypesCatalogedAreCountedPerConnection", testEventTypeCounts},
+	{"AReadOfATypeIsOfOneMoment", testEventTypeReadIsOfOneMoment},
 }
 
 func jsonEqual(a, b []byte) bool {
@@ -221,5 +223,60 @@ func testEventTypeCounts(t *testing.T, s intake.Store) {
 	}
 	if counts, err := s.EventTypeCounts(ctx, nil); err != nil || len(counts) != 0 {
 		t.Fatalf("counts of no connection = %v, %v", counts, err)
+	}
+}
+
+// testEventTypeReadIsOfOneMoment: a flush writes a type's count and its
+// changes in one commit, so a read of the type, made while flushes
+// commit, shows as many changes as the count says were recorded, never
+// the one without the other. (A read made of several statements, each of
+// its own moment, shows the changes of a flush whose count it read
+// before.)
+func testEventTypeReadIsOfOneMoment(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	acme := newFixture(t, s, "acme")
+	key := intake.EventTypeKey{ConnectionID: acme.conn.ID, Type: "github.issues.opened"}
+	hour := t0.Truncate(time.Hour)
+	const flushes = 150
+	done := make(chan error, 1)
+	go func() {
+		defer close(done)
+		for v := range int64(flushes) {
+			at := t0.Add(time.Duration(v) * time.Millisecond)
+			up := intake.EventTypeUpdate{OrgID: acme.org.ID, EventTypeKey: key, Count: 1, First: at, Last: at,
+				Hours: map[time.Time]int64{hour: 1}, Learnt: true, Version: v, Schema: json.RawMessage(`{"type":"object"}`),
+				Example: json.RawMessage(`{}`), ExampleEventID: intake.NewID(),
+				Changes: []intake.EventTypeChange{{ID: intake.NewID(), OrgID: acme.org.ID, ConnectionID: key.ConnectionID, Type: key.Type,
+					At: at, Path: "$.n", Change: intake.ChangeAdded, To: []string{"integer"}, ExampleEventID: intake.NewID()}}}
+			if stale, err := s.RecordEventTypes(ctx, []intake.EventTypeUpdate{up}); err != nil || len(stale) != 0 {
+				done <- fmt.Errorf("flush %d: stale %v, %v", v, stale, err)
+				return
+			}
+		}
+	}()
+	reads := 0
+	for finished := false; !finished; reads++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			finished = true
+		default:
+		}
+		d, err := s.EventType(ctx, intake.Scope{}, key, t0)
+		if intake.ErrorCode(err) == intake.ENOTFOUND {
+			continue // before the first flush
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(d.Total, intake.MaxEventTypeChanges); int64(len(d.Changes)) != want || d.Version != d.Total || d.Count24h != d.Total {
+			t.Fatalf("read %d shows total %d, %d in the last 24 hours, version %d and %d changes: not one moment",
+				reads, d.Total, d.Count24h, d.Version, len(d.Changes))
+		}
+	}
+	if d, err := s.EventType(ctx, intake.Scope{}, key, t0); err != nil || d.Total != flushes {
+		t.Fatalf("after every flush: total %d, %v", d.Total, err)
 	}
 }

@@ -28,23 +28,26 @@ func retain(t *testing.T, s intake.Store, id string, body, rows time.Duration) {
 	}
 }
 
-// dropBodies drops the bodies past retention at now until want have gone
-// or a hundred rounds have passed, returning how many went: a body another
-// process holds (PostgreSQL's search indexer, marking new bodies
-// searchable) is skipped, not waited for, and dropped on a later round.
+// dropBodies drops the bodies past retention at now until want have gone,
+// or for ten seconds, returning how many went: a body another process
+// holds (PostgreSQL's search indexer, marking new bodies searchable) is
+// skipped, not waited for, and dropped on a later round, once the
+// indexer's transaction ends, which under load outlasts many quick rounds.
 func dropBodies(t *testing.T, s intake.Store, now time.Time, def time.Duration, want int) int {
 	t.Helper()
 	total := 0
-	for range 100 {
+	for deadline := time.Now().Add(10 * time.Second); ; {
 		n, err := s.DropBodies(context.Background(), now, def, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if total += n; total >= want {
-			break
+		if total += n; total >= want || time.Now().After(deadline) {
+			return total
+		}
+		if n == 0 {
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	return total
 }
 
 // deleteSettled runs one batch of the rows' retention at now.

@@ -151,6 +151,16 @@ func testEveryScopedReadHidesAnotherOrgsRows(t *testing.T, s intake.Store) {
 	parts("CountMessages of org a's endpoint", func(sc intake.Scope) (int, error) {
 		return s.CountMessages(ctx, sc, intake.MessageFilter{EndpointID: a.ep.ID})
 	})
+	parts("CountEvents of org a's consumer", func(sc intake.Scope) (int, error) {
+		return s.CountEvents(ctx, sc, intake.EventFilter{ConsumerID: a.consumer.ID})
+	})
+	parts("CountEvents searched", func(sc intake.Scope) (int, error) {
+		m, err := intake.ParseMatch(string(a.delivered.Data))
+		if err != nil {
+			return 0, err
+		}
+		return s.CountEvents(ctx, sc, intake.EventFilter{Search: intake.Search{Match: m}})
+	})
 
 	// The lists in org b's scope hold org b's rows and none of org a's.
 	ofA := func(what string, orgIDs []string, wantOwn int) {

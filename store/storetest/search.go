@@ -73,6 +73,10 @@ func testSearch(t *testing.T, s intake.Store) {
 		for _, e := range page.Items {
 			ids = append(ids, e.ID)
 		}
+		n, err := s.CountEvents(ctx, sc, f)
+		if err != nil || (f.Limit == 0 && f.Cursor == "" && n != len(ids)) {
+			t.Fatalf("counted %d events (%v), listed %d for %+v", n, err, len(ids), f)
+		}
 		return ids
 	}
 	messages := func(sc intake.Scope, f intake.MessageFilter) []string {

@@ -4,12 +4,14 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,9 +59,12 @@ func Run(t *testing.T, open Opener) {
 		{"RevokedKeyStopsAtOnceKeysAreScopedAndKeepTheirRole", testAPIKeys},
 		{"DeletedRowsAreIgnoredByEveryRead", testSoftDelete},
 		{"EachOrgKeepsItsOwnRetention", testOrgRetention},
+		{"AClaimDefersABodyLargerThanItReads", testClaimDefersLargeBodies},
 		{"ListsFilterByProviderEventAndByConsumer", testFilters},
 		{"ErasedBodiesAreGoneButTheirIdentitiesStay", testEraseBodies},
 		{"ReplayJobsAreScopedLeasedAndTakenOverWhenTheLeaseEnds", testReplayJobs},
+		{"BulkJobsWriteEachBatchWithTheirProgressWhileHeldAndTakeTurns", testBulkJobs},
+		{"JobsTakeTurnsOrgByOrg", testJobsTakeTurnsOrgByOrg},
 		{"OperatorChangesMoveTheChangeCounterBeforeReturning", testChanges},
 		{"TheFirstKeyFingerprintRecordedIsKept", testKeyFingerprint},
 		{"AMessageReleasedUntilLaterIsClaimedThenAsTheSameAttempt", testReleaseUntilLater},
@@ -982,20 +987,7 @@ func testOrgRetention(t *testing.T, s intake.Store) {
 	// Three hours on, with a server default of a day: only the short org's
 	// body and row are past their retention.
 	now := t0.Add(3 * time.Hour)
-	// A body another process holds at that moment (PostgreSQL's search
-	// indexer, marking new bodies searchable) is skipped, not waited for,
-	// and dropped on a later round: drop until the round finds none more.
-	drop := func(now time.Time) (int, error) {
-		total := 0
-		for range 100 {
-			n, err := s.DropBodies(ctx, now, 24*time.Hour, 100)
-			if err != nil || n == 0 && total > 0 {
-				return total, err
-			}
-			total += n
-		}
-		return total, nil
-	}
+	drop := func(now time.Time) (int, error) { return dropBodies(t, s, now, 24*time.Hour, 1), nil }
 	if n, err := drop(now); err != nil || n != 1 || bodyLeft(ms) || !bodyLeft(ml) || !bodyLeft(mp) {
 		t.Fatalf("dropped %d bodies (%v): short %v long %v plain %v", n, err, bodyLeft(ms), bodyLeft(ml), bodyLeft(mp))
 	}
@@ -1014,6 +1006,44 @@ func testOrgRetention(t *testing.T, s intake.Store) {
 	}
 	if n, _ := drop(now); n != 1 || bodyLeft(ml) {
 		t.Fatalf("after clearing: dropped %d", n)
+	}
+}
+
+// A claim reads bodies up to intake.ClaimBodyLimit with their messages; a
+// larger one the database keeps comes back as its size, with the headers,
+// for the worker to read on its own (MessageBody) within its body memory.
+func testClaimDefersLargeBodies(t *testing.T, s intake.Store) {
+	f := newFixture(t, s, "acme")
+	small := f.ingest(t, s, `{"small":true}`, t0)
+	limit := f.ingest(t, s, `{"pad":"`+strings.Repeat("y", intake.ClaimBodyLimit-10)+`"}`, t0)
+	large := f.ingest(t, s, `{"pad":"`+strings.Repeat("x", intake.ClaimBodyLimit)+`"}`, t0)
+	claims := claimAll(t, s, t0)
+	if len(claims) != 3 {
+		t.Fatalf("claimed %d, want 3", len(claims))
+	}
+	for _, c := range claims {
+		m := c.Message
+		if m.BodyExpired || len(m.Header) == 0 {
+			t.Fatalf("message %s: expired %v, header %v; want its stored request", m.ID, m.BodyExpired, m.Header)
+		}
+		switch m.ID {
+		case small.ID, limit.ID:
+			want := small
+			if m.ID == limit.ID {
+				want = limit
+			}
+			if !bytes.Equal(m.Body, want.Body) || m.DeferredBody != 0 {
+				t.Fatalf("a body of %d bytes came with %d bytes, deferred %d; want it read with the claim", len(want.Body), len(m.Body), m.DeferredBody)
+			}
+		case large.ID:
+			if m.Body != nil || m.DeferredBody != int64(len(large.Body)) {
+				t.Fatalf("a body of %d bytes came with %d bytes, deferred %d; want it deferred by its size", len(large.Body), len(m.Body), m.DeferredBody)
+			}
+			sb, err := s.MessageBody(context.Background(), intake.Scope{}, m.ID)
+			if err != nil || !bytes.Equal(sb.Body, large.Body) {
+				t.Fatalf("the deferred body read back: %d bytes, %v; want %d", len(sb.Body), err, len(large.Body))
+			}
+		}
 	}
 }
 
@@ -1092,8 +1122,12 @@ func testReplayJobs(t *testing.T, s intake.Store) {
 		t.Fatalf("saved progress reads as %+v", got)
 	}
 
-	// The runner of a stops; once its lease ends another takes a over from
-	// where it got to, and the first can no longer save.
+	// b ends; the runner of a stops; once its lease ends another takes a
+	// over from where it got to, and the first can no longer save.
+	b.FinishedAt = t0.Add(40 * time.Second)
+	if err := s.SaveReplayJob(ctx, b, t0.Add(40*time.Second), time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	c, ok, err := s.ClaimReplayJob(ctx, t0.Add(95*time.Second), time.Minute)
 	if err != nil || !ok || c.ID != a.ID || c.Done != 2 || c.Cursor != "cursor-2" || c.Owner == a.Owner {
 		t.Fatalf("takeover = %+v %v %v", c, ok, err)
