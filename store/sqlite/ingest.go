@@ -54,7 +54,16 @@ func (s *Store) submit(job writeJob) error {
 	}
 	// Wait for the commit even if ctx ends: a caller must never assume its
 	// write was dropped, nor acknowledge one whose fate is unknown.
-	return <-job.done
+	select {
+	case err := <-job.done:
+		return err
+	case <-s.done:
+		// The writer stopped: a job sent as the store closed may have
+		// reached the queue after the writer failed what it held, so
+		// fail what is left (job among them, unless it was committed).
+		s.failQueued()
+		return <-job.done
+	}
 }
 
 // Ingest commits a received message; concurrent calls share commits. A
