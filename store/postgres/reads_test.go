@@ -79,6 +79,15 @@ func TestOperatorReadsRunOnTheirOwnPoolWithinTheirStatementTimeoutAndNeverTakeTh
 	if _, _, err := s.OrgByKeyHash(pipeline, []byte("key-"+o.org.ID)); err != nil {
 		t.Fatalf("a key's lookup on the pipeline's pool: %v", err)
 	}
+	// So is a console cookie's.
+	cookie, cancelCookie := context.WithTimeout(intake.OperatorRead(ctx), 100*time.Millisecond)
+	defer cancelCookie()
+	if _, err := s.SessionByHash(cookie, []byte("no such session"), t0); intake.ErrorCode(err) == intake.ENOTFOUND {
+		t.Fatal("a console session's lookup ran while the operators' pool was all held: it took a pipeline connection")
+	}
+	if _, err := s.SessionByHash(pipeline, []byte("no such session"), t0); intake.ErrorCode(err) != intake.ENOTFOUND {
+		t.Fatalf("a console session's lookup on the pipeline's pool: %v, want ENOTFOUND", err)
+	}
 }
 
 // TestOpenReturnsOnceTheListenerListens: the store hears other processes'
