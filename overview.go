@@ -29,6 +29,22 @@ type Overview struct {
 	// is (zero, "": none is due).
 	OldestDueRoute         time.Time
 	OldestDueRouteConsumer string
+	// Replica is how the embedded store's replica stands (--replicate),
+	// filled by the control plane for staff; nil when the store is not
+	// replicated or the overview is an org's.
+	Replica *ReplicaState
+}
+
+// ReplicaState is how far the embedded store's replica is behind.
+type ReplicaState struct {
+	// Lag is how long ago the replica last held every commit made by then.
+	Lag time.Duration
+	// LastSync is when the last sync succeeded; zero: none yet.
+	LastSync time.Time
+	// Errors counts the syncs that failed since the server started.
+	Errors int64
+	// Failing is the last sync's error while syncs fail, "" otherwise.
+	Failing string
 }
 
 // OverviewQuery selects an Overview.

@@ -21,6 +21,9 @@ const (
 	// stalledAfter is how long due work may wait before the overview
 	// raises an alarm (workers or router not keeping up, or stopped).
 	stalledAfter = time.Minute
+	// replicaLagAlarm is how far the store's replica may fall behind
+	// before the overview raises an alarm (it syncs every second).
+	replicaLagAlarm = time.Minute
 )
 
 // overviewView is the overview page.
@@ -44,7 +47,10 @@ type overviewView struct {
 	// Issues are the first open issues, OpenIssues how many are open.
 	Issues     []intake.Issue
 	OpenIssues int
-	Alarms     []alarm
+	// Replica is how the embedded store's replica stands, for staff; nil
+	// when the store is not replicated.
+	Replica *intake.ReplicaState
+	Alarms  []alarm
 }
 
 // hourCounts is where one hour's messages stand now.
@@ -101,6 +107,7 @@ func (c *Console) computeOverview(ctx context.Context, s *session, now time.Time
 	v.DeadEvents = stateCount{State: string(intake.EventDead), Count: o.Events[intake.EventDead]}
 	v.Retrying = stateCount{State: string(intake.EventRetrying), Count: o.Events[intake.EventRetrying]}
 	v.NoConsumer = stateCount{State: string(intake.EventNoConsumer), Count: o.Events[intake.EventNoConsumer]}
+	v.Replica = o.Replica
 	v.OldestDue, v.OldestDueEvt, v.OldestDueEvtID = o.OldestDueMessage, o.OldestDueEvent, o.OldestDueEventID
 	v.OldestDueCall, v.OldestDueCallee, v.OldestDueCalleeName = o.OldestDueRoute, o.OldestDueRouteConsumer, o.OldestDueRouteConsumer
 	if v.OldestDueCallee != "" {
@@ -133,6 +140,13 @@ const maxIssueAlarms = 10
 // consumer's or connection's issue holds.
 func alarms(v overviewView, now time.Time, stalledQueued int) []alarm {
 	var out []alarm
+	if r := v.Replica; r != nil && (r.Failing != "" || r.Lag > replicaLagAlarm) {
+		text := fmt.Sprintf("The store's replica is %s behind: the commits since are on this machine's disk only.", roughly(r.Lag))
+		if r.Failing != "" {
+			text += " Its syncs fail: " + r.Failing
+		}
+		out = append(out, alarm{"bad", text, "#replica"})
+	}
 	if !v.OldestDue.IsZero() && now.Sub(v.OldestDue) > stalledAfter {
 		out = append(out, alarm{"bad", fmt.Sprintf("Messages are waiting: the oldest has been due for %s. Are the workers running?",
 			roughly(now.Sub(v.OldestDue))), "/console/messages?state=queued"})

@@ -33,6 +33,12 @@ func TestTheAlarmsAreTheOpenIssuesByNameAndWhatIntakeIsNotTaking(t *testing.T) {
 			Totals: hourCounts{Dead: 1}},
 			[]string{"/console/consumers/c1 Calls to consumer orders are waiting: the oldest has been due for 3m.",
 				"/console/dead 1 message received in the last 24 h is dead."}},
+		{"a replica a second behind is no alarm", overviewView{Replica: &intake.ReplicaState{Lag: time.Second, LastSync: now}}, nil},
+		{"a replica behind comes first", overviewView{Replica: &intake.ReplicaState{Lag: 5 * time.Minute}, Issues: []intake.Issue{orders}, OpenIssues: 1},
+			[]string{"#replica The store's replica is 5m behind: the commits since are on this machine's disk only.",
+				"/console/issues/i1 Consumer orders"}},
+		{"a replica whose syncs fail says why", overviewView{Replica: &intake.ReplicaState{Lag: 2 * time.Second, Errors: 2, Failing: "connection refused"}},
+			[]string{"#replica The store's replica is 2s behind: the commits since are on this machine's disk only. Its syncs fail: connection refused"}},
 	}
 	for _, c := range cases {
 		got := alarms(c.v, now, 0)

@@ -151,8 +151,9 @@ var funcs = template.FuncMap{
 		}
 		return s
 	},
-	"bytes": humanBytes,
-	"join":  strings.Join,
+	"bytes":    humanBytes,
+	"join":     strings.Join,
+	"duration": func(d time.Duration) string { return d.Round(100 * time.Millisecond).String() },
 	"ms": func(d time.Duration) string {
 		return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) + " ms"
 	},

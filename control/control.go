@@ -62,6 +62,9 @@ type Config struct {
 	// Calls bounds consumer tests and raw body reads; zero fields take
 	// DefaultCallBounds'.
 	Calls CallBounds
+	// Replica tells how the embedded store's replica stands (--replicate),
+	// for staff's overview; nil: the store is not replicated.
+	Replica func() intake.ReplicaState
 	// BulkMax is the most rows a bulk replay or re-route takes at once
 	// (default DefaultBulkMax): past it the search is refused, to be
 	// narrowed, unless confirmed, and then runs as a job.
@@ -92,6 +95,7 @@ type Plane struct {
 	lookups   *fair.Budget                 // credential lookups, per client address
 	keys      cache.TTL[string, cachedKey] // found keys, by hash
 	bodyCap   int64                        // an endpoint's max_body_bytes at most; 0: the store's maximum
+	replica   func() intake.ReplicaState   // nil: the store is not replicated
 	log       *slog.Logger
 }
 
@@ -112,6 +116,7 @@ func New(cfg Config) *Plane {
 		budgets:   newBudgets(cfg.Reads, cfg.Calls, cfg.BulkMax),
 		lookups:   newLookups(),
 		bodyCap:   cfg.MaxBodyBytes,
+		replica:   cfg.Replica,
 		log:       cfg.Logger,
 	}
 	p.keys.TTL = keyTTL

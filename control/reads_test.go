@@ -114,3 +114,31 @@ func TestWithinNarrowsStaffToOneOrgAsItsAdminAndLeavesAnOrgsCallerAlone(t *testi
 		t.Errorf("an org's viewer within o2: %+v, want its own org and role", got)
 	}
 }
+
+// TestTheReplicaIsInStaffsOverviewOnly: with the store replicated, staff's
+// overview tells how the replica stands, as it stands at the read; an
+// org's overview does not, the replica being the server's.
+func TestTheReplicaIsInStaffsOverviewOnly(t *testing.T) {
+	ctx := context.Background()
+	sealer, _ := seal.New(bytes.Repeat([]byte{5}, 32))
+	now := intake.ReplicaState{Lag: 1500 * time.Millisecond, LastSync: time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)}
+	ctl := control.New(control.Config{Store: testkit.SQLite(t), Sealer: sealer, Replica: func() intake.ReplicaState { return now }})
+	staff := control.Caller{Actor: "staff"}
+	org, _, err := ctl.CreateOrg(ctx, staff, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := intake.OverviewQuery{Hours: 1, Now: time.Now()}
+	o, err := ctl.Overview(ctx, staff, q)
+	if err != nil || o.Replica == nil || *o.Replica != now {
+		t.Fatalf("staff's overview: replica %+v, %v; want %+v", o.Replica, err, now)
+	}
+	now = intake.ReplicaState{Lag: 3 * time.Minute, Errors: 4, Failing: "connection refused"}
+	if o, err := ctl.Overview(ctx, staff, q); err != nil || o.Replica == nil || *o.Replica != now {
+		t.Fatalf("staff's next overview: replica %+v, %v; want it as it stands now, %+v", o.Replica, err, now)
+	}
+	viewer := control.Caller{Scope: intake.Scope{OrgID: org.ID}, Actor: "key:ik_test", Role: intake.RoleAdmin}
+	if o, err := ctl.Overview(ctx, viewer, q); err != nil || o.Replica != nil {
+		t.Fatalf("an org's overview: replica %+v, %v; want none", o.Replica, err)
+	}
+}

@@ -4,11 +4,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/intakehq/intake/internal/testkit"
 )
@@ -140,9 +145,56 @@ func TestReplicaUnreachableRefusesWebhooksThenRecovers(t *testing.T) {
 	if !strings.Contains(string(body), "replica unreachable") {
 		t.Errorf("/readyz during the outage: %d %q, want it to say the replica is unreachable", r.StatusCode, body)
 	}
+	// Staff's overview in the console says so too, with the lag.
+	overview := staffConsole(t, s)("/console/")
+	for _, want := range []string{`id="replica"`, `id="replica-lag"`, "The store&#39;s replica is", "Its syncs fail"} {
+		if !strings.Contains(overview, want) {
+			t.Errorf("staff's overview during the outage lacks %q", want)
+		}
+	}
+	if dir := os.Getenv("INTAKE_E2E_SCREENSHOTS"); dir != "" {
+		tab := browserTab(t)
+		signIn(t, tab, s.url, staffToken, "#replica")
+		png := read(t, tab, "screenshot", chromedp.FullScreenshot(100))
+		os.WriteFile(filepath.Join(dir, "overview-replica-failing.png"), png, 0o644)
+	}
 
 	proxy.restore(t)
 	eventually(t, 60*time.Second, "a webhook acknowledged once the replica is back", func() bool {
 		return post().StatusCode == http.StatusOK
 	})
+}
+
+// staffConsole signs in to s's console with the staff token and returns
+// a function that reads a console page's HTML.
+func staffConsole(t *testing.T, s *server) func(path string) string {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+	req, _ := http.NewRequest("POST", s.url+"/console/login", strings.NewReader(url.Values{"token": {staffToken}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", s.url) // as a browser on the console's page sends it
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("staff's sign-in to the console: %d, want 303", resp.StatusCode)
+	}
+	return func(path string) string {
+		t.Helper()
+		resp, err := c.Get(s.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %.300s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
 }

@@ -259,7 +259,7 @@ func (c *ServeCmd) Run() error {
 		Clock: clock, ConsumerPolicy: policy, Rules: engine, Sender: sender,
 		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, People: people, Blobs: blobs,
 		MaxBodyBytes: c.MaxBodyBytes, Reads: c.readBudget(), BulkMax: c.BulkMax, Logger: log,
-		Calls: c.callBounds()})
+		Calls: c.callBounds(), Replica: replicaState(rep)})
 	// URLs an earlier version stored with their credentials in the clear
 	// are sealed before anything serves them.
 	sealed, err := ctl.SealStoredURLs(ctx)
@@ -427,6 +427,21 @@ func (c *ServeCmd) Run() error {
 
 // replicaStatus is how the replica stands (replica.Replicator).
 type replicaStatus interface{ Status() replica.Status }
+
+// replicaState gives the control plane how rep stands; nil without one.
+func replicaState(rep *replica.Replicator) func() intake.ReplicaState {
+	if rep == nil {
+		return nil
+	}
+	return func() intake.ReplicaState {
+		st := rep.Status()
+		out := intake.ReplicaState{Lag: st.Lag, LastSync: st.LastSync, Errors: st.Errors}
+		if st.Err != nil {
+			out.Failing = st.Err.Error()
+		}
+		return out
+	}
+}
 
 // ready answers /readyz: 503 while draining or while the store does not
 // answer. With --replicate it tells how the replica stands: its lag, and
