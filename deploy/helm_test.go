@@ -45,6 +45,7 @@ type rendered struct {
 	claims      []corev1.PersistentVolumeClaim
 	budgets     []policyv1.PodDisruptionBudget
 	monitors    []serviceMonitor
+	configMaps  []corev1.ConfigMap
 }
 
 func one[T any](t *testing.T, kind string, objs []T) T {
@@ -142,6 +143,9 @@ func template(t *testing.T, set ...string) rendered {
 		case "ServiceMonitor":
 			r.monitors = append(r.monitors, serviceMonitor{})
 			target = &r.monitors[len(r.monitors)-1]
+		case "ConfigMap":
+			r.configMaps = append(r.configMaps, corev1.ConfigMap{})
+			target = &r.configMaps[len(r.configMaps)-1]
 		default:
 			t.Fatalf("the chart rendered a %s, which these tests do not know", meta.Kind)
 		}
@@ -153,7 +157,7 @@ func template(t *testing.T, set ...string) rendered {
 }
 
 var onPostgres = []string{"replicaCount=3", "postgres.enabled=true", "postgres.url=postgres://intake:pw@db:5432/intake",
-	"serviceMonitor.enabled=true"}
+	"serviceMonitor.enabled=true", "grafana.dashboard.enabled=true"}
 
 func TestChartLintsWithDefaultAndPostgreSQLValues(t *testing.T) {
 	for _, set := range [][]string{nil, onPostgres} {
@@ -256,8 +260,8 @@ func TestChartDefaultsToOneReplicaOnTheEmbeddedStoreWithAVolumeAndAGeneratedKey(
 	if env["INTAKE_MASTER_KEY"] != "secret:"+secret.Name+"/master-key" || env["INTAKE_ADMIN_TOKEN"] != "secret:"+secret.Name+"/admin-token" {
 		t.Errorf("master key and staff token are not read from the Secret: %v", env)
 	}
-	if len(r.budgets) != 0 || len(r.monitors) != 0 {
-		t.Error("one replica rendered a PodDisruptionBudget, or a ServiceMonitor was rendered unasked")
+	if len(r.budgets) != 0 || len(r.monitors) != 0 || len(r.configMaps) != 0 {
+		t.Error("one replica rendered a PodDisruptionBudget, or a ServiceMonitor or the dashboard's ConfigMap was rendered unasked")
 	}
 }
 
