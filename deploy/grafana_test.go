@@ -697,7 +697,8 @@ func TestChartRendersTheDashboardInAConfigMapForGrafanasSidecarWhenAsked(t *test
 	if cm.Labels["grafana_dashboard"] != "1" || cm.Namespace != "" {
 		t.Errorf("ConfigMap labels %v, namespace %q", cm.Labels, cm.Namespace)
 	}
-	if got := cm.Data["intake.json"]; got != strings.TrimSuffix(string(want), "\n") {
+	// The block scalar (|-) drops the file's last newline.
+	if got, want := cm.Data["intake.json"], strings.TrimSuffix(string(want), "\n"); got != want {
 		t.Errorf("the ConfigMap's intake.json is not %s (%d bytes, want %d)", dashboardFile, len(got), len(want))
 	}
 	cm = one(t, "ConfigMap", template(t, "grafana.dashboard.enabled=true", "grafana.dashboard.namespace=monitoring",
