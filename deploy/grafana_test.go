@@ -709,3 +709,44 @@ func TestChartRendersTheDashboardInAConfigMapForGrafanasSidecarWhenAsked(t *test
 		t.Errorf("namespace %q, labels %v, annotations %v", cm.Namespace, cm.Labels, cm.Annotations)
 	}
 }
+
+// TestAlertRulesReadOnlyMetricsIntakeExports: every alert rule shipped in
+// deploy/prometheus/alerts.yml reads metrics intake exports, with labels
+// they have; a rule on a metric that is gone would never fire.
+func TestAlertRulesReadOnlyMetricsIntakeExports(t *testing.T) {
+	fams := exported(t)
+	b, err := os.ReadFile("prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `yaml:"alert"`
+				Expr  string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	rules := 0
+	for _, g := range doc.Groups {
+		for _, r := range g.Rules {
+			rules++
+			sels, err := selectors(r.Expr)
+			if err != nil || len(sels) == 0 {
+				t.Errorf("alert %s: %v (reads %d metrics): %s", r.Alert, err, len(sels), r.Expr)
+				continue
+			}
+			for _, s := range sels {
+				if err := known(fams, s); err != nil {
+					t.Errorf("alert %s: %v\n\t%s", r.Alert, err, r.Expr)
+				}
+			}
+		}
+	}
+	if rules == 0 {
+		t.Fatal("alerts.yml holds no rules")
+	}
+}
