@@ -213,7 +213,7 @@ func operations() []operation {
 				queryParam("connection_id", "Only this connection's types.", uuidSchema()),
 				queryParam("org_id", "This org's types (staff; an org's key sees its own).", uuidSchema()),
 			},
-			status: 200, response: control.AsyncAPI{}},
+			status: 200, response: map[string]any{}},
 		{route: "GET /api/v1/unclaimed", id: "listUnclaimed", summary: "Events no consumer wanted, across every org (staff).",
 			query: page, status: 200, response: api.List[api.Event]{}},
 
