@@ -145,6 +145,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/unclaimed", s.listUnclaimed)
 	s.handle("GET /api/v1/event-types", s.listEventTypes)
 	s.handle("GET /api/v1/event-types/{type}", s.getEventType)
+	s.handle("GET /api/v1/asyncapi.json", s.getAsyncAPI)
 
 	s.handle("POST /api/v1/consumers", s.createConsumer)
 	s.handle("GET /api/v1/consumers", s.listConsumers)

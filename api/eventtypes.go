@@ -56,3 +56,15 @@ func EventTypeDetailView(d intake.EventTypeDetail) EventTypeDetail {
 	}
 	return out
 }
+
+func (s *Server) getAsyncAPI(w http.ResponseWriter, r *http.Request, who control.Caller) error {
+	if err := control.CheckParams(r.URL.Query(), "org_id", "connection_id"); err != nil {
+		return err
+	}
+	doc, err := s.ctl.AsyncAPIDocument(r.Context(), who, r.URL.Query().Get("org_id"), r.URL.Query().Get("connection_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, doc)
+	return nil
+}

@@ -208,6 +208,12 @@ func operations() []operation {
 		{route: "GET /api/v1/event-types/{type}", id: "getEventType", summary: "An event type with the JSON Schema inferred from its events, an example, its days and its changes of shape.",
 			query:  []*openapi3.Parameter{queryParam("connection_id", "The connection that received it; needed when several did.", uuidSchema())},
 			status: 200, response: api.EventTypeDetail{}},
+		{route: "GET /api/v1/asyncapi.json", id: "getAsyncAPIDocument", summary: "The event types as an AsyncAPI 3.0 document: a channel, a message and a receive operation per type, the message the envelope consumers receive (its `data` the type's inferred schema) with the signature headers. An org's caller gets its org's types; staff names `org_id` or `connection_id`.",
+			query: []*openapi3.Parameter{
+				queryParam("connection_id", "Only this connection's types.", uuidSchema()),
+				queryParam("org_id", "This org's types (staff; an org's key sees its own).", uuidSchema()),
+			},
+			status: 200, response: map[string]any{}},
 		{route: "GET /api/v1/unclaimed", id: "listUnclaimed", summary: "Events no consumer wanted, across every org (staff).",
 			query: page, status: 200, response: api.List[api.Event]{}},
 

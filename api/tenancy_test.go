@@ -67,6 +67,7 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 		"GET /api/v1/events/{id}":                              {"/api/v1/events/" + ev.ID, nil, notFound},
 		"GET /api/v1/event-types":                              {"/api/v1/event-types?connection_id=" + acme.conn.ID, nil, emptyList},
 		"GET /api/v1/event-types/{type}":                       {"/api/v1/event-types/test.thing?connection_id=" + acme.conn.ID, nil, notFound},
+		"GET /api/v1/asyncapi.json":                            {"/api/v1/asyncapi.json?connection_id=" + acme.conn.ID, nil, notFound},
 		"GET /api/v1/events/stream":                            {"/api/v1/events/stream?endpoint_id=" + acme.ep.ID, nil, notFound},
 		"GET /api/v1/unclaimed":                                {"/api/v1/unclaimed", nil, forbidden},
 		"POST /api/v1/consumers":                               {"/api/v1/consumers", map[string]any{"org_id": acme.org.ID, "name": "x", "app": "x", "url": "http://127.0.0.1:9/", "event_types": []string{"*"}}, forbidden},

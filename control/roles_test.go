@@ -109,6 +109,10 @@ func roleRows(orgID string) []roleRow {
 			_, err := p.EventType(ctx, c, id, "stripe.invoice.paid")
 			return err
 		}},
+		{"AsyncAPIDocument", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			_, err := p.AsyncAPIDocument(ctx, c, orgID, "")
+			return err
+		}},
 		{"Messages", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			_, err := p.Messages(ctx, c, intake.MessageFilter{})
 			return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -15,8 +16,9 @@ import (
 
 // EventTypesCmd reads the event-type catalog.
 type EventTypesCmd struct {
-	List EventTypesListCmd `cmd:"" help:"List the event types received, with their counts."`
-	Show EventTypesShowCmd `cmd:"" help:"Show an event type: its inferred JSON Schema as a tree, an example and its changes of shape."`
+	List   EventTypesListCmd   `cmd:"" help:"List the event types received, with their counts."`
+	Show   EventTypesShowCmd   `cmd:"" help:"Show an event type: its inferred JSON Schema as a tree, an example and its changes of shape."`
+	Export EventTypesExportCmd `cmd:"" help:"Print the event types as a document for other tools: --asyncapi, an AsyncAPI 3.0 document."`
 }
 
 // EventTypesListCmd lists the catalog.
@@ -76,6 +78,33 @@ func (c *EventTypesShowCmd) Run(cl *Client) error {
 		return cl.printJSON(raw)
 	}
 	return cl.printEventType(d)
+}
+
+// EventTypesExportCmd prints the catalog as an AsyncAPI document.
+type EventTypesExportCmd struct {
+	AsyncAPI   bool   `name:"asyncapi" required:"" help:"An AsyncAPI 3.0 document: a channel per type, its message the envelope consumers receive with the type's inferred schema as data."`
+	Connection string `name:"connection" help:"Only this connection's types (its id or name)."`
+	Org        string `name:"org" help:"Org id (staff, without --connection; an org key: its own)."`
+}
+
+// Run prints the document.
+func (c *EventTypesExportCmd) Run(cl *Client) error {
+	q := url.Values{}
+	if c.Connection != "" {
+		id, err := cl.connectionID(c.Connection, "")
+		if err != nil {
+			return err
+		}
+		q.Set("connection_id", id)
+	}
+	if c.Org != "" {
+		q.Set("org_id", c.Org)
+	}
+	raw, err := cl.call(http.MethodGet, "/api/v1/asyncapi.json", q, nil)
+	if err != nil {
+		return err
+	}
+	return cl.printJSON(raw)
 }
 
 // connectionID reads --connection: an id as it is, else the name of a
