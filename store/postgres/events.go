@@ -81,7 +81,7 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 		})
 	default:
 		page.Items, err = searchScoped(ctx, s, sc, searchedEvents, args,
-			`SELECT `+eventColumns+` FROM events WHERE id = ANY($1) ORDER BY id DESC`, scan)
+			`SELECT `+eventColumns+` FROM events WHERE id = ANY(`+foundIDs+`) ORDER BY id DESC`, scan)
 	}
 	page = intake.KeysetPage(page.Items, limit)
 	return page, err
@@ -139,24 +139,25 @@ const eventSearched = `($1::uuid IS NULL OR s.org_id = $1) AND ($3 = '' OR s.typ
 // $1 to $11.
 const searchedEvents = `SELECT s.event_id FROM event_search s WHERE ` + eventSearched + ` ORDER BY s.event_id DESC LIMIT $5`
 
-// searchScoped runs a search in an org's scope in two reads. Row-level
-// security keeps every operator that is not leakproof (ILIKE, jsonb's @>)
-// from being judged before its policy, so under it a search could use no
-// index of its own and would read all of the org's rows. So the ids are
-// found as the owner, by the search's indexes, the org named in the query
-// (idsArgs' $1); and the rows are then read by those ids in the org's
-// scope, under row-level security as every org's read is, so no query bug
-// shows a row of another org.
+// searchScoped runs a search in an org's scope in one transaction, one
+// round trip, of two reads. Row-level security keeps every operator that is
+// not leakproof (ILIKE, jsonb's @>) from being judged before its policy, so
+// under it a search could use no index of its own and would read all of the
+// org's rows. So the ids are found as the owner, by the search's indexes,
+// the org named in the query (idsArgs' $1), and kept for the transaction;
+// the rows are then read by those ids (rows reads them as foundIDs) in the
+// org's scope, under row-level security as every org's read is, so no query
+// bug shows a row of another org.
 func searchScoped[T any](ctx context.Context, s *Store, sc intake.Scope, ids string, idsArgs []any, rows string,
 	scan func(pgx.Row) (T, error)) ([]T, error) {
-	var found []string
-	err := s.readPlanned(ctx, intake.Scope{}, func(b *pgx.Batch) {
-		queueRows(b, &found, func(row pgx.Row) (id string, err error) { return id, row.Scan(&id) }, ids, idsArgs...)
-	})
-	if err != nil || len(found) == 0 {
-		return nil, err
-	}
 	var out []T
-	err = s.read(ctx, sc, func(b *pgx.Batch) { queueRows(b, &out, scan, rows, found) })
+	err := s.readPlanned(ctx, intake.Scope{}, func(b *pgx.Batch) {
+		b.Queue(`SELECT set_config('intake.found', coalesce(array_agg(id)::text, '{}'), true) FROM (`+ids+`) AS found (id)`, idsArgs...)
+		b.Queue(scopeSQL, sc.OrgID)
+		queueRows(b, &out, scan, rows)
+	})
 	return out, err
 }
+
+// foundIDs are, in searchScoped's second read, the ids its first found.
+const foundIDs = `current_setting('intake.found')::uuid[]`

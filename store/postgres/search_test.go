@@ -81,7 +81,7 @@ func TestAScopedSearchShowsNoOtherOrgsRowsEvenWhenItsIdsDo(t *testing.T) {
 	_, ea := a.processed(t, s, `{"n":1}`)
 	_, eb := b.processed(t, s, `{"n":2}`)
 	got, err := searchScoped(context.Background(), s, intake.Scope{OrgID: b.org.ID}, `SELECT id FROM events ORDER BY id`, nil,
-		`SELECT `+eventColumns+` FROM events WHERE id = ANY($1) ORDER BY id DESC`, func(row pgx.Row) (intake.Event, error) { return scanEvent(row) })
+		`SELECT `+eventColumns+` FROM events WHERE id = ANY(`+foundIDs+`) ORDER BY id DESC`, func(row pgx.Row) (intake.Event, error) { return scanEvent(row) })
 	if err != nil || len(got) != 1 || got[0].ID != eb.ID {
 		t.Fatalf("org b's search of every id read %+v (%v); want its own event %s alone, never org a's %s", got, err, eb.ID, ea.ID)
 	}
