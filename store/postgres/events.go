@@ -56,27 +56,32 @@ func (s *Store) Event(ctx context.Context, sc intake.Scope, eventID string) (int
 	return e, err
 }
 
-// ListEvents lists events newest first, a page at a time; a search in an
-// org's scope reads through searchScoped.
+// ListEvents lists events newest first, a page at a time. A search finds
+// its page's ids in event_search (searchedEvents) and reads those events;
+// in an org's scope through searchScoped.
 func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventFilter) (intake.Page[intake.Event], error) {
 	var page intake.Page[intake.Event]
 	if f.Cursor != "" && !validIDs(f.Cursor) {
 		return page, intake.Errorf(intake.EINVALID, "malformed cursor")
 	}
 	limit := intake.PageLimit(f.Limit)
-	a := newSearchArgs(f.Search, false)
-	args := []any{nullID(sc.OrgID), string(f.State), text(f.Type), nullID(f.Cursor), limit + 1, ts(f.Since), ts(f.Until),
-		nullID(f.ConsumerID), a.match, a.lead, a.patterns}
+	args := eventArgs(sc, f, limit+1)
 	scan := func(row pgx.Row) (intake.Event, error) { return scanEvent(row) }
 	var err error
-	where, args := eventWhere(f.Search, args)
-	if f.Search.IsZero() || sc.Staff() {
+	switch {
+	case f.Search.IsZero():
 		err = s.readPlanned(ctx, sc, func(b *pgx.Batch) {
-			queueRows(b, &page.Items, scan, `SELECT `+eventColumns+` FROM events WHERE `+where+` ORDER BY id DESC LIMIT $5`, args...)
+			queueRows(b, &page.Items, scan, `SELECT `+eventColumns+` FROM events WHERE `+eventFilter+` ORDER BY id DESC LIMIT $5`,
+				args[:8]...)
 		})
-	} else {
-		page.Items, err = searchScoped(ctx, s, sc, `SELECT id FROM events WHERE `+where+` ORDER BY id DESC LIMIT $5`, args,
-			`SELECT `+eventColumns+` FROM events WHERE id = ANY($1) ORDER BY id DESC`, scan)
+	case sc.Staff():
+		err = s.readPlanned(ctx, sc, func(b *pgx.Batch) {
+			queueRows(b, &page.Items, scan, `SELECT `+eventColumns+` FROM events WHERE id IN (`+searchedEvents+`) ORDER BY id DESC`,
+				args...)
+		})
+	default:
+		page.Items, err = searchScoped(ctx, s, sc, searchedEvents, args,
+			`SELECT `+eventColumns+` FROM events WHERE id = ANY(`+foundIDs+`) ORDER BY id DESC`, scan)
 	}
 	page = intake.KeysetPage(page.Items, limit)
 	return page, err
@@ -86,33 +91,29 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 // count in an org's scope is made as the owner, the org named in the
 // query, for the reason searchScoped gives; it shows a number, never a row.
 func (s *Store) CountEvents(ctx context.Context, sc intake.Scope, f intake.EventFilter) (int, error) {
-	a := newSearchArgs(f.Search, false)
-	// $5, a list's limit, is NULL: no limit.
-	args := []any{nullID(sc.OrgID), string(f.State), text(f.Type), nil, nil, ts(f.Since), ts(f.Until),
-		nullID(f.ConsumerID), a.match, a.lead, a.patterns}
-	counted := sc
+	// $4 and $5, a list's cursor and limit, are NULL: every page, no limit.
+	f.Cursor = ""
+	args := eventArgs(sc, f, nil)
+	counted, selected := sc, `SELECT 1 FROM events WHERE `+eventFilter+` LIMIT $5`
 	if !f.Search.IsZero() {
-		counted = intake.Scope{}
+		counted, selected = intake.Scope{}, `SELECT 1 FROM event_search s WHERE `+eventSearched+` LIMIT $5`
+	} else {
+		args = args[:8]
 	}
-	where, args := eventWhere(f.Search, args)
 	var n int
 	err := s.readPlanned(ctx, counted, func(b *pgx.Batch) {
-		b.Queue(`SELECT count(*) FROM (SELECT 1 FROM events WHERE `+where+` LIMIT $5) AS selected`, args...).
+		b.Queue(`SELECT count(*) FROM (`+selected+`) AS selected`, args...).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
 	})
 	return n, err
 }
 
-// eventWhere is what an events list selects by, and the arguments it
-// takes of args, $1 to $11 of ListEvents ($5, the limit, is the caller's).
-// A search judges an event's data in its event_search row (migration 35),
-// whose indexes serve it; the condition is written only for a search, and
-// at the top level, so that the planner may join through those indexes.
-func eventWhere(search intake.Search, args []any) (string, []any) {
-	if search.IsZero() {
-		return eventFilter, args[:8]
-	}
-	return eventFilter + eventSearched, args
+// eventArgs are the parameters of an events list, $1 to $11: eventFilter
+// takes $1 to $8, eventSearched all of them; $5 is the limit, nil for none.
+func eventArgs(sc intake.Scope, f intake.EventFilter, limit any) []any {
+	a := newSearchArgs(f.Search, false)
+	return []any{nullID(sc.OrgID), string(f.State), text(f.Type), nullID(f.Cursor), limit, ts(f.Since), ts(f.Until),
+		nullID(f.ConsumerID), a.match, a.lead, a.patterns}
 }
 
 // eventFilter selects events by their own columns, $1 to $8.
@@ -121,30 +122,42 @@ const eventFilter = `($1::uuid IS NULL OR org_id = $1) AND ($2 = '' OR state = $
 	AND ($6::timestamptz IS NULL OR created_at >= $6) AND ($7::timestamptz IS NULL OR created_at < $7)
 	AND ($8::uuid IS NULL OR id IN (SELECT event_id FROM deliveries WHERE consumer_id = $8))`
 
-// eventSearched selects events by their data, $9 to $11.
-const eventSearched = `
-	AND id IN (SELECT s.event_id FROM event_search s WHERE ($1::uuid IS NULL OR s.org_id = $1)
-		AND ($9::jsonb IS NULL OR intake_jsonb(s.data) @> $9)
-		AND ($10 = '' OR s.data::text ILIKE $10) AND (cardinality($11::text[]) = 0 OR s.data::text ILIKE ALL ($11)))`
+// eventSearched selects the search rows (migrations 35, 36) of the events
+// eventFilter would select whose data the search finds, $1 to $11. A row
+// holds its event's org, id, creation and type, so the data's indexes and
+// event_search_org serve a search and its order on one table; only a
+// state, which changes, is its event's.
+const eventSearched = `($1::uuid IS NULL OR s.org_id = $1) AND ($3 = '' OR s.type = $3)
+	AND ($4::uuid IS NULL OR s.event_id < $4)
+	AND ($6::timestamptz IS NULL OR s.created_at >= $6) AND ($7::timestamptz IS NULL OR s.created_at < $7)
+	AND ($2 = '' OR EXISTS (SELECT 1 FROM events e WHERE e.id = s.event_id AND e.state = $2))
+	AND ($8::uuid IS NULL OR s.event_id IN (SELECT event_id FROM deliveries WHERE consumer_id = $8))
+	AND ($9::jsonb IS NULL OR intake_jsonb(s.data) @> $9)
+	AND ($10 = '' OR s.data::text ILIKE $10) AND (cardinality($11::text[]) = 0 OR s.data::text ILIKE ALL ($11))`
 
-// searchScoped runs a search in an org's scope in two reads. Row-level
-// security keeps every operator that is not leakproof (ILIKE, jsonb's @>)
-// from being judged before its policy, so under it a search could use no
-// index of its own and would read all of the org's rows. So the ids are
-// found as the owner, by the search's indexes, the org named in the query
-// (idsArgs' $1); and the rows are then read by those ids in the org's
-// scope, under row-level security as every org's read is, so no query bug
-// shows a row of another org.
+// searchedEvents are the ids of a search's page of events, newest first,
+// $1 to $11.
+const searchedEvents = `SELECT s.event_id FROM event_search s WHERE ` + eventSearched + ` ORDER BY s.event_id DESC LIMIT $5`
+
+// searchScoped runs a search in an org's scope in one transaction, one
+// round trip, of two reads. Row-level security keeps every operator that is
+// not leakproof (ILIKE, jsonb's @>) from being judged before its policy, so
+// under it a search could use no index of its own and would read all of the
+// org's rows. So the ids are found as the owner, by the search's indexes,
+// the org named in the query (idsArgs' $1), and kept for the transaction;
+// the rows are then read by those ids (rows reads them as foundIDs) in the
+// org's scope, under row-level security as every org's read is, so no query
+// bug shows a row of another org.
 func searchScoped[T any](ctx context.Context, s *Store, sc intake.Scope, ids string, idsArgs []any, rows string,
 	scan func(pgx.Row) (T, error)) ([]T, error) {
-	var found []string
-	err := s.readPlanned(ctx, intake.Scope{}, func(b *pgx.Batch) {
-		queueRows(b, &found, func(row pgx.Row) (id string, err error) { return id, row.Scan(&id) }, ids, idsArgs...)
-	})
-	if err != nil || len(found) == 0 {
-		return nil, err
-	}
 	var out []T
-	err = s.read(ctx, sc, func(b *pgx.Batch) { queueRows(b, &out, scan, rows, found) })
+	err := s.readPlanned(ctx, intake.Scope{}, func(b *pgx.Batch) {
+		b.Queue(`SELECT set_config('intake.found', coalesce(array_agg(id)::text, '{}'), true) FROM (`+ids+`) AS found (id)`, idsArgs...)
+		b.Queue(scopeSQL, sc.OrgID)
+		queueRows(b, &out, scan, rows)
+	})
 	return out, err
 }
+
+// foundIDs are, in searchScoped's second read, the ids its first found.
+const foundIDs = `current_setting('intake.found')::uuid[]`

@@ -267,7 +267,7 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 	var err error
 	if searched(f) && !sc.Staff() {
 		page.Items, err = searchScoped(ctx, s, sc, `SELECT id FROM messages WHERE `+messageWhere(f)+` AND ($12::uuid IS NULL OR id < $12)
-			ORDER BY id DESC LIMIT $13`, args, `SELECT `+messageColumns+` FROM messages WHERE id = ANY($1) ORDER BY id DESC`, scanMessage)
+			ORDER BY id DESC LIMIT $13`, args, `SELECT `+messageColumns+` FROM messages WHERE id = ANY(`+foundIDs+`) ORDER BY id DESC`, scanMessage)
 	} else {
 		err = s.readPlanned(ctx, sc, func(b *pgx.Batch) {
 			queueRows(b, &page.Items, scanMessage, `SELECT `+messageColumns+` FROM messages

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -132,4 +133,60 @@ func TestEventSearchMigratesDownAndUp(t *testing.T) {
 	if err := s.pool.QueryRow(ctx, `SELECT event_id::text FROM event_search`).Scan(&copied); err != nil || copied != e.ID {
 		t.Fatalf("search row after Up again: %q %v, want the event's", copied, err)
 	}
+}
+
+// TestSearchRowsOfTheReleasesBeforeAreFilteredByTypeAndTime: migration 36
+// gives the search rows written before it their event's creation and type,
+// and the insert trigger gives them to the rows of events a process of an
+// earlier release inserts after it; a row left without its event (by
+// migration 35's copy) is deleted. A search filtered by type and time finds
+// both events. Down and up again, the rows are filled once more.
+func TestSearchRowsOfTheReleasesBeforeAreFilteredByTypeAndTime(t *testing.T) {
+	ctx := context.Background()
+	org, msg, before, during, orphan := intake.NewID(), intake.NewID(), intake.NewID(), intake.NewID(), intake.NewID()
+	s := openFromMigration(t, 35,
+		row{`INSERT INTO orgs (id, name, created_at) VALUES ($1, 'old', now())`, []any{org}},
+		row{oldEvent, []any{before, org, msg, "evt_before", `{"customer":{"id":"cus_old"}}`}},
+		row{`INSERT INTO event_search (event_id, org_id, data) VALUES ($1, $2, '{"customer":{"id":"cus_old"}}')`, []any{orphan, org}})
+	if _, err := s.pool.Exec(ctx, oldEvent, during, org, msg, "evt_during", `{"customer":{"id":"cus_old"}}`); err != nil {
+		t.Fatal(err)
+	}
+	match, _ := intake.ParseMatch(`{"customer":{"id":"cus_old"}}`)
+	found := func(when string) {
+		t.Helper()
+		for _, sc := range []intake.Scope{{}, {OrgID: org}} {
+			f := intake.EventFilter{Type: "t", Since: time.Now().Add(-time.Hour), Until: time.Now().Add(time.Hour), Search: intake.Search{Match: match}}
+			page, err := s.ListEvents(ctx, sc, f)
+			if err != nil || len(page.Items) != 2 || page.Items[0].ID != during || page.Items[1].ID != before {
+				t.Fatalf("%s, search in scope %+v: %+v %v, want both events", when, sc, page.Items, err)
+			}
+			if n, err := s.CountEvents(ctx, sc, f); err != nil || n != 2 {
+				t.Fatalf("%s, count in scope %+v: %d %v, want 2", when, sc, n, err)
+			}
+		}
+		var rows, same int
+		if err := s.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE s.created_at = e.created_at AND s.type = e.type)
+			FROM event_search s LEFT JOIN events e ON e.id = s.event_id`).Scan(&rows, &same); err != nil || rows != 2 || same != 2 {
+			t.Fatalf("%s: %d search rows, %d with their event's creation and type (%v), want 2 and 2", when, rows, same, err)
+		}
+	}
+	found("migrated")
+
+	dir, _ := fs.Sub(migrations, "migrations")
+	db := stdlib.OpenDBFromPool(s.pool)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 35); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE events SET created_at = created_at - interval '1 minute'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 36); err != nil {
+		t.Fatal(err)
+	}
+	found("down and up again")
 }

@@ -3,7 +3,9 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -79,7 +81,7 @@ func TestAScopedSearchShowsNoOtherOrgsRowsEvenWhenItsIdsDo(t *testing.T) {
 	_, ea := a.processed(t, s, `{"n":1}`)
 	_, eb := b.processed(t, s, `{"n":2}`)
 	got, err := searchScoped(context.Background(), s, intake.Scope{OrgID: b.org.ID}, `SELECT id FROM events ORDER BY id`, nil,
-		`SELECT `+eventColumns+` FROM events WHERE id = ANY($1) ORDER BY id DESC`, func(row pgx.Row) (intake.Event, error) { return scanEvent(row) })
+		`SELECT `+eventColumns+` FROM events WHERE id = ANY(`+foundIDs+`) ORDER BY id DESC`, func(row pgx.Row) (intake.Event, error) { return scanEvent(row) })
 	if err != nil || len(got) != 1 || got[0].ID != eb.ID {
 		t.Fatalf("org b's search of every id read %+v (%v); want its own event %s alone, never org a's %s", got, err, eb.ID, ea.ID)
 	}
@@ -117,5 +119,85 @@ func TestThePipelinesCommitsAreCountedForTheIndexer(t *testing.T) {
 	o.ingest(t, s, `{"n":1}`)
 	if s.foreground.Load() == before {
 		t.Fatal("an ingest committed without moving the indexer's count of the pipeline's commits")
+	}
+}
+
+// TestASearchSelectsAndOrdersAsTheEventsListDoes: a search takes its rows'
+// org, id, creation and type from event_search (migration 36) and their
+// state from events. Over events of two orgs whose ids (and times
+// received) and creation times run in different orders, of two types, some
+// with a consumer's deliveries and some whose state changed after their
+// insert, a search that every event's data satisfies lists, a page at a
+// time, and counts what the list without it does, for each filter, in each
+// org's scope and staff's.
+func TestASearchSelectsAndOrdersAsTheEventsListDoes(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	a, b := newOrg(t, s, "a"), newOrg(t, s, "b")
+	consumer := intake.NewID()
+	at := func(min int) time.Time { return t0.Add(time.Duration(min) * time.Minute) }
+	for i := range 40 {
+		o := a
+		if i%3 == 0 {
+			o = b
+		}
+		id := intake.NewID()
+		if _, err := s.pool.Exec(ctx, `INSERT INTO events (id, org_id, connection_id, message_id, provider, type, kind,
+				provider_event_id, occurred_at, received_at, data, data_truncated, object_ids, state, attempt, max_attempts, replay, created_at)
+			VALUES ($1, $2, $3, $1, 'stripe', $4, 'event', $5, $6, $6, $7, false, '{}', 'delivered', 1, 6, false, $8)`,
+			id, o.org.ID, o.conn.ID, []string{"t.one", "t.two"}[i%2], fmt.Sprint("evt_", i), at(i),
+			fmt.Sprintf(`{"n":%d,"tag":"zebra"}`, i), at((i*17)%40)); err != nil {
+			t.Fatal(err)
+		}
+		if i%4 == 0 {
+			if _, err := s.pool.Exec(ctx, `INSERT INTO deliveries (id, org_id, event_id, consumer_id, attempt, outcome, status_code,
+					latency_us, error, at) VALUES ($1, $2, $3, $4, 1, 'delivered', 200, 1, '', $5)`,
+				intake.NewID(), o.org.ID, id, consumer, at(50)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%5 == 0 {
+			if _, err := s.pool.Exec(ctx, `UPDATE events SET state = 'dead' WHERE id = $1`, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	list := func(sc intake.Scope, f intake.EventFilter) (ids []string, n int) {
+		t.Helper()
+		f.Limit = 3
+		for {
+			page, err := s.ListEvents(ctx, sc, f)
+			if err != nil {
+				t.Fatalf("events %+v: %v", f, err)
+			}
+			for _, e := range page.Items {
+				ids = append(ids, e.ID)
+			}
+			if f.Cursor = page.NextCursor; f.Cursor == "" {
+				break
+			}
+		}
+		f.Limit = 0
+		n, err := s.CountEvents(ctx, sc, f)
+		if err != nil {
+			t.Fatalf("count %+v: %v", f, err)
+		}
+		return ids, n
+	}
+	match, _ := intake.ParseMatch(`{"tag":"zebra"}`)
+	for _, sc := range []intake.Scope{{}, {OrgID: a.org.ID}, {OrgID: b.org.ID}} {
+		for _, f := range []intake.EventFilter{{}, {Type: "t.two"}, {State: intake.EventDead}, {Since: at(10), Until: at(30)},
+			{ConsumerID: consumer}, {Type: "t.one", State: intake.EventDelivered, Since: at(5), ConsumerID: consumer}} {
+			want, wantN := list(sc, f)
+			if len(want) == 0 || wantN != len(want) {
+				t.Fatalf("scope %+v, filter %+v: the list found %d events and counted %d", sc, f, len(want), wantN)
+			}
+			for _, search := range []intake.Search{{Match: match}, {Words: []string{"ZEBRA"}}, {Match: match, Words: []string{"zebra"}}} {
+				f.Search = search
+				if got, n := list(sc, f); !slices.Equal(got, want) || n != wantN {
+					t.Errorf("scope %+v, filter %+v: the search listed %v and counted %d, the list %v and %d", sc, f, got, n, want, wantN)
+				}
+			}
+		}
 	}
 }
