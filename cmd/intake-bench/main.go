@@ -187,7 +187,12 @@ func bench(ctx context.Context, o options, progress io.Writer) (*Report, error) 
 		if err != nil {
 			return nil, err
 		}
-		r.Baseline = run(ctx, baselineTarget(o.provider, bl.url), l, nil, progress)
+		t, err := baselineTarget(o.provider, bl.url, l)
+		if err != nil {
+			bl.close()
+			return nil, err
+		}
+		r.Baseline = run(ctx, t, l, nil, progress)
 		bl.close()
 	}
 	stages := []stage{{name: "intake", db: o.db}}
@@ -273,7 +278,11 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 		t.urls = append(t.urls, strings.TrimRight(base, "/")+"/webhooks/"+b.token)
 	}
 	if b.routes != nil {
-		t.mix, t.urls = newMixer(b.routes), nil
+		mix, err := newMixer(b.routes, mixAhead(load{Clients: o.clients, Rate: o.rate, Duration: o.duration}))
+		if err != nil {
+			return nil, err
+		}
+		t.mix, t.urls = mix, nil
 		for _, base := range bases {
 			t.urls = append(t.urls, strings.TrimRight(base, "/"))
 		}
@@ -360,7 +369,7 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 
 // baselineTarget signs the baseline's load as the provider's would be, so
 // both targets pay the same client work.
-func baselineTarget(provider, url string) target {
+func baselineTarget(provider, url string, l load) (target, error) {
 	t := target{name: "baseline", urls: []string{url}}
 	switch provider {
 	case "github":
@@ -370,7 +379,11 @@ func baselineTarget(provider, url string) target {
 		for _, p := range mixProviders {
 			routes = append(routes, mixRoute{provider: p, secret: mixSecret(p)})
 		}
-		t.mix = newMixer(routes)
+		mix, err := newMixer(routes, mixAhead(l))
+		if err != nil {
+			return target{}, err
+		}
+		t.mix = mix
 	}
-	return t
+	return t, nil
 }

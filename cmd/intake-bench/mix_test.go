@@ -25,7 +25,11 @@ func TestMixSendsEachProviderASignedNewEventInTurn(t *testing.T) {
 	for _, p := range mixProviders {
 		routes = append(routes, mixRoute{provider: p, secret: mixSecret(p), path: "/webhooks/tok-" + p})
 	}
-	mix := newMixer(routes)
+	// Half made ahead, half as they are sent.
+	mix, err := newMixer(routes, len(routes))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ids := map[string]bool{}
 	for n := range int64(2 * len(routes)) {
 		url, h, body, id, err := mix(n, "http://127.0.0.1:1")
