@@ -278,7 +278,7 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 		t.urls = append(t.urls, strings.TrimRight(base, "/")+"/webhooks/"+b.token)
 	}
 	if b.routes != nil {
-		mix, err := newMixer(b.routes, mixAhead(load{Clients: o.clients, Rate: o.rate, Duration: o.duration}))
+		mix, err := newMixer(b.routes, mixAhead(load{Clients: o.clients, Rate: o.rate, Duration: o.duration}), mixSpan(o.duration), time.Now)
 		if err != nil {
 			return nil, err
 		}
@@ -379,7 +379,7 @@ func baselineTarget(provider, url string, l load) (target, error) {
 		for _, p := range mixProviders {
 			routes = append(routes, mixRoute{provider: p, secret: mixSecret(p)})
 		}
-		mix, err := newMixer(routes, mixAhead(l))
+		mix, err := newMixer(routes, mixAhead(l), mixSpan(l.Duration), time.Now)
 		if err != nil {
 			return target{}, err
 		}

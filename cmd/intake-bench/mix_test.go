@@ -26,7 +26,7 @@ func TestMixSendsEachProviderASignedNewEventInTurn(t *testing.T) {
 		routes = append(routes, mixRoute{provider: p, secret: mixSecret(p), path: "/webhooks/tok-" + p})
 	}
 	// Half made ahead, half as they are sent.
-	mix, err := newMixer(routes, len(routes))
+	mix, err := newMixer(routes, len(routes), time.Minute, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +49,35 @@ func TestMixSendsEachProviderASignedNewEventInTurn(t *testing.T) {
 			t.Errorf("%s: provider event id %s sent twice", r.provider, id)
 		}
 		ids[id] = true
+	}
+}
+
+// A sample made ahead is sent up to a run's length later: each still
+// verifies when it is received then, Paddle's (5 s of tolerance) because
+// they are made as they are sent.
+func TestMixSamplesMadeAheadStillVerifyWhenSentLate(t *testing.T) {
+	var routes []mixRoute
+	for _, p := range mixProviders {
+		routes = append(routes, mixRoute{provider: p, secret: mixSecret(p), path: "/webhooks/tok-" + p})
+	}
+	const late = 30 * time.Second
+	clock := time.Now()
+	mix, err := newMixer(routes, 3*len(routes), mixSpan(late), func() time.Time { return clock })
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(late)
+	for n := range int64(3 * len(routes)) {
+		url, h, body, _, err := mix(n, "http://127.0.0.1:1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := routes[n%int64(len(routes))]
+		a, _ := provider.Lookup(r.provider)
+		req := &provider.Request{Method: http.MethodPost, URL: url, Header: h, Body: body, ReceivedAt: clock}
+		if err := a.Verify(req, [][]byte{[]byte(r.secret)}, provider.Config{}); err != nil {
+			t.Errorf("webhook %d (%s) received %s after it was made: %v", n, r.provider, late, err)
+		}
 	}
 }
 
