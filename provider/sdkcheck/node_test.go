@@ -67,17 +67,18 @@ func runNode(t testing.TB, op, code string, in, out any) {
 func nodeVerdicts(t testing.TB, code, secret string, ds []delivery) []verdict {
 	t.Helper()
 	type request struct {
-		Method string      `json:"method"`
-		URL    string      `json:"url"`
-		Header http.Header `json:"header"`
-		Body   string      `json:"body"`
+		Method     string      `json:"method"`
+		URL        string      `json:"url"`
+		Header     http.Header `json:"header"`
+		Body       string      `json:"body"`
+		ReceivedAt int64       `json:"receivedAt"`
 	}
 	in := struct {
 		Secret   string    `json:"secret"`
 		Requests []request `json:"requests"`
 	}{Secret: secret}
 	for _, d := range ds {
-		in.Requests = append(in.Requests, request{d.r.Method, d.r.URL, d.r.Header, base64.StdEncoding.EncodeToString(d.r.Body)})
+		in.Requests = append(in.Requests, request{d.r.Method, d.r.URL, d.r.Header, base64.StdEncoding.EncodeToString(d.r.Body), d.r.ReceivedAt.UnixMilli()})
 	}
 	var out []verdict
 	runNode(t, "verify", code, in, &out)

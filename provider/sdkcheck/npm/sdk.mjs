@@ -1,13 +1,15 @@
 // Runs providers' official Node.js SDKs for provider/sdkcheck's tests, over
 // JSON on stdin and stdout:
 //
-//   node sdk.mjs verify CODE  {"secret", "requests": [{"method", "url", "header": {name: [value]}, "body": base64}]}
+//   node sdk.mjs verify CODE  {"secret", "requests": [{"method", "url", "header": {name: [value]}, "body": base64,
+//                             "receivedAt": unix milliseconds}]}
 //                             → [{"ok": bool, "why": string}], one per request: whether the SDK accepts it
 //   node sdk.mjs sign CODE    {"secret", "body": string, "at": unix milliseconds}
 //                             → {"header": {name: value}, "body": string}: the delivery as the SDK signs it
 //
 // Each SDK is called the way its documentation tells a receiver to call it;
-// an SDK that throws refuses.
+// an SDK that throws refuses. SDKs that judge a signed time judge it against
+// the wall clock (only Bolt can be told the time of receipt).
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
@@ -23,6 +25,10 @@ const sdks = {
   adyen: async () => new (require("@adyen/api-library").hmacValidator)(),
   onfido: async () => require("@onfido/api"),
   coinbase_commerce: async () => require("coinbase-commerce-node").Webhook,
+  square: async () => (await import("square")).WebhooksHelper,
+  linear: async () => (await import("@linear/sdk/webhooks")).LinearWebhookClient,
+  elevenlabs: async () => new (await import("@elevenlabs/elevenlabs-js")).ElevenLabsClient({ apiKey: "sdkcheck" }),
+  slack: async () => (await import("@slack/bolt")).verifySlackRequest,
 };
 
 // header is one header of a request, "" when absent (names are matched
@@ -64,6 +70,31 @@ const verifiers = {
     return true;
   },
   coinbase_commerce: (webhook, r, secret) => webhook.verifySigHeader(r.body, header(r, "X-CC-Webhook-Signature"), secret),
+  square: (helper, r, signatureKey) =>
+    helper.verifySignature({
+      requestBody: r.body,
+      signatureHeader: header(r, "x-square-hmacsha256-signature"),
+      signatureKey,
+      notificationUrl: r.url,
+    }),
+  linear: (Client, r, secret) => new Client(secret).verify(Buffer.from(r.body), header(r, "Linear-Signature")),
+  elevenlabs: async (client, r, secret) => {
+    await client.webhooks.constructEvent(r.body, header(r, "ElevenLabs-Signature"), secret);
+    return true;
+  },
+  // Bolt judges the time against nowMilliseconds: the request's receipt.
+  slack: (verifySlackRequest, r, signingSecret) => {
+    verifySlackRequest({
+      signingSecret,
+      body: r.body,
+      headers: {
+        "x-slack-signature": header(r, "X-Slack-Signature"),
+        "x-slack-request-timestamp": Number(header(r, "X-Slack-Request-Timestamp")),
+      },
+      nowMilliseconds: r.receivedAt,
+    });
+    return true;
+  },
   discord: (sdk, r, publicKey) => sdk.verifyKey(r.body, header(r, "X-Signature-Ed25519"), header(r, "X-Signature-Timestamp"), publicKey),
 };
 
