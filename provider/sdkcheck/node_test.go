@@ -26,7 +26,7 @@ func node(t testing.TB) string {
 	missing := func(what string) {
 		t.Helper()
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s; .ci/run installs it", what)
+			t.Fatalf("%s; .ci/run installs node and the SDKs", what)
 		}
 		t.Skipf("%s (cd provider/sdkcheck/npm && npm ci)", what)
 	}
