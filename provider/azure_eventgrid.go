@@ -21,7 +21,9 @@ import (
 // Grid schema's SubscriptionValidationEvent with {"validationResponse":
 // code}, and CloudEvents' OPTIONS abuse-protection request with
 // WebHook-Allowed-Origin. Each array item is one event with id "id", type
-// azure_eventgrid.<eventType or type>. Event Grid signs no time.
+// azure_eventgrid.<eventType or type>. Event Grid signs no time. With
+// config entra_tenant, a delivery must also carry a Microsoft Entra ID
+// token (azure_entra.go).
 type azureEventGridAdapter struct{}
 
 func init() { Register(azureEventGridAdapter{}) }
@@ -50,12 +52,19 @@ func eventGridNames(cfg Config) (param, header string, err error) {
 }
 
 func (azureEventGridAdapter) ValidateConfig(cfg Config) error {
-	_, _, err := eventGridNames(cfg)
+	if _, _, err := eventGridNames(cfg); err != nil {
+		return err
+	}
+	_, err := readEntraConfig(cfg)
 	return err
 }
 
 func (azureEventGridAdapter) Verify(r *Request, secrets [][]byte, cfg Config) error {
 	param, header, err := eventGridNames(cfg)
+	if err != nil {
+		return configError("azure_eventgrid", err)
+	}
+	entra, err := readEntraConfig(cfg)
 	if err != nil {
 		return configError("azure_eventgrid", err)
 	}
@@ -65,10 +74,14 @@ func (azureEventGridAdapter) Verify(r *Request, secrets [][]byte, cfg Config) er
 		return sigError("azure_eventgrid: no secret in query parameter %q or header %s", param, header)
 	}
 	bearer, _ := strings.CutPrefix(fromHeader, "Bearer ")
-	if anySecretEquals(secrets, fromQuery) || anySecretEquals(secrets, fromHeader) || anySecretEquals(secrets, strings.TrimSpace(bearer)) {
-		return nil
+	if !anySecretEquals(secrets, fromQuery) && !anySecretEquals(secrets, fromHeader) && !anySecretEquals(secrets, strings.TrimSpace(bearer)) {
+		return sigError("azure_eventgrid: the secret sent matches no secret of the connection")
 	}
-	return sigError("azure_eventgrid: the secret sent matches no secret of the connection")
+	// The secret first: a request without it fetches no keys.
+	if entra.tenant != "" {
+		return verifyEntra(r, entra)
+	}
+	return nil
 }
 
 // eventGridValidationCode is the validation code when r is Event Grid's

@@ -157,21 +157,22 @@ func (k *keyCall) VerifySignature(ctx context.Context, jwt string) ([]byte, erro
 	return payload, err
 }
 
-// unverified is the error for a token the verifier refused, given why the
-// key set failed (nil: it did not, or was not asked): a fetch refused by
-// the gate after keys were read refuses the token, as does a key set that
-// does not verify it; one that could not read the keys is transient.
-func (k *keyCall) unverified(err error) error {
+// unverified is provider's error for a token the verifier refused, given
+// why the key set of whose keys failed (nil: it did not, or was not asked):
+// a fetch refused by the gate after keys were read refuses the token, as
+// does a key set that does not verify it; one that could not read the keys
+// is transient.
+func (k *keyCall) unverified(provider, whose string, err error) error {
 	var soon *tooSoonError
 	switch {
 	case errors.As(k.err, &soon) && soon.read:
-		return sigError("google_pubsub: the token does not verify under Google's keys (%v)", soon)
+		return sigError("%s: the token does not verify under %s keys (%v)", provider, whose, soon)
 	case errors.As(k.err, &soon):
-		return Transient("google_pubsub: Google's keys could not be read (%v); tried again later", soon)
+		return Transient("%s: %s keys could not be read (%v); tried again later", provider, whose, soon)
 	case errors.As(k.err, new(*url.Error)):
-		return Transient("google_pubsub: Google's keys could not be fetched; tried again later")
+		return Transient("%s: %s keys could not be fetched; tried again later", provider, whose)
 	}
-	return sigError("google_pubsub: the token does not verify: %v", err)
+	return sigError("%s: the token does not verify: %v", provider, err)
 }
 
 // pubsubConfig is a connection's settings.
@@ -287,7 +288,7 @@ func (googlePubSubAdapter) Verify(r *Request, _ [][]byte, cfg Config) error {
 	defer cancel()
 	tok, err := v.Verify(ctx, strings.TrimSpace(token))
 	if err != nil {
-		return call.unverified(err)
+		return call.unverified("google_pubsub", "Google's", err)
 	}
 	if tok.Issuer != "https://accounts.google.com" && tok.Issuer != "accounts.google.com" {
 		return sigError("google_pubsub: the token's issuer is not Google")

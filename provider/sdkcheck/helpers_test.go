@@ -27,9 +27,27 @@ type delivery struct {
 
 // agree runs every delivery through the provider's SDK (sdk says whether
 // it accepts it) and through intake's adapter for code, holding secrets,
-// and fails unless both give each delivery's verdict. A refusal by intake
-// must be a refusal of the signature, not of the config.
+// and fails unless both give each delivery's verdict.
 func agree(t *testing.T, code string, secrets []string, cfg provider.Config, sdk func(*provider.Request) bool, ds []delivery) {
+	t.Helper()
+	verdicts := make([]verdict, len(ds))
+	for i, d := range ds {
+		verdicts[i] = verdict{OK: sdk(clone(d.r))}
+	}
+	judge(t, code, secrets, cfg, verdicts, ds)
+}
+
+// verdict is an SDK's judgement of one delivery, with its reason when it
+// refuses (when the SDK gives one).
+type verdict struct {
+	OK  bool   `json:"ok"`
+	Why string `json:"why"`
+}
+
+// judge fails unless the SDK's verdicts and intake's adapter for code,
+// holding secrets, both give each delivery its expected verdict. A refusal
+// by intake must be a refusal of the signature, not of the config.
+func judge(t *testing.T, code string, secrets []string, cfg provider.Config, verdicts []verdict, ds []delivery) {
 	t.Helper()
 	a, ok := provider.Lookup(code)
 	if !ok {
@@ -39,10 +57,10 @@ func agree(t *testing.T, code string, secrets []string, cfg provider.Config, sdk
 	for i, s := range secrets {
 		keys[i] = []byte(s)
 	}
-	for _, d := range ds {
+	for i, d := range ds {
 		t.Run(d.name, func(t *testing.T) {
-			if got := sdk(clone(d.r)); got != d.want {
-				t.Errorf("the SDK accepts it: %v, want %v", got, d.want)
+			if got := verdicts[i]; got.OK != d.want {
+				t.Errorf("the SDK accepts it: %v %s, want %v", got.OK, got.Why, d.want)
 			}
 			err := a.Verify(clone(d.r), keys, cfg)
 			if err != nil && !errors.Is(err, provider.ErrSignature) {
