@@ -56,11 +56,30 @@ var leasedWork = []leased{
 			}
 			return ids, err
 		}},
+	{name: "replay jobs",
+		seed: func(t *testing.T, s *Store, o org, _ string) string {
+			j := intake.ReplayJob{ID: intake.NewID(), OrgID: o.org.ID, EndpointID: o.ep.ID, Since: t0.Add(-time.Hour), Until: t0,
+				CreatedAt: t0, UpdatedAt: t0}
+			if err := s.CreateReplayJob(context.Background(), j); err != nil {
+				t.Fatal(err)
+			}
+			return j.ID
+		},
+		claim: func(s *Store, now time.Time, lease time.Duration) ([]string, error) {
+			var ids []string
+			for {
+				j, ok, err := s.ClaimReplayJob(context.Background(), now, lease)
+				if err != nil || !ok {
+					return ids, err
+				}
+				ids = append(ids, j.ID)
+			}
+		}},
 }
 
 // TestLeasesHoldAcrossProcessesWhoseClocksJump has two processes (two
 // stores, timed by PostgreSQL's clock as intake serves) lease messages,
-// events and calls from one database while one process's clock jumps an
+// events, calls and replay jobs from one database while one process's clock jumps an
 // hour ahead and then an hour back. The process ahead takes nothing the
 // other holds, and what it leases is taken over once its lease has run
 // out, not an hour later; the process behind takes over the other's
