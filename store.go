@@ -132,10 +132,10 @@ type MessageQueue interface {
 	// DecideSettlements). It fails with ESTALE if the attempt is not current.
 	SettleMessage(ctx context.Context, now time.Time, s Settlement) (Settled, error)
 	// ReleaseMessage ends a held lease so another worker can take the
-	// message from at on. The released attempt was never made: the next
-	// claim takes the same attempt number, so a release spends none of
-	// the message's attempts.
-	ReleaseMessage(ctx context.Context, at time.Time, id string, attempt int) error
+	// message once after has passed from now. The released attempt was
+	// never made: the next claim takes the same attempt number, so a
+	// release spends none of the message's attempts.
+	ReleaseMessage(ctx context.Context, now time.Time, after time.Duration, id string, attempt int) error
 	// MessageBody returns a message's stored request; the worker reads a
 	// body a claim deferred (Message.DeferredBody) with it.
 	MessageBody(ctx context.Context, sc Scope, id string) (StoredBody, error)

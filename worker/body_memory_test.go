@@ -58,11 +58,11 @@ type countedReleases struct {
 	released map[string]int
 }
 
-func (c *countedReleases) ReleaseMessage(ctx context.Context, at time.Time, id string, attempt int) error {
+func (c *countedReleases) ReleaseMessage(ctx context.Context, now time.Time, after time.Duration, id string, attempt int) error {
 	c.mu.Lock()
 	c.released[id]++
 	c.mu.Unlock()
-	return c.Store.ReleaseMessage(ctx, at, id, attempt)
+	return c.Store.ReleaseMessage(ctx, now, after, id, attempt)
 }
 
 func (c *countedReleases) of(id string) int {

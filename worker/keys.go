@@ -28,7 +28,7 @@ func (w *Worker) releaseUnopenable(ctx context.Context, c intake.Claim, reason s
 		w.cfg.Logger.Error("worker: this process's master key cannot open a connection's secrets; "+
 			"releasing its messages for a process with the right key", "connection_id", c.Message.ConnectionID, "err", reason)
 	}
-	if err := w.cfg.Store.ReleaseMessage(ctx, w.cfg.Clock.Now().Add(w.cfg.KeyRetry), c.Message.ID, c.Attempt); err != nil {
+	if err := w.cfg.Store.ReleaseMessage(ctx, w.cfg.Clock.Now(), w.cfg.KeyRetry, c.Message.ID, c.Attempt); err != nil {
 		w.cfg.Logger.Warn("worker: release failed", "message_id", c.Message.ID, "err", err)
 	}
 }

@@ -563,7 +563,7 @@ func (w *Worker) releaseHanded(ctx context.Context) {
 }
 
 func (w *Worker) release(ctx context.Context, c intake.Claim) {
-	if err := w.cfg.Store.ReleaseMessage(context.WithoutCancel(ctx), w.cfg.Clock.Now(), c.Message.ID, c.Attempt); err != nil {
+	if err := w.cfg.Store.ReleaseMessage(context.WithoutCancel(ctx), w.cfg.Clock.Now(), 0, c.Message.ID, c.Attempt); err != nil {
 		w.cfg.Logger.Warn("worker: release failed", "message_id", c.Message.ID, "err", err)
 	}
 }

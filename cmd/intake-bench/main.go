@@ -7,8 +7,9 @@
 // next to the machine's own HTTP ceiling. With --pipeline it measures the
 // whole pipeline, from the first request to the last delivery, on bare
 // HTTP, SQLite and PostgreSQL in one run. With --noisy it measures one
-// org's deliveries while another org attacks the server. See
-// docs/performance.md.
+// org's deliveries while another org attacks the server. With --faults it
+// runs the fault campaign at full size and prints docs/reliability.md's
+// rows. See docs/performance.md.
 package main
 
 import (
@@ -25,6 +26,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/intakehq/intake/internal/faults"
 )
 
 type options struct {
@@ -55,6 +58,9 @@ type options struct {
 	noisyBodyBytes int
 	noisyBodies    int
 	catalogPairs   int
+	// The fault campaign.
+	faults     bool
+	faultNames map[string]bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -94,8 +100,22 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.noisyBodyBytes, "noisy-body-bytes", 24<<20, "with --noisy: the size of each body of the big-body attack")
 	fs.IntVar(&o.catalogPairs, "catalog-pairs", 0, "with --spawn: this many pairs of runs with the event-type catalog off and on (INTAKE_CATALOG), alternating which goes first, and their ratios")
 	fs.IntVar(&o.noisyBodies, "noisy-bodies", 3, "with --noisy: how many bodies the big-body attack posts, one at a time")
+	fs.BoolVar(&o.faults, "faults", false, "the fault campaign at full size (docs/reliability.md): each network fault on the link to an HTTP consumer on SQLite and, with --db, on the link to PostgreSQL and the consumer's on PostgreSQL, each on a server it spawns; prints the table's rows")
+	fs.Func("fault", "with --faults: run only this fault (repeatable): one of "+faultNames(), func(v string) error {
+		if _, ok := faults.Find(v); !ok {
+			return fmt.Errorf("unknown fault %q: want one of %s", v, faultNames())
+		}
+		if o.faultNames == nil {
+			o.faultNames = map[string]bool{}
+		}
+		o.faultNames[v] = true
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.faults && o.url == "" {
+		o.spawn = true // it starts a server per fault
 	}
 	if o.noisy && o.url == "" {
 		o.spawn = true // it starts a server per attack
@@ -131,6 +151,10 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("--noisy spawns its own servers: not with --url, --pipeline, --e2e, --baseline or --processes")
 	case o.catalogPairs < 0 || o.catalogPairs > 0 && (!o.spawn || o.pipeline || o.noisy || o.baseline):
 		return o, errors.New("--catalog-pairs needs --spawn, without --pipeline, --noisy or --baseline: it spawns each server itself")
+	case o.faults && (o.url != "" || o.pipeline || o.e2e || o.baseline || o.noisy || o.processes > 1 || o.catalogPairs > 0):
+		return o, errors.New("--faults spawns its own servers: not with --url, --pipeline, --e2e, --baseline, --noisy, --processes or --catalog-pairs")
+	case len(o.faultNames) > 0 && !o.faults:
+		return o, errors.New("--fault needs --faults")
 	case o.noisyBodyBytes < 1 || o.noisyBodyBytes > 63<<20 || o.noisyBodies < 1 || o.notifyInterval <= 0:
 		return o, errors.New("--noisy-body-bytes must be between 1 and 63 MiB; --noisy-bodies and --notify-interval positive")
 	}
@@ -154,6 +178,9 @@ func main() {
 	}
 	if o.catalogPairs > 0 {
 		run = func() (report, error) { return catalogBench(ctx, o, os.Stderr) }
+	}
+	if o.faults {
+		run = func() (report, error) { return faultsBench(ctx, o, os.Stderr) }
 	}
 	r, err := run()
 	if err != nil {

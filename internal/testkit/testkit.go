@@ -65,9 +65,10 @@ func Postgres(t testing.TB) *postgres.Store {
 }
 
 // PostgresAt opens the PostgreSQL store at url, closed when the test ends.
+// Its leases are timed by the clock each call passes, as tests step it.
 func PostgresAt(t testing.TB, url string) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(context.Background(), postgres.Options{URL: url})
+	s, err := postgres.Open(context.Background(), postgres.Options{URL: url, CallerClock: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -244,7 +244,10 @@ func (s *Store) queueMessages(b *pgx.Batch, batch []*ingestRequest) error {
 		(id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts,
 		 next_attempt_at, lease_until, provider_event_id, outcome, error_code, error_message, replay_of, traceparent)
 		SELECT id::uuid, org_id::uuid, connection_id::uuid, endpoint_id::uuid, method, query, digest, received_at, state,
-		       attempt, max_attempts, next_attempt_at, lease_until, provider_event_id, outcome, error_code, error_message,
+		       attempt, max_attempts, next_attempt_at,
+		       -- a handed-over message's lease, as long from now by PostgreSQL's clock as the caller's is from its receipt
+		       CASE WHEN $20::bool THEN lease_until ELSE statement_timestamp() + (lease_until - received_at) END,
+		       provider_event_id, outcome, error_code, error_message,
 		       NULLIF(replay_of, '')::uuid, traceparent
 		  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		              $8::timestamptz[], $9::text[], $10::int[], $11::int[], $12::timestamptz[], $13::timestamptz[],
@@ -253,7 +256,8 @@ func (s *Store) queueMessages(b *pgx.Batch, batch []*ingestRequest) error {
 		         max_attempts, next_attempt_at, lease_until, provider_event_id, outcome, error_code, error_message,
 		         replay_of, traceparent)`,
 		r.id, r.org, r.conn, r.endpoint, r.method, r.query, r.digest, r.receivedAt, r.state, r.attempt, r.maxAttempts,
-		r.nextAttemptAt, r.leaseUntil, r.providerEventID, r.outcome, r.errorCode, r.errorMessage, r.replayOf, r.traceparent)
+		r.nextAttemptAt, r.leaseUntil, r.providerEventID, r.outcome, r.errorCode, r.errorMessage, r.replayOf, r.traceparent,
+		s.callerClock)
 	b.Queue(`INSERT INTO message_bodies (message_id, org_id, header, body, blob_key, received_at)
 		SELECT id::uuid, org_id::uuid, header::jsonb, body, blob_key, received_at
 		  FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::timestamptz[])

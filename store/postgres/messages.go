@@ -24,11 +24,14 @@ var claimable = sqltext.List(intake.MessageStatesInto(intake.MessageProcessing))
 // ones, as their next numbered attempt. Rows another process is claiming
 // or settling right now are skipped, not waited for. The claim is one
 // statement, committed on its own; the bodies are read after it (they do
-// not change), so a claim that finds nothing costs one round trip.
+// not change), so a claim that finds nothing costs one round trip. Leases
+// are taken and judged by PostgreSQL's clock (see Options.CallerClock);
+// a message is due by the caller's.
 func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Duration, limit int, skip ...string) ([]intake.Claim, error) {
 	rows, err := s.pool.Query(ctx, `WITH expired AS (
 			SELECT id FROM messages
-			 WHERE state = 'processing' AND lease_until <= $2 AND org_id <> ALL($4::uuid[])
+			 WHERE state = 'processing' AND lease_until <= coalesce($5::timestamptz, statement_timestamp())
+			   AND org_id <> ALL($4::uuid[])
 			 ORDER BY lease_until LIMIT $3
 			   FOR UPDATE SKIP LOCKED
 		), due AS (
@@ -39,9 +42,10 @@ func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Dur
 		), picked AS (
 			(SELECT id FROM expired UNION ALL SELECT id FROM due) LIMIT $3
 		)
-		UPDATE messages m SET state = 'processing', attempt = m.attempt + 1, lease_until = $1
+		UPDATE messages m SET state = 'processing', attempt = m.attempt + 1,
+		       lease_until = coalesce($5::timestamptz, statement_timestamp()) + $1::bigint * interval '1 microsecond'
 		  FROM picked WHERE m.id = picked.id
-		RETURNING `+prefixed("m.", messageColumns), ts(now.Add(lease)), ts(now), limit, nonNil(skip))
+		RETURNING `+prefixed("m.", messageColumns), micros(lease), ts(now), limit, nonNil(skip), s.leaseNow(now))
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -114,15 +118,16 @@ func (s *Store) MessageAttempts(ctx context.Context, sc intake.Scope, msgID stri
 	return out, err
 }
 
-// ReleaseMessage ends a lease; from at on any worker of any process claims
-// the message as the same attempt again.
-func (s *Store) ReleaseMessage(ctx context.Context, at time.Time, msgID string, attempt int) error {
+// ReleaseMessage ends a lease; after the delay (by PostgreSQL's clock) any
+// worker of any process claims the message as the same attempt again.
+func (s *Store) ReleaseMessage(ctx context.Context, now time.Time, after time.Duration, msgID string, attempt int) error {
 	if !validIDs(msgID) {
 		return nil
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE messages SET lease_until = $1, attempt = attempt - 1 WHERE id = $2 AND attempt = $3 AND state = 'processing'`,
-			ts(at), msgID, attempt)
+		tag, err := tx.Exec(ctx, `UPDATE messages SET lease_until = coalesce($4::timestamptz, statement_timestamp()) + $1::bigint * interval '1 microsecond',
+			attempt = attempt - 1 WHERE id = $2 AND attempt = $3 AND state = 'processing'`,
+			micros(after), msgID, attempt, s.leaseNow(now))
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}

@@ -277,7 +277,7 @@ func queueSettleWrite(b *pgx.Batch, d intake.SettleDecision, s *Store) {
 	if len(d.Events) > 0 {
 		queueEvents(b, d.Events)
 	}
-	queueRoutes(b, d.Routes)
+	queueRoutes(b, d.Routes, s.callerClock)
 	queueDeliveries(b, d.Deliveries)
 	if len(d.Moves) > 0 {
 		queueMoves(b, d.Moves)

@@ -85,14 +85,15 @@ func (s *Store) ReplayJob(ctx context.Context, sc intake.Scope, id string) (inta
 func (s *Store) ClaimReplayJob(ctx context.Context, now time.Time, lease time.Duration) (intake.ReplayJob, bool, error) {
 	j, err := scanReplayJob(s.pool.QueryRow(ctx, `WITH next AS (
 			SELECT id FROM replay_jobs r
-			 WHERE finished_at IS NULL AND (lease_until IS NULL OR lease_until <= $3)
+			 WHERE finished_at IS NULL AND (lease_until IS NULL OR lease_until <= coalesce($3::timestamptz, statement_timestamp()))
 			 ORDER BY (SELECT max(o.updated_at) FROM replay_jobs o WHERE o.org_id = r.org_id AND o.finished_at IS NULL),
 			          updated_at, id LIMIT 1
 			   FOR UPDATE SKIP LOCKED
 		)
-		UPDATE replay_jobs r SET lease_until = $1, owner = $2
+		UPDATE replay_jobs r SET lease_until = coalesce($3::timestamptz, statement_timestamp()) + $1::bigint * interval '1 microsecond',
+		       owner = $2
 		  FROM next WHERE r.id = next.id
-		RETURNING `+prefixed("r.", replayJobColumns), ts(now.Add(lease)), intake.NewID(), ts(now)))
+		RETURNING `+prefixed("r.", replayJobColumns), micros(lease), intake.NewID(), s.leaseNow(now)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return intake.ReplayJob{}, false, nil
 	}
@@ -114,8 +115,8 @@ func (s *Store) SaveReplayJob(ctx context.Context, j intake.ReplayJob, now time.
 	}
 	return s.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE replay_jobs SET done = $1, cursor = $2, error = $3, finished_at = $4, updated_at = $5,
-			lease_until = $6 WHERE id = $7 AND owner = $8`,
-			j.Done, text(j.Cursor), text(j.Error), ts(j.FinishedAt), ts(now), ts(now.Add(lease)), j.ID, text(j.Owner))
+			lease_until = coalesce($9::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond' WHERE id = $7 AND owner = $8`,
+			j.Done, text(j.Cursor), text(j.Error), ts(j.FinishedAt), ts(now), micros(lease), j.ID, text(j.Owner), s.leaseNow(now))
 		if err != nil {
 			return err
 		}
@@ -176,8 +177,8 @@ func (s *Store) SaveJobBatch(ctx context.Context, j intake.ReplayJob, b intake.J
 		}
 		n += len(b.Replays)
 		_, err = tx.Exec(ctx, `UPDATE replay_jobs SET done = $1, cursor = $2, error = $3, finished_at = $4, updated_at = $5,
-			lease_until = $6 WHERE id = $7`,
-			j.Done+n, text(j.Cursor), text(j.Error), ts(j.FinishedAt), ts(now), ts(now.Add(lease)), j.ID)
+			lease_until = coalesce($8::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond' WHERE id = $7`,
+			j.Done+n, text(j.Cursor), text(j.Error), ts(j.FinishedAt), ts(now), micros(lease), j.ID, s.leaseNow(now))
 		return err
 	})
 	if err != nil {

@@ -89,7 +89,7 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) (int
 		if out, err = intake.DecideFanOut(in, f, now); err != nil {
 			return err
 		}
-		queueRoutes(p.b, out.Routes)
+		queueRoutes(p.b, out.Routes, s.callerClock)
 		queueDeliveries(p.b, out.Deliveries)
 		queueIssueWrites(p.b, out.Issues, out.IssueItems)
 		for _, n := range out.Notices {
@@ -110,8 +110,10 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) (int
 	return out, nil
 }
 
-// queueRoutes inserts new routes, in one statement.
-func queueRoutes(b *pgx.Batch, routes []intake.Route) {
+// queueRoutes inserts new routes, in one statement. A new route is due
+// when it is decided (NextAt): one leased is leased for as long from then
+// by PostgreSQL's clock, unless callerClock.
+func queueRoutes(b *pgx.Batch, routes []intake.Route, callerClock bool) {
 	n := len(routes)
 	if n == 0 {
 		return
@@ -124,9 +126,12 @@ func queueRoutes(b *pgx.Batch, routes []intake.Route) {
 		attempts[i], nexts[i], orderAts[i], leases[i] = int32(r.Attempt), tsPtr(r.NextAt), tsPtr(r.OrderAt), tsPtr(r.LeaseUntil)
 	}
 	b.Queue(`INSERT INTO routes (event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at, lease_until)
-		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::int[], $6::timestamptz[], $7::text[],
-		                     $8::timestamptz[], $9::timestamptz[])`,
-		events, consumers, orgs, states, attempts, nexts, keys, orderAts, leases)
+		SELECT event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at,
+		       CASE WHEN $10::bool THEN lease_until ELSE statement_timestamp() + (lease_until - next_at) END
+		  FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::int[], $6::timestamptz[], $7::text[],
+		              $8::timestamptz[], $9::timestamptz[])
+		    AS r (event_id, consumer_id, org_id, state, attempt, next_at, order_key, order_at, lease_until)`,
+		events, consumers, orgs, states, attempts, nexts, keys, orderAts, leases, callerClock)
 }
 
 // queueDeliveries inserts delivery records, in one statement.
@@ -229,6 +234,8 @@ func laneDests(l *intake.Lane) (dests []any, done func()) {
 // every commit before its locks, counts their calls in flight. Each lane
 // allows its share in Go. The second leases the routes, saves the lanes
 // (giving back the tokens of calls it found no route for) and commits.
+// Leases are taken and judged by PostgreSQL's clock (see
+// Options.CallerClock); routes are due by the caller's.
 func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Duration, shares intake.CallShares) ([]intake.RouteClaim, error) {
 	limit := shares.Total
 	if limit <= 0 {
@@ -252,11 +259,11 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 			  FROM consumer_lanes l JOIN consumers c ON c.id = l.consumer_id
 			 CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM routes r
 			        WHERE r.consumer_id = l.consumer_id AND r.state = 'waiting' AND r.next_at <= $1
-			          AND (r.lease_until IS NULL OR r.lease_until <= $1) LIMIT $2) r) d
+			          AND (r.lease_until IS NULL OR r.lease_until <= coalesce($3::timestamptz, statement_timestamp())) LIMIT $2) r) d
 			 WHERE NOT c.paused AND d.n > 0
 			 ORDER BY l.claimed_at NULLS FIRST, l.consumer_id
 			 LIMIT $2
-			   FOR UPDATE OF l SKIP LOCKED`, ts(now), limit).
+			   FOR UPDATE OF l SKIP LOCKED`, ts(now), limit, s.leaseNow(now)).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					c := &candidate{}
@@ -277,9 +284,10 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 		// a concurrency limit and a tripped breaker's probe look at the
 		// calls in flight, so only those consumers' are counted.
 		p.b.Queue(`SELECT r.consumer_id::text, count(*) FROM consumers c JOIN consumer_lanes l ON l.consumer_id = c.id
-			  JOIN routes r ON r.consumer_id = c.id AND r.state = 'waiting' AND r.lease_until > $1
+			  JOIN routes r ON r.consumer_id = c.id AND r.state = 'waiting'
+			   AND r.lease_until > coalesce($1::timestamptz, statement_timestamp())
 			 WHERE c.max_in_flight > 0 OR l.tripped
-			 GROUP BY r.consumer_id`, ts(now)).
+			 GROUP BY r.consumer_id`, s.leaseNow(now)).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var id string
@@ -339,7 +347,7 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 				SELECT r.event_id, r.consumer_id FROM w CROSS JOIN LATERAL (
 					SELECT r.event_id, r.consumer_id FROM routes r
 					 WHERE r.consumer_id = w.consumer_id AND r.state = 'waiting' AND r.next_at <= $11
-					   AND (r.lease_until IS NULL OR r.lease_until <= $11)
+					   AND (r.lease_until IS NULL OR r.lease_until <= coalesce($14::timestamptz, statement_timestamp()))
 					   AND (NOT w.ordered OR r.order_key = '' OR NOT EXISTS (
 					        SELECT FROM routes b WHERE b.consumer_id = r.consumer_id AND b.state = 'waiting' AND b.order_key = r.order_key
 					           AND (b.order_at, b.event_id) < (r.order_at, r.event_id))
@@ -348,7 +356,7 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 					 LIMIT w.n
 					   FOR UPDATE SKIP LOCKED) r
 			), leased AS (
-				UPDATE routes r SET lease_until = $12,
+				UPDATE routes r SET lease_until = coalesce($14::timestamptz, statement_timestamp()) + $12::bigint * interval '1 microsecond',
 				       -- a call whose lease ran out unsettled counts as failed
 				       attempt = r.attempt + (r.lease_until IS NOT NULL)::int,
 				       last_error = CASE WHEN r.lease_until IS NOT NULL THEN '`+intake.RouteLeaseExpired+`' ELSE r.last_error END
@@ -370,7 +378,8 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 			SELECT `+prefixed("e.", eventColumns)+`, leased.consumer_id::text, leased.attempt, leased.order_key
 			  FROM leased JOIN events e ON e.id = leased.event_id
 			 ORDER BY leased.consumer_id, e.id`,
-			ids, want, ordered, probes, tokens, refilled, probeAt, probeEvery, wasProbeAt, wasProbeEvery, ts(now), ts(now.Add(lease)), rated).
+			ids, want, ordered, probes, tokens, refilled, probeAt, probeEvery, wasProbeAt, wasProbeEvery, ts(now), micros(lease), rated,
+			s.leaseNow(now)).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var c intake.RouteClaim

@@ -171,16 +171,18 @@ func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.Su
 // ClaimEvents takes due, unleased events not yet fanned out as their next
 // routing attempt, in one statement that also reads who is done with
 // each. An event whose previous lease ran out unsettled is taken as
-// retrying. Rows another process holds are skipped.
+// retrying. Rows another process holds are skipped. Leases are taken and
+// judged by PostgreSQL's clock (see Options.CallerClock).
 func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.EventClaim, error) {
 	rows, err := s.pool.Query(ctx, `WITH due AS (
 			SELECT id FROM events
 			 WHERE state IN ('pending', 'retrying') AND next_attempt_at IS NOT NULL AND next_attempt_at <= $2
-			   AND (lease_until IS NULL OR lease_until <= $2)
+			   AND (lease_until IS NULL OR lease_until <= coalesce($4::timestamptz, statement_timestamp()))
 			 ORDER BY next_attempt_at LIMIT $3
 			   FOR UPDATE SKIP LOCKED
 		), claimed AS (
-			UPDATE events e SET attempt = e.attempt + 1, lease_until = $1,
+			UPDATE events e SET attempt = e.attempt + 1,
+			       lease_until = coalesce($4::timestamptz, statement_timestamp()) + $1::bigint * interval '1 microsecond',
 			       state = CASE WHEN e.lease_until IS NOT NULL THEN 'retrying' ELSE e.state END
 			  FROM due WHERE e.id = due.id
 			RETURNING e.*
@@ -188,7 +190,7 @@ func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Durat
 		SELECT `+prefixed("e.", eventColumns)+`, e.lease_until,
 		       ARRAY(SELECT consumer_id::text FROM routes WHERE event_id = e.id AND state IN ('handled', 'ignored')
 		             UNION SELECT consumer_id::text FROM deliveries WHERE event_id = e.id AND outcome IN ('handled', 'ignored'))
-		  FROM claimed e`, ts(now.Add(lease)), ts(now), limit)
+		  FROM claimed e`, micros(lease), ts(now), limit, s.leaseNow(now))
 	if err != nil {
 		return nil, classify(err)
 	}

@@ -79,6 +79,12 @@ type Options struct {
 	// Outage, when set, is told of each statement that could not reach
 	// PostgreSQL and of each answer, so an outage is logged once.
 	Outage *outage.Watch
+	// CallerClock times leases by the now each call passes instead of
+	// PostgreSQL's clock: for tests that step a clock past leases. Left
+	// false, as intake serves, a lease is taken, judged and ended by the
+	// database's clock alone, so processes whose clocks disagree (one
+	// jumped an hour ahead, or back) agree on every lease.
+	CallerClock bool
 }
 
 // DefaultCommitWait is how long an ingest waits for its commit unless
@@ -98,6 +104,8 @@ type Store struct {
 	outage   *outage.Watch
 	// commitWait bounds an ingest's wait for its commit.
 	commitWait time.Duration
+	// callerClock: Options.CallerClock.
+	callerClock bool
 
 	ingest         batches[*ingestRequest]
 	messageSettles batches[messageSettleRequest]
@@ -197,6 +205,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		log:            opts.Logger,
 		outage:         opts.Outage,
 		commitWait:     cmp.Or(opts.CommitWait, DefaultCommitWait),
+		callerClock:    opts.CallerClock,
 		ingest:         newBatches[*ingestRequest](opts.MaxBatch, 4*opts.MaxBatch),
 		routeSettles:   newBatches[routeSettleRequest](routeSettleBatch, routeSettleBatch),
 		messageSettles: newBatches[messageSettleRequest](messageSettleBatch, messageSettleBatch),
@@ -462,6 +471,20 @@ type storageError struct{ err error }
 
 func (e *storageError) Error() string { return "postgres: " + e.err.Error() }
 func (e *storageError) Unwrap() error { return e.err }
+
+// leaseNow is the argument a lease statement reads its now from, as
+// coalesce($n::timestamptz, statement_timestamp()): NULL, PostgreSQL's
+// clock, unless the store times leases by the caller's (CallerClock).
+func (s *Store) leaseNow(now time.Time) any {
+	if s.callerClock {
+		return ts(now)
+	}
+	return nil
+}
+
+// micros is a lease's length as the statements take it, multiplied by
+// interval '1 microsecond'.
+func micros(d time.Duration) int64 { return d.Microseconds() }
 
 // ts is a time as a parameter: NULL for the zero time, else UTC rounded
 // down to the microsecond, as the SQLite store keeps it.

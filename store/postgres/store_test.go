@@ -33,8 +33,17 @@ func openURL(t testing.TB, url string, maxConns int32) *Store {
 	return openWith(t, Options{URL: url, MaxConns: maxConns})
 }
 
-// openWith opens a store with opts, closed when the test ends.
+// openWith opens a store with opts, closed when the test ends. Its leases
+// are timed by the clock each call passes (the tests step it past them).
 func openWith(t testing.TB, opts Options) *Store {
+	t.Helper()
+	opts.CallerClock = true
+	return openTimedByPostgres(t, opts)
+}
+
+// openTimedByPostgres opens a store with opts as given, its leases timed by
+// PostgreSQL's clock unless opts say otherwise, closed when the test ends.
+func openTimedByPostgres(t testing.TB, opts Options) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), opts)
 	if err != nil {

@@ -118,12 +118,12 @@ func (s *Store) MessageAttempts(ctx context.Context, sc intake.Scope, id string)
 	return out, rows.Err()
 }
 
-// ReleaseMessage ends a lease; from at on any worker claims the message
-// as the same attempt again.
-func (s *Store) ReleaseMessage(ctx context.Context, at time.Time, id string, attempt int) error {
+// ReleaseMessage ends a lease; from now+after on any worker claims the
+// message as the same attempt again.
+func (s *Store) ReleaseMessage(ctx context.Context, now time.Time, after time.Duration, id string, attempt int) error {
 	err := s.tx(ctx, func(tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE messages SET lease_until = ?, attempt = attempt - 1 WHERE id = ? AND attempt = ? AND state = 'processing'`,
-			ts(at), id, attempt)
+			ts(now.Add(after)), id, attempt)
 		return err
 	})
 	if err == nil {

@@ -63,7 +63,7 @@ func testMessageHandover(t *testing.T, s intake.Store) {
 	}
 
 	released := handOver(`{"n":"released"}`)
-	if err := s.ReleaseMessage(ctx, t0, released.ID, 1); err != nil {
+	if err := s.ReleaseMessage(ctx, t0, 0, released.ID, 1); err != nil {
 		t.Fatal(err)
 	}
 	if c := claimOne(t, s, t0); c.Message.ID != released.ID || c.Attempt != 1 {

@@ -21,7 +21,7 @@ func testReleaseUntilLater(t *testing.T, s intake.Store) {
 		if c.Attempt != 1 {
 			t.Fatalf("claimed as attempt %d after releases, want 1", c.Attempt)
 		}
-		if err := s.ReleaseMessage(ctx, now.Add(10*time.Second), c.Message.ID, c.Attempt); err != nil {
+		if err := s.ReleaseMessage(ctx, now, 10*time.Second, c.Message.ID, c.Attempt); err != nil {
 			t.Fatal(err)
 		}
 		if early := claimAll(t, s, now.Add(9*time.Second)); len(early) != 0 {

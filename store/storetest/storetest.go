@@ -547,7 +547,7 @@ func testRelease(t *testing.T, s intake.Store) {
 	f := newFixture(t, s, "acme")
 	f.ingest(t, s, `{}`, t0)
 	c := claimOne(t, s, t0)
-	if err := s.ReleaseMessage(ctx, t0, c.Message.ID, c.Attempt); err != nil {
+	if err := s.ReleaseMessage(ctx, t0, 0, c.Message.ID, c.Attempt); err != nil {
 		t.Fatal(err)
 	}
 	if again := claimOne(t, s, t0); again.Attempt != 1 {

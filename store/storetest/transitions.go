@@ -37,7 +37,7 @@ func testForbiddenTransitions(t *testing.T, s intake.Store) {
 				t.Errorf("%s message settled again as %s", final.To, to)
 			}
 		}
-		s.ReleaseMessage(ctx, t0, m.ID, c.Attempt) // whatever it answers, the message stays settled
+		s.ReleaseMessage(ctx, t0, 0, m.ID, c.Attempt) // whatever it answers, the message stays settled
 		if again := claimAll(t, s, later); len(again) != 0 {
 			t.Errorf("%s message claimed again: %+v", final.To, again)
 		}
