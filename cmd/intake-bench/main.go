@@ -7,8 +7,9 @@
 // next to the machine's own HTTP ceiling. With --pipeline it measures the
 // whole pipeline, from the first request to the last delivery, on bare
 // HTTP, SQLite and PostgreSQL in one run. With --noisy it measures one
-// org's deliveries while another org attacks the server. See
-// docs/performance.md.
+// org's deliveries while another org attacks the server. With --replicate
+// it measures the embedded store replicated (none, async, sync), the
+// replication lag and a restore. See docs/performance.md.
 package main
 
 import (
@@ -55,6 +56,12 @@ type options struct {
 	noisyBodyBytes int
 	noisyBodies    int
 	catalogPairs   int
+	// The replication benchmark.
+	replicate        string
+	replicateRounds  int
+	lagRate          float64
+	restoreBytes     int64
+	restoreBodyBytes int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -94,6 +101,11 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.noisyBodyBytes, "noisy-body-bytes", 24<<20, "with --noisy: the size of each body of the big-body attack")
 	fs.IntVar(&o.catalogPairs, "catalog-pairs", 0, "with --spawn: this many pairs of runs with the event-type catalog off and on (INTAKE_CATALOG), alternating which goes first, and their ratios")
 	fs.IntVar(&o.noisyBodies, "noisy-bodies", 3, "with --noisy: how many bodies the big-body attack posts, one at a time")
+	fs.StringVar(&o.replicate, "replicate", "", "with --spawn: the replication benchmark, each server shipping to a location of its own below this replica URL (s3://BUCKET/PATH?endpoint=…&region=…, credentials from the AWS variables, or file:///PATH): acked/s and ack p99 with no replication, --replicate and --replicate-sync in --replicate-rounds rounds of rotating order, then the lag at --lag-rate, then a restore of --restore-bytes")
+	fs.IntVar(&o.replicateRounds, "replicate-rounds", defaultReplicateRounds, "with --replicate: rounds of none, async and sync")
+	fs.Float64Var(&o.lagRate, "lag-rate", defaultLagRate, "with --replicate: webhooks per second the replication lag is read under, from /readyz every 50 ms, for --duration (0: not measured)")
+	fs.Int64Var(&o.restoreBytes, "restore-bytes", 0, "with --replicate: fill a replicated store to this many bytes and time intake restore of it (0: not measured; 1073741824 is 1 GiB)")
+	fs.IntVar(&o.restoreBodyBytes, "restore-body-bytes", 64<<10, "with --restore-bytes: the size of each body filling the store (kept in the database: the spawned server's --blob-threshold is above it)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -131,6 +143,8 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("--noisy spawns its own servers: not with --url, --pipeline, --e2e, --baseline or --processes")
 	case o.catalogPairs < 0 || o.catalogPairs > 0 && (!o.spawn || o.pipeline || o.noisy || o.baseline):
 		return o, errors.New("--catalog-pairs needs --spawn, without --pipeline, --noisy or --baseline: it spawns each server itself")
+	case checkReplicateFlags(o) != nil:
+		return o, checkReplicateFlags(o)
 	case o.noisyBodyBytes < 1 || o.noisyBodyBytes > 63<<20 || o.noisyBodies < 1 || o.notifyInterval <= 0:
 		return o, errors.New("--noisy-body-bytes must be between 1 and 63 MiB; --noisy-bodies and --notify-interval positive")
 	}
@@ -154,6 +168,9 @@ func main() {
 	}
 	if o.catalogPairs > 0 {
 		run = func() (report, error) { return catalogBench(ctx, o, os.Stderr) }
+	}
+	if o.replicate != "" {
+		run = func() (report, error) { return replicateBench(ctx, o, os.Stderr) }
 	}
 	r, err := run()
 	if err != nil {
@@ -233,6 +250,10 @@ func bench(ctx context.Context, o options, progress io.Writer) (*Report, error) 
 type stage struct {
 	name, db string
 	env      []string
+	// watch, when set, is started on the (first) spawned server once it
+	// is set up, just before the load; the load's end calls what it
+	// returns.
+	watch func(*server) (stop func())
 }
 
 // measure sets intake up (spawning it on st's store when asked, o.processes
@@ -321,7 +342,14 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 		}
 	}
 
+	var stopWatch func()
+	if st.watch != nil && len(srvs) > 0 {
+		stopWatch = st.watch(srvs[0])
+	}
 	got := run(ctx, t, l, track, progress)
+	if stopWatch != nil {
+		stopWatch()
+	}
 	got.Processes = len(srvs)
 	if track != nil {
 		fmt.Fprintln(progress, "waiting for the consumer to get every acked webhook (gives up after 10s without one)")
