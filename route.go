@@ -123,6 +123,11 @@ type RouteQueue interface {
 	// when it spent the last attempt; "" without a delivery); ESTALE
 	// unless the route is leased at s.Attempt.
 	SettleRoute(ctx context.Context, now time.Time, s RouteSettlement, b Backoff) (recorded string, err error)
+	// ReleaseRoute hands back the lease of a call that was not made: from
+	// at on the route is claimed again as the same attempt, and the
+	// release spends none of its attempts (a lease left to run out
+	// would). Nothing happens unless the route is leased at attempt.
+	ReleaseRoute(ctx context.Context, at time.Time, eventID, consumerID string, attempt int) error
 }
 
 // RouteCounts is how an event's routes stand. Failed counts the waiting

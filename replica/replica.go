@@ -100,9 +100,18 @@ type Options struct {
 	// Clock times the syncs for Status (default: the wall clock).
 	Clock  intake.Clock
 	Logger *slog.Logger
-	// Every is how often the replica is synced when no commit asks for
-	// it, and how soon a failed sync is tried again (default 1s).
+	// Every is how often Litestream looks for new commits in the WAL and
+	// the replica is synced when no commit asks for it, and how soon a
+	// failed sync is tried again (default 1s): the lag without
+	// --replicate-sync is about one to two of it.
 	Every time.Duration
+	// SnapshotInterval is how often a whole snapshot of the database is
+	// written to the replica (default 24h): a restore reads the last
+	// snapshot and every transaction since.
+	SnapshotInterval time.Duration
+	// Retention is how long snapshots are kept, so how far back a restore
+	// to a point in time reaches (default 24h).
+	Retention time.Duration
 }
 
 // Replicator ships one database to its replica in the background, and
@@ -162,23 +171,31 @@ func Start(ctx context.Context, opts Options) (*Replicator, error) {
 	if err := claim(ctx, opts.URL, c, opts.StoreID); err != nil {
 		return nil, err
 	}
+	every := opts.Every
+	if every <= 0 {
+		every = time.Second
+	}
 	db := litestream.NewDB(opts.Path)
+	db.MonitorInterval = every
 	db.Replica = litestream.NewReplicaWithClient(db, c)
 	// The Replicator's loop ships; Litestream's own would hide the errors.
 	db.Replica.MonitorEnabled = false
 	store := litestream.NewStore([]*litestream.DB{db}, litestream.DefaultCompactionLevels)
+	if opts.SnapshotInterval > 0 {
+		store.SnapshotInterval = opts.SnapshotInterval
+	}
+	if opts.Retention > 0 {
+		store.SnapshotRetention = opts.Retention
+	}
 	store.Logger = log
 	db.SetLogger(log)
 	if err := store.Open(ctx); err != nil {
 		return nil, fmt.Errorf("%s: start replicating: %w", Redact(opts.URL), err)
 	}
-	r := &Replicator{store: store, db: db, clock: opts.Clock, log: log, every: opts.Every,
+	r := &Replicator{store: store, db: db, clock: opts.Clock, log: log, every: every,
 		kick: make(chan struct{}, 1), done: make(chan struct{}), next: newRound()}
 	if r.clock == nil {
 		r.clock = intake.SystemClock{}
-	}
-	if r.every <= 0 {
-		r.every = time.Second
 	}
 	r.started = r.clock.Now()
 	lctx, stop := context.WithCancel(context.Background())

@@ -217,3 +217,29 @@ func TestAnS3ReplicaIsRefusedWithACABundleItsClientCannotUse(t *testing.T) {
 		t.Errorf("a file replica with AWS_CA_BUNDLE: %v", err)
 	}
 }
+
+// The settings given reach Litestream: how often it looks at the WAL,
+// how often it snapshots and how long it keeps snapshots; unset, its
+// defaults and a second.
+func TestTheReplicationSettingsReachLitestream(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "intake.db")
+	openDB(t, path)
+	r, err := Start(context.Background(), Options{URL: fileURL(t), Path: path, StoreID: "s",
+		Every: 250 * time.Millisecond, SnapshotInterval: time.Hour, Retention: 72 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	if r.every != 250*time.Millisecond || r.db.MonitorInterval != 250*time.Millisecond ||
+		r.store.SnapshotInterval != time.Hour || r.store.SnapshotLevel().Interval != time.Hour || r.store.SnapshotRetention != 72*time.Hour {
+		t.Errorf("every %s, monitor %s, snapshots every %s kept %s; want 250ms, 250ms, 1h, 72h",
+			r.every, r.db.MonitorInterval, r.store.SnapshotInterval, r.store.SnapshotRetention)
+	}
+	path = filepath.Join(t.TempDir(), "intake.db")
+	openDB(t, path)
+	d := start(t, path, fileURL(t))
+	if d.every != time.Second || d.db.MonitorInterval != time.Second || d.store.SnapshotInterval != 24*time.Hour || d.store.SnapshotRetention != 24*time.Hour {
+		t.Errorf("defaults: every %s, monitor %s, snapshots every %s kept %s; want 1s, 1s, 24h, 24h",
+			d.every, d.db.MonitorInterval, d.store.SnapshotInterval, d.store.SnapshotRetention)
+	}
+}

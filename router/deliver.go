@@ -37,8 +37,15 @@ func (r *Router) call(ctx context.Context, c intake.RouteClaim, b *batch) {
 		err := r.cfg.Replica.Sync(rctx)
 		cancel()
 		if err != nil {
-			r.cfg.Logger.Warn("router: the replica does not hold the event; the call waits for its lease to run out",
+			// The call is handed back unmade: it spends no attempt, and
+			// is claimed again once the replica takes the commits (no
+			// round claims before).
+			r.cfg.Logger.Warn("router: the replica does not hold the event; the call is handed back",
 				"event_id", e.ID, "consumer_id", c.ConsumerID, "err", err)
+			if err := r.cfg.Store.ReleaseRoute(ctx, r.cfg.Clock.Now(), e.ID, c.ConsumerID, c.Attempt); err != nil {
+				r.cfg.Logger.Error("router: handing back the call failed; its lease will run out",
+					"event_id", e.ID, "consumer_id", c.ConsumerID, "err", err)
+			}
 			return
 		}
 	}

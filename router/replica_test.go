@@ -61,3 +61,36 @@ func TestNoCallGoesOutBeforeTheReplicaHoldsItsEvent(t *testing.T) {
 		t.Errorf("the replica held the commits with %v calls made, want it to before the call", held)
 	}
 }
+
+// A call its settle leased (handed over with the commit that made its
+// event) is handed back when the replica cannot take that commit: not made,
+// no attempt spent, and made at once when the replica is back, not after
+// its lease runs out.
+func TestACallTheReplicaCannotHoldIsHandedBack(t *testing.T) {
+	var down error
+	e := setup(t, func(c *router.Config) {
+		c.Replica = replicaFunc(func(context.Context) error { return down })
+	})
+	e.planned = true
+	rec, url := newRecorder(t, 200)
+	e.consumer(t, "billing", url, false, "*")
+
+	down = errors.New("the replica cannot be reached")
+	id := e.event(t, "stripe.invoice.paid") // its call leased by the settle, handed over
+	e.r.Wait()
+	if rec.calls() != 0 {
+		t.Fatalf("replica unreachable: %d calls, want none", rec.calls())
+	}
+	routes, err := e.store.EventRoutes(context.Background(), intake.Scope{}, []string{id})
+	if err != nil || len(routes) != 1 || !routes[0].LeaseUntil.IsZero() || routes[0].Attempt != 0 {
+		t.Fatalf("replica unreachable: routes %+v %v, want the call handed back unleased, no attempt spent", routes, err)
+	}
+
+	down = nil // back, at the same instant: no lease has run out
+	e.run(t)
+	e.r.Wait()
+	ev, ds := e.get(t, id)
+	if rec.calls() != 1 || ev.State != intake.EventDelivered || len(ds) != 1 || ds[0].Attempt != 1 {
+		t.Fatalf("replica back: %d calls, event %s, deliveries %+v; want one call at once, attempt 1", rec.calls(), ev.State, ds)
+	}
+}

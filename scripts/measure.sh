@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs every performance measure of docs/performance.md in one sitting, so
 # the figures compare; name parts to run only those:
-#   scripts/measure.sh [ingest] [server] [e2e] [claims] [postgres] [pipeline] [controls] [trips] [noisy] [brokers] [catalog]
+#   scripts/measure.sh [ingest] [server] [e2e] [claims] [postgres] [pipeline] [controls] [trips] [noisy] [brokers] [catalog] [replicate]
 # postgres, pipeline, controls, trips and noisy need the local PostgreSQL ($INTAKE_TEST_POSTGRES or
-# the default below): intake-bench creates a fresh database and drops it.
+# the default below): intake-bench creates a fresh database and drops it. replicate needs
+# SeaweedFS ($INTAKE_TEST_S3, as .ci/run starts it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-parts="ingest server e2e claims postgres pipeline controls trips noisy brokers catalog"
+parts="ingest server e2e claims postgres pipeline controls trips noisy brokers catalog replicate"
 for part in "$@"; do
 	case " $parts " in
 	*" $part "*) ;;
@@ -123,6 +124,13 @@ brokers() {
 catalog() {
 	echo "== the event-type catalog off and on: three pairs, alternating which goes first (closed loop, to the last delivery)"
 	bench --catalog-pairs 3 --e2e --clients 64 --body-bytes 2048 --duration 15s
+}
+
+replicate() {
+	echo "== the embedded store replicated: none, --replicate and --replicate-sync in three rounds, the lag at 1 000/s, a 1 GiB restore"
+	AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-intake-test} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-intake-test} AWS_CA_BUNDLE= \
+		bench --replicate "s3://intake-bench/repl?endpoint=${INTAKE_TEST_S3:-http://127.0.0.1:8333}&region=us-east-1" \
+		--replicate-rounds 3 --clients 64 --body-bytes 2048 --duration 10s --lag-rate 1000 --restore-bytes 1073741824
 }
 
 for part in $parts; do

@@ -9,7 +9,9 @@
 // HTTP, SQLite and PostgreSQL in one run. With --noisy it measures one
 // org's deliveries while another org attacks the server. With --faults it
 // runs the fault campaign at full size and prints docs/reliability.md's
-// rows. See docs/performance.md.
+// rows. With --replicate it measures the embedded store replicated (none,
+// async, sync), the replication lag and a restore. See
+// docs/performance.md.
 package main
 
 import (
@@ -61,6 +63,12 @@ type options struct {
 	// The fault campaign.
 	faults     bool
 	faultNames map[string]bool
+	// The replication benchmark.
+	replicate        string
+	replicateRounds  int
+	lagRate          float64
+	restoreBytes     int64
+	restoreBodyBytes int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -111,6 +119,11 @@ func parseFlags(args []string) (options, error) {
 		o.faultNames[v] = true
 		return nil
 	})
+	fs.StringVar(&o.replicate, "replicate", "", "with --spawn: the replication benchmark, each server shipping to a location of its own below this replica URL (s3://BUCKET/PATH?endpoint=…&region=…, credentials from the AWS variables, or file:///PATH): acked/s and ack p99 with no replication, --replicate and --replicate-sync in --replicate-rounds rounds of rotating order, then the lag at --lag-rate, then a restore of --restore-bytes")
+	fs.IntVar(&o.replicateRounds, "replicate-rounds", defaultReplicateRounds, "with --replicate: rounds of none, async and sync")
+	fs.Float64Var(&o.lagRate, "lag-rate", defaultLagRate, "with --replicate: webhooks per second the replication lag is read under, from /readyz every 50 ms, for --duration (0: not measured)")
+	fs.Int64Var(&o.restoreBytes, "restore-bytes", 0, "with --replicate: fill a replicated store to this many bytes and time intake restore of it (0: not measured; 1073741824 is 1 GiB)")
+	fs.IntVar(&o.restoreBodyBytes, "restore-body-bytes", 64<<10, "with --restore-bytes: the size of each body filling the store (kept in the database: the spawned server's --blob-threshold is above it)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -155,6 +168,8 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("--faults spawns its own servers: not with --url, --pipeline, --e2e, --baseline, --noisy, --processes or --catalog-pairs")
 	case len(o.faultNames) > 0 && !o.faults:
 		return o, errors.New("--fault needs --faults")
+	case checkReplicateFlags(o) != nil:
+		return o, checkReplicateFlags(o)
 	case o.noisyBodyBytes < 1 || o.noisyBodyBytes > 63<<20 || o.noisyBodies < 1 || o.notifyInterval <= 0:
 		return o, errors.New("--noisy-body-bytes must be between 1 and 63 MiB; --noisy-bodies and --notify-interval positive")
 	}
@@ -181,6 +196,9 @@ func main() {
 	}
 	if o.faults {
 		run = func() (report, error) { return faultsBench(ctx, o, os.Stderr) }
+	}
+	if o.replicate != "" {
+		run = func() (report, error) { return replicateBench(ctx, o, os.Stderr) }
 	}
 	r, err := run()
 	if err != nil {
@@ -265,6 +283,10 @@ func bench(ctx context.Context, o options, progress io.Writer) (*Report, error) 
 type stage struct {
 	name, db string
 	env      []string
+	// watch, when set, is started on the (first) spawned server once it
+	// is set up, just before the load; the load's end calls what it
+	// returns.
+	watch func(*server) (stop func())
 }
 
 // measure sets intake up (spawning it on st's store when asked, o.processes
@@ -357,7 +379,14 @@ func measure(ctx context.Context, o options, l load, st stage, progress io.Write
 		}
 	}
 
+	var stopWatch func()
+	if st.watch != nil && len(srvs) > 0 {
+		stopWatch = st.watch(srvs[0])
+	}
 	got := run(ctx, t, l, track, progress)
+	if stopWatch != nil {
+		stopWatch()
+	}
 	got.Processes = len(srvs)
 	if track != nil {
 		fmt.Fprintln(progress, "waiting for the consumer to get every acked webhook (gives up after 10s without one)")

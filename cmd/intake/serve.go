@@ -110,6 +110,9 @@ type ServeCmd struct {
 	OIDCScope           []string      `name:"oidc-scope" default:"email" env:"INTAKE_OIDC_SCOPE" help:"Scopes asked for beside openid (repeatable, or comma-separated), e.g. groups."`
 	Replicate           string        `name:"replicate" env:"INTAKE_REPLICATE" placeholder:"URL" help:"Ship the embedded store continuously to object storage (s3://BUCKET/PATH?endpoint=URL&region=REGION, credentials as for --blob-store) or to a directory (file:///PATH), from which intake restore rebuilds it to a point in time; a data directory that holds no store is restored from it first. Without --blob-store, large bodies go beside it (PATH/bodies). Not with --db: PostgreSQL keeps its own replication."`
 	ReplicateSync       bool          `name:"replicate-sync" env:"INTAKE_REPLICATE_SYNC" help:"With --replicate: acknowledge a webhook only once its commit is in the replica; while the replica cannot be reached, answer 503 with Retry-After."`
+	ReplicateInterval   time.Duration `name:"replicate-interval" default:"1s" env:"INTAKE_REPLICATE_INTERVAL" help:"With --replicate: how often new commits are looked for and shipped when none waits for them, and how soon a failed sync is tried again. Without --replicate-sync the replica lags by about one to two of it."`
+	ReplicateSnapshots  time.Duration `name:"replicate-snapshot-interval" default:"24h" env:"INTAKE_REPLICATE_SNAPSHOT_INTERVAL" help:"With --replicate: how often a whole snapshot of the store is shipped; a restore reads the last snapshot and every commit since."`
+	ReplicateRetention  time.Duration `name:"replicate-retention" default:"24h" env:"INTAKE_REPLICATE_RETENTION" help:"With --replicate: how long the replica keeps snapshots, so how far back intake restore --to-time reaches."`
 }
 
 // Run serves until SIGTERM or SIGINT, then drains and exits.
@@ -576,6 +579,14 @@ func (c *ServeCmd) checkReplicate() error {
 	if err := replica.Check(c.Replicate); err != nil {
 		return fmt.Errorf("--replicate %w", err)
 	}
+	switch {
+	case c.ReplicateInterval <= 0 || c.ReplicateInterval > time.Minute:
+		return fmt.Errorf("--replicate-interval %s: want more than 0 and at most 1m", c.ReplicateInterval)
+	case c.ReplicateSnapshots < time.Minute:
+		return fmt.Errorf("--replicate-snapshot-interval %s: want at least 1m", c.ReplicateSnapshots)
+	case c.ReplicateRetention < c.ReplicateSnapshots:
+		return fmt.Errorf("--replicate-retention %s: want at least --replicate-snapshot-interval (%s), or a restore could find no snapshot", c.ReplicateRetention, c.ReplicateSnapshots)
+	}
 	return nil
 }
 
@@ -691,7 +702,8 @@ func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger, watch *outag
 		if c.Replicate != "" {
 			id, err := s.ID(ctx)
 			if err == nil {
-				rep, err = replica.Start(ctx, replica.Options{URL: c.Replicate, Path: path, StoreID: id, Clock: intake.SystemClock{}, Logger: log})
+				rep, err = replica.Start(ctx, replica.Options{URL: c.Replicate, Path: path, StoreID: id, Clock: intake.SystemClock{}, Logger: log,
+					Every: c.ReplicateInterval, SnapshotInterval: c.ReplicateSnapshots, Retention: c.ReplicateRetention})
 			}
 			if err != nil {
 				s.Close()

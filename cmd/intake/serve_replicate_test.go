@@ -19,7 +19,8 @@ import (
 
 func unsetReplicateEnv(t *testing.T) {
 	t.Setenv("AWS_CA_BUNDLE", "") // Litestream's S3 client cannot use one
-	for _, env := range []string{"INTAKE_REPLICATE", "INTAKE_REPLICATE_SYNC", "INTAKE_BLOB_STORE", "INTAKE_DB"} {
+	for _, env := range []string{"INTAKE_REPLICATE", "INTAKE_REPLICATE_SYNC", "INTAKE_REPLICATE_INTERVAL", "INTAKE_REPLICATE_SNAPSHOT_INTERVAL",
+		"INTAKE_REPLICATE_RETENTION", "INTAKE_BLOB_STORE", "INTAKE_DB"} {
 		t.Setenv(env, "") // restored when the test ends
 		os.Unsetenv(env)
 	}
@@ -42,6 +43,10 @@ func TestReplicateIsRefusedOnPostgreSQLAndWithAMalformedURL(t *testing.T) {
 		{[]string{"--replicate", "s3://bucket/p?endpoint=localhost:8333"}, `--replicate endpoint "localhost:8333": want http://host:port`},
 		{[]string{"--replicate-sync"}, "--replicate-sync needs --replicate"},
 		{[]string{"--replicate-sync", "--replicate", "file:///mnt/backup/intake"}, ""},
+		{[]string{"--replicate", "file:///r", "--replicate-interval", "250ms", "--replicate-snapshot-interval", "1h", "--replicate-retention", "72h"}, ""},
+		{[]string{"--replicate", "file:///r", "--replicate-interval", "0s"}, "--replicate-interval 0s: want more than 0"},
+		{[]string{"--replicate", "file:///r", "--replicate-snapshot-interval", "10s"}, "--replicate-snapshot-interval 10s: want at least 1m"},
+		{[]string{"--replicate", "file:///r", "--replicate-snapshot-interval", "48h"}, "--replicate-retention 24h0m0s: want at least --replicate-snapshot-interval (48h0m0s)"},
 	} {
 		err := serveFlags(t, c.args...).checkReplicate()
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {

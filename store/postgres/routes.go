@@ -503,3 +503,27 @@ func (s *Store) ConsumerStates(ctx context.Context, sc intake.Scope) (map[string
 	}
 	return out, nil
 }
+
+// ReleaseRoute hands back a route's lease at attempt: unleased, it is
+// claimed again from at on as the same attempt.
+func (s *Store) ReleaseRoute(ctx context.Context, at time.Time, eventID, consumerID string, attempt int) error {
+	if !validIDs(eventID, consumerID) {
+		return nil
+	}
+	var released bool
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE routes SET lease_until = NULL, next_at = greatest(next_at, $1)
+			WHERE event_id = $2 AND consumer_id = $3 AND state = 'waiting' AND attempt = $4 AND lease_until IS NOT NULL`,
+			ts(at), eventID, consumerID, attempt-1)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		released = true
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicRoutes], s.instance)
+		return err
+	})
+	if err == nil && released {
+		s.hub.Notify(intake.TopicRoutes)
+	}
+	return err
+}

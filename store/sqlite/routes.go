@@ -388,3 +388,24 @@ func (s *Store) ConsumerStates(ctx context.Context, sc intake.Scope) (map[string
 	}
 	return out, classify(rows.Err())
 }
+
+// ReleaseRoute hands back a route's lease at attempt: unleased, it is
+// claimed again from at on as the same attempt.
+func (s *Store) ReleaseRoute(ctx context.Context, at time.Time, eventID, consumerID string, attempt int) error {
+	var released bool
+	err := s.tx(ctx, func(tx *wtx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE routes SET lease_until = NULL, next_at = max(next_at, ?)
+			WHERE event_id = ? AND consumer_id = ? AND state = 'waiting' AND attempt = ? AND lease_until IS NOT NULL`,
+			ts(at), eventID, consumerID, attempt-1)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		released = n > 0
+		return err
+	})
+	if err == nil && released {
+		s.notifyRoutes()
+	}
+	return err
+}

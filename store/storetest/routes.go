@@ -1001,6 +1001,55 @@ func testALapsedCallCountsAsFailed(t *testing.T, s intake.Store) {
 	}
 }
 
+// testReleasedRouteIsClaimedAgainAsTheSameAttempt: a call handed back is
+// claimed again from the time given, before its lease would have run out,
+// as the same attempt, however often it is handed back: a consumer
+// allowed one attempt still gets its call. A release of another attempt,
+// or of a call already settled, changes nothing.
+func testReleasedRouteIsClaimedAgainAsTheSameAttempt(t *testing.T, s intake.Store) {
+	ctx := context.Background()
+	f := newFixture(t, s, "acme")
+	c := f.consumer(t, s, "c", intake.Controls{Retry: intake.RetryPolicy{Attempts: 1}})
+	e := f.routed(t, s, 1, func(intake.Event) []intake.FanOutRoute { return to(c) })[0]
+	now := t0
+	var cl intake.RouteClaim
+	for range 3 {
+		got := claimRoutes(t, s, now, 100)
+		if len(got) != 1 || got[0].Event.ID != e.ID || got[0].Attempt != 1 {
+			t.Fatalf("claim at %s after releases = %+v, want the route as attempt 1", now.Sub(t0), got)
+		}
+		cl = got[0]
+		wrong := cl.Attempt + 1
+		if err := s.ReleaseRoute(ctx, now, e.ID, c.ID, wrong); err != nil {
+			t.Fatal(err)
+		}
+		if again := claimRoutes(t, s, now.Add(time.Second), 100); len(again) != 0 {
+			t.Fatalf("a release of attempt %d handed back the call of attempt %d: %+v", wrong, cl.Attempt, again)
+		}
+		if err := s.ReleaseRoute(ctx, now.Add(10*time.Second), e.ID, c.ID, cl.Attempt); err != nil {
+			t.Fatal(err)
+		}
+		if early := claimRoutes(t, s, now.Add(9*time.Second), 100); len(early) != 0 {
+			t.Fatalf("claimed before the release's time: %+v", early)
+		}
+		now = now.Add(10 * time.Second)
+	}
+	if ds, _ := s.Deliveries(ctx, intake.Scope{}, e.ID); len(ds) != 0 {
+		t.Fatalf("released calls left records: %+v", ds)
+	}
+	cl = claimRoutes(t, s, now, 100)[0]
+	settleRoute(t, s, now, cl, intake.DeliveryHandled)
+	if err := s.ReleaseRoute(ctx, now, e.ID, c.ID, cl.Attempt); err != nil {
+		t.Fatal(err)
+	}
+	if st := eventState(t, s, e.ID); st != intake.EventDelivered {
+		t.Fatalf("event %s after a release of its settled call, want delivered", st)
+	}
+	if again := claimRoutes(t, s, now.Add(routeLease*2), 100); len(again) != 0 {
+		t.Fatalf("a settled call was claimed again after a release: %+v", again)
+	}
+}
+
 // testStatsFindTheOldestDueRoute: the stats' oldest due event counts the
 // routes waiting for a call, unless their consumer is paused (held by
 // choice, not stalled).

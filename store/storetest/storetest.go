@@ -96,6 +96,7 @@ func Run(t *testing.T, open Opener) {
 		{"AGoneConsumerIsDisabledAndItsRoutesDropped", testGone},
 		{"OnlyTheCurrentCallSettlesOnce", testStaleRouteSettle},
 		{"ACallWhoseLeaseRanOutCountsAsFailed", testALapsedCallCountsAsFailed},
+		{"AReleasedCallIsClaimedAgainAsTheSameAttempt", testReleasedRouteIsClaimedAgainAsTheSameAttempt},
 		{"StatsFindTheOldestDueRoute", testStatsFindTheOldestDueRoute},
 		{"RerouteKeepsHandledRoutes", testRerouteKeepsHandledRoutes},
 		{"AnEventsRoutesAreReadWithTheirAttemptsAndErrors", testEventRoutes},
