@@ -140,10 +140,6 @@ func roleRows(orgID string) []roleRow {
 			}
 			return err
 		}},
-		{"MessageHeaders", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
-			_, err := p.MessageHeaders(ctx, c, intake.Message{ConnectionID: id, Header: http.Header{}})
-			return err
-		}},
 		{"Events", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			_, err := p.Events(ctx, c, intake.EventFilter{})
 			return err

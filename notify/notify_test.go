@@ -20,6 +20,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/metrics"
+	"github.com/intakehq/intake/internal/redact"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/notify"
@@ -112,7 +113,7 @@ func (e *env) newOrg(name string) intake.Org {
 // a url with credentials is sealed, as the control plane seals it.
 func (e *env) subscribe(org intake.Org, url, slack string, topics ...string) {
 	e.t.Helper()
-	s := intake.NotificationSettings{OrgID: org.ID, URL: delivery.Redact(url), SealedSlackURL: e.sealer.SealNotificationSlackURL(org.ID, slack),
+	s := intake.NotificationSettings{OrgID: org.ID, URL: redact.URL(url), SealedSlackURL: e.sealer.SealNotificationSlackURL(org.ID, slack),
 		Topics: topics, SealedSecret: e.sealer.SealNotificationSecret(org.ID, secret), UpdatedAt: e.clock.Now()}
 	if s.URL != url {
 		s.SealedURL = e.sealer.SealNotificationURL(org.ID, url)

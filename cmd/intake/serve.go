@@ -36,6 +36,7 @@ import (
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/outage"
 	"github.com/intakehq/intake/internal/pressure"
+	"github.com/intakehq/intake/internal/redact"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/notify"
@@ -705,7 +706,7 @@ func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger, watch *outag
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return nil, nil, nil, errors.New("--db: want a postgres:// URL")
 	}
-	log.Info("opening the PostgreSQL store; migrating it if needed", "db", u.Redacted())
+	log.Info("opening the PostgreSQL store; migrating it if needed", "db", redact.URL(c.DB))
 	s, err := postgres.Open(ctx, postgres.Options{URL: c.DB, Logger: log, Outage: watch, CommitWait: c.StoreWait,
 		ReadConns: int32(c.Reads), ReadTimeout: c.ReadDeadline + time.Second,
 		// A transaction left idle by a process frozen past its leases ends
