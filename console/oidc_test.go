@@ -85,7 +85,7 @@ func newSSOEnv(t *testing.T, issuer string) *ssoEnv {
 			t.Fatal(err)
 		}
 	}
-	c := console.New(console.Config{Control: ctl, Store: st, SingleSignOn: console.SingleSignOn{
+	c := console.New(console.Config{Control: ctl, SingleSignOn: console.SingleSignOn{
 		Issuer: issuer, ClientID: ssoClientID, ClientSecret: ssoClientSecret}})
 	srv := httptest.NewServer(c.Handler())
 	t.Cleanup(srv.Close)

@@ -52,8 +52,8 @@ func newTransports(t *testing.T) *transports {
 	srv := httptest.NewServer(nil)
 	ctl := control.New(control.Config{Store: st, Sealer: sealer, StaffToken: staff, PublicURL: srv.URL})
 	mux := http.NewServeMux()
-	mux.Handle("/api/", api.New(api.Config{Control: ctl, Store: st, PublicURL: srv.URL}).Handler())
-	mux.Handle("/console/", console.New(console.Config{Control: ctl, Store: st, PublicURL: srv.URL}).Handler())
+	mux.Handle("/api/", api.New(api.Config{Control: ctl, Wakes: st, PublicURL: srv.URL}).Handler())
+	mux.Handle("/console/", console.New(console.Config{Control: ctl, PublicURL: srv.URL}).Handler())
 	srv.Config.Handler = mux
 	t.Cleanup(func() { srv.Close(); st.Close() })
 	tr := &transports{t: t, url: srv.URL, store: st, ctl: ctl}

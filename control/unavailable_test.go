@@ -43,8 +43,8 @@ func TestUnreachablePostgresIsA503WithRetryAfterOnTheAPIAndTheConsole(t *testing
 	defer srv.Close()
 	ctl := control.New(control.Config{Store: st, Sealer: sealer, StaffToken: staff, PublicURL: srv.URL})
 	mux := http.NewServeMux()
-	mux.Handle("/api/", api.New(api.Config{Control: ctl, Store: st, PublicURL: srv.URL}).Handler())
-	mux.Handle("/console/", console.New(console.Config{Control: ctl, Store: st, PublicURL: srv.URL}).Handler())
+	mux.Handle("/api/", api.New(api.Config{Control: ctl, Wakes: st, PublicURL: srv.URL}).Handler())
+	mux.Handle("/console/", console.New(console.Config{Control: ctl, PublicURL: srv.URL}).Handler())
 	srv.Config.Handler = mux
 
 	call := func(method, path, body string) (*http.Response, string) {

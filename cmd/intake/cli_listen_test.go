@@ -21,6 +21,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/seal"
@@ -51,7 +52,8 @@ func newStack(t *testing.T) stack {
 	srv.Start()
 	mux := http.NewServeMux()
 	mux.Handle("/webhooks/{token}", ingress.New(ingress.Config{Store: st, Sealer: sealer, PublicURL: srv.URL}))
-	mux.Handle("/api/", api.New(api.Config{Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL}).Handler())
+	mux.Handle("/api/", api.New(api.Config{Control: control.New(control.Config{Store: st, Sealer: sealer, StaffToken: staffToken,
+		PublicURL: srv.URL}), Wakes: st, PublicURL: srv.URL}).Handler())
 	srv.Config.Handler = mux
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})

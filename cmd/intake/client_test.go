@@ -57,8 +57,7 @@ func newServerWith(t *testing.T, bulkMax int) server {
 	srv := httptest.NewServer(nil)
 	ctl := control.New(control.Config{Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL,
 		ConsumerPolicy: delivery.DefaultPolicy(), BulkMax: bulkMax})
-	srv.Config.Handler = api.New(api.Config{Control: ctl, Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL,
-		ConsumerPolicy: delivery.DefaultPolicy()}).Handler()
+	srv.Config.Handler = api.New(api.Config{Control: ctl, Wakes: st, PublicURL: srv.URL}).Handler()
 	t.Cleanup(srv.Close)
 	// The replay runner every `intake serve` runs beside its API.
 	ctx, stop := context.WithCancel(context.Background())

@@ -270,7 +270,7 @@ func (c *ServeCmd) Run() error {
 	if sealed > 0 {
 		log.Info("sealed the credentials of urls stored in the clear", "urls", sealed)
 	}
-	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
+	admin := api.New(api.Config{Control: ctl, Wakes: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	// The worker has the router judge each message's fan-out before its
 	// settle, which writes it with the events; the calls that commit
@@ -307,7 +307,7 @@ func (c *ServeCmd) Run() error {
 		log.Info("console single sign-on", "issuer", sso.Issuer, "client_id", sso.ClientID, "claim", sso.Claim,
 			"groups_mapped", len(people), "redirect_url", cmp.Or(sso.RedirectURL, "the console's address + /console/login/oidc/callback"))
 	}
-	mux.Handle("/console/", console.New(console.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
+	mux.Handle("/console/", console.New(console.Config{Control: ctl, PublicURL: c.publicURL(),
 		Clock: clock, SingleSignOn: sso, Logger: log}).Handler())
 	metricsMux := mux
 	if c.MetricsAddr != "" {
