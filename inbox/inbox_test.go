@@ -55,7 +55,12 @@ func TestIntakesSenderDeliversToTheInboxAndReadsItsOutcomes(t *testing.T) {
 			{"evt-skip", "stripe.customer.ignored", intake.DeliveryIgnored},
 			{"evt-paid", "stripe.invoice.paid", intake.DeliveryHandled},
 		} {
-			if r := s.Send(ctx, srv.URL, testSecret, sample(c.id, c.typ), time.Now()); r.Outcome != c.want {
+			env := sample(c.id, c.typ)
+			body, err := json.Marshal(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := s.SendBody(ctx, srv.URL, []string{testSecret}, env.ID, body, nil, time.Now()); r.Outcome != c.want {
 				t.Fatalf("%s: intake read %+v, want %s", c.id, r, c.want)
 			}
 		}
