@@ -3,7 +3,6 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -91,12 +90,7 @@ func newEnvWith(t *testing.T, wrap func(intake.Store) intake.Store) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	key := make([]byte, seal.KeySize)
-	rand.Read(key)
-	sealer, err := seal.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sealer := testkit.Sealer(t)
 	e := &env{t: t, dir: dir, store: st, sealer: sealer, clock: testkit.NewClock(t0), logs: &bytes.Buffer{}}
 	logger := slog.New(slog.NewTextHandler(e.logs, nil))
 	e.h = validating(t, api.New(api.Config{

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -69,12 +68,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := make([]byte, seal.KeySize)
-	rand.Read(key)
-	sealer, err := seal.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sealer := testkit.Sealer(t)
 	e := &env{t: t, store: st, sealer: sealer, rules: testkit.Rules(t)}
 	srv := httptest.NewServer(nil)
 	e.url = srv.URL

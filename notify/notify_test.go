@@ -1,7 +1,6 @@
 package notify_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -84,7 +83,7 @@ type env struct {
 
 func newEnv(t *testing.T, policy delivery.Policy) *env {
 	t.Helper()
-	sealer, _ := seal.New(bytes.Repeat([]byte{7}, 32))
+	sealer := testkit.Sealer(t)
 	e := &env{t: t, store: testkit.SQLite(t), sealer: sealer, clock: testkit.NewClock(t0), m: metrics.New()}
 	e.org = e.newOrg("acme")
 	e.conn = intake.Connection{ID: intake.NewID(), OrgID: e.org.ID, Provider: "stripe", Name: "acme", CreatedAt: t0}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -24,7 +23,7 @@ import (
 	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/ingress"
-	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/worker"
 )
@@ -42,12 +41,7 @@ func newStack(t *testing.T) stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := make([]byte, seal.KeySize)
-	rand.Read(key)
-	sealer, err := seal.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sealer := testkit.Sealer(t)
 	srv := httptest.NewUnstartedServer(nil)
 	srv.Start()
 	mux := http.NewServeMux()
