@@ -14,6 +14,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/redact"
+	"github.com/intakehq/intake/internal/testkit"
 )
 
 // memory is a broker kind for these tests: it keeps what is published to
@@ -125,7 +126,7 @@ func TestDeliverPublishesSignedToTheConsumersBrokerOverOneConnection(t *testing.
 	}
 
 	s.Deliver(context.Background(), "cons_1", "memory://127.0.0.1:1/other", []string{secret}, Publication{ID: "evt_2", Body: body}, now)
-	waitFor(t, func() bool {
+	testkit.WaitFor(t, "the old url's publisher is closed", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return m.closed["memory://127.0.0.1:1/events"] == 1
@@ -163,17 +164,6 @@ func TestExpandFillsTypeAndKey(t *testing.T) {
 	}
 	if got := Expand("events.{key}", Publication{}); got != "events."+NoKey {
 		t.Errorf("Expand without a key = %s", got)
-	}
-}
-
-func waitFor(t *testing.T, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

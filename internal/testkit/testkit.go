@@ -200,3 +200,14 @@ func Sealer(t testing.TB) *seal.Sealer {
 	}
 	return s
 }
+
+// WaitFor polls cond until it holds, for what runs on goroutines of its
+// own, failing the test naming what once a hang guard's deadline passes.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30s", what)
+		}
+	}
+}
