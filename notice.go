@@ -39,7 +39,7 @@ var NoticeTopics = []string{NoticeMessageDead, NoticeEventDead, NoticeConsumerTr
 type NotificationSettings struct {
 	OrgID string
 	// URL is where notifications are posted, its credentials shown as ***
-	// (delivery.Redact); SealedURL holds it whole when it carries any.
+	// (redact.URL); SealedURL holds it whole when it carries any.
 	URL            string
 	SealedURL      []byte
 	SealedSlackURL []byte

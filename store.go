@@ -339,8 +339,9 @@ type Sessions interface {
 	// deleted, or when the org's API key it was signed in with has been
 	// revoked.
 	SessionByHash(ctx context.Context, idHash []byte, now time.Time) (ConsoleSession, error)
-	// RevokeSession ends a session for every process (sign-out).
-	RevokeSession(ctx context.Context, idHash []byte, at time.Time) error
+	// RevokeSession ends a session for every process (sign-out), with its
+	// audit entries.
+	RevokeSession(ctx context.Context, idHash []byte, at time.Time, audit ...AuditEntry) error
 }
 
 // Issues keeps the issues the settles decide (DESIGN §20): the route and

@@ -16,10 +16,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
-	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/bodyurl"
-	"github.com/intakehq/intake/internal/seal"
-	"github.com/intakehq/intake/rules"
 )
 
 // maxRequestBody bounds every JSON request body.
@@ -28,24 +25,17 @@ const maxRequestBody = 1 << 20
 // Config is what the admin API needs. Store and PublicURL are required, and
 // Control or Sealer; the rest have working zero values.
 type Config struct {
-	// Control performs every operator action; nil: one over Store, Sealer,
-	// StaffToken, PublicURL, Clock and ConsumerPolicy.
-	Control    *control.Plane
-	Store      intake.Store // for the default Control, signed bodies and wake-ups
-	Sealer     *seal.Sealer
-	StaffToken string // empty: no staff access
-	PublicURL  string // e.g. "http://localhost:8080"
-	Clock      intake.Clock
+	// Control performs every operator action and read; required.
+	Control *control.Plane
+	// Wakes tells the event stream that events committed (the store's
+	// Listen); required.
+	Wakes     intake.Listener
+	PublicURL string // e.g. "http://localhost:8080"
+	Clock     intake.Clock
 	// BodyURLKey signs raw-body addresses. Empty: a random key, so the
 	// addresses only work on this process.
 	BodyURLKey []byte
-	// ConsumerPolicy checks consumer URLs at registration; the zero Policy
-	// refuses nothing (serve passes delivery.DefaultPolicy()).
-	ConsumerPolicy delivery.Policy
-	// Rules is the engine of the default control plane (nil: the default
-	// bounds).
-	Rules  *rules.Engine
-	Logger *slog.Logger
+	Logger     *slog.Logger
 }
 
 // Server is the admin API: a transport over the control plane, which
@@ -54,7 +44,7 @@ type Config struct {
 // authorisation) and the event stream's wake-ups.
 type Server struct {
 	ctl       *control.Plane
-	store     intake.Store
+	wakes     intake.Listener
 	publicURL string
 	clock     intake.Clock
 	bodyURLs  bodyurl.Signer
@@ -82,7 +72,7 @@ func (s *Server) PublicRoutes() []string { return append([]string(nil), s.public
 func New(cfg Config) *Server {
 	s := &Server{
 		ctl:       cfg.Control,
-		store:     cfg.Store,
+		wakes:     cfg.Wakes,
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"),
 		clock:     cfg.Clock,
 		bodyURLs:  bodyurl.Signer{Key: cfg.BodyURLKey, PublicURL: cfg.PublicURL},
@@ -90,9 +80,8 @@ func New(cfg Config) *Server {
 		mux:       http.NewServeMux(),
 		closing:   make(chan struct{}),
 	}
-	if s.ctl == nil {
-		s.ctl = control.New(control.Config{Store: cfg.Store, Sealer: cfg.Sealer, StaffToken: cfg.StaffToken,
-			PublicURL: cfg.PublicURL, Clock: cfg.Clock, ConsumerPolicy: cfg.ConsumerPolicy, Rules: cfg.Rules, Logger: cfg.Logger})
+	if s.ctl == nil || s.wakes == nil {
+		panic("api: Config.Control and Config.Wakes are required")
 	}
 	if s.clock == nil {
 		s.clock = intake.SystemClock{}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/control"
 )
 
 func newConsumer(name string, types ...string) api.CreateConsumerRequest {
@@ -129,8 +130,9 @@ func TestConsumerRequestsWithBadPatternsOrURLsAre400WithAClearMessage(t *testing
 func TestZeroConsumerPolicyRefusesNoAddress(t *testing.T) {
 	e := newEnv(t)
 	acme := e.newTenant("acme")
-	e.h = validating(t, api.New(api.Config{Store: e.store, Sealer: e.sealer, StaffToken: staffToken, PublicURL: publicURL,
-		Logger: slog.New(slog.NewTextHandler(e.logs, nil))}).Handler())
+	logger := slog.New(slog.NewTextHandler(e.logs, nil))
+	e.h = validating(t, api.New(api.Config{Control: control.New(control.Config{Store: e.store, Sealer: e.sealer, StaffToken: staffToken,
+		PublicURL: publicURL, Logger: logger}), Wakes: e.store, PublicURL: publicURL, Logger: logger}).Handler())
 	req := newConsumer("metadata", "*")
 	req.URL = "http://169.254.169.254/"
 	must[api.Consumer](e, 201, "POST", "/api/v1/consumers", acme.org.APIKey, req)

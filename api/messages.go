@@ -6,7 +6,6 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/internal/rawbody"
-	"github.com/intakehq/intake/internal/redact"
 )
 
 // listMessages lists (and searches) messages: the query is control's to
@@ -37,14 +36,10 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, who control.
 	if err != nil {
 		return err
 	}
-	headers, err := s.ctl.MessageHeaders(r.Context(), who, m)
-	if err != nil {
-		return err
-	}
 	out := MessageDetail{
-		Message:     messageView(m),
-		Query:       redact.Query(m.Query),
-		Headers:     headers,
+		Message:     messageView(m.Message),
+		Query:       m.Query,
+		Headers:     m.Header,
 		EventIDs:    m.EventIDs,
 		BodyExpired: m.BodyExpired,
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/control"
 )
 
 func init() {
@@ -207,7 +208,8 @@ func TestOpenAPIDocumentDescribesEveryRouteAndNoOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t)
-	srv := api.New(api.Config{Store: e.store, Sealer: e.sealer, PublicURL: publicURL})
+	srv := api.New(api.Config{Control: control.New(control.Config{Store: e.store, Sealer: e.sealer, PublicURL: publicURL}),
+		Wakes: e.store, PublicURL: publicURL})
 	served := map[string]bool{}
 	for _, pattern := range append(srv.Routes(), srv.PublicRoutes()...) {
 		served[strings.ReplaceAll(pattern, "...}", "}")] = true

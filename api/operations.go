@@ -282,8 +282,8 @@ func timeRange(r *http.Request) (since, until time.Time, err error) {
 		if v == "" {
 			return since, until, intake.Errorf(intake.EINVALID, "%s is required (RFC 3339)", p.name)
 		}
-		if *p.into, err = time.Parse(time.RFC3339, v); err != nil {
-			return since, until, intake.Errorf(intake.EINVALID, "%s must be an RFC 3339 time", p.name)
+		if *p.into, err = control.ParseTime(p.name, v); err != nil {
+			return since, until, err
 		}
 	}
 	return since, until, nil

@@ -166,7 +166,7 @@ func TestABulkRerouteOrReplayPastTheBulkMaxIsRefusedUnlessConfirmedAndThenAnswer
 		e.route(e.event(acme, "test.thing"), intake.EventNoConsumer)
 	}
 	ctl := control.New(control.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, BulkMax: 2})
-	e.h = validating(t, api.New(api.Config{Control: ctl, Store: e.store, Sealer: e.sealer, Clock: e.clock}).Handler())
+	e.h = validating(t, api.New(api.Config{Control: ctl, Wakes: e.store, Clock: e.clock}).Handler())
 
 	wantError(t, e.do("POST", "/api/v1/events/reroute", acme.org.APIKey, api.RerouteRequest{}), 400, intake.EINVALID, "confirm")
 	wantError(t, e.do("POST", "/api/v1/messages/replay", acme.org.APIKey, api.ReplayRequest{Type: "test.thing"}),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/testkit"
 )
@@ -22,9 +23,10 @@ func withPolicy(t *testing.T, e *env, deny, allow []string) {
 		}
 		return ps
 	}
-	e.h = validating(t, api.New(api.Config{Store: e.store, Sealer: e.sealer, StaffToken: staffToken, PublicURL: publicURL,
-		ConsumerPolicy: delivery.DefaultPolicy().Tighten(ranges(deny), ranges(allow)), Rules: testkit.Rules(t),
-		Logger: slog.New(slog.NewTextHandler(e.logs, nil))}).Handler())
+	logger := slog.New(slog.NewTextHandler(e.logs, nil))
+	e.h = validating(t, api.New(api.Config{Control: control.New(control.Config{Store: e.store, Sealer: e.sealer, StaffToken: staffToken,
+		PublicURL: publicURL, ConsumerPolicy: delivery.DefaultPolicy().Tighten(ranges(deny), ranges(allow)), Rules: testkit.Rules(t),
+		Logger: logger}), Wakes: e.store, PublicURL: publicURL, Logger: logger}).Handler())
 }
 
 func TestAnOperatorsDeniedRangeIsRefusedWhenAConsumerOrNotificationURLIsSaved(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/control"
 )
 
 // eventWith settles a message of body into one event of typ carrying data.
@@ -113,7 +114,7 @@ func TestEveryListRefusesAQueryParameterItDoesNotTake(t *testing.T) {
 	e := newEnv(t)
 	acme := e.newTenant("acme")
 	n := 0
-	for _, pattern := range api.New(api.Config{Store: e.store, Sealer: e.sealer}).Routes() {
+	for _, pattern := range api.New(api.Config{Control: control.New(control.Config{Store: e.store, Sealer: e.sealer}), Wakes: e.store}).Routes() {
 		method, path, _ := strings.Cut(pattern, " ")
 		if method != http.MethodGet || strings.Contains(path, "{") {
 			continue

@@ -3,7 +3,6 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -21,6 +20,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
 	"github.com/intakehq/intake/catalog"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
@@ -90,23 +90,17 @@ func newEnvWith(t *testing.T, wrap func(intake.Store) intake.Store) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	key := make([]byte, seal.KeySize)
-	rand.Read(key)
-	sealer, err := seal.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sealer := testkit.Sealer(t)
 	e := &env{t: t, dir: dir, store: st, sealer: sealer, clock: testkit.NewClock(t0), logs: &bytes.Buffer{}}
+	logger := slog.New(slog.NewTextHandler(e.logs, nil))
 	e.h = validating(t, api.New(api.Config{
-		Store:          wrap(st),
-		Sealer:         sealer,
-		StaffToken:     staffToken,
-		PublicURL:      publicURL + "/",
-		Clock:          e.clock,
-		BodyURLKey:     []byte("body-url-key"),
-		ConsumerPolicy: delivery.DefaultPolicy(),
-		Rules:          testkit.Rules(t),
-		Logger:         slog.New(slog.NewTextHandler(e.logs, nil)),
+		Control: control.New(control.Config{Store: wrap(st), Sealer: sealer, StaffToken: staffToken, PublicURL: publicURL + "/",
+			Clock: e.clock, ConsumerPolicy: delivery.DefaultPolicy(), Rules: testkit.Rules(t), Logger: logger}),
+		Wakes:      st,
+		PublicURL:  publicURL + "/",
+		Clock:      e.clock,
+		BodyURLKey: []byte("body-url-key"),
+		Logger:     logger,
 	}).Handler())
 	return e
 }

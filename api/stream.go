@@ -92,7 +92,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, who contro
 		return nil
 	}
 
-	wake, stop := s.store.Listen(intake.TopicEvents)
+	wake, stop := s.wakes.Listen(intake.TopicEvents)
 	defer stop()
 	poll := time.NewTicker(streamPoll)
 	defer poll.Stop()

@@ -105,7 +105,7 @@ func TestEveryRouteKeepsAnotherOrgsRowsOutOfReach(t *testing.T) {
 			Consumers: []control.ConsumerSpec{{Name: "x", App: "x", URL: "http://127.0.0.1:9/", EventTypes: []string{"*"}}}}}}, forbidden},
 		"GET /api/v1/export": {"/api/v1/export?org_id=" + acme.org.ID, nil, notFound},
 	}
-	routes := api.New(api.Config{Store: e.store, Sealer: e.sealer}).Routes()
+	routes := api.New(api.Config{Control: control.New(control.Config{Store: e.store, Sealer: e.sealer}), Wakes: e.store}).Routes()
 	for _, pattern := range routes {
 		c, ok := cases[pattern]
 		if !ok {

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/redact"
 )
 
 // S3 keeps bodies in one bucket of an S3-compatible store, under a key
@@ -49,7 +50,7 @@ type S3Location struct {
 func ParseS3URL(u string) (S3Location, error) {
 	p, err := url.Parse(u)
 	if err != nil || p.Scheme != "s3" || p.Host == "" || p.User != nil {
-		return S3Location{}, fmt.Errorf("%q: want s3://BUCKET[/PREFIX]?endpoint=…&region=…", redact(u))
+		return S3Location{}, fmt.Errorf("%q: want s3://BUCKET[/PREFIX]?endpoint=…&region=…", redact.URL(u))
 	}
 	q := p.Query()
 	loc := S3Location{Bucket: p.Host, Prefix: strings.Trim(p.Path, "/"), Region: q.Get("region"), Endpoint: q.Get("endpoint")}
@@ -105,14 +106,6 @@ func Open(ctx context.Context, u string) (*S3, error) {
 		}
 	})
 	return &S3{client: client, bucket: loc.Bucket, prefix: prefix}, nil
-}
-
-// redact drops what a URL's user part might hold.
-func redact(u string) string {
-	if p, err := url.Parse(u); err == nil {
-		return p.Redacted()
-	}
-	return "(unparsable)"
 }
 
 // EnsureBucket creates the bucket unless it exists.

@@ -19,9 +19,6 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
-	"github.com/intakehq/intake/delivery"
-	"github.com/intakehq/intake/internal/seal"
-	"github.com/intakehq/intake/rules"
 )
 
 //go:embed templates static
@@ -30,24 +27,13 @@ var assets embed.FS
 // Config is what the console needs. Store is required, and Control or
 // Sealer; the rest have working zero values.
 type Config struct {
-	// Control performs every operator action; nil: one over Store, Sealer,
-	// StaffToken, PublicURL, Clock and ConsumerPolicy.
-	Control    *control.Plane
-	Store      intake.Store // for the default Control and the sessions
-	Sealer     *seal.Sealer
-	StaffToken string // empty: no staff sign-in
-	PublicURL  string // where providers reach ingress; endpoint URLs are shown under it
-	Clock      intake.Clock
+	// Control performs every operator action and read, sessions' sign-in
+	// and sign-out included; required.
+	Control   *control.Plane
+	PublicURL string // where providers reach ingress; endpoint URLs are shown under it
+	Clock     intake.Clock
 	// SessionTTL is how long a sign-in lasts (default 12h).
 	SessionTTL time.Duration
-	// ConsumerPolicy checks consumer URLs at registration, as the admin
-	// API does; the zero Policy refuses nothing.
-	ConsumerPolicy delivery.Policy
-	// Rules is the engine of the default control plane (nil: the default
-	// bounds).
-	Rules *rules.Engine
-	// People maps single sign-on groups for the default control plane.
-	People intake.PeopleMap
 	// SingleSignOn, once its Issuer is set, lets people sign in at their
 	// identity provider; token sign-in stays.
 	SingleSignOn SingleSignOn
@@ -57,7 +43,6 @@ type Config struct {
 // Console is the web console.
 type Console struct {
 	ctl       *control.Plane
-	store     intake.Store // sessions only: every operator read is the control plane's
 	publicURL string
 	httpsURL  bool
 	clock     intake.Clock
@@ -75,7 +60,6 @@ type Console struct {
 func New(cfg Config) *Console {
 	c := &Console{
 		ctl:       cfg.Control,
-		store:     cfg.Store,
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"),
 		httpsURL:  strings.HasPrefix(cfg.PublicURL, "https://"),
 		clock:     cfg.Clock,
@@ -83,9 +67,7 @@ func New(cfg Config) *Console {
 		mux:       http.NewServeMux(),
 	}
 	if c.ctl == nil {
-		c.ctl = control.New(control.Config{Store: cfg.Store, Sealer: cfg.Sealer, StaffToken: cfg.StaffToken,
-			PublicURL: cfg.PublicURL, Clock: cfg.Clock, ConsumerPolicy: cfg.ConsumerPolicy, Rules: cfg.Rules, People: cfg.People,
-			Logger: cfg.Logger})
+		panic("console: Config.Control is required")
 	}
 	if c.clock == nil {
 		c.clock = intake.SystemClock{}
@@ -97,7 +79,7 @@ func New(cfg Config) *Console {
 	if ttl <= 0 {
 		ttl = 12 * time.Hour
 	}
-	c.sessions = &sessions{ttl: ttl, ctl: c.ctl, store: c.store}
+	c.sessions = &sessions{ttl: ttl, ctl: c.ctl}
 	if cfg.SingleSignOn.Issuer != "" {
 		c.sso = newSSO(cfg.SingleSignOn)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -69,12 +68,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := make([]byte, seal.KeySize)
-	rand.Read(key)
-	sealer, err := seal.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sealer := testkit.Sealer(t)
 	e := &env{t: t, store: st, sealer: sealer, rules: testkit.Rules(t)}
 	srv := httptest.NewServer(nil)
 	e.url = srv.URL
@@ -82,7 +76,8 @@ func newEnv(t *testing.T) *env {
 	// Endpoints are read afresh on every request: a test that disables one
 	// sees the next request refused, with no cache to outwait.
 	mux.Handle("/webhooks/{token}", ingress.New(ingress.Config{Store: st, Sealer: sealer, PublicURL: srv.URL, EndpointTTL: time.Nanosecond}))
-	mux.Handle("/api/", api.New(api.Config{Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL, Rules: e.rules}).Handler())
+	mux.Handle("/api/", api.New(api.Config{Control: control.New(control.Config{Store: st, Sealer: sealer, StaffToken: staffToken,
+		PublicURL: srv.URL, Rules: e.rules}), Wakes: st, PublicURL: srv.URL}).Handler())
 	// A test may make the console again (withBulkMax) before it signs in.
 	e.consoleH = e.console().Handler()
 	mux.Handle("/console/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { e.consoleH.ServeHTTP(w, r) }))
@@ -94,8 +89,7 @@ func newEnv(t *testing.T) *env {
 
 // console is another console process of the same deployment.
 func (e *env) console() *console.Console {
-	return console.New(console.Config{Control: e.control(), Store: e.store, Sealer: e.sealer, StaffToken: staffToken, PublicURL: e.url,
-		ConsumerPolicy: delivery.DefaultPolicy(), Rules: e.rules})
+	return console.New(console.Config{Control: e.control(), PublicURL: e.url})
 }
 
 // control is the control plane the consoles act through.
@@ -381,7 +375,8 @@ func TestAnotherProcessOnTheSameStoreAcceptsTheSessionAndAForgedCookieIsRefused(
 		}
 	}
 	// Another deployment (its own store) does not know the session.
-	stranger := console.New(console.Config{Store: newEnv(t).store, Sealer: e.sealer, StaffToken: staffToken})
+	stranger := console.New(console.Config{Control: control.New(control.Config{Store: newEnv(t).store, Sealer: e.sealer,
+		StaffToken: staffToken})})
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("GET", "/console/", nil)
 	req.AddCookie(cookie)
@@ -410,6 +405,28 @@ func TestSignOutEndsTheSession(t *testing.T) {
 	wantStatus(t, b.post("/console/logout", url.Values{"csrf": {b.csrf()}}), http.StatusSeeOther)
 	b.c.Jar.SetCookies(&url.URL{Scheme: "http", Host: strings.TrimPrefix(e.url, "http://"), Path: "/console/"}, []*http.Cookie{old})
 	wantStatus(t, b.get("/console/"), http.StatusSeeOther)
+}
+
+// A token's sign-in and sign-out are in the audit log as a person's are:
+// the org's, under the key's name, with the role the key gave.
+func TestATokensSignInAndSignOutAreAudited(t *testing.T) {
+	e := newEnv(t)
+	acme := e.tenant("acme")
+	b := e.browser()
+	b.signIn(acme.org.APIKey)
+	wantStatus(t, b.post("/console/logout", url.Values{"csrf": {b.csrf()}}), http.StatusSeeOther)
+	audit, err := e.store.ListAudit(context.Background(), intake.Scope{OrgID: acme.org.ID}, intake.AuditFilter{Limit: 10})
+	if err != nil || len(audit.Items) < 2 {
+		t.Fatalf("acme's audit = %+v %v, want the sign-in and the sign-out", audit.Items, err)
+	}
+	out, in := audit.Items[0], audit.Items[1]
+	actor := "key:" + acme.org.APIKey[:len("ik_")+6]
+	if in.Action != "session.sign_in" || in.Actor != actor || in.TargetType != "token" || in.Detail != "role=admin" {
+		t.Errorf("sign-in entry %+v, want session.sign_in by %s with its role", in, actor)
+	}
+	if out.Action != "session.sign_out" || out.Actor != actor || out.TargetType != "session" {
+		t.Errorf("sign-out entry %+v, want session.sign_out by %s", out, actor)
+	}
 }
 
 func TestFormsNeedTheSessionsCSRFTokenAndTheConsolesOrigin(t *testing.T) {

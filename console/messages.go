@@ -12,8 +12,6 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/internal/rawbody"
-	"github.com/intakehq/intake/internal/redact"
-	"github.com/intakehq/intake/provider"
 )
 
 // pageSize is how many rows a list shows; lists page by keyset, so a page
@@ -225,30 +223,16 @@ func (c *Console) message(w http.ResponseWriter, r *http.Request, s *session) er
 	if err != nil {
 		return err
 	}
-	v := messageView{M: m, Query: redact.Query(m.Query), BodyExpired: m.BodyExpired}
+	v := messageView{M: m.Message, Query: m.Query, BodyExpired: m.BodyExpired, Hidden: m.HiddenHeaders, HandshakeSecret: m.HandshakeSecret}
 	if names, _, err := c.endpointNames(r.Context(), s); err == nil {
 		v.Endpoint = names[m.EndpointID]
 	} else {
 		return err
 	}
-	shown, err := c.ctl.MessageHeaders(r.Context(), s.caller(), m)
-	if err != nil {
-		return err
-	}
-	v.Hidden = len(m.Header) - len(shown)
-	for name, values := range shown {
+	for name, values := range m.Header {
 		v.Headers = append(v.Headers, header{Name: http.CanonicalHeaderKey(name), Value: strings.Join(values, ", ")})
 	}
 	slices.SortFunc(v.Headers, func(a, b header) int { return strings.Compare(a.Name, b.Name) })
-	if conn, err := c.ctl.Connection(r.Context(), s.caller(), m.ConnectionID); err == nil {
-		if a, ok := provider.Lookup(conn.Provider); ok {
-			if hs, ok := a.(provider.HandshakeSecreter); ok {
-				v.HandshakeSecret = hs.HandshakeSecret(&provider.Request{Method: m.Method, Header: m.Header}) != ""
-			}
-		}
-	} else if intake.ErrorCode(err) != intake.ENOTFOUND {
-		return err
-	}
 	if !m.BodyExpired {
 		body, size, _, err := c.ctl.OpenMessageBody(r.Context(), s.caller(), id)
 		switch {

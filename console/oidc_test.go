@@ -22,7 +22,6 @@ import (
 	"github.com/intakehq/intake/console"
 	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/internal/oidctest"
-	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
 )
 
@@ -68,7 +67,7 @@ func newSSOEnv(t *testing.T, issuer string) *ssoEnv {
 	t.Helper()
 	ctx := context.Background()
 	st := &sessionCounter{Store: testkit.SQLite(t)}
-	sealer, _ := seal.New(make([]byte, seal.KeySize))
+	sealer := testkit.Sealer(t)
 	people, err := intake.ParsePeopleMap(peopleMap)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +84,7 @@ func newSSOEnv(t *testing.T, issuer string) *ssoEnv {
 			t.Fatal(err)
 		}
 	}
-	c := console.New(console.Config{Control: ctl, Store: st, SingleSignOn: console.SingleSignOn{
+	c := console.New(console.Config{Control: ctl, SingleSignOn: console.SingleSignOn{
 		Issuer: issuer, ClientID: ssoClientID, ClientSecret: ssoClientSecret}})
 	srv := httptest.NewServer(c.Handler())
 	t.Cleanup(srv.Close)

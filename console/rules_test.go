@@ -12,6 +12,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/console"
+	"github.com/intakehq/intake/control"
 )
 
 func TestAConnectionsFilterIsTriedAndSavedFromItsPage(t *testing.T) {
@@ -84,8 +85,8 @@ func TestTheOverviewIsOneReadOfTheStore(t *testing.T) {
 		e.send(acme, typ)
 	}
 	counting := &countingStore{Store: e.store}
-	srv := httptest.NewServer(console.New(console.Config{Store: counting, Sealer: e.sealer, StaffToken: staffToken, PublicURL: e.url,
-		Rules: e.rules}).Handler())
+	srv := httptest.NewServer(console.New(console.Config{Control: control.New(control.Config{Store: counting, Sealer: e.sealer,
+		StaffToken: staffToken, PublicURL: e.url, Rules: e.rules}), PublicURL: e.url}).Handler())
 	defer srv.Close()
 	b := e.browser()
 	b.base = srv.URL

@@ -46,11 +46,11 @@ func (s *session) caller() control.Caller {
 	return control.Caller{Scope: s.scope(), Actor: s.Actor, Role: s.Role}
 }
 
-// sessions signs in, checks and signs out sessions.
+// sessions signs in, checks and signs out sessions, through the control
+// plane.
 type sessions struct {
 	ttl    time.Duration
 	ctl    *control.Plane
-	store  intake.Sessions
 	limits signInLimits
 }
 
@@ -61,15 +61,9 @@ func (ss *sessions) login(ctx context.Context, client, tok string, now time.Time
 	if tok == "" {
 		return "", intake.Errorf(intake.EUNAUTHORIZED, "enter the staff token or an org's API key")
 	}
-	who, err := ss.ctl.Authenticate(ctx, client, tok)
-	if err != nil {
-		return "", err
-	}
-	row := intake.ConsoleSession{KeyHash: token.Hash(tok), OrgID: who.Scope.OrgID, Actor: who.Actor, CSRF: randomToken(),
-		CreatedAt: now, ExpiresAt: now.Add(ss.ttl)}
 	value := randomToken()
-	row.IDHash = token.Hash(value)
-	if err := ss.store.CreateSession(ctx, row); err != nil {
+	row := intake.ConsoleSession{IDHash: token.Hash(value), CSRF: randomToken(), CreatedAt: now, ExpiresAt: now.Add(ss.ttl)}
+	if _, err := ss.ctl.SignIn(ctx, client, tok, row); err != nil {
 		return "", err
 	}
 	return value, nil
@@ -77,17 +71,13 @@ func (ss *sessions) login(ctx context.Context, client, tok string, now time.Time
 
 // open finds the session a cookie client sent names, unexpired, not
 // signed out, and with a credential that still works. Any caller may send
-// any cookie: it is looked up as a credential is (control.Plane.LookUp).
+// any cookie: it is looked up as a credential is (control.Plane.Session).
 func (ss *sessions) open(ctx context.Context, client, value string, now time.Time) (*session, error) {
 	invalid := intake.Errorf(intake.EUNAUTHORIZED, "sign in again")
 	if value == "" || len(value) > 64 {
 		return nil, invalid
 	}
-	var row intake.ConsoleSession
-	err := ss.ctl.LookUp(ctx, client, func(ctx context.Context) (err error) {
-		row, err = ss.store.SessionByHash(ctx, token.Hash(value), now)
-		return err
-	})
+	row, err := ss.ctl.Session(ctx, client, token.Hash(value), now)
 	if intake.ErrorCode(err) == intake.ENOTFOUND {
 		return nil, invalid
 	}
@@ -125,7 +115,7 @@ func (ss *sessions) checkCSRF(s *session, got string) bool {
 
 // revoke ends a session on every process.
 func (ss *sessions) revoke(ctx context.Context, s *session, now time.Time) error {
-	return ss.store.RevokeSession(ctx, s.idHash, now)
+	return ss.ctl.SignOut(ctx, s.caller(), s.idHash, now)
 }
 
 // signInLimits holds each client address to a few sign-in tries a minute,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/console"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/store/postgres"
@@ -27,7 +28,8 @@ type process struct {
 
 func startProcess(t *testing.T, st intake.Store, clock intake.Clock) *process {
 	t.Helper()
-	srv := httptest.NewServer(console.New(console.Config{Store: st, StaffToken: staffToken, Clock: clock}).Handler())
+	srv := httptest.NewServer(console.New(console.Config{Control: control.New(control.Config{Store: st, StaffToken: staffToken, Clock: clock}),
+		Clock: clock}).Handler())
 	t.Cleanup(srv.Close)
 	return &process{t: t, url: srv.URL}
 }

@@ -32,7 +32,7 @@ func newApplyEnv(t *testing.T) *applyEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	sealer, _ := seal.New(bytes.Repeat([]byte{5}, 32))
+	sealer := testkit.Sealer(t)
 	clk := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	// Scripts' time limits are not what these tests judge: a loaded machine
 	// takes more than the default 50 ms to start a script host and load a

@@ -1,7 +1,6 @@
 package control_test
 
 import (
-	"bytes"
 	"context"
 	"sync/atomic"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/catalog"
 	"github.com/intakehq/intake/control"
-	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
 )
 
@@ -22,7 +20,7 @@ func TestAsyncAPIDocumentCoversTheCallersTypesOnlyAndAnotherOrgsConnectionIsNotF
 	ctx := context.Background()
 	s := testkit.SQLite(t)
 	clock := testkit.NewClock(time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC))
-	sealer, _ := seal.New(bytes.Repeat([]byte{5}, 32))
+	sealer := testkit.Sealer(t)
 	ctl := control.New(control.Config{Store: s, Sealer: sealer, Clock: clock})
 	staff := control.Caller{Actor: "staff"}
 	var events []intake.Event

@@ -1,7 +1,6 @@
 package control_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"github.com/intakehq/intake/delivery"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
-	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
 )
 
@@ -45,7 +43,7 @@ func (s *heldReads) ListEvents(ctx context.Context, sc intake.Scope, f intake.Ev
 
 func budgetPlane(t *testing.T, s intake.Store, reads control.ReadBudget) (*control.Plane, control.Caller, control.Caller) {
 	t.Helper()
-	sealer, _ := seal.New(bytes.Repeat([]byte{5}, 32))
+	sealer := testkit.Sealer(t)
 	ctl := control.New(control.Config{Store: s, Sealer: sealer, Reads: reads})
 	staff := control.Caller{Actor: "staff"}
 	var keys []control.Caller

@@ -9,6 +9,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/redact"
 	"github.com/intakehq/intake/rules"
 )
 
@@ -90,7 +91,7 @@ func (p *Plane) CreateConsumer(ctx context.Context, c Caller, n NewConsumer) (in
 // credentials (a broker's password) is sealed whole, bound to the
 // consumer; its url shows the password as *** (DESIGN §12).
 func (p *Plane) setURL(cs *intake.Consumer, raw string) {
-	cs.URL, cs.SealedURL = delivery.Redact(raw), nil
+	cs.URL, cs.SealedURL = redact.URL(raw), nil
 	if cs.URL != raw {
 		cs.SealedURL = p.sealer.SealConsumerURL(cs.ID, raw)
 	}

@@ -1,7 +1,6 @@
 package control_test
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/blob"
 	"github.com/intakehq/intake/control"
-	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
 )
 
@@ -25,7 +23,7 @@ func TestAnEndpointsMaxBodyBytesAboveTheServersIsRefusedNamingTheMaximum(t *test
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			s := open(t)
-			sealer, _ := seal.New(bytes.Repeat([]byte{3}, 32))
+			sealer := testkit.Sealer(t)
 			clock := testkit.NewClock(time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
 			org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: clock.Now()}
 			conn := intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "github", Name: "gh", CreatedAt: clock.Now()}

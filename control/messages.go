@@ -2,26 +2,52 @@ package control
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/redact"
 	"github.com/intakehq/intake/provider"
 )
 
-// MessageHeaders are a message's headers as operators see them: without
-// credentials, those of redact's word list and those the message's
-// connection names as its credential (Okta's auth_header). m was read in
-// c's scope.
-func (p *Plane) MessageHeaders(ctx context.Context, c Caller, m intake.Message) (http.Header, error) {
+// ShownMessage is a message as operators read it: its headers and query
+// without credentials (redact's list, and the headers its connection
+// names as its credential, Okta's auth_header), how many headers that hid,
+// and whether it is a handshake whose provider hands its signing secret
+// over in it (Asana), so the connection can adopt it.
+type ShownMessage struct {
+	intake.Message
+	HiddenHeaders   int
+	HandshakeSecret bool
+}
+
+// Message reads one message as operators see it.
+func (p *Plane) Message(ctx context.Context, c Caller, id string) (ShownMessage, error) {
 	if err := c.may(intake.RoleViewer); err != nil {
-		return nil, err
+		return ShownMessage{}, err
 	}
-	names, err := p.credentialHeaders(ctx, c.Scope, m.ConnectionID)
+	if err := intake.CheckID("id", id); err != nil {
+		return ShownMessage{}, err
+	}
+	m, err := p.store.Message(ctx, c.Scope, id)
 	if err != nil {
-		return nil, err
+		return ShownMessage{}, err
 	}
-	return redact.Headers(m.Header, names...), nil
+	cn, err := p.store.Connection(ctx, c.Scope, m.ConnectionID)
+	if intake.ErrorCode(err) == intake.ENOTFOUND {
+		cn, err = intake.Connection{}, nil // deleted since: the word list alone applies
+	}
+	if err != nil {
+		return ShownMessage{}, err
+	}
+	s := ShownMessage{Message: m}
+	if a, ok := provider.Lookup(cn.Provider); ok {
+		if hs, ok := a.(provider.HandshakeSecreter); ok {
+			s.HandshakeSecret = hs.HandshakeSecret(&provider.Request{Method: m.Method, Header: m.Header}) != ""
+		}
+	}
+	s.Header = redact.Headers(m.Header, provider.CredentialHeaders(cn)...)
+	s.HiddenHeaders = len(m.Header) - len(s.Header)
+	s.Query = redact.Query(m.Query)
+	return s, nil
 }
 
 // credentialHeaders are the header names a connection makes credentials;

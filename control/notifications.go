@@ -9,6 +9,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/redact"
 )
 
 // NotificationSettings is where an org's operational notifications go, as
@@ -115,7 +116,7 @@ func (p *Plane) putNotifications(ctx context.Context, c Caller, orgID string, u 
 
 // setNotificationURL sets where s's notifications are posted. A url that
 // carries credentials is sealed whole, bound to the org, and shown with
-// them as *** (delivery.Redact), as a consumer's is; the url given back as
+// them as *** (redact.URL), as a consumer's is; the url given back as
 // read keeps the one sealed in old.
 func (p *Plane) setNotificationURL(s *intake.NotificationSettings, old intake.NotificationSettings, raw string) error {
 	if raw != "" && raw == old.URL && len(old.SealedURL) > 0 {
@@ -125,7 +126,7 @@ func (p *Plane) setNotificationURL(s *intake.NotificationSettings, old intake.No
 		}
 		raw = whole
 	}
-	s.URL, s.SealedURL = delivery.Redact(raw), nil
+	s.URL, s.SealedURL = redact.URL(raw), nil
 	if s.URL != raw {
 		s.SealedURL = p.sealer.SealNotificationURL(s.OrgID, raw)
 	}

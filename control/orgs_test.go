@@ -1,7 +1,6 @@
 package control_test
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
@@ -10,7 +9,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
-	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/store/sqlite"
 )
 
@@ -24,7 +23,7 @@ func TestAnOrgsRetentionAboveTheServersIsRefusedNamingTheMaximum(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	sealer, _ := seal.New(bytes.Repeat([]byte{5}, 32))
+	sealer := testkit.Sealer(t)
 	ctl := control.New(control.Config{Store: s, Sealer: sealer, MaxBodyRetention: 168 * time.Hour, MaxRetention: 720 * time.Hour})
 	staff := control.Caller{Actor: "staff"}
 	org, _, err := ctl.CreateOrg(ctx, staff, "acme")

@@ -1,7 +1,6 @@
 package control_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"testing"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
-	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
 )
 
@@ -20,7 +18,7 @@ import (
 func TestSignInPersonGivesTheMappedOrgAndRoleAndAuditsThePerson(t *testing.T) {
 	ctx := context.Background()
 	s := testkit.SQLite(t)
-	sealer, _ := seal.New(bytes.Repeat([]byte{5}, 32))
+	sealer := testkit.Sealer(t)
 	people, err := intake.ParsePeopleMap([]string{"gone=initech:admin", "acme-ops=acme:operator", "acme-view=acme", "globex=globex:admin", "root=staff"})
 	if err != nil {
 		t.Fatal(err)

@@ -33,18 +33,6 @@ func (p *Plane) CountMessages(ctx context.Context, c Caller, f intake.MessageFil
 	return budgeted(ctx, p, c, func(ctx context.Context) (int, error) { return p.store.CountMessages(ctx, c.Scope, f) })
 }
 
-// Message reads one message; its headers as operators see them are
-// MessageHeaders'.
-func (p *Plane) Message(ctx context.Context, c Caller, id string) (intake.Message, error) {
-	if err := c.may(intake.RoleViewer); err != nil {
-		return intake.Message{}, err
-	}
-	if err := intake.CheckID("id", id); err != nil {
-		return intake.Message{}, err
-	}
-	return p.store.Message(ctx, c.Scope, id)
-}
-
 // MessageAttempts lists the attempts at processing a message.
 func (p *Plane) MessageAttempts(ctx context.Context, c Caller, id string) ([]intake.Attempt, error) {
 	if err := c.may(intake.RoleViewer); err != nil {

@@ -1,7 +1,6 @@
 package control_test
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
-	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
 )
 
@@ -19,7 +17,7 @@ import (
 func TestEachReadRefusesABadIDOrFilterWithOneError(t *testing.T) {
 	ctx := context.Background()
 	s := testkit.SQLite(t)
-	sealer, _ := seal.New(bytes.Repeat([]byte{5}, 32))
+	sealer := testkit.Sealer(t)
 	ctl := control.New(control.Config{Store: s, Sealer: sealer})
 	staff := control.Caller{Actor: "staff"}
 	org, _, err := ctl.CreateOrg(ctx, staff, "acme")
@@ -120,7 +118,7 @@ func TestWithinNarrowsStaffToOneOrgAsItsAdminAndLeavesAnOrgsCallerAlone(t *testi
 // org's overview does not, the replica being the server's.
 func TestTheReplicaIsInStaffsOverviewOnly(t *testing.T) {
 	ctx := context.Background()
-	sealer, _ := seal.New(bytes.Repeat([]byte{5}, 32))
+	sealer := testkit.Sealer(t)
 	now := intake.ReplicaState{Lag: 1500 * time.Millisecond, LastSync: time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)}
 	ctl := control.New(control.Config{Store: testkit.SQLite(t), Sealer: sealer, Replica: func() intake.ReplicaState { return now }})
 	staff := control.Caller{Actor: "staff"}

@@ -1,7 +1,6 @@
 package control_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -56,7 +55,7 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	sealer, _ := seal.New(bytes.Repeat([]byte{3}, 32))
+	sealer := testkit.Sealer(t)
 	e := &env{store: s, sealer: sealer, clock: testkit.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}
 	e.org = intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: e.clock.Now()}
 	e.conn = intake.Connection{ID: intake.NewID(), OrgID: e.org.ID, Provider: "github", Name: "gh", CreatedAt: e.clock.Now()}

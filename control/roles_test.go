@@ -140,9 +140,8 @@ func roleRows(orgID string) []roleRow {
 			}
 			return err
 		}},
-		{"MessageHeaders", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
-			_, err := p.MessageHeaders(ctx, c, intake.Message{ConnectionID: id, Header: http.Header{}})
-			return err
+		{"SignOut", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
+			return p.SignOut(ctx, c, make([]byte, 32), time.Now())
 		}},
 		{"Events", "", intake.RoleViewer, func(ctx context.Context, p *control.Plane, c control.Caller) error {
 			_, err := p.Events(ctx, c, intake.EventFilter{})
@@ -342,6 +341,8 @@ var notActions = map[string]string{
 	"AuthenticateHash": "turns a credential's hash into a Caller",
 	"LookUp":           "looks up a credential before there is a Caller",
 	"SignInPerson":     "turns a person the identity provider vouched for into a Caller",
+	"SignIn":           "turns a token into a Caller and its console session",
+	"Session":          "looks up a console session before there is a Caller",
 	"Stated":           "adds its state to a consumer an action returned",
 	"SecretCount":      "counts the secrets of a connection an action returned",
 	"SealStoredURLs":   "the server's own start, before anyone is served",

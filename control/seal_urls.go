@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/redact"
 )
 
 // startup is the actor of what the server does to its own rows at start.
@@ -24,7 +24,7 @@ func (p *Plane) SealStoredURLs(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, cs := range consumers {
-		if len(cs.SealedURL) > 0 || delivery.Redact(cs.URL) == cs.URL {
+		if len(cs.SealedURL) > 0 || redact.URL(cs.URL) == cs.URL {
 			continue
 		}
 		p.setURL(&cs, cs.URL)
@@ -49,7 +49,7 @@ func (p *Plane) SealStoredURLs(ctx context.Context) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		if len(s.SealedURL) > 0 || delivery.Redact(s.URL) == s.URL {
+		if len(s.SealedURL) > 0 || redact.URL(s.URL) == s.URL {
 			continue
 		}
 		old := s

@@ -3,7 +3,6 @@ package control_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"html"
 	"io"
@@ -21,7 +20,7 @@ import (
 	"github.com/intakehq/intake/api"
 	"github.com/intakehq/intake/console"
 	"github.com/intakehq/intake/control"
-	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/store/sqlite"
 )
 
@@ -46,14 +45,12 @@ func newTransports(t *testing.T) *transports {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := make([]byte, seal.KeySize)
-	rand.Read(key)
-	sealer, _ := seal.New(key)
+	sealer := testkit.Sealer(t)
 	srv := httptest.NewServer(nil)
 	ctl := control.New(control.Config{Store: st, Sealer: sealer, StaffToken: staff, PublicURL: srv.URL})
 	mux := http.NewServeMux()
-	mux.Handle("/api/", api.New(api.Config{Control: ctl, Store: st, PublicURL: srv.URL}).Handler())
-	mux.Handle("/console/", console.New(console.Config{Control: ctl, Store: st, PublicURL: srv.URL}).Handler())
+	mux.Handle("/api/", api.New(api.Config{Control: ctl, Wakes: st, PublicURL: srv.URL}).Handler())
+	mux.Handle("/console/", console.New(console.Config{Control: ctl, PublicURL: srv.URL}).Handler())
 	srv.Config.Handler = mux
 	t.Cleanup(func() { srv.Close(); st.Close() })
 	tr := &transports{t: t, url: srv.URL, store: st, ctl: ctl}

@@ -1,7 +1,6 @@
 package control_test
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"github.com/intakehq/intake/api"
 	"github.com/intakehq/intake/console"
 	"github.com/intakehq/intake/control"
-	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/store/postgres/pgtest"
 )
@@ -36,15 +34,13 @@ func TestUnreachablePostgresIsA503WithRetryAfterOnTheAPIAndTheConsole(t *testing
 	u.RawQuery = q.Encode()
 	st := testkit.PostgresAt(t, u.String())
 
-	key := make([]byte, seal.KeySize)
-	rand.Read(key)
-	sealer, _ := seal.New(key)
+	sealer := testkit.Sealer(t)
 	srv := httptest.NewServer(nil)
 	defer srv.Close()
 	ctl := control.New(control.Config{Store: st, Sealer: sealer, StaffToken: staff, PublicURL: srv.URL})
 	mux := http.NewServeMux()
-	mux.Handle("/api/", api.New(api.Config{Control: ctl, Store: st, PublicURL: srv.URL}).Handler())
-	mux.Handle("/console/", console.New(console.Config{Control: ctl, Store: st, PublicURL: srv.URL}).Handler())
+	mux.Handle("/api/", api.New(api.Config{Control: ctl, Wakes: st, PublicURL: srv.URL}).Handler())
+	mux.Handle("/console/", console.New(console.Config{Control: ctl, PublicURL: srv.URL}).Handler())
 	srv.Config.Handler = mux
 
 	call := func(method, path, body string) (*http.Response, string) {

@@ -1,7 +1,6 @@
 package control_test
 
 import (
-	"bytes"
 	"context"
 	"sync"
 	"testing"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/control"
-	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
 )
 
@@ -24,7 +22,7 @@ func TestRacingChangesOfDifferentFieldsBothStick(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			s := open(t)
-			sealer, _ := seal.New(bytes.Repeat([]byte{3}, 32))
+			sealer := testkit.Sealer(t)
 			clock := testkit.NewClock(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 			org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: clock.Now()}
 			conn := intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "github", Name: "gh", CreatedAt: clock.Now()}
@@ -122,7 +120,7 @@ func TestRacingFirstNotificationPutsMintOneSecret(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			s := open(t)
-			sealer, _ := seal.New(bytes.Repeat([]byte{3}, 32))
+			sealer := testkit.Sealer(t)
 			clock := testkit.NewClock(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 			p := control.New(control.Config{Store: s, Sealer: sealer, Clock: clock, Rules: testkit.Rules(t)})
 			staff := control.Caller{Actor: "staff"}

@@ -18,6 +18,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/redact"
 )
 
 // An amqp consumer publishes to a RabbitMQ exchange or queue (DESIGN §12):
@@ -67,7 +68,7 @@ func checkAMQP(u *url.URL) error {
 
 func amqpTargetOf(u *url.URL) (amqpTarget, error) {
 	bad := func(format string, args ...any) (amqpTarget, error) {
-		return amqpTarget{}, intake.Errorf(intake.EINVALID, "url %s: %s", Redact(u.String()), fmt.Sprintf(format, args...))
+		return amqpTarget{}, intake.Errorf(intake.EINVALID, "url %s: %s", redact.URL(u.String()), fmt.Sprintf(format, args...))
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
@@ -141,14 +142,12 @@ func openAMQP(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error)
 	}
 	p := &amqpPublisher{
 		url:     conn.String(),
-		shown:   Redact(u.String()),
+		given:   u,
+		shown:   redact.URL(u.String()),
 		target:  t,
 		dial:    dial,
 		timeout: timeout,
 		gate:    make(chan struct{}, 1),
-	}
-	if pw, ok := u.User.Password(); ok {
-		p.password = pw
 	}
 	if strings.EqualFold(u.Scheme, "amqps") {
 		name := q.Get("server_name_indication")
@@ -164,13 +163,13 @@ func openAMQP(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error)
 // on channels in confirm mode, each carrying one publish at a time so that
 // a message's return and confirm are its own.
 type amqpPublisher struct {
-	url      string // what the client dials: the url without intake's parameters
-	shown    string // the url as errors show it
-	password string
-	target   amqpTarget
-	dial     Dialer
-	timeout  time.Duration
-	tls      *tls.Config
+	url     string   // what the client dials: the url without intake's parameters
+	shown   string   // the url as errors show it
+	given   *url.URL // the url as registered, whose password errors never show
+	target  amqpTarget
+	dial    Dialer
+	timeout time.Duration
+	tls     *tls.Config
 
 	gate chan struct{} // held while connecting
 
@@ -221,10 +220,7 @@ func (p *amqpPublisher) Publish(ctx context.Context, pub Publication) Result {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	retry := func(format string, args ...any) Result {
-		msg := p.shown + ": " + fmt.Sprintf(format, args...)
-		if p.password != "" {
-			msg = strings.ReplaceAll(msg, p.password, "***")
-		}
+		msg := redact.Password(p.shown+": "+fmt.Sprintf(format, args...), p.given)
 		return Result{Outcome: intake.DeliveryRetry, Latency: time.Since(start), Err: msg}
 	}
 

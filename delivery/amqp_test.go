@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/redact"
 )
 
 // amqpBrokerURL is the RabbitMQ the tests publish to: INTAKE_TEST_AMQP, or
@@ -41,9 +42,9 @@ func amqpTestBroker(t *testing.T) *amqp.Connection {
 	c, err := amqp.DialConfig(amqpBrokerURL(), amqp.Config{Dial: amqp.DefaultDial(5 * time.Second)})
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("RabbitMQ is not reachable at %s (%v): CI must run it", Redact(amqpBrokerURL()), err)
+			t.Fatalf("RabbitMQ is not reachable at %s (%v): CI must run it", redact.URL(amqpBrokerURL()), err)
 		}
-		t.Skipf("RabbitMQ is not reachable at %s: %v", Redact(amqpBrokerURL()), err)
+		t.Skipf("RabbitMQ is not reachable at %s: %v", redact.URL(amqpBrokerURL()), err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -52,7 +53,7 @@ func TestPolicyRefusesMetadataAddressesAtRegistrationAndAtConnect(t *testing.T) 
 	}
 	// At connect time: the dialer refuses, whatever the URL said before.
 	s := NewSender(Options{Policy: p, Timeout: 2 * time.Second})
-	r := s.Send(ctx, "http://169.254.169.254/", NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), time.Now())
+	r := send(ctx, s, "http://169.254.169.254/", NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), time.Now())
 	if r.Outcome != intake.DeliveryRetry || r.Err != "refused by the consumer address policy" {
 		t.Fatalf("result %+v", r)
 	}
@@ -65,7 +66,7 @@ func TestSendClassifiesAnswersAndReadsAtMost64KiB(t *testing.T) {
 	s := NewSender(Options{Policy: DefaultPolicy(), MaxRetryAfter: time.Hour})
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	send := func() Result {
-		return s.Send(context.Background(), srv.URL, NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), now)
+		return send(context.Background(), s, srv.URL, NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), now)
 	}
 	cases := []struct {
 		name    string
@@ -93,4 +94,14 @@ func TestSendClassifiesAnswersAndReadsAtMost64KiB(t *testing.T) {
 			t.Errorf("%s: %+v", c.name, r)
 		}
 	}
+}
+
+// send posts env to url signed with secret, as the router posts an
+// envelope no transform changed.
+func send(ctx context.Context, s *Sender, url, secret string, env intake.Envelope, now time.Time) Result {
+	body, err := json.Marshal(env)
+	if err != nil {
+		panic(err)
+	}
+	return s.SendBody(ctx, url, []string{secret}, env.ID, body, nil, now)
 }

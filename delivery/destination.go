@@ -87,12 +87,6 @@ func IsBroker(raw string) bool {
 	return ok
 }
 
-// Redact shows a url with every credential it carries as ***, its user
-// and password and each query parameter named like a credential: what
-// every read, list, export and log shows of a consumer's url. The rest
-// stays as written.
-func Redact(raw string) string { return redact.URL(raw) }
-
 // checkBroker checks a broker url of a known scheme; nil for http(s).
 func checkBroker(u *url.URL) error {
 	k, ok := brokers[strings.ToLower(u.Scheme)]
@@ -100,7 +94,7 @@ func checkBroker(u *url.URL) error {
 		return nil
 	}
 	if u.Hostname() == "" {
-		return intake.Errorf(intake.EINVALID, "url %s has no host", Redact(u.String()))
+		return intake.Errorf(intake.EINVALID, "url %s has no host", redact.URL(u.String()))
 	}
 	return k.check(u)
 }
@@ -134,20 +128,9 @@ func open(raw string, dial Dialer, timeout time.Duration) (Publisher, error) {
 	}
 	p, err := k.open(u, dial, timeout)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %s", Redact(raw), redactIn(err.Error(), u))
+		return nil, fmt.Errorf("connect to %s: %s", redact.URL(raw), redact.Password(err.Error(), u))
 	}
 	return p, nil
-}
-
-// redactIn removes u's password from a message a client library wrote.
-func redactIn(msg string, u *url.URL) string {
-	if u.User == nil {
-		return msg
-	}
-	if pw, ok := u.User.Password(); ok && pw != "" {
-		return strings.ReplaceAll(msg, pw, "***")
-	}
-	return msg
 }
 
 // publishers keeps one publisher per consumer, for the url it was opened

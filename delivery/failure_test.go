@@ -32,7 +32,7 @@ func TestFailedCallNamesWhatFailedAndNeverCarriesThePeersBytes(t *testing.T) {
 	ctx := context.Background()
 	s := NewSender(Options{Policy: DefaultPolicy(), Timeout: 5 * time.Second})
 	send := func(url string) Result {
-		return s.Send(ctx, url, NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), time.Now())
+		return send(ctx, s, url, NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), time.Now())
 	}
 	for name, greeting := range map[string][]byte{"nats": testkit.NATSGreeting, "mariadb": testkit.MariaDBGreeting} {
 		addr := testkit.Banner(t, greeting)
@@ -178,7 +178,7 @@ func TestFailedCallWithoutANameNeverCarriesTheConsumersURL(t *testing.T) {
 	s := NewSender(Options{Policy: DefaultPolicy(), Timeout: 2 * time.Second})
 	// Port 99999 fails in the dialer, for no reason connFailure names.
 	const url = "http://intake-user:hunter2@127.0.0.1:99999/hooks?token=tok_0123456789"
-	r := s.Send(context.Background(), url, NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), time.Now())
+	r := send(context.Background(), s, url, NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), time.Now())
 	if r.Outcome != intake.DeliveryRetry || r.Err != "request failed" {
 		t.Errorf("%+v, want a retry saying only \"request failed\"", r)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/redact"
 )
 
 // A kafka url names the brokers to bootstrap from and the topic:
@@ -52,7 +53,7 @@ func checkKafka(u *url.URL) error {
 
 func parseKafka(u *url.URL) (kafkaURL, error) {
 	bad := func(format string, a ...any) (kafkaURL, error) {
-		return kafkaURL{}, intake.Errorf(intake.EINVALID, "kafka url %s %s", Redact(u.String()), fmt.Sprintf(format, a...))
+		return kafkaURL{}, intake.Errorf(intake.EINVALID, "kafka url %s %s", redact.URL(u.String()), fmt.Sprintf(format, a...))
 	}
 	var k kafkaURL
 	if u.Opaque != "" || u.Host == "" {
@@ -217,7 +218,7 @@ func openKafka(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return nil, intake.Errorf(intake.EINVALID, "kafka url %s: %v", Redact(u.String()), err)
+		return nil, intake.Errorf(intake.EINVALID, "kafka url %s: %v", redact.URL(u.String()), err)
 	}
 	p.cl = cl
 	return p, nil

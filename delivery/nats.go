@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/redact"
 )
 
 // A nats consumer publishes to JetStream (DESIGN §12):
@@ -47,7 +48,7 @@ type natsTarget struct {
 
 func parseNATS(u *url.URL) (natsTarget, error) {
 	bad := func(format string, args ...any) (natsTarget, error) {
-		return natsTarget{}, intake.Errorf(intake.EINVALID, "url %s: "+format, append([]any{Redact(u.String())}, args...)...)
+		return natsTarget{}, intake.Errorf(intake.EINVALID, "url %s: "+format, append([]any{redact.URL(u.String())}, args...)...)
 	}
 	t := natsTarget{user: u.User}
 	port := u.Port()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/redact"
 )
 
 // Policy decides which addresses consumers and notification receivers may
@@ -213,7 +214,7 @@ func (p Policy) CheckURL(ctx context.Context, raw string) error {
 				host = strings.Trim(hp, "[]")
 			}
 			if host == "" {
-				return fmt.Errorf("url %s names an empty host", Redact(raw))
+				return fmt.Errorf("url %s names an empty host", redact.URL(raw))
 			}
 			hosts = append(hosts, host)
 		}

@@ -91,7 +91,7 @@ func TestPolicyRefusesDeniedAddressesInEveryWrittenFormAtRegistrationAndAtConnec
 	// without a resolver reading a numeric host its own way.
 	s := NewSender(Options{Policy: p, Timeout: 2 * time.Second})
 	for _, u := range deniedForms {
-		r := s.Send(ctx, u, NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), time.Now())
+		r := send(ctx, s, u, NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), time.Now())
 		if r.Outcome != intake.DeliveryRetry || r.Err != "refused by the consumer address policy" {
 			t.Errorf("connect: %s: %+v", u, r)
 		}
@@ -145,7 +145,7 @@ func TestPolicyRefusesANumericHostNotWrittenAsAnAddress(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called.Store(true) }))
 	defer srv.Close()
 	port := srv.URL[strings.LastIndex(srv.URL, ":"):]
-	r := NewSender(Options{}).Send(context.Background(), "http://2130706433"+port+"/", NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), time.Now())
+	r := send(context.Background(), NewSender(Options{}), "http://2130706433"+port+"/", NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), time.Now())
 	if r.Err != "refused by the consumer address policy" || called.Load() {
 		t.Fatalf("a numeric host was dialled: %+v, called %v", r, called.Load())
 	}
@@ -209,7 +209,7 @@ func TestOperatorRangesDenyAndAllowButNeverReopenMetadata(t *testing.T) {
 	defer srv.Close()
 	port := srv.URL[strings.LastIndex(srv.URL, ":"):]
 	send := func(p Policy, u string) Result {
-		return NewSender(Options{Policy: p, Timeout: 2 * time.Second}).Send(ctx, u, NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), time.Now())
+		return send(ctx, NewSender(Options{Policy: p, Timeout: 2 * time.Second}), u, NewSecret(), intake.NewEnvelope(&intake.Event{ID: "e"}), time.Now())
 	}
 	loopback := DefaultPolicy().Tighten(ranges("--consumer-deny", "127.0.0.0/8", "::1"), nil)
 	for _, u := range []string{srv.URL, "http://localhost" + port, "http://[::ffff:127.0.0.1]" + port} {

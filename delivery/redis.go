@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/redact"
 )
 
 // Redis Streams (DESIGN §12): redis://[user:pass@]host:6379/<db>?stream=<key>&maxlen=<n>,
@@ -58,7 +59,7 @@ type redisTarget struct {
 // parseRedis reads u, refusing what cannot work, with a message that
 // names it.
 func parseRedis(u *url.URL) (redisTarget, error) {
-	shown := Redact(u.String())
+	shown := redact.URL(u.String())
 	bad := func(format string, args ...any) (redisTarget, error) {
 		return redisTarget{}, intake.Errorf(intake.EINVALID, "url %s: "+format, append([]any{shown}, args...)...)
 	}
@@ -187,7 +188,7 @@ func openRedis(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error
 		PoolTimeout:           timeout,
 		ConnMaxIdleTime:       5 * time.Minute,
 	})
-	return &redisPublisher{client: client, end: end, target: t, shown: Redact(u.String()), timeout: timeout}, nil
+	return &redisPublisher{client: client, end: end, target: t, shown: redact.URL(u.String()), timeout: timeout}, nil
 }
 
 // redisSocket shows the library the socket under the policy's counting

@@ -83,23 +83,14 @@ type Result struct {
 	Response *intake.DeliveryResponse
 }
 
-// Send posts the envelope to url signed with secret, at time now, and
-// classifies the answer: 2xx handled; 2xx with {"outcome":"ignored"}
-// ignored; anything else, a timeout or no connection, retry.
-func (s *Sender) Send(ctx context.Context, url, secret string, env intake.Envelope, now time.Time) Result {
-	body, err := json.Marshal(env)
-	if err != nil {
-		return Result{Outcome: intake.DeliveryRetry, Err: "encode envelope: " + err.Error()}
-	}
-	return s.SendBody(ctx, url, []string{secret}, env.ID, body, nil, now)
-}
-
 // SendBody posts body (a transform's output, or the envelope) as event id,
 // signed under each of secrets (the current one first, then one a rotation
 // keeps for a while): the Standard Webhooks signatures, space-separated,
 // cover exactly the bytes sent. header holds extra headers (a
 // transform's); Content-Type is application/json unless header sets
-// another. The webhook-* headers are always the sender's own.
+// another. The webhook-* headers are always the sender's own. The answer
+// is classified: 2xx handled; 2xx with {"outcome":"ignored"} ignored;
+// anything else, a timeout or no connection, retry.
 func (s *Sender) SendBody(ctx context.Context, url string, secrets []string, id string, body []byte, header http.Header, now time.Time) Result {
 	h, err := signed(secrets, id, body, header, now)
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/intakehq/intake/internal/testkit"
 )
 
 // The handler's cost per event on SQLite beside the application's own
@@ -21,7 +23,7 @@ import (
 func BenchmarkHandlerPerEventOnSQLite(b *testing.B) {
 	d := benchSQLite(b)
 	l := newLedger(b, d)
-	c := newClock(t0)
+	c := testkit.NewClock(t0)
 	h := l.handler(b, c)
 	reqs := make([]*http.Request, b.N)
 	for i := range reqs {

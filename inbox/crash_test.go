@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/intakehq/intake/internal/testkit"
 )
 
 // TestMain also runs the crashing receiver: this test binary started
@@ -107,7 +109,7 @@ func TestACrashAfterTheCommitIsAnsweredOnRetryWithoutApplyingAgain(t *testing.T)
 			t.Fatalf("after the crash: applied %d times, %d records; the commit should have kept 1 and 1", d.applied(t, env.ID), d.records(t))
 		}
 
-		restarted := l.handlerOn(t, d.reopen(t), newClock(time.Now()))
+		restarted := l.handlerOn(t, d.reopen(t), testkit.NewClock(time.Now()))
 		if a := deliver(t, restarted, env, time.Now()); a.status != http.StatusOK || a.body["duplicate"] != true {
 			t.Fatalf("intake's retry after the crash: answered %d %s", a.status, a.raw)
 		}

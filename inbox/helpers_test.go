@@ -25,6 +25,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/mysqltest"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/store/postgres/pgtest"
 )
 
@@ -229,19 +230,10 @@ const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// clock is a time the test moves by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time                           { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration)                  { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-func newClock(t time.Time) *clock                         { return &clock{t: t} }
-func (l *ledger) handler(t testing.TB, c *clock) *Handler { return l.handlerOn(t, l.d.db, c) }
+func (l *ledger) handler(t testing.TB, c *testkit.Clock) *Handler { return l.handlerOn(t, l.d.db, c) }
 
 // handlerOn is the inbox of the ledger on db, with secret, on clock c.
-func (l *ledger) handlerOn(t testing.TB, db *sql.DB, c *clock) *Handler {
+func (l *ledger) handlerOn(t testing.TB, db *sql.DB, c *testkit.Clock) *Handler {
 	t.Helper()
 	h, err := New(db, l.apply, Options{Secrets: []string{testSecret}, Dialect: l.d.dialect, Now: c.Now, Logger: quiet})
 	if err != nil {

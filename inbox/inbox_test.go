@@ -13,12 +13,13 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/testkit"
 )
 
 func TestAnEventIsAppliedOnceAndARepeatIsAnswered2xxWithoutCallingAgain(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, d testDB) {
 		l := newLedger(t, d)
-		c := newClock(t0)
+		c := testkit.NewClock(t0)
 		h := l.handler(t, c)
 		env := sample("evt-once", "stripe.invoice.paid")
 		if a := deliver(t, h, env, c.Now()); a.status != http.StatusOK || a.body["outcome"] != "handled" || a.body["duplicate"] != false {
@@ -55,7 +56,12 @@ func TestIntakesSenderDeliversToTheInboxAndReadsItsOutcomes(t *testing.T) {
 			{"evt-skip", "stripe.customer.ignored", intake.DeliveryIgnored},
 			{"evt-paid", "stripe.invoice.paid", intake.DeliveryHandled},
 		} {
-			if r := s.Send(ctx, srv.URL, testSecret, sample(c.id, c.typ), time.Now()); r.Outcome != c.want {
+			env := sample(c.id, c.typ)
+			body, err := json.Marshal(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := s.SendBody(ctx, srv.URL, []string{testSecret}, env.ID, body, nil, time.Now()); r.Outcome != c.want {
 				t.Fatalf("%s: intake read %+v, want %s", c.id, r, c.want)
 			}
 		}
@@ -66,7 +72,7 @@ func TestIntakesSenderDeliversToTheInboxAndReadsItsOutcomes(t *testing.T) {
 }
 
 func TestTheFunctionReceivesTheEnvelopesFieldsAndAReplaysReplayOf(t *testing.T) {
-	c := newClock(t0)
+	c := testkit.NewClock(t0)
 	db := testDB{dialect: "sqlite", driver: "sqlite", dsn: sqliteDSN(t.TempDir() + "/app.db")}
 	db.db = db.reopen(t)
 	l := newLedger(t, db)
@@ -105,7 +111,7 @@ func mustJSON(t *testing.T, v any) string {
 func TestAForgedSignatureIsRefusedAndNothingApplied(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, d testDB) {
 		l := newLedger(t, d)
-		c := newClock(t0)
+		c := testkit.NewClock(t0)
 		h := l.handler(t, c)
 		env := sample("evt-forged", "stripe.invoice.paid")
 		body, _ := json.Marshal(env)
@@ -131,7 +137,7 @@ func TestAForgedSignatureIsRefusedAndNothingApplied(t *testing.T) {
 func TestAnExpiredTimestampIsRefusedAndNothingApplied(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, d testDB) {
 		l := newLedger(t, d)
-		c := newClock(t0)
+		c := testkit.NewClock(t0)
 		h := l.handler(t, c)
 		env := sample("evt-late", "stripe.invoice.paid")
 		for _, at := range []time.Time{t0.Add(-5*time.Minute - time.Second), t0.Add(5*time.Minute + time.Second), time.Unix(1614265330, 0)} {
@@ -151,7 +157,7 @@ func TestAnExpiredTimestampIsRefusedAndNothingApplied(t *testing.T) {
 func TestABodyThatIsNotAnEnvelopeIsRefusedAndNothingApplied(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, d testDB) {
 		l := newLedger(t, d)
-		c := newClock(t0)
+		c := testkit.NewClock(t0)
 		h := l.handler(t, c)
 		for name, body := range map[string]string{
 			"not JSON":         `id=evt-1&type=x`,
@@ -173,7 +179,7 @@ func TestABodyThatIsNotAnEnvelopeIsRefusedAndNothingApplied(t *testing.T) {
 func TestAFailingFunctionAnswers5xxRecordsNothingAndALaterDeliveryApplies(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, d testDB) {
 		l := newLedger(t, d)
-		c := newClock(t0)
+		c := testkit.NewClock(t0)
 		h := l.handler(t, c)
 		env := sample("evt-fails", "stripe.invoice.paid")
 		l.fail.Store(true)
@@ -253,7 +259,7 @@ func waiting(t *testing.T, d testDB) int {
 func TestEightConcurrentCopiesOfAnEventApplyOnceAndAreAllAnswered2xx(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, d testDB) {
 		l := newLedger(t, d)
-		c := newClock(t0)
+		c := testkit.NewClock(t0)
 		h := l.handler(t, c)
 		env := sample("evt-copies", "stripe.invoice.paid")
 		answers := copies(t, d, l, h, env, c.Now(), 8)
@@ -278,7 +284,7 @@ func TestEightConcurrentCopiesOfAnEventApplyOnceAndAreAllAnswered2xx(t *testing.
 func TestConcurrentCopiesWhoseFirstFailsAreAppliedOnceByAnother(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, d testDB) {
 		l := newLedger(t, d)
-		c := newClock(t0)
+		c := testkit.NewClock(t0)
 		h := l.handler(t, c)
 		env := sample("evt-first-fails", "stripe.invoice.paid")
 		l.fail.Store(true)
@@ -305,7 +311,7 @@ func TestConcurrentCopiesWhoseFirstFailsAreAppliedOnceByAnother(t *testing.T) {
 func TestPruneDeletesOnlyRecordsOlderThanItKeepsAndRefusesTooShortAKeep(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, d testDB) {
 		l := newLedger(t, d)
-		c := newClock(t0)
+		c := testkit.NewClock(t0)
 		h := l.handler(t, c)
 		old := sample("evt-old", "stripe.invoice.paid")
 		deliver(t, h, old, c.Now())
@@ -329,7 +335,7 @@ func TestPruneDeletesOnlyRecordsOlderThanItKeepsAndRefusesTooShortAKeep(t *testi
 func TestNewCreatesItsTableOnceAndRefusesBadOptions(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, d testDB) {
 		l := newLedger(t, d)
-		c := newClock(t0)
+		c := testkit.NewClock(t0)
 		deliver(t, l.handler(t, c), sample("evt-kept", "stripe.invoice.paid"), c.Now())
 		if a := deliver(t, l.handler(t, c), sample("evt-kept", "stripe.invoice.paid"), c.Now()); a.body["duplicate"] != true {
 			t.Fatalf("a second New over the same table forgot the record: %s", a.raw)
@@ -356,7 +362,7 @@ func TestNewCreatesItsTableOnceAndRefusesBadOptions(t *testing.T) {
 }
 
 func TestOnlyPostsWithinTheSizeLimitAreRead(t *testing.T) {
-	c := newClock(t0)
+	c := testkit.NewClock(t0)
 	h := &Handler{keys: [][]byte{{1}}, tolerance: time.Minute, maxBody: 64, now: c.Now}
 	if a := serve(h, httptest.NewRequest(http.MethodGet, "/events", nil)); a.status != http.StatusMethodNotAllowed {
 		t.Fatalf("GET answered %d", a.status)
@@ -373,7 +379,7 @@ func TestOnlyPostsWithinTheSizeLimitAreRead(t *testing.T) {
 func TestEventIDsDifferingOnlyInCaseAreTwoEvents(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, d testDB) {
 		l := newLedger(t, d)
-		c := newClock(t0)
+		c := testkit.NewClock(t0)
 		h := l.handler(t, c)
 		upper, lower := sample("evt_A", "stripe.invoice.paid"), sample("evt_a", "stripe.invoice.paid")
 		for _, env := range []intake.Envelope{upper, lower} {
@@ -400,7 +406,7 @@ func TestConcurrentCopiesOfAnIgnoredEventAreAllAnsweredIgnored(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, d testDB) {
 		const n = 8
 		l := newLedger(t, d)
-		c := newClock(t0)
+		c := testkit.NewClock(t0)
 		answers := make(chan struct{}, n)
 		h := l.handlerOn(t, d.committing(t, func() {
 			for range n - 1 {

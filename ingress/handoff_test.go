@@ -12,6 +12,7 @@ import (
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/pressure"
+	"github.com/intakehq/intake/internal/testkit"
 )
 
 func TestIngressHandsOverWhileTheWorkerHasRoomThenQueues(t *testing.T) {
@@ -99,7 +100,7 @@ func TestIngressCountsTheRequestsWaitingForTheirCommit(t *testing.T) {
 			codes <- w.Code
 		}()
 	}
-	waitFor(t, "three requests waiting for their commit", func() bool { return p.Waiting() == 3 })
+	testkit.WaitFor(t, "three requests waiting for their commit", func() bool { return p.Waiting() == 3 })
 	if !p.High() {
 		t.Fatal("three requests wait at threshold 2, and ingest is not under pressure")
 	}
@@ -114,15 +115,5 @@ func TestIngressCountsTheRequestsWaitingForTheirCommit(t *testing.T) {
 	}
 	if n := len(e.stored(t)); n != 3 {
 		t.Fatalf("%d messages stored, want 3", n)
-	}
-}
-
-// waitFor polls cond until it holds: requests run on their own goroutines.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
 	}
 }

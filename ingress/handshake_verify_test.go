@@ -2,7 +2,6 @@ package ingress_test
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/ingress"
-	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/provider"
 )
 
@@ -20,15 +19,11 @@ import (
 // one not, and activates the webhook only if the first is answered 200 and
 // the second 401: the answer depends on verification, and both are stored.
 func TestIngressAnswersXeroIntentToReceive401UnlessSigned(t *testing.T) {
-	key := make([]byte, seal.KeySize)
-	rand.Read(key)
-	sealer, err := seal.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sealer := testkit.Sealer(t)
 	e := setup(t, ingress.Config{Sealer: sealer}, nil)
 	const webhookKey = "OSd0eLlVIY9ZhViEqlDUh4+6n6M+Lo+eDaEJheJ6OCCgWwIz2D3JIAU6jPMipHRbgKTLz2uJ+xiACXGDBLrgdA=="
 	conn := intake.Connection{ID: intake.NewID(), OrgID: e.ep.OrgID, Provider: "xero", Name: "xero", CreatedAt: e.clock.Now()}
+	var err error
 	if conn.SealedSecrets, err = sealer.SealConnectionSecrets(conn, []string{webhookKey}); err != nil {
 		t.Fatal(err)
 	}

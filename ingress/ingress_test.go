@@ -3,7 +3,6 @@ package ingress_test
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/ingress"
-	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/internal/token"
 )
@@ -292,15 +290,11 @@ func TestIngressDrainingAnswers503(t *testing.T) {
 }
 
 func TestIngressAnswersSlackURLVerificationAfterStoringIt(t *testing.T) {
-	key := make([]byte, seal.KeySize)
-	rand.Read(key)
-	sealer, err := seal.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sealer := testkit.Sealer(t)
 	e := setup(t, ingress.Config{Sealer: sealer}, nil)
 	const secret = "8f742231b10e8888abcd99yyyzzz85a5"
 	conn := intake.Connection{ID: intake.NewID(), OrgID: e.ep.OrgID, Provider: "slack", Name: "slack", CreatedAt: e.clock.Now()}
+	var err error
 	if conn.SealedSecrets, err = sealer.SealConnectionSecrets(conn, []string{secret}); err != nil {
 		t.Fatal(err)
 	}

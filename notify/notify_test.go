@@ -1,7 +1,6 @@
 package notify_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -20,6 +19,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/metrics"
+	"github.com/intakehq/intake/internal/redact"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/notify"
@@ -83,7 +83,7 @@ type env struct {
 
 func newEnv(t *testing.T, policy delivery.Policy) *env {
 	t.Helper()
-	sealer, _ := seal.New(bytes.Repeat([]byte{7}, 32))
+	sealer := testkit.Sealer(t)
 	e := &env{t: t, store: testkit.SQLite(t), sealer: sealer, clock: testkit.NewClock(t0), m: metrics.New()}
 	e.org = e.newOrg("acme")
 	e.conn = intake.Connection{ID: intake.NewID(), OrgID: e.org.ID, Provider: "stripe", Name: "acme", CreatedAt: t0}
@@ -112,7 +112,7 @@ func (e *env) newOrg(name string) intake.Org {
 // a url with credentials is sealed, as the control plane seals it.
 func (e *env) subscribe(org intake.Org, url, slack string, topics ...string) {
 	e.t.Helper()
-	s := intake.NotificationSettings{OrgID: org.ID, URL: delivery.Redact(url), SealedSlackURL: e.sealer.SealNotificationSlackURL(org.ID, slack),
+	s := intake.NotificationSettings{OrgID: org.ID, URL: redact.URL(url), SealedSlackURL: e.sealer.SealNotificationSlackURL(org.ID, slack),
 		Topics: topics, SealedSecret: e.sealer.SealNotificationSecret(org.ID, secret), UpdatedAt: e.clock.Now()}
 	if s.URL != url {
 		s.SealedURL = e.sealer.SealNotificationURL(org.ID, url)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/blob"
+	"github.com/intakehq/intake/internal/redact"
 )
 
 // ErrEmpty is what Restore answers for a replica that holds no database.
@@ -450,9 +451,10 @@ func LocalState(path string) string {
 	return filepath.Join(dir, "."+base+litestream.MetaDirSuffix)
 }
 
-// Redact is u for a log line or an error: without its query, where
-// nothing secret belongs but an endpoint's address makes it long.
+// Redact is u for a log line or an error: its credentials as redact.URL
+// shows them, and without its query, where nothing secret belongs but an
+// endpoint's address makes it long.
 func Redact(u string) string {
 	s, _, _ := strings.Cut(u, "?")
-	return s
+	return redact.URL(s)
 }

@@ -70,3 +70,9 @@ func TestAnUnreachableS3ReplicaIsRefusedAtStart(t *testing.T) {
 		t.Fatalf("an unreachable replica: %v, want refused naming it", err)
 	}
 }
+
+func TestAReplicasURLIsShownWithoutItsCredentialsOrQuery(t *testing.T) {
+	if got := Redact("s3://key-id:key-secret@intake-test/x?region=us-east-1&endpoint=http://127.0.0.1:1"); got != "s3://***:***@intake-test/x" {
+		t.Fatalf("Redact = %q, want the user and password as *** and no query", got)
+	}
+}

@@ -149,16 +149,6 @@ func (r *Router) deliver(ctx context.Context, c intake.Consumer, in *rules.Event
 	return r.cfg.Sender.Deliver(ctx, c.ID, dest, secrets, p, r.cfg.Clock.Now()), true
 }
 
-// destination is where the consumer's events go: its url, opened from
-// its sealed form when it carries credentials (a broker's password).
-func (r *Router) destination(c intake.Consumer) (string, error) {
-	if len(c.SealedURL) == 0 {
-		return c.URL, nil
-	}
-	u, err := r.cfg.Sealer.Open(c.SealedURL, []byte(c.ID+"/url"))
-	return string(u), err
-}
-
 // origin yields e's original request, as read for the batch, to its rules.
 func (b *batch) origin(e *intake.Event) func() (rules.Origin, error) {
 	return func() (rules.Origin, error) {

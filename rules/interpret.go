@@ -31,7 +31,7 @@ type Request struct {
 func NewRequest(method string, query url.Values, header http.Header, body []byte, credentials ...string) Request {
 	r := Request{Method: method, Query: map[string]string{}, Headers: map[string]string{}, Body: string(body)}
 	for k, v := range query {
-		if len(v) > 0 && !redact.Credential(k) {
+		if len(v) > 0 && !redact.Param(k) {
 			r.Query[k] = v[0]
 		}
 	}

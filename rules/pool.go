@@ -138,12 +138,6 @@ func (p *pool) size() int {
 	return p.live
 }
 
-func (p *pool) idleCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.lru.Len()
-}
-
 // close frees the idle VMs; busy ones are freed as they come back.
 func (p *pool) close() {
 	p.mu.Lock()

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake/internal/redact"
 )
 
 // freshDatabase creates an empty database intake_bench_<random> on the
@@ -22,7 +24,7 @@ func freshDatabase(ctx context.Context, server string) (dbURL string, drop func(
 	}
 	name := "intake_bench_" + strings.ToLower(rand.Text()[:16])
 	if err := adminExec(ctx, server, "CREATE DATABASE "+name); err != nil {
-		return "", nil, fmt.Errorf("creating the bench database on %s: %w", u.Redacted(), err)
+		return "", nil, fmt.Errorf("creating the bench database on %s: %w", redact.URL(server), err)
 	}
 	u.Path = "/" + name
 	drop = func() error {

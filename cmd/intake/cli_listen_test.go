@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -21,9 +20,10 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/api"
+	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/ingress"
-	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/worker"
 )
@@ -41,17 +41,13 @@ func newStack(t *testing.T) stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := make([]byte, seal.KeySize)
-	rand.Read(key)
-	sealer, err := seal.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sealer := testkit.Sealer(t)
 	srv := httptest.NewUnstartedServer(nil)
 	srv.Start()
 	mux := http.NewServeMux()
 	mux.Handle("/webhooks/{token}", ingress.New(ingress.Config{Store: st, Sealer: sealer, PublicURL: srv.URL}))
-	mux.Handle("/api/", api.New(api.Config{Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL}).Handler())
+	mux.Handle("/api/", api.New(api.Config{Control: control.New(control.Config{Store: st, Sealer: sealer, StaffToken: staffToken,
+		PublicURL: srv.URL}), Wakes: st, PublicURL: srv.URL}).Handler())
 	srv.Config.Handler = mux
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -140,18 +136,6 @@ func startListen(t *testing.T, serverURL, tok string, args ...string) (stdout, s
 	return stdout, stderr
 }
 
-// waitFor polls until cond holds; the command under test runs on its own.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 15s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // forwardedRequest is an event as the local app received it.
 type forwardedRequest struct {
 	header http.Header
@@ -210,20 +194,20 @@ func TestListenForwardsEventsRoutedWhileItRunsAndWhileItWasDisconnected(t *testi
 	px := newProxy(t, s.url)
 	const secret = "whsec_bGlzdGVuLXRlc3Qtc2VjcmV0LWtleQ=="
 	stdout, stderr := startListen(t, px.srv.URL, org.APIKey, "--endpoint", ep.ID, "--forward-to", app.URL+"/hooks", "--secret", secret)
-	waitFor(t, "listen is ready", func() bool { return strings.Contains(stderr.String(), "ready") })
+	testkit.WaitFor(t, "listen is ready", func() bool { return strings.Contains(stderr.String(), "ready") })
 
 	// An event routed while listen runs; one at another endpoint is not
 	// forwarded.
 	setup.mustRun(t, "", "send", "--endpoint-url", other.URL, "--provider", "stripe", "--type", "customer.created", "--secret", "whsec_stripe_test")
 	setup.mustRun(t, "", "send", "--endpoint-url", ep.URL, "--provider", "stripe", "--type", "invoice.paid", "--secret", "whsec_stripe_test")
 	first := receive(t, got, secret, "stripe.invoice.paid")
-	waitFor(t, "listen prints the forward", func() bool { return strings.Contains(stdout.String(), first.ID+" → 200") })
+	testkit.WaitFor(t, "listen prints the forward", func() bool { return strings.Contains(stdout.String(), first.ID+" → 200") })
 
 	// One routed while listen is cut off from the server.
 	px.cut()
-	waitFor(t, "listen notices", func() bool { return strings.Contains(stderr.String(), "reconnecting") })
+	testkit.WaitFor(t, "listen notices", func() bool { return strings.Contains(stderr.String(), "reconnecting") })
 	setup.mustRun(t, "", "send", "--endpoint-url", ep.URL, "--provider", "stripe", "--type", "invoice.voided", "--secret", "whsec_stripe_test")
-	waitFor(t, "the second event is routed", func() bool {
+	testkit.WaitFor(t, "the second event is routed", func() bool {
 		page, err := s.store.ListEvents(context.Background(), intake.Scope{}, intake.EventFilter{Type: "stripe.invoice.voided"})
 		return err == nil && len(page.Items) == 1
 	})
@@ -251,7 +235,7 @@ func TestListenJSONPrintsOneObjectPerEventAndMakesASecretWhenNoneIsGiven(t *test
 	ep := decodeOut[api.Endpoint](t, setup.mustRunJSON(t, org.APIKey, "endpoints", "create", "--connection", conn.ID))
 	app, got := localApp(t)
 	stdout, stderr := startListen(t, s.url, org.APIKey, "--forward-to", app.URL, "--json")
-	waitFor(t, "listen is ready", func() bool { return strings.Contains(stderr.String(), "ready") })
+	testkit.WaitFor(t, "listen is ready", func() bool { return strings.Contains(stderr.String(), "ready") })
 	var secret string
 	for _, f := range strings.Fields(stderr.String()) {
 		if strings.HasPrefix(f, "whsec_") {
@@ -263,7 +247,7 @@ func TestListenJSONPrintsOneObjectPerEventAndMakesASecretWhenNoneIsGiven(t *test
 	}
 	setup.mustRun(t, "", "send", "--endpoint-url", ep.URL, "--provider", "github", "--secret", "gh-secret")
 	env := receive(t, got, secret, "github.pull_request.opened")
-	waitFor(t, "a JSON line", func() bool { return strings.Contains(stdout.String(), "\n") })
+	testkit.WaitFor(t, "a JSON line", func() bool { return strings.Contains(stdout.String(), "\n") })
 	line := decodeOut[forwarded](t, strings.TrimSpace(stdout.String()))
 	if line.ID != env.ID || line.Type != env.Type || line.Status != 200 {
 		t.Fatalf("printed %+v for %s", line, env.ID)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -21,7 +20,7 @@ import (
 	"github.com/intakehq/intake/api"
 	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
-	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/store/sqlite"
 )
 
@@ -48,17 +47,11 @@ func newServerWith(t *testing.T, bulkMax int) server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	key := make([]byte, seal.KeySize)
-	rand.Read(key)
-	sealer, err := seal.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sealer := testkit.Sealer(t)
 	srv := httptest.NewServer(nil)
 	ctl := control.New(control.Config{Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL,
 		ConsumerPolicy: delivery.DefaultPolicy(), BulkMax: bulkMax})
-	srv.Config.Handler = api.New(api.Config{Control: ctl, Store: st, Sealer: sealer, StaffToken: staffToken, PublicURL: srv.URL,
-		ConsumerPolicy: delivery.DefaultPolicy()}).Handler()
+	srv.Config.Handler = api.New(api.Config{Control: ctl, Wakes: st, PublicURL: srv.URL}).Handler()
 	t.Cleanup(srv.Close)
 	// The replay runner every `intake serve` runs beside its API.
 	ctx, stop := context.WithCancel(context.Background())

@@ -36,6 +36,7 @@ import (
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/outage"
 	"github.com/intakehq/intake/internal/pressure"
+	"github.com/intakehq/intake/internal/redact"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/notify"
@@ -272,7 +273,7 @@ func (c *ServeCmd) Run() error {
 	if sealed > 0 {
 		log.Info("sealed the credentials of urls stored in the clear", "urls", sealed)
 	}
-	admin := api.New(api.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
+	admin := api.New(api.Config{Control: ctl, Wakes: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
 	// The worker has the router judge each message's fan-out before its
 	// settle, which writes it with the events; the calls that commit
@@ -309,7 +310,7 @@ func (c *ServeCmd) Run() error {
 		log.Info("console single sign-on", "issuer", sso.Issuer, "client_id", sso.ClientID, "claim", sso.Claim,
 			"groups_mapped", len(people), "redirect_url", cmp.Or(sso.RedirectURL, "the console's address + /console/login/oidc/callback"))
 	}
-	mux.Handle("/console/", console.New(console.Config{Control: ctl, Store: store, PublicURL: c.publicURL(),
+	mux.Handle("/console/", console.New(console.Config{Control: ctl, PublicURL: c.publicURL(),
 		Clock: clock, SingleSignOn: sso, Logger: log}).Handler())
 	metricsMux := mux
 	if c.MetricsAddr != "" {
@@ -717,7 +718,7 @@ func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger, watch *outag
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return nil, nil, nil, errors.New("--db: want a postgres:// URL")
 	}
-	log.Info("opening the PostgreSQL store; migrating it if needed", "db", u.Redacted())
+	log.Info("opening the PostgreSQL store; migrating it if needed", "db", redact.URL(c.DB))
 	s, err := postgres.Open(ctx, postgres.Options{URL: c.DB, Logger: log, Outage: watch, CommitWait: c.StoreWait,
 		ReadConns: int32(c.Reads), ReadTimeout: c.ReadDeadline + time.Second,
 		// A transaction left idle by a process frozen past its leases ends

@@ -1,10 +1,17 @@
-// Package redact is the one rule for what of a stored request operators
-// and rules are never shown: credentials (bearer tokens, cookies, API keys,
-// verify tokens), by a word list, and the headers a connection's config
-// names as its credential (provider.CredentialHeaders), passed in. The
-// admin API, the console and the rules' view of a request all apply it.
-// Signature headers stay visible: a signature only vouches for its own
-// body.
+// Package redact is intake's one credential list: the header names, query
+// parameter names and url parts that carry a credential (bearer tokens,
+// cookies, API keys, verify tokens, passwords, signed-url signatures), and
+// how each is shown without it. control applies it to everything operators
+// read (a message's headers and query, a consumer's or a notification's
+// url), rules to what filters and scripts see of a request, and the
+// server to the urls it logs; no transport redacts on its own.
+//
+// The headers a connection's config names as its credential
+// (provider.CredentialHeaders) are passed in, since no word list can know
+// them. One exception, written in the list: a header named like a
+// signature stays visible, because it only vouches for its own body; in a
+// query or a url a signature signs the url itself, so anyone holding it may
+// use it, and it is hidden.
 package redact
 
 import (
@@ -13,34 +20,61 @@ import (
 	"strings"
 )
 
-// Credential reports whether a header or query parameter name carries a
-// credential rather than data about the request: by the word list, or
-// because it is one of credentials (compared without case).
-func Credential(name string, credentials ...string) bool {
-	for _, c := range credentials {
-		if strings.EqualFold(name, c) {
-			return true
-		}
-	}
+// entry is one line of the list.
+type entry struct {
+	word  string // lower case
+	whole bool   // the name is the word; otherwise the name contains it
+	// signature marks a signature's name: a credential in a query or a url,
+	// data in a header.
+	signature bool
+}
+
+// list is the one credential list.
+var list = []entry{
+	{word: "auth"}, {word: "token"}, {word: "secret"}, {word: "password"}, {word: "passwd"},
+	{word: "api-key"}, {word: "apikey"}, {word: "api_key"}, {word: "session"}, {word: "credential"},
+	{word: "access_key"}, {word: "accesskey"}, {word: "private_key"}, {word: "privatekey"}, {word: "client_key"},
+	{word: "cookie", whole: true}, {word: "set-cookie", whole: true}, {word: "key", whole: true},
+	{word: "pass", whole: true}, {word: "pwd", whole: true},
+	{word: "code", whole: true}, // an Azure function's key
+	{word: "signature", signature: true}, {word: "sig", whole: true, signature: true},
+}
+
+// listed reports whether name is on the list; a signature counts unless
+// header.
+func listed(name string, header bool) bool {
 	n := strings.ToLower(name)
-	switch n {
-	case "cookie", "set-cookie", "key":
-		return true
-	}
-	for _, w := range []string{"auth", "token", "secret", "password", "passwd", "api-key", "apikey", "api_key", "session", "credential"} {
-		if strings.Contains(n, w) {
+	for _, e := range list {
+		if header && e.signature {
+			continue
+		}
+		if e.whole && n == e.word || !e.whole && strings.Contains(n, e.word) {
 			return true
 		}
 	}
 	return false
 }
 
-// Headers returns the headers without credentials, the word list's and
-// the named ones.
+// Param reports whether a query parameter carries a credential.
+func Param(name string) bool { return listed(name, false) }
+
+// Header reports whether a header carries a credential: by the list, or
+// because it is one of credentials (compared without case).
+func Header(name string, credentials ...string) bool {
+	for _, c := range credentials {
+		if strings.EqualFold(name, c) {
+			return true
+		}
+	}
+	return listed(name, true)
+}
+
+// Headers returns the headers without credentials, the list's and the
+// named ones.
 func Headers(h http.Header, credentials ...string) http.Header {
 	out := http.Header{}
 	for k, v := range h {
-		if !Credential(k, credentials...) {
+		if !Header(k, credentials...) {
 			out[k] = v
 		}
 	}
@@ -55,41 +89,26 @@ func Query(raw string) string {
 	}
 	var kept []string
 	for _, part := range strings.Split(raw, "&") {
-		name, _, _ := strings.Cut(part, "=")
-		if n, err := url.QueryUnescape(name); err == nil {
-			name = n
-		}
-		if !Credential(name) {
+		if !Param(paramName(part)) {
 			kept = append(kept, part)
 		}
 	}
 	return strings.Join(kept, "&")
 }
 
-// URLParam reports whether a url's query parameter carries a credential:
-// by Credential's word list, or by the words a url uses for its
-// credentials (a signature, an access key) that a request's headers use
-// for data.
-func URLParam(name string) bool {
-	if Credential(name) {
-		return true
+// paramName is the name of one name=value part of a query, unescaped when
+// it can be.
+func paramName(part string) string {
+	name, _, _ := strings.Cut(part, "=")
+	if n, err := url.QueryUnescape(name); err == nil {
+		return n
 	}
-	n := strings.ToLower(name)
-	switch n {
-	case "sig", "pass", "pwd", "code":
-		return true
-	}
-	for _, w := range []string{"signature", "access_key", "accesskey", "private_key", "privatekey", "client_key"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
+	return name
 }
 
 // URL shows a url with every credential it carries as ***: the user and
 // the password before its host (a NATS token is written as the user, a
-// Redis or AMQP user names an account), and each query parameter URLParam
+// Redis or AMQP user names an account), and each query parameter Param
 // names. The rest stays as written, so a url without credentials is shown
 // unchanged.
 func URL(raw string) string {
@@ -120,12 +139,8 @@ func URL(raw string) string {
 	query, fragment, hasFragment := strings.Cut(query, "#")
 	params := strings.Split(query, "&")
 	for i, kv := range params {
-		k, _, _ := strings.Cut(kv, "=")
-		name := k
-		if n, err := url.QueryUnescape(k); err == nil {
-			name = n
-		}
-		if URLParam(name) {
+		if Param(paramName(kv)) {
+			k, _, _ := strings.Cut(kv, "=")
 			params[i] = k + "=***"
 		}
 	}
@@ -134,4 +149,16 @@ func URL(raw string) string {
 		tail += "#" + fragment
 	}
 	return scheme + "://" + authority + tail
+}
+
+// Password returns msg, which a client library wrote about u, with u's
+// password as ***.
+func Password(msg string, u *url.URL) string {
+	if u == nil || u.User == nil {
+		return msg
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		return strings.ReplaceAll(msg, pw, "***")
+	}
+	return msg
 }

@@ -5,6 +5,7 @@ package testkit
 
 import (
 	"context"
+	"crypto/rand"
 	"io"
 	"net"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/rules"
 	"github.com/intakehq/intake/store/postgres"
 	"github.com/intakehq/intake/store/postgres/pgtest"
@@ -183,4 +185,30 @@ func Rules(t testing.TB) *rules.Engine {
 	}
 	t.Cleanup(e.Close)
 	return e
+}
+
+// Sealer is a sealer under a fresh random key, as a server's master key
+// makes one.
+func Sealer(t testing.TB) *seal.Sealer {
+	t.Helper()
+	key := make([]byte, seal.KeySize)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	s, err := seal.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// WaitFor polls cond until it holds, for what runs on goroutines of its
+// own, failing the test naming what once a hang guard's deadline passes.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30s", what)
+		}
+	}
 }

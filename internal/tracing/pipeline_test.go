@@ -22,7 +22,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/ingress"
-	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/internal/token"
 	"github.com/intakehq/intake/internal/tracing"
 	"github.com/intakehq/intake/router"
@@ -58,7 +58,7 @@ func newPipeline(t *testing.T) *pipeline {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	sealer, _ := seal.New(bytes.Repeat([]byte{7}, 32))
+	sealer := testkit.Sealer(t)
 	now := time.Now().UTC()
 	p := &pipeline{store: s, token: token.New(""), received: make(chan http.Header, 4), secret: delivery.NewSecret()}
 	org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: now}

@@ -45,12 +45,14 @@ func (s *Store) SessionByHash(ctx context.Context, idHash []byte, now time.Time)
 }
 
 // RevokeSession ends a session; revoking it again changes nothing.
-func (s *Store) RevokeSession(ctx context.Context, idHash []byte, at time.Time) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE console_sessions SET revoked_at = coalesce(revoked_at, $1) WHERE id_hash = $2`, ts(at), idHash)
-	if err == nil && tag.RowsAffected() == 0 {
-		return intake.Errorf(intake.ENOTFOUND, "no such session")
-	}
-	return classify(err)
+func (s *Store) RevokeSession(ctx context.Context, idHash []byte, at time.Time, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE console_sessions SET revoked_at = coalesce(revoked_at, $1) WHERE id_hash = $2`, ts(at), idHash)
+		if err == nil && tag.RowsAffected() == 0 {
+			return intake.Errorf(intake.ENOTFOUND, "no such session")
+		}
+		return err
+	})
 }
 
 // DeleteExpiredSessions deletes up to limit expired sessions, oldest first.

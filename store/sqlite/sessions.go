@@ -41,8 +41,8 @@ func (s *Store) SessionByHash(ctx context.Context, idHash []byte, now time.Time)
 }
 
 // RevokeSession ends a session; revoking it again changes nothing.
-func (s *Store) RevokeSession(ctx context.Context, idHash []byte, at time.Time) error {
-	return s.tx(ctx, func(tx *wtx) error {
+func (s *Store) RevokeSession(ctx context.Context, idHash []byte, at time.Time, audit ...intake.AuditEntry) error {
+	return s.audited(ctx, audit, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE console_sessions SET revoked_at = coalesce(revoked_at, ?) WHERE id_hash = ?`, ts(at), idHash)
 		if err != nil {
 			return err

@@ -179,4 +179,27 @@ func testPeopleSessions(t *testing.T, s intake.Store) {
 	if audit, err := s.ListAudit(ctx, intake.Scope{OrgID: b.org.ID}, intake.AuditFilter{Limit: 10}); err != nil || len(audit.Items) != 0 {
 		t.Fatalf("b's audit = %+v %v, want nothing of the refused sign-in", audit.Items, err)
 	}
+
+	// A sign-out and its audit entry commit together or neither: one of an
+	// unknown session is refused, and so is its entry.
+	bob := session(b.org.ID, nil, "bob", t0.Add(time.Hour))
+	bob.Subject, bob.Actor = "bob", "person:bob"
+	if err := s.CreateSession(ctx, bob); err != nil {
+		t.Fatal(err)
+	}
+	out := intake.AuditEntry{ID: intake.NewID(), OrgID: b.org.ID, Actor: bob.Actor, Action: "session.sign_out", TargetType: "person",
+		TargetID: "bob", At: t0}
+	if err := s.RevokeSession(ctx, bob.IDHash, t0, out); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.SessionByHash(ctx, bob.IDHash, t0)
+	wantCode(t, err, intake.ENOTFOUND)
+	var unknown [32]byte
+	stray := out
+	stray.ID = intake.NewID()
+	wantCode(t, s.RevokeSession(ctx, unknown[:], t0, stray), intake.ENOTFOUND)
+	if audit, err := s.ListAudit(ctx, intake.Scope{OrgID: b.org.ID}, intake.AuditFilter{Limit: 10}); err != nil || len(audit.Items) != 1 ||
+		audit.Items[0].ID != out.ID {
+		t.Fatalf("b's audit = %+v %v, want the sign-out alone", audit.Items, err)
+	}
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake/internal/redact"
 )
 
 // DefaultURL is the server used when INTAKE_TEST_POSTGRES is unset.
@@ -71,11 +73,5 @@ func unreachable(t testing.TB, err error) {
 	t.Skipf("pgtest: PostgreSQL at %s is unreachable (set INTAKE_TEST_POSTGRES, or start it); skipping: %v", redacted(), err)
 }
 
-// redacted is the server URL without its password, for messages.
-func redacted() string {
-	u, err := url.Parse(ServerURL())
-	if err != nil {
-		return "(unparseable INTAKE_TEST_POSTGRES)"
-	}
-	return u.Redacted()
-}
+// redacted is the server URL without its credentials, for messages.
+func redacted() string { return redact.URL(ServerURL()) }
