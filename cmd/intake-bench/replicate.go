@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake/blob"
+	"github.com/intakehq/intake/internal/redact"
 )
 
 // ReplicateReport compares intake without replication, with --replicate
@@ -393,10 +394,11 @@ func removeReplica(ctx context.Context, u string) error {
 	}
 }
 
-// redactURL is u without its query (an endpoint's address, long).
+// redactURL is u without its query (an endpoint's address, long) and
+// with its credentials hidden.
 func redactURL(u string) string {
 	s, _, _ := strings.Cut(u, "?")
-	return s
+	return redact.URL(s)
 }
 
 // loadAverage is the machine's 1-minute load average (0 where it cannot
