@@ -29,13 +29,9 @@ type EventTypesListCmd struct {
 
 // Run lists the event types.
 func (c *EventTypesListCmd) Run(cl *Client) error {
-	q := url.Values{}
-	if c.Connection != "" {
-		id, err := cl.connectionID(c.Connection, "")
-		if err != nil {
-			return err
-		}
-		q.Set("connection_id", id)
+	q, err := connectionQuery(cl, c.Connection)
+	if err != nil {
+		return err
 	}
 	return printList(cl, c.listFlags, "/api/v1/event-types", q,
 		[]string{"TYPE", "CONNECTION", "LAST SEEN", "24H", "TOTAL", "FIRST SEEN"},
@@ -89,13 +85,9 @@ type EventTypesExportCmd struct {
 
 // Run prints the document.
 func (c *EventTypesExportCmd) Run(cl *Client) error {
-	q := url.Values{}
-	if c.Connection != "" {
-		id, err := cl.connectionID(c.Connection, "")
-		if err != nil {
-			return err
-		}
-		q.Set("connection_id", id)
+	q, err := connectionQuery(cl, c.Connection)
+	if err != nil {
+		return err
 	}
 	if c.Org != "" {
 		q.Set("org_id", c.Org)
@@ -189,4 +181,19 @@ func (cl *Client) printEventType(d api.EventTypeDetail) error {
 		fmt.Fprintf(w, "\nexample (event %s):\n  %s\n", d.Example.EventID, pretty.String())
 	}
 	return nil
+}
+
+// connectionQuery is the query naming a connection given by id or name
+// (empty: none).
+func connectionQuery(cl *Client, connection string) (url.Values, error) {
+	q := url.Values{}
+	if connection == "" {
+		return q, nil
+	}
+	id, err := cl.connectionID(connection, "")
+	if err != nil {
+		return nil, err
+	}
+	q.Set("connection_id", id)
+	return q, nil
 }
