@@ -64,7 +64,11 @@ func brokerIntake(t *testing.T) *httptest.Server {
 func benchTo(t *testing.T, consumerURL string) *Run {
 	t.Helper()
 	srv := brokerIntake(t)
-	o := options{url: srv.URL, token: "t", provider: "github", clients: 2, duration: 200 * time.Millisecond,
+	// Each webhook is acknowledged once its publication is on the broker,
+	// and a broker's first publication (the topic's metadata, a stream
+	// made) can take longer than a fraction of a second on a loaded
+	// machine: the run lasts long enough for some to be acknowledged.
+	o := options{url: srv.URL, token: "t", provider: "github", clients: 2, duration: 2 * time.Second,
 		bodyBytes: 256, e2e: true, consumerAddr: "127.0.0.1:0", consumer: consumerURL}
 	r, err := bench(context.Background(), o, io.Discard)
 	if err != nil {
