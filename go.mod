@@ -20,6 +20,7 @@ require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7
+	github.com/intakehq/intake/inbox v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/nats-io/nats.go v1.55.0
@@ -150,3 +151,10 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+// The inbox is a module of its own (standard library only, so applications
+// import it without intake's dependencies), built here from this checkout.
+// A release requires a tagged inbox version instead: `go install
+// github.com/intakehq/intake/cmd/intake@version` refuses a go.mod with a
+// replace directive.
+replace github.com/intakehq/intake/inbox => ./inbox

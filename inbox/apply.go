@@ -27,10 +27,6 @@ type claimError struct{ err error }
 func (e *claimError) Error() string { return e.err.Error() }
 func (e *claimError) Unwrap() error { return e.err }
 
-// afterCommit runs once a delivery's transaction committed, before its
-// answer is written: the tests' way to die in between.
-var afterCommit = func(eventID string) {}
-
 // apply applies e once: it reports the outcome, and whether the id was
 // already recorded (the function was not called). Recording the id is
 // tried again, after a short wait, when the database says another
@@ -88,7 +84,6 @@ func (h *Handler) applyOnce(ctx context.Context, e Event) (Outcome, bool, error)
 	if err := tx.Commit(); err != nil {
 		return 0, false, fmt.Errorf("commit: %w", err)
 	}
-	afterCommit(e.ID)
 	return outcome, false, nil
 }
 

@@ -3,7 +3,10 @@ package inbox_test
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,11 +16,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
-	_ "modernc.org/sqlite"
-
-	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/inbox"
 )
 
@@ -25,6 +26,15 @@ import (
 // intake delivers. The payment is added to the order in the service's own
 // transaction, with the event's id: intake delivering the event twice
 // (its first answer was lost) pays the order once.
+//
+// The application brings its database driver; this one is SQLite's
+// modernc.org/sqlite (import _ "modernc.org/sqlite"). The inbox imports no
+// driver, so this example is compiled here and run, its output checked, by
+// intake's internal/inboxcheck, where the driver is:
+//
+//	200 {"duplicate":false,"outcome":"handled"}
+//	200 {"duplicate":true,"outcome":"handled"}
+//	ord_1 paid 2000
 func Example() {
 	dir, err := os.MkdirTemp("", "orders")
 	if err != nil {
@@ -82,20 +92,13 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println("ord_1 paid", paid)
-	// Output:
-	// 200 {"duplicate":false,"outcome":"handled"}
-	// 200 {"duplicate":true,"outcome":"handled"}
-	// ord_1 paid 2000
 }
 
 // post delivers body as intake does: signed with Standard Webhooks
 // headers under the consumer's secret.
 func post(url, secret, id string, body []byte) string {
 	now := time.Now().Unix()
-	sig, err := delivery.Sign(secret, id, now, body)
-	if err != nil {
-		log.Fatal(err)
-	}
+	sig := sign(secret, id, now, body)
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	req.Header.Set("webhook-id", id)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(now, 10))
@@ -109,9 +112,26 @@ func post(url, secret, id string, body []byte) string {
 	return fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(b))
 }
 
+// sign is Standard Webhooks' signature, as intake makes it: "v1," and the
+// base64 HMAC-SHA256 of "{id}.{timestamp}.{body}" under the secret's key.
+func sign(secret, id string, timestamp int64, body []byte) string {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	mac := hmac.New(sha256.New, key)
+	fmt.Fprintf(mac, "%s.%d.", id, timestamp)
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
 // The inbox keeps each event id it recorded until the application prunes
 // it; a daily Prune that keeps 30 days (intake's default retention of
-// events) never lets a redelivery through.
+// events) never lets a redelivery through. Run by internal/inboxcheck, it
+// prints:
+//
+//	0 <nil>
+//	inbox: prune keeps at least 24h0m0s (intake may redeliver an event that long), not 1h0m0s
 func ExampleHandler_Prune() {
 	db, err := sql.Open("sqlite", "file:prune-example?mode=memory&cache=shared")
 	if err != nil {
@@ -127,7 +147,4 @@ func ExampleHandler_Prune() {
 	fmt.Println(deleted, err)
 	_, err = h.Prune(context.Background(), time.Hour)
 	fmt.Println(err)
-	// Output:
-	// 0 <nil>
-	// inbox: prune keeps at least 24h0m0s (intake may redeliver an event that long), not 1h0m0s
 }

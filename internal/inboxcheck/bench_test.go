@@ -1,17 +1,13 @@
-package inbox
+package inboxcheck
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"go/parser"
-	"go/token"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/intakehq/intake/internal/testkit"
@@ -63,37 +59,4 @@ func benchSQLite(b *testing.B) testDB {
 	d := testDB{dialect: "sqlite", driver: "sqlite", dsn: sqliteDSN(filepath.Join(b.TempDir(), "app.db"))}
 	d.db = d.reopen(b)
 	return d
-}
-
-// Applications compile against the inbox alone: it imports nothing but
-// the standard library, and no driver.
-func TestThePackageImportsOnlyTheStandardLibrary(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	checked := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, src, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range f.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
-				t.Errorf("%s imports %s", name, path)
-			}
-		}
-		checked++
-	}
-	if checked < 4 {
-		t.Fatalf("checked %d files; the package has more", checked)
-	}
 }

@@ -1,4 +1,4 @@
-package inbox
+package inboxcheck
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/inbox"
 	"github.com/intakehq/intake/internal/testkit"
 )
 
@@ -41,7 +42,7 @@ func TestAnEventIsAppliedOnceAndARepeatIsAnswered2xxWithoutCallingAgain(t *testi
 func TestIntakesSenderDeliversToTheInboxAndReadsItsOutcomes(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, d testDB) {
 		l := newLedger(t, d)
-		h, err := New(d.db, l.apply, Options{Secrets: []string{delivery.NewSecret(), testSecret}, Dialect: d.dialect})
+		h, err := inbox.New(d.db, l.apply, inbox.Options{Secrets: []string{delivery.NewSecret(), testSecret}, Dialect: d.dialect})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +77,7 @@ func TestTheFunctionReceivesTheEnvelopesFieldsAndAReplaysReplayOf(t *testing.T) 
 	db := testDB{dialect: "sqlite", driver: "sqlite", dsn: sqliteDSN(t.TempDir() + "/app.db")}
 	db.db = db.reopen(t)
 	l := newLedger(t, db)
-	l.called = make(chan Event, 1)
+	l.called = make(chan inbox.Event, 1)
 	h := l.handler(t, c)
 	ev := &intake.Event{ID: "evt-replay", Type: "github.issues.opened", Kind: intake.KindEvent, OrgID: "org_1", ConnectionID: "con_1",
 		Provider: "github", ProviderEventID: "d-1", MessageID: "msg_2", Replay: true, ReplayOf: "evt-original",
@@ -88,9 +89,9 @@ func TestTheFunctionReceivesTheEnvelopesFieldsAndAReplaysReplayOf(t *testing.T) 
 		t.Fatalf("answered %d %s", a.status, a.raw)
 	}
 	got := <-l.called
-	want := Event{ID: ev.ID, Type: ev.Type, Kind: "event", OrgID: "org_1", ConnectionID: "con_1", Provider: "github",
+	want := inbox.Event{ID: ev.ID, Type: ev.Type, Kind: "event", OrgID: "org_1", ConnectionID: "con_1", Provider: "github",
 		ProviderEventID: "d-1", MessageID: "msg_2", Replay: true, ReplayOf: "evt-original", OccurredAt: ev.OccurredAt,
-		ReceivedAt: ev.ReceivedAt, Subject: &Subject{App: "tracker", RecordID: "T-7"}, Data: ev.Data, DataTruncated: true,
+		ReceivedAt: ev.ReceivedAt, Subject: &inbox.Subject{App: "tracker", RecordID: "T-7"}, Data: ev.Data, DataTruncated: true,
 		BodyURL: env.BodyURL}
 	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
 		t.Fatalf("the function received\n%s\nwant\n%s", g, w)
@@ -285,14 +286,16 @@ func TestConcurrentCopiesWhoseFirstFailsAreAppliedOnceByAnother(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, d testDB) {
 		l := newLedger(t, d)
 		c := testkit.NewClock(t0)
-		h := l.handler(t, c)
 		env := sample("evt-first-fails", "stripe.invoice.paid")
 		l.fail.Store(true)
-		h.fn = func(ctx context.Context, tx *sql.Tx, e Event) (Outcome, error) {
+		h, err := inbox.New(d.db, func(ctx context.Context, tx *sql.Tx, e inbox.Event) (inbox.Outcome, error) {
 			if l.calls.Load() > 0 {
 				l.fail.Store(false) // only the first call fails
 			}
 			return l.apply(ctx, tx, e)
+		}, inbox.Options{Secrets: []string{testSecret}, Dialect: d.dialect, Now: c.Now, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
 		}
 		answers := copies(t, d, l, h, env, c.Now(), 8)
 		status := map[int]int{}
@@ -332,7 +335,7 @@ func TestPruneDeletesOnlyRecordsOlderThanItKeepsAndRefusesTooShortAKeep(t *testi
 	})
 }
 
-func TestNewCreatesItsTableOnceAndRefusesBadOptions(t *testing.T) {
+func TestNewCreatesItsTableOnceAndKeepsItsRecords(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, d testDB) {
 		l := newLedger(t, d)
 		c := testkit.NewClock(t0)
@@ -340,7 +343,7 @@ func TestNewCreatesItsTableOnceAndRefusesBadOptions(t *testing.T) {
 		if a := deliver(t, l.handler(t, c), sample("evt-kept", "stripe.invoice.paid"), c.Now()); a.body["duplicate"] != true {
 			t.Fatalf("a second New over the same table forgot the record: %s", a.raw)
 		}
-		h, err := New(d.db, l.apply, Options{Secrets: []string{testSecret}, Dialect: d.dialect, Table: "shop_inbox", Now: c.Now})
+		h, err := inbox.New(d.db, l.apply, inbox.Options{Secrets: []string{testSecret}, Dialect: d.dialect, Table: "shop_inbox", Now: c.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -348,29 +351,6 @@ func TestNewCreatesItsTableOnceAndRefusesBadOptions(t *testing.T) {
 			t.Fatalf("another table shared the record: %s", a.raw)
 		}
 	})
-	for name, o := range map[string]Options{
-		"no secret":          {Dialect: "sqlite"},
-		"a secret not whsec": {Secrets: []string{"whsec_not base64!"}, Dialect: "sqlite"},
-		"no dialect":         {Secrets: []string{testSecret}},
-		"an unknown dialect": {Secrets: []string{testSecret}, Dialect: "oracle"},
-		"a table to inject":  {Secrets: []string{testSecret}, Dialect: "sqlite", Table: "t; DROP TABLE applied"},
-	} {
-		if _, err := New(nil, nil, o); err == nil {
-			t.Errorf("%s: New took it", name)
-		}
-	}
-}
-
-func TestOnlyPostsWithinTheSizeLimitAreRead(t *testing.T) {
-	c := testkit.NewClock(t0)
-	h := &Handler{keys: [][]byte{{1}}, tolerance: time.Minute, maxBody: 64, now: c.Now}
-	if a := serve(h, httptest.NewRequest(http.MethodGet, "/events", nil)); a.status != http.StatusMethodNotAllowed {
-		t.Fatalf("GET answered %d", a.status)
-	}
-	big := sample("evt-big", strings.Repeat("x", 100))
-	if a := deliver(t, h, big, c.Now()); a.status != http.StatusRequestEntityTooLarge {
-		t.Fatalf("a body over the limit answered %d %s", a.status, a.raw)
-	}
 }
 
 // Event ids are case-sensitive (intake's are, and so are providers'):

@@ -1,4 +1,4 @@
-package inbox
+package inboxcheck
 
 import (
 	"bytes"
@@ -24,6 +24,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/inbox"
 	"github.com/intakehq/intake/internal/mysqltest"
 	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/store/postgres/pgtest"
@@ -188,8 +189,8 @@ type ledger struct {
 	calls  atomic.Int32
 	fail   atomic.Bool
 	mu     sync.Mutex
-	hold   chan struct{} // closed to release a held call
-	called chan Event    // each call's event, when set
+	hold   chan struct{}    // closed to release a held call
+	called chan inbox.Event // each call's event, when set
 }
 
 func newLedger(t testing.TB, d testDB) *ledger {
@@ -200,7 +201,7 @@ func newLedger(t testing.TB, d testDB) *ledger {
 	return &ledger{d: d}
 }
 
-func (l *ledger) apply(ctx context.Context, tx *sql.Tx, e Event) (Outcome, error) {
+func (l *ledger) apply(ctx context.Context, tx *sql.Tx, e inbox.Event) (inbox.Outcome, error) {
 	l.calls.Add(1)
 	if l.called != nil {
 		l.called <- e
@@ -218,9 +219,9 @@ func (l *ledger) apply(ctx context.Context, tx *sql.Tx, e Event) (Outcome, error
 		return 0, errors.New("the ledger is closed for the night")
 	}
 	if strings.HasSuffix(e.Type, ".ignored") {
-		return Ignored, nil
+		return inbox.Ignored, nil
 	}
-	return Handled, nil
+	return inbox.Handled, nil
 }
 
 // quiet keeps the failures the tests cause out of their output.
@@ -230,12 +231,14 @@ const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func (l *ledger) handler(t testing.TB, c *testkit.Clock) *Handler { return l.handlerOn(t, l.d.db, c) }
+func (l *ledger) handler(t testing.TB, c *testkit.Clock) *inbox.Handler {
+	return l.handlerOn(t, l.d.db, c)
+}
 
 // handlerOn is the inbox of the ledger on db, with secret, on clock c.
-func (l *ledger) handlerOn(t testing.TB, db *sql.DB, c *testkit.Clock) *Handler {
+func (l *ledger) handlerOn(t testing.TB, db *sql.DB, c *testkit.Clock) *inbox.Handler {
 	t.Helper()
-	h, err := New(db, l.apply, Options{Secrets: []string{testSecret}, Dialect: l.d.dialect, Now: c.Now, Logger: quiet})
+	h, err := inbox.New(db, l.apply, inbox.Options{Secrets: []string{testSecret}, Dialect: l.d.dialect, Now: c.Now, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

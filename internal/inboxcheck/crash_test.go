@@ -1,4 +1,4 @@
-package inbox
+package inboxcheck
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intakehq/intake/inbox"
 	"github.com/intakehq/intake/internal/testkit"
 )
 
@@ -33,7 +34,9 @@ func TestMain(m *testing.M) {
 const crashExit = 3
 
 // crashingReceiver serves the ledger's inbox on a free port, prints the
-// port, and exits with crashExit right after the first commit.
+// port, and exits with crashExit the moment the database committed the
+// first delivery's transaction, inside its Commit: before the inbox can
+// answer.
 func crashingReceiver(spec string) int {
 	var d testDB
 	if err := json.Unmarshal([]byte(spec), &struct {
@@ -51,12 +54,12 @@ func crashingReceiver(spec string) int {
 	}
 	d.db = db
 	l := &ledger{d: d}
-	h, err := New(db, l.apply, Options{Secrets: []string{testSecret}, Dialect: d.dialect})
+	crashing := sql.OpenDB(hookedConnector{drv: db.Driver(), dsn: d.dsn, onCommit: func() { os.Exit(crashExit) }})
+	h, err := inbox.New(crashing, l.apply, inbox.Options{Secrets: []string{testSecret}, Dialect: d.dialect})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	afterCommit = func(string) { os.Exit(crashExit) }
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

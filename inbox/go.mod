@@ -1,0 +1,3 @@
+module github.com/intakehq/intake/inbox
+
+go 1.26.8
