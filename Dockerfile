@@ -14,6 +14,8 @@ ARG GO_VERSION=1.26.8
 FROM docker.io/library/golang:${GO_VERSION} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# The inbox module, which go.mod replaces with this directory.
+COPY inbox/go.mod inbox/
 RUN go mod download
 COPY . .
 ARG VERSION=dev
