@@ -180,3 +180,168 @@ func TestAReleaseByAProcessAheadFreesTheMessageAtOnce(t *testing.T) {
 		t.Fatalf("after the release: claims %v %v, want %s at attempt 1", c, err, m.ID)
 	}
 }
+
+// retried is a kind of work that fails and is retried after a backoff:
+// how to put one item of it up, how a process claims what is due, and how
+// a process fails its claim, scheduling the retry by its own clock (as
+// the worker and the router decide a backoff).
+type retried struct {
+	name  string
+	seed  func(t *testing.T, s *Store, o org, consumer string)
+	claim func(s *Store, now time.Time, lease time.Duration) ([]retryClaim, error)
+	fail  func(s *Store, now time.Time, c retryClaim, backoff time.Duration) error
+}
+
+// retryClaim is a claimed attempt of a retried item.
+type retryClaim struct {
+	id, org, consumer string
+	attempt           int
+}
+
+var retriedWork = []retried{
+	{name: "messages",
+		seed: func(t *testing.T, s *Store, o org, _ string) {
+			m := o.message(`{"id":"` + intake.NewID() + `"}`)
+			m.MaxAttempts = 50 // a claim the test probes with may take an attempt
+			if err := s.Ingest(context.Background(), m); err != nil {
+				t.Fatal(err)
+			}
+		},
+		claim: func(s *Store, now time.Time, lease time.Duration) ([]retryClaim, error) {
+			cs, err := s.ClaimMessages(context.Background(), now, lease, 100)
+			var out []retryClaim
+			for _, c := range cs {
+				out = append(out, retryClaim{id: c.Message.ID, attempt: c.Attempt})
+			}
+			return out, err
+		},
+		fail: func(s *Store, now time.Time, c retryClaim, backoff time.Duration) error {
+			_, err := s.SettleMessage(context.Background(), now, intake.Settlement{MessageID: c.id, Attempt: c.attempt,
+				To: intake.MessageFailed, ErrorCode: intake.ErrCodeTransient, ErrorMessage: "store down", NextAttemptAt: now.Add(backoff)})
+			return err
+		}},
+	{name: "calls",
+		seed: func(t *testing.T, s *Store, o org, consumer string) {
+			o.fannedOut(t, s, 1, consumer)
+		},
+		claim: func(s *Store, now time.Time, lease time.Duration) ([]retryClaim, error) {
+			cs, err := s.ClaimRoutes(context.Background(), now, lease, intake.Calls(100))
+			var out []retryClaim
+			for _, c := range cs {
+				out = append(out, retryClaim{id: c.Event.ID, org: c.Event.OrgID, consumer: c.ConsumerID, attempt: c.Attempt})
+			}
+			return out, err
+		},
+		fail: func(s *Store, now time.Time, c retryClaim, backoff time.Duration) error {
+			_, err := s.SettleRoute(context.Background(), now, intake.RouteSettlement{EventID: c.id, ConsumerID: c.consumer,
+				Attempt: c.attempt, Called: true, Delivery: &intake.Delivery{ID: intake.NewID(), OrgID: c.org, EventID: c.id, ConsumerID: c.consumer,
+					Attempt: c.attempt, Outcome: intake.DeliveryRetry, StatusCode: 503, At: now}},
+				intake.Backoff{Base: backoff, Max: backoff})
+			return err
+		}},
+}
+
+// TestRetriesAreDueByPostgresClockAcrossProcessesWhoseClocksJump has two
+// processes (two stores, timed by PostgreSQL's clock as intake serves)
+// fail and retry a message and a call while one process's clock is an
+// hour ahead and then an hour behind: each schedules a retry after its
+// backoff by its own clock, as the worker and the router do. Whoever
+// scheduled it, no process takes a retry before its backoff has run (the
+// process ahead does not retry at once), and the next one takes it once
+// the backoff has run, not an hour later (the process behind does not
+// hold it an hour).
+func TestRetriesAreDueByPostgresClockAcrossProcessesWhoseClocksJump(t *testing.T) {
+	const backoff = 3 * time.Second
+	for _, w := range retriedWork {
+		t.Run(w.name, func(t *testing.T) {
+			url := pgtest.Database(t)
+			steady := openTimedByPostgres(t, Options{URL: url, MaxConns: 4})
+			jumpy := openTimedByPostgres(t, Options{URL: url, MaxConns: 4})
+			o := newOrg(t, steady, "acme")
+			consumer := o.consumer(t, steady, intake.Controls{Retry: intake.RetryPolicy{Attempts: intake.MaxRetryAttempts}}).ID
+			now := func() time.Time { return time.Now().UTC() }
+			w.seed(t, steady, o, consumer)
+			var id string
+			claim := func(s *Store, skew, lease time.Duration) []retryClaim {
+				t.Helper()
+				cs, err := w.claim(s, now().Add(skew), lease)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range cs {
+					if id == "" {
+						id = c.id
+					}
+					if c.id != id || len(cs) > 1 {
+						t.Fatalf("claimed %v, want only %s", cs, id)
+					}
+				}
+				return cs
+			}
+			// fail fails c by s, its clock off by skew, and returns when it
+			// began: the retry is not due before the backoff from then.
+			fail := func(s *Store, skew time.Duration, c retryClaim) time.Time {
+				t.Helper()
+				since := time.Now()
+				if err := w.fail(s, now().Add(skew), c, backoff); err != nil {
+					t.Fatal(err)
+				}
+				return since
+			}
+			// notEarly has s, its clock off by skew, try the retry
+			// scheduled at since at once: it must not take it before its
+			// backoff has run. (It claims with no lease, so a retry taken
+			// on time on a slow machine is another's to take again.)
+			notEarly := func(s *Store, skew time.Duration, since time.Time) {
+				t.Helper()
+				if got := claim(s, skew, 0); len(got) > 0 {
+					if held := time.Since(since); held < backoff {
+						t.Fatalf("the process %v off retried %s %v after its %v backoff was scheduled", skew, id, held, backoff)
+					}
+				}
+			}
+			// onTime polls s, its clock off by skew, until it claims the
+			// retry scheduled at since, which it must not before the
+			// backoff has run nor 30 s after.
+			onTime := func(s *Store, skew time.Duration, since time.Time) retryClaim {
+				t.Helper()
+				deadline := time.Now().Add(30 * time.Second)
+				for {
+					if got := claim(s, skew, time.Minute); len(got) > 0 {
+						held := time.Since(since)
+						if held < backoff {
+							t.Fatalf("the process %v off retried %s %v after its %v backoff was scheduled", skew, id, held, backoff)
+						}
+						t.Logf("retried by the process %v off %v after a %v backoff was scheduled", skew, held.Round(time.Millisecond), backoff)
+						return got[0]
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s not retried by the process %v off 30 s after its %v backoff was scheduled: the retry is held past its time",
+							id, skew, backoff)
+					}
+					time.Sleep(50 * time.Millisecond) // polls PostgreSQL's clock, which the test cannot step
+				}
+			}
+
+			first := claim(jumpy, time.Hour, time.Minute)
+			if len(first) != 1 {
+				t.Fatalf("the process an hour ahead claimed %v, want the item", first)
+			}
+			// Scheduled an hour ahead: not retried at once, and retried by
+			// the other process after the backoff, not an hour later.
+			since := fail(jumpy, time.Hour, first[0])
+			notEarly(jumpy, time.Hour, since)
+			c := onTime(steady, 0, since)
+			// Scheduled by the steady clock: the process an hour ahead does
+			// not retry it at once; an hour behind, it does not hold it an hour.
+			since = fail(steady, 0, c)
+			notEarly(jumpy, time.Hour, since)
+			c = onTime(jumpy, -time.Hour, since)
+			// Scheduled an hour behind: the steady process does not retry
+			// it at once, and retries it after the backoff.
+			since = fail(jumpy, -time.Hour, c)
+			notEarly(steady, 0, since)
+			onTime(steady, 0, since)
+		})
+	}
+}

@@ -244,7 +244,9 @@ func (s *Store) queueMessages(b *pgx.Batch, batch []*ingestRequest) error {
 		(id, org_id, connection_id, endpoint_id, method, query, digest, received_at, state, attempt, max_attempts,
 		 next_attempt_at, lease_until, provider_event_id, outcome, error_code, error_message, replay_of, traceparent)
 		SELECT id::uuid, org_id::uuid, connection_id::uuid, endpoint_id::uuid, method, query, digest, received_at, state,
-		       attempt, max_attempts, next_attempt_at,
+		       attempt, max_attempts,
+		       -- a message (received or replayed) enters due at once: by PostgreSQL's clock
+		       CASE WHEN $20::bool OR next_attempt_at IS NULL THEN next_attempt_at ELSE statement_timestamp() END,
 		       -- a handed-over message's lease, as long from now by PostgreSQL's clock as the caller's is from its receipt
 		       CASE WHEN $20::bool THEN lease_until ELSE statement_timestamp() + (lease_until - received_at) END,
 		       provider_event_id, outcome, error_code, error_message,

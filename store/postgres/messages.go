@@ -25,8 +25,8 @@ var claimable = sqltext.List(intake.MessageStatesInto(intake.MessageProcessing))
 // or settling right now are skipped, not waited for. The claim is one
 // statement, committed on its own; the bodies are read after it (they do
 // not change), so a claim that finds nothing costs one round trip. Leases
-// are taken and judged by PostgreSQL's clock (see Options.CallerClock);
-// a message is due by the caller's.
+// are taken and judged, and messages judged due, by PostgreSQL's clock
+// (see Options.CallerClock).
 func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Duration, limit int, skip ...string) ([]intake.Claim, error) {
 	rows, err := s.pool.Query(ctx, `WITH expired AS (
 			SELECT id FROM messages
@@ -36,7 +36,7 @@ func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Dur
 			   FOR UPDATE SKIP LOCKED
 		), due AS (
 			SELECT id FROM messages
-			 WHERE state IN (`+claimable+`) AND next_attempt_at <= $2 AND org_id <> ALL($4::uuid[])
+			 WHERE state IN (`+claimable+`) AND next_attempt_at <= coalesce($2::timestamptz, statement_timestamp()) AND org_id <> ALL($4::uuid[])
 			 ORDER BY next_attempt_at LIMIT $3
 			   FOR UPDATE SKIP LOCKED
 		), picked AS (
@@ -45,7 +45,7 @@ func (s *Store) ClaimMessages(ctx context.Context, now time.Time, lease time.Dur
 		UPDATE messages m SET state = 'processing', attempt = m.attempt + 1,
 		       lease_until = coalesce($5::timestamptz, statement_timestamp()) + $1::bigint * interval '1 microsecond'
 		  FROM picked WHERE m.id = picked.id
-		RETURNING `+prefixed("m.", messageColumns), micros(lease), ts(now), limit, nonNil(skip), s.leaseNow(now))
+		RETURNING `+prefixed("m.", messageColumns), micros(lease), s.clockNow(now), limit, nonNil(skip), s.clockNow(now))
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -127,7 +127,7 @@ func (s *Store) ReleaseMessage(ctx context.Context, now time.Time, after time.Du
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE messages SET lease_until = coalesce($4::timestamptz, statement_timestamp()) + $1::bigint * interval '1 microsecond',
 			attempt = attempt - 1 WHERE id = $2 AND attempt = $3 AND state = 'processing'`,
-			micros(after), msgID, attempt, s.leaseNow(now))
+			micros(after), msgID, attempt, s.clockNow(now))
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}

@@ -102,18 +102,29 @@ func (s *Store) settleMessageBatch(ctx context.Context, batch []messageSettleReq
 	}
 	keys := intake.KeysOf(in)
 	var d intake.SettleDecision
+	var at time.Time
 	err = s.pipeline(ctx, func(p *pipeTx) error {
 		forCustomPlans(p.b)
+		s.queueClock(p.b, &at)
 		read := queueSettleRead(p.b, in, keys)
 		if err := p.flush(ctx); err != nil {
 			return err
 		}
-		d = intake.DecideSettlements(*read, in)
+		d = intake.DecideSettlements(*read, timedAt(in, at))
 		queueSettleWrite(p.b, d, s)
 		return nil
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	if !at.IsZero() {
+		// The calls leased in the commit are handed back with their leases by
+		// the caller's clock, as a claim answers them.
+		for i := range d.Results {
+			for j, c := range d.Results[i].Settled.Calls {
+				d.Results[i].Settled.Calls[j].LeaseUntil = rebase(c.LeaseUntil, at, batch[i].now)
+			}
+		}
 	}
 	if d.WakeEvents {
 		s.hub.Notify(intake.TopicEvents)
@@ -126,6 +137,31 @@ func (s *Store) settleMessageBatch(ctx context.Context, batch []messageSettleReq
 		outs[i], errs[i] = r.Settled, r.Err
 	}
 	return outs, errs, nil
+}
+
+// timedAt is a batch of settlements timed at PostgreSQL's clock at, read
+// in the settle's transaction: each one's due times (a failed message's
+// retry, its events' first routing) as long after at as the caller
+// decided them after its now. The zero at (the store is timed by its
+// callers) leaves the batch as it is.
+func timedAt(in []intake.TimedSettlement, at time.Time) []intake.TimedSettlement {
+	if at.IsZero() {
+		return in
+	}
+	out := make([]intake.TimedSettlement, len(in))
+	for i, r := range in {
+		r.NextAttemptAt = rebase(r.NextAttemptAt, r.Now, at)
+		if len(r.Events) > 0 {
+			events := slices.Clone(r.Events)
+			for j := range events {
+				events[j].NextAttemptAt = rebase(events[j].NextAttemptAt, r.Now, at)
+			}
+			r.Events = events
+		}
+		r.Now = at
+		out[i] = r
+	}
+	return out
 }
 
 // queueSettleRead queues, for one round trip, the reads a batch of

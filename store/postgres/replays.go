@@ -93,7 +93,7 @@ func (s *Store) ClaimReplayJob(ctx context.Context, now time.Time, lease time.Du
 		UPDATE replay_jobs r SET lease_until = coalesce($3::timestamptz, statement_timestamp()) + $1::bigint * interval '1 microsecond',
 		       owner = $2
 		  FROM next WHERE r.id = next.id
-		RETURNING `+prefixed("r.", replayJobColumns), micros(lease), intake.NewID(), s.leaseNow(now)))
+		RETURNING `+prefixed("r.", replayJobColumns), micros(lease), intake.NewID(), s.clockNow(now)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return intake.ReplayJob{}, false, nil
 	}
@@ -116,7 +116,7 @@ func (s *Store) SaveReplayJob(ctx context.Context, j intake.ReplayJob, now time.
 	return s.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE replay_jobs SET done = $1, cursor = $2, error = $3, finished_at = $4, updated_at = $5,
 			lease_until = coalesce($9::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond' WHERE id = $7 AND owner = $8`,
-			j.Done, text(j.Cursor), text(j.Error), ts(j.FinishedAt), ts(now), micros(lease), j.ID, text(j.Owner), s.leaseNow(now))
+			j.Done, text(j.Cursor), text(j.Error), ts(j.FinishedAt), ts(now), micros(lease), j.ID, text(j.Owner), s.clockNow(now))
 		if err != nil {
 			return err
 		}
@@ -159,7 +159,7 @@ func (s *Store) SaveJobBatch(ctx context.Context, j intake.ReplayJob, b intake.J
 			return err
 		}
 		for _, id := range b.Reroute {
-			done, err := intake.RerouteOutcome(rerouteEvent(ctx, tx, sc, id, now))
+			done, err := intake.RerouteOutcome(rerouteEvent(ctx, tx, sc, id, s.clockNow(now)))
 			if err != nil {
 				return err
 			}
@@ -178,7 +178,7 @@ func (s *Store) SaveJobBatch(ctx context.Context, j intake.ReplayJob, b intake.J
 		n += len(b.Replays)
 		_, err = tx.Exec(ctx, `UPDATE replay_jobs SET done = $1, cursor = $2, error = $3, finished_at = $4, updated_at = $5,
 			lease_until = coalesce($8::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond' WHERE id = $7`,
-			j.Done+n, text(j.Cursor), text(j.Error), ts(j.FinishedAt), ts(now), micros(lease), j.ID, s.leaseNow(now))
+			j.Done+n, text(j.Cursor), text(j.Error), ts(j.FinishedAt), ts(now), micros(lease), j.ID, s.clockNow(now))
 		return err
 	})
 	if err != nil {

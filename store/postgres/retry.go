@@ -11,10 +11,10 @@ import (
 )
 
 // retryWhere is the condition on routes a retry selection makes: waiting,
-// not leased at $1, visible in the org $2, of the event or consumer $3 (and
+// not leased at $1 (Store.clockNow: NULL, PostgreSQL's clock), visible in the org $2, of the event or consumer $3 (and
 // of the events $4).
 func retryWhere(sel intake.RetrySelection) (string, []any) {
-	where := `state = 'waiting' AND (lease_until IS NULL OR lease_until <= $1) AND ($2::uuid IS NULL OR org_id = $2)`
+	where := `state = 'waiting' AND (lease_until IS NULL OR lease_until <= coalesce($1::timestamptz, statement_timestamp())) AND ($2::uuid IS NULL OR org_id = $2)`
 	if sel.EventID != "" {
 		return where + ` AND event_id = $3`, []any{sel.EventID}
 	}
@@ -27,10 +27,10 @@ func retryWhere(sel intake.RetrySelection) (string, []any) {
 
 // retrySelected reads the routes sel selects, of at most max events, the
 // earliest due first: the events in that order and the consumers.
-func retrySelected(ctx context.Context, tx pgx.Tx, sc intake.Scope, sel intake.RetrySelection, now time.Time, max int) (events, consumers []string, err error) {
+func retrySelected(ctx context.Context, tx pgx.Tx, sc intake.Scope, sel intake.RetrySelection, now any, max int) (events, consumers []string, err error) {
 	where, args := retryWhere(sel)
 	rows, err := tx.Query(ctx, `SELECT event_id, consumer_id FROM routes WHERE `+where+` ORDER BY next_at, event_id`,
-		append([]any{ts(now), nullID(sc.OrgID)}, args...)...)
+		append([]any{now, nullID(sc.OrgID)}, args...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -83,8 +83,9 @@ func retryItems(ctx context.Context, tx pgx.Tx, ids []string) ([]intake.Event, e
 	return out, nil
 }
 
-// RetryNow makes the waiting routes sel selects due now (DESIGN §20), and
-// wakes the routers of every process.
+// RetryNow makes the waiting routes sel selects due now (DESIGN §20), by
+// PostgreSQL's clock (see Options.CallerClock), and wakes the routers of
+// every process.
 func (s *Store) RetryNow(ctx context.Context, sc intake.Scope, sel intake.RetrySelection, now time.Time, max int, dryRun bool, audit ...intake.AuditEntry) (intake.Retried, error) {
 	var out intake.Retried
 	if (sel.EventID != "" && !validIDs(sel.EventID)) || (sel.ConsumerID != "" && !validIDs(sel.ConsumerID)) || !validIDs(sel.EventIDs...) {
@@ -92,7 +93,7 @@ func (s *Store) RetryNow(ctx context.Context, sc intake.Scope, sel intake.RetryS
 	}
 	err := s.scopedTx(ctx, sc, func(tx pgx.Tx) error {
 		out = intake.Retried{}
-		events, consumers, err := retrySelected(ctx, tx, sc, sel, now, max)
+		events, consumers, err := retrySelected(ctx, tx, sc, sel, s.clockNow(now), max)
 		if err != nil {
 			return err
 		}
@@ -105,14 +106,16 @@ func (s *Store) RetryNow(ctx context.Context, sc intake.Scope, sel intake.RetryS
 		}
 		if len(events) > 0 {
 			where, args := retryWhere(sel)
-			args = append([]any{ts(now), nullID(sc.OrgID)}, args...)
+			args = append([]any{s.clockNow(now), nullID(sc.OrgID)}, args...)
 			args = append(args, events)
-			if _, err := tx.Exec(ctx, `UPDATE routes SET next_at = $1 WHERE `+where+` AND next_at > $1
+			if _, err := tx.Exec(ctx, `UPDATE routes SET next_at = coalesce($1::timestamptz, statement_timestamp())
+				WHERE `+where+` AND next_at > coalesce($1::timestamptz, statement_timestamp())
 				AND event_id = ANY($`+strconv.Itoa(len(args))+`::uuid[])`, args...); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `UPDATE consumer_lanes SET probe_at = $1 WHERE tripped AND probe_at > $1 AND consumer_id = ANY($2::uuid[])`,
-				ts(now), consumers); err != nil {
+			if _, err := tx.Exec(ctx, `UPDATE consumer_lanes SET probe_at = coalesce($1::timestamptz, statement_timestamp())
+				WHERE tripped AND probe_at > coalesce($1::timestamptz, statement_timestamp()) AND consumer_id = ANY($2::uuid[])`,
+				s.clockNow(now), consumers); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicRoutes], s.instance); err != nil {

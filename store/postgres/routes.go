@@ -52,9 +52,11 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) (int
 		consumers = append(consumers, r.ConsumerID)
 	}
 	var out intake.FannedOut
+	var at time.Time
 	err := s.pipeline(ctx, func(p *pipeTx) error {
 		in := intake.FanOutRead{Routed: map[string]bool{}, Consumers: map[string]intake.ConsumerLane{}}
 		found := false
+		s.queueClock(p.b, &at)
 		p.b.Queue(`SELECT `+eventColumns+`, lease_until IS NOT NULL FROM events WHERE id = $1 FOR UPDATE`, f.EventID).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
@@ -85,8 +87,14 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) (int
 		if !found {
 			return notFound("event", f.EventID)
 		}
+		// The routes are due, and the calls leased, by PostgreSQL's clock
+		// unless the store is timed by its callers.
+		decidedAt := now
+		if !at.IsZero() {
+			decidedAt = at
+		}
 		var err error
-		if out, err = intake.DecideFanOut(in, f, now); err != nil {
+		if out, err = intake.DecideFanOut(in, f, decidedAt); err != nil {
 			return err
 		}
 		queueRoutes(p.b, out.Routes, s.callerClock)
@@ -106,6 +114,13 @@ func (s *Store) FanOut(ctx context.Context, now time.Time, f intake.FanOut) (int
 	}
 	if out.Wake {
 		s.hub.Notify(intake.TopicRoutes)
+	}
+	if !at.IsZero() {
+		// The calls are handed back with their leases by the caller's
+		// clock, as a claim answers them.
+		for i, c := range out.Calls {
+			out.Calls[i].LeaseUntil = rebase(c.LeaseUntil, at, now)
+		}
 	}
 	return out, nil
 }
@@ -234,8 +249,9 @@ func laneDests(l *intake.Lane) (dests []any, done func()) {
 // every commit before its locks, counts their calls in flight. Each lane
 // allows its share in Go. The second leases the routes, saves the lanes
 // (giving back the tokens of calls it found no route for) and commits.
-// Leases are taken and judged by PostgreSQL's clock (see
-// Options.CallerClock); routes are due by the caller's.
+// Leases are taken and judged, routes judged due, and the lanes' rates
+// and breakers' probes timed by PostgreSQL's clock (see
+// Options.CallerClock).
 func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Duration, shares intake.CallShares) ([]intake.RouteClaim, error) {
 	limit := shares.Total
 	if limit <= 0 {
@@ -253,17 +269,19 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 		claims = nil
 		var cands []*candidate
 		inFlight := map[string]int{}
+		var at time.Time
+		s.queueClock(p.b, &at)
 		// Every consumer has its lane: created with it, and by the
 		// migration for those that came before lanes.
 		p.b.Queue(`SELECT c.enabled AND c.deleted_at IS NULL, d.n, `+prefixed("c.", controlColumns)+`, `+laneColumns+`
 			  FROM consumer_lanes l JOIN consumers c ON c.id = l.consumer_id
 			 CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM routes r
-			        WHERE r.consumer_id = l.consumer_id AND r.state = 'waiting' AND r.next_at <= $1
-			          AND (r.lease_until IS NULL OR r.lease_until <= coalesce($3::timestamptz, statement_timestamp())) LIMIT $2) r) d
+			        WHERE r.consumer_id = l.consumer_id AND r.state = 'waiting' AND r.next_at <= coalesce($1::timestamptz, statement_timestamp())
+			          AND (r.lease_until IS NULL OR r.lease_until <= coalesce($1::timestamptz, statement_timestamp())) LIMIT $2) r) d
 			 WHERE NOT c.paused AND d.n > 0
 			 ORDER BY l.claimed_at NULLS FIRST, l.consumer_id
 			 LIMIT $2
-			   FOR UPDATE OF l SKIP LOCKED`, ts(now), limit, s.leaseNow(now)).
+			   FOR UPDATE OF l SKIP LOCKED`, s.clockNow(now), limit).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					c := &candidate{}
@@ -287,7 +305,7 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 			  JOIN routes r ON r.consumer_id = c.id AND r.state = 'waiting'
 			   AND r.lease_until > coalesce($1::timestamptz, statement_timestamp())
 			 WHERE c.max_in_flight > 0 OR l.tripped
-			 GROUP BY r.consumer_id`, s.leaseNow(now)).
+			 GROUP BY r.consumer_id`, s.clockNow(now)).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var id string
@@ -305,6 +323,13 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 		if len(cands) == 0 {
 			return nil
 		}
+		// The lanes are timed, and routes judged due, by PostgreSQL's
+		// clock read with the locks unless the store is timed by its
+		// callers.
+		laneNow := now
+		if !at.IsZero() {
+			laneNow = at
+		}
 		var (
 			ids                           []string
 			want                          []int32
@@ -318,7 +343,7 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 		for _, c := range cands {
 			n, probe := shares.Allow(c.lane.OrgID, c.lane.ConsumerID, c.controls, c.due), false
 			if c.live && n > 0 {
-				n, probe = c.lane.Allow(c.controls, now, inFlight[c.lane.ConsumerID], n)
+				n, probe = c.lane.Allow(c.controls, laneNow, inFlight[c.lane.ConsumerID], n)
 			}
 			shares.Took(c.lane.OrgID, c.lane.ConsumerID, n)
 			ids = append(ids, c.lane.ConsumerID)
@@ -378,8 +403,8 @@ func (s *Store) ClaimRoutes(ctx context.Context, now time.Time, lease time.Durat
 			SELECT `+prefixed("e.", eventColumns)+`, leased.consumer_id::text, leased.attempt, leased.order_key
 			  FROM leased JOIN events e ON e.id = leased.event_id
 			 ORDER BY leased.consumer_id, e.id`,
-			ids, want, ordered, probes, tokens, refilled, probeAt, probeEvery, wasProbeAt, wasProbeEvery, ts(now), micros(lease), rated,
-			s.leaseNow(now)).
+			ids, want, ordered, probes, tokens, refilled, probeAt, probeEvery, wasProbeAt, wasProbeEvery, ts(laneNow), micros(lease), rated,
+			s.clockNow(now)).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var c intake.RouteClaim

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -106,11 +107,13 @@ func (s *Store) settleRouteBatch(ctx context.Context, batch []routeSettleRequest
 	}
 	err = s.pipeline(ctx, func(p *pipeTx) error {
 		forCustomPlans(p.b)
+		var at time.Time
+		s.queueClock(p.b, &at)
 		read := queueCallRead(p.b, in, lockLanes)
 		if err := p.flush(ctx); err != nil {
 			return err
 		}
-		d = intake.DecideRouteSettlements(*read, in)
+		d = intake.DecideRouteSettlements(*read, routesTimedAt(in, at))
 		// Issues move under the lanes' locks too: the settles of one
 		// consumer then decide its issues one after another.
 		if (len(d.Lanes) > 0 || len(d.Issues) > 0) && !lockLanes {
@@ -126,6 +129,21 @@ func (s *Store) settleRouteBatch(ctx context.Context, batch []routeSettleRequest
 	// at once; other processes hear only of what d.WakeRoutes names.
 	s.hub.Notify(intake.TopicRoutes)
 	return d, nil
+}
+
+// routesTimedAt is a batch of call results settled at PostgreSQL's clock
+// at, read in the settle's transaction: a retry's backoff, a breaker's
+// probe and a rate's refill run from it. The zero at (the store is timed
+// by its callers) leaves the batch as it is.
+func routesTimedAt(in []intake.TimedRouteSettlement, at time.Time) []intake.TimedRouteSettlement {
+	if at.IsZero() {
+		return in
+	}
+	out := slices.Clone(in)
+	for i := range out {
+		out[i].Now = at
+	}
+	return out
 }
 
 // queueCallRead queues the reads of a batch of call results: the events

@@ -172,11 +172,12 @@ func (s *Store) PutSubjectLink(ctx context.Context, sc intake.Scope, l intake.Su
 // routing attempt, in one statement that also reads who is done with
 // each. An event whose previous lease ran out unsettled is taken as
 // retrying. Rows another process holds are skipped. Leases are taken and
-// judged by PostgreSQL's clock (see Options.CallerClock).
+// judged, and events judged due, by PostgreSQL's clock (see
+// Options.CallerClock).
 func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]intake.EventClaim, error) {
 	rows, err := s.pool.Query(ctx, `WITH due AS (
 			SELECT id FROM events
-			 WHERE state IN ('pending', 'retrying') AND next_attempt_at IS NOT NULL AND next_attempt_at <= $2
+			 WHERE state IN ('pending', 'retrying') AND next_attempt_at IS NOT NULL AND next_attempt_at <= coalesce($2::timestamptz, statement_timestamp())
 			   AND (lease_until IS NULL OR lease_until <= coalesce($4::timestamptz, statement_timestamp()))
 			 ORDER BY next_attempt_at LIMIT $3
 			   FOR UPDATE SKIP LOCKED
@@ -190,7 +191,7 @@ func (s *Store) ClaimEvents(ctx context.Context, now time.Time, lease time.Durat
 		SELECT `+prefixed("e.", eventColumns)+`, e.lease_until,
 		       ARRAY(SELECT consumer_id::text FROM routes WHERE event_id = e.id AND state IN ('handled', 'ignored')
 		             UNION SELECT consumer_id::text FROM deliveries WHERE event_id = e.id AND outcome IN ('handled', 'ignored'))
-		  FROM claimed e`, micros(lease), ts(now), limit, s.leaseNow(now))
+		  FROM claimed e`, micros(lease), s.clockNow(now), limit, s.clockNow(now))
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -217,7 +218,7 @@ func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, eventID strin
 		return notFound("event", eventID)
 	}
 	err := s.auditedScoped(ctx, sc, audit, func(tx pgx.Tx) error {
-		if err := rerouteEvent(ctx, tx, sc, eventID, now); err != nil {
+		if err := rerouteEvent(ctx, tx, sc, eventID, s.clockNow(now)); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channels[intake.TopicEvents], s.instance)
@@ -229,8 +230,9 @@ func (s *Store) RerouteEvent(ctx context.Context, sc intake.Scope, eventID strin
 	return err
 }
 
-// rerouteEvent takes an event visible in sc back to pending, in tx.
-func rerouteEvent(ctx context.Context, tx pgx.Tx, sc intake.Scope, eventID string, now time.Time) error {
+// rerouteEvent takes an event visible in sc back to pending, in tx, due
+// at now (Store.clockNow: NULL, PostgreSQL's clock).
+func rerouteEvent(ctx context.Context, tx pgx.Tx, sc intake.Scope, eventID string, now any) error {
 	var state intake.EventState
 	var attempt int
 	err := tx.QueryRow(ctx, `SELECT state, attempt FROM events WHERE id = $1 AND ($2::uuid IS NULL OR org_id = $2) FOR UPDATE`,
@@ -245,8 +247,8 @@ func rerouteEvent(ctx context.Context, tx pgx.Tx, sc intake.Scope, eventID strin
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE events SET state = 'pending', max_attempts = $1, next_attempt_at = $2,
-		lease_until = NULL WHERE id = $3`, max, ts(now), eventID); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE events SET state = 'pending', max_attempts = $1,
+		next_attempt_at = coalesce($2::timestamptz, statement_timestamp()), lease_until = NULL WHERE id = $3`, max, now, eventID); err != nil {
 		return err
 	}
 	// The next fan-out selects again; consumers done with the event keep

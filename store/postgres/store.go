@@ -79,11 +79,15 @@ type Options struct {
 	// Outage, when set, is told of each statement that could not reach
 	// PostgreSQL and of each answer, so an outage is logged once.
 	Outage *outage.Watch
-	// CallerClock times leases by the now each call passes instead of
-	// PostgreSQL's clock: for tests that step a clock past leases. Left
-	// false, as intake serves, a lease is taken, judged and ended by the
-	// database's clock alone, so processes whose clocks disagree (one
-	// jumped an hour ahead, or back) agree on every lease.
+	// CallerClock times leases and due times by the now each call passes
+	// instead of PostgreSQL's clock: for tests that step a clock past
+	// leases and backoffs. Left false, as intake serves, a lease is taken,
+	// judged and ended, and a message, event or call made due (at once or
+	// after its backoff) and judged due, by the database's clock alone: a
+	// caller names a delay (or an instant decided by its clock with the
+	// now it passes, kept as the delay from that now). Processes whose
+	// clocks disagree (one jumped an hour ahead, or back) agree on every
+	// lease and every retry's time.
 	CallerClock bool
 }
 
@@ -472,14 +476,44 @@ type storageError struct{ err error }
 func (e *storageError) Error() string { return "postgres: " + e.err.Error() }
 func (e *storageError) Unwrap() error { return e.err }
 
-// leaseNow is the argument a lease statement reads its now from, as
-// coalesce($n::timestamptz, statement_timestamp()): NULL, PostgreSQL's
-// clock, unless the store times leases by the caller's (CallerClock).
-func (s *Store) leaseNow(now time.Time) any {
+// clockNow is the argument a statement that takes or judges a lease or a
+// due time reads its now from, as coalesce($n::timestamptz,
+// statement_timestamp()): NULL, PostgreSQL's clock, unless the store is
+// timed by the caller's (CallerClock).
+func (s *Store) clockNow(now time.Time) any {
 	if s.callerClock {
 		return ts(now)
 	}
 	return nil
+}
+
+// queueClock queues into b, unless the store is timed by the caller's
+// clock, a read of PostgreSQL's clock into *at, for a settle or a claim
+// that decides in Go: what it decides (a retry's due time, a breaker's
+// probe, a rate's refill) is then timed by the clock every process
+// shares. With CallerClock it queues nothing and *at keeps the caller's
+// now.
+func (s *Store) queueClock(b *pgx.Batch, at *time.Time) {
+	if s.callerClock {
+		return
+	}
+	b.Queue(`SELECT statement_timestamp()`).QueryRow(func(row pgx.Row) error {
+		var t time.Time
+		if err := row.Scan(&t); err != nil {
+			return err
+		}
+		*at = t.UTC()
+		return nil
+	})
+}
+
+// rebase moves t, an instant the caller decided by its clock at from, to
+// as long after to: a due time kept as its delay. The zero time stays.
+func rebase(t, from, to time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return to.Add(t.Sub(from))
 }
 
 // micros is a lease's length as the statements take it, multiplied by
