@@ -345,3 +345,53 @@ func TestRetriesAreDueByPostgresClockAcrossProcessesWhoseClocksJump(t *testing.T
 		})
 	}
 }
+
+// TestWhatAProcessAheadMakesDueNowIsDueAtOnce has a process whose clock
+// is an hour ahead re-route an event and retry now a call that waits out
+// a one-minute backoff: another process takes each at once, not an hour
+// later.
+func TestWhatAProcessAheadMakesDueNowIsDueAtOnce(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Database(t)
+	steady := openTimedByPostgres(t, Options{URL: url, MaxConns: 4})
+	jumpy := openTimedByPostgres(t, Options{URL: url, MaxConns: 4})
+	o := newOrg(t, steady, "acme")
+	sc := intake.Scope{OrgID: o.org.ID}
+	now := func() time.Time { return time.Now().UTC() }
+	ahead := func() time.Time { return now().Add(time.Hour) }
+
+	// An event no consumer took, re-routed by the process ahead.
+	e := o.fannedOut(t, steady, 1)[0]
+	if got, err := steady.Event(ctx, sc, e.ID); err != nil || got.State != intake.EventNoConsumer {
+		t.Fatalf("event %s %v, want no_consumer", got.State, err)
+	}
+	if err := jumpy.RerouteEvent(ctx, sc, e.ID, ahead()); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := steady.ClaimEvents(ctx, now(), time.Minute, 10); err != nil || len(cs) != 1 || cs[0].Event.ID != e.ID {
+		t.Fatalf("after a re-route by the process ahead: claims %v %v, want %s at once", cs, err, e.ID)
+	}
+
+	// A call failed with a one-minute backoff, retried now by the process ahead.
+	consumer := o.consumer(t, steady, intake.Controls{}).ID
+	e = o.fannedOut(t, steady, 1, consumer)[0]
+	cs, err := steady.ClaimRoutes(ctx, now(), time.Minute, intake.Calls(10))
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("claims %v %v", cs, err)
+	}
+	if _, err := steady.SettleRoute(ctx, now(), intake.RouteSettlement{EventID: e.ID, ConsumerID: consumer, Attempt: cs[0].Attempt,
+		Called: true, Delivery: &intake.Delivery{ID: intake.NewID(), OrgID: o.org.ID, EventID: e.ID, ConsumerID: consumer,
+			Attempt: cs[0].Attempt, Outcome: intake.DeliveryRetry, StatusCode: 503, At: now()}},
+		intake.Backoff{Base: time.Minute, Max: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := steady.ClaimRoutes(ctx, now(), time.Minute, intake.Calls(10)); err != nil || len(cs) != 0 {
+		t.Fatalf("claims %v %v during the backoff, want none", cs, err)
+	}
+	if r, err := jumpy.RetryNow(ctx, sc, intake.RetrySelection{EventID: e.ID}, ahead(), 10, false); err != nil || r.Count != 1 {
+		t.Fatalf("retry now: %v %v, want 1", r, err)
+	}
+	if cs, err := steady.ClaimRoutes(ctx, now(), time.Minute, intake.Calls(10)); err != nil || len(cs) != 1 || cs[0].Event.ID != e.ID {
+		t.Fatalf("after a retry now by the process ahead: claims %v %v, want %s at once", cs, err, e.ID)
+	}
+}
