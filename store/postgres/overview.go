@@ -57,21 +57,25 @@ func (s *Store) Overview(ctx context.Context, sc intake.Scope, q intake.Overview
 				return err
 			})
 		b.Queue(`SELECT min(next_attempt_at) FROM messages
-			  WHERE state IN (`+claimable+`) AND next_attempt_at <= $2 AND ($1::uuid IS NULL OR org_id = $1)`, org, ts(q.Now)).
+			  WHERE state IN (`+claimable+`) AND next_attempt_at <= coalesce($2::timestamptz, statement_timestamp())
+			    AND ($1::uuid IS NULL OR org_id = $1)`, org, s.clockNow(q.Now)).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&m) })
 		b.Queue(`SELECT id::text, next_attempt_at FROM events
-			  WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $2 AND ($1::uuid IS NULL OR org_id = $1)
-			  ORDER BY next_attempt_at LIMIT 1`, org, ts(q.Now)).
+			  WHERE state IN ('pending', 'retrying') AND next_attempt_at <= coalesce($2::timestamptz, statement_timestamp())
+			    AND ($1::uuid IS NULL OR org_id = $1)
+			  ORDER BY next_attempt_at LIMIT 1`, org, s.clockNow(q.Now)).
 			Query(func(rows pgx.Rows) error {
 				_, err := pgx.ForEachRow(rows, []any{&out.OldestDueEventID, &e}, func() error { return nil })
 				return err
 			})
 		b.Queue(`SELECT id::text, due FROM (SELECT c.id, (SELECT r.next_at FROM routes r
-				WHERE r.consumer_id = c.id AND r.state = 'waiting' AND r.next_at <= $2 AND (r.lease_until IS NULL OR r.lease_until <= $2)
+				WHERE r.consumer_id = c.id AND r.state = 'waiting' AND r.next_at <= coalesce($2::timestamptz, statement_timestamp())
+				  AND (r.lease_until IS NULL OR r.lease_until <= coalesce($2::timestamptz, statement_timestamp()))
 				ORDER BY r.next_at LIMIT 1) AS due
 			  FROM consumers c LEFT JOIN consumer_lanes l ON l.consumer_id = c.id
-			  WHERE NOT c.paused AND ($1::uuid IS NULL OR c.org_id = $1) AND NOT (coalesce(l.tripped, false) AND l.probe_at > $2)) d
-			WHERE due IS NOT NULL ORDER BY due LIMIT 1`, org, ts(q.Now)).
+			  WHERE NOT c.paused AND ($1::uuid IS NULL OR c.org_id = $1)
+			    AND NOT (coalesce(l.tripped, false) AND l.probe_at > coalesce($2::timestamptz, statement_timestamp()))) d
+			WHERE due IS NOT NULL ORDER BY due LIMIT 1`, org, s.clockNow(q.Now)).
 			Query(func(rows pgx.Rows) error {
 				_, err := pgx.ForEachRow(rows, []any{&out.OldestDueRouteConsumer, &r}, func() error { return nil })
 				return err

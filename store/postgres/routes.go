@@ -32,10 +32,12 @@ func scanCounts(row pgx.Row, n *intake.RouteCounts) error {
 }
 
 // oldestDueRoute is the earliest due, unleased route of a consumer that is
-// not paused, in org $1 (NULL: every org) at $2: the oldest due delivery
+// not paused, in org $1 (NULL: every org) at $2 (Store.clockNow: NULL,
+// PostgreSQL's clock): the oldest due delivery
 // work, read through routes_due one consumer at a time.
 const oldestDueRoute = `(SELECT min((SELECT r.next_at FROM routes r
-		WHERE r.consumer_id = c.id AND r.state = 'waiting' AND r.next_at <= $2 AND (r.lease_until IS NULL OR r.lease_until <= $2)
+		WHERE r.consumer_id = c.id AND r.state = 'waiting' AND r.next_at <= coalesce($2::timestamptz, statement_timestamp())
+		  AND (r.lease_until IS NULL OR r.lease_until <= coalesce($2::timestamptz, statement_timestamp()))
 		ORDER BY r.next_at LIMIT 1))
 	FROM consumers c WHERE NOT c.paused AND ($1::uuid IS NULL OR c.org_id = $1))`
 
@@ -471,13 +473,16 @@ func (s *Store) ConsumerHealth(ctx context.Context, sc intake.Scope, consumerID 
 				}
 				return rows.Err()
 			})
-		b.Queue(`SELECT count(*) FILTER (WHERE lease_until > $2),
-				count(*) FILTER (WHERE lease_until IS NULL OR lease_until <= $2),
-				count(*) FILTER (WHERE (lease_until IS NULL OR lease_until <= $2) AND next_at <= $2),
-				min(next_at) FILTER (WHERE (lease_until IS NULL OR lease_until <= $2) AND next_at <= $2),
-				count(*) FILTER (WHERE (lease_until IS NULL OR lease_until <= $2) AND next_at > $2),
-				min(next_at) FILTER (WHERE (lease_until IS NULL OR lease_until <= $2) AND next_at > $2)
-			FROM routes WHERE consumer_id = $1 AND state = 'waiting' AND ($3::uuid IS NULL OR org_id = $3)`, consumerID, ts(now), org).
+		// Leased and due as the claims judge them: by PostgreSQL's clock
+		// unless the store is timed by its callers.
+		b.Queue(`SELECT count(*) FILTER (WHERE lease_until > k.now),
+				count(*) FILTER (WHERE lease_until IS NULL OR lease_until <= k.now),
+				count(*) FILTER (WHERE (lease_until IS NULL OR lease_until <= k.now) AND next_at <= k.now),
+				min(next_at) FILTER (WHERE (lease_until IS NULL OR lease_until <= k.now) AND next_at <= k.now),
+				count(*) FILTER (WHERE (lease_until IS NULL OR lease_until <= k.now) AND next_at > k.now),
+				min(next_at) FILTER (WHERE (lease_until IS NULL OR lease_until <= k.now) AND next_at > k.now)
+			FROM (SELECT coalesce($2::timestamptz, statement_timestamp()) AS now) k, routes
+			WHERE consumer_id = $1 AND state = 'waiting' AND ($3::uuid IS NULL OR org_id = $3)`, consumerID, s.clockNow(now), org).
 			QueryRow(func(row pgx.Row) error {
 				return row.Scan(&h.InFlight, &bl.Waiting, &bl.Due, &oldest, &bl.Later, &later)
 			})

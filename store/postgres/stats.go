@@ -63,11 +63,11 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (intake.Stats, error) 
 		WHERE schemaname = current_schema() AND statistics_name = 'events_provider_state'
 		UNION ALL SELECT '{}', '{}' LIMIT 1`).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&pairVals, &pairFreqs) })
-	b.Queue(`SELECT min(next_attempt_at) FROM messages WHERE state IN (`+claimable+`) AND next_attempt_at <= $1`, ts(now)).
+	b.Queue(`SELECT min(next_attempt_at) FROM messages WHERE state IN (`+claimable+`) AND next_attempt_at <= coalesce($1::timestamptz, statement_timestamp())`, s.clockNow(now)).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&m) })
 	// Due events still to fan out, and due routes of consumers not paused.
-	b.Queue(`SELECT least((SELECT min(next_attempt_at) FROM events WHERE state IN ('pending', 'retrying') AND next_attempt_at <= $2),
-		`+oldestDueRoute+`)`, nil, ts(now)).
+	b.Queue(`SELECT least((SELECT min(next_attempt_at) FROM events WHERE state IN ('pending', 'retrying') AND next_attempt_at <= coalesce($2::timestamptz, statement_timestamp())),
+		`+oldestDueRoute+`)`, nil, s.clockNow(now)).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&e) })
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return st, classify(err)
