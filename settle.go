@@ -18,7 +18,7 @@ type Settlement struct {
 	Outcome         string
 	ErrorCode       string
 	ErrorMessage    string
-	NextAttemptAt   time.Time // for failed
+	NextAttemptAt   time.Time // for failed; from the now the settle passes, which a store on a shared clock keeps as the delay
 	ProviderEventID string
 	Identity        *Identity // nil: not deduplicated (change notice, replay)
 	Events          []Event
