@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"net"
+	"net/url"
 	"testing"
 	"time"
 
@@ -103,5 +105,44 @@ func TestOpenReturnsOnceTheListenerListens(t *testing.T) {
 	}
 	if s.Changes().Version() == 0 {
 		t.Fatal("the change counter has not moved for what went unheard before the listener listened")
+	}
+}
+
+// TestOperatorReadsReachTheWritableServerOfAMultiHostURL: the URL an
+// operator gives to follow a failover names every server (the first one
+// here down) and target_session_attrs=read-write. The operators' pool
+// connects to the writable one like the main pool does, and its sessions
+// are read only all the same.
+func TestOperatorReadsReachTheWritableServerOfAMultiHostURL(t *testing.T) {
+	ctx := context.Background()
+	db, err := url.Parse(pgtest.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := l.Addr().String()
+	l.Close() // nothing listens there: a server that is down
+	db.Host = down + "," + db.Host
+	q := db.Query()
+	q.Set("target_session_attrs", "read-write")
+	db.RawQuery = q.Encode()
+	s := openWith(t, Options{URL: db.String()})
+
+	o := newOrg(t, s, "acme")
+	m := &intake.Message{ID: intake.NewID(), OrgID: o.org.ID, ConnectionID: o.conn.ID, EndpointID: o.ep.ID, Method: "POST",
+		ReceivedAt: t0, State: intake.MessageQueued, MaxAttempts: 3, NextAttemptAt: t0, Body: []byte(`{}`)}
+	if err := s.Ingest(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	read, cancel := context.WithTimeout(intake.OperatorRead(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := s.Message(read, intake.Scope{}, m.ID); err != nil {
+		t.Fatalf("an operator's read through %s: %v", db.Redacted(), err)
+	}
+	if err := s.read(read, intake.Scope{}, func(b *pgx.Batch) { b.Queue(`CREATE TABLE t_reads (x int)`) }); err == nil {
+		t.Fatal("the operators' pool wrote")
 	}
 }

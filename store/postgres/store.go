@@ -187,7 +187,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	readCfg.MaxConns = cmp.Or(opts.ReadConns, max(4, cfg.MaxConns/4))
 	readCfg.MinConns = 0
 	readCfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(cmp.Or(opts.ReadTimeout, 5*time.Second).Milliseconds(), 10)
-	readCfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	// Read only once connected, not as a startup parameter: a URL's
+	// target_session_attrs=read-write (a multi-host URL that follows a
+	// failover) asks each server whether its session is read only, and a
+	// session that starts read only would be refused on every server.
+	readCfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, "SET default_transaction_read_only = on")
+		return err
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
