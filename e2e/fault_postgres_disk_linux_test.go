@@ -24,7 +24,19 @@ type ownCluster struct {
 	port           int
 }
 
-func startOwnCluster(t *testing.T, dir string) *ownCluster {
+func startOwnCluster(t *testing.T, dir string, settings ...string) *ownCluster {
+	t.Helper()
+	c := newOwnCluster(t, dir, "pg")
+	// WAL segments of 1 MB, so a full disk is met within a few hundred
+	// webhooks rather than after a 16 MB segment is used up.
+	c.run(t, "initdb", "-D", c.data, "-A", "trust", "-U", "postgres", "--wal-segsize=1")
+	c.start(t, settings...)
+	return c
+}
+
+// newOwnCluster is a cluster whose data directory is dir/name, on a free
+// port, not yet made; it is stopped when the test ends.
+func newOwnCluster(t *testing.T, dir, name string) *ownCluster {
 	t.Helper()
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
 	pg, err := user.Lookup("postgres")
@@ -49,12 +61,8 @@ func startOwnCluster(t *testing.T, dir string) *ownCluster {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	c := &ownCluster{bin: filepath.Dir(bins[len(bins)-1]), data: filepath.Join(dir, "pg"), port: port,
+	c := &ownCluster{bin: filepath.Dir(bins[len(bins)-1]), data: filepath.Join(dir, name), port: port,
 		url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)}
-	// WAL segments of 1 MB, so a full disk is met within a few hundred
-	// webhooks rather than after a 16 MB segment is used up.
-	c.run(t, "initdb", "-D", c.data, "-A", "trust", "-U", "postgres", "--wal-segsize=1")
-	c.start(t)
 	t.Cleanup(func() { c.pgctl("stop", "-m", "immediate") })
 	return c
 }
@@ -67,20 +75,25 @@ func (c *ownCluster) run(t *testing.T, name string, args ...string) {
 	}
 }
 
-// pgctl runs pg_ctl on the cluster, its server's output to postgres.log,
-// for at most a minute.
+// pgctl runs pg_ctl on the cluster, its server's output to a log beside
+// its data directory (pg.log for dir/pg), for at most a minute.
 func (c *ownCluster) pgctl(args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	args = append([]string{"-u", "postgres", "--", filepath.Join(c.bin, "pg_ctl"), "-D", c.data, "-w",
-		"-l", filepath.Join(filepath.Dir(c.data), "postgres.log")}, args...)
+		"-l", c.data + ".log"}, args...)
 	return exec.CommandContext(ctx, "runuser", args...).CombinedOutput()
 }
 
-func (c *ownCluster) start(t *testing.T) {
+// start starts the cluster, with settings (name=value) beside the test's
+// own.
+func (c *ownCluster) start(t *testing.T, settings ...string) {
 	t.Helper()
-	out, err := c.pgctl("start", "-o",
-		fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c min_wal_size=2MB -c max_wal_size=4MB", c.port, filepath.Dir(c.data)))
+	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c min_wal_size=2MB -c max_wal_size=4MB", c.port, filepath.Dir(c.data))
+	for _, s := range settings {
+		opts += " -c " + s
+	}
+	out, err := c.pgctl("start", "-o", opts)
 	if err != nil {
 		t.Fatalf("start the test's PostgreSQL: %v\n%s", err, out)
 	}

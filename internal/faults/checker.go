@@ -54,9 +54,9 @@ func (s *Sink) has(key string) bool {
 	return len(s.calls[key]) > 0
 }
 
-// counts are, for key, how many distinct webhook-ids arrived and how many
+// Counts are, for key, how many distinct webhook-ids arrived and how many
 // calls beyond the first of each.
-func (s *Sink) counts(key string) (ids, redeliveries int) {
+func (s *Sink) Counts(key string) (ids, redeliveries int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range s.calls[key] {
@@ -260,7 +260,7 @@ func (r Run) Do(ctx context.Context, f Fault) (Tally, error) {
 
 	t.Posted = len(acked)
 	for id, ok := range acked {
-		ids, redeliveries := r.Sink.counts(r.Key(id))
+		ids, redeliveries := r.Sink.Counts(r.Key(id))
 		if ok {
 			t.Acked++
 			if ids == 0 {
