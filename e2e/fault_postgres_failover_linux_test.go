@@ -22,12 +22,12 @@ type failoverRun struct {
 	// after it, by status; unanswered the posts that got none.
 	answers    map[int]int
 	unanswered int
-	// ackAgain is the time from the kill, and from the promotion, to the
-	// first 2xx after the kill.
+	// ackAgain is the time from the primary's end, and from the promotion's
+	// start, to the first 2xx of a webhook posted after the primary ended.
 	ackAgain, afterPromote time.Duration
 	// lateAcks are the webhooks missing after the failover (never
-	// delivered, or not in the store), by how long before the kill they
-	// were acknowledged (negative: answered after it).
+	// delivered, or not in the store), by how long before the primary's
+	// end they were acknowledged.
 	lateAcks []time.Duration
 }
 
@@ -155,17 +155,17 @@ func runFailover(t *testing.T, synchronous bool) failoverRun {
 		})
 	}
 	time.Sleep(1500 * time.Millisecond) // webhooks under way as the primary dies
-	killed := time.Now()
 	if out, err := primary.pgctl("stop", "-m", "immediate"); err != nil {
 		t.Fatalf("stop the primary: %v\n%s", err, out)
 	}
+	killed := time.Now() // the primary is gone: it stopped within pg_ctl's run
 	// A moment with no primary at all, as a failover manager's detection
 	// takes.
 	time.Sleep(500 * time.Millisecond)
+	promoted := time.Now() // pg_ctl promote returns once it has
 	if out, err := standby.pgctl("promote"); err != nil {
 		t.Fatalf("promote the standby: %v\n%s", err, out)
 	}
-	promoted := time.Now()
 	var r failoverRun
 	eventually(t, faultWait, "a webhook acknowledged after the failover", func() bool {
 		mu.Lock()

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake"
 )
 
 // listen keeps a dedicated connection LISTENing on every topic's channel and
@@ -22,6 +24,12 @@ func (s *Store) listen(ctx context.Context) {
 		}
 		if listening {
 			wait = 100 * time.Millisecond
+		}
+		// A lost or refused connection is PostgreSQL unreachable (stopped,
+		// failed over, not yet promoted): the outage is logged once, and
+		// each reconnect that fails while it lasts is held back with it.
+		if err = classify(err); intake.ErrorCode(err) == intake.EUNAVAILABLE && s.outage != nil {
+			s.outage.Failed(err)
 		}
 		s.log.Warn("postgres: notification listener lost its connection; reconnecting", "err", err, "in", wait)
 		select {
