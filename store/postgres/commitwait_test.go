@@ -53,12 +53,16 @@ func TestIngestAnswersUnavailableWhenACommitHangsAndTheCommitGoesOn(t *testing.T
 	}
 
 	proxy.Clear()
-	retry := o.message(`{"n":1}`)
+	// Each retry is a request of its own, as a provider's is: a message
+	// with an id of its own (one answered unavailable may still commit,
+	// its commit going on once the link is back).
 	deadline := time.Now().Add(30 * time.Second)
+	retry := o.message(`{"n":1}`)
 	for err := s.Ingest(ctx, retry); err != nil; err = s.Ingest(ctx, retry) {
 		if time.Now().After(deadline) {
 			t.Fatalf("ingests did not commit again once the partition healed: %v", err)
 		}
+		retry = o.message(`{"n":1}`)
 	}
 	next := o.message(`{"n":2}`)
 	if err := s.Ingest(ctx, next); err != nil {
