@@ -219,8 +219,9 @@ type History interface {
 	// endpoint's messages received in [since, until) that are visible in
 	// sc, keeping the messages and their deduplication identities (so an
 	// erased delivery re-sent later is still a duplicate). It returns how
-	// many bodies it erased.
-	EraseBodies(ctx context.Context, sc Scope, endpointID string, since, until time.Time, audit ...AuditEntry) (int, error)
+	// many bodies it erased. now is when, recorded with the bodies'
+	// objects (BlobRefs).
+	EraseBodies(ctx context.Context, now time.Time, sc Scope, endpointID string, since, until time.Time, audit ...AuditEntry) (int, error)
 
 	Event(ctx context.Context, sc Scope, id string) (Event, error)
 	ListEvents(ctx context.Context, sc Scope, f EventFilter) (Page[Event], error)
@@ -269,12 +270,18 @@ type Retention interface {
 // delete. A replay names its original's object rather than a copy, and
 // InsertReplay names an object only while another body still names it
 // (ENOTFOUND otherwise): once no body names an object, none ever
-// will again, so the sweeper may delete it.
+// will again, so the sweeper may delete it. A pending delete keeps when it
+// was recorded (the now of the statement that deleted the body; the latest
+// of them when several bodies naming the object went at different times):
+// a store restored to a time before it names the object, so while restores
+// may reach back that far (--replicate-retention) the object is kept.
 type BlobRefs interface {
 	// BlobsReferenced reports which of keys a stored body names.
 	BlobsReferenced(ctx context.Context, keys []string) (map[string]bool, error)
-	// PendingBlobDeletes lists up to limit keys whose bodies were deleted.
-	PendingBlobDeletes(ctx context.Context, limit int) ([]string, error)
+	// PendingBlobDeletes lists up to limit keys whose bodies were deleted,
+	// those recorded longest ago first; with before set, only those
+	// recorded before it.
+	PendingBlobDeletes(ctx context.Context, before time.Time, limit int) ([]string, error)
 	// ForgetBlobDeletes removes keys from the pending deletes, once their
 	// objects are deleted (or named again by a body).
 	ForgetBlobDeletes(ctx context.Context, keys []string) error

@@ -115,7 +115,7 @@ func (p *Plane) EraseBodies(ctx context.Context, c Caller, endpointID string, si
 	}
 	a := p.entry(c, ep.OrgID, "endpoint.erase", "endpoint", ep.ID,
 		fmt.Sprintf("since=%s until=%s", since.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339)))
-	return p.store.EraseBodies(ctx, c.Scope, ep.ID, since, until, a)
+	return p.store.EraseBodies(ctx, a.At, c.Scope, ep.ID, since, until, a)
 }
 
 func checkRange(since, until time.Time) error {

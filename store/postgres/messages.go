@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -348,7 +349,7 @@ func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration
 	var n int
 	var last time.Time
 	err := s.tx(ctx, func(tx pgx.Tx) (err error) {
-		n, last, err = deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN (
+		n, last, err = deleteBodies(ctx, tx, now, `DELETE FROM message_bodies WHERE message_id IN (
 			SELECT b.message_id FROM message_bodies b JOIN messages m ON m.id = b.message_id JOIN orgs o ON o.id = b.org_id
 			 WHERE b.received_at >= $4
 			   AND b.received_at < $1::timestamptz - make_interval(secs => (SELECT min(v) FROM (SELECT $2::bigint AS v UNION ALL
@@ -369,7 +370,7 @@ func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration
 
 // EraseBodies deletes an endpoint's bodies in a time range, on its org's
 // request; the messages and their identities stay.
-func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time, audit ...intake.AuditEntry) (int, error) {
+func (s *Store) EraseBodies(ctx context.Context, now time.Time, sc intake.Scope, endpointID string, since, until time.Time, audit ...intake.AuditEntry) (int, error) {
 	if !validIDs(endpointID) {
 		return 0, notFound("endpoint", endpointID)
 	}
@@ -384,7 +385,7 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 		if err != nil {
 			return err
 		}
-		n, _, err = deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN (
+		n, _, err = deleteBodies(ctx, tx, now, `DELETE FROM message_bodies WHERE message_id IN (
 			SELECT id FROM messages WHERE endpoint_id = $1 AND received_at >= $2 AND received_at < $3)
 			RETURNING blob_key, org_id, received_at`, endpointID, ts(since), ts(until))
 		return err
@@ -438,8 +439,7 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 		// The bodies go before their messages (they reference them),
 		// recording their objects as pending deletes.
 		b.Queue(`WITH gone AS (DELETE FROM message_bodies WHERE message_id = ANY($1::uuid[]) RETURNING blob_key, org_id)
-			INSERT INTO blob_deletes (key, org_id) SELECT DISTINCT blob_key, org_id FROM gone WHERE blob_key <> ''
-			ON CONFLICT (key) DO NOTHING`, ids)
+			`+recordBlobDeletes("$2"), ids, ts(now))
 		b.Queue(`DELETE FROM messages WHERE id = ANY($1::uuid[])`, ids)
 		n = len(ids)
 		return tx.SendBatch(ctx, b).Close()
@@ -452,16 +452,26 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 
 // deleteBodies runs query, a DELETE of message_bodies RETURNING blob_key,
 // org_id, received_at, and records the keys of the deleted bodies' objects
-// as pending deletes in the same transaction. It returns how many bodies it
-// deleted, and when the latest was received.
-func deleteBodies(ctx context.Context, tx pgx.Tx, query string, args ...any) (int, time.Time, error) {
+// as pending deletes at now in the same transaction. It returns how many
+// bodies it deleted, and when the latest was received.
+func deleteBodies(ctx context.Context, tx pgx.Tx, now time.Time, query string, args ...any) (int, time.Time, error) {
 	var n int
 	var last *time.Time
+	args = append(args, ts(now))
 	err := tx.QueryRow(ctx, `WITH gone AS (`+query+`),
-		pending AS (INSERT INTO blob_deletes (key, org_id) SELECT DISTINCT blob_key, org_id FROM gone WHERE blob_key <> ''
-			ON CONFLICT (key) DO NOTHING)
+		pending AS (`+recordBlobDeletes("$"+strconv.Itoa(len(args)))+`)
 		SELECT count(*), max(received_at) FROM gone`, args...).Scan(&n, &last)
 	return n, fromTS(last), err
+}
+
+// recordBlobDeletes inserts the objects of the bodies in gone (blob_key,
+// org_id) as pending deletes recorded at the parameter now; a key pending
+// already keeps the later time: a store restored to any time before it
+// named the object.
+func recordBlobDeletes(now string) string {
+	return `INSERT INTO blob_deletes (key, org_id, recorded_at)
+		SELECT DISTINCT ON (blob_key) blob_key, org_id, ` + now + `::timestamptz FROM gone WHERE blob_key <> ''
+		ON CONFLICT (key) DO UPDATE SET recorded_at = greatest(blob_deletes.recorded_at, excluded.recorded_at)`
 }
 
 // BlobsReferenced reports which of keys a stored body names.
@@ -481,9 +491,11 @@ func (s *Store) BlobsReferenced(ctx context.Context, keys []string) (map[string]
 	return out, classify(err)
 }
 
-// PendingBlobDeletes lists keys whose bodies were deleted.
-func (s *Store) PendingBlobDeletes(ctx context.Context, limit int) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT key FROM blob_deletes ORDER BY key LIMIT $1`, limit)
+// PendingBlobDeletes lists keys whose bodies were deleted, those recorded
+// longest ago first; with before set, only those recorded before it.
+func (s *Store) PendingBlobDeletes(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT key FROM blob_deletes WHERE $1::timestamptz IS NULL OR recorded_at < $1
+		ORDER BY recorded_at, key LIMIT $2`, ts(before), limit)
 	if err != nil {
 		return nil, classify(err)
 	}

@@ -280,7 +280,7 @@ func (s *Store) messageArgs(ctx context.Context, sc intake.Scope, f intake.Messa
 func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration, limit int) (int, error) {
 	var n int
 	err := s.tx(ctx, func(tx *wtx) (err error) {
-		n, err = deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN (
+		n, err = deleteBodies(ctx, tx, now, `DELETE FROM message_bodies WHERE message_id IN (
 			SELECT m.id FROM messages m JOIN orgs o ON o.id = m.org_id
 			 WHERE m.received_at < ?1 - (SELECT min(v) FROM (SELECT ?2 AS v UNION ALL
 			       SELECT body_retention_us FROM orgs WHERE body_retention_us IS NOT NULL))
@@ -294,7 +294,7 @@ func (s *Store) DropBodies(ctx context.Context, now time.Time, def time.Duration
 }
 
 // EraseBodies deletes an endpoint's bodies in a time range.
-func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID string, since, until time.Time, audit ...intake.AuditEntry) (int, error) {
+func (s *Store) EraseBodies(ctx context.Context, now time.Time, sc intake.Scope, endpointID string, since, until time.Time, audit ...intake.AuditEntry) (int, error) {
 	var n int
 	err := s.audited(ctx, audit, func(tx *wtx) error {
 		var one int
@@ -305,7 +305,7 @@ func (s *Store) EraseBodies(ctx context.Context, sc intake.Scope, endpointID str
 		if err != nil {
 			return err
 		}
-		n, err = deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN (
+		n, err = deleteBodies(ctx, tx, now, `DELETE FROM message_bodies WHERE message_id IN (
 			SELECT id FROM messages WHERE endpoint_id = ? AND received_at >= ? AND received_at < ?)
 			RETURNING blob_key`, endpointID, ts(since), ts(until))
 		return err
@@ -362,7 +362,7 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 				return err
 			}
 		}
-		if _, err := deleteBodies(ctx, tx, `DELETE FROM message_bodies WHERE message_id IN `+in+` RETURNING blob_key`, ids...); err != nil {
+		if _, err := deleteBodies(ctx, tx, now, `DELETE FROM message_bodies WHERE message_id IN `+in+` RETURNING blob_key`, ids...); err != nil {
 			return err
 		}
 		n = len(ids)
@@ -373,14 +373,15 @@ func (s *Store) DeleteSettled(ctx context.Context, now time.Time, def time.Durat
 
 // deleteBodies runs query, a DELETE of message_bodies RETURNING blob_key,
 // and records the keys of the deleted bodies' objects as pending deletes
-// in the same transaction. It returns how many bodies it deleted.
-func deleteBodies(ctx context.Context, tx *wtx, query string, args ...any) (int, error) {
+// at now in the same transaction (a key pending already keeps the later
+// time). It returns how many bodies it deleted.
+func deleteBodies(ctx context.Context, tx *wtx, now time.Time, query string, args ...any) (int, error) {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	var keys []any
+	var keys []string
 	for rows.Next() {
 		var key string
 		if err := rows.Scan(&key); err != nil {
@@ -396,8 +397,8 @@ func deleteBodies(ctx context.Context, tx *wtx, query string, args ...any) (int,
 	if err := rows.Err(); err != nil || len(keys) == 0 {
 		return n, err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO blob_deletes (key) VALUES (?`+strings.Repeat("), (?", len(keys)-1)+`)
-		ON CONFLICT (key) DO NOTHING`, keys...)
+	_, err = tx.ExecContext(ctx, `INSERT INTO blob_deletes (key, recorded_at) SELECT value, ? FROM json_each(?) WHERE true
+		ON CONFLICT (key) DO UPDATE SET recorded_at = max(recorded_at, excluded.recorded_at)`, ts(now), jsonList(keys))
 	return n, err
 }
 
@@ -427,9 +428,11 @@ func (s *Store) BlobsReferenced(ctx context.Context, keys []string) (map[string]
 	return out, rows.Err()
 }
 
-// PendingBlobDeletes lists keys whose bodies were deleted.
-func (s *Store) PendingBlobDeletes(ctx context.Context, limit int) ([]string, error) {
-	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT key FROM blob_deletes ORDER BY key LIMIT ?`, limit)
+// PendingBlobDeletes lists keys whose bodies were deleted, those recorded
+// longest ago first; with before set, only those recorded before it.
+func (s *Store) PendingBlobDeletes(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	rows, err := s.reader(ctx).QueryContext(ctx, `SELECT key FROM blob_deletes INDEXED BY blob_deletes_recorded
+		WHERE ?1 IS NULL OR recorded_at < ?1 ORDER BY recorded_at, key LIMIT ?2`, ts(before), limit)
 	if err != nil {
 		return nil, err
 	}

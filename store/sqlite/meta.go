@@ -55,3 +55,30 @@ func (s *Store) RecordKeyFingerprint(ctx context.Context, fp string) (string, er
 	})
 	return held, err
 }
+
+// bodyLocation is the meta row holding where the store's bodies above the
+// blob threshold are kept.
+const bodyLocation = "body_location"
+
+// BodyLocation is where the store's bodies above the blob threshold are
+// kept, as a --blob-store URL, recorded by RecordBodyLocation; "" before
+// one is recorded. It travels with the store into its replica and out of
+// it by a restore: a store restored to an earlier time replicates to a
+// new place, while its bodies stay where they were written.
+func (s *Store) BodyLocation(ctx context.Context) (string, error) {
+	var u string
+	err := s.reader(ctx).QueryRowContext(ctx, `SELECT value FROM meta WHERE name = ?`, bodyLocation).Scan(&u)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return u, classify(err)
+}
+
+// RecordBodyLocation records u as where the store's large bodies are kept.
+func (s *Store) RecordBodyLocation(ctx context.Context, u string) error {
+	return s.tx(ctx, func(tx *wtx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+			bodyLocation, u)
+		return err
+	})
+}

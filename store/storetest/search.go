@@ -199,7 +199,7 @@ func testSearch(t *testing.T, s intake.Store) {
 	}
 
 	// A body erased is not found, nor is a message with no body left.
-	if _, err := s.EraseBodies(ctx, scope, acme.ep.ID, at(1), at(2)); err != nil {
+	if _, err := s.EraseBodies(ctx, at(2), scope, acme.ep.ID, at(1), at(2)); err != nil {
 		t.Fatal(err)
 	}
 	if ix, ok := s.(searchIndexer); ok {

@@ -108,6 +108,7 @@ func Run(t *testing.T, open Opener) {
 		{"HandedOverAndQueuedMessagesShareCommits", testHandoverSharesCommitsWithQueued},
 		{"IngestRefusesAnythingButQueuedOrAFirstLeasedAttempt", testIngestRefusesOtherStates},
 		{"ABodyInObjectStorageIsKeptAsItsKeyAndEveryDeleteRecordsIt", testBlobBodies},
+		{"APendingObjectDeleteKeepsTheLatestTimeItWasRecorded", testBlobDeleteTimes},
 		{"SearchFindsByMatchWordsTimeAndFiltersWithinTheScope", testSearch},
 		{"SearchWordsMatchOnlyThemselves", testSearchWordsMatchOnlyThemselves},
 		{"RetryNowMakesWaitingRoutesDue", testRetryNowMakesWaitingRoutesDue},
@@ -823,9 +824,9 @@ func testEraseBodies(t *testing.T, s intake.Store) {
 		t.Fatal(err)
 	}
 	later := f.ingest(t, s, `{"id":"evt_2"}`, t0.Add(2*time.Hour))
-	_, err := s.EraseBodies(ctx, intake.Scope{OrgID: other.org.ID}, f.ep.ID, t0, t0.Add(time.Hour))
+	_, err := s.EraseBodies(ctx, t0.Add(time.Hour), intake.Scope{OrgID: other.org.ID}, f.ep.ID, t0, t0.Add(time.Hour))
 	wantCode(t, err, intake.ENOTFOUND)
-	n, err := s.EraseBodies(ctx, intake.Scope{OrgID: f.org.ID}, f.ep.ID, t0, t0.Add(time.Hour))
+	n, err := s.EraseBodies(ctx, t0.Add(time.Hour), intake.Scope{OrgID: f.org.ID}, f.ep.ID, t0, t0.Add(time.Hour))
 	if err != nil || n != 1 {
 		t.Fatalf("erased %d, %v", n, err)
 	}
