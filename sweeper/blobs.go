@@ -24,6 +24,12 @@ type BlobsConfig struct {
 	// the objects of deleted bodies go only once the replica holds the
 	// deletes, so a store restored from it names no object deleted.
 	Replica Replica
+	// ReplicaRetention, with Replica, is how far back a restore from the
+	// replica reaches (--replicate-retention). A store restored to a time
+	// names the objects its bodies named then: the object of a deleted
+	// body goes only once its delete was recorded longer ago than this,
+	// and an orphan only once it is older than this too (and OrphanAge).
+	ReplicaRetention time.Duration
 }
 
 // Replica ships commits off the machine (replica.Replicator).
@@ -41,7 +47,7 @@ type BlobSweeper struct {
 	cfg BlobsConfig
 	// passed is the last key the orphan sweep has looked at: keys sort by
 	// the hour they were written in, and an hour is only looked at once
-	// it is OrphanAge old, so nothing is written behind it. A process
+	// it is an orphan's age old, so nothing is written behind it. A process
 	// starts from the first key.
 	passed string
 }
@@ -75,6 +81,8 @@ func (s *BlobSweeper) Run(ctx context.Context) error {
 			s.cfg.Logger.Error("sweeper: object storage sweep failed; it is tried again", "err", err)
 		} else if deleted+orphans > 0 {
 			s.cfg.Logger.Info("sweeper: objects deleted", "of_deleted_bodies", deleted, "orphans", orphans)
+		} else {
+			s.cfg.Logger.Debug("sweeper: object storage swept; nothing to delete")
 		}
 		select {
 		case <-ctx.Done():
@@ -88,8 +96,17 @@ func (s *BlobSweeper) Run(ctx context.Context) error {
 // enough, and returns how many of each it deleted. An object a body names
 // again (a replay's) is kept. What fails is tried again by the next sweep.
 func (s *BlobSweeper) RunOnce(ctx context.Context) (deleted, orphans int, err error) {
+	now := s.cfg.Clock.Now()
+	// Without a replica every pending delete goes (recorded before the
+	// zero time: any); with one, those a restore can no longer reach.
+	var recordedBefore time.Time
+	orphanAge := s.cfg.OrphanAge
+	if s.cfg.Replica != nil {
+		recordedBefore = now.Add(-s.cfg.ReplicaRetention)
+		orphanAge = max(orphanAge, s.cfg.ReplicaRetention)
+	}
 	for {
-		keys, err := s.cfg.Store.PendingBlobDeletes(ctx, s.cfg.Batch)
+		keys, err := s.cfg.Store.PendingBlobDeletes(ctx, recordedBefore, s.cfg.Batch)
 		if err != nil || len(keys) == 0 {
 			if err != nil {
 				return deleted, orphans, err
@@ -116,8 +133,7 @@ func (s *BlobSweeper) RunOnce(ctx context.Context) (deleted, orphans int, err er
 			break
 		}
 	}
-	now := s.cfg.Clock.Now()
-	old := now.Add(-s.cfg.OrphanAge)
+	old := now.Add(-orphanAge)
 	before := intake.BlobHour(old)
 	for {
 		objs, err := s.cfg.Blobs.List(ctx, s.passed, before, s.cfg.Batch)
@@ -132,7 +148,7 @@ func (s *BlobSweeper) RunOnce(ctx context.Context) (deleted, orphans int, err er
 		if err != nil {
 			return deleted, orphans, err
 		}
-		// Every object listed is in an hour that ended OrphanAge ago; the
+		// Every object listed is in an hour that ended orphanAge ago; the
 		// time it was written is checked all the same.
 		var orphaned []string
 		modified := make(map[string]time.Time, len(objs))

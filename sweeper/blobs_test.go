@@ -3,7 +3,9 @@ package sweeper_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +58,7 @@ func TestBlobSweeperDeletesTheObjectsOfDeletedBodiesAndOrphansAnHourOldOnly(t *t
 		t.Fatal(err)
 	}
 	for _, m := range []*intake.Message{erased, original} {
-		if n, err := s.EraseBodies(ctx, intake.Scope{}, ep.ID, m.ReceivedAt, m.ReceivedAt.Add(time.Second)); err != nil || n != 1 {
+		if n, err := s.EraseBodies(ctx, c.Now(), intake.Scope{}, ep.ID, m.ReceivedAt, m.ReceivedAt.Add(time.Second)); err != nil || n != 1 {
 			t.Fatalf("erased %d, %v", n, err)
 		}
 	}
@@ -75,7 +77,7 @@ func TestBlobSweeperDeletesTheObjectsOfDeletedBodiesAndOrphansAnHourOldOnly(t *t
 	if _, _, err := sw.RunOnce(ctx); err == nil {
 		t.Fatal("a sweep with object storage down reported no error")
 	}
-	if keys, _ := s.PendingBlobDeletes(ctx, 10); len(keys) != 2 {
+	if keys, _ := s.PendingBlobDeletes(ctx, time.Time{}, 10); len(keys) != 2 {
 		t.Fatalf("pending deletes after a failed sweep: %v, want both kept", keys)
 	}
 	blobs.SetDown(false)
@@ -84,7 +86,7 @@ func TestBlobSweeperDeletesTheObjectsOfDeletedBodiesAndOrphansAnHourOldOnly(t *t
 		t.Fatalf("sweep: %d deleted, %d orphans, %v; erased %v original %v kept %v orphan %v",
 			deleted, orphans, err, has(erased), has(original), has(kept), has(orphan))
 	}
-	if keys, _ := s.PendingBlobDeletes(ctx, 10); len(keys) != 0 {
+	if keys, _ := s.PendingBlobDeletes(ctx, time.Time{}, 10); len(keys) != 0 {
 		t.Fatalf("pending deletes left: %v", keys)
 	}
 
@@ -132,12 +134,14 @@ func TestBlobSweeperDeletesAnObjectOnlyOnceTheReplicaHoldsItsBodysDelete(t *test
 	if err := s.Ingest(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.EraseBodies(ctx, intake.Scope{}, ep.ID, m.ReceivedAt, m.ReceivedAt.Add(time.Second)); err != nil || n != 1 {
+	if n, err := s.EraseBodies(ctx, c.Now(), intake.Scope{}, ep.ID, m.ReceivedAt, m.ReceivedAt.Add(time.Second)); err != nil || n != 1 {
 		t.Fatalf("erased %d, %v", n, err)
 	}
+	// Past the window restores reach back.
+	c.Advance(time.Hour + time.Second)
 	var down error
 	var objectsAtSync []int
-	sw := sweeper.NewBlobs(sweeper.BlobsConfig{Store: s, Blobs: blobs, Clock: c, Replica: replicaFunc(func(context.Context) error {
+	sw := sweeper.NewBlobs(sweeper.BlobsConfig{Store: s, Blobs: blobs, Clock: c, ReplicaRetention: time.Hour, Replica: replicaFunc(func(context.Context) error {
 		objectsAtSync = append(objectsAtSync, len(blobs.Keys()))
 		return down
 	})})
@@ -148,7 +152,7 @@ func TestBlobSweeperDeletesAnObjectOnlyOnceTheReplicaHoldsItsBodysDelete(t *test
 	if len(blobs.Keys()) != 1 {
 		t.Fatal("the object went while the replica could not hold its body's delete")
 	}
-	if keys, _ := s.PendingBlobDeletes(ctx, 10); len(keys) != 1 {
+	if keys, _ := s.PendingBlobDeletes(ctx, time.Time{}, 10); len(keys) != 1 {
 		t.Fatalf("pending deletes: %v, want the delete kept", keys)
 	}
 	down = nil
@@ -157,5 +161,92 @@ func TestBlobSweeperDeletesAnObjectOnlyOnceTheReplicaHoldsItsBodysDelete(t *test
 	}
 	if len(objectsAtSync) != 2 || objectsAtSync[1] != 1 {
 		t.Errorf("objects when the replica was asked: %v, want the object still there each time", objectsAtSync)
+	}
+}
+
+// With --replicate a store may be restored to any time the replica still
+// reaches (--replicate-retention), and names the objects its bodies named
+// then: the object of a body deleted since is kept until its delete was
+// recorded longer ago than that, and an orphan (which a store restored to
+// a time may name too) until it is as old. Without a replica, both go as
+// soon as they did.
+func TestWithAReplicaObjectsAreKeptAsLongAsARestoreCanNameThem(t *testing.T) {
+	day := 24 * time.Hour
+	for _, replicated := range []bool{true, false} {
+		t.Run(fmt.Sprintf("replicated=%v", replicated), func(t *testing.T) {
+			ctx := context.Background()
+			s := testkit.SQLite(t)
+			c := testkit.NewClock(time.Date(2026, 11, 1, 12, 10, 0, 0, time.UTC))
+			blobs := &blob.Memory{Clock: c}
+			org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: c.Now()}
+			conn := intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "none", Name: "s", CreatedAt: c.Now()}
+			ep := intake.Endpoint{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, TokenHash: []byte("t"), Enabled: true,
+				MaxBodyBytes: 1024, CreatedAt: c.Now()}
+			for _, err := range []error{s.CreateOrg(ctx, org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_test", Hash: []byte("k")}),
+				s.CreateConnection(ctx, conn), s.CreateEndpoint(ctx, ep)} {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			put := func(commit bool) string {
+				t.Helper()
+				m := &intake.Message{ID: intake.NewID(), OrgID: org.ID, ConnectionID: conn.ID, EndpointID: ep.ID, Method: "POST",
+					Header: http.Header{}, Digest: "d", ReceivedAt: c.Now(), State: intake.MessageQueued, MaxAttempts: 6, NextAttemptAt: c.Now()}
+				m.BlobKey = intake.BlobKey(m.ReceivedAt, m.ID)
+				if err := blobs.Put(ctx, m.BlobKey, strings.NewReader("large"), 5); err != nil {
+					t.Fatal(err)
+				}
+				if commit {
+					if err := s.Ingest(ctx, m); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return m.BlobKey
+			}
+			erased, orphan := put(true), put(false)
+			erasedAt := c.Now() // 12:10
+			if n, err := s.EraseBodies(ctx, erasedAt, intake.Scope{}, ep.ID, erasedAt, erasedAt.Add(time.Second)); err != nil || n != 1 {
+				t.Fatalf("erased %d, %v", n, err)
+			}
+			cfg := sweeper.BlobsConfig{Store: s, Blobs: blobs, Clock: c}
+			if replicated {
+				cfg.Replica, cfg.ReplicaRetention = replicaFunc(func(context.Context) error { return nil }), day
+			}
+			sw := sweeper.NewBlobs(cfg)
+			has := func(key string) bool { return slices.Contains(blobs.Keys(), key) }
+			sweep := func(at time.Time, wantErased, wantOrphan bool) {
+				t.Helper()
+				c.Set(at)
+				if _, _, err := sw.RunOnce(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if has(erased) != wantErased || has(orphan) != wantOrphan {
+					t.Fatalf("at %s: the erased body's object there %v, want %v; the orphan there %v, want %v",
+						at.Format(time.DateTime), has(erased), wantErased, has(orphan), wantOrphan)
+				}
+			}
+			if !replicated {
+				// As ever: the erased body's object at once, the orphan an
+				// hour after its hour ended.
+				sweep(erasedAt, false, true)
+				sweep(time.Date(2026, 11, 1, 13, 59, 59, 0, time.UTC), false, true)
+				sweep(time.Date(2026, 11, 1, 14, 0, 0, 0, time.UTC), false, false)
+				return
+			}
+			sweep(erasedAt, true, true)
+			sweep(time.Date(2026, 11, 1, 14, 0, 0, 0, time.UTC), true, true)
+			// A restore to 12:09 can be asked for until 12:10 the next day.
+			sweep(erasedAt.Add(day), true, true)
+			if keys, _ := s.PendingBlobDeletes(ctx, time.Time{}, 10); len(keys) != 1 {
+				t.Fatalf("pending deletes while the object is kept: %v, want its delete kept", keys)
+			}
+			sweep(erasedAt.Add(day+time.Second), false, true)
+			if keys, _ := s.PendingBlobDeletes(ctx, time.Time{}, 10); len(keys) != 0 {
+				t.Fatalf("pending deletes left: %v", keys)
+			}
+			// The orphan's hour ends at 13:00: a day after that it goes.
+			sweep(time.Date(2026, 11, 2, 12, 59, 59, 0, time.UTC), false, true)
+			sweep(time.Date(2026, 11, 2, 13, 0, 0, 0, time.UTC), false, false)
+		})
 	}
 }
