@@ -48,10 +48,12 @@ func (c *RestoreCmd) restore(ctx context.Context, log *slog.Logger) error {
 	if holdsStore(path) && !c.Force {
 		return fmt.Errorf("--data %s holds a store already: restore into a directory that holds none, or give --force to replace it", c.Data)
 	}
-	if err := restoreStore(ctx, c.From, path, at, log); err != nil {
+	bodies, err := restoreStore(ctx, c.From, path, at, log)
+	if err != nil {
 		return err
 	}
 	fmt.Printf("restored the store into %s from %s\n", path, replica.Redact(c.From))
+	fmt.Printf("its large bodies stay in %s: intake serve --replicate reads them there, and puts new ones there, unless --blob-store names another place\n", replica.Redact(bodies))
 	if _, err := os.Stat(filepath.Join(c.Data, "master.key")); err != nil && os.Getenv("INTAKE_MASTER_KEY") == "" {
 		fmt.Printf("the master key is not in the replica: put the lost machine's master.key into %s, or set INTAKE_MASTER_KEY, before intake serve; without it sealed secrets cannot be opened\n", c.Data)
 	}
@@ -64,18 +66,36 @@ func holdsStore(path string) bool {
 	return err == nil && fi.Size() > 0
 }
 
-// fork gives the store at path an identity of its own.
-func fork(ctx context.Context, path string, log *slog.Logger) error {
+// settleRestored readies the store just restored at path from the replica
+// at u, and returns where its large bodies are kept. A store replicated by
+// a release that recorded no place kept them beside the replica (unless
+// --blob-store named one, which serve is given again): that is recorded.
+// Restored to an earlier time (forked), it is given an identity of its
+// own.
+func settleRestored(ctx context.Context, path, u string, forked bool, log *slog.Logger) (bodies string, err error) {
 	s, err := sqlite.Open(ctx, sqlite.Options{Path: path})
 	if err != nil {
-		return err
+		return "", err
+	}
+	defer func() { err = errors.Join(err, s.Close()) }()
+	bodies, err = s.BodyLocation(ctx)
+	if err == nil && bodies == "" {
+		bodies = bodiesBeside(u)
+		err = s.RecordBodyLocation(ctx, bodies)
+	}
+	if err != nil {
+		return "", fmt.Errorf("record where the restored store's large bodies are: %w", err)
+	}
+	if !forked {
+		return bodies, nil
 	}
 	id, err := s.Fork(ctx)
-	if err := errors.Join(err, s.Close()); err != nil {
-		return fmt.Errorf("give the restored store an identity of its own: %w", err)
+	if err != nil {
+		return "", fmt.Errorf("give the restored store an identity of its own: %w", err)
 	}
-	log.Info("restored to an earlier time: the store is a new one, to replicate to a location of its own", "store_id", id)
-	return nil
+	log.Info("restored to an earlier time: the store is a new one, to replicate to a location of its own; its large bodies stay where they are",
+		"store_id", id, "bodies", replica.Redact(bodies))
+	return bodies, nil
 }
 
 // errEmptyReplica is restoreStore's answer for a replica that holds no
@@ -83,43 +103,43 @@ func fork(ctx context.Context, path string, log *slog.Logger) error {
 var errEmptyReplica = errors.New("holds no store")
 
 // restoreStore rebuilds the database at path from the replica at u as it
-// was at at (zero: its latest). The restore goes to a file of its own
-// first: whatever is at path is replaced only once it succeeded, and the
+// was at at (zero: its latest), and returns where its large bodies are
+// kept (settleRestored). The restore goes to a file of its own first:
+// whatever is at path is replaced only once it succeeded, and the
 // replicator's record of what it shipped from the old store goes with it.
-func restoreStore(ctx context.Context, u, path string, at time.Time, log *slog.Logger) error {
+func restoreStore(ctx context.Context, u, path string, at time.Time, log *slog.Logger) (bodies string, _ error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
+		return "", err
 	}
 	tmp := path + ".restoring"
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+		return "", err
 	}
 	err := replica.Restore(ctx, u, tmp, at, log)
 	if errors.Is(err, replica.ErrEmpty) {
 		if at.IsZero() {
-			return fmt.Errorf("the replica at %s %w", replica.Redact(u), errEmptyReplica)
+			return "", fmt.Errorf("the replica at %s %w", replica.Redact(u), errEmptyReplica)
 		}
-		return fmt.Errorf("the replica at %s %w as at %s", replica.Redact(u), errEmptyReplica, at.Format(time.RFC3339))
+		return "", fmt.Errorf("the replica at %s %w as at %s", replica.Redact(u), errEmptyReplica, at.Format(time.RFC3339))
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return err
+		return "", err
 	}
 	if err := os.Chmod(tmp, 0o600); err != nil {
-		return err
+		return "", err
 	}
-	if !at.IsZero() {
-		// Restored to an earlier time, it is another store than the one
-		// the replica holds: a server on it must replicate elsewhere.
-		if err := fork(ctx, tmp, log); err != nil {
-			os.Remove(tmp)
-			return err
-		}
+	// Restored to an earlier time, it is another store than the one the
+	// replica holds: a server on it must replicate elsewhere.
+	bodies, err = settleRestored(ctx, tmp, u, !at.IsZero(), log)
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
 	}
 	for _, old := range []string{path + "-wal", path + "-shm", replica.LocalState(path)} {
 		if err := os.RemoveAll(old); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return os.Rename(tmp, path)
+	return bodies, os.Rename(tmp, path)
 }

@@ -208,7 +208,7 @@ func (c *ServeCmd) Run() error {
 	}
 	log.Info("master key matches the store", "fingerprint", sealer.Fingerprint())
 
-	blobs, spool, err := c.openBlobs(ctx, log, blobWatch)
+	blobs, spool, err := c.openBlobs(ctx, log, blobWatch, store)
 	if err != nil {
 		return err
 	}
@@ -493,12 +493,16 @@ func (c *ServeCmd) metricsHandler(m *metrics.Metrics, clock intake.Clock, log *s
 // large bodies to files beside it (DESIGN §26: never whole into memory
 // nor into the database); on PostgreSQL they stay in the database (nil),
 // since another process could not read a file this one wrote. The blob
-// store --blob-store names reports its outages to watch.
-func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger, watch *outage.Watch) (intake.Blobs, *blob.Dir, error) {
+// store --blob-store names reports its outages to watch. With --replicate
+// the place is store's (bodyLocation).
+func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger, watch *outage.Watch, store intake.Store) (intake.Blobs, *blob.Dir, error) {
 	if c.BlobThreshold < 1 {
 		return nil, nil, fmt.Errorf("--blob-threshold must be at least 1 byte")
 	}
-	blobURL := c.blobURL()
+	blobURL, err := c.bodyLocation(ctx, log, store)
+	if err != nil {
+		return nil, nil, err
+	}
 	if blobURL == "" {
 		if c.DB != "" {
 			return nil, nil, nil
@@ -519,25 +523,73 @@ func (c *ServeCmd) openBlobs(ctx context.Context, log *slog.Logger, watch *outag
 	if err := b.EnsureBucket(bctx); err != nil {
 		log.Warn("object storage unreachable: bodies above the threshold are refused (503) until it is back", "err", err)
 	}
-	log.Info("large bodies go to the blob store", "threshold_bytes", c.BlobThreshold, "beside_the_replica", c.BlobStore == "")
+	log.Info("large bodies go to the blob store", "threshold_bytes", c.BlobThreshold, "beside_the_replica", blobURL == c.blobURL() && c.BlobStore == "")
 	d, _ := b.(*blob.Dir)
 	return blob.Watched(b, watch), d, nil
 }
 
-// blobURL is where bodies above the blob threshold go: --blob-store; else,
-// with --replicate, bodies/ under the replica's path, so that they survive
-// the machine with the store that names them (its spool under --data
-// would not); else "": the spool.
+// blobURL is where the flags put bodies above the blob threshold:
+// --blob-store; else, with --replicate, bodies/ under the replica's path,
+// so that they survive the machine with the store that names them (its
+// spool under --data would not); else "": the spool.
 func (c *ServeCmd) blobURL() string {
 	if c.BlobStore != "" || c.Replicate == "" {
 		return c.BlobStore
 	}
-	base, query, ok := strings.Cut(c.Replicate, "?")
-	u := strings.TrimRight(base, "/") + "/bodies"
+	return bodiesBeside(c.Replicate)
+}
+
+// bodiesBeside is bodies/ under the path of the replica at u.
+func bodiesBeside(u string) string {
+	base, query, ok := strings.Cut(u, "?")
+	b := strings.TrimRight(base, "/") + "/bodies"
 	if ok {
-		u += "?" + query
+		b += "?" + query
 	}
-	return u
+	return b
+}
+
+// bodyRecord is the embedded store's record of where its large bodies are
+// kept (sqlite.Store.BodyLocation).
+type bodyRecord interface {
+	BodyLocation(ctx context.Context) (string, error)
+	RecordBodyLocation(ctx context.Context, u string) error
+}
+
+// bodyLocation is where store's bodies above the blob threshold go:
+// blobURL, except that with --replicate and no --blob-store the place the
+// store recorded wins. A replicated store records where its large bodies
+// go, and the record goes with it into the replica: a store restored to
+// an earlier time must replicate to a new place (its old one holds the
+// later history), but its bodies stay where they were written, and it
+// reads them, and puts new ones, there. An explicit --blob-store wins and
+// is recorded: the operator moved the bodies.
+func (c *ServeCmd) bodyLocation(ctx context.Context, log *slog.Logger, store intake.Store) (string, error) {
+	u := c.blobURL()
+	// --replicate is for the embedded store, which keeps the record.
+	rec, ok := store.(bodyRecord)
+	if c.Replicate == "" || !ok {
+		return u, nil
+	}
+	held, err := rec.BodyLocation(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read where the store keeps its large bodies: %w", err)
+	}
+	switch {
+	case held == "" || held == u:
+	case c.BlobStore != "":
+		log.Info("large bodies go to --blob-store, no longer where the store kept them", "blob_store", replica.Redact(u), "was", replica.Redact(held))
+	default:
+		log.Info("large bodies stay where the store keeps them, not beside its new replica (--blob-store names another place)",
+			"blob_store", replica.Redact(held), "replica", replica.Redact(c.Replicate))
+		u = held
+	}
+	if u != held {
+		if err := rec.RecordBodyLocation(ctx, u); err != nil {
+			return "", fmt.Errorf("record where the store keeps its large bodies: %w", err)
+		}
+	}
+	return u, nil
 }
 
 // restoreFirst rebuilds the store from --replicate's replica when the
@@ -550,7 +602,7 @@ func (c *ServeCmd) restoreFirst(ctx context.Context, log *slog.Logger) error {
 	if c.Replicate == "" || holdsStore(path) {
 		return nil
 	}
-	err := restoreStore(ctx, c.Replicate, path, time.Time{}, log)
+	_, err := restoreStore(ctx, c.Replicate, path, time.Time{}, log)
 	if errors.Is(err, errEmptyReplica) {
 		log.Info("the data directory holds no store and the replica none: starting a fresh store", "replica", replica.Redact(c.Replicate))
 		return nil
