@@ -109,11 +109,11 @@ type ServeCmd struct {
 	OIDCClaim           string        `name:"oidc-claim" default:"groups" env:"INTAKE_OIDC_CLAIM" help:"The ID token claim that holds a person's groups: a list of strings, or one string."`
 	OIDCMap             []string      `name:"oidc-map" env:"INTAKE_OIDC_MAP" placeholder:"GROUP=ORG:ROLE" help:"What a group gives (repeatable, or comma-separated): group=staff, or group=org:role, the org by name, the role viewer, operator or admin (default viewer). A person in several orgs signs in to the first mapped."`
 	OIDCScope           []string      `name:"oidc-scope" default:"email" env:"INTAKE_OIDC_SCOPE" help:"Scopes asked for beside openid (repeatable, or comma-separated), e.g. groups."`
-	Replicate           string        `name:"replicate" env:"INTAKE_REPLICATE" placeholder:"URL" help:"Ship the embedded store continuously to object storage (s3://BUCKET/PATH?endpoint=URL&region=REGION, credentials as for --blob-store) or to a directory (file:///PATH), from which intake restore rebuilds it to a point in time; a data directory that holds no store is restored from it first. Without --blob-store, large bodies go beside it (PATH/bodies). Not with --db: PostgreSQL keeps its own replication."`
+	Replicate           string        `name:"replicate" env:"INTAKE_REPLICATE" placeholder:"URL" help:"Ship the embedded store continuously to object storage (s3://BUCKET/PATH?endpoint=URL&region=REGION, credentials as for --blob-store) or to a directory (file:///PATH), from which intake restore rebuilds it to a point in time; a data directory that holds no store is restored from it first. Without --blob-store, large bodies go beside it (PATH/bodies), or where the store recorded them (a store restored to a time keeps them where they were). Not with --db: PostgreSQL keeps its own replication."`
 	ReplicateSync       bool          `name:"replicate-sync" env:"INTAKE_REPLICATE_SYNC" help:"With --replicate: acknowledge a webhook only once its commit is in the replica; while the replica cannot be reached, answer 503 with Retry-After."`
 	ReplicateInterval   time.Duration `name:"replicate-interval" default:"1s" env:"INTAKE_REPLICATE_INTERVAL" help:"With --replicate: how often new commits are looked for and shipped when none waits for them, and how soon a failed sync is tried again. Without --replicate-sync the replica lags by about one to two of it."`
 	ReplicateSnapshots  time.Duration `name:"replicate-snapshot-interval" default:"24h" env:"INTAKE_REPLICATE_SNAPSHOT_INTERVAL" help:"With --replicate: how often a whole snapshot of the store is shipped; a restore reads the last snapshot and every commit since."`
-	ReplicateRetention  time.Duration `name:"replicate-retention" default:"24h" env:"INTAKE_REPLICATE_RETENTION" help:"With --replicate: how long the replica keeps snapshots, so how far back intake restore --to-time reaches."`
+	ReplicateRetention  time.Duration `name:"replicate-retention" default:"24h" env:"INTAKE_REPLICATE_RETENTION" help:"With --replicate: how long the replica keeps snapshots, so how far back intake restore --to-time reaches; the objects of deleted bodies (and orphans) are kept as long, for such a restore."`
 }
 
 // Run serves until SIGTERM or SIGINT, then drains and exits.
@@ -383,8 +383,9 @@ func (c *ServeCmd) Run() error {
 		if rep != nil {
 			sweepReplica = rep
 		}
+		// With a replica, objects stay as long as a restore may name them.
 		loops = append(loops, leading{job: "blob-sweeper", lead: lead, loop: sweeper.NewBlobs(sweeper.BlobsConfig{Store: store,
-			Blobs: blobs, Clock: clock, Logger: log, Replica: sweepReplica})})
+			Blobs: blobs, Clock: clock, Logger: log, Replica: sweepReplica, ReplicaRetention: c.ReplicateRetention})})
 	}
 	workCtx, stopWork := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
