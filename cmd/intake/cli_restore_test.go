@@ -243,3 +243,60 @@ func TestAStoreRestoredToAnEarlierTimeIsRefusedItsOldReplica(t *testing.T) {
 	store.Close()
 	rep.Close(ctx)
 }
+
+// bodiesOf opens the store in data and returns where serve with args puts
+// its large bodies, and where the store then records them.
+func bodiesOf(t *testing.T, data string, args ...string) (used, recorded string) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(data, "intake.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	used, err = serveFlags(t, append([]string{"--data", data}, args...)...).bodyLocation(ctx, slog.New(slog.DiscardHandler), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recorded, err = s.BodyLocation(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return used, recorded
+}
+
+// A store restored to a time replicates to a new place, while its large
+// bodies stay where they were written, beside the old replica: serve reads
+// them (and puts new ones) there, unless --blob-store names another place,
+// which is then recorded. A store replicated before the place was recorded
+// kept them beside its replica: a restore records that.
+func TestAStoreRestoredToATimeKeepsItsBodiesWhereTheyWere(t *testing.T) {
+	unsetReplicateEnv(t)
+	data := t.TempDir()
+	u := "file://" + filepath.Join(t.TempDir(), "replica")
+	if used, recorded := bodiesOf(t, data, "--replicate", u); used != u+"/bodies" || recorded != used {
+		t.Fatalf("replicating to %s: bodies go to %q, recorded %q; want beside the replica, recorded", u, used, recorded)
+	}
+	if used, _ := bodiesOf(t, data); used != "" {
+		t.Fatalf("without --replicate: bodies go to %q, want the spool as ever", used)
+	}
+
+	legacy := replicatedStore(t, "replicated") // records no place
+	future := "--to-time=" + time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	restored := t.TempDir()
+	if err := restoreInto(restored, legacy, future); err != nil {
+		t.Fatal(err)
+	}
+	next := "file://" + filepath.Join(t.TempDir(), "new")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--replicate", next}, legacy + "/bodies"},
+		{[]string{"--replicate", next, "--blob-store", "file:///elsewhere"}, "file:///elsewhere"},
+		{[]string{"--replicate", next}, "file:///elsewhere"},
+	} {
+		if used, recorded := bodiesOf(t, restored, c.args...); used != c.want || recorded != c.want {
+			t.Errorf("%v: bodies go to %q, recorded %q; want %q", c.args, used, recorded, c.want)
+		}
+	}
+}
