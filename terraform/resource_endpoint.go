@@ -72,7 +72,7 @@ func (r *endpointResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()}},
 			"burst": schema.Int64Attribute{Optional: true, Computed: true,
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()}},
-			"url": computedKept("The URL to give the provider, with the endpoint's token in it: shown by intake once, at creation (null after an import)."),
+			"url":   computedKept("The URL to give the provider, with the endpoint's token in it: shown by intake once, at creation (null after an import)."),
 			"token": computedKept("The endpoint's token, shown by intake once, at creation (null after an import)."),
 		},
 	}
