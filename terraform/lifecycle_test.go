@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -305,4 +308,27 @@ func (h *harness) deliver(endpointURL, endpointID, secret, delivery string) sett
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestReadmeExampleValidates: the README's HCL is a configuration tofu
+// accepts, with this provider's schema.
+func TestReadmeExampleValidates(t *testing.T) {
+	h := newHarness(t)
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "## Managing intake with OpenTofu or Terraform")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var example string
+	for _, m := range regexp.MustCompile("(?s)```hcl\n(.*?)```").FindAllStringSubmatch(section, -1) {
+		if strings.Contains(m[1], "required_providers") {
+			example = m[1]
+		}
+	}
+	if example == "" {
+		t.Fatal("the README's OpenTofu section has no configuration")
+	}
+	writeFile(t, filepath.Join(h.work, "main.tf"), example)
+	h.must(0, "validate")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -140,7 +141,7 @@ func optString(api string, prior types.String) types.String {
 // are alike.
 func sameDuration(api string, prior types.String) types.String {
 	if prior.IsNull() || prior.IsUnknown() {
-		return types.StringValue(api)
+		return types.StringValue(shortDuration(api))
 	}
 	a, errA := parseDuration(api)
 	b, errB := parseDuration(prior.ValueString())
@@ -148,6 +149,19 @@ func sameDuration(api string, prior types.String) types.String {
 		return prior
 	}
 	return types.StringValue(api)
+}
+
+// shortDuration writes a duration as people do, for a state that has no
+// way of writing it yet (an import): "720h0m0s" as "720h", "1h30m0s" as
+// "1h30m".
+func shortDuration(s string) string {
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func parseDuration(s string) (time.Duration, error) {
