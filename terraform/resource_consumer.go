@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -71,9 +71,10 @@ func (r *consumerResource) Metadata(_ context.Context, req resource.MetadataRequ
 }
 
 func (r *consumerResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	optBool := func(d string) schema.BoolAttribute {
-		return schema.BoolAttribute{Optional: true, Computed: true, Description: d,
-			PlanModifiers: []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()}}
+	// Unset, a switch is its default, so a change made outside OpenTofu
+	// shows as drift and is undone.
+	optBool := func(def bool, d string) schema.BoolAttribute {
+		return schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(def), Description: d}
 	}
 	optInt := func(d string) schema.Int64Attribute {
 		return schema.Int64Attribute{Optional: true, Computed: true, Description: d,
@@ -95,11 +96,11 @@ func (r *consumerResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				Description: "Where events go (https://, nats://, redis://, kafka://, amqp://). intake shows a credential in it as ***; pass one through a sensitive variable."},
 			"event_types": schema.ListAttribute{ElementType: types.StringType, Required: true,
 				Description: "Exact types, prefixes (\"stripe.invoice.*\") or \"*\"."},
-			"completion": optBool("Receives the events of its app's linked records."),
-			"enabled":    optBool("false registers the consumer without sending it anything."),
+			"completion": optBool(false, "Receives the events of its app's linked records."),
+			"enabled":    optBool(true, "false registers the consumer without sending it anything."),
 			"filter":     schema.StringAttribute{Optional: true, Description: "A CEL expression an event must pass."},
 			"transform":  schema.StringAttribute{Optional: true, Description: "A CEL expression reshaping the event's data."},
-			"paused":     optBool("Holds deliveries; they spend no attempt."),
+			"paused":     optBool(false, "Holds deliveries; they spend no attempt."),
 			"rate_per_sec": schema.Float64Attribute{Optional: true, Computed: true, Description: "Calls per second at most; 0 is no cap.",
 				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()}},
 			"max_in_flight":      schema.Int64Attribute{Optional: true, Description: "Calls in flight at most; unset is no cap."},

@@ -6,7 +6,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -64,8 +64,8 @@ func (r *endpointResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			"org_id": schema.StringAttribute{Computed: true,
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"name": schema.StringAttribute{Optional: true, Description: "Unique among the connection's named endpoints."},
-			"enabled": schema.BoolAttribute{Optional: true, Computed: true,
-				PlanModifiers: []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()}},
+			"enabled": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+				Description: "Unset is true: an endpoint disabled outside OpenTofu shows as drift."},
 			"max_body_bytes": schema.Int64Attribute{Optional: true, Computed: true,
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()}},
 			"rate_per_sec": schema.Float64Attribute{Optional: true, Computed: true,
