@@ -196,7 +196,9 @@ func (h *harness) tofu(args ...string) (string, int) {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	args = append(args[:1:1], append([]string{"-no-color"}, args[1:]...)...)
+	if args[0] != "state" { // state's subcommands print no colour, and take no -no-color before theirs
+		args = append(args[:1:1], append([]string{"-no-color"}, args[1:]...)...)
+	}
 	cmd := exec.CommandContext(ctx, tofuBinary, args...)
 	cmd.Dir, cmd.Env = h.work, h.env
 	out, err := cmd.CombinedOutput()
