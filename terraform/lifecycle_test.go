@@ -102,12 +102,13 @@ func TestPlanApplyImportDriftDestroy(t *testing.T) {
 	}
 
 	// What tofu made is what intake has.
-	orgID := h.state("intake_org.acme", "id")
+	st := h.state()
+	orgID := h.attr(st, "intake_org.acme", "id")
 	var org struct{ Name, Retention string }
 	if code := h.api("GET", "/orgs/"+orgID, nil, &org); code != 200 || org.Name != "acme" {
 		t.Fatalf("GET the org: %d %+v", code, org)
 	}
-	consumerID := h.state("intake_consumer.app", "id")
+	consumerID := h.attr(st, "intake_consumer.app", "id")
 	var consumer struct {
 		Name, App, URL   string
 		Paused           bool
@@ -117,21 +118,21 @@ func TestPlanApplyImportDriftDestroy(t *testing.T) {
 	if code := h.api("GET", "/consumers/"+consumerID, nil, &consumer); code != 200 || consumer.App != "crm" || !consumer.Paused || consumer.RetryAttempts != 4 {
 		t.Fatalf("GET the consumer: %d %+v", code, consumer)
 	}
-	if secret := h.must(0, "output", "-raw", "signing_secret"); secret == "" {
+	if secret := h.attr(st, "intake_consumer.app", "signing_secret"); secret == "" {
 		t.Error("the consumer's signing secret is not in the state")
 	}
 	var notif struct{ URL string }
 	if code := h.api("GET", "/orgs/"+orgID+"/notifications", nil, &notif); code != 200 || notif.URL != "http://127.0.0.1:9/notify" {
 		t.Fatalf("GET the notifications: %d %+v", code, notif)
 	}
-	keyID := h.state("intake_key.deploy", "id")
-	if key := h.state("intake_key.deploy", "key"); key == "" || !strings.HasPrefix(key, h.state("intake_key.deploy", "prefix")) {
+	keyID := h.attr(st, "intake_key.deploy", "id")
+	if key := h.attr(st, "intake_key.deploy", "key"); key == "" || !strings.HasPrefix(key, h.attr(st, "intake_key.deploy", "prefix")) {
 		t.Errorf("the key %q does not begin with its prefix", key)
 	}
 
 	// The endpoint's URL is the one intake minted: the connection's
 	// secret is checked on what arrives there.
-	endpointID := h.state("intake_endpoint.in", "id")
+	endpointID := h.attr(st, "intake_endpoint.in", "id")
 	endpointURL := h.must(0, "output", "-raw", "endpoint_url")
 	if m := h.deliver(endpointURL, endpointID, "first-secret", "d1"); m.State != "processed" {
 		t.Fatalf("a webhook signed with the configured secret: %+v", m)
@@ -201,7 +202,7 @@ func TestPlanApplyImportDriftDestroy(t *testing.T) {
 		t.Errorf("the plan does not recreate the deleted endpoint:\n%s", out)
 	}
 	h.must(0, "apply", "-auto-approve")
-	newEndpoint := h.state("intake_endpoint.in", "id")
+	newEndpoint := h.attr(h.state(), "intake_endpoint.in", "id")
 	if newEndpoint == endpointID || h.api("GET", "/endpoints/"+newEndpoint, nil, nil) != 200 {
 		t.Errorf("the endpoint was not made again: %s, was %s", newEndpoint, endpointID)
 	}

@@ -249,8 +249,9 @@ func (h *harness) api(method, path string, in, out any) int {
 	return resp.StatusCode
 }
 
-// state is an attribute of a resource as tofu's state holds it.
-func (h *harness) state(addr, attr string) string {
+// state is every resource's attributes as tofu's state holds them, by
+// address.
+func (h *harness) state() map[string]map[string]any {
 	h.t.Helper()
 	out := h.must(0, "show", "-json")
 	var doc struct {
@@ -266,12 +267,21 @@ func (h *harness) state(addr, attr string) string {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		h.t.Fatalf("tofu show -json: %v\n%s", err, out)
 	}
+	m := map[string]map[string]any{}
 	for _, r := range doc.Values.RootModule.Resources {
-		if r.Address == addr {
-			v, _ := r.Values[attr].(string)
-			return v
-		}
+		m[r.Address] = r.Values
 	}
-	h.t.Fatalf("%s is not in the state:\n%s", addr, out)
-	return ""
+	return m
+}
+
+// attr is a string attribute of a resource in a state; it fails the test
+// when the resource is not there.
+func (h *harness) attr(state map[string]map[string]any, addr, name string) string {
+	h.t.Helper()
+	r, ok := state[addr]
+	if !ok {
+		h.t.Fatalf("%s is not in the state", addr)
+	}
+	v, _ := r[name].(string)
+	return v
 }
