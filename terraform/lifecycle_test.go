@@ -134,12 +134,13 @@ func TestPlanApplyImportDriftDestroy(t *testing.T) {
 	// secret is checked on what arrives there.
 	endpointID := h.attr(st, "intake_endpoint.in", "id")
 	endpointURL := h.must(0, "output", "-raw", "endpoint_url")
-	if m := h.deliver(endpointURL, endpointID, "first-secret", "d1"); m.State != "processed" {
-		t.Fatalf("a webhook signed with the configured secret: %+v", m)
-	}
 
 	// Nothing changed: nothing to do.
 	h.must(0, "plan", "-detailed-exitcode")
+
+	if m := h.deliver(endpointURL, endpointID, "first-secret", "d1"); m.State != "processed" {
+		t.Fatalf("a webhook signed with the configured secret: %+v", m)
+	}
 
 	// A change made outside OpenTofu is drift, and apply undoes it.
 	if code := h.api("PATCH", "/consumers/"+consumerID, map[string]any{"name": "renamed-by-hand"}, nil); code != 200 {
@@ -152,6 +153,10 @@ func TestPlanApplyImportDriftDestroy(t *testing.T) {
 	h.must(0, "apply", "-auto-approve")
 	if h.api("GET", "/consumers/"+consumerID, nil, &consumer); consumer.Name != "crm" {
 		t.Errorf("after apply the consumer is named %q", consumer.Name)
+	}
+	// The catalog, read by the data source, has the type just received.
+	if out := h.must(0, "output", "-json", "event_types"); strings.TrimSpace(out) != `["github.issues.opened"]` {
+		t.Errorf("data.intake_event_types: %s", out)
 	}
 
 	// A saved plan is applied only over the version it was made from: a
@@ -259,21 +264,33 @@ resource "intake_connection" "bad" {
 	}
 }
 
-// settled is a message as intake settled it.
-type settled struct {
+// message is a message as the API lists it, newest first.
+type message struct {
 	State, Outcome string
 }
 
+// messages lists the endpoint's messages, newest first.
+func (h *harness) messages(endpointID string) []message {
+	h.t.Helper()
+	var list struct{ Items []message }
+	if code := h.api("GET", "/messages?endpoint_id="+url.QueryEscape(endpointID), nil, &list); code != 200 {
+		h.t.Fatalf("GET /messages: %d", code)
+	}
+	return list.Items
+}
+
 // deliver posts a GitHub webhook signed with secret to the endpoint's URL
-// and returns the message once intake has settled it (processed, ignored
+// and returns its message once intake has settled it (processed, ignored
 // or dead), polling the API: testkit.WaitFor is internal to the main
-// module.
-func (h *harness) deliver(endpointURL, endpointID, secret, delivery string) settled {
+// module. A message whose signature fails has no provider event id, so
+// it is found as the newest.
+func (h *harness) deliver(endpointURL, endpointID, secret, delivery string) message {
 	h.t.Helper()
 	u, err := url.Parse(endpointURL)
 	if err != nil || u.Path == "" {
 		h.t.Fatalf("the endpoint's URL %q: %v", endpointURL, err)
 	}
+	before := len(h.messages(endpointID))
 	body := fmt.Appendf(nil, `{"action":"opened","issue":{"node_id":"I_1"},"repository":{"node_id":"R_1"},"delivery":%q}`, delivery)
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write(body)
@@ -292,20 +309,12 @@ func (h *harness) deliver(endpointURL, endpointID, secret, delivery string) sett
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var list struct {
-			Items []struct {
-				State, Outcome  string
-				ProviderEventID string `json:"provider_event_id"`
-			}
-		}
-		h.api("GET", "/messages?endpoint_id="+url.QueryEscape(endpointID), nil, &list)
-		for _, m := range list.Items {
-			if m.ProviderEventID == delivery && (m.State == "processed" || m.State == "ignored" || m.State == "dead") {
-				return settled{m.State, m.Outcome}
-			}
+		ms := h.messages(endpointID)
+		if len(ms) > before && (ms[0].State == "processed" || ms[0].State == "ignored" || ms[0].State == "dead") {
+			return ms[0]
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("message %s not settled in 30s: %+v", delivery, list.Items)
+			h.t.Fatalf("message %s not settled in 30s: %+v", delivery, ms)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

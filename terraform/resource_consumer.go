@@ -176,14 +176,14 @@ func consumerSettings(ctx context.Context, m consumerModel, diags *diag.Diagnost
 	if known(m.BreakerFailures) {
 		out["breaker_failures"] = m.BreakerFailures.ValueInt64()
 	}
-	if known(m.AutoDisableAfter) {
+	if known(m.AutoDisableAfter) && m.AutoDisableAfter.ValueString() != "" {
 		out["auto_disable_after"] = m.AutoDisableAfter.ValueString()
 	}
 	retry := map[string]any{}
 	if known(m.RetryAttempts) {
 		retry["attempts"] = m.RetryAttempts.ValueInt64()
 	}
-	if known(m.RetryBase) {
+	if known(m.RetryBase) && m.RetryBase.ValueString() != "" { // "": the server's, which intake reads back as ""
 		retry["base"] = m.RetryBase.ValueString()
 	}
 	if len(retry) > 0 {
