@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -317,7 +318,11 @@ func TestRedisDialsThroughTheAddressPolicy(t *testing.T) {
 	}
 	want := deny.Dialer(time.Second)
 	_, werr := want(context.Background(), "tcp", redisTestAddr)
-	if werr == nil || !strings.Contains(r.Err, werr.Error()) {
+	ref := werr // the policy's refusal, under the dial's wrapping
+	for errors.Unwrap(ref) != nil {
+		ref = errors.Unwrap(ref)
+	}
+	if ref == nil || !strings.Contains(ref.Error(), "refused by the consumer address policy") || !strings.Contains(r.Err, ref.Error()) {
 		t.Fatalf("result %q, want the policy's %v", r.Err, werr)
 	}
 }
