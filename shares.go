@@ -10,12 +10,12 @@ type CallShares struct {
 	// Total is how many calls the claim may take in all.
 	Total int
 	// Slots is how many calls the process makes at once, and Share what
-	// one org may hold of them while others other orgs hold some
-	// (internal/fair's Share, so the next org always finds room); either
-	// unset: no share per org. Org holds the calls each org has in flight
-	// now; an org holding none is not in it.
+	// one org may hold of them beside the orgs in Org (internal/fair's
+	// ShareOf, so the next org always finds room); either unset: no share
+	// per org. Org holds the calls each org has in flight now; an org
+	// holding none is not in it.
 	Slots int
-	Share func(capacity, others int64) int64
+	Share func(capacity int64, held map[string]int, org string) int64
 	Org   map[string]int
 	// ConsumerShare is the most calls one consumer may have in flight in
 	// the process unless it sets its own max_in_flight (0: no bound);
@@ -59,11 +59,7 @@ func (s *CallShares) Took(org, consumer string, n int) {
 
 // OrgShare is the most calls org may have in flight now.
 func (s *CallShares) OrgShare(org string) int {
-	others := len(s.Org)
-	if s.Org[org] > 0 {
-		others--
-	}
-	return int(s.Share(int64(s.Slots), int64(others)))
+	return int(s.Share(int64(s.Slots), s.Org, org))
 }
 
 // consumerShare is a consumer's bound in this process: its own

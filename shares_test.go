@@ -15,11 +15,11 @@ func TestCallSharesBoundEachOrgAndConsumerAndLeaveRoomForTheNextOrg(t *testing.T
 		want     int
 	}{
 		{"no share: the total", Calls(10), "a", "c1", Controls{}, 10},
-		{"a lone org: three quarters of the slots", CallShares{Total: 256, Slots: 256, Share: fair.Share}, "a", "c1", Controls{}, 192},
-		{"the org holding some: three quarters less what it holds", CallShares{Total: 200, Slots: 256, Share: fair.Share, Org: map[string]int{"a": 100}}, "a", "c1", Controls{}, 92},
-		{"an org at its share: none", CallShares{Total: 64, Slots: 256, Share: fair.Share, Org: map[string]int{"b": 192}}, "b", "c1", Controls{}, 0},
-		{"a new org while another holds: three eighths", CallShares{Total: 128, Slots: 256, Share: fair.Share, Org: map[string]int{"b": 128}}, "a", "c1", Controls{}, 96},
-		{"a third org while two hold: a quarter", CallShares{Total: 100, Slots: 256, Share: fair.Share, Org: map[string]int{"b": 96, "c": 60}}, "a", "c1", Controls{}, 64},
+		{"a lone org: three quarters of the slots", CallShares{Total: 256, Slots: 256, Share: fair.ShareOf[int]}, "a", "c1", Controls{}, 192},
+		{"the org holding some: three quarters less what it holds", CallShares{Total: 200, Slots: 256, Share: fair.ShareOf[int], Org: map[string]int{"a": 100}}, "a", "c1", Controls{}, 92},
+		{"an org at its share: none", CallShares{Total: 64, Slots: 256, Share: fair.ShareOf[int], Org: map[string]int{"b": 192}}, "b", "c1", Controls{}, 0},
+		{"a new org while another holds: three eighths", CallShares{Total: 128, Slots: 256, Share: fair.ShareOf[int], Org: map[string]int{"b": 128}}, "a", "c1", Controls{}, 96},
+		{"a third org while two hold: a quarter", CallShares{Total: 100, Slots: 256, Share: fair.ShareOf[int], Org: map[string]int{"b": 96, "c": 60}}, "a", "c1", Controls{}, 64},
 		{"no share per org without a Share", CallShares{Total: 256, Slots: 256}, "a", "c1", Controls{}, 256},
 		{"a consumer's default share", CallShares{Total: 256, Slots: 256, ConsumerShare: 64}, "a", "c1", Controls{}, 64},
 		{"a consumer holding some", CallShares{Total: 256, Slots: 256, ConsumerShare: 64, Org: map[string]int{"a": 60}, Consumer: map[string]int{"c1": 60}}, "a", "c1", Controls{}, 4},
@@ -38,7 +38,7 @@ func TestCallSharesBoundEachOrgAndConsumerAndLeaveRoomForTheNextOrg(t *testing.T
 }
 
 func TestCallSharesCountWhatAClaimTook(t *testing.T) {
-	s := CallShares{Total: 10, Slots: 8, Share: fair.Share, ConsumerShare: 3}
+	s := CallShares{Total: 10, Slots: 8, Share: fair.ShareOf[int], ConsumerShare: 3}
 	if n := s.Allow("a", "c1", Controls{}, 10); n != 3 {
 		t.Fatalf("first consumer: %d, want its share of 3", n)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/intakehq/intake/catalog"
 	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/delivery/broker"
 	"github.com/intakehq/intake/internal/seal"
 	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/provider"
@@ -95,7 +96,7 @@ func newEnvWith(t *testing.T, wrap func(intake.Store) intake.Store) *env {
 	logger := slog.New(slog.NewTextHandler(e.logs, nil))
 	e.h = validating(t, api.New(api.Config{
 		Control: control.New(control.Config{Store: wrap(st), Sealer: sealer, StaffToken: staffToken, PublicURL: publicURL + "/",
-			Clock: e.clock, ConsumerPolicy: delivery.DefaultPolicy(), Rules: testkit.Rules(t), Logger: logger}),
+			Clock: e.clock, ConsumerPolicy: delivery.DefaultPolicy(), Brokers: broker.All(), Rules: testkit.Rules(t), Logger: logger}),
 		Wakes:      st,
 		PublicURL:  publicURL + "/",
 		Clock:      e.clock,

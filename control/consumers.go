@@ -121,7 +121,7 @@ func (p *Plane) checkURL(ctx context.Context, u string) error {
 		return intake.Errorf(intake.EINVALID, "url must be at most %d bytes", maxConsumerURL)
 	}
 	rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
-	err := p.policy.CheckURL(rctx, u)
+	err := p.policy.CheckURL(rctx, u, p.brokers)
 	cancel()
 	if err != nil {
 		return intake.Errorf(intake.EINVALID, "%v", err)

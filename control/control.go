@@ -37,6 +37,10 @@ type Config struct {
 	// ConsumerPolicy checks consumer URLs when they are registered (the
 	// zero Policy refuses nothing); the router checks again at connect time.
 	ConsumerPolicy delivery.Policy
+	// Brokers are the destinations other than HTTP a consumer's url may
+	// name (delivery/broker's, wired by serve); nil: HTTP only. The plane
+	// checks their urls and needs no broker's client for it.
+	Brokers delivery.Brokers
 	// Rules checks filters and scripts when they are saved, and runs dry
 	// runs; nil: an engine with the default bounds.
 	Rules *rules.Engine
@@ -48,7 +52,7 @@ type Config struct {
 	MaxRetention     time.Duration
 	// Sender makes a consumer's test deliveries (the router's, so a
 	// broker's connection is the one deliveries use); nil: one of its own
-	// under ConsumerPolicy.
+	// under ConsumerPolicy, to Brokers.
 	Sender *delivery.Sender
 	// People maps the groups of people who sign in with single sign-on to
 	// staff, or to an org and a role (--oidc-map); empty: nobody may.
@@ -85,6 +89,7 @@ type Plane struct {
 	publicURL string
 	clock     intake.Clock
 	policy    delivery.Policy
+	brokers   delivery.Brokers
 	rules     *rules.Engine
 	maxBody   time.Duration // an org's body_retention at most
 	maxRows   time.Duration // an org's retention at most
@@ -107,6 +112,7 @@ func New(cfg Config) *Plane {
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"),
 		clock:     cfg.Clock,
 		policy:    cfg.ConsumerPolicy,
+		brokers:   cfg.Brokers,
 		rules:     cfg.Rules,
 		maxBody:   cmp.Or(cfg.MaxBodyRetention, intake.MaxRetention),
 		maxRows:   cmp.Or(cfg.MaxRetention, intake.MaxRetention),
@@ -124,7 +130,7 @@ func New(cfg Config) *Plane {
 		p.keys.Changes = p.store.Changes()
 	}
 	if p.sender == nil {
-		p.sender = delivery.NewSender(delivery.Options{Policy: cfg.ConsumerPolicy})
+		p.sender = delivery.NewSender(delivery.Options{Policy: cfg.ConsumerPolicy, Brokers: cfg.Brokers})
 	}
 	if cfg.StaffToken != "" {
 		p.staffHash = token.Hash(cfg.StaffToken)

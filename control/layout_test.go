@@ -30,3 +30,44 @@ func TestTheTransportsImportNoRuleTheControlPlaneApplies(t *testing.T) {
 		}
 	}
 }
+
+// The transports link no broker's client (DESIGN §24): the control plane
+// checks a broker url without one, and only serve's wiring, through
+// delivery/broker, publishes. And neither the worker nor the router links
+// the other: they meet at the hand-off serve builds.
+func TestTheTransportsLinkNoBrokerClientAndTheWorkerAndRouterNotEachOther(t *testing.T) {
+	const module = "github.com/intakehq/intake/"
+	deps := func(pkgs ...string) []string {
+		t.Helper()
+		args := []string{"list", "-deps"}
+		for _, p := range pkgs {
+			args = append(args, module+p)
+		}
+		out, err := exec.Command("go", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %v: %v\n%s", pkgs, err, out)
+		}
+		return strings.Fields(string(out))
+	}
+	clients := []string{module + "delivery/broker", "github.com/twmb/franz-go", "github.com/nats-io/",
+		"github.com/rabbitmq/amqp091-go", "github.com/redis/go-redis", "github.com/aws/aws-sdk-go-v2"}
+	transports := deps("api", "console")
+	if !slices.Contains(transports, module+"control") {
+		t.Fatalf("go list -deps api console gave %d packages, none the control plane: it read something else", len(transports))
+	}
+	for _, dep := range transports {
+		for _, c := range clients {
+			if strings.HasPrefix(dep, c) {
+				t.Errorf("api or console links %s: a transport links no broker's client", dep)
+			}
+		}
+	}
+	if !slices.ContainsFunc(deps("delivery/broker"), func(d string) bool { return strings.HasPrefix(d, "github.com/twmb/franz-go") }) {
+		t.Fatal("delivery/broker links no Kafka client: the names above are not where the clients are")
+	}
+	for pkg, other := range map[string]string{"worker": "router", "router": "worker"} {
+		if slices.Contains(deps(pkg), module+other) {
+			t.Errorf("%s links %s: the worker and the router meet at the hand-off, never in each other", pkg, other)
+		}
+	}
+}

@@ -140,20 +140,3 @@ func TestAnAnswerOfExactly4KiBIsKeptWhole(t *testing.T) {
 		t.Fatalf("kept %d bytes, truncated %v", len(got.Body), got.BodyTruncated)
 	}
 }
-
-// A broker keeps nothing of what its peer sent, even a peer that answers
-// as an HTTP server does (§18: never a non-HTTP peer's bytes).
-func TestABrokerDestinationKeepsNoAnswer(t *testing.T) {
-	answer := []byte("HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n{\"error\":\"boom\"}")
-	s := NewSender(Options{Policy: DefaultPolicy(), Timeout: time.Second})
-	t.Cleanup(func() { s.Close() })
-	for _, url := range []string{"nats://%s/orders", "redis://%s/0?stream=s", "kafka://%s/events", "amqp://%s/?exchange=x&routing_key=k"} {
-		addr := testkit.Banner(t, answer)
-		url = strings.Replace(url, "%s", addr, 1)
-		r := s.Deliver(context.Background(), "cons_"+url[:4], url, []string{NewSecret()},
-			Publication{ID: "evt_1", Type: "order.created", Body: []byte(`{}`)}, time.Now())
-		if r.Response != nil || r.Outcome != intake.DeliveryRetry {
-			t.Errorf("%s: %+v, want a retry that keeps no answer", url, r)
-		}
-	}
-}

@@ -42,12 +42,12 @@ func TestPolicyRefusesMetadataAddressesAtRegistrationAndAtConnect(t *testing.T) 
 	p := DefaultPolicy()
 	ctx := context.Background()
 	for _, u := range []string{"http://169.254.169.254/latest/meta-data", "http://[fd00:ec2::254]/", "ftp://example.com/", "/relative", "http://user:pw@127.0.0.1/"} {
-		if err := p.CheckURL(ctx, u); err == nil {
+		if err := p.CheckURL(ctx, u, nil); err == nil {
 			t.Errorf("%s accepted", u)
 		}
 	}
 	for _, u := range []string{"http://127.0.0.1:3000/hooks", "http://10.1.2.3/x", "https://localhost/hooks"} {
-		if err := p.CheckURL(ctx, u); err != nil {
+		if err := p.CheckURL(ctx, u, nil); err != nil {
 			t.Errorf("%s refused: %v", u, err)
 		}
 	}

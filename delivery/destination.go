@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -54,49 +55,48 @@ type Publisher interface {
 // policy, as the HTTP sender's connections are made.
 type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// kind is a scheme of destination: how its urls are checked when saved and
-// how a publisher to one is opened.
-type kind struct {
-	// check refuses a url of the kind that cannot work, saying why (an
+// Kind is a scheme of destination other than HTTP: how its urls are
+// checked when saved and how a publisher to one is opened.
+type Kind struct {
+	// Check refuses a url of the kind that cannot work, saying why (an
 	// EINVALID error): a missing topic, a subject with spaces, no
 	// exchange nor queue.
-	check func(u *url.URL) error
-	// open connects a publisher to u; each dial goes through dial, and
+	Check func(u *url.URL) error
+	// Open connects a publisher to u; each dial goes through dial, and
 	// each publish is bounded by timeout.
-	open func(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error)
+	Open func(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error)
 }
 
-// brokers are the destination kinds other than HTTP, by scheme.
-var brokers = map[string]kind{}
+// Brokers are the destination kinds other than HTTP a consumer's url may
+// name, by scheme. Package delivery/broker has intake's (NATS, Kafka, AMQP,
+// Redis), so that what links this package alone (the control plane and its
+// transports) links no broker's client; nil: HTTP only.
+type Brokers map[string]Kind
 
 // Schemes lists the schemes a consumer's url may have.
-func Schemes() []string {
-	var out []string
-	for s := range brokers {
-		out = append(out, s)
-	}
-	slices.Sort(out)
+func (b Brokers) Schemes() []string {
+	out := slices.Sorted(maps.Keys(b))
 	return append([]string{"http", "https"}, out...)
 }
 
-// IsBroker reports whether raw names a broker rather than an HTTP
-// receiver.
-func IsBroker(raw string) bool {
+// Names reports whether raw names a broker rather than an HTTP receiver.
+func (b Brokers) Names(raw string) bool {
 	scheme, _, _ := strings.Cut(raw, "://")
-	_, ok := brokers[strings.ToLower(scheme)]
+	_, ok := b[strings.ToLower(scheme)]
 	return ok
 }
 
-// checkBroker checks a broker url of a known scheme; nil for http(s).
-func checkBroker(u *url.URL) error {
-	k, ok := brokers[strings.ToLower(u.Scheme)]
+// Check checks a broker url of a known scheme (nil for any other): a
+// host, and its kind's own rules.
+func (b Brokers) Check(u *url.URL) error {
+	k, ok := b[strings.ToLower(u.Scheme)]
 	if !ok {
 		return nil
 	}
 	if u.Hostname() == "" {
 		return intake.Errorf(intake.EINVALID, "url %s has no host", redact.URL(u.String()))
 	}
-	return k.check(u)
+	return k.Check(u)
 }
 
 // NoKey stands for "{key}" in a subject or routing key when the event has
@@ -117,16 +117,16 @@ func Expand(template string, p Publication) string {
 }
 
 // open connects a publisher to the broker raw names.
-func open(raw string, dial Dialer, timeout time.Duration) (Publisher, error) {
+func (b Brokers) open(raw string, dial Dialer, timeout time.Duration) (Publisher, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("bad consumer url")
 	}
-	k, ok := brokers[strings.ToLower(u.Scheme)]
+	k, ok := b[strings.ToLower(u.Scheme)]
 	if !ok {
 		return nil, fmt.Errorf("url scheme %q is not one intake delivers to", u.Scheme)
 	}
-	p, err := k.open(u, dial, timeout)
+	p, err := k.Open(u, dial, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %s", redact.URL(raw), redact.Password(err.Error(), u))
 	}

@@ -3,10 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
-	"net"
-	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,15 +24,15 @@ type memory struct {
 	fail   error
 }
 
-func (m *memory) kind() kind {
-	return kind{
-		check: func(u *url.URL) error {
+func (m *memory) kind() Kind {
+	return Kind{
+		Check: func(u *url.URL) error {
 			if strings.Trim(u.Path, "/") == "" {
 				return intake.Errorf(intake.EINVALID, "url %s names no topic", redact.URL(u.String()))
 			}
 			return nil
 		},
-		open: func(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error) {
+		Open: func(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error) {
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			if m.fail != nil {
@@ -66,26 +63,25 @@ func (p *memoryPublisher) Close() error {
 	return nil
 }
 
-func withMemoryBroker(t *testing.T) *memory {
+// memoryBroker is a memory broker and the Brokers that have it alone.
+func memoryBroker() (*memory, Brokers) {
 	m := &memory{opened: map[string]int{}, closed: map[string]int{}}
-	brokers["memory"] = m.kind()
-	t.Cleanup(func() { delete(brokers, "memory") })
-	return m
+	return m, Brokers{"memory": m.kind()}
 }
 
 func TestABrokerURLIsCheckedByItsKindAndItsHostByThePolicy(t *testing.T) {
-	withMemoryBroker(t)
+	_, brokers := memoryBroker()
 	ctx := context.Background()
 	for raw, want := range map[string]string{
 		"memory://127.0.0.1:1/events":         "",
 		"memory://user:pw@127.0.0.1:1/events": "", // a broker's credentials live in its url
 		"memory://127.0.0.1:1/":               "names no topic",
 		"memory://169.254.169.254:1/events":   "169.254.169.254",
-		"gopher://127.0.0.1/x":                `url scheme "gopher" is not one intake delivers to: http, https, `, // and every kind built in
+		"gopher://127.0.0.1/x":                `url scheme "gopher" is not one intake delivers to: http, https, memory`,
 		"https://user:pw@127.0.0.1/x":         "url must not carry credentials",
 		"/hooks":                              "url must be an absolute URL",
 	} {
-		err := DefaultPolicy().CheckURL(ctx, raw)
+		err := DefaultPolicy().CheckURL(ctx, raw, brokers)
 		switch {
 		case want == "" && err != nil:
 			t.Errorf("%s: %v, want it accepted", raw, err)
@@ -102,8 +98,8 @@ func TestABrokerURLIsCheckedByItsKindAndItsHostByThePolicy(t *testing.T) {
 // would be, over one connection per consumer, opened again when its url
 // changes and closed when the consumer is forgotten.
 func TestDeliverPublishesSignedToTheConsumersBrokerOverOneConnection(t *testing.T) {
-	m := withMemoryBroker(t)
-	s := NewSender(Options{Timeout: time.Second})
+	m, brokers := memoryBroker()
+	s := NewSender(Options{Timeout: time.Second, Brokers: brokers})
 	defer s.Close()
 	secret := NewSecret()
 	now := time.Unix(1_700_000_000, 0)
@@ -141,9 +137,9 @@ func TestDeliverPublishesSignedToTheConsumersBrokerOverOneConnection(t *testing.
 }
 
 func TestABrokerThatCannotBeReachedIsARetryThatNamesNoPassword(t *testing.T) {
-	m := withMemoryBroker(t)
+	m, brokers := memoryBroker()
 	m.fail = errors.New("dial tcp: connection refused for user:s3cret")
-	s := NewSender(Options{Timeout: time.Second})
+	s := NewSender(Options{Timeout: time.Second, Brokers: brokers})
 	defer s.Close()
 	r := s.Deliver(context.Background(), "cons_1", "memory://user:s3cret@127.0.0.1:1/events", []string{NewSecret()},
 		Publication{ID: "evt_1", Body: []byte(`{}`)}, time.Now())
@@ -165,118 +161,4 @@ func TestExpandFillsTypeAndKey(t *testing.T) {
 	if got := Expand("events.{key}", Publication{}); got != "events."+NoKey {
 		t.Errorf("Expand without a key = %s", got)
 	}
-}
-
-// testPublication is a call as the sender makes one: a body that is not
-// all text, the Standard Webhooks headers, traceparent and a transform's
-// headers, one of them with two values.
-func testPublication(id, typ, key string) Publication {
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("webhook-id", id)
-	h.Set("webhook-timestamp", "1614265330")
-	h.Set("webhook-signature", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= v1,b2xkZXI=")
-	h.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-	h.Set("X-Tenant", "acme")
-	h.Add("X-Transform", "one")
-	h.Add("X-Transform", "two")
-	return Publication{ID: id, Type: typ, OrderKey: key, Header: h, Body: []byte(`{"id":"` + id + `","n":1}` + "\n\x00\xff")}
-}
-
-// headerLines are a header's values as name=value lines, the names in
-// lower case, sorted: what a broker message's headers should read.
-func headerLines(h http.Header) []string {
-	var out []string
-	for k, vs := range h {
-		for _, v := range vs {
-			out = append(out, strings.ToLower(k)+"="+v)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// silentBroker accepts connections and never answers, as a hung broker
-// does; it holds them until the test ends.
-func silentBroker(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var held []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
-}
-
-// wantChecked: each bad url is refused as invalid with a message holding
-// its reason, none showing password; each good one is accepted.
-func wantChecked(t *testing.T, bad map[string]string, good []string, password string) {
-	t.Helper()
-	for raw, why := range bad {
-		u, err := url.Parse(raw)
-		if err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		err = checkBroker(u)
-		if intake.ErrorCode(err) != intake.EINVALID || !strings.Contains(err.Error(), why) {
-			t.Errorf("%s: %v, want it invalid saying %q", raw, err, why)
-		}
-		if err != nil && strings.Contains(err.Error(), password) {
-			t.Errorf("%s: the error shows the password: %v", raw, err)
-		}
-	}
-	for _, raw := range good {
-		u, err := url.Parse(raw)
-		if err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		if err := checkBroker(u); err != nil {
-			t.Errorf("%s refused: %v", raw, err)
-		}
-	}
-}
-
-// openTestPublisher checks raw and opens a publisher to it through dial
-// (nil: the default policy's), closed when the test ends.
-func openTestPublisher(t *testing.T, raw string, dial Dialer, timeout time.Duration) Publisher {
-	t.Helper()
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := checkBroker(u); err != nil {
-		t.Fatalf("check %s: %v", raw, err)
-	}
-	if dial == nil {
-		dial = DefaultPolicy().Dialer(timeout)
-	}
-	p, err := brokers[strings.ToLower(u.Scheme)].open(u, dial, timeout)
-	if err != nil {
-		t.Fatalf("open %s: %v", raw, err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
 }

@@ -72,12 +72,12 @@ func describe(err error, s *seen) string {
 	return "request failed"
 }
 
-// brokerFailure names what failed in a call to a broker that the broker's
+// BrokerFailure names what failed in a call to a broker that the broker's
 // client did not name in its protocol's terms (a status, an error code):
 // the connection's failure as describe names it, else a malformed answer.
 // Never the error's text, which quotes what the other side sent (Redis's
 // "can't parse \"…\"", Kafka's first 4 bytes read as a size).
-func brokerFailure(err error) string {
+func BrokerFailure(err error) string {
 	var (
 		ref *refusal
 		rec tls.RecordHeaderError
@@ -142,6 +142,10 @@ type counted struct {
 	net.Conn
 	read atomic.Int64
 }
+
+// NetConn is the connection under the count (as tls.Conn names its own),
+// for a client that reaches for the socket.
+func (c *counted) NetConn() net.Conn { return c.Conn }
 
 func (c *counted) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)

@@ -187,15 +187,15 @@ func carriedIPv4(a netip.Addr) []netip.Addr {
 }
 
 // CheckURL validates a consumer URL at registration: http or https (no
-// credentials), or a broker's scheme (its credentials in the URL, its
+// credentials), or a scheme of brokers (its credentials in the URL, its
 // kind's own rules), a host, and every address each host stands for or
 // resolves to allowed. A host that is a number is an IPv4 address (as URL
 // parsers and inet_aton read it), never a name for the resolver: it is
 // judged as that address and must be written as one (dotted decimal).
-func (p Policy) CheckURL(ctx context.Context, raw string) error {
+func (p Policy) CheckURL(ctx context.Context, raw string, brokers Brokers) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" || u.Host == "" {
-		return fmt.Errorf("url must be an absolute URL: %s", strings.Join(Schemes(), ", "))
+		return fmt.Errorf("url must be an absolute URL: %s", strings.Join(brokers.Schemes(), ", "))
 	}
 	hosts := []string{u.Hostname()}
 	switch scheme := strings.ToLower(u.Scheme); {
@@ -203,8 +203,8 @@ func (p Policy) CheckURL(ctx context.Context, raw string) error {
 		if u.User != nil {
 			return fmt.Errorf("url must not carry credentials")
 		}
-	case IsBroker(raw):
-		if err := checkBroker(u); err != nil {
+	case brokers.Names(raw):
+		if err := brokers.Check(u); err != nil {
 			return errors.New(intake.ErrorMessage(err))
 		}
 		hosts = hosts[:0]
@@ -219,7 +219,7 @@ func (p Policy) CheckURL(ctx context.Context, raw string) error {
 			hosts = append(hosts, host)
 		}
 	default:
-		return fmt.Errorf("url scheme %q is not one intake delivers to: %s", u.Scheme, strings.Join(Schemes(), ", "))
+		return fmt.Errorf("url scheme %q is not one intake delivers to: %s", u.Scheme, strings.Join(brokers.Schemes(), ", "))
 	}
 	for _, host := range hosts {
 		if err := p.checkHost(ctx, host); err != nil {

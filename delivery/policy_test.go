@@ -73,7 +73,7 @@ func TestPolicyRefusesDeniedAddressesInEveryWrittenFormAtRegistrationAndAtConnec
 	p := DefaultPolicy()
 	ctx := context.Background()
 	for _, u := range deniedForms {
-		err := p.CheckURL(ctx, u)
+		err := p.CheckURL(ctx, u, nil)
 		if err == nil {
 			t.Errorf("registration: %s accepted", u)
 			continue
@@ -83,7 +83,7 @@ func TestPolicyRefusesDeniedAddressesInEveryWrittenFormAtRegistrationAndAtConnec
 		}
 	}
 	for _, u := range allowedForms {
-		if err := p.CheckURL(ctx, u); err != nil {
+		if err := p.CheckURL(ctx, u, nil); err != nil {
 			t.Errorf("registration: %s refused: %v", u, err)
 		}
 	}
@@ -135,7 +135,7 @@ func TestPolicyRefusesANumericHostNotWrittenAsAnAddress(t *testing.T) {
 		"http://2852039166/":    `url host "2852039166" is 169.254.169.254: address 169.254.169.254 is refused by the consumer address policy`,
 		"http://[::a9fe:a9fe]/": "address ::a9fe:a9fe is refused by the consumer address policy: it stands for 169.254.169.254",
 	} {
-		err := p.CheckURL(context.Background(), u)
+		err := p.CheckURL(context.Background(), u, nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", u, err, want)
 		}
@@ -175,7 +175,7 @@ func TestOperatorRangesDenyAndAllowButNeverReopenMetadata(t *testing.T) {
 		"http://127.0.0.1/":          true,
 		"http://8.8.8.8/":            true,
 	} {
-		if err := private.CheckURL(ctx, u); (err == nil) != ok {
+		if err := private.CheckURL(ctx, u, nil); (err == nil) != ok {
 			t.Errorf("deny private ranges: %s: %v", u, err)
 		}
 	}
@@ -196,7 +196,7 @@ func TestOperatorRangesDenyAndAllowButNeverReopenMetadata(t *testing.T) {
 		"http://[fd00:ec2::254]/":    false,
 		"http://[fd00::1]/":          true,
 	} {
-		if err := only.CheckURL(ctx, u); (err == nil) != ok {
+		if err := only.CheckURL(ctx, u, nil); (err == nil) != ok {
 			t.Errorf("allow-list: %s: %v", u, err)
 		}
 	}
@@ -298,7 +298,7 @@ func TestAnAllowNeverReopensTheMetadataAddressesInAnyForm(t *testing.T) {
 			if strings.Contains(form, ":") {
 				u = "http://[" + form + "]/"
 			}
-			err := p.CheckURL(context.Background(), u)
+			err := p.CheckURL(context.Background(), u, nil)
 			if err == nil || !strings.Contains(err.Error(), "refused by the consumer address policy") || strings.Contains(err.Error(), "outside the allowed ranges") {
 				t.Errorf("allow %v: %s: %v, want it refused as denied", allow, u, err)
 			}

@@ -32,6 +32,9 @@ type Options struct {
 	MaxRetryAfter time.Duration // cap on a consumer's Retry-After (default 1h)
 	Policy        Policy
 	UserAgent     string
+	// Brokers are the destinations other than HTTP the Sender publishes
+	// to (delivery/broker's); nil: HTTP only.
+	Brokers Brokers
 }
 
 // Sender delivers events to consumers: posted over HTTP, or published to
@@ -108,7 +111,7 @@ func (s *Sender) Deliver(ctx context.Context, consumerID, url string, secrets []
 	if err != nil {
 		return Result{Outcome: intake.DeliveryRetry, Err: err.Error()}
 	}
-	if !IsBroker(url) {
+	if !s.opts.Brokers.Names(url) {
 		return s.Post(ctx, url, p.Body, h, now)
 	}
 	if h.Get("Content-Type") == "" {
@@ -117,7 +120,7 @@ func (s *Sender) Deliver(ctx context.Context, consumerID, url string, secrets []
 	tracing.Inject(ctx, h)
 	p.Header = h
 	start := time.Now()
-	pub, err := s.pubs.get(consumerID, url, func() (Publisher, error) { return open(url, s.dial, s.opts.Timeout) })
+	pub, err := s.pubs.get(consumerID, url, func() (Publisher, error) { return s.opts.Brokers.open(url, s.dial, s.opts.Timeout) })
 	if err != nil {
 		return Result{Outcome: intake.DeliveryRetry, Latency: time.Since(start), Err: err.Error()}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/fair"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/seal"
 )
@@ -36,7 +37,9 @@ type Config struct {
 	Backoff  time.Duration // wait after the first failed call, doubling (default 10s)
 	Batch    int           // notices read at a time (default 500)
 	// MaxInFlight bounds the calls in flight at once (default 32);
-	// MaxInFlightPerOrg bounds one org's share of them (default 4).
+	// MaxInFlightPerOrg bounds one org's calls (default 4), and so does
+	// its fair share of MaxInFlight beside the orgs with calls in flight
+	// (internal/fair), so the next org finds a slot however many are busy.
 	MaxInFlight       int
 	MaxInFlightPerOrg int
 	Metrics           *metrics.Metrics
@@ -396,7 +399,7 @@ func (n *Notifier) queue(r receiver, out *outgoing) {
 }
 
 // dispatch starts the calls that are due and fit the bounds: one per idle
-// receiver, at most MaxInFlight in all and MaxInFlightPerOrg per org, the
+// receiver, at most MaxInFlight in all and orgShare per org, the
 // org served longest ago first, so a busy org's backlog never stands in
 // front of another org's notification. n.mu is held.
 func (n *Notifier) dispatch(ctx context.Context) {
@@ -424,7 +427,7 @@ func (n *Notifier) next(now time.Time) (receiver, *outgoing) {
 		bestOut *outgoing
 	)
 	for r, l := range n.lines {
-		if l.busy || n.byOrg[r.org] >= n.cfg.MaxInFlightPerOrg {
+		if l.busy || n.byOrg[r.org] >= n.orgShare(r.org) {
 			continue
 		}
 		i := slices.IndexFunc(l.pending, func(o *outgoing) bool { return !now.Before(o.nextAt) })
@@ -437,6 +440,13 @@ func (n *Notifier) next(now time.Time) (receiver, *outgoing) {
 		}
 	}
 	return best, bestOut
+}
+
+// orgShare is the most calls org may have in flight now: MaxInFlightPerOrg,
+// and its fair share of MaxInFlight beside the orgs with calls in flight.
+// n.mu is held.
+func (n *Notifier) orgShare(org string) int {
+	return int(min(int64(n.cfg.MaxInFlightPerOrg), fair.ShareOf(int64(n.cfg.MaxInFlight), n.byOrg, org)))
 }
 
 // before orders candidate calls: the org served longest ago, then the

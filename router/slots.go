@@ -56,7 +56,7 @@ func (s *callSlots) shares(n, limit int) intake.CallShares {
 // sharesLocked is the shares as they stand, over the live counts; s.mu is
 // held.
 func (s *callSlots) sharesLocked(limit int) intake.CallShares {
-	return intake.CallShares{Total: limit - s.held, Slots: s.capacity, Share: fair.Share, Org: s.orgs,
+	return intake.CallShares{Total: limit - s.held, Slots: s.capacity, Share: fair.ShareOf[int], Org: s.orgs,
 		ConsumerShare: s.consumerShare, Consumer: s.consumers}
 }
 

@@ -39,6 +39,7 @@ type hostPool struct {
 	idle    []*host        // most recently returned last
 	live    int            // hosts alive or being started
 	shares  map[string]*share
+	running map[string]int // calls running per scope; a scope running none is not in it
 	waiting int
 	turn    uint64 // counts the grants
 	arrived uint64 // counts the calls that waited
@@ -47,12 +48,11 @@ type hostPool struct {
 	granted func(scope string) // if set, called as a call is given a host: tests watch the order
 }
 
-// share is one scope's calls: those running and those waiting, first
-// come first served.
+// share is one scope's calls waiting, first come first served (its calls
+// running are counted in hostPool.running).
 type share struct {
-	running int
-	last    uint64 // the turn of its last grant
-	queue   []waiter
+	last  uint64 // the turn of its last grant
+	queue []waiter
 }
 
 // waiter is a call of version key waiting for a host; seq orders arrivals
@@ -89,7 +89,7 @@ func newHostPool(cfg Config) *hostPool {
 		// run it (timed again).
 		limit:  2*cfg.ScriptTimeout + hostGrace,
 		all:    map[*host]bool{},
-		shares: map[string]*share{},
+		shares: map[string]*share{}, running: map[string]int{},
 	}
 }
 
@@ -122,7 +122,7 @@ func (p *hostPool) acquire(ctx context.Context, scope string, key [sha256.Size]b
 		sh = &share{}
 		p.shares[scope] = sh
 	}
-	if p.waiting == 0 && sh.running < p.shareOf(scope) {
+	if p.waiting == 0 && p.running[scope] < p.shareOf(scope) {
 		if h, ok := p.pick(key); ok {
 			p.grant(scope, sh)
 			p.mu.Unlock()
@@ -179,17 +179,11 @@ func (p *hostPool) ready(ctx context.Context, scope string, h *host) (*host, err
 
 func (p *hostPool) max() int { return p.cfg.Hosts }
 
-// shareOf is the most hosts scope may hold (fair.Share): three quarters of them shared
-// among the scopes running calls, so that a quarter is always left for a
-// scope running none. p.mu is held.
+// shareOf is the most hosts scope may hold (fair.ShareOf): three quarters
+// of them shared among the scopes running calls, so that a quarter is
+// always left for a scope running none. p.mu is held.
 func (p *hostPool) shareOf(scope string) int {
-	others := 0
-	for s, sh := range p.shares {
-		if s != scope && sh.running > 0 {
-			others++
-		}
-	}
-	return int(fair.Share(int64(p.max()), int64(others)))
+	return int(fair.ShareOf(int64(p.max()), p.running, scope))
 }
 
 // pick chooses what serves a call of version key: an idle host that has
@@ -221,7 +215,7 @@ func (p *hostPool) pick(key [sha256.Size]byte) (h *host, ok bool) {
 // grant counts a call of sh given a host. p.mu is held.
 func (p *hostPool) grant(scope string, sh *share) {
 	p.turn++
-	sh.running++
+	p.running[scope]++
 	sh.last = p.turn
 	if p.granted != nil {
 		p.granted(scope)
@@ -241,7 +235,7 @@ func (p *hostPool) next() bool {
 		best  *share
 	)
 	for s, sh := range p.shares {
-		if len(sh.queue) > 0 && sh.running < p.shareOf(s) && (best == nil || before(sh, best)) {
+		if len(sh.queue) > 0 && p.running[s] < p.shareOf(s) && (best == nil || p.before(s, sh, scope, best)) {
 			scope, best = s, sh
 		}
 	}
@@ -260,10 +254,11 @@ func (p *hostPool) next() bool {
 	return true
 }
 
-// before reports whether a's next call is served before b's.
-func before(a, b *share) bool {
-	if a.running != b.running {
-		return a.running < b.running
+// before reports whether the next call of a (scope as) is served before
+// b's (scope bs). p.mu is held.
+func (p *hostPool) before(as string, a *share, bs string, b *share) bool {
+	if ra, rb := p.running[as], p.running[bs]; ra != rb {
+		return ra < rb
 	}
 	if a.last != b.last {
 		return a.last < b.last
@@ -310,14 +305,15 @@ func (p *hostPool) give() {
 
 // done counts a call of scope that ended. p.mu is held.
 func (p *hostPool) done(scope string) {
-	sh := p.shares[scope]
-	sh.running--
-	p.forget(scope, sh)
+	if p.running[scope]--; p.running[scope] <= 0 {
+		delete(p.running, scope)
+	}
+	p.forget(scope, p.shares[scope])
 }
 
 // forget drops a share with nothing running or waiting. p.mu is held.
 func (p *hostPool) forget(scope string, sh *share) {
-	if sh.running == 0 && len(sh.queue) == 0 {
+	if p.running[scope] == 0 && len(sh.queue) == 0 {
 		delete(p.shares, scope)
 	}
 }

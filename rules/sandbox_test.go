@@ -728,10 +728,7 @@ func TestAnOrgRunningScriptsToTheirLimitsLeavesAHostForAnother(t *testing.T) {
 	running := func(scope string) int {
 		e.hosts.mu.Lock()
 		defer e.hosts.mu.Unlock()
-		if sh := e.hosts.shares[scope]; sh != nil {
-			return sh.running
-		}
-		return 0
+		return e.hosts.running[scope]
 	}
 	waiting := func() int {
 		e.hosts.mu.Lock()

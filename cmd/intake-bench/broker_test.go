@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/delivery/broker"
 )
 
 // brokerIntake is fakeIntake whose routing hands each webhook's envelope to
@@ -24,7 +25,7 @@ import (
 // broker url is published to as the real server publishes.
 func brokerIntake(t *testing.T) *httptest.Server {
 	var consumerURL atomic.Value
-	sender := delivery.NewSender(delivery.Options{Timeout: 5 * time.Second})
+	sender := delivery.NewSender(delivery.Options{Timeout: 5 * time.Second, Brokers: broker.All()})
 	t.Cleanup(func() { sender.Close() })
 	mux := http.NewServeMux()
 	for path, answer := range map[string]string{

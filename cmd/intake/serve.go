@@ -29,6 +29,7 @@ import (
 	"github.com/intakehq/intake/console"
 	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/delivery/broker"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/fair"
@@ -256,11 +257,13 @@ func (c *ServeCmd) Run() error {
 	defer engine.Close()
 	// One sender delivers to consumers, keeping a connection per consumer
 	// that is a broker; the control plane's test deliveries use it too.
-	sender := delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: policy, UserAgent: "intake"})
+	// The brokers' clients are linked here, never by the control plane.
+	brokers := broker.All()
+	sender := delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: policy, UserAgent: "intake", Brokers: brokers})
 	defer sender.Close()
 	// The one control plane: the API and the console are transports over it.
 	ctl := control.New(control.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
-		Clock: clock, ConsumerPolicy: policy, Rules: engine, Sender: sender,
+		Clock: clock, ConsumerPolicy: policy, Brokers: brokers, Rules: engine, Sender: sender,
 		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, People: people, Blobs: blobs,
 		MaxBodyBytes: c.MaxBodyBytes, Reads: c.readBudget(), BulkMax: c.BulkMax, Logger: log,
 		Calls: c.callBounds(), Replica: replicaState(rep)})

@@ -33,7 +33,7 @@ func TestConsumerDenyAndAllowFlagsTightenTheAddressPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		for u, want := range refused {
-			if err := p.CheckURL(ctx, u); (err != nil) != want {
+			if err := p.CheckURL(ctx, u, nil); (err != nil) != want {
 				t.Errorf("%s: %v, refused want %v", u, err, want)
 			}
 		}

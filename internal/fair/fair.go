@@ -22,6 +22,19 @@ func Share(capacity, others int64) int64 {
 	return max(1, (capacity-capacity/4)/(others+1))
 }
 
+// ShareOf is the most of capacity holder may hold now (Share): held
+// counts what each holder holds, a holder holding none not in it, and the
+// others are those in it but holder. Every count of an org's share of a
+// capacity among the orgs holding some is this one: the hand-off room, the
+// script hosts, the call slots, the notifier and Budget.
+func ShareOf[V int | int64](capacity int64, held map[string]V, holder string) int64 {
+	others := int64(len(held))
+	if held[holder] > 0 {
+		others--
+	}
+	return Share(capacity, others)
+}
+
 // Busy is a budget refusing more for now: the caller answers 429 (or 503)
 // with Retry-After.
 type Busy struct {
@@ -137,27 +150,25 @@ func (b *Budget) Held(org string) int64 {
 // taken in time rather than never, and most of the quarter kept for a
 // holder still to come is kept all the same.
 func (b *Budget) fits(org string, n int64) (fits, never, over bool) {
-	others := int64(len(b.orgs))
-	if b.orgs[org] > 0 {
-		others--
-	}
-	never = n > b.limit(0)
+	alone, limit := b.limit(nil, org), b.limit(b.orgs, org)
+	never = n > alone
 	room := b.Total <= 0 || b.held+n <= b.Total
-	if b.orgs[org]+n <= b.limit(others) {
+	if b.orgs[org]+n <= limit {
 		return room, never, false
 	}
-	over = n > b.limit(others) && b.over[org] == 0
-	return room && over && n <= b.limit(0) && b.orgs[org]+n <= b.limit(0)+b.Total/16, never, over
+	over = n > limit && b.over[org] == 0
+	return room && over && n <= alone && b.orgs[org]+n <= alone+b.Total/16, never, over
 }
 
-// limit is the most one org may hold while others other orgs hold some.
-func (b *Budget) limit(others int64) int64 {
+// limit is the most org may hold beside the orgs holding some in held (nil:
+// alone).
+func (b *Budget) limit(held map[string]int64, org string) int64 {
 	limit := int64(math.MaxInt64)
 	if b.PerOrg > 0 {
 		limit = b.PerOrg
 	}
 	if b.Total > 0 {
-		limit = min(limit, Share(b.Total, others))
+		limit = min(limit, ShareOf(b.Total, held, org))
 	}
 	return limit
 }

@@ -17,6 +17,38 @@ func TestShareLeavesAQuarterForAHolderStillToCome(t *testing.T) {
 	}
 }
 
+// ShareOf counts the others as the holders in held but holder itself:
+// the same share whether holder holds some yet or not.
+func TestShareOfCountsTheOtherHoldersOnly(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		capacity int64
+		held     map[string]int
+		holder   string
+		want     int64
+	}{
+		{"alone, nothing held", 256, nil, "a", 192},
+		{"alone, holding some", 256, map[string]int{"a": 100}, "a", 192},
+		{"a newcomer beside one", 256, map[string]int{"b": 128}, "a", 96},
+		{"holding some beside one", 256, map[string]int{"a": 1, "b": 128}, "a", 96},
+		{"a newcomer beside two", 256, map[string]int{"b": 96, "c": 60}, "a", 64},
+		{"beside more than the room: at least one", 4, map[string]int{"b": 1, "c": 1, "d": 1, "e": 1}, "a", 1},
+		{"the notifier's default beside five", 32, map[string]int{"b": 4, "c": 4, "d": 4, "e": 4, "f": 4}, "a", 4},
+		{"the notifier's default beside six", 32, map[string]int{"b": 4, "c": 4, "d": 4, "e": 4, "f": 4, "g": 4}, "a", 3},
+	} {
+		if got := ShareOf(c.capacity, c.held, c.holder); got != c.want {
+			t.Errorf("%s: ShareOf(%d, %v, %q) = %d, want %d", c.name, c.capacity, c.held, c.holder, got, c.want)
+		}
+		held64 := map[string]int64{}
+		for h, n := range c.held {
+			held64[h] = int64(n)
+		}
+		if got := ShareOf(c.capacity, held64, c.holder); got != c.want {
+			t.Errorf("%s, counted in int64: %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
 func TestBudgetRefusesAnOrgPastItsOwnBoundAndAdmitsAnother(t *testing.T) {
 	b := &Budget{What: "searches", PerOrg: 2}
 	ctx := context.Background()

@@ -50,24 +50,13 @@ func (h *Messages) Reserve(m *intake.Message) bool {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.held >= h.size || h.orgs[m.OrgID] >= h.share(m.OrgID) {
+	if h.held >= h.size || int64(h.orgs[m.OrgID]) >= fair.ShareOf(int64(h.size), h.orgs, m.OrgID) {
 		return false
 	}
 	h.held++
 	h.orgs[m.OrgID]++
 	m.State, m.Attempt, m.LeaseUntil = intake.MessageProcessing, 1, m.ReceivedAt.Add(h.lease)
 	return true
-}
-
-// share is the most room org may hold (fair.Share): three quarters of it
-// shared among the orgs holding some, so that a quarter is always left
-// for an org holding none; h.mu is held.
-func (h *Messages) share(org string) int {
-	others := len(h.orgs)
-	if h.orgs[org] > 0 {
-		others--
-	}
-	return int(fair.Share(int64(h.size), int64(others)))
 }
 
 // Give hands a committed message, reserved before its commit, to the

@@ -3,6 +3,8 @@ package testkit
 import (
 	"io"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -78,4 +80,16 @@ func Banner(t testing.TB, greeting []byte) string {
 		}
 	})
 	return ln.Addr().String()
+}
+
+// NoPeerBytes fails the test when the recorded error holds anything the
+// other side sent: Marker, or the greeting's first line as Go would quote
+// it.
+func NoPeerBytes(t testing.TB, what, recorded string, greeting []byte) {
+	t.Helper()
+	first, _, _ := strings.Cut(string(greeting), "\n")
+	quoted := strconv.Quote(first)
+	if strings.Contains(recorded, Marker) || strings.Contains(recorded, quoted[1:len(quoted)-1]) {
+		t.Errorf("%s: the recorded error %q carries the peer's bytes", what, recorded)
+	}
 }

@@ -1255,7 +1255,7 @@ func testClaimShares(t *testing.T, s intake.Store) {
 
 	// b1 holds 2 calls here; with ConsumerShare 2 it takes none, and
 	// a1 and a2 take 2 each, own its max_in_flight, within acme's share.
-	shares := intake.CallShares{Total: 100, Slots: 30, Share: fair.Share, ConsumerShare: 2,
+	shares := intake.CallShares{Total: 100, Slots: 30, Share: fair.ShareOf[int], ConsumerShare: 2,
 		Org: map[string]int{b.org.ID: 2}, Consumer: map[string]int{b1.ID: 2}}
 	got, err := s.ClaimRoutes(context.Background(), t0, routeLease, shares)
 	if err != nil {
@@ -1270,7 +1270,7 @@ func testClaimShares(t *testing.T, s intake.Store) {
 	}
 
 	// Each org's share of 10 slots while the other holds some is 4.
-	shares = intake.CallShares{Total: 100, Slots: 10, Share: fair.Share, Org: map[string]int{a.org.ID: 1, b.org.ID: 1}}
+	shares = intake.CallShares{Total: 100, Slots: 10, Share: fair.ShareOf[int], Org: map[string]int{a.org.ID: 1, b.org.ID: 1}}
 	got, err = s.ClaimRoutes(context.Background(), t0, routeLease, shares)
 	if err != nil {
 		t.Fatal(err)

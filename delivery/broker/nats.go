@@ -1,4 +1,4 @@
-package delivery
+package broker
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/redact"
 )
 
@@ -26,9 +27,7 @@ import (
 // stream named by ?stream= when given; Nats-Msg-Id is the event id, so a
 // republish within the stream's duplicate window is stored once.
 
-func init() {
-	brokers["nats"] = kind{check: checkNATS, open: openNATS}
-}
+var natsKind = delivery.Kind{Check: checkNATS, Open: openNATS}
 
 // natsPort is the port of a nats url that names none.
 const natsPort = "4222"
@@ -112,7 +111,7 @@ func checkNATS(u *url.URL) error {
 // closed, and the next Publish makes a new one.
 type natsPublisher struct {
 	t       natsTarget
-	dial    Dialer
+	dial    delivery.Dialer
 	timeout time.Duration
 
 	// turn is held while the connection is looked at or made, so that
@@ -124,7 +123,7 @@ type natsPublisher struct {
 	mu     sync.Mutex // guards nc and closed for Close
 }
 
-func openNATS(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error) {
+func openNATS(u *url.URL, dial delivery.Dialer, timeout time.Duration) (delivery.Publisher, error) {
 	t, err := parseNATS(u)
 	if err != nil {
 		return nil, err
@@ -243,14 +242,14 @@ func natsFailure(err error) string {
 	if errors.As(err, &apiErr) {
 		return fmt.Sprintf("JetStream answered %d (error code %d)", apiErr.Code, apiErr.ErrorCode)
 	}
-	return brokerFailure(err)
+	return delivery.BrokerFailure(err)
 }
 
 // natsDialer is the NATS client's dialer: the address policy's, bounded
 // by the context of the connection being made.
 type natsDialer struct {
 	ctx  context.Context
-	dial Dialer
+	dial delivery.Dialer
 
 	mu   sync.Mutex
 	last error // the library hides a refused connection behind "no servers"
@@ -275,22 +274,22 @@ func (d *natsDialer) failed() error {
 // Publish publishes p to JetStream and is handled once a stream
 // acknowledged it; a duplicate (the same event id within the stream's
 // window) is handled too, as it is stored once.
-func (n *natsPublisher) Publish(ctx context.Context, p Publication) Result {
+func (n *natsPublisher) Publish(ctx context.Context, p delivery.Publication) delivery.Result {
 	start := time.Now()
 	_, err := n.publish(ctx, p)
 	if err != nil {
-		return Result{Outcome: intake.DeliveryRetry, Latency: time.Since(start), Err: err.Error()}
+		return delivery.Result{Outcome: intake.DeliveryRetry, Latency: time.Since(start), Err: err.Error()}
 	}
-	return Result{Outcome: intake.DeliveryHandled, Latency: time.Since(start)}
+	return delivery.Result{Outcome: intake.DeliveryHandled, Latency: time.Since(start)}
 }
 
-func (n *natsPublisher) publish(ctx context.Context, p Publication) (*jetstream.PubAck, error) {
+func (n *natsPublisher) publish(ctx context.Context, p delivery.Publication) (*jetstream.PubAck, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.timeout)
 	defer cancel()
 	// An ordering key is one token of the subject, whatever it holds.
 	keyed := p
 	keyed.OrderKey = keyToken.Replace(p.OrderKey)
-	subject := Expand(n.t.subject, keyed)
+	subject := delivery.Expand(n.t.subject, keyed)
 	if why := subjectProblem(subject); why != "" {
 		return nil, fmt.Errorf("subject %q %s", subject, why)
 	}

@@ -1,4 +1,4 @@
-package delivery
+package broker
 
 import (
 	"bytes"
@@ -24,6 +24,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/delivery"
 )
 
 // No Kafka server can be installed here: the tests start franz-go's kfake,
@@ -44,7 +45,7 @@ func kafkaTopicName(t *testing.T) string {
 	return fmt.Sprintf("intake-test-%d", time.Now().UnixNano())
 }
 
-func openKafkaURL(t *testing.T, raw string, dial Dialer, timeout time.Duration) Publisher {
+func openKafkaURL(t *testing.T, raw string, dial delivery.Dialer, timeout time.Duration) delivery.Publisher {
 	t.Helper()
 	return openTestPublisher(t, raw, dial, timeout)
 }
@@ -89,7 +90,7 @@ func TestKafkaPublishesBodyHeadersAndKeyAckedByTheCluster(t *testing.T) {
 	keyed := testPublication("evt_1", "order.created", "")
 	keyed.OrderKey = "customer-7"
 	plain := testPublication("evt_2", "order.created", "")
-	for _, pub := range []Publication{keyed, plain, keyed} { // the last: a republish
+	for _, pub := range []delivery.Publication{keyed, plain, keyed} { // the last: a republish
 		r := p.Publish(context.Background(), pub)
 		if r.Outcome != intake.DeliveryHandled || r.Err != "" || r.Latency <= 0 {
 			t.Fatalf("publish %s: %+v", pub.ID, r)
@@ -97,7 +98,7 @@ func TestKafkaPublishesBodyHeadersAndKeyAckedByTheCluster(t *testing.T) {
 	}
 
 	recs := consumeKafka(t, c.ListenAddrs(), topic, 3)
-	for i, pub := range []Publication{keyed, plain, keyed} {
+	for i, pub := range []delivery.Publication{keyed, plain, keyed} {
 		r := recs[i]
 		if !bytes.Equal(r.Value, pub.Body) {
 			t.Errorf("record %d value %q, want %q", i, r.Value, pub.Body)
@@ -117,7 +118,7 @@ func TestKafkaPublishesBodyHeadersAndKeyAckedByTheCluster(t *testing.T) {
 }
 
 func TestKafkaWebhookIDIsTheEventIDWhenTheCallHasNone(t *testing.T) {
-	got := kafkaHeaders(Publication{ID: "evt_9"})
+	got := kafkaHeaders(delivery.Publication{ID: "evt_9"})
 	if len(got) != 1 || got[0].Key != "webhook-id" || string(got[0].Value) != "evt_9" {
 		t.Fatalf("headers %v", got)
 	}
@@ -262,7 +263,7 @@ func TestKafkaConcurrentPublishesAreEachAcked(t *testing.T) {
 	p := openKafkaURL(t, "kafka://"+c.ListenAddrs()[0]+"/"+topic, nil, 5*time.Second)
 	const n = 64
 	var wg sync.WaitGroup
-	results := make([]Result, n)
+	results := make([]delivery.Result, n)
 	for i := range n {
 		wg.Go(func() {
 			pub := testPublication(fmt.Sprintf("evt_%d", i), "order.created", "")
@@ -335,7 +336,7 @@ func selfSigned(t *testing.T) *tls.Config {
 
 func TestKafkaConnectionsGoThroughTheAddressPolicy(t *testing.T) {
 	c := startKafka(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
-	deny := Policy{Deny: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	deny := delivery.Policy{Deny: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	p := openKafkaURL(t, "kafka://"+c.ListenAddrs()[0]+"/events", deny.Dialer(time.Second), time.Second)
 	r := p.Publish(context.Background(), testPublication("evt_1", "order.created", ""))
 	if r.Outcome != intake.DeliveryRetry || !strings.Contains(r.Err, "last connection error") || !strings.Contains(r.Err, "refused by the consumer address policy") {
@@ -351,7 +352,7 @@ func TestKafkaCloseLeavesNothingRunning(t *testing.T) {
 	}
 	defer c.Close()
 	u, _ := url.Parse("kafka://" + c.ListenAddrs()[0] + "/events")
-	p, err := openKafka(u, DefaultPolicy().Dialer(time.Second), 2*time.Second)
+	p, err := openKafka(u, delivery.DefaultPolicy().Dialer(time.Second), 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +400,7 @@ func TestKafkaCheckRefusesURLsThatCannotWork(t *testing.T) {
 		"kafka://kafka.internal:9092/" + strings.Repeat("t", 249),
 	}
 	wantChecked(t, bad, good, "hunter2")
-	if !IsBroker("kafka://127.0.0.1:9092/events") || !strings.Contains(strings.Join(Schemes(), " "), "kafka") {
+	if !All().Names("kafka://127.0.0.1:9092/events") || !strings.Contains(strings.Join(All().Schemes(), " "), "kafka") {
 		t.Fatal("kafka is not a known scheme")
 	}
 }
@@ -423,7 +424,7 @@ func TestKafkaPublishesAgainOnceTheBrokerIsBack(t *testing.T) {
 	}
 
 	back := startKafka(t, kfake.NumBrokers(1), kfake.Ports(port), kfake.SeedTopics(1, topic))
-	var r Result
+	var r delivery.Result
 	// The rebuilt cluster's topic has a new id: the first publish learns
 	// that, the retry after it is acked.
 	for range 2 {
@@ -443,20 +444,20 @@ func TestKafkaPublishesAgainOnceTheBrokerIsBack(t *testing.T) {
 func TestKafkaDeliverPublishesSignedOverTheConsumersKeptClient(t *testing.T) {
 	topic := kafkaTopicName(t)
 	c := startKafka(t, kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
-	s := NewSender(Options{Policy: DefaultPolicy(), Timeout: 5 * time.Second})
+	s := delivery.NewSender(delivery.Options{Policy: delivery.DefaultPolicy(), Timeout: 5 * time.Second, Brokers: All()})
 	defer s.Close()
-	secret := NewSecret()
+	secret := delivery.NewSecret()
 	now := time.Unix(1700000000, 0)
 	raw := "kafka://" + c.ListenAddrs()[0] + "/" + topic
 	body := []byte(`{"id":"evt_1"}`)
 	for range 2 {
-		r := s.Deliver(context.Background(), "con_1", raw, []string{secret}, Publication{ID: "evt_1", Type: "t", Body: body, OrderKey: "k"}, now)
+		r := s.Deliver(context.Background(), "con_1", raw, []string{secret}, delivery.Publication{ID: "evt_1", Type: "t", Body: body, OrderKey: "k"}, now)
 		if r.Outcome != intake.DeliveryHandled {
 			t.Fatalf("deliver: %+v", r)
 		}
 	}
 	recs := consumeKafka(t, c.ListenAddrs(), topic, 2)
-	want, err := Sign(secret, "evt_1", now.Unix(), body)
+	want, err := delivery.Sign(secret, "evt_1", now.Unix(), body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package delivery
+package broker
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/redact"
 )
 
@@ -28,17 +29,17 @@ import (
 //
 //	kafka://[user:pass@]host:9092[,host2:9092]/<topic>[?sasl=plain|scram-sha-256|scram-sha-512][&tls=1]
 //
-// The topic may hold "{type}" and "{key}" (Expand). Each event is one
+// The topic may hold "{type}" and "{key}" (delivery.Expand). Each event is one
 // record produced by an idempotent producer and acknowledged by every
 // in-sync replica: its value the body, its key the ordering key, its
 // headers the call's headers (webhook-id is the dedup id).
 
-func init() { brokers["kafka"] = kind{check: checkKafka, open: openKafka} }
+var kafkaKind = delivery.Kind{Check: checkKafka, Open: openKafka}
 
 // kafkaURL is a checked kafka url.
 type kafkaURL struct {
 	seeds []string // host:port
-	topic string   // a template for Expand
+	topic string   // a template for delivery.Expand
 	mech  sasl.Mechanism
 	tls   bool
 }
@@ -171,7 +172,7 @@ type kafkaPublisher struct {
 	last    atomic.Pointer[string] // the last failed connection, "" once one succeeds
 }
 
-func openKafka(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error) {
+func openKafka(u *url.URL, dial delivery.Dialer, timeout time.Duration) (delivery.Publisher, error) {
 	k, err := parseKafka(u)
 	if err != nil {
 		return nil, err
@@ -237,11 +238,11 @@ func (h connectHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _
 	h.p.last.Store(&why)
 }
 
-func (p *kafkaPublisher) Publish(ctx context.Context, pub Publication) Result {
+func (p *kafkaPublisher) Publish(ctx context.Context, pub delivery.Publication) delivery.Result {
 	start := time.Now()
-	topic := Expand(p.topic, pub)
+	topic := delivery.Expand(p.topic, pub)
 	if err := validKafkaTopic(topic); err != nil {
-		return Result{Outcome: intake.DeliveryRetry, Err: fmt.Sprintf("kafka topic %q (from %q) %v", topic, p.topic, err)}
+		return delivery.Result{Outcome: intake.DeliveryRetry, Err: fmt.Sprintf("kafka topic %q (from %q) %v", topic, p.topic, err)}
 	}
 	rec := &kgo.Record{Topic: topic, Value: pub.Body, Headers: kafkaHeaders(pub)}
 	if pub.OrderKey != "" {
@@ -259,7 +260,7 @@ func (p *kafkaPublisher) Publish(ctx context.Context, pub Publication) Result {
 	}
 	took := time.Since(start)
 	if err == nil {
-		return Result{Outcome: intake.DeliveryHandled, Latency: took}
+		return delivery.Result{Outcome: intake.DeliveryHandled, Latency: took}
 	}
 	if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
 		// The client keeps what it learnt of the topic, its id among it,
@@ -268,7 +269,7 @@ func (p *kafkaPublisher) Publish(ctx context.Context, pub Publication) Result {
 		// a new id, as by a cluster rebuilt while it was down).
 		p.cl.PurgeTopicsFromClient(topic)
 	}
-	return Result{Outcome: intake.DeliveryRetry, Latency: took, Err: p.describe(topic, err)}
+	return delivery.Result{Outcome: intake.DeliveryRetry, Latency: took, Err: p.describe(topic, err)}
 }
 
 // describe says why a produce to topic was not acknowledged.
@@ -307,14 +308,14 @@ func kafkaFailure(err error) string {
 	case errors.As(err, &eof):
 		return "the broker closed the connection before answering (does it need TLS or SASL?)"
 	}
-	return brokerFailure(err)
+	return delivery.BrokerFailure(err)
 }
 
 // kafkaHeaders are the record's headers: every header of the call, named
 // in lower case (webhook-id, webhook-timestamp, webhook-signature,
 // traceparent, content-type, a transform's), in name order, with
 // webhook-id the event id when the call has none.
-func kafkaHeaders(pub Publication) []kgo.RecordHeader {
+func kafkaHeaders(pub delivery.Publication) []kgo.RecordHeader {
 	names := make([]string, 0, len(pub.Header)+1)
 	for name := range pub.Header {
 		names = append(names, name)

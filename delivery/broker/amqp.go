@@ -1,4 +1,4 @@
-package delivery
+package broker
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/redact"
 )
 
@@ -30,11 +31,7 @@ import (
 // as routing key. Every message is mandatory and confirmed: a message no
 // queue takes is returned by the broker, and that is a failed call.
 
-func init() {
-	k := kind{check: checkAMQP, open: openAMQP}
-	brokers["amqp"] = k
-	brokers["amqps"] = k
-}
+var amqpKind = delivery.Kind{Check: checkAMQP, Open: openAMQP}
 
 // amqpParams are the query parameters an amqp url may carry.
 var amqpParams = map[string]bool{
@@ -125,7 +122,7 @@ func amqpTargetOf(u *url.URL) (amqpTarget, error) {
 }
 
 // openAMQP returns a publisher to u. It connects on the first Publish.
-func openAMQP(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error) {
+func openAMQP(u *url.URL, dial delivery.Dialer, timeout time.Duration) (delivery.Publisher, error) {
 	t, err := amqpTargetOf(u)
 	if err != nil {
 		return nil, err
@@ -167,7 +164,7 @@ type amqpPublisher struct {
 	shown   string   // the url as errors show it
 	given   *url.URL // the url as registered, whose password errors never show
 	target  amqpTarget
-	dial    Dialer
+	dial    delivery.Dialer
 	timeout time.Duration
 	tls     *tls.Config
 
@@ -215,13 +212,13 @@ type amqpChannel struct {
 var errAMQPClosed = errors.New("publisher is closed")
 
 // Publish sends p and waits for the broker's confirm, within the timeout.
-func (p *amqpPublisher) Publish(ctx context.Context, pub Publication) Result {
+func (p *amqpPublisher) Publish(ctx context.Context, pub delivery.Publication) delivery.Result {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	retry := func(format string, args ...any) Result {
+	retry := func(format string, args ...any) delivery.Result {
 		msg := redact.Password(p.shown+": "+fmt.Sprintf(format, args...), p.given)
-		return Result{Outcome: intake.DeliveryRetry, Latency: time.Since(start), Err: msg}
+		return delivery.Result{Outcome: intake.DeliveryRetry, Latency: time.Since(start), Err: msg}
 	}
 
 	conn, err := p.connection(ctx)
@@ -247,7 +244,7 @@ func (p *amqpPublisher) Publish(ctx context.Context, pub Publication) Result {
 	if err != nil {
 		return retry("open a channel: %s", p.describe(ctx, err))
 	}
-	key := Expand(p.target.key, pub)
+	key := delivery.Expand(p.target.key, pub)
 	dc, err := ch.ch.PublishWithDeferredConfirmWithContext(ctx, p.target.exchange, key, true, false, amqpMessage(pub, start))
 	if err != nil {
 		return retry("publish: %s", p.describe(ctx, err))
@@ -281,12 +278,12 @@ func (p *amqpPublisher) Publish(ctx context.Context, pub Publication) Result {
 	default:
 	}
 	conn.release(ch)
-	return Result{Outcome: intake.DeliveryHandled, Latency: time.Since(start)}
+	return delivery.Result{Outcome: intake.DeliveryHandled, Latency: time.Since(start)}
 }
 
 // amqpMessage is the persistent message for pub: its body, every header,
 // the event id as message_id.
-func amqpMessage(pub Publication, now time.Time) amqp.Publishing {
+func amqpMessage(pub delivery.Publication, now time.Time) amqp.Publishing {
 	headers := amqp.Table{}
 	for k, vs := range pub.Header {
 		headers[strings.ToLower(k)] = strings.Join(vs, ", ")
@@ -443,7 +440,7 @@ func (p *amqpPublisher) failure(err error) string {
 	case errors.As(err, &e):
 		return e.Error() // the client's own words
 	}
-	return brokerFailure(err)
+	return delivery.BrokerFailure(err)
 }
 
 // amqpReply names an AMQP 0-9-1 reply code.

@@ -1,4 +1,4 @@
-package delivery
+package broker
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/redact"
 )
 
@@ -120,7 +121,7 @@ func amqpURL(t *testing.T, query string) string {
 }
 
 // openTestAMQP opens a publisher to raw through the policy's dialer.
-func openTestAMQP(t *testing.T, raw string, dial Dialer, timeout time.Duration) Publisher {
+func openTestAMQP(t *testing.T, raw string, dial delivery.Dialer, timeout time.Duration) delivery.Publisher {
 	t.Helper()
 	return openTestPublisher(t, raw, dial, timeout)
 }
@@ -182,8 +183,8 @@ func TestAMQPRoutingKeyDefaultsToTheEventTypeAndKeyToUnderscore(t *testing.T) {
 	if r := q.Publish(context.Background(), testPublication("evt_2", "order.created", "")); r.Outcome != intake.DeliveryHandled {
 		t.Fatalf("result %+v", r)
 	}
-	if m := receive(t, d); m.RoutingKey != "by-key."+NoKey {
-		t.Fatalf("routing key %q, want by-key.%s", m.RoutingKey, NoKey)
+	if m := receive(t, d); m.RoutingKey != "by-key."+delivery.NoKey {
+		t.Fatalf("routing key %q, want by-key.%s", m.RoutingKey, delivery.NoKey)
 	}
 }
 
@@ -279,7 +280,7 @@ func TestAMQPConcurrentPublishesEachGetTheirOwnConfirmAndReturn(t *testing.T) {
 	p := openTestAMQP(t, amqpURL(t, "exchange="+exchange), nil, 10*time.Second)
 
 	const n = 200
-	results := make([]Result, n)
+	results := make([]delivery.Result, n)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Add(1)
@@ -348,7 +349,7 @@ func TestAMQPBrokerThatNeverAnswersIsRetriedWithinTheTimeout(t *testing.T) {
 }
 
 func TestAMQPDialsThroughTheAddressPolicy(t *testing.T) {
-	deny := Policy{Deny: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	deny := delivery.Policy{Deny: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	p := openTestAMQP(t, amqpURL(t, "queue=q"), deny.Dialer(2*time.Second), 2*time.Second)
 	r := p.Publish(context.Background(), testPublication("evt_1", "x", ""))
 	if r.Outcome != intake.DeliveryRetry || !strings.Contains(r.Err, "refused by the consumer address policy") {
@@ -373,7 +374,7 @@ func TestAMQPRemakesABrokenConnectionOnTheNextPublish(t *testing.T) {
 	queue, d := amqpQueue(t, c)
 	var mu sync.Mutex
 	var conns []net.Conn
-	policy := Policy{}.Dialer(5 * time.Second)
+	policy := delivery.Policy{}.Dialer(5 * time.Second)
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		nc, err := policy(ctx, network, addr)
 		if err == nil {
@@ -410,7 +411,7 @@ func TestAMQPCloseReleasesEverything(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 
 	u, _ := url.Parse(amqpURL(t, "queue="+queue))
-	p, err := openAMQP(u, Policy{}.Dialer(5*time.Second), 5*time.Second)
+	p, err := openAMQP(u, delivery.Policy{}.Dialer(5*time.Second), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +467,7 @@ func TestAMQPCheckRefusesURLsThatCannotWork(t *testing.T) {
 	}
 	wantChecked(t, bad, good, "hunter2")
 	for _, s := range []string{"amqp", "amqps"} {
-		if !IsBroker(s + "://h/?queue=q") {
+		if !All().Names(s + "://h/?queue=q") {
 			t.Errorf("%s is not a broker scheme", s)
 		}
 	}
@@ -620,10 +621,10 @@ func FuzzCheckAMQP(f *testing.F) {
 		if err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") {
 			return
 		}
-		if checkBroker(u) != nil {
+		if All().Check(u) != nil {
 			return
 		}
-		p, err := openAMQP(u, Policy{}.Dialer(time.Second), time.Second)
+		p, err := openAMQP(u, delivery.Policy{}.Dialer(time.Second), time.Second)
 		if err != nil {
 			t.Fatalf("%q passed check but does not open: %v", raw, err)
 		}
@@ -636,19 +637,19 @@ func FuzzCheckAMQP(f *testing.F) {
 func TestDeliverPublishesToRabbitMQSignedAsOverHTTP(t *testing.T) {
 	c := amqpTestBroker(t)
 	queue, d := amqpQueue(t, c)
-	s := NewSender(Options{Timeout: 5 * time.Second})
+	s := delivery.NewSender(delivery.Options{Timeout: 5 * time.Second, Brokers: All()})
 	defer s.Close()
-	secret := NewSecret()
+	secret := delivery.NewSecret()
 	now := time.Unix(1_700_000_000, 0)
 	body := []byte(`{"id":"evt_s","type":"stripe.invoice.paid"}`)
 	for i := 0; i < 2; i++ {
 		r := s.Deliver(context.Background(), "cons_amqp", amqpURL(t, "queue="+queue), []string{secret},
-			Publication{ID: "evt_s", Type: "stripe.invoice.paid", Body: body}, now)
+			delivery.Publication{ID: "evt_s", Type: "stripe.invoice.paid", Body: body}, now)
 		if r.Outcome != intake.DeliveryHandled {
 			t.Fatalf("deliver %d: %+v", i, r)
 		}
 	}
-	want, _ := Sign(secret, "evt_s", now.Unix(), body)
+	want, _ := delivery.Sign(secret, "evt_s", now.Unix(), body)
 	for i := 0; i < 2; i++ {
 		m := receive(t, d)
 		if string(m.Body) != string(body) || m.MessageId != "evt_s" || m.ContentType != "application/json" ||

@@ -1,4 +1,4 @@
-package delivery
+package broker
 
 import (
 	"bufio"
@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/delivery"
 )
 
 // natsAddr is the NATS server with JetStream the tests publish to.
@@ -99,7 +100,7 @@ func (ts testStream) url(pathAndQuery string) string {
 	return "nats://" + ts.addr + "/" + pathAndQuery
 }
 
-func openTestNATS(t *testing.T, raw string, dial Dialer, timeout time.Duration) *natsPublisher {
+func openTestNATS(t *testing.T, raw string, dial delivery.Dialer, timeout time.Duration) *natsPublisher {
 	t.Helper()
 	return openTestPublisher(t, raw, dial, timeout).(*natsPublisher)
 }
@@ -176,7 +177,7 @@ func TestNATSExpandsTypeAndKeyInTheSubject(t *testing.T) {
 	if r := pub.Publish(context.Background(), q); r.Outcome != intake.DeliveryHandled {
 		t.Fatalf("publish without a key: %+v", r)
 	}
-	if m := ts.last(t, ts.prefix+".invoice.paid."+NoKey); m.Header.Get("Nats-Msg-Id") != q.ID {
+	if m := ts.last(t, ts.prefix+".invoice.paid."+delivery.NoKey); m.Header.Get("Nats-Msg-Id") != q.ID {
 		t.Errorf("message without a key is %q, want %q", m.Header.Get("Nats-Msg-Id"), q.ID)
 	}
 
@@ -246,7 +247,7 @@ func TestNATSConcurrentPublishesAreAllAcknowledged(t *testing.T) {
 	pub := openTestNATS(t, ts.url(ts.prefix+".events"), nil, 10*time.Second)
 	const n = 64
 	var wg sync.WaitGroup
-	results := make([]Result, n)
+	results := make([]delivery.Result, n)
 	for i := range n {
 		wg.Go(func() {
 			results[i] = pub.Publish(context.Background(), testPublication(fmt.Sprintf("evt_%d", i), "invoice.paid", ""))
@@ -271,7 +272,7 @@ type cuttable struct {
 }
 
 func (c *cuttable) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	conn, err := Policy{}.Dialer(5*time.Second)(ctx, network, addr)
+	conn, err := delivery.Policy{}.Dialer(5*time.Second)(ctx, network, addr)
 	if err == nil {
 		c.dials.Add(1)
 		c.mu.Lock()
@@ -316,7 +317,7 @@ func TestNATSUnreachableBrokerFailsWithTheAddressAndNoPassword(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	u, _ := url.Parse("nats://intake:s3cret-pass@" + addr + "/intake.events")
-	_, err = openNATS(u, Policy{}.Dialer(time.Second), time.Second)
+	_, err = openNATS(u, delivery.Policy{}.Dialer(time.Second), time.Second)
 	if err == nil {
 		t.Fatal("open where nothing listens succeeded")
 	}
@@ -331,7 +332,7 @@ func TestNATSUnreachableBrokerFailsWithTheAddressAndNoPassword(t *testing.T) {
 func TestNATSAddressPolicyApplies(t *testing.T) {
 	addr := natsAddr(t)
 	u, _ := url.Parse("nats://" + addr + "/intake.events")
-	deny := Policy{Deny: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	deny := delivery.Policy{Deny: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	_, err := openNATS(u, deny.Dialer(time.Second), time.Second)
 	if err == nil || !strings.Contains(err.Error(), "refused by the consumer address policy") {
 		t.Errorf("open to a denied address: %v", err)
@@ -396,7 +397,7 @@ func TestNATSListenerThatNeverGreetsEndsTheConnectWithinTheTimeout(t *testing.T)
 	addr := silentServer(t, false)
 	u, _ := url.Parse("nats://" + addr + "/intake.events")
 	start := time.Now()
-	_, err := openNATS(u, Policy{}.Dialer(timeout), timeout)
+	_, err := openNATS(u, delivery.Policy{}.Dialer(timeout), timeout)
 	if err == nil || !strings.Contains(err.Error(), "connect to NATS at "+addr) {
 		t.Errorf("open to a silent listener: %v", err)
 	}
@@ -409,7 +410,7 @@ func TestNATSCloseReleasesTheConnectionAndRefusesPublishes(t *testing.T) {
 	ts := newTestStream(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	u, _ := url.Parse(ts.url(ts.prefix + ".events"))
-	pub, err := openNATS(u, Policy{}.Dialer(5*time.Second), 5*time.Second)
+	pub, err := openNATS(u, delivery.Policy{}.Dialer(5*time.Second), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +454,7 @@ func TestNATSCheckRefusesURLsThatCannotWork(t *testing.T) {
 		"NATS://127.0.0.1:4222/intake_events?stream=INTAKE-1&tls=0",
 	}
 	wantChecked(t, bad, good, "s3cret")
-	if !IsBroker("nats://127.0.0.1:4222/intake") {
+	if !All().Names("nats://127.0.0.1:4222/intake") {
 		t.Error("nats is no broker scheme")
 	}
 }

@@ -1,4 +1,4 @@
-package delivery
+package broker
 
 import (
 	"bufio"
@@ -25,6 +25,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/delivery"
 )
 
 // redisTestAddr is the Redis these tests publish to: the one on this
@@ -75,7 +76,7 @@ func redisStream(t *testing.T, c *redis.Client) string {
 
 // openRedisTest opens a publisher to raw through the default address
 // policy, closed after the test.
-func openRedisTest(t *testing.T, raw string, timeout time.Duration) Publisher {
+func openRedisTest(t *testing.T, raw string, timeout time.Duration) delivery.Publisher {
 	t.Helper()
 	return openTestPublisher(t, raw, nil, timeout)
 }
@@ -89,7 +90,7 @@ func redisEntries(t *testing.T, c *redis.Client, key string) []redis.XMessage {
 	return msgs
 }
 
-func redisPublication(id string) Publication {
+func redisPublication(id string) delivery.Publication {
 	h := http.Header{}
 	h.Set("webhook-id", id)
 	h.Set("webhook-timestamp", "1717000000")
@@ -98,7 +99,7 @@ func redisPublication(id string) Publication {
 	h.Set("Content-Type", "application/json")
 	h.Add("X-Tenant", "acme")
 	h.Add("X-Tenant", "beta")
-	return Publication{
+	return delivery.Publication{
 		ID:     id,
 		Type:   "invoice.paid",
 		Body:   []byte("{\"id\":\"" + id + "\",\"note\":\"line\\nbreak \xff\x00 raw\"}\n"),
@@ -238,7 +239,7 @@ func TestCheckRedisRefusesURLsThatCannotWork(t *testing.T) {
 		"REDIS://127.0.0.1/0?stream=intake",
 	}
 	wantChecked(t, bad, good, "hunter2")
-	if s := Schemes(); !slices.Contains(s, "redis") || !slices.Contains(s, "rediss") {
+	if s := All().Schemes(); !slices.Contains(s, "redis") || !slices.Contains(s, "rediss") {
 		t.Errorf("schemes %v, want redis and rediss", s)
 	}
 }
@@ -304,7 +305,7 @@ func TestRedisBrokerThatNeverAnswersIsARetryWithinTheTimeout(t *testing.T) {
 func TestRedisDialsThroughTheAddressPolicy(t *testing.T) {
 	redisNoLeak(t)
 	u, _ := url.Parse("redis://" + redisTestAddr + "/0?stream=s")
-	deny := Policy{Deny: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	deny := delivery.Policy{Deny: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	pub, err := openRedis(u, deny.Dialer(time.Second), time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -317,8 +318,11 @@ func TestRedisDialsThroughTheAddressPolicy(t *testing.T) {
 	}
 	want := deny.Dialer(time.Second)
 	_, werr := want(context.Background(), "tcp", redisTestAddr)
-	var ref *refusal
-	if !errors.As(werr, &ref) || !strings.Contains(r.Err, ref.Error()) {
+	ref := werr // the policy's refusal, under the dial's wrapping
+	for errors.Unwrap(ref) != nil {
+		ref = errors.Unwrap(ref)
+	}
+	if ref == nil || !strings.Contains(ref.Error(), "refused by the consumer address policy") || !strings.Contains(r.Err, ref.Error()) {
 		t.Fatalf("result %q, want the policy's %v", r.Err, werr)
 	}
 }
@@ -440,7 +444,7 @@ func TestRedisConcurrentPublishesAllArrive(t *testing.T) {
 	pub := openRedisTest(t, "redis://"+redisTestAddr+"/0?stream="+key, 5*time.Second)
 	const n = 64
 	var wg sync.WaitGroup
-	results := make([]Result, n)
+	results := make([]delivery.Result, n)
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -488,7 +492,7 @@ func TestRedisCloseClosesEveryConnection(t *testing.T) {
 	c := redisReader(t, 0)
 	key := redisStream(t, c)
 	counted := &redisCounted{conns: map[*redisConn]bool{}}
-	dial := DefaultPolicy().Dialer(time.Second)
+	dial := delivery.DefaultPolicy().Dialer(time.Second)
 	u, _ := url.Parse("redis://" + redisTestAddr + "/0?stream=" + key)
 	pub, err := openRedis(u, func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
@@ -544,7 +548,7 @@ func TestRedisCloseEndsADialUnderWay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan Result)
+	done := make(chan delivery.Result)
 	go func() { done <- pub.Publish(context.Background(), redisPublication("evt_closing")) }()
 	<-dialing
 	pub.Close()
@@ -559,7 +563,7 @@ func TestRedisCloseEndsADialUnderWay(t *testing.T) {
 }
 
 // A consumer whose url is a Redis stream is checked when saved and gets,
-// through the Sender, the entry an HTTP consumer's request would carry:
+// through the delivery.Sender, the entry an HTTP consumer's request would carry:
 // the same body, signed the same way.
 func TestSenderDeliversToARedisStreamSignedAsOverHTTP(t *testing.T) {
 	redisNoLeak(t)
@@ -567,19 +571,19 @@ func TestSenderDeliversToARedisStreamSignedAsOverHTTP(t *testing.T) {
 	key := redisStream(t, c)
 	raw := "redis://" + redisTestAddr + "/0?stream=" + key
 	ctx := context.Background()
-	if err := DefaultPolicy().CheckURL(ctx, raw); err != nil {
+	if err := delivery.DefaultPolicy().CheckURL(ctx, raw, All()); err != nil {
 		t.Fatalf("check %s: %v", raw, err)
 	}
-	if err := DefaultPolicy().CheckURL(ctx, "redis://:hunter2@"+redisTestAddr+"/0"); err == nil ||
+	if err := delivery.DefaultPolicy().CheckURL(ctx, "redis://:hunter2@"+redisTestAddr+"/0", All()); err == nil ||
 		!strings.Contains(err.Error(), "names no stream") || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("a url without a stream: %v", err)
 	}
-	s := NewSender(Options{Timeout: 2 * time.Second})
+	s := delivery.NewSender(delivery.Options{Timeout: 2 * time.Second, Brokers: All()})
 	defer s.Close()
-	secret := NewSecret()
+	secret := delivery.NewSecret()
 	now := time.Unix(1_700_000_000, 0)
 	body := []byte(`{"id":"evt_s","type":"stripe.invoice.paid"}`)
-	r := s.Deliver(ctx, "cons_redis", raw, []string{secret}, Publication{ID: "evt_s", Type: "stripe.invoice.paid", Body: body}, now)
+	r := s.Deliver(ctx, "cons_redis", raw, []string{secret}, delivery.Publication{ID: "evt_s", Type: "stripe.invoice.paid", Body: body}, now)
 	if r.Outcome != intake.DeliveryHandled {
 		t.Fatalf("deliver: %+v", r)
 	}
@@ -588,7 +592,7 @@ func TestSenderDeliversToARedisStreamSignedAsOverHTTP(t *testing.T) {
 		t.Fatalf("%d entries, want 1", len(msgs))
 	}
 	got := msgs[0].Values
-	sig, _ := Sign(secret, "evt_s", now.Unix(), body)
+	sig, _ := delivery.Sign(secret, "evt_s", now.Unix(), body)
 	if got["body"] != string(body) || got["webhook-id"] != "evt_s" || got["webhook-timestamp"] != "1700000000" ||
 		got["webhook-signature"] != sig || got["content-type"] != "application/json" {
 		t.Fatalf("entry %v, want the body signed as over HTTP", got)

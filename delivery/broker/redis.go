@@ -1,4 +1,4 @@
-package delivery
+package broker
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/internal/redact"
 )
 
@@ -32,9 +33,9 @@ import (
 // adds a second entry with the same webhook-id field, which is the
 // consumer's deduplication id.
 
+var redisKind = delivery.Kind{Check: checkRedis, Open: openRedis}
+
 func init() {
-	brokers["redis"] = kind{check: checkRedis, open: openRedis}
-	brokers["rediss"] = kind{check: checkRedis, open: openRedis}
 	// The library would log each failed dial on its own; the delivery's
 	// outcome already records why, in intake's log and attempts.
 	redis.SetLogger(&logging.VoidLogger{})
@@ -133,7 +134,7 @@ type redisPublisher struct {
 	timeout time.Duration
 }
 
-func openRedis(u *url.URL, dial Dialer, timeout time.Duration) (Publisher, error) {
+func openRedis(u *url.URL, dial delivery.Dialer, timeout time.Duration) (delivery.Publisher, error) {
 	t, err := parseRedis(u)
 	if err != nil {
 		return nil, err
@@ -208,8 +209,8 @@ func redisRaw(c net.Conn) (syscall.Conn, bool) {
 		switch v := c.(type) {
 		case syscall.Conn:
 			return v, true
-		case *counted:
-			c = v.Conn
+		case interface{ NetConn() net.Conn }: // the policy's byte count
+			c = v.NetConn()
 		default:
 			return nil, false
 		}
@@ -217,10 +218,10 @@ func redisRaw(c net.Conn) (syscall.Conn, bool) {
 }
 
 // Publish adds one entry to the stream: handled once XADD answered its id.
-func (r *redisPublisher) Publish(ctx context.Context, p Publication) Result {
+func (r *redisPublisher) Publish(ctx context.Context, p delivery.Publication) delivery.Result {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	args := &redis.XAddArgs{Stream: Expand(r.target.stream, p), Values: redisFields(p)}
+	args := &redis.XAddArgs{Stream: delivery.Expand(r.target.stream, p), Values: redisFields(p)}
 	if r.target.maxLen > 0 {
 		args.MaxLen, args.Approx = r.target.maxLen, true
 	}
@@ -228,16 +229,16 @@ func (r *redisPublisher) Publish(ctx context.Context, p Publication) Result {
 	err := r.client.XAdd(ctx, args).Err()
 	latency := time.Since(start)
 	if err != nil {
-		return Result{Outcome: intake.DeliveryRetry, Latency: latency, Err: r.describe(err)}
+		return delivery.Result{Outcome: intake.DeliveryRetry, Latency: latency, Err: r.describe(err)}
 	}
-	return Result{Outcome: intake.DeliveryHandled, Latency: latency}
+	return delivery.Result{Outcome: intake.DeliveryHandled, Latency: latency}
 }
 
 // redisFields are the entry's fields: body first, then each header by its
 // lower-case name (several values joined as HTTP joins them), webhook-id
 // always the event id. A header named "body" is left out: the field is
 // the body's.
-func redisFields(p Publication) []any {
+func redisFields(p delivery.Publication) []any {
 	fields := make(map[string]string, len(p.Header)+1)
 	for name, values := range p.Header {
 		name = strings.ToLower(name)
@@ -288,7 +289,7 @@ func (r *redisPublisher) describe(err error) string {
 		}
 		return "redis " + r.shown + ": answered an error"
 	}
-	return "redis " + r.shown + ": " + brokerFailure(err)
+	return "redis " + r.shown + ": " + delivery.BrokerFailure(err)
 }
 
 // redisCodes are the error codes Redis answers with that a publish can
