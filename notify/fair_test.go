@@ -162,3 +162,51 @@ func TestAnOrgsBacklogDoesNotStandInFrontOfAnotherOrgsNotification(t *testing.T)
 		t.Fatalf("after B's first call came B's %q: A's notification waits behind B's backlog", got)
 	}
 }
+
+// TestAnOrgBesideOthersTakesItsFairShareSoTheNextOrgFindsASlot: the
+// per-org bound is also the org's fair share of the calls in flight
+// beside the orgs holding some (internal/fair), so orgs whose receivers
+// hang cannot fill every slot between them: C, arriving beside B, takes
+// one call of its two, and A's notification finds the last slot.
+func TestAnOrgBesideOthersTakesItsFairShareSoTheNextOrgFindsASlot(t *testing.T) {
+	e := newEnv(t, delivery.Policy{})
+	b, c := e.newOrg("globex"), e.newOrg("initech")
+	hang := newHanging(t)
+	gotA := make(chan string, 4)
+	e.subscribe(b, hang.URL+"/b-url", hang.URL+"/b-slack", intake.NoticeEventDead)
+	e.subscribe(c, hang.URL+"/c-url", hang.URL+"/c-slack", intake.NoticeEventDead)
+	e.subscribe(e.org, signalling(t, gotA).URL, "", intake.NoticeEventDead)
+	// Four slots, two calls an org: B alone may hold three (a quarter is
+	// left for an org to come), so both its calls; C beside B one.
+	n := notify.New(notify.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, MaxInFlight: 4, MaxInFlightPerOrg: 2,
+		Sender: delivery.NewSender(delivery.Options{Timeout: time.Minute})})
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(func() { cancel(); n.Wait() })
+	poll := func() {
+		t.Helper()
+		if err := n.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	e.notice(b, intake.NoticeEventDead, "cons_b", "b's event is dead")
+	poll()
+	arrived := map[string]bool{}
+	for range 2 {
+		arrived[waitFor(t, hang.arrived, "B's calls")] = true
+	}
+	e.notice(c, intake.NoticeEventDead, "cons_c", "c's event is dead")
+	poll()
+	arrived[waitFor(t, hang.arrived, "C's first call")] = true
+	if !arrived["/b-url"] || !arrived["/b-slack"] || arrived["/c-url"] == arrived["/c-slack"] {
+		t.Fatalf("calls in flight %v: want both of B's and one of C's", arrived)
+	}
+	e.notice(e.org, intake.NoticeEventDead, "cons_a", "a's event is dead")
+	poll()
+	waitFor(t, gotA, "A's notification beside B's and C's hanging calls")
+	select {
+	case path := <-hang.arrived:
+		t.Fatalf("C has a second call in flight (%s): its share beside B is one", path)
+	default:
+	}
+}
