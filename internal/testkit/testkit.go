@@ -204,11 +204,14 @@ func Sealer(t testing.TB) *seal.Sealer {
 
 // WaitFor polls cond until it holds, for what runs on goroutines of its
 // own, failing the test naming what once a hang guard's deadline passes.
+// The guard is as long as the longest of the copies it replaced (the
+// router's): on a loaded machine under the race detector only a hang
+// should trip it.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30s", what)
+			t.Fatalf("%s: not within 60s", what)
 		}
 	}
 }
