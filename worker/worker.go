@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/fanout"
 	"github.com/intakehq/intake/internal/cache"
 	"github.com/intakehq/intake/internal/fair"
 	"github.com/intakehq/intake/internal/handoff"
@@ -44,9 +45,10 @@ type Config struct {
 	Handoff *handoff.Messages
 	// FanOut, when set, judges the fan-out of a message's events before
 	// their settle, which writes it with them; Calls then carries what
-	// the settle did, its first calls among it, to the router that judged
-	// it.
-	FanOut FanOut
+	// the settle did, its first calls among it, to the router, which
+	// makes them on the call slots FanOut held (serve gives the router
+	// the same Judger).
+	FanOut *fanout.Judger
 	Calls  *handoff.Calls
 	// Catalog, when set, is told of the events each settle created (the
 	// event-type catalog learns from them off this path: Observe only
@@ -176,13 +178,6 @@ func New(cfg Config) *Worker {
 // Observer learns from the events settles create (catalog.Learner).
 type Observer interface {
 	Observe(events []intake.Event)
-}
-
-// FanOut judges the fan-out of a message's events before their settle
-// (router.Router.Judge): by event id, those it could judge; views are the
-// rules' views of the events the worker built, by event id.
-type FanOut interface {
-	Judge(ctx context.Context, m *intake.Message, events []intake.Event, views map[string]*rules.EventView) map[string]intake.FanOut
 }
 
 // Run processes messages until ctx ends: those handed over by this
@@ -589,19 +584,22 @@ func (w *Worker) process(ctx context.Context, c intake.Claim) {
 		return
 	}
 	traceEvents(ctx, st.Events)
-	// The settle writes the events' fan-out, judged now; what it leased
-	// goes back to the router that judged it, which makes the first calls.
+	// The settle writes the events' fan-out, judged now; the calls it
+	// leased go to the router, which makes the first calls.
+	var judged fanout.Judged
 	if len(st.Events) > 0 && w.cfg.FanOut != nil {
-		st.FanOuts = w.cfg.FanOut.Judge(ctx, &c.Message, st.Events, views)
+		judged = w.cfg.FanOut.Judge(ctx, &c.Message, st.Events, views)
+		st.FanOuts = judged.FanOuts
 	}
 	out, err := w.cfg.Store.SettleMessage(ctx, w.cfg.Clock.Now(), st)
 	if st.FanOuts != nil {
-		// A settle that failed leased nothing this process can know of: the
-		// router frees every slot it held for it.
+		// A settle that failed leased nothing this process can know of:
+		// every slot held for it is freed.
 		settled := out
 		if err != nil {
 			settled = intake.Settled{}
 		}
+		w.cfg.FanOut.Settled(judged, settled)
 		w.cfg.Calls.Give(handoff.Settled{OrgID: c.Message.OrgID, FanOuts: st.FanOuts, Settled: settled})
 	}
 	switch {
