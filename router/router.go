@@ -36,7 +36,7 @@ type Config struct {
 	Sealer *seal.Sealer
 	Sender *delivery.Sender
 	// BodyURLs signs the raw-body address sent with events whose data was
-	// truncated.
+	// truncated, for the Judger the router builds when FanOut is nil.
 	BodyURLs bodyurl.Signer
 	Clock    intake.Clock
 	// Backoff is the server's retry schedule; a consumer's own retry
@@ -72,7 +72,8 @@ type Config struct {
 	// (handed over by the worker) waits for its lease to run out, and is
 	// claimed again, that attempt spent, as after a crash.
 	Replica Replica
-	// Rules runs consumers' filters, ordering keys and transforms; nil: an
+	// Rules runs consumers' transforms (and, in the Judger the router
+	// builds when FanOut is nil, their filters and ordering keys); nil: an
 	// engine with the default bounds.
 	Rules   *rules.Engine
 	Metrics *metrics.Metrics
