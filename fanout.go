@@ -24,9 +24,9 @@ type FanOutRoute struct {
 
 // FanOut is an event's consumers as judged before anything is written:
 // the route of each selected consumer, its filter's verdict and ordering
-// key. The router judges it for an event it claimed; the worker has it
-// judged before the settle that creates the event, and passes it in the
-// settlement.
+// key (fanout.Judger). The router has it judged for an event it claimed;
+// the worker has it judged before the settle that creates the event, and
+// passes it in the settlement.
 type FanOut struct {
 	EventID string
 	Attempt int // the event claim's attempt

@@ -34,7 +34,8 @@ func TestTheTransportsImportNoRuleTheControlPlaneApplies(t *testing.T) {
 // The transports link no broker's client (DESIGN §24): the control plane
 // checks a broker url without one, and only serve's wiring, through
 // delivery/broker, publishes. And neither the worker nor the router links
-// the other: they meet at the hand-off serve builds.
+// the other, nor fanout either of them: they meet at the hand-off and the
+// fanout.Judger serve builds (DESIGN §7, §24).
 func TestTheTransportsLinkNoBrokerClientAndTheWorkerAndRouterNotEachOther(t *testing.T) {
 	const module = "github.com/intakehq/intake/"
 	deps := func(pkgs ...string) []string {
@@ -65,9 +66,15 @@ func TestTheTransportsLinkNoBrokerClientAndTheWorkerAndRouterNotEachOther(t *tes
 	if !slices.ContainsFunc(deps("delivery/broker"), func(d string) bool { return strings.HasPrefix(d, "github.com/twmb/franz-go") }) {
 		t.Fatal("delivery/broker links no Kafka client: the names above are not where the clients are")
 	}
-	for pkg, other := range map[string]string{"worker": "router", "router": "worker"} {
-		if slices.Contains(deps(pkg), module+other) {
-			t.Errorf("%s links %s: the worker and the router meet at the hand-off, never in each other", pkg, other)
+	for _, pkg := range []string{"worker", "router", "fanout"} {
+		linked := deps(pkg)
+		for _, other := range []string{"worker", "router"} {
+			if other != pkg && slices.Contains(linked, module+other) {
+				t.Errorf("%s links %s: the worker and the router meet at the hand-off and in fanout, never in each other", pkg, other)
+			}
+		}
+		if pkg != "fanout" && !slices.Contains(linked, module+"fanout") {
+			t.Errorf("%s does not link fanout: who gets an event is judged there, for the worker and the router alike", pkg)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/fanout"
 	"github.com/intakehq/intake/rules"
 )
 
@@ -15,9 +16,9 @@ import (
 const replicaWait = 10 * time.Second
 
 // call makes one leased call of a route and settles it on the route.
-func (r *Router) call(ctx context.Context, c intake.RouteClaim, b *batch) {
+func (r *Router) call(ctx context.Context, c intake.RouteClaim, b *fanout.Batch) {
 	e := &c.Event
-	cons, found, err := b.consumer(e.OrgID, c.ConsumerID)
+	cons, found, err := b.Consumer(e.OrgID, c.ConsumerID)
 	if err != nil {
 		r.cfg.Logger.Error("router: consumers unavailable; the lease will expire and the call be claimed again",
 			"event_id", e.ID, "consumer_id", c.ConsumerID, "err", err)
@@ -50,11 +51,11 @@ func (r *Router) call(ctx context.Context, c intake.RouteClaim, b *batch) {
 		}
 	}
 	ctx, span := startDelivery(ctx, e, cons, c.Attempt)
-	res, called := r.deliver(ctx, cons, rules.NewEventView(r.envelope(e), b.origin(e)), c.Attempt, c.OrderKey)
+	res, called := r.deliver(ctx, cons, rules.NewEventView(r.fo.Envelope(e), b.Origin(e)), c.Attempt, c.OrderKey)
 	if res.Outcome == intake.DeliveryHandled && !e.Replay {
 		r.cfg.Metrics.EndToEnd.Observe(r.cfg.Clock.Now().Sub(e.ReceivedAt).Seconds())
 	}
-	d := r.record(e, cons.ID, c.Attempt, res)
+	d := r.fo.Record(e, cons.ID, c.Attempt, res)
 	s.Delivery, s.Called, s.RetryAfter = &d, called, res.RetryAfter
 	if res.StatusCode == http.StatusGone {
 		// The consumer asked to be disabled: it no longer wants this event
@@ -147,15 +148,4 @@ func (r *Router) deliver(ctx context.Context, c intake.Consumer, in *rules.Event
 		return delivery.Result{Outcome: intake.DeliveryRetry, Err: "encode envelope: " + err.Error()}, false
 	}
 	return r.cfg.Sender.Deliver(ctx, c.ID, dest, secrets, p, r.cfg.Clock.Now()), true
-}
-
-// origin yields e's original request, as read for the batch, to its rules.
-func (b *batch) origin(e *intake.Event) func() (rules.Origin, error) {
-	return func() (rules.Origin, error) {
-		if b.requestsErr != nil {
-			return rules.Origin{}, b.requestsErr
-		}
-		req := b.requests[e.MessageID] // none once the message was deleted
-		return rules.Origin{Header: req.Header, Query: req.Query, Credentials: b.credentials[e.ConnectionID]}, nil
-	}
 }

@@ -30,7 +30,7 @@ func (c *claimCounter) ClaimRoutes(ctx context.Context, now time.Time, lease tim
 }
 
 // TestAPlannedSettleMakesItsFirstCallsWithNoClaim: an event fanned out in
-// the settle that creates it, judged by the router before, reaches the
+// the settle that creates it, judged by the Judger before, reaches the
 // consumer that nothing paces with no claim at all, its filters judged (the
 // declining consumer recorded, never called); a paced consumer's route
 // waits for the delivery stage's claim.

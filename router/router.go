@@ -1,10 +1,11 @@
 // Package router routes events to consumers in two stages. The fan-out
 // selects each new event's consumers, runs their filters and ordering
-// keys, and writes one route per consumer; the routes to consumers that
-// nothing holds back come back leased and are called at once. The worker
-// has it judged (Judge) before the settle that creates the events, which
-// writes it with them and hands the calls it leased back (handoff.Calls);
-// an event no settle fanned out is fanned out on a claim of its own. The
+// keys (fanout.Judger), and writes one route per consumer; the routes to
+// consumers that nothing holds back come back leased and are called at
+// once. The worker has the Judger judge it before the settle that creates
+// the events, which writes it with them and hands the calls it leased to
+// the router (handoff.Calls); an event no settle fanned out is fanned out
+// on a claim of its own. The
 // delivery stage claims due routes (each consumer's share, as its pause,
 // rate, concurrency limit, ordering and breaker allow), calls the consumer
 // and settles the call on its route alone.
@@ -19,8 +20,8 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/fanout"
 	"github.com/intakehq/intake/internal/bodyurl"
-	"github.com/intakehq/intake/internal/cache"
 	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/pressure"
@@ -35,7 +36,7 @@ type Config struct {
 	Sealer *seal.Sealer
 	Sender *delivery.Sender
 	// BodyURLs signs the raw-body address sent with events whose data was
-	// truncated.
+	// truncated, for the Judger the router builds when FanOut is nil.
 	BodyURLs bodyurl.Signer
 	Clock    intake.Clock
 	// Backoff is the server's retry schedule; a consumer's own retry
@@ -44,16 +45,20 @@ type Config struct {
 	Lease   time.Duration // must exceed the delivery timeout (default 1m)
 	Poll    time.Duration // fallback poll (default 1s)
 	Batch   int           // events or routes claimed per round (default 64)
+	// FanOut judges fan-outs and holds the call slots, the same Judger
+	// the worker has judge each settle's fan-out. When nil, the router
+	// builds its own from BodyURLs, Clock, Lease, MaxEvents,
+	// ConsumerShare, Pressure, Rules, Metrics and Logger.
+	FanOut *fanout.Judger
 	// MaxEvents bounds the calls this process has in flight (default
-	// 256). An org may hold only its share of them
-	// (intake.CallShares.OrgShare), so another org always finds room.
+	// 256), for the Judger the router builds when FanOut is nil.
 	MaxEvents int
 	// ConsumerShare bounds the calls one consumer may have in flight in
-	// this process unless it sets its own max_in_flight, which the store
-	// holds across processes (default DefaultConsumerShare).
+	// this process unless it sets its own max_in_flight, for the Judger
+	// the router builds when FanOut is nil (default DefaultConsumerShare).
 	ConsumerShare int
-	// Calls brings back the first calls of the settles whose fan-outs
-	// this router judged (see Judge).
+	// Calls brings the first calls of the settles whose fan-outs FanOut
+	// judged, to be made on the slots it held for them.
 	Calls *handoff.Calls
 	// Pressure, when set, is ingest's: while requests wait for their
 	// commits above its threshold, both stages take new work only within
@@ -67,7 +72,8 @@ type Config struct {
 	// (handed over by the worker) waits for its lease to run out, and is
 	// claimed again, that attempt spent, as after a crash.
 	Replica Replica
-	// Rules runs consumers' filters, ordering keys and transforms; nil: an
+	// Rules runs consumers' transforms (and, in the Judger the router
+	// builds when FanOut is nil, their filters and ordering keys); nil: an
 	// engine with the default bounds.
 	Rules   *rules.Engine
 	Metrics *metrics.Metrics
@@ -84,17 +90,12 @@ type Replica interface {
 // Router fans events out and delivers their routes until its context
 // ends.
 type Router struct {
-	cfg   Config
-	slots *callSlots
-	// freed wakes each stage's loop (coalesced) when a call ends and its
-	// slot comes free.
+	cfg Config
+	// fo judges fan-outs, reads consumers and holds the call slots.
+	fo *fanout.Judger
+	// freed wakes each stage's loop (coalesced) when a call slot comes
+	// free.
 	freed [2]chan struct{}
-	// consumers keeps each org's consumers for a few seconds, voided by
-	// any operator change.
-	consumers cache.TTL[string, []intake.Consumer]
-	// credentials keeps the header names each connection makes
-	// credentials, hidden from the rules' view of its requests.
-	credentials cache.TTL[string, []string]
 	// handed counts the calls settles handed over, made outside Run's
 	// loops once they stopped (see Wait).
 	handed inFlight
@@ -137,9 +138,9 @@ func (c *inFlight) Wait() {
 	}
 }
 
-// consumersTTL bounds how long a missed change notification could leave an
-// org's consumers stale.
-const consumersTTL = 5 * time.Second
+// DefaultConsumerShare is the most calls one consumer may have in flight in
+// a process unless it sets its own max_in_flight.
+const DefaultConsumerShare = fanout.DefaultConsumerShare
 
 // New returns a router with defaults filled in.
 func New(cfg Config) *Router {
@@ -180,9 +181,15 @@ func New(cfg Config) *Router {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Router{cfg: cfg, slots: newCallSlots(cfg.MaxEvents, cfg.ConsumerShare), freed: [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}}
-	r.consumers.TTL, r.consumers.Changes = consumersTTL, cfg.Store.Changes()
-	r.credentials.TTL, r.credentials.Changes = consumersTTL, cfg.Store.Changes()
+	if cfg.FanOut == nil {
+		cfg.FanOut = fanout.New(fanout.Config{Store: cfg.Store, BodyURLs: cfg.BodyURLs, Clock: cfg.Clock, Lease: cfg.Lease,
+			MaxEvents: cfg.MaxEvents, ConsumerShare: cfg.ConsumerShare, Pressure: cfg.Pressure, Rules: cfg.Rules,
+			Metrics: cfg.Metrics, Logger: cfg.Logger})
+	}
+	r := &Router{cfg: cfg, fo: cfg.FanOut, freed: [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}}
+	for _, ch := range r.freed {
+		r.fo.Wake(ch)
+	}
 	return r
 }
 
@@ -258,41 +265,16 @@ func (r *Router) loop(ctx context.Context, topic string, freed <-chan struct{}, 
 	}
 }
 
-// limit is how many slots may be used now: all of them, fewer while
-// ingest is under pressure.
-func (r *Router) limit() int { return r.cfg.Pressure.Limit(r.cfg.MaxEvents) }
-
 // free is how many more calls this process may start.
-func (r *Router) free() int { return r.slots.free(r.limit()) }
+func (r *Router) free() int { return r.fo.Free() }
 
 // run makes one call on a slot already held for it, and frees it after.
 // The call's context outlives ctx: a call begun is settled.
-func (r *Router) run(ctx context.Context, calls interface{ Go(func()) }, c intake.RouteClaim, b *batch) {
+func (r *Router) run(ctx context.Context, calls interface{ Go(func()) }, c intake.RouteClaim, b *fanout.Batch) {
 	calls.Go(func() {
-		defer r.release(c.Event.OrgID, c.ConsumerID, 1)
+		defer r.fo.Release(c.Event.OrgID, c.ConsumerID, 1)
 		r.call(context.WithoutCancel(ctx), c, b)
 	})
-}
-
-// hold takes a slot for a call to c of org that its fan-out is about to
-// lease, if c's shares have one; a route without one is written unleased
-// and waits for a claim.
-func (r *Router) hold(org string, c *intake.Consumer) bool {
-	return r.slots.tryHold(org, c.ID, c.Controls, r.limit())
-}
-
-// release frees n call slots of a consumer and wakes both stages' loops.
-func (r *Router) release(org, consumer string, n int) {
-	if n <= 0 {
-		return
-	}
-	r.slots.release(org, consumer, n)
-	for _, ch := range r.freed {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
 }
 
 // fanOutRound claims up to limit new events and fans each out, starting
@@ -310,7 +292,7 @@ func (r *Router) fanOutRound(ctx context.Context, calls *sync.WaitGroup, limit i
 	for i := range claims {
 		es[i] = &claims[i].Event
 	}
-	b := r.read(ctx, es, readsRequest)
+	b := r.fo.Read(ctx, es, fanout.ReadsRequest)
 	// Each event's fan-out is its own transaction: they run side by side,
 	// and each starts its handed-over calls as soon as it commits.
 	var fanOuts sync.WaitGroup
@@ -334,14 +316,14 @@ func (r *Router) deliverRound(ctx context.Context, calls *sync.WaitGroup, limit 
 	if limit <= 0 || !r.replicaTakes(ctx) {
 		return 0, nil
 	}
-	claims, err := r.cfg.Store.ClaimRoutes(ctx, r.cfg.Clock.Now(), r.cfg.Lease, r.slots.shares(limit, r.limit()))
+	claims, err := r.cfg.Store.ClaimRoutes(ctx, r.cfg.Clock.Now(), r.cfg.Lease, r.fo.Shares(limit))
 	if err != nil {
 		return 0, err
 	}
 	for _, c := range claims {
-		r.slots.hold(c.Event.OrgID, c.ConsumerID, 1)
+		r.fo.Hold(c.Event.OrgID, c.ConsumerID, 1)
 	}
-	b := r.readFor(ctx, claims)
+	b := r.fo.ReadFor(ctx, claims)
 	for _, c := range claims {
 		// The call joins the trace of the processing that created the event.
 		r.run(tracing.FromTraceParent(ctx, c.Event.TraceParent), calls, c, b)
@@ -387,92 +369,4 @@ func (r *Router) RunOnce(ctx context.Context) (int, error) {
 	routes, err := r.deliverRound(ctx, &calls, min(r.free(), r.cfg.Batch))
 	calls.Wait()
 	return events + started + routes, err
-}
-
-// orgConsumers is one org's consumers as read for a batch, or why they
-// could not be read.
-type orgConsumers struct {
-	list []intake.Consumer
-	err  error
-}
-
-// batch is what a claimed batch reads once, rather than once per event:
-// each org's consumers, and the original requests of the events whose
-// consumers have rules that may read them.
-type batch struct {
-	consumers   map[string]orgConsumers
-	requests    map[string]intake.OriginalRequest
-	credentials map[string][]string // by connection, for the requests' view
-	requestsErr error
-}
-
-// consumer finds a consumer of the batch's read; ok is false when it is
-// not there (deleted), err when its org's consumers could not be read.
-func (b *batch) consumer(orgID, id string) (c intake.Consumer, ok bool, err error) {
-	oc := b.consumers[orgID]
-	if oc.err != nil {
-		return c, false, oc.err
-	}
-	for _, c := range oc.list {
-		if c.ID == id {
-			return c, true, nil
-		}
-	}
-	return c, false, nil
-}
-
-// orgConsumers reads an org's consumers, through the cache.
-func (r *Router) orgConsumers(ctx context.Context, orgID string) orgConsumers {
-	list, err := r.consumers.Get(orgID, r.cfg.Clock.Now(), func() ([]intake.Consumer, error) {
-		return r.cfg.Store.ListConsumers(ctx, intake.Scope{OrgID: orgID})
-	})
-	return orgConsumers{list, err}
-}
-
-// read reads the consumers of the events' orgs, and the original requests
-// of the events whose org has a consumer that reads them.
-func (r *Router) read(ctx context.Context, events []*intake.Event, reads func(*intake.Consumer) bool) *batch {
-	b := &batch{consumers: map[string]orgConsumers{}}
-	var ids, conns []string
-	for _, e := range events {
-		oc, ok := b.consumers[e.OrgID]
-		if !ok {
-			oc = r.orgConsumers(ctx, e.OrgID)
-			b.consumers[e.OrgID] = oc
-		}
-		for i := range oc.list {
-			if reads(&oc.list[i]) {
-				ids = append(ids, e.MessageID)
-				conns = append(conns, e.ConnectionID)
-				break
-			}
-		}
-	}
-	if len(ids) > 0 {
-		b.requests, b.requestsErr = r.cfg.Store.MessageRequests(ctx, ids)
-		r.readCredentials(ctx, b, conns)
-	}
-	return b
-}
-
-// readFor reads what the calls of claimed routes need: their consumers,
-// and the original requests of the events whose consumer transforms them.
-func (r *Router) readFor(ctx context.Context, claims []intake.RouteClaim) *batch {
-	b := &batch{consumers: map[string]orgConsumers{}}
-	var ids, conns []string
-	for _, c := range claims {
-		e := &c.Event
-		if _, ok := b.consumers[e.OrgID]; !ok {
-			b.consumers[e.OrgID] = r.orgConsumers(ctx, e.OrgID)
-		}
-		if cons, ok, _ := b.consumer(e.OrgID, c.ConsumerID); ok && cons.Transform != "" {
-			ids = append(ids, e.MessageID)
-			conns = append(conns, e.ConnectionID)
-		}
-	}
-	if len(ids) > 0 {
-		b.requests, b.requestsErr = r.cfg.Store.MessageRequests(ctx, ids)
-		r.readCredentials(ctx, b, conns)
-	}
-	return b
 }

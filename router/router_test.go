@@ -18,6 +18,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/fanout"
 	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
@@ -46,9 +47,10 @@ type env struct {
 	// occurred, when set, is the next events' occurred_at.
 	occurred time.Time
 	// planned makes the next events' settles write their fan-out, judged
-	// by the router before, as a worker's do.
+	// by judger before, as a worker's do.
 	planned bool
 	calls   *handoff.Calls
+	judger  *fanout.Judger
 }
 
 func setup(t *testing.T, opts ...func(*router.Config)) *env {
@@ -78,6 +80,12 @@ func setup(t *testing.T, opts ...func(*router.Config)) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	// The Judger the worker would share with the router, built as serve
+	// builds it from the router's settings.
+	e.judger = fanout.New(fanout.Config{Store: cfg.Store, BodyURLs: cfg.BodyURLs, Clock: cfg.Clock, Lease: cfg.Lease,
+		MaxEvents: cfg.MaxEvents, ConsumerShare: cfg.ConsumerShare, Pressure: cfg.Pressure, Rules: cfg.Rules, Metrics: cfg.Metrics,
+		Logger: cfg.Logger})
+	cfg.FanOut = e.judger
 	e.r = router.New(cfg)
 	return e
 }
@@ -125,18 +133,22 @@ func (e *env) event(t *testing.T, typ string, objectIDs ...string) string {
 		NextAttemptAt: e.clock.Now(), CreatedAt: e.clock.Now()}
 	st := intake.Settlement{MessageID: m.ID, Attempt: claims[0].Attempt,
 		To: intake.MessageProcessed, Outcome: intake.OutcomeEvents, Events: []intake.Event{ev}}
+	var judged fanout.Judged
 	if e.planned {
-		if st.FanOuts = e.r.Judge(ctx, m, st.Events, nil); st.FanOuts == nil {
+		if judged = e.judger.Judge(ctx, m, st.Events, nil); judged.FanOuts == nil {
 			t.Fatal("no fan-out: the consumers could not be read")
 		}
+		st.FanOuts = judged.FanOuts
 	}
 	out, err := e.store.SettleMessage(ctx, e.clock.Now(), st)
 	if err != nil || len(out.Events) != 1 {
 		t.Fatalf("settle: %v %+v", err, out)
 	}
 	if e.planned {
-		// The router's loop makes the calls handed back, or its next step
-		// (RunOnce, Wait).
+		// As the worker does: the slots of routes not leased are given
+		// back, and the router's loop makes the calls handed over, or its
+		// next step (RunOnce, Wait).
+		e.judger.Settled(judged, out)
 		e.calls.Give(handoff.Settled{OrgID: m.OrgID, FanOuts: st.FanOuts, Settled: out})
 	}
 	return ev.ID

@@ -9,15 +9,16 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/fanout"
 	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/router"
 	"github.com/intakehq/intake/worker"
 )
 
 // TestTheSettleFansItsEventsOutAndTheRouterMakesTheFirstCall: with the
-// local router judging its fan-outs, the worker's settle writes the
-// events fanned out, and the router makes the call the settle handed back,
-// with no event claimed by any router.
+// Judger it shares with the local router judging its fan-outs, the
+// worker's settle writes the events fanned out, and the router makes the
+// call the settle handed over, with no event claimed by any router.
 func TestTheSettleFansItsEventsOutAndTheRouterMakesTheFirstCall(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
@@ -34,9 +35,10 @@ func TestTheSettleFansItsEventsOutAndTheRouterMakesTheFirstCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := handoff.NewCalls()
-	rt := router.New(router.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, Calls: calls,
+	judger := fanout.New(fanout.Config{Store: e.store, Clock: e.clock})
+	rt := router.New(router.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, FanOut: judger, Calls: calls,
 		Sender: delivery.NewSender(delivery.Options{Timeout: 5 * time.Second, Policy: delivery.DefaultPolicy()})})
-	e.w = worker.New(worker.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, FanOut: rt, Calls: calls})
+	e.w = worker.New(worker.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, FanOut: judger, Calls: calls})
 
 	id := e.receive(t, "new-secret", `{"id":"evt_1","type":"paid"}`)
 	e.run(t)

@@ -6,17 +6,6 @@ import (
 	"github.com/intakehq/intake"
 )
 
-// errCodeUnopenable marks an attempt this process could not make because
-// its master key does not open the connection's secrets: a configuration
-// error of the process, not a failure of the message. Such an attempt is
-// released, never settled.
-const errCodeUnopenable = "unopenable_secrets"
-
-func unopenable(st intake.Settlement, err error) intake.Settlement {
-	st.ErrorCode, st.ErrorMessage = errCodeUnopenable, err.Error()
-	return st
-}
-
 // releaseUnopenable hands a message whose secrets this process cannot open
 // back to the store, without spending one of its attempts, for a process
 // that holds the right key; it is claimable again after KeyRetry, so no

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/fanout"
 	"github.com/intakehq/intake/internal/cache"
 	"github.com/intakehq/intake/internal/fair"
 	"github.com/intakehq/intake/internal/handoff"
@@ -44,9 +45,10 @@ type Config struct {
 	Handoff *handoff.Messages
 	// FanOut, when set, judges the fan-out of a message's events before
 	// their settle, which writes it with them; Calls then carries what
-	// the settle did, its first calls among it, to the router that judged
-	// it.
-	FanOut FanOut
+	// the settle did, its first calls among it, to the router, which
+	// makes them on the call slots FanOut held (serve gives the router
+	// the same Judger).
+	FanOut *fanout.Judger
 	Calls  *handoff.Calls
 	// Catalog, when set, is told of the events each settle created (the
 	// event-type catalog learns from them off this path: Observe only
@@ -176,13 +178,6 @@ func New(cfg Config) *Worker {
 // Observer learns from the events settles create (catalog.Learner).
 type Observer interface {
 	Observe(events []intake.Event)
-}
-
-// FanOut judges the fan-out of a message's events before their settle
-// (router.Router.Judge): by event id, those it could judge; views are the
-// rules' views of the events the worker built, by event id.
-type FanOut interface {
-	Judge(ctx context.Context, m *intake.Message, events []intake.Event, views map[string]*rules.EventView) map[string]intake.FanOut
 }
 
 // Run processes messages until ctx ends: those handed over by this
@@ -583,25 +578,29 @@ func (w *Worker) process(ctx context.Context, c intake.Claim) {
 	}
 	defer free()
 	views := map[string]*rules.EventView{}
-	st := w.attempt(ctx, c, views)
-	if st.ErrorCode == errCodeUnopenable {
-		w.releaseUnopenable(ctx, c, st.ErrorMessage)
+	v := w.attempt(ctx, c, views)
+	if v.release != "" {
+		w.releaseUnopenable(ctx, c, v.release)
 		return
 	}
+	st := v.st
 	traceEvents(ctx, st.Events)
-	// The settle writes the events' fan-out, judged now; what it leased
-	// goes back to the router that judged it, which makes the first calls.
+	// The settle writes the events' fan-out, judged now; the calls it
+	// leased go to the router, which makes the first calls.
+	var judged fanout.Judged
 	if len(st.Events) > 0 && w.cfg.FanOut != nil {
-		st.FanOuts = w.cfg.FanOut.Judge(ctx, &c.Message, st.Events, views)
+		judged = w.cfg.FanOut.Judge(ctx, &c.Message, st.Events, views)
+		st.FanOuts = judged.FanOuts
 	}
 	out, err := w.cfg.Store.SettleMessage(ctx, w.cfg.Clock.Now(), st)
 	if st.FanOuts != nil {
-		// A settle that failed leased nothing this process can know of: the
-		// router frees every slot it held for it.
+		// A settle that failed leased nothing this process can know of:
+		// every slot held for it is freed.
 		settled := out
 		if err != nil {
 			settled = intake.Settled{}
 		}
+		w.cfg.FanOut.Settled(judged, settled)
 		w.cfg.Calls.Give(handoff.Settled{OrgID: c.Message.OrgID, FanOuts: st.FanOuts, Settled: settled})
 	}
 	switch {
@@ -614,7 +613,8 @@ func (w *Worker) process(ctx context.Context, c intake.Claim) {
 		// failed): a transient failure of this attempt. If even that cannot
 		// be recorded, the lease expires and the next attempt runs.
 		w.cfg.Logger.Error("worker: settle failed", "message_id", c.Message.ID, "attempt", c.Attempt, "err", err)
-		st = w.transient(intake.Settlement{MessageID: st.MessageID, Attempt: st.Attempt}, c.Message, fmt.Errorf("commit result: %w", err))
+		st = retryLater(intake.Settlement{MessageID: st.MessageID, Attempt: st.Attempt}, c.Message.MaxAttempts,
+			w.cfg.Clock.Now().Add(w.cfg.Backoff.Delay(st.Attempt)), fmt.Errorf("commit result: %w", err))
 		if out, err = w.cfg.Store.SettleMessage(ctx, w.cfg.Clock.Now(), st); err != nil {
 			traceSettled(span, st, out, err)
 			return
@@ -710,58 +710,61 @@ func (w *Worker) bodyRoom(ctx context.Context, org string, n int64) (free func()
 var errBodyWaits = errors.New("worker: another of the org's bodies waits for body memory")
 
 // attempt verifies and interprets the message and says how it should
-// settle. It puts in views the rules' view of each event it makes, built
-// once for the connection's filter and the consumers' rules alike.
-func (w *Worker) attempt(ctx context.Context, c intake.Claim, views map[string]*rules.EventView) intake.Settlement {
+// settle: load reads and verifies, decide judges what it found. It puts in
+// views the rules' view of each event it makes, built once for the
+// connection's filter and the consumers' rules alike.
+func (w *Worker) attempt(ctx context.Context, c intake.Claim, views map[string]*rules.EventView) verdict {
+	f := w.load(ctx, c, views)
+	f.retryAt = w.cfg.Clock.Now().Add(w.cfg.Backoff.Delay(c.Attempt))
+	return decide(f)
+}
+
+// load runs an attempt's steps up to the first that fails: it reads the
+// body and the connection, opens the secrets, verifies the signature, has
+// the adapter (or the connection's script) interpret the request, and
+// builds the events the connection's filter keeps. What each step means
+// for the message is decide's.
+func (w *Worker) load(ctx context.Context, c intake.Claim, views map[string]*rules.EventView) found {
 	m := c.Message
-	st := intake.Settlement{MessageID: m.ID, Attempt: c.Attempt}
-	if c.Attempt > m.MaxAttempts {
-		// The last attempt's lease ran out without a result.
-		return dead(st, intake.ErrCodeLeaseExpired, "the last attempt did not finish before its lease expired")
+	f := found{claim: c}
+	stop := func(at step, err error) found {
+		f.stopped, f.err = at, err
+		return f
 	}
-	if m.BodyExpired {
-		return dead(st, intake.ErrCodeBodyExpired, "the stored body has expired")
+	if c.Attempt > m.MaxAttempts || m.BodyExpired {
+		return f // decide judges the claim alone
 	}
 	if m.BlobKey != "" && m.Body == nil {
 		body, err := intake.ReadBody(ctx, w.cfg.Blobs, nil, m.BlobKey)
-		if intake.ErrorCode(err) == intake.ENOTFOUND {
-			return dead(st, intake.ErrCodeBodyExpired, "the body's object is gone from object storage")
-		}
 		if err != nil {
-			return w.transient(st, m, fmt.Errorf("read the body from object storage: %w", err))
+			return stop(stepObject, err)
 		}
 		m.Body = body
 	}
 	if m.DeferredBody > 0 && m.Body == nil {
 		sb, err := w.cfg.Store.MessageBody(ctx, intake.Scope{}, m.ID)
-		if intake.ErrorCode(err) == intake.ENOTFOUND {
-			return dead(st, intake.ErrCodeBodyExpired, "the stored body has expired")
-		}
 		if err != nil {
-			return w.transient(st, m, fmt.Errorf("read the body: %w", err))
+			return stop(stepBody, err)
 		}
 		m.Body = sb.Body
 	}
 	conn, err := w.conns.Get(m.ConnectionID, w.cfg.Clock.Now(), func() (intake.Connection, error) {
 		return w.cfg.Store.Connection(ctx, intake.Scope{}, m.ConnectionID)
 	})
-	if intake.ErrorCode(err) == intake.ENOTFOUND {
-		return dead(st, intake.ErrCodePermanent, "the connection was deleted")
-	}
 	if err != nil {
-		return w.transient(st, m, fmt.Errorf("load connection: %w", err))
+		return stop(stepConnection, err)
 	}
 	adapter, ok := provider.Lookup(conn.Provider)
 	if !ok {
-		return dead(st, intake.ErrCodePermanent, fmt.Sprintf("no adapter for provider %q", conn.Provider))
+		return stop(stepAdapter, fmt.Errorf("no adapter for provider %q", conn.Provider))
 	}
 	cfg, err := provider.ParseConfig(conn.Config)
 	if err != nil {
-		return dead(st, intake.ErrCodePermanent, err.Error())
+		return stop(stepConfig, err)
 	}
 	secrets, err := w.leaseSecrets(conn)
 	if err != nil {
-		return unopenable(st, err)
+		return stop(stepSecrets, err)
 	}
 	publicURL, previousURL := w.publicURLs(ctx, m)
 	req := &provider.Request{Method: m.Method, URL: publicURL, Header: m.Header, Body: m.Body, ReceivedAt: m.ReceivedAt, Org: m.OrgID}
@@ -793,69 +796,42 @@ func (w *Worker) attempt(ctx context.Context, c intake.Claim, views map[string]*
 			req, err = &old, nil
 		}
 	}
-	if errors.As(err, &perm) {
-		return dead(st, intake.ErrCodePermanent, err.Error())
-	} else if errors.As(err, &unsure) {
-		// The provider's keys could not be read now: tried again later.
-		return w.transient(st, m, err)
-	} else if err != nil {
-		st.To, st.Outcome = intake.MessageIgnored, intake.OutcomeSignature
-		st.ErrorMessage = "signature: " + verifyReason(err)
-		return st
+	if err != nil {
+		return stop(stepVerify, err)
 	}
-	var in provider.Interpretation
 	if src := cfg.String("script", ""); src != "" {
 		// A provider described without code: its script reads the
 		// verified request.
-		in, err = w.interpret(ctx, conn, m, req, src)
+		f.in, err = w.interpret(ctx, conn, m, req, src)
 	} else {
-		in, err = adapter.Interpret(req, cfg)
+		f.in, err = adapter.Interpret(req, cfg)
 	}
-	var se *rules.ScriptError
-	switch {
-	case errors.As(err, &se) && se.Reason == rules.ReasonTooManyEvents:
-		return dead(st, intake.ErrCodeTooManyEvents, se.Message)
-	case errors.As(err, &se):
-		return dead(st, intake.ErrCodeScript, se.Message) // reads "script: body too large"
-	case errors.As(err, &perm):
-		return dead(st, intake.ErrCodePermanent, err.Error())
-	case err != nil:
-		return w.transient(st, m, err) // the caller left, or no script host could start
-	case len(in.Events) > intake.MaxEventsPerMessage:
-		return dead(st, intake.ErrCodeTooManyEvents, fmt.Sprintf("the provider named %d events, at most %d", len(in.Events), intake.MaxEventsPerMessage))
+	if err == nil && len(f.in.Events) > intake.MaxEventsPerMessage {
+		err = errTooManyEvents(len(f.in.Events))
 	}
-	storableIDs(&in)
-	st.To, st.ProviderEventID = intake.MessageProcessed, in.ProviderEventID
-	if in.Challenge {
-		st.Outcome = intake.OutcomeChallenge
-		return st
+	if err != nil {
+		return stop(stepInterpret, err)
 	}
-	if m.ReplayOf == "" {
-		if id, ok := intake.IdentityFor(&m, in.ProviderEventID, in.EventType, in.Kind); ok {
-			st.Identity = &id
-		}
+	storableIDs(&f.in)
+	if f.in.Challenge {
+		return f
 	}
-	st.Events = w.events(conn, m, in)
+	f.events = w.events(conn, m, f.in)
+	f.made = len(f.events)
 	origin := rules.Origin{Header: m.Header, Query: m.Query, Credentials: provider.CredentialHeaders(conn)}
-	for i := range st.Events {
-		e := &st.Events[i]
+	for i := range f.events {
+		e := &f.events[i]
 		views[e.ID] = rules.NewEventView(intake.NewEnvelope(e), func() (rules.Origin, error) { return origin, nil })
 	}
-	st.Outcome = intake.OutcomeEvents
-	if len(st.Events) == 0 {
-		st.Outcome = intake.OutcomeNoEvents
-	}
-	if conn.Filter != "" && len(st.Events) > 0 {
-		kept, err := w.filter(ctx, conn, m, st.Events, views)
+	if conn.Filter != "" && len(f.events) > 0 {
+		kept, err := w.filter(ctx, conn, m, f.events, views)
 		if err != nil {
-			return w.transient(st, m, err)
+			return stop(stepFilter, err)
 		}
-		w.cfg.Metrics.EventsFiltered.Add(float64(len(st.Events) - len(kept)))
-		if st.Events = kept; len(kept) == 0 {
-			st.Outcome = intake.OutcomeFiltered
-		}
+		w.cfg.Metrics.EventsFiltered.Add(float64(len(f.events) - len(kept)))
+		f.events, f.filtered = kept, true
 	}
-	return st
+	return f
 }
 
 // interpret runs a connection's interpret script on a verified request.
@@ -991,29 +967,4 @@ func (w *Worker) events(conn intake.Connection, m intake.Message, in provider.In
 		})
 	}
 	return out
-}
-
-// transient schedules the next attempt, or ends the message dead when the
-// attempts are spent.
-func (w *Worker) transient(st intake.Settlement, m intake.Message, err error) intake.Settlement {
-	if st.Attempt >= m.MaxAttempts {
-		return dead(st, intake.ErrCodeTransient, err.Error())
-	}
-	st.To, st.ErrorCode, st.ErrorMessage = intake.MessageFailed, intake.ErrCodeTransient, err.Error()
-	st.NextAttemptAt = w.cfg.Clock.Now().Add(w.cfg.Backoff.Delay(st.Attempt))
-	return st
-}
-
-func dead(st intake.Settlement, code, msg string) intake.Settlement {
-	st.To, st.ErrorCode, st.ErrorMessage = intake.MessageDead, code, msg
-	return st
-}
-
-// verifyReason keeps the adapter's reason (missing header, stale timestamp,
-// no secret matched) without ever carrying a signature value.
-func verifyReason(err error) string {
-	if errors.Is(err, provider.ErrSignature) {
-		return err.Error()
-	}
-	return "verification failed"
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/intakehq/intake/control"
 	"github.com/intakehq/intake/delivery"
 	"github.com/intakehq/intake/delivery/broker"
+	"github.com/intakehq/intake/fanout"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/bodyurl"
 	"github.com/intakehq/intake/internal/fair"
@@ -278,16 +279,18 @@ func (c *ServeCmd) Run() error {
 	}
 	admin := api.New(api.Config{Control: ctl, Wakes: store, PublicURL: c.publicURL(),
 		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
-	// The worker has the router judge each message's fan-out before its
-	// settle, which writes it with the events; the calls that commit
-	// leases come back to the router through calls. It claims the rest.
+	// One Judger decides who gets each event and holds the call slots: the
+	// worker has it judge each message's fan-out before its settle, which
+	// writes it with the events, and the calls that commit leases go to
+	// the router through calls, to be made on the slots it held. The
+	// router fans out the rest on its own claims, with the same Judger.
 	calls := handoff.NewCalls()
-	rt := router.New(router.Config{Store: store, Sealer: sealer, Clock: clock, Calls: calls,
-		BodyURLs: bodyurl.Signer{Key: derive(key, "body-url"), PublicURL: c.publicURL()},
-		Sender:   sender,
-		Backoff:  intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
-		Replica:   callReplica,
+	bodyURLs := bodyurl.Signer{Key: derive(key, "body-url"), PublicURL: c.publicURL()}
+	judger := fanout.New(fanout.Config{Store: store, BodyURLs: bodyURLs, Clock: clock, Lease: c.DeliveryTimeout + c.Lease,
 		MaxEvents: c.Calls, ConsumerShare: c.ConsumerCalls, Pressure: ingestFirst, Rules: engine, Metrics: m, Logger: log})
+	rt := router.New(router.Config{Store: store, Sealer: sealer, Clock: clock, FanOut: judger, Calls: calls, Sender: sender,
+		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
+		Replica: callReplica, Pressure: ingestFirst, Rules: engine, Metrics: m, Logger: log})
 	// The event-type catalog learns from the events this process settles:
 	// the worker hands them over, the learner's loop writes them.
 	var learner *catalog.Learner
@@ -297,7 +300,7 @@ func (c *ServeCmd) Run() error {
 		observer = learner
 	}
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
-		Handoff: messages, FanOut: rt, Calls: calls, Catalog: observer, Pressure: ingestFirst,
+		Handoff: messages, FanOut: judger, Calls: calls, Catalog: observer, Pressure: ingestFirst,
 		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log,
 		Blobs: blobs, BodyMemory: bodyMemory, Events: &fair.Rates{What: "events", Every: c.OrgEventsPerSec, Burst: c.OrgEventsBurst}})
 

@@ -7,13 +7,14 @@ import (
 )
 
 // Calls carries settles from the worker to the router: each holds the
-// fan-outs the router judged for a message's events before the settle,
-// and what the settle did with them, among which the first calls it
-// leased, to be made with no claim on the call slots the router held for
-// them while judging. The router gives back the slots of routes the settle
-// did not lease (a consumer whose breaker tripped since, an event not
-// created, a settle that failed). Give never blocks: a settle that has
-// committed is never held up by the router.
+// fan-outs judged for a message's events before the settle
+// (fanout.Judger), and what the settle did with them, among which the
+// first calls it leased, to be made with no claim on the call slots the
+// Judger held for them while judging. The worker has given back the slots
+// of routes the settle did not lease (a consumer whose breaker tripped
+// since, an event not created, a settle that failed) before it hands the
+// settle over. Give never blocks: a settle that has committed is never
+// held up by the router.
 type Calls struct {
 	mu      sync.Mutex
 	settled []Settled

@@ -2,8 +2,13 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,5 +111,183 @@ func TestAWaitForAPooledConnectionThatRunsOutOfTimeIsAnOutage(t *testing.T) {
 	}
 	if !watch.Down() {
 		t.Error("the outage watch did not hear of the wait for a connection that ran out of time")
+	}
+}
+
+// TestBrokenConnectionsGiveTheirSlotsBackSoonAfterTheLinkHeals: a TCP
+// proxy whose server went away takes every byte of the connections it has
+// and passes none, while new connections reach the server (a failover
+// behind the proxy). The pool's one connection breaks mid-commit; pgx
+// closes it with a cancel request, itself swallowed, and would wait 15 s for
+// the server to hang up before the pool had the slot back. Ingests commit
+// again within a few seconds, not after those 15 s.
+func TestBrokenConnectionsGiveTheirSlotsBackSoonAfterTheLinkHeals(t *testing.T) {
+	ctx := context.Background()
+	target, err := url.Parse(pgtest.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newSwallowingProxy(t, target.Host)
+	target.Host = proxy.addr
+	s := openWith(t, Options{URL: target.String(), MaxConns: 1, CommitWait: 300 * time.Millisecond})
+	o := newOrg(t, s, "acme")
+	if err := s.Ingest(ctx, o.message(`{"n":0}`)); err != nil {
+		t.Fatal(err)
+	}
+	proxy.swallow(true)
+	if err := s.Ingest(ctx, o.message(`{"lost":0}`)); intake.ErrorCode(err) != intake.EUNAVAILABLE {
+		t.Fatalf("an ingest through a link that passes nothing returned %v, want unavailable", err)
+	}
+	// The commit's deadline passes and pgx closes the connection, its
+	// cancel request swallowed too.
+	for deadline := time.Now().Add(10 * time.Second); proxy.cancels.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("pgx sent no cancel request for the broken connection")
+		}
+	}
+	proxy.swallow(false) // new connections reach the server; the old stay swallowed
+	healed := time.Now()
+	for n := 1; ; n++ {
+		err := s.Ingest(ctx, o.message(fmt.Sprintf(`{"n":%d}`, n)))
+		if err == nil {
+			t.Logf("an ingest committed %v after new connections reached the server again", time.Since(healed).Round(time.Millisecond))
+			break
+		}
+		if time.Since(healed) > 10*time.Second {
+			t.Fatalf("ingests still fail %v after new connections reach the server again (%v): a broken connection holds the pool's slot",
+				time.Since(healed).Round(time.Millisecond), err)
+		}
+	}
+}
+
+// TestAConnectWhoseServerStopsAnsweringGivesItsSlotBack: a connection
+// being made when the link starts swallowing hangs in its handshake, in the
+// pool's only slot. It gives up within the connect timeout, so ingests
+// commit again once new connections reach the server.
+func TestAConnectWhoseServerStopsAnsweringGivesItsSlotBack(t *testing.T) {
+	ctx := context.Background()
+	target, err := url.Parse(pgtest.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newSwallowingProxy(t, target.Host)
+	target.Host = proxy.addr
+	s := openWith(t, Options{URL: target.String(), MaxConns: 1, CommitWait: 300 * time.Millisecond})
+	o := newOrg(t, s, "acme")
+	s.pool.Reset() // the next ingest connects anew
+	proxy.swallow(true)
+	if err := s.Ingest(ctx, o.message(`{"lost":0}`)); intake.ErrorCode(err) != intake.EUNAVAILABLE {
+		t.Fatalf("an ingest through a link that passes nothing returned %v, want unavailable", err)
+	}
+	proxy.swallow(false)
+	healed := time.Now()
+	for n := 1; ; n++ {
+		err := s.Ingest(ctx, o.message(fmt.Sprintf(`{"n":%d}`, n)))
+		if err == nil {
+			t.Logf("an ingest committed %v after new connections reached the server again", time.Since(healed).Round(time.Millisecond))
+			break
+		}
+		if time.Since(healed) > 2*connectWait {
+			t.Fatalf("ingests still fail %v after new connections reach the server again (%v): a connect left hanging holds the pool's slot",
+				time.Since(healed).Round(time.Millisecond), err)
+		}
+	}
+}
+
+// TestAStatementLongerThanACloseRunsToItsEnd: the bound on closing a
+// broken connection is no bound on a statement that is merely slow.
+func TestAStatementLongerThanACloseRunsToItsEnd(t *testing.T) {
+	s := openWith(t, Options{URL: pgtest.Database(t)})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.pool.Exec(ctx, `SELECT pg_sleep($1)`, (closeWait + setupWait).Seconds()); err != nil {
+		t.Fatalf("a statement longer than a broken connection's close was cut short: %v", err)
+	}
+}
+
+// swallowingProxy forwards TCP connections to a server; a connection made
+// while it swallows, and every connection open when it starts to, has its
+// bytes taken and dropped both ways from then on, and is never closed.
+type swallowingProxy struct {
+	addr string
+	// cancels counts the connections that opened with a cancel request.
+	cancels atomic.Int32
+	mu      sync.Mutex
+	on      bool
+	open    []*swallowed
+}
+
+type swallowed struct{ dropped atomic.Bool }
+
+func newSwallowingProxy(t *testing.T, server string) *swallowingProxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &swallowingProxy{addr: l.Addr().String()}
+	var conns []net.Conn
+	var mu sync.Mutex
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			client, err := l.Accept()
+			if err != nil {
+				return
+			}
+			sw := &swallowed{}
+			p.mu.Lock()
+			sw.dropped.Store(p.on)
+			p.open = append(p.open, sw)
+			p.mu.Unlock()
+			upstream, err := net.Dial("tcp", server)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, client, upstream)
+			mu.Unlock()
+			pipe := func(dst, src net.Conn) {
+				buf := make([]byte, 32<<10)
+				for first := src == client; ; first = false {
+					n, err := src.Read(buf)
+					if first && n >= 8 && binary.BigEndian.Uint32(buf[4:8]) == 80877102 {
+						p.cancels.Add(1)
+					}
+					if err != nil {
+						if !sw.dropped.Load() {
+							dst.Close()
+						}
+						return
+					}
+					if !sw.dropped.Load() {
+						dst.Write(buf[:n])
+					}
+				}
+			}
+			go pipe(upstream, client)
+			go pipe(client, upstream)
+		}
+	}()
+	return p
+}
+
+// swallow starts (on) or ends swallowing: starting it swallows every open
+// connection too; ending it leaves those swallowed.
+func (p *swallowingProxy) swallow(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.on = on
+	if on {
+		for _, sw := range p.open {
+			sw.dropped.Store(true)
+		}
 	}
 }

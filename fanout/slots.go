@@ -1,4 +1,4 @@
-package router
+package fanout
 
 import (
 	"maps"
@@ -103,21 +103,24 @@ func (s *callSlots) release(org, consumer string, n int) {
 	}
 }
 
-// taken counts the slots one fan-out (or one settle's fan-outs) holds for
+// Held counts the slots one fan-out (or one settle's fan-outs) holds for
 // the calls it may lease, per consumer of its org, so that those of routes
 // the store did not lease (a tripped breaker, a route already there) are
-// given back.
-type taken struct {
+// given back (GiveBack).
+type Held struct {
 	org string
 	n   map[string]int
 }
+
+// NewHeld returns an empty count of the slots held for org's fan-outs.
+func NewHeld(org string) *Held { return &Held{org: org} }
 
 // take holds a slot for a route of a fan-out to c when c is unpaced and
 // its shares have one left, and marks every other route unleased: the store
 // leases no route this process holds no slot for, even one to a consumer
 // whose controls changed since the router read them.
-func (r *Router) take(t *taken, c *intake.Consumer, route *intake.FanOutRoute) {
-	if route.Filtered || !c.Controls.Unpaced() || !r.hold(t.org, c) {
+func (j *Judger) take(t *Held, c *intake.Consumer, route *intake.FanOutRoute) {
+	if route.Filtered || !c.Controls.Unpaced() || !j.slots.tryHold(t.org, c.ID, c.Controls, j.Limit()) {
 		route.Unleased = true
 		return
 	}
@@ -128,7 +131,7 @@ func (r *Router) take(t *taken, c *intake.Consumer, route *intake.FanOutRoute) {
 }
 
 // add moves the slots o holds into t.
-func (t *taken) add(o *taken) {
+func (t *Held) add(o *Held) {
 	for id, n := range o.n {
 		if t.n == nil {
 			t.n = map[string]int{}
@@ -138,16 +141,56 @@ func (t *taken) add(o *taken) {
 	o.n = nil
 }
 
-// giveBack frees the slots held but not used by the calls leased, which
-// keep theirs until they settle.
-func (r *Router) giveBack(t *taken, leased []intake.RouteClaim) {
+// GiveBack frees the slots held but not used by the calls leased, which
+// keep theirs until they settle (Release).
+func (j *Judger) GiveBack(t *Held, leased []intake.RouteClaim) {
 	for _, c := range leased {
 		if t.n[c.ConsumerID] > 0 {
 			t.n[c.ConsumerID]--
 		}
 	}
 	for id, n := range t.n {
-		r.release(t.org, id, n)
+		j.Release(t.org, id, n)
 	}
 	t.n = nil
+}
+
+// Limit is how many slots may be used now: all of them, fewer while
+// ingest is under pressure.
+func (j *Judger) Limit() int { return j.cfg.Pressure.Limit(j.cfg.MaxEvents) }
+
+// Free is how many more calls this process may start.
+func (j *Judger) Free() int { return j.slots.free(j.Limit()) }
+
+// Shares is what a claim of up to n calls may take now, for the store to
+// apply consumer by consumer. The claimed calls are then held with Hold.
+func (j *Judger) Shares(n int) intake.CallShares { return j.slots.shares(n, j.Limit()) }
+
+// Hold takes n slots for calls to consumer of org that a claim within its
+// shares leased.
+func (j *Judger) Hold(org, consumer string, n int) { j.slots.hold(org, consumer, n) }
+
+// Release frees n call slots of a consumer, when its calls have settled,
+// and wakes what waits for a slot (Wake).
+func (j *Judger) Release(org, consumer string, n int) {
+	if n <= 0 {
+		return
+	}
+	j.slots.release(org, consumer, n)
+	j.wokenMu.Lock()
+	defer j.wokenMu.Unlock()
+	for _, ch := range j.woken {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Wake has ch receive (coalesced, never blocking: give it room for one)
+// whenever call slots come free.
+func (j *Judger) Wake(ch chan<- struct{}) {
+	j.wokenMu.Lock()
+	defer j.wokenMu.Unlock()
+	j.woken = append(j.woken, ch)
 }

@@ -1,4 +1,4 @@
-package router
+package fanout
 
 import (
 	"context"
@@ -12,14 +12,14 @@ import (
 // never see. A connection that cannot be read fails the batch's rules that
 // read requests, as the requests failing would: judged blind they could
 // see a secret.
-func (r *Router) readCredentials(ctx context.Context, b *batch, connectionIDs []string) {
+func (j *Judger) readCredentials(ctx context.Context, b *Batch, connectionIDs []string) {
 	b.credentials = make(map[string][]string, len(connectionIDs))
 	for _, id := range connectionIDs {
 		if _, ok := b.credentials[id]; ok {
 			continue
 		}
-		names, err := r.credentials.Get(id, r.cfg.Clock.Now(), func() ([]string, error) {
-			cn, err := r.cfg.Store.Connection(ctx, intake.Scope{}, id)
+		names, err := j.credentials.Get(id, j.cfg.Clock.Now(), func() ([]string, error) {
+			cn, err := j.cfg.Store.Connection(ctx, intake.Scope{}, id)
 			if intake.ErrorCode(err) == intake.ENOTFOUND {
 				return nil, nil // deleted: the word list alone applies
 			}
