@@ -25,13 +25,29 @@ const (
 var EventStates = []EventState{EventPending, EventDelivered, EventRetrying, EventDead, EventNoConsumer, EventFiltered}
 
 // eventTransitions is the one table every event state write goes through.
-// dead|no_consumer|filtered → pending is the operator's re-route.
-var eventTransitions = map[EventState][]EventState{
-	EventPending:    {EventDelivered, EventRetrying, EventNoConsumer, EventFiltered},
-	EventRetrying:   {EventRetrying, EventDelivered, EventDead, EventNoConsumer, EventFiltered},
-	EventDead:       {EventPending},
-	EventNoConsumer: {EventPending},
-	EventFiltered:   {EventPending},
+// dead|no_consumer|filtered → pending is the operator's re-route. A step
+// marked settle is no transition of its own but one a settle of routes
+// writes in one step (CheckEventPath): it leaves a waiting event where it
+// was, or passes through a state on the way (via).
+var eventTransitions = map[EventState][]eventStep{
+	EventPending: {{to: EventDelivered}, {to: EventRetrying}, {to: EventNoConsumer}, {to: EventFiltered},
+		// A fan-out whose routes all wait leaves the event pending.
+		{to: EventPending, settle: true},
+		// The first failed call was also the last.
+		{to: EventDead, settle: true, via: EventRetrying}},
+	EventRetrying:   {{to: EventRetrying}, {to: EventDelivered}, {to: EventDead}, {to: EventNoConsumer}, {to: EventFiltered}},
+	EventDead:       {{to: EventPending}},
+	EventNoConsumer: {{to: EventPending}},
+	EventFiltered:   {{to: EventPending}},
+}
+
+// eventStep is one entry of the event transition table.
+type eventStep struct {
+	to EventState
+	// settle: only a settle of routes takes the step (CheckEventPath),
+	// passing through via ("" for none) on its way.
+	settle bool
+	via    EventState
 }
 
 // Valid reports whether s is a declared event state.
@@ -44,11 +60,24 @@ func (s EventState) Valid() bool {
 	return false
 }
 
-// CheckEventTransition returns an EINVALID error unless from → to is in the
-// event transition table.
+// CheckEventTransition returns an EINVALID error unless from → to is a
+// transition of the event table.
 func CheckEventTransition(from, to EventState) error {
 	for _, t := range eventTransitions[from] {
-		if t == to {
+		if t.to == to && !t.settle {
+			return nil
+		}
+	}
+	return Errorf(EINVALID, "event cannot go from %s to %s", from, to)
+}
+
+// CheckEventPath is CheckEventTransition for a settle of routes, which may
+// also take the table's settle steps: stay pending, or pass through
+// retrying on its way (pending → dead: the first failure was also the
+// last).
+func CheckEventPath(from, to EventState) error {
+	for _, t := range eventTransitions[from] {
+		if t.to == to {
 			return nil
 		}
 	}

@@ -131,6 +131,9 @@ func DecideFanOut(in FanOutRead, f FanOut, now time.Time) (FannedOut, error) {
 			n.Waiting++
 			out.Wake = true
 		}
+		if err := CheckRouteTransition(routeUnwritten, r.State); err != nil {
+			return FannedOut{}, err
+		}
 		out.Routes = append(out.Routes, r)
 		if fr.Delivery != nil {
 			out.Deliveries = append(out.Deliveries, *fr.Delivery)

@@ -68,6 +68,73 @@ func TestEveryEventTransitionPairIsJudgedByTheTable(t *testing.T) {
 	}
 }
 
+// TestEveryEventPathPairIsJudgedByTheTable: a settle of routes may take
+// every transition, and besides them only the table's settle steps.
+func TestEveryEventPathPairIsJudgedByTheTable(t *testing.T) {
+	settleOnly := map[[2]intake.EventState]bool{
+		{"pending", "pending"}: true, // routes all wait
+		{"pending", "dead"}:    true, // through retrying
+	}
+	states := append([]intake.EventState{"failed", ""}, intake.EventStates...)
+	for _, from := range states {
+		for _, to := range states {
+			transition := intake.CheckEventTransition(from, to) == nil
+			err := intake.CheckEventPath(from, to)
+			if want := transition || settleOnly[[2]intake.EventState{from, to}]; want != (err == nil) {
+				t.Errorf("path %s → %s: err = %v", from, to, err)
+			}
+			if err != nil && intake.ErrorCode(err) != intake.EINVALID {
+				t.Errorf("path %s → %s: code %s", from, to, intake.ErrorCode(err))
+			}
+			if settleOnly[[2]intake.EventState{from, to}] && transition {
+				t.Errorf("%s → %s is a transition; only a settle may take it", from, to)
+			}
+		}
+	}
+	if intake.CheckEventPath(intake.EventDelivered, intake.EventRetrying) == nil {
+		t.Error("a settle took delivered → retrying")
+	}
+}
+
+// TestEveryRouteTransitionPairIsJudgedByTheTable walks every (from, to)
+// pair, "" (a route not yet written) and an undeclared state among them.
+func TestEveryRouteTransitionPairIsJudgedByTheTable(t *testing.T) {
+	allowed := map[[2]intake.RouteState]bool{
+		{"", "waiting"}:         true,
+		{"", "filtered"}:        true,
+		{"waiting", "waiting"}:  true,
+		{"waiting", "handled"}:  true,
+		{"waiting", "ignored"}:  true,
+		{"waiting", "filtered"}: true,
+		{"waiting", "dead"}:     true,
+		{"waiting", "dropped"}:  true,
+	}
+	states := append([]intake.RouteState{"bogus", ""}, intake.RouteStates...)
+	n := 0
+	for _, from := range states {
+		for _, to := range states {
+			err := intake.CheckRouteTransition(from, to)
+			if allowed[[2]intake.RouteState{from, to}] != (err == nil) {
+				t.Errorf("%q → %q: err = %v", from, to, err)
+			}
+			if err != nil && intake.ErrorCode(err) != intake.EINVALID {
+				t.Errorf("%q → %q: code %s", from, to, intake.ErrorCode(err))
+			}
+			n++
+		}
+	}
+	if n != 64 {
+		t.Fatalf("walked %d pairs", n)
+	}
+	// A route is settled for good exactly when the table lets it go
+	// nowhere.
+	for _, s := range intake.RouteStates {
+		if s.Done() != (s != intake.RouteWaiting) {
+			t.Errorf("%s: done %v", s, s.Done())
+		}
+	}
+}
+
 func TestClaimableStatesComeFromTheTable(t *testing.T) {
 	got := intake.MessageStatesInto(intake.MessageProcessing)
 	if len(got) != 2 || got[0] != intake.MessageQueued || got[1] != intake.MessageFailed {

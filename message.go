@@ -1,7 +1,6 @@
 package intake
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 )
@@ -151,51 +150,6 @@ func MessageStatesInto(to MessageState) []MessageState {
 // processes the message, charged to the body memory budget first, so a
 // batch of claims never holds a batch of large bodies uncounted.
 const ClaimBodyLimit = 256 << 10
-
-// ClaimBodies gives claimed messages their stored bodies as a store reads
-// them after the claim: a message stays body-expired until its body is
-// found.
-type ClaimBodies struct {
-	byID map[string]*Message
-	ids  []string
-}
-
-// NewClaimBodies prepares claims for their bodies.
-func NewClaimBodies(claims []Claim) ClaimBodies {
-	b := ClaimBodies{byID: make(map[string]*Message, len(claims)), ids: make([]string, 0, len(claims))}
-	for i := range claims {
-		m := &claims[i].Message
-		m.BodyExpired = true
-		b.byID[m.ID] = m
-		b.ids = append(b.ids, m.ID)
-	}
-	return b
-}
-
-// IDs are the messages whose bodies to read.
-func (b ClaimBodies) IDs() []string { return b.ids }
-
-// Fill gives message id its stored request: the JSON of its header, and
-// its body or the key of the body's object.
-func (b ClaimBodies) Fill(id string, header, body []byte, blobKey string) error {
-	m := b.byID[id]
-	if m == nil {
-		return nil
-	}
-	m.Body, m.BlobKey, m.BodyExpired = body, blobKey, false
-	return json.Unmarshal(header, &m.Header)
-}
-
-// Defer gives message id its stored header and the size of a body kept in
-// the database but not read with the claim (larger than ClaimBodyLimit).
-func (b ClaimBodies) Defer(id string, header []byte, size int64) error {
-	m := b.byID[id]
-	if m == nil {
-		return nil
-	}
-	m.DeferredBody, m.BodyExpired = size, false
-	return json.Unmarshal(header, &m.Header)
-}
 
 // CheckIngest is the rule for what ingest records: a received message
 // queued for any worker to claim, or one handed over to the local worker,

@@ -18,9 +18,6 @@ func PageLimit(n int) int {
 	return n
 }
 
-// Keyed is a row of a keyset-paginated list: its id orders the list.
-type Keyed interface{ Key() string }
-
 // Key is the message's place in its lists.
 func (m Message) Key() string { return m.ID }
 
@@ -29,18 +26,6 @@ func (e Event) Key() string { return e.ID }
 
 // Key is the entry's place in the audit log.
 func (a AuditEntry) Key() string { return a.ID }
-
-// KeysetPage makes a page of items read newest first with one row more
-// than limit: that extra row, when present, says there is a next page,
-// which starts after the last item kept.
-func KeysetPage[T Keyed](items []T, limit int) Page[T] {
-	p := Page[T]{Items: items}
-	if len(items) > limit {
-		p.Items = items[:limit]
-		p.NextCursor = items[limit-1].Key()
-	}
-	return p
-}
 
 // Reroute is the rule of an operator's re-route, for a store to apply
 // inside its transaction: an event in state may go back to pending only as

@@ -50,43 +50,6 @@ type PeopleGrant struct {
 	Role  Role
 }
 
-// StaffGrant is what a grant says instead of an org to make its group
-// staff: `intake-staff=staff`.
-const StaffGrant = "staff"
-
-// ParsePeopleMap reads --oidc-map lines, each `group=staff` or
-// `group=org[:role]` (the org by name; the role viewer, operator or admin,
-// viewer when left out: a person gets no more than the operator wrote).
-func ParsePeopleMap(lines []string) (PeopleMap, error) {
-	var m PeopleMap
-	for _, line := range lines {
-		group, target, ok := strings.Cut(line, "=")
-		group, target = strings.TrimSpace(group), strings.TrimSpace(target)
-		if !ok || group == "" || target == "" {
-			return nil, Errorf(EINVALID, "--oidc-map %q: want group=staff or group=org:role", line)
-		}
-		g := PeopleGrant{Group: group}
-		if target == StaffGrant {
-			g.Staff = true
-			m = append(m, g)
-			continue
-		}
-		g.Org, g.Role = target, RoleViewer
-		if i := strings.LastIndex(target, ":"); i >= 0 {
-			role, err := ParseRole(target[i+1:])
-			if err != nil || strings.TrimSpace(target[i+1:]) == "" {
-				return nil, Errorf(EINVALID, "--oidc-map %q: the role after the last ':' must be viewer, operator or admin", line)
-			}
-			g.Org, g.Role = strings.TrimSpace(target[:i]), role
-		}
-		if err := CheckName("--oidc-map org", g.Org); err != nil {
-			return nil, Errorf(EINVALID, "--oidc-map %q: name an org before the role", line)
-		}
-		m = append(m, g)
-	}
-	return m, nil
-}
-
 // Grants is what p's groups give, in the map's order: staff alone when any
 // group gives it; otherwise one grant per org, carrying the highest role
 // any of p's groups gives there. None: p may not sign in.

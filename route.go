@@ -42,8 +42,38 @@ var RouteStates = []RouteState{RouteWaiting, RouteHandled, RouteIgnored, RouteFi
 // attempt.
 const RouteLeaseExpired = "lease_expired: the call did not settle before its lease ran out"
 
-// Done reports whether the route is settled for good.
-func (s RouteState) Done() bool { return s != RouteWaiting }
+// routeUnwritten is no state a route is in: it is where a route stands
+// before a fan-out writes it, so the table says how a route starts.
+const routeUnwritten RouteState = ""
+
+// routeTransitions is the one table every route state write goes through.
+// A fan-out writes a route waiting, or filtered when the consumer's filter
+// declined the event; a call's settle moves a waiting route on: waiting
+// again after a failed call, or to a state it keeps for good. A settled
+// route never moves: an operator's re-route deletes the routes that did
+// not finish, and its fan-out writes them anew.
+var routeTransitions = map[RouteState][]RouteState{
+	routeUnwritten: {RouteWaiting, RouteFiltered},
+	RouteWaiting:   {RouteWaiting, RouteHandled, RouteIgnored, RouteFiltered, RouteDead, RouteDropped},
+}
+
+// CheckRouteTransition returns an EINVALID error unless from → to is in
+// the route transition table; from is "" for a route the write creates.
+func CheckRouteTransition(from, to RouteState) error {
+	for _, t := range routeTransitions[from] {
+		if t == to {
+			return nil
+		}
+	}
+	if from == routeUnwritten {
+		return Errorf(EINVALID, "a route cannot start %s", to)
+	}
+	return Errorf(EINVALID, "route cannot go from %s to %s", from, to)
+}
+
+// Done reports whether the route is settled for good: the table lets it go
+// nowhere.
+func (s RouteState) Done() bool { return len(routeTransitions[s]) == 0 }
 
 // Route is one event's progress toward one consumer.
 type Route struct {
@@ -154,19 +184,6 @@ func EventAfterRoutes(n RouteCounts) EventState {
 		return EventDead
 	}
 	return EventDelivered
-}
-
-// CheckEventPath is CheckEventTransition for a settle that may pass
-// through retrying on its way (pending → dead: the first failure was also
-// the last).
-func CheckEventPath(from, to EventState) error {
-	if from == to && (from == EventPending || from == EventRetrying) {
-		return nil
-	}
-	if from == EventPending && to == EventDead {
-		return CheckEventTransition(EventRetrying, EventDead)
-	}
-	return CheckEventTransition(from, to)
 }
 
 // TopicRoutes wakes the routers' delivery loops: routes were written or

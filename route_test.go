@@ -142,6 +142,35 @@ func TestAnEventsStateFollowsItsRoutes(t *testing.T) {
 	}
 }
 
+// TestEachSettleStepOfTheEventTableIsAPathOfItsTransitions: a settle
+// step stays where a waiting event is, or is two transitions through its
+// via.
+func TestEachSettleStepOfTheEventTableIsAPathOfItsTransitions(t *testing.T) {
+	steps := 0
+	for from, to := range eventTransitions {
+		for _, s := range to {
+			if !s.settle {
+				if s.via != "" {
+					t.Errorf("%s → %s: a transition names a via", from, s.to)
+				}
+				continue
+			}
+			steps++
+			switch {
+			case s.via == "":
+				if s.to != from || (from != EventPending && from != EventRetrying) {
+					t.Errorf("%s → %s: a settle step without a via must leave a waiting event where it was", from, s.to)
+				}
+			case CheckEventTransition(from, s.via) != nil || CheckEventTransition(s.via, s.to) != nil:
+				t.Errorf("%s → %s is no path through %s", from, s.to, s.via)
+			}
+		}
+	}
+	if steps != 2 {
+		t.Fatalf("%d settle steps, want pending → pending and pending → dead", steps)
+	}
+}
+
 func TestControlsRefuseWhatCannotBeMeant(t *testing.T) {
 	for _, c := range []Controls{
 		{RatePerSec: -1}, {RatePerSec: 1e9}, {MaxInFlight: -1}, {Retry: RetryPolicy{Attempts: 500}},

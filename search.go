@@ -40,7 +40,8 @@ const (
 )
 
 // Match is a partial JSON object an event's data must contain, judged as
-// PostgreSQL judges jsonb @> (Hookdeck-style partial matching): every key
+// PostgreSQL judges jsonb @> (Hookdeck-style partial matching; the
+// embedded store judges it with a matcher of its own): every key
 // of an object must be in the data with a value that contains the match's
 // value; an array contains another when each of the other's elements is
 // contained in one of its own (order and repeats do not matter); scalars
@@ -162,16 +163,6 @@ func (m Match) IsZero() bool { return m.text == "" }
 // String is m as compact JSON ("" for the zero Match).
 func (m Match) String() string { return m.text }
 
-// In reports whether data (a JSON document) contains m. Data that is not
-// JSON contains nothing.
-func (m Match) In(data []byte) bool {
-	if m.IsZero() {
-		return true
-	}
-	v, err := decodeJSON(data)
-	return err == nil && contains(v, m.obj)
-}
-
 // Strings lists the match's string values (not its keys), each once: text
 // an event's data holds wherever it contains m, for a store whose index
 // finds text.
@@ -198,85 +189,6 @@ func (m Match) Strings() []string {
 	}
 	walk(m.obj)
 	return out
-}
-
-// contains is jsonb's @>: whether have contains want.
-func contains(have, want any) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		h, ok := have.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, wv := range w {
-			hv, ok := h[k]
-			if !ok || !contains(hv, wv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		h, ok := have.([]any)
-		if !ok {
-			return false
-		}
-		for _, wv := range w {
-			found := false
-			for _, hv := range h {
-				if contains(hv, wv) {
-					found = true
-					break
-				}
-			}
-			if !found {
-				return false
-			}
-		}
-		return true
-	case json.Number:
-		h, ok := have.(json.Number)
-		return ok && sameNumber(string(h), string(w))
-	default: // string, bool, nil
-		return have == want
-	}
-}
-
-// sameNumber compares two JSON numbers by value, exactly (1, 1.0, 1e0 and
-// 10e-1 are one number), without building numbers of any size.
-func sameNumber(a, b string) bool {
-	if a == b {
-		return true
-	}
-	na, da, ea, oka := decimal(a)
-	nb, db, eb, okb := decimal(b)
-	return oka && okb && na == nb && da == db && ea == eb
-}
-
-// decimal writes a JSON number as sign, significant digits and the power
-// of ten of its last digit: "-12.50" is (true, "125", -1). Zero is
-// (false, "", 0) whatever its sign. ok is false for an exponent beyond
-// int32, which no store holds.
-func decimal(s string) (neg bool, digits string, exp int64, ok bool) {
-	if strings.HasPrefix(s, "-") {
-		neg, s = true, s[1:]
-	}
-	mant, e, hasExp := strings.Cut(strings.ToLower(s), "e")
-	if hasExp {
-		var err error
-		if exp, err = strconv.ParseInt(strings.TrimPrefix(e, "+"), 10, 32); err != nil {
-			return false, "", 0, false
-		}
-	}
-	whole, frac, _ := strings.Cut(mant, ".")
-	digits = whole + frac
-	exp -= int64(len(frac))
-	digits = strings.TrimLeft(digits, "0")
-	trimmed := strings.TrimRight(digits, "0")
-	exp += int64(len(digits) - len(trimmed))
-	if trimmed == "" {
-		return false, "", 0, true
-	}
-	return neg, trimmed, exp, true
 }
 
 // ParseWords splits q into the words a search requires, at white space:

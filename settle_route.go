@@ -250,6 +250,10 @@ func DecideRouteSettlements(in RouteSettleRead, batch []TimedRouteSettlement) Ro
 			}
 		}
 		r.LeaseUntil = time.Time{}
+		if err := CheckRouteTransition(was.State, r.State); err != nil {
+			d.Errs[i] = err
+			continue
+		}
 		n = moveCounts(n, was, r)
 		to := EventAfterRoutes(n)
 		if from == EventRetrying && to == EventPending {

@@ -113,6 +113,22 @@ func TestDecideRouteSettlements(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a call on a route settled for good writes nothing: it moves no more",
+		read: func() RouteSettleRead {
+			r := oneRoute(enabled, 0)
+			rt := r.Routes[RouteKey{"e1", "c1"}]
+			rt.State = RouteHandled
+			r.Routes[RouteKey{"e1", "c1"}] = rt
+			r.Counts["e1"] = RouteCounts{Total: 1}
+			return r
+		}(),
+		batch: []TimedRouteSettlement{call("e1", "c1", 1, DeliveryRetry)},
+		check: func(t *testing.T, d RouteSettleDecision) {
+			if d.Errs[0] == nil || len(d.Routes)+len(d.Deliveries)+len(d.Events)+len(d.Lanes) != 0 {
+				t.Fatalf("a settled route's call: %v, wrote %+v", d.Errs[0], d)
+			}
+		},
+	}, {
 		name:  "a deleted consumer's route is dropped",
 		read:  func() RouteSettleRead { r := oneRoute(enabled, 0); r.Consumers = nil; return r }(),
 		batch: []TimedRouteSettlement{call("e1", "c1", 1, DeliveryHandled)},

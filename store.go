@@ -380,13 +380,6 @@ type Issues interface {
 	WriteIssues(ctx context.Context, issues []IssueWrite, notices []Notice) error
 }
 
-// Loop is a background loop of the process: the worker, the router, the
-// sweeper, the replay runner, the quota watch. serve starts them together
-// and stops them together; Run returns once ctx ends.
-type Loop interface {
-	Run(ctx context.Context) error
-}
-
 // Wake-up topics.
 const (
 	TopicMessages = "messages"

@@ -38,7 +38,11 @@ var (
 		Groups: []string{"intake-staff"}}
 	bob = oidctest.Person{Username: "bob", Password: "bob-pw", Subject: "bob-1", Email: "bob@example.com",
 		Groups: []string{"everyone", "contractors"}}
-	peopleMap = []string{"intake-staff=staff", "acme-ops=acme:operator", "globex-ops=globex:operator"}
+	people = intake.PeopleMap{
+		{Group: "intake-staff", Staff: true},
+		{Group: "acme-ops", Org: "acme", Role: intake.RoleOperator},
+		{Group: "globex-ops", Org: "globex", Role: intake.RoleOperator},
+	}
 )
 
 // sessionCounter counts the sessions the console asks to record, so a
@@ -68,12 +72,9 @@ func newSSOEnv(t *testing.T, issuer string) *ssoEnv {
 	ctx := context.Background()
 	st := &sessionCounter{Store: testkit.SQLite(t)}
 	sealer := testkit.Sealer(t)
-	people, err := intake.ParsePeopleMap(peopleMap)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctl := control.New(control.Config{Store: st, Sealer: sealer, StaffToken: staffToken, People: people})
 	e := &ssoEnv{t: t, store: st}
+	var err error
 	for _, o := range []*intake.Org{&e.acme, &e.globex} {
 		name := map[*intake.Org]string{&e.acme: "acme", &e.globex: "globex"}[o]
 		if *o, _, err = ctl.CreateOrg(ctx, control.Caller{Actor: "staff"}, name); err != nil {

@@ -19,9 +19,12 @@ func TestSignInPersonGivesTheMappedOrgAndRoleAndAuditsThePerson(t *testing.T) {
 	ctx := context.Background()
 	s := testkit.SQLite(t)
 	sealer := testkit.Sealer(t)
-	people, err := intake.ParsePeopleMap([]string{"gone=initech:admin", "acme-ops=acme:operator", "acme-view=acme", "globex=globex:admin", "root=staff"})
-	if err != nil {
-		t.Fatal(err)
+	people := intake.PeopleMap{
+		{Group: "gone", Org: "initech", Role: intake.RoleAdmin},
+		{Group: "acme-ops", Org: "acme", Role: intake.RoleOperator},
+		{Group: "acme-view", Org: "acme", Role: intake.RoleViewer},
+		{Group: "globex", Org: "globex", Role: intake.RoleAdmin},
+		{Group: "root", Staff: true},
 	}
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	ctl := control.New(control.Config{Store: s, Sealer: sealer, People: people, Clock: testkit.NewClock(now)})

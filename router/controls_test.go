@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/router"
 )
 
@@ -194,18 +195,6 @@ func runRouters(t *testing.T, rs ...*router.Router) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
-// eventually polls cond until it holds or a hang guard's deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: never happened", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling for real goroutines, with a deadline
-	}
-}
-
 func TestPausingAndResumingWhileEventsFlowDeliversEachEventOnceToEachConsumer(t *testing.T) {
 	e := setup(t, func(c *router.Config) { c.Poll = 20 * time.Millisecond })
 	toggled := newServer(t, e.clock)
@@ -237,7 +226,7 @@ func TestPausingAndResumingWhileEventsFlowDeliversEachEventOnceToEachConsumer(t 
 		ids[i] = e.event(t, "stripe.invoice.paid")
 	}
 	wg.Wait()
-	eventually(t, "every event at both consumers", func() bool { return toggled.total() >= events && steady.total() >= events })
+	testkit.WaitFor(t, "every event at both consumers", func() bool { return toggled.total() >= events && steady.total() >= events })
 	for _, id := range ids {
 		if ev, _ := e.get(t, id); ev.State != intake.EventDelivered {
 			t.Errorf("event %s is %s", id, ev.State)
@@ -267,7 +256,7 @@ func TestMaxInFlightOneMakesCallsOneAtATimeAcrossRouters(t *testing.T) {
 	}
 	other := router.New(router.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, Poll: 20 * time.Millisecond})
 	runRouters(t, e.r, other)
-	eventually(t, "every event at both consumers", func() bool { return serial.total() == 20 && free.total() == 20 })
+	testkit.WaitFor(t, "every event at both consumers", func() bool { return serial.total() == 20 && free.total() == 20 })
 	if p := serial.peakInFlight(); p != 1 {
 		t.Fatalf("peak concurrency %d at the max_in_flight 1 consumer", p)
 	}

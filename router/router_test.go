@@ -1,7 +1,6 @@
 package router_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -62,7 +61,7 @@ func setup(t *testing.T, opts ...func(*router.Config)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	sealer, _ := seal.New(bytes.Repeat([]byte{9}, 32))
+	sealer := testkit.Sealer(t)
 	e := &env{store: s, sealer: sealer, clock: testkit.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}
 	e.org = intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: e.clock.Now()}
 	e.conn = intake.Connection{ID: intake.NewID(), OrgID: e.org.ID, Provider: "stripe", Name: "s", CreatedAt: e.clock.Now()}

@@ -4,31 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/testkit/clock"
 )
-
-// steppingClock moves on by step every time it is read, so a dry run's
-// duration is known without measuring anything.
-type steppingClock struct {
-	mu   sync.Mutex
-	now  time.Time
-	step time.Duration
-}
-
-func (c *steppingClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(c.step)
-	return c.now
-}
 
 func newTestEngine(t *testing.T) *Engine {
 	t.Helper()
-	e, err := New(Config{ScriptTimeout: 10 * time.Second}, &steppingClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), step: 3 * time.Millisecond})
+	// Each read of the clock moves it on 3 ms, so a dry run's duration is
+	// known without measuring anything.
+	c := clock.New(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	c.Tick(3 * time.Millisecond)
+	e, err := New(Config{ScriptTimeout: 10 * time.Second}, c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/blob"
 	"github.com/intakehq/intake/internal/fair"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/worker"
 )
@@ -108,21 +109,21 @@ func TestAStoredBodyWaitsForRoomInTheBodyMemoryBudget(t *testing.T) {
 			a := kept.put(e, blobs, e.conn, e.ep, aBody)
 
 			store := &countedReleases{Store: e.store, released: map[string]int{}}
-			w := worker.New(worker.Config{Store: store, Sealer: mustSealer(), Clock: e.clock, Poll: 5 * time.Millisecond,
+			w := worker.New(worker.Config{Store: store, Sealer: e.sealer, Clock: e.clock, Poll: 5 * time.Millisecond,
 				Concurrency: 4, Blobs: blobs, BodyMemory: budget})
 			runWorker(t, w)
 			processed := func(id string) bool { return e.message(t, id).State == intake.MessageProcessed }
-			waitFor(t, "A's body processed while B holds its bound", func() bool { return processed(a) })
+			testkit.WaitFor(t, "A's body processed while B holds its bound", func() bool { return processed(a) })
 			// Claimed and released again while it waits: never settled, and no
 			// attempt spent.
-			waitFor(t, "B's message released for want of room", func() bool { return store.of(b) > 0 })
+			testkit.WaitFor(t, "B's message released for want of room", func() bool { return store.of(b) > 0 })
 			if m := e.message(t, b); m.State == intake.MessageProcessed || m.Attempt > 1 || len(m.EventIDs) != 0 {
 				t.Fatalf("B's message past its bound is %s at attempt %d with %d events; want it waiting", m.State, m.Attempt, len(m.EventIDs))
 			}
 
 			held()
-			waitFor(t, "B's body processed once its room was given back", func() bool { return processed(b) })
-			waitFor(t, "every byte given back after the settles", func() bool { return budget.Held("") == 0 })
+			testkit.WaitFor(t, "B's body processed once its room was given back", func() bool { return processed(b) })
+			testkit.WaitFor(t, "every byte given back after the settles", func() bool { return budget.Held("") == 0 })
 			for _, id := range []string{a, b} {
 				if m := e.message(t, id); len(m.EventIDs) != 1 || m.Attempt != 1 {
 					t.Fatalf("message %s made %d events at attempt %d, want 1 at the first", id, len(m.EventIDs), m.Attempt)
@@ -153,10 +154,10 @@ func TestAnOrgWaitingForBodyMemoryHoldsOneSlotWhileAnotherOrgsMessageStarts(t *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Poll: 5 * time.Millisecond,
+	w := worker.New(worker.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, Poll: 5 * time.Millisecond,
 		Concurrency: 2, Blobs: blobs, BodyMemory: budget})
 	runWorker(t, w)
-	waitFor(t, "B's first message claimed", func() bool {
+	testkit.WaitFor(t, "B's first message claimed", func() bool {
 		for _, id := range b {
 			if e.message(t, id).State == intake.MessageProcessing {
 				return true
@@ -166,16 +167,16 @@ func TestAnOrgWaitingForBodyMemoryHoldsOneSlotWhileAnotherOrgsMessageStarts(t *t
 	})
 	a := e.receive(t, "new-secret", `{"id":"evt_a","type":"paid"}`)
 	processed := func(id string) bool { return e.message(t, id).State == intake.MessageProcessed }
-	waitFor(t, "A's message processed in the slot B does not hold", func() bool { return processed(a) })
+	testkit.WaitFor(t, "A's message processed in the slot B does not hold", func() bool { return processed(a) })
 
 	held()
 	for _, id := range b {
-		waitFor(t, "each of B's messages processed once its room was given back", func() bool { return processed(id) })
+		testkit.WaitFor(t, "each of B's messages processed once its room was given back", func() bool { return processed(id) })
 		if m := e.message(t, id); m.Attempt != 1 || len(m.EventIDs) != 1 {
 			t.Fatalf("B's message %s made %d events at attempt %d, want 1 at the first", id, len(m.EventIDs), m.Attempt)
 		}
 	}
-	waitFor(t, "every byte given back after the settles", func() bool { return budget.Held("") == 0 })
+	testkit.WaitFor(t, "every byte given back after the settles", func() bool { return budget.Held("") == 0 })
 }
 
 // gatedBlobs is object storage whose answers to opens overlap: an open
@@ -229,11 +230,11 @@ func TestAnOrgsStoredBodiesAreReadSideBySideWhileThereIsRoom(t *testing.T) {
 	}
 	gate := &gatedBlobs{Blobs: mem, n: 2, all: make(chan struct{})}
 	budget := &fair.Budget{What: "body memory", Total: 1 << 30, Wait: time.Minute}
-	w := worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Poll: 5 * time.Millisecond,
+	w := worker.New(worker.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, Poll: 5 * time.Millisecond,
 		Concurrency: 2, Blobs: gate, BodyMemory: budget})
 	runWorker(t, w)
 	for _, id := range ids {
-		waitFor(t, "each body processed", func() bool { return e.message(t, id).State == intake.MessageProcessed })
+		testkit.WaitFor(t, "each body processed", func() bool { return e.message(t, id).State == intake.MessageProcessed })
 	}
 	if !gate.overlapped() {
 		t.Fatal("the org's second body was opened only once the first was read, with room for both")

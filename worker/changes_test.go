@@ -1,12 +1,10 @@
 package worker_test
 
 import (
-	"bytes"
 	"context"
 	"testing"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/internal/seal"
 )
 
 func TestARetiredSecretStopsVerifyingOnTheNextMessage(t *testing.T) {
@@ -16,8 +14,7 @@ func TestARetiredSecretStopsVerifyingOnTheNextMessage(t *testing.T) {
 	if m := e.message(t, first); m.State != intake.MessageProcessed {
 		t.Fatalf("before the rotation: %s %s", m.State, m.Outcome)
 	}
-	sealer, _ := seal.New(bytes.Repeat([]byte{7}, 32))
-	sealed, _ := sealer.SealSecrets([]string{"new-secret"}, []byte(e.conn.ID))
+	sealed, _ := e.sealer.SealSecrets([]string{"new-secret"}, []byte(e.conn.ID))
 	if err := e.store.ReplaceConnectionSecrets(context.Background(), intake.Scope{}, e.conn.ID, sealed); err != nil {
 		t.Fatal(err)
 	}

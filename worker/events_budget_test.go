@@ -15,6 +15,7 @@ import (
 	"github.com/intakehq/intake/internal/fair"
 	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/metrics"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/worker"
 )
 
@@ -55,14 +56,14 @@ func TestAnOrgPastItsEventsBudgetWaitsWhileAnotherOrgsMessagesFlowAndNothingIsLo
 		b = append(b, e.receiveFor(t, bConn, bEp, fmt.Sprintf(`{"id":"evt_b%d","type":"bulk","many":10}`, i)).ID)
 	}
 	m := metrics.New()
-	w := worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Poll: 5 * time.Millisecond,
+	w := worker.New(worker.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, Poll: 5 * time.Millisecond,
 		Concurrency: 1, Metrics: m, Events: &fair.Rates{What: "events", Every: 10, Burst: 10}})
 	runWorker(t, w)
 
 	processed := func(id string) bool { return e.message(t, id).State == intake.MessageProcessed }
-	waitFor(t, "B's first two messages processed", func() bool { return processed(b[0]) && processed(b[1]) })
+	testkit.WaitFor(t, "B's first two messages processed", func() bool { return processed(b[0]) && processed(b[1]) })
 	a := e.receive(t, "new-secret", `{"id":"evt_a","type":"paid"}`)
-	waitFor(t, "A's message processed while B is past its budget", func() bool { return processed(a) })
+	testkit.WaitFor(t, "A's message processed while B is past its budget", func() bool { return processed(a) })
 	for _, id := range b[2:] {
 		if m := e.message(t, id); m.State != intake.MessageQueued || m.Attempt != 0 {
 			t.Fatalf("B's message past its budget is %s at attempt %d; want it queued, untouched", m.State, m.Attempt)
@@ -74,7 +75,7 @@ func TestAnOrgPastItsEventsBudgetWaitsWhileAnotherOrgsMessagesFlowAndNothingIsLo
 
 	for i, id := range b[2:] {
 		e.clock.Advance(time.Second)
-		waitFor(t, fmt.Sprintf("B's message %d processed once its budget refilled", i+3), func() bool { return processed(id) })
+		testkit.WaitFor(t, fmt.Sprintf("B's message %d processed once its budget refilled", i+3), func() bool { return processed(id) })
 	}
 	for _, id := range b {
 		if n := len(e.message(t, id).EventIDs); n != 10 {
@@ -91,23 +92,23 @@ func TestAnOrgPastItsEventsBudgetWaitsWhileAnotherOrgsMessagesFlowAndNothingIsLo
 func TestAHandedOverMessageOfAnOrgPastItsEventsBudgetIsReleasedBeforeItsLeaseRunsOut(t *testing.T) {
 	e := setup(t)
 	h := handoff.NewMessages(8, time.Minute)
-	w := worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Poll: 5 * time.Millisecond,
+	w := worker.New(worker.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, Poll: 5 * time.Millisecond,
 		Concurrency: 1, Handoff: h, HandoffWait: 2 * time.Second, Events: &fair.Rates{What: "events", Every: 1, Burst: 10}})
 	runWorker(t, w)
 
 	first := e.handOver(t, h, `{"id":"evt_1","type":"bulk","many":10}`, true)
 	second := e.handOver(t, h, `{"id":"evt_2","type":"bulk","many":10}`, true)
-	waitFor(t, "the first two messages processed", func() bool {
+	testkit.WaitFor(t, "the first two messages processed", func() bool {
 		return e.message(t, first).State == intake.MessageProcessed && e.message(t, second).State == intake.MessageProcessed
 	})
 	held := e.handOver(t, h, `{"id":"evt_3","type":"bulk","many":10}`, true)
 	e.clock.Advance(3 * time.Second) // past HandoffWait, and 7s short of the budget's refill
-	waitFor(t, "the held message released", func() bool { return e.message(t, held).Attempt == 0 })
+	testkit.WaitFor(t, "the held message released", func() bool { return e.message(t, held).Attempt == 0 })
 	if m := e.message(t, held); m.LeaseUntil.After(e.clock.Now()) {
 		t.Fatalf("the released message is still leased until %v", m.LeaseUntil)
 	}
 	e.clock.Advance(8 * time.Second)
-	waitFor(t, "the released message processed once the budget refilled", func() bool {
+	testkit.WaitFor(t, "the released message processed once the budget refilled", func() bool {
 		return e.message(t, held).State == intake.MessageProcessed
 	})
 }
@@ -125,12 +126,12 @@ func TestAnOrgsMessagesRunOneAtATimeWhenTheirEventsWouldOvershootItsBudget(t *te
 	for i := range 8 {
 		b = append(b, e.receiveFor(t, bConn, bEp, fmt.Sprintf(`{"id":"evt_b%d","type":"bulk","many":10}`, i)).ID)
 	}
-	w := worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Poll: 5 * time.Millisecond,
+	w := worker.New(worker.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, Poll: 5 * time.Millisecond,
 		Concurrency: 8, Events: &fair.Rates{What: "events", Every: 10, Burst: 10}})
 	runWorker(t, w)
 
 	processed := func(id string) bool { return e.message(t, id).State == intake.MessageProcessed }
-	waitFor(t, "B's first two messages processed", func() bool {
+	testkit.WaitFor(t, "B's first two messages processed", func() bool {
 		n := 0
 		for _, id := range b {
 			if processed(id) {
@@ -140,7 +141,7 @@ func TestAnOrgsMessagesRunOneAtATimeWhenTheirEventsWouldOvershootItsBudget(t *te
 		return n >= 2
 	})
 	a := e.receive(t, "new-secret", `{"id":"evt_a","type":"paid"}`)
-	waitFor(t, "A's message processed", func() bool { return processed(a) })
+	testkit.WaitFor(t, "A's message processed", func() bool { return processed(a) })
 	n := 0
 	for _, id := range b {
 		if processed(id) {

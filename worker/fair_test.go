@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/worker"
 )
@@ -36,7 +37,7 @@ func (e *env) otherOrg(t *testing.T) (intake.Connection, intake.Endpoint) {
 	org := intake.Org{ID: intake.NewID(), Name: "beta", CreatedAt: e.clock.Now()}
 	c := e.conn
 	c.ID, c.OrgID = intake.NewID(), org.ID
-	c.SealedSecrets, _ = mustSealer().SealSecrets([]string{"new-secret"}, []byte(c.ID))
+	c.SealedSecrets, _ = e.sealer.SealSecrets([]string{"new-secret"}, []byte(c.ID))
 	ep := intake.Endpoint{ID: intake.NewID(), OrgID: org.ID, ConnectionID: c.ID, TokenHash: []byte(c.ID),
 		Enabled: true, MaxBodyBytes: 1 << 20, CreatedAt: e.clock.Now()}
 	for _, err := range []error{e.store.CreateOrg(ctx, org, intake.APIKey{ID: intake.NewID(), Prefix: "ik_beta", Hash: []byte(org.ID)}),
@@ -62,7 +63,7 @@ func TestOneOrgsBacklogDoesNotWaitInFrontOfAnotherOrgsMessage(t *testing.T) {
 	e.clock.Advance(time.Second)
 	mine := e.receive(t, "new-secret", `{"id":"evt_a","type":"paid"}`)
 	store := &permittedSettles{Store: e.store, permits: make(chan struct{}), arrived: make(chan string, 100)}
-	w := worker.New(worker.Config{Store: store, Sealer: mustSealer(), Clock: e.clock, Poll: 5 * time.Millisecond, Concurrency: 2, Batch: 2})
+	w := worker.New(worker.Config{Store: store, Sealer: e.sealer, Clock: e.clock, Poll: 5 * time.Millisecond, Concurrency: 2, Batch: 2})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
@@ -73,7 +74,7 @@ func TestOneOrgsBacklogDoesNotWaitInFrontOfAnotherOrgsMessage(t *testing.T) {
 			t.Fatalf("the first attempts were org %s's; want the backlog's", org)
 		}
 	}
-	waitFor(t, "A's message claimed while B's attempts hold every slot", func() bool {
+	testkit.WaitFor(t, "A's message claimed while B's attempts hold every slot", func() bool {
 		return e.message(t, mine).State == intake.MessageProcessing
 	})
 	store.permits <- struct{}{} // one of B's attempts settles; its slot frees

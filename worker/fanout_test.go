@@ -30,15 +30,15 @@ func TestTheSettleFansItsEventsOutAndTheRouterMakesTheFirstCall(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := intake.Consumer{ID: intake.NewID(), OrgID: e.ep.OrgID, Name: "app", App: "app", URL: srv.URL, EventTypes: []string{"*"},
 		Enabled: true, CreatedAt: e.clock.Now()}
-	c.SealedSecret = mustSealer().Seal([]byte(delivery.NewSecret()), []byte(c.ID))
+	c.SealedSecret = e.sealer.Seal([]byte(delivery.NewSecret()), []byte(c.ID))
 	if err := e.store.CreateConsumer(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	calls := handoff.NewCalls()
 	judger := fanout.New(fanout.Config{Store: e.store, Clock: e.clock})
-	rt := router.New(router.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, FanOut: judger, Calls: calls,
+	rt := router.New(router.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, FanOut: judger, Calls: calls,
 		Sender: delivery.NewSender(delivery.Options{Timeout: 5 * time.Second, Policy: delivery.DefaultPolicy()})})
-	e.w = worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, FanOut: judger, Calls: calls})
+	e.w = worker.New(worker.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, FanOut: judger, Calls: calls})
 
 	id := e.receive(t, "new-secret", `{"id":"evt_1","type":"paid"}`)
 	e.run(t)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/handoff"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/worker"
 )
@@ -53,21 +54,11 @@ func (e *env) handOver(t *testing.T, h *handoff.Messages, body string, give bool
 	return m.ID
 }
 
-// waitFor polls cond until it holds: the worker runs on its own goroutines.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-	}
-}
-
 func TestAHandedOverMessageIsProcessedWithNoClaim(t *testing.T) {
 	e := setup(t)
 	h := handoff.NewMessages(8, time.Minute)
 	store := &countedClaims{Store: e.store}
-	w := worker.New(worker.Config{Store: store, Sealer: mustSealer(), Clock: e.clock, Poll: time.Hour, Handoff: h})
+	w := worker.New(worker.Config{Store: store, Sealer: e.sealer, Clock: e.clock, Poll: time.Hour, Handoff: h})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
@@ -76,7 +67,7 @@ func TestAHandedOverMessageIsProcessedWithNoClaim(t *testing.T) {
 		ids = append(ids, e.handOver(t, h, body, true))
 	}
 	for _, id := range ids {
-		waitFor(t, "handed-over message processed", func() bool { return e.message(t, id).State == intake.MessageProcessed })
+		testkit.WaitFor(t, "handed-over message processed", func() bool { return e.message(t, id).State == intake.MessageProcessed })
 	}
 	cancel()
 	<-done
@@ -133,7 +124,7 @@ func TestADrainingWorkerReleasesWhatWasHandedOverButNotStarted(t *testing.T) {
 	h := handoff.NewMessages(8, time.Minute)
 	first := e.handOver(t, h, `{"id":"evt_1","type":"paid"}`, true)
 	second := e.handOver(t, h, `{"id":"evt_2","type":"paid"}`, true)
-	w := worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Handoff: h})
+	w := worker.New(worker.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, Handoff: h})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // stopped before it took anything
 	w.Run(ctx)
@@ -160,12 +151,12 @@ func TestAHandedOverMessageWhoseLeaseRanOutWhileWaitingIsLeftToAClaim(t *testing
 	id := e.handOver(t, h, `{"id":"evt_1","type":"paid"}`, true)
 	e.clock.Advance(time.Minute) // another process may claim it now
 	store := &countedClaims{Store: e.store, none: true}
-	w := worker.New(worker.Config{Store: store, Sealer: mustSealer(), Clock: e.clock, Poll: time.Hour, Handoff: h})
+	w := worker.New(worker.Config{Store: store, Sealer: e.sealer, Clock: e.clock, Poll: time.Hour, Handoff: h})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
 	// Run takes what was handed over before its first claim.
-	waitFor(t, "the first claim", func() bool { return store.claims.Load() > 0 })
+	testkit.WaitFor(t, "the first claim", func() bool { return store.claims.Load() > 0 })
 	cancel()
 	<-done
 	if m := e.message(t, id); m.State != intake.MessageProcessing || m.Attempt != 1 {

@@ -11,13 +11,13 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/metrics"
-	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/worker"
 )
 
 func TestSecretsThisProcessCannotOpenAreReleasedNeverRetriedToDeath(t *testing.T) {
 	e := setup(t)
-	wrongKey, _ := seal.New(bytes.Repeat([]byte{8}, 32))
+	wrongKey := testkit.Sealer(t) // not the key that sealed the connection's secrets
 	var logs bytes.Buffer
 	m := metrics.New()
 	stray := worker.New(worker.Config{Store: e.store, Sealer: wrongKey, Clock: e.clock, KeyRetry: 10 * time.Second,

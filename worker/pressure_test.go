@@ -11,6 +11,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/handoff"
 	"github.com/intakehq/intake/internal/pressure"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/store/sqlite"
 	"github.com/intakehq/intake/worker"
 )
@@ -46,7 +47,7 @@ func TestABurstIsAcknowledgedWhileProcessingHoldsBackThenTheBacklogDrains(t *tes
 	}
 	store := &gatedSettles{Store: e.store, gate: make(chan struct{})}
 	h := handoff.NewMessages(8, time.Minute)
-	w := worker.New(worker.Config{Store: store, Sealer: mustSealer(), Clock: e.clock, Poll: 5 * time.Millisecond,
+	w := worker.New(worker.Config{Store: store, Sealer: e.sealer, Clock: e.clock, Poll: 5 * time.Millisecond,
 		Concurrency: 8, Handoff: h, Pressure: p, HandoffWait: 2 * time.Second})
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -55,7 +56,7 @@ func TestABurstIsAcknowledgedWhileProcessingHoldsBackThenTheBacklogDrains(t *tes
 	release := func() { open.Do(func() { close(store.gate) }) }
 	defer func() { release(); cancel(); <-done }() // a failed wait must not leave attempts blocked
 
-	waitFor(t, "one attempt in flight", func() bool { return store.inFlight.Load() == 1 })
+	testkit.WaitFor(t, "one attempt in flight", func() bool { return store.inFlight.Load() == 1 })
 	var handed []string
 	for i := range 3 {
 		handed = append(handed, e.handOver(t, h, fmt.Sprintf(`{"id":"evt_h%d","type":"paid"}`, i), true))
@@ -64,7 +65,7 @@ func TestABurstIsAcknowledgedWhileProcessingHoldsBackThenTheBacklogDrains(t *tes
 	// once they have waited HandoffWait it releases them for a claim.
 	e.clock.Advance(2 * time.Second)
 	for _, id := range handed {
-		waitFor(t, "handed-over message released", func() bool { return e.message(t, id).Attempt == 0 })
+		testkit.WaitFor(t, "handed-over message released", func() bool { return e.message(t, id).Attempt == 0 })
 	}
 	if top := store.top.Load(); top != 1 {
 		t.Fatalf("%d attempts ran at once while ingest was under pressure; want 1 (one in eight slots)", top)
@@ -81,10 +82,10 @@ func TestABurstIsAcknowledgedWhileProcessingHoldsBackThenTheBacklogDrains(t *tes
 		p.Leave()
 	}
 	// Calm again: the worker fills its slots.
-	waitFor(t, "the worker resumes in full", func() bool { return store.inFlight.Load() == 8 })
+	testkit.WaitFor(t, "the worker resumes in full", func() bool { return store.inFlight.Load() == 8 })
 	release()
 	for _, id := range append(burst, handed...) {
-		waitFor(t, "backlog drained", func() bool { return e.message(t, id).State == intake.MessageProcessed })
+		testkit.WaitFor(t, "backlog drained", func() bool { return e.message(t, id).State == intake.MessageProcessed })
 	}
 	if st, err = e.store.Stats(ctx, e.clock.Now()); err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ func (e *env) signedAt(t *testing.T, providerName, secret string, signed, receiv
 	ctx := context.Background()
 	conn := intake.Connection{ID: intake.NewID(), OrgID: e.ep.OrgID, Provider: providerName, Name: providerName + "-" + intake.NewID(),
 		CreatedAt: e.clock.Now()}
-	conn.SealedSecrets, _ = mustSealer().SealSecrets([]string{secret}, []byte(conn.ID))
+	conn.SealedSecrets, _ = e.sealer.SealSecrets([]string{secret}, []byte(conn.ID))
 	ep := intake.Endpoint{ID: intake.NewID(), OrgID: e.ep.OrgID, ConnectionID: conn.ID, TokenHash: []byte(conn.ID),
 		Enabled: true, MaxBodyBytes: 1 << 20, CreatedAt: e.clock.Now()}
 	if err := e.store.CreateConnection(ctx, conn); err != nil {
@@ -78,7 +78,7 @@ func TestSignatureTimestampIsJudgedAgainstReceiptNotTheRetryOrReplayTime(t *test
 			e := setup(t)
 			ctx := context.Background()
 			store := &failFirstSettle{Store: e.store}
-			w := worker.New(worker.Config{Store: store, Sealer: mustSealer(), Clock: e.clock, Backoff: intake.Backoff{Base: 10 * time.Second}})
+			w := worker.New(worker.Config{Store: store, Sealer: e.sealer, Clock: e.clock, Backoff: intake.Backoff{Base: 10 * time.Second}})
 			id := e.signedAt(t, p.provider, p.secret, e.clock.Now(), e.clock.Now())
 			if _, err := w.RunOnce(ctx); err != nil {
 				t.Fatal(err)
@@ -98,7 +98,7 @@ func TestSignatureTimestampIsJudgedAgainstReceiptNotTheRetryOrReplayTime(t *test
 			}
 
 			e.clock.Advance(24 * time.Hour)
-			ctl := control.New(control.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock})
+			ctl := control.New(control.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock})
 			replay, err := ctl.ReplayMessage(ctx, control.Caller{Actor: "staff"}, id)
 			if err != nil {
 				t.Fatal(err)

@@ -92,11 +92,12 @@ var adapter = &testAdapter{}
 func init() { provider.Register(adapter) }
 
 type env struct {
-	store *sqlite.Store
-	clock *testkit.Clock
-	w     *worker.Worker
-	conn  intake.Connection
-	ep    intake.Endpoint
+	store  *sqlite.Store
+	sealer *seal.Sealer
+	clock  *testkit.Clock
+	w      *worker.Worker
+	conn   intake.Connection
+	ep     intake.Endpoint
 }
 
 func setup(t *testing.T) *env {
@@ -107,8 +108,8 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	sealer, _ := seal.New(bytes.Repeat([]byte{7}, 32))
-	e := &env{store: s, clock: testkit.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}
+	sealer := testkit.Sealer(t)
+	e := &env{store: s, sealer: sealer, clock: testkit.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}
 	org := intake.Org{ID: intake.NewID(), Name: "acme", CreatedAt: e.clock.Now()}
 	e.conn = intake.Connection{ID: intake.NewID(), OrgID: org.ID, Provider: "worker-test", Name: "t", CreatedAt: e.clock.Now()}
 	// Two active secrets, as during a rotation.
@@ -333,7 +334,7 @@ func TestTwoWorkersRacingSettleEachMessageOnce(t *testing.T) {
 	for i := range 40 {
 		ids = append(ids, e.receive(t, "new-secret", fmt.Sprintf(`{"id":"evt_%d","type":"paid"}`, i)))
 	}
-	other := worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Batch: 5})
+	other := worker.New(worker.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, Batch: 5})
 	var wg sync.WaitGroup
 	for _, w := range []*worker.Worker{e.w, other} {
 		wg.Add(1)
@@ -363,14 +364,9 @@ func TestTwoWorkersRacingSettleEachMessageOnce(t *testing.T) {
 	}
 }
 
-func mustSealer() *seal.Sealer {
-	s, _ := seal.New(bytes.Repeat([]byte{7}, 32))
-	return s
-}
-
 func TestRunWakesOnIngestWithoutWaitingForThePoll(t *testing.T) {
 	e := setup(t)
-	w := worker.New(worker.Config{Store: e.store, Sealer: mustSealer(), Clock: e.clock, Poll: time.Hour})
+	w := worker.New(worker.Config{Store: e.store, Sealer: e.sealer, Clock: e.clock, Poll: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
@@ -423,7 +419,7 @@ func (f flakySettle) SettleMessage(ctx context.Context, now time.Time, s intake.
 
 func TestResultThatCannotCommitIsATransientFailure(t *testing.T) {
 	e := setup(t)
-	w := worker.New(worker.Config{Store: flakySettle{e.store}, Sealer: mustSealer(), Clock: e.clock,
+	w := worker.New(worker.Config{Store: flakySettle{e.store}, Sealer: e.sealer, Clock: e.clock,
 		Backoff: intake.Backoff{Base: 10 * time.Second}})
 	id := e.receive(t, "new-secret", `{"id":"evt_1","type":"paid"}`)
 	if _, err := w.RunOnce(context.Background()); err != nil {
@@ -444,7 +440,7 @@ func TestASecretAddedMomentsAgoVerifiesDespiteTheRowCache(t *testing.T) {
 	e := setup(t)
 	first := e.receive(t, "new-secret", `{"id":"evt_1","type":"paid"}`)
 	e.run(t) // caches the connection row
-	sealed, _ := mustSealer().SealSecrets([]string{"new-secret", "newest-secret"}, []byte(e.conn.ID))
+	sealed, _ := e.sealer.SealSecrets([]string{"new-secret", "newest-secret"}, []byte(e.conn.ID))
 	if err := e.store.ReplaceConnectionSecrets(context.Background(), intake.Scope{}, e.conn.ID, sealed); err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +465,7 @@ func TestAMessageSentToARotatedURLWithinTheOverlapVerifiesAgainstThatURL(t *test
 	e := setup(t)
 	ctx := context.Background()
 	oldURL, newURL := "https://hooks.example.com/webhooks/tok123", "https://hooks.example.com/webhooks/tok456"
-	rotated, err := e.ep.RotateToken([]byte("new-hash"), mustSealer().Seal([]byte("tok456"), []byte(e.ep.ID)), e.clock.Now(), time.Hour)
+	rotated, err := e.ep.RotateToken([]byte("new-hash"), e.sealer.Seal([]byte("tok456"), []byte(e.ep.ID)), e.clock.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -370,7 +370,7 @@ func (c *ServeCmd) Run() error {
 	// console; claims spread them over the processes, jobs take turns, and
 	// a stopped one's are taken over.
 	// The sweeper and the notifier run on one process at a time.
-	loops := []intake.Loop{w, rt,
+	loops := []Loop{w, rt,
 		&ingress.QuotaWatch{Quota: quota, Store: store, Every: 5 * time.Second, Logger: log},
 		ctl.Runner(log),
 		leading{job: "sweeper", lead: lead, loop: sweeper.New(sweeper.Config{Store: store, Clock: clock,
@@ -719,7 +719,7 @@ func (c *ServeCmd) singleSignOn() (console.SingleSignOn, intake.PeopleMap, error
 	if len(c.OIDCMap) == 0 {
 		return console.SingleSignOn{}, nil, errors.New("--oidc-map is required with --oidc-issuer: without it nobody may sign in")
 	}
-	people, err := intake.ParsePeopleMap(c.OIDCMap)
+	people, err := parsePeopleMap(c.OIDCMap)
 	if err != nil {
 		return console.SingleSignOn{}, nil, errors.New(intake.ErrorMessage(err))
 	}
@@ -739,7 +739,7 @@ type lead func(ctx context.Context, job string, fn func(context.Context))
 type leading struct {
 	job  string
 	lead lead
-	loop intake.Loop
+	loop Loop
 }
 
 func (l leading) Run(ctx context.Context) error {

@@ -15,17 +15,16 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/seal"
+	"github.com/intakehq/intake/internal/testkit/clock"
 	"github.com/intakehq/intake/rules"
 	"github.com/intakehq/intake/store/postgres"
 	"github.com/intakehq/intake/store/postgres/pgtest"
 	"github.com/intakehq/intake/store/sqlite"
 )
 
-// Clock is an intake.Clock that moves only when a test says so.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// Clock is an intake.Clock that moves only when a test says so: the one
+// of package clock.
+type Clock = clock.Clock
 
 // Stores opens a fresh store of each kind, by name, for a test that runs
 // on both: t.Run(name, …) over it.
@@ -35,16 +34,7 @@ var Stores = map[string]func(testing.TB) intake.Store{
 }
 
 // NewClock returns a clock showing t.
-func NewClock(t time.Time) *Clock { return &Clock{t: t} }
-
-// Now is the clock's time.
-func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-// Advance moves the clock on by d.
-func (c *Clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
-// Set moves the clock to t.
-func (c *Clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+func NewClock(t time.Time) *Clock { return clock.New(t) }
 
 // SQLite opens the embedded store on a fresh file, closed when the test
 // ends.
@@ -204,11 +194,14 @@ func Sealer(t testing.TB) *seal.Sealer {
 
 // WaitFor polls cond until it holds, for what runs on goroutines of its
 // own, failing the test naming what once a hang guard's deadline passes.
+// The guard is as long as the longest of the copies it replaced (the
+// router's): on a loaded machine under the race detector only a hang
+// should trip it.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30s", what)
+			t.Fatalf("%s: not within 60s", what)
 		}
 	}
 }

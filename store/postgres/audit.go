@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/store/internal/keyset"
 )
 
 // RecordAudit appends an operator action.
@@ -50,7 +51,7 @@ func (s *Store) ListAudit(ctx context.Context, sc intake.Scope, f intake.AuditFi
 			WHERE ($1::uuid IS NULL OR org_id = $1) AND ($2::uuid IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
 			nullID(sc.OrgID), nullID(f.Cursor), limit+1)
 	})
-	page = intake.KeysetPage(page.Items, limit)
+	page = keyset.Page(page.Items, limit)
 	return page, err
 }
 

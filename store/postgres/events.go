@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/store/internal/keyset"
 )
 
 const eventColumns = `id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at,
@@ -83,7 +84,7 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 		page.Items, err = searchScoped(ctx, s, sc, searchedEvents, args,
 			`SELECT `+eventColumns+` FROM events WHERE id = ANY(`+foundIDs+`) ORDER BY id DESC`, scan)
 	}
-	page = intake.KeysetPage(page.Items, limit)
+	page = keyset.Page(page.Items, limit)
 	return page, err
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/store/internal/claimbody"
+	"github.com/intakehq/intake/store/internal/keyset"
 	"github.com/intakehq/intake/store/internal/sqltext"
 )
 
@@ -71,7 +73,7 @@ func loadBodies(ctx context.Context, q querier, claims []intake.Claim) error {
 	if len(claims) == 0 {
 		return nil
 	}
-	b := intake.NewClaimBodies(claims)
+	b := claimbody.New(claims)
 	rows, err := q.Query(ctx, `SELECT message_id, header, CASE WHEN octet_length(body) <= $2 THEN body END, blob_key,
 		coalesce(octet_length(body), 0) FROM message_bodies WHERE message_id = ANY($1::uuid[])`, b.IDs(), intake.ClaimBodyLimit)
 	if err != nil {
@@ -281,7 +283,7 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 				ORDER BY id DESC LIMIT $13`, args...)
 		})
 	}
-	page = intake.KeysetPage(page.Items, limit)
+	page = keyset.Page(page.Items, limit)
 	return page, err
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/time/rate"
 
+	"github.com/intakehq/intake/internal/testkit/clock"
 	"github.com/intakehq/intake/store/postgres/pgtest"
 	"github.com/intakehq/intake/sweeper"
 )
@@ -94,7 +95,7 @@ func BenchmarkRetentionAckP99(b *testing.B) {
 		if bodies {
 			body = 7 * 24 * time.Hour
 		}
-		sw := sweeper.New(sweeper.Config{Store: s, Clock: fixedClock(now), BodyRetention: body, PerSecond: pace})
+		sw := sweeper.New(sweeper.Config{Store: s, Clock: clock.New(now), BodyRetention: body, PerSecond: pace})
 		return func(kind string) func() {
 			return func() {
 				// Cancelled, not a deadline: the pace's wait runs up to the end.
@@ -224,8 +225,3 @@ func seedDay(b *testing.B, s *Store, org string, day time.Time, n int) {
 	_ = conn.QueryRow(ctx, `SELECT pg_size_pretty(pg_database_size(current_database()))`).Scan(&size)
 	b.Logf("seeded the day of %d messages in %s: %s on disk", n, time.Since(start).Round(time.Second), size)
 }
-
-// fixedClock is a clock stopped at one time.
-type fixedClock time.Time
-
-func (c fixedClock) Now() time.Time { return time.Time(c) }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/store/internal/keyset"
 )
 
 // RecordAudit appends an operator action.
@@ -48,6 +49,6 @@ func (s *Store) ListAudit(ctx context.Context, sc intake.Scope, f intake.AuditFi
 		a.At = fromTS(at)
 		page.Items = append(page.Items, a)
 	}
-	page = intake.KeysetPage(page.Items, limit)
+	page = keyset.Page(page.Items, limit)
 	return page, rows.Err()
 }

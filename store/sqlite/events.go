@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/store/internal/keyset"
 )
 
 const eventColumns = `id, org_id, connection_id, message_id, provider, type, kind, provider_event_id, occurred_at,
@@ -64,7 +65,7 @@ func (s *Store) ListEvents(ctx context.Context, sc intake.Scope, f intake.EventF
 		}
 		page.Items = append(page.Items, e)
 	}
-	page = intake.KeysetPage(page.Items, limit)
+	page = keyset.Page(page.Items, limit)
 	return page, rows.Err()
 }
 

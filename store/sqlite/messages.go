@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/store/internal/claimbody"
+	"github.com/intakehq/intake/store/internal/keyset"
 	"github.com/intakehq/intake/store/internal/sqltext"
 )
 
@@ -61,7 +63,7 @@ func (s *Store) loadBodies(ctx context.Context, claims []intake.Claim) error {
 	if len(claims) == 0 {
 		return nil
 	}
-	b := intake.NewClaimBodies(claims)
+	b := claimbody.New(claims)
 	args := make([]any, 0, 1+len(claims))
 	args = append(args, intake.ClaimBodyLimit)
 	for _, id := range b.IDs() {
@@ -237,7 +239,7 @@ func (s *Store) ListMessages(ctx context.Context, sc intake.Scope, f intake.Mess
 		}
 		page.Items = append(page.Items, m)
 	}
-	page = intake.KeysetPage(page.Items, limit)
+	page = keyset.Page(page.Items, limit)
 	return page, rows.Err()
 }
 

@@ -19,15 +19,16 @@ import (
 // data and messages' bodies. A search asks the index for the rows that
 // hold the rarest trigrams of its words and of its match's string values
 // (indexQuery), and judges each such row exactly: its words with instr
-// over the row's text, its match with intake_contains, which is
-// intake.Match.In. Rows the indexer has not reached are judged too.
+// over the row's text, its match with intake_contains (jsonMatch, as
+// PostgreSQL judges jsonb @>). Rows the indexer has not reached are judged
+// too.
 
 // containsFunc is the SQL function intake_contains(data, match): 1 when
-// data contains the match (intake.Match.In), else 0.
+// data contains the match (jsonMatch.in), else 0.
 const containsFunc = "intake_contains"
 
 // lastMatch keeps the match a statement judges its rows by, parsed once.
-var lastMatch atomic.Pointer[intake.Match]
+var lastMatch atomic.Pointer[jsonMatch]
 
 // intakeContains is intake_contains, which each driver's file registers.
 func intakeContains(data, match driver.Value) (driver.Value, error) {
@@ -36,12 +37,12 @@ func intakeContains(data, match driver.Value) (driver.Value, error) {
 		return nil, nil
 	}
 	m := lastMatch.Load()
-	if m == nil || m.String() != text {
-		parsed, err := intake.ParseMatch(text)
+	if m == nil || m.text != text {
+		parsed, err := parseJSONMatch(text)
 		if err != nil {
 			return nil, err
 		}
-		m = &parsed
+		m = parsed
 		lastMatch.Store(m)
 	}
 	var raw []byte
@@ -53,7 +54,7 @@ func intakeContains(data, match driver.Value) (driver.Value, error) {
 	default:
 		return int64(0), nil
 	}
-	if m.In(raw) {
+	if m.in(raw) {
 		return int64(1), nil
 	}
 	return int64(0), nil
