@@ -3,8 +3,6 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -46,21 +44,7 @@ func TestAStoreRestoredToATimeServesEveryBodyItNamesFromANewReplica(t *testing.T
 	if len(endpoints.Items) != 1 {
 		t.Fatalf("endpoints: %+v, want the one", endpoints.Items)
 	}
-	sent := map[string][]byte{}
-	for i := range 3 {
-		id := fmt.Sprintf("large-%d", i)
-		req, body := largeGitHubDelivery(s.url+path, id, 3*blobThreshold)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s: %d, want 200", id, resp.StatusCode)
-		}
-		sent[id] = body
-	}
+	sent := postLargeGitHub(t, s, path, "large", 3*blobThreshold, 3*blobThreshold, 3*blobThreshold)
 	s.settledMessages(t)
 	bodies := old + "/bodies"
 	if keys := objectKeys(t, bodies); len(keys) != len(sent) {
