@@ -30,7 +30,7 @@ func TestAStoreRestoredToATimeServesEveryBodyItNamesFromANewReplica(t *testing.T
 	old, next := "file://"+filepath.Join(dir, "old"), "file://"+filepath.Join(dir, "new")
 	env := []string{"INTAKE_MASTER_KEY=" + strings.Repeat("ef", 32)}
 	flags := func(replica string) []string {
-		return []string{"--replicate", replica, "--replicate-sync", "--blob-threshold", fmt.Sprint(blobThreshold), "--log-level", "debug"}
+		return []string{"--replicate", replica, "--replicate-sync", "--blob-threshold", fmt.Sprint(blobThreshold)}
 	}
 
 	data := filepath.Join(dir, "data")
@@ -65,7 +65,7 @@ func TestAStoreRestoredToATimeServesEveryBodyItNamesFromANewReplica(t *testing.T
 	s = launch(t, env, data, flags(old)...)
 	s.waitServing(t)
 	eventually(t, 60*time.Second, "a sweep of object storage after the erasure", func() bool {
-		return strings.Contains(s.logs.String(), `"msg":"sweeper: object`)
+		return value(s.scrape(t), "intake_blob_sweeps_total", "result", "swept") > 0
 	})
 	t.Logf("after the erasure and a sweep, %d objects beside the old replica", len(objectKeys(t, bodies)))
 	s.kill()
