@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -164,9 +162,8 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatFloat(100*float64(part)/float64(whole), 'f', 1, 64) + " %"
 	},
-	"add":         func(a, b int) int { return a + b },
-	"attemptOf":   intake.AttemptOf,
-	"configFacts": configFacts,
+	"add":       func(a, b int) int { return a + b },
+	"attemptOf": intake.AttemptOf,
 }
 
 // configFact is one setting of a connection's config as a person reads it.
@@ -176,41 +173,27 @@ type configFact struct {
 	Hidden     bool // a credential (Meta's verify token): shown only as set
 }
 
-// configFacts lists a connection's config settings in key order; nested
-// values stay compact JSON. A setting whose name says it is a credential
-// is never shown.
-func configFacts(raw json.RawMessage) []configFact {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	facts := make([]configFact, 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		f := configFact{Key: k}
+// configFacts shows a connection's settings as control gives them: a
+// string as written, a nested value as compact JSON, and a setting control
+// marks a credential only as set.
+func configFacts(settings []control.Setting) []configFact {
+	facts := make([]configFact, 0, len(settings))
+	for _, s := range settings {
+		f := configFact{Key: s.Key}
 		var str string
 		switch {
-		case credentialSetting(k):
+		case s.Credential:
 			f.Hidden = true
-		case json.Unmarshal(m[k], &str) == nil:
-			f.Value, f.Code = str, k == "script"
+		case json.Unmarshal(s.Value, &str) == nil:
+			f.Value, f.Code = str, s.Key == "script"
 		default:
 			var buf bytes.Buffer
-			json.Compact(&buf, m[k])
+			json.Compact(&buf, s.Value)
 			f.Value = buf.String()
 		}
 		facts = append(facts, f)
 	}
 	return facts
-}
-
-func credentialSetting(key string) bool {
-	k := strings.ToLower(key)
-	for _, w := range []string{"token", "secret", "password", "credential"} {
-		if strings.Contains(k, w) {
-			return true
-		}
-	}
-	return strings.HasSuffix(k, "key")
 }
 
 // ago says how long ago t was, roughly.

@@ -202,6 +202,7 @@ type connectionsView struct {
 
 type connectionRow struct {
 	intake.Connection
+	Settings  []configFact
 	Secrets   string // how many; "?" when they do not open
 	Endpoints int
 	Enabled   int
@@ -223,7 +224,7 @@ func (c *Console) connections(w http.ResponseWriter, r *http.Request, s *session
 	}
 	v := connectionsView{Providers: provider.Names(), Orgs: oc}
 	for _, cn := range slices.Backward(conns) {
-		row := connectionRow{Connection: cn, Secrets: "?"}
+		row := connectionRow{Connection: cn, Settings: configFacts(control.Settings(cn)), Secrets: "?"}
 		if n, ok := c.ctl.SecretCount(cn); ok {
 			row.Secrets = strconv.Itoa(n)
 		}

@@ -3,10 +3,12 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/redact"
 	"github.com/intakehq/intake/provider"
 	"github.com/intakehq/intake/rules"
 )
@@ -169,6 +171,35 @@ func DescribedByScript(prov string) bool { return prov == "hmac" || prov == "non
 
 // Script is a connection's interpret script, or "".
 func Script(cn intake.Connection) string { return script(cn.Config) }
+
+// Setting is one setting of a connection's config as operators read it.
+type Setting struct {
+	Key string
+	// Value is the setting as JSON; nil for a credential, which is shown
+	// only as set.
+	Value json.RawMessage
+	// Credential marks a setting that carries a credential (redact.Setting).
+	Credential bool
+}
+
+// Settings lists a connection's config settings in key order, each that
+// carries a credential marked and without its value; a config that does
+// not parse lists none.
+func Settings(cn intake.Connection) []Setting {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(cn.Config, &m) != nil {
+		return nil
+	}
+	out := make([]Setting, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		s := Setting{Key: k, Value: m[k]}
+		if redact.Setting(k) {
+			s.Value, s.Credential = nil, true
+		}
+		out = append(out, s)
+	}
+	return out
+}
 
 // withScript is config with its script set to src ("" removes it).
 func withScript(config json.RawMessage, src string) (json.RawMessage, error) {

@@ -42,6 +42,29 @@ func largeGitHubDelivery(url, id string, size int) (*http.Request, []byte) {
 	return req, body
 }
 
+// postLargeGitHub posts to path on s one signed GitHub delivery of each
+// size, named prefix-0, prefix-1, and so on, each acknowledged with 200,
+// and returns the bodies it sent by delivery id.
+func postLargeGitHub(t *testing.T, s *server, path, prefix string, sizes ...int) map[string][]byte {
+	t.Helper()
+	sent := map[string][]byte{}
+	for i, size := range sizes {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		req, body := largeGitHubDelivery(s.url+path, id, size)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d, want 200", id, resp.StatusCode)
+		}
+		sent[id] = body
+	}
+	return sent
+}
+
 // setupLargeGitHub is setupGitHub with an endpoint that takes 4 MiB.
 func setupLargeGitHub(t *testing.T, s *server) string {
 	t.Helper()

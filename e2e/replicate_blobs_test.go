@@ -3,8 +3,6 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -48,25 +46,14 @@ func TestARestoredStoreNamesOnlyObjectsThatExistAndRestoresWithoutTheBlobStore(t
 	s := launch(t, env, data, flags...)
 	s.waitServing(t)
 	path := setupLargeGitHub(t, s)
-	sent := map[string][]byte{}
-	for i := range 8 {
-		id := fmt.Sprintf("hook-%d", i)
-		size := 1 << 10
+	sizes := make([]int, 8)
+	for i := range sizes {
+		sizes[i] = 1 << 10
 		if i%2 == 0 {
-			size = 3 * blobThreshold // in the blob store
+			sizes[i] = 3 * blobThreshold // in the blob store
 		}
-		req, body := largeGitHubDelivery(s.url+path, id, size)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s: %d, want 200", id, resp.StatusCode)
-		}
-		sent[id] = body
 	}
+	sent := postLargeGitHub(t, s, path, "hook", sizes...)
 	if keys := objectKeys(t, blobs); len(keys) != 4 {
 		t.Fatalf("%d objects in the blob store, want the 4 large bodies': %v", len(keys), keys)
 	}

@@ -3,8 +3,6 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -32,7 +30,7 @@ func TestAStoreRestoredToATimeServesEveryBodyItNamesFromANewReplica(t *testing.T
 	old, next := "file://"+filepath.Join(dir, "old"), "file://"+filepath.Join(dir, "new")
 	env := []string{"INTAKE_MASTER_KEY=" + strings.Repeat("ef", 32)}
 	flags := func(replica string) []string {
-		return []string{"--replicate", replica, "--replicate-sync", "--blob-threshold", fmt.Sprint(blobThreshold), "--log-level", "debug"}
+		return []string{"--replicate", replica, "--replicate-sync", "--blob-threshold", fmt.Sprint(blobThreshold)}
 	}
 
 	data := filepath.Join(dir, "data")
@@ -46,21 +44,7 @@ func TestAStoreRestoredToATimeServesEveryBodyItNamesFromANewReplica(t *testing.T
 	if len(endpoints.Items) != 1 {
 		t.Fatalf("endpoints: %+v, want the one", endpoints.Items)
 	}
-	sent := map[string][]byte{}
-	for i := range 3 {
-		id := fmt.Sprintf("large-%d", i)
-		req, body := largeGitHubDelivery(s.url+path, id, 3*blobThreshold)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s: %d, want 200", id, resp.StatusCode)
-		}
-		sent[id] = body
-	}
+	sent := postLargeGitHub(t, s, path, "large", 3*blobThreshold, 3*blobThreshold, 3*blobThreshold)
 	s.settledMessages(t)
 	bodies := old + "/bodies"
 	if keys := objectKeys(t, bodies); len(keys) != len(sent) {
@@ -81,7 +65,7 @@ func TestAStoreRestoredToATimeServesEveryBodyItNamesFromANewReplica(t *testing.T
 	s = launch(t, env, data, flags(old)...)
 	s.waitServing(t)
 	eventually(t, 60*time.Second, "a sweep of object storage after the erasure", func() bool {
-		return strings.Contains(s.logs.String(), `"msg":"sweeper: object`)
+		return value(s.scrape(t), "intake_blob_sweeps_total", "result", "swept") > 0
 	})
 	t.Logf("after the erasure and a sweep, %d objects beside the old replica", len(objectKeys(t, bodies)))
 	s.kill()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/metrics"
 )
 
 // BlobsConfig wires a BlobSweeper.
@@ -20,6 +21,7 @@ type BlobsConfig struct {
 	Batch     int           // keys per round (default 1000)
 	Interval  time.Duration // between sweeps (default 1m)
 	Logger    *slog.Logger
+	Metrics   *metrics.Metrics // counts the sweeps (default: a registry of its own)
 	// Replica, when set, ships the store off the machine (--replicate):
 	// the objects of deleted bodies go only once the replica holds the
 	// deletes, so a store restored from it names no object deleted.
@@ -69,6 +71,9 @@ func NewBlobs(cfg BlobsConfig) *BlobSweeper {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
 	return &BlobSweeper{cfg: cfg}
 }
 
@@ -81,8 +86,6 @@ func (s *BlobSweeper) Run(ctx context.Context) error {
 			s.cfg.Logger.Error("sweeper: object storage sweep failed; it is tried again", "err", err)
 		} else if deleted+orphans > 0 {
 			s.cfg.Logger.Info("sweeper: objects deleted", "of_deleted_bodies", deleted, "orphans", orphans)
-		} else {
-			s.cfg.Logger.Debug("sweeper: object storage swept; nothing to delete")
 		}
 		select {
 		case <-ctx.Done():
@@ -95,7 +98,17 @@ func (s *BlobSweeper) Run(ctx context.Context) error {
 // RunOnce deletes the objects of deleted bodies, then the orphans old
 // enough, and returns how many of each it deleted. An object a body names
 // again (a replay's) is kept. What fails is tried again by the next sweep.
+// Each sweep that ends, swept or failed, counts in intake_blob_sweeps_total;
+// one that ctx cut short does not.
 func (s *BlobSweeper) RunOnce(ctx context.Context) (deleted, orphans int, err error) {
+	defer func() {
+		switch {
+		case err == nil:
+			s.cfg.Metrics.BlobSweeps.WithLabelValues("swept").Inc()
+		case ctx.Err() == nil:
+			s.cfg.Metrics.BlobSweeps.WithLabelValues("failed").Inc()
+		}
+	}()
 	now := s.cfg.Clock.Now()
 	// Without a replica every pending delete goes (recorded before the
 	// zero time: any); with one, those a restore can no longer reach.

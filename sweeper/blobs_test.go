@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/blob"
+	"github.com/intakehq/intake/internal/metrics"
 	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/sweeper"
 )
@@ -99,6 +102,42 @@ func TestBlobSweeperDeletesTheObjectsOfDeletedBodiesAndOrphansAnHourOldOnly(t *t
 	c.Set(time.Date(2026, 11, 1, 14, 0, 0, 0, time.UTC))
 	if _, orphans, err := sw.RunOnce(ctx); err != nil || orphans != 1 || has(orphan) || !has(kept) || !has(original) {
 		t.Fatalf("at 14:00: %d orphans deleted (%v); orphan %v kept %v original %v", orphans, err, has(orphan), has(kept), has(original))
+	}
+}
+
+// Each sweep of object storage that ends counts in
+// intake_blob_sweeps_total by its result, one that deleted nothing too (so
+// an operator, or a test, can tell a sweep ran); one that shutdown cut
+// short counts neither way.
+func TestEachBlobSweepCountsByItsResultAndOneCutShortNot(t *testing.T) {
+	ctx := context.Background()
+	c := testkit.NewClock(time.Date(2026, 11, 1, 12, 10, 0, 0, time.UTC))
+	blobs := &blob.Memory{Clock: c}
+	m := metrics.New()
+	sw := sweeper.NewBlobs(sweeper.BlobsConfig{Store: testkit.SQLite(t), Blobs: blobs, Clock: c, Metrics: m})
+	count := func() (swept, failed float64) {
+		return testutil.ToFloat64(m.BlobSweeps.WithLabelValues("swept")), testutil.ToFloat64(m.BlobSweeps.WithLabelValues("failed"))
+	}
+	if deleted, orphans, err := sw.RunOnce(ctx); err != nil || deleted+orphans != 0 {
+		t.Fatalf("a sweep of nothing: %d deleted, %d orphans, %v", deleted, orphans, err)
+	}
+	if swept, failed := count(); swept != 1 || failed != 0 {
+		t.Fatalf("after a sweep that deleted nothing: %v swept, %v failed; want 1, 0", swept, failed)
+	}
+	blobs.SetDown(true)
+	if _, _, err := sw.RunOnce(ctx); err == nil {
+		t.Fatal("a sweep with object storage down reported no error")
+	}
+	if swept, failed := count(); swept != 1 || failed != 1 {
+		t.Fatalf("after a failed sweep: %v swept, %v failed; want 1, 1", swept, failed)
+	}
+	cut, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := sw.RunOnce(cut); err == nil {
+		t.Fatal("a sweep cut short reported no error")
+	}
+	if swept, failed := count(); swept != 1 || failed != 1 {
+		t.Fatalf("after a sweep cut short: %v swept, %v failed; want 1, 1", swept, failed)
 	}
 }
 

@@ -264,6 +264,220 @@ resource "intake_connection" "bad" {
 	}
 }
 
+// orgHCL is an org for the tests below to put one object in.
+const orgHCL = `
+resource "intake_org" "acme" { name = "acme" }
+`
+
+// A connection's config changed in HCL is sent to intake; one changed
+// outside OpenTofu shows as a change back; one taken out of HCL is
+// cleared.
+func TestAConnectionsConfigFollowsTheHCL(t *testing.T) {
+	h := newHarness(t)
+	conn := func(config string) string {
+		return orgHCL + fmt.Sprintf(`
+resource "intake_connection" "stripe" {
+  org_id        = intake_org.acme.id
+  provider_code = "stripe"
+  name          = "stripe"
+  secrets       = ["whsec_1"]
+  %s
+}
+`, config)
+	}
+	tolerance := func(id string) string {
+		h.t.Helper()
+		var c struct{ Config map[string]any }
+		if code := h.api("GET", "/connections/"+id, nil, &c); code != 200 {
+			h.t.Fatalf("GET the connection: %d", code)
+		}
+		v, _ := c.Config["tolerance"].(string)
+		return v
+	}
+	h.config(conn(`config = jsonencode({ tolerance = "5m" })`))
+	h.must(0, "apply", "-auto-approve")
+	id := h.attr(h.state(), "intake_connection.stripe", "id")
+	if got := tolerance(id); got != "5m" {
+		t.Fatalf("the connection's tolerance after apply: %q, want 5m", got)
+	}
+	h.must(0, "plan", "-detailed-exitcode")
+
+	h.config(conn(`config = jsonencode({ tolerance = "10m" })`))
+	out := h.must(2, "plan", "-detailed-exitcode")
+	if !strings.Contains(out, `~ config`) || !strings.Contains(out, "0 to add, 1 to change, 0 to destroy") {
+		t.Errorf("the plan does not change the config in place:\n%s", out)
+	}
+	h.must(0, "apply", "-auto-approve")
+	if got := tolerance(id); got != "10m" {
+		t.Fatalf("the connection's tolerance after the change: %q, want 10m", got)
+	}
+	h.must(0, "plan", "-detailed-exitcode")
+
+	if code := h.api("PATCH", "/connections/"+id, map[string]any{"config": map[string]any{"tolerance": "1m"}}, nil); code != 200 {
+		t.Fatalf("PATCH the connection: %d", code)
+	}
+	out = h.must(2, "plan", "-detailed-exitcode")
+	if !strings.Contains(out, `~ config`) || !strings.Contains(out, "1m") || !strings.Contains(out, "10m") {
+		t.Errorf("the plan does not put back the config changed outside OpenTofu:\n%s", out)
+	}
+	h.must(0, "apply", "-auto-approve")
+	if got := tolerance(id); got != "10m" {
+		t.Fatalf("the connection's tolerance after undoing the change: %q, want 10m", got)
+	}
+
+	h.config(conn(""))
+	out = h.must(2, "plan", "-detailed-exitcode")
+	if !strings.Contains(out, `- config`) {
+		t.Errorf("the plan does not clear the config taken out of HCL:\n%s", out)
+	}
+	h.must(0, "apply", "-auto-approve")
+	if got := tolerance(id); got != "" {
+		t.Fatalf("the connection's tolerance after it was taken out of HCL: %q, want none", got)
+	}
+	h.must(0, "plan", "-detailed-exitcode")
+}
+
+// An imported connection's secrets are null, since intake never shows
+// them: the next plan puts the configured ones back in place (README),
+// replacing any set outside OpenTofu, and prints none.
+func TestAnImportedConnectionsSecretsAreNullAndTheNextPlanPutsThemBack(t *testing.T) {
+	h := newHarness(t)
+	h.config(orgHCL + `
+resource "intake_connection" "gh" {
+  org_id        = intake_org.acme.id
+  provider_code = "github"
+  name          = "github"
+  secrets       = ["configured-secret"]
+}
+
+resource "intake_endpoint" "in" {
+  connection_id = intake_connection.gh.id
+}
+
+output "endpoint_url" {
+  value     = intake_endpoint.in.url
+  sensitive = true
+}
+`)
+	h.must(0, "apply", "-auto-approve")
+	st := h.state()
+	connID, endpointID := h.attr(st, "intake_connection.gh", "id"), h.attr(st, "intake_endpoint.in", "id")
+	endpointURL := h.must(0, "output", "-raw", "endpoint_url")
+	if code := h.api("PUT", "/connections/"+connID+"/secrets", map[string]any{"secrets": []string{"outside-secret"}}, nil); code != 200 {
+		t.Fatalf("PUT the connection's secrets: %d", code)
+	}
+
+	h.must(0, "state", "rm", "intake_connection.gh")
+	h.must(0, "import", "intake_connection.gh", connID)
+	if r := h.state()["intake_connection.gh"]; r == nil || r["secrets"] != nil {
+		t.Fatalf("the imported connection's secrets in the state: %v, want null", r)
+	}
+	out := h.must(2, "plan", "-detailed-exitcode")
+	if strings.Contains(out, "configured-secret") || strings.Contains(out, "outside-secret") {
+		t.Errorf("the plan prints a secret:\n%s", out)
+	}
+	if !strings.Contains(out, "secrets       = (sensitive value)") || !strings.Contains(out, "0 to add, 1 to change, 0 to destroy") {
+		t.Errorf("the plan does not put the configured secrets back in place:\n%s", out)
+	}
+	h.must(0, "apply", "-auto-approve")
+	h.must(0, "plan", "-detailed-exitcode")
+	if m := h.deliver(endpointURL, endpointID, "configured-secret", "d1"); m.State != "processed" {
+		t.Errorf("a webhook signed with the configured secret: %+v", m)
+	}
+	if m := h.deliver(endpointURL, endpointID, "outside-secret", "d2"); m.State != "ignored" || m.Outcome != "signature" {
+		t.Errorf("a webhook signed with the secret set outside OpenTofu: %+v", m)
+	}
+}
+
+// An endpoint's name taken out of HCL is cleared in intake, and the
+// next plan has nothing to do.
+func TestAnEndpointsNameTakenOutOfTheHCLIsCleared(t *testing.T) {
+	h := newHarness(t)
+	endpoint := func(name string) string {
+		return orgHCL + fmt.Sprintf(`
+resource "intake_connection" "gh" {
+  org_id        = intake_org.acme.id
+  provider_code = "github"
+  name          = "github"
+  secrets       = ["s"]
+}
+
+resource "intake_endpoint" "in" {
+  connection_id = intake_connection.gh.id
+  %s
+}
+`, name)
+	}
+	name := func(id string) string {
+		h.t.Helper()
+		var e struct{ Name string }
+		if code := h.api("GET", "/endpoints/"+id, nil, &e); code != 200 {
+			h.t.Fatalf("GET the endpoint: %d", code)
+		}
+		return e.Name
+	}
+	h.config(endpoint(`name = "main"`))
+	h.must(0, "apply", "-auto-approve")
+	id := h.attr(h.state(), "intake_endpoint.in", "id")
+	if got := name(id); got != "main" {
+		t.Fatalf("the endpoint is named %q, want main", got)
+	}
+	h.config(endpoint(""))
+	out := h.must(2, "plan", "-detailed-exitcode")
+	if !strings.Contains(out, `- name`) || !strings.Contains(out, "0 to add, 1 to change, 0 to destroy") {
+		t.Errorf("the plan does not clear the name in place:\n%s", out)
+	}
+	h.must(0, "apply", "-auto-approve")
+	if got := name(id); got != "" {
+		t.Errorf("after apply the endpoint is named %q, want no name", got)
+	}
+	h.must(0, "plan", "-detailed-exitcode")
+}
+
+// A consumer URL with a credential in it is shown by intake with ***: the
+// state keeps the configured URL, so the next plan has nothing to do, and
+// a new credential in HCL is sent.
+func TestAConsumerURLReadBackRedactedKeepsTheConfiguredOne(t *testing.T) {
+	h := newHarness(t)
+	consumer := func(token string) string {
+		return orgHCL + fmt.Sprintf(`
+resource "intake_consumer" "app" {
+  org_id      = intake_org.acme.id
+  name        = "crm"
+  app         = "crm"
+  url         = "http://127.0.0.1:9/hooks?token=%s"
+  event_types = ["github.*"]
+  paused      = true
+}
+`, token)
+	}
+	h.config(consumer("tok-first"))
+	h.must(0, "apply", "-auto-approve")
+	st := h.state()
+	id := h.attr(st, "intake_consumer.app", "id")
+	var c struct{ URL string }
+	if code := h.api("GET", "/consumers/"+id, nil, &c); code != 200 || c.URL != "http://127.0.0.1:9/hooks?token=***" {
+		t.Fatalf("GET the consumer: %d, url %q, want the token shown as ***", code, c.URL)
+	}
+	if got := h.attr(st, "intake_consumer.app", "url"); got != "http://127.0.0.1:9/hooks?token=tok-first" {
+		t.Errorf("the state's url is %q, want the configured one", got)
+	}
+	if out := h.must(0, "plan", "-detailed-exitcode"); strings.Contains(out, "***") {
+		t.Errorf("the plan shows intake's redacted url:\n%s", out)
+	}
+
+	h.config(consumer("tok-second"))
+	out := h.must(2, "plan", "-detailed-exitcode")
+	if !strings.Contains(out, "0 to add, 1 to change, 0 to destroy") {
+		t.Errorf("the plan does not change the url in place:\n%s", out)
+	}
+	h.must(0, "apply", "-auto-approve")
+	if got := h.attr(h.state(), "intake_consumer.app", "url"); got != "http://127.0.0.1:9/hooks?token=tok-second" {
+		t.Errorf("after apply the state's url is %q, want the new one", got)
+	}
+	h.must(0, "plan", "-detailed-exitcode")
+}
+
 // message is a message as the API lists it, newest first.
 type message struct {
 	State, Outcome string

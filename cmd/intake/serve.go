@@ -391,7 +391,7 @@ func (c *ServeCmd) Run() error {
 		}
 		// With a replica, objects stay as long as a restore may name them.
 		loops = append(loops, leading{job: "blob-sweeper", lead: lead, loop: sweeper.NewBlobs(sweeper.BlobsConfig{Store: store,
-			Blobs: blobs, Clock: clock, Logger: log, Replica: sweepReplica, ReplicaRetention: c.ReplicateRetention})})
+			Blobs: blobs, Clock: clock, Logger: log, Metrics: m, Replica: sweepReplica, ReplicaRetention: c.ReplicateRetention})})
 	}
 	workCtx, stopWork := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -26,6 +26,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/delivery"
+	"github.com/intakehq/intake/internal/testkit"
 )
 
 // redisTestAddr is the Redis these tests publish to: the one on this
@@ -605,51 +606,20 @@ func TestSenderDeliversToARedisStreamSignedAsOverHTTP(t *testing.T) {
 // AUTH comes back in the answer.
 func echoingRedis(t *testing.T, code string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
+	return testkit.Serve(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
 		for {
-			c, err := l.Accept()
-			if err != nil {
+			args, err := readRESPCommand(r)
+			if err != nil || len(args) == 0 {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					args, err := readRESPCommand(r)
-					if err != nil || len(args) == 0 {
-						return
-					}
-					quoted := make([]string, 0, len(args)-1)
-					for _, a := range args[1:] {
-						quoted = append(quoted, "'"+a+"'")
-					}
-					fmt.Fprintf(c, "-%s unknown command '%s', with args beginning with: %s\r\n", code, args[0], strings.Join(quoted, " "))
-				}
-			})
+			quoted := make([]string, 0, len(args)-1)
+			for _, a := range args[1:] {
+				quoted = append(quoted, "'"+a+"'")
+			}
+			fmt.Fprintf(c, "-%s unknown command '%s', with args beginning with: %s\r\n", code, args[0], strings.Join(quoted, " "))
 		}
 	})
-	return l.Addr().String()
 }
 
 // readRESPCommand reads one command a client sent: an array of bulk

@@ -9,7 +9,7 @@ import (
 
 func TestShareLeavesAQuarterForAHolderStillToCome(t *testing.T) {
 	for _, c := range []struct{ capacity, others, want int64 }{
-		{256, 0, 192}, {256, 1, 96}, {256, 2, 64}, {4, 0, 3}, {4, 1, 1}, {4, 9, 1}, {1, 0, 1}, {0, 0, 1},
+		{256, 0, 192}, {256, 1, 96}, {256, 2, 64}, {4, 0, 3}, {4, 1, 1}, {4, 9, 1}, {1, 0, 1}, {0, 0, 1}, {10, 0, 8},
 	} {
 		if got := Share(c.capacity, c.others); got != c.want {
 			t.Errorf("Share(%d, %d) = %d, want %d", c.capacity, c.others, got, c.want)
@@ -35,6 +35,8 @@ func TestShareOfCountsTheOtherHoldersOnly(t *testing.T) {
 		{"beside more than the room: at least one", 4, map[string]int{"b": 1, "c": 1, "d": 1, "e": 1}, "a", 1},
 		{"the notifier's default beside five", 32, map[string]int{"b": 4, "c": 4, "d": 4, "e": 4, "f": 4}, "a", 4},
 		{"the notifier's default beside six", 32, map[string]int{"b": 4, "c": 4, "d": 4, "e": 4, "f": 4, "g": 4}, "a", 3},
+		{"alone, a capacity not a multiple of four: the quarter left rounds down", 10, nil, "a", 8},
+		{"beside one, a capacity not a multiple of four", 10, map[string]int{"b": 3}, "a", 4},
 	} {
 		if got := ShareOf(c.capacity, c.held, c.holder); got != c.want {
 			t.Errorf("%s: ShareOf(%d, %v, %q) = %d, want %d", c.name, c.capacity, c.held, c.holder, got, c.want)

@@ -47,6 +47,9 @@ type Metrics struct {
 	// Neither names an org.
 	OrgEventsThrottled prometheus.Counter
 	OrgsEventsWaiting  prometheus.Gauge
+	// BlobSweeps counts the sweeps of object storage for the objects no
+	// body names, by result: swept, or failed (tried again by the next).
+	BlobSweeps *prometheus.CounterVec
 }
 
 // Options choose what the metrics may reveal.
@@ -141,6 +144,10 @@ func NewWith(o Options) *Metrics {
 		Name: "intake_orgs_events_waiting", Help: "Orgs past their events-per-second budget whose messages wait queued now.",
 	})
 	r.MustRegister(m.OrgEventsThrottled, m.OrgsEventsWaiting)
+	m.BlobSweeps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "intake_blob_sweeps_total", Help: "Sweeps of object storage for the objects no body names, by result: swept, failed (tried again by the next).",
+	}, []string{"result"})
+	r.MustRegister(m.BlobSweeps)
 	return m
 }
 

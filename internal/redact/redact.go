@@ -1,10 +1,11 @@
 // Package redact is intake's one credential list: the header names, query
-// parameter names and url parts that carry a credential (bearer tokens,
-// cookies, API keys, verify tokens, passwords, signed-url signatures), and
-// how each is shown without it. control applies it to everything operators
-// read (a message's headers and query, a consumer's or a notification's
-// url), rules to what filters and scripts see of a request, and the
-// server to the urls it logs; no transport redacts on its own.
+// parameter names, url parts and config settings that carry a credential
+// (bearer tokens, cookies, API keys, verify tokens, passwords, signed-url
+// signatures), and how each is shown without it. control applies it to
+// everything operators read (a message's headers and query, a consumer's
+// or a notification's url, a connection's config), rules to what filters
+// and scripts see of a request, and the server to the urls it logs; no
+// transport redacts on its own.
 //
 // The headers a connection's config names as its credential
 // (provider.CredentialHeaders) are passed in, since no word list can know
@@ -67,6 +68,21 @@ func Header(name string, credentials ...string) bool {
 		}
 	}
 	return listed(name, true)
+}
+
+// Setting reports whether a connection's config setting carries a
+// credential (Meta's verify_token): its name holds a word for a secret
+// value, or ends in key. The list's words for where a credential travels
+// are not among them, since such a setting names the place and holds no
+// credential (Okta's auth_header names a header).
+func Setting(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"token", "secret", "password", "credential"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return strings.HasSuffix(n, "key")
 }
 
 // Headers returns the headers without credentials, the list's and the

@@ -63,6 +63,22 @@ func TestTheOneListJudgesHeadersAndParametersAlike(t *testing.T) {
 	}
 }
 
+// A config setting is a credential when its name holds a word for a
+// secret value or ends in key; one that names where a credential travels,
+// or asks for a signature, is not.
+func TestASettingIsACredentialWhenItsNameSaysItHoldsOne(t *testing.T) {
+	for name, want := range map[string]bool{
+		"verify_token": true, "Client_Secret": true, "password": true, "credentials": true,
+		"signing_key": true, "APIKey": true, "key": true,
+		"auth_header": false, "require_signature": false, "public_keys": false, "header": false,
+		"tolerance": false, "script": false, "query_param": false, "service_account": false,
+	} {
+		if got := Setting(name); got != want {
+			t.Errorf("Setting(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
 func TestCredentialsAreHiddenAndEverythingElseKept(t *testing.T) {
 	h := Headers(http.Header{"Authorization": {"Bearer x"}, "Cookie": {"a=b"}, "X-Api-Key": {"k"},
 		"X-Hub-Signature-256": {"sha256=ab"}, "Content-Type": {"application/json"}, "X-Okta-Verification-Challenge": {"c"}})

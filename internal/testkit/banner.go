@@ -40,6 +40,18 @@ func mariaDBGreeting() []byte {
 // listener's address, host:port.
 func Banner(t testing.TB, greeting []byte) string {
 	t.Helper()
+	return Serve(t, func(c net.Conn) {
+		c.Write(greeting)
+		io.Copy(io.Discard, c)
+	})
+}
+
+// Serve listens on 127.0.0.1 for a service that runs serve on each
+// connection, closing it when serve returns. When the test ends it closes
+// the listener and every connection still open, and waits for each serve
+// to return. It returns the listener's address, host:port.
+func Serve(t testing.TB, serve func(net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -74,8 +86,7 @@ func Banner(t testing.TB, greeting []byte) string {
 			mu.Unlock()
 			wg.Go(func() {
 				defer c.Close()
-				c.Write(greeting)
-				io.Copy(io.Discard, c)
+				serve(c)
 			})
 		}
 	})
