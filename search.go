@@ -1,14 +1,15 @@
 package intake
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/intakehq/intake/internal/jsonvalue"
 )
 
 // Search is what an operator looks for among events or messages (DESIGN
@@ -88,16 +89,11 @@ func ParseMatch(s string) (Match, error) {
 
 // decodeJSON decodes one JSON value, numbers kept as written.
 func decodeJSON(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	v, err := jsonvalue.Decode(b)
+	if errors.Is(err, jsonvalue.ErrTrailing) {
 		return nil, Errorf(EINVALID, "one JSON value only")
 	}
-	return v, nil
+	return v, err
 }
 
 // checkMatchValue refuses what no store could judge the same way:

@@ -1,14 +1,12 @@
 package sqlite
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"strconv"
 	"strings"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/jsonvalue"
 )
 
 // jsonMatch is an intake.Match as intake_contains judges rows by it:
@@ -28,7 +26,7 @@ func parseJSONMatch(text string) (*jsonMatch, error) {
 	}
 	jm := &jsonMatch{text: text}
 	if !m.IsZero() {
-		if jm.obj, err = decodeJSON([]byte(m.String())); err != nil {
+		if jm.obj, err = jsonvalue.Decode([]byte(m.String())); err != nil {
 			return nil, err
 		}
 	}
@@ -41,23 +39,10 @@ func (m *jsonMatch) in(data []byte) bool {
 	if m.obj == nil {
 		return true
 	}
-	v, err := decodeJSON(data)
+	v, err := jsonvalue.Decode(data)
 	return err == nil && contains(v, m.obj)
 }
 
-// decodeJSON decodes one JSON value, numbers kept as written.
-func decodeJSON(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("one JSON value only")
-	}
-	return v, nil
-}
 
 // contains is jsonb's @>: whether have contains want.
 func contains(have, want any) bool {
