@@ -43,7 +43,6 @@ func (m *jsonMatch) in(data []byte) bool {
 	return err == nil && contains(v, m.obj)
 }
 
-
 // contains is jsonb's @>: whether have contains want.
 func contains(have, want any) bool {
 	switch w := want.(type) {
