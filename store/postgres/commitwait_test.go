@@ -123,14 +123,7 @@ func TestAWaitForAPooledConnectionThatRunsOutOfTimeIsAnOutage(t *testing.T) {
 // again within a few seconds, not after those 15 s.
 func TestBrokenConnectionsGiveTheirSlotsBackSoonAfterTheLinkHeals(t *testing.T) {
 	ctx := context.Background()
-	target, err := url.Parse(pgtest.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newSwallowingProxy(t, target.Host)
-	target.Host = proxy.addr
-	s := openWith(t, Options{URL: target.String(), MaxConns: 1, CommitWait: 300 * time.Millisecond})
-	o := newOrg(t, s, "acme")
+	s, proxy, o := behindSwallowingProxy(t)
 	if err := s.Ingest(ctx, o.message(`{"n":0}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +133,7 @@ func TestBrokenConnectionsGiveTheirSlotsBackSoonAfterTheLinkHeals(t *testing.T) 
 	}
 	// The commit's deadline passes and pgx closes the connection, its
 	// cancel request swallowed too.
+	// (testkit.WaitFor would do, but testkit imports this package.)
 	for deadline := time.Now().Add(10 * time.Second); proxy.cancels.Load() == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("pgx sent no cancel request for the broken connection")
@@ -155,14 +149,7 @@ func TestBrokenConnectionsGiveTheirSlotsBackSoonAfterTheLinkHeals(t *testing.T) 
 // commit again once new connections reach the server.
 func TestAConnectWhoseServerStopsAnsweringGivesItsSlotBack(t *testing.T) {
 	ctx := context.Background()
-	target, err := url.Parse(pgtest.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newSwallowingProxy(t, target.Host)
-	target.Host = proxy.addr
-	s := openWith(t, Options{URL: target.String(), MaxConns: 1, CommitWait: 300 * time.Millisecond})
-	o := newOrg(t, s, "acme")
+	s, proxy, o := behindSwallowingProxy(t)
 	s.pool.Reset() // the next ingest connects anew
 	proxy.swallow(true)
 	if err := s.Ingest(ctx, o.message(`{"lost":0}`)); intake.ErrorCode(err) != intake.EUNAVAILABLE {
@@ -170,6 +157,20 @@ func TestAConnectWhoseServerStopsAnsweringGivesItsSlotBack(t *testing.T) {
 	}
 	proxy.swallow(false)
 	commitsAgainWithin(t, s, o, 2*connectWait, "a connect left hanging holds the pool's slot")
+}
+
+// behindSwallowingProxy opens a store with a pool of one connection, and a
+// commit wait of 300 ms, through a swallowingProxy to the test's database.
+func behindSwallowingProxy(t *testing.T) (*Store, *swallowingProxy, org) {
+	t.Helper()
+	target, err := url.Parse(pgtest.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newSwallowingProxy(t, target.Host)
+	target.Host = proxy.addr
+	s := openWith(t, Options{URL: target.String(), MaxConns: 1, CommitWait: 300 * time.Millisecond})
+	return s, proxy, newOrg(t, s, "acme")
 }
 
 // commitsAgainWithin ingests until one commits, failing the test with why

@@ -22,9 +22,11 @@ import (
 // cancel request is a courtesy to a server that may no longer have the
 // statement; nothing waits on its answer.
 //
-// So every connection dialled gets setupWait to be set up (TLS included)
-// before pgx speaks PostgreSQL's protocol on it: a cancel request's
-// connection is never set up, so that is all it gets. And the deadline pgx
+// So every connection dialled gets setupWait, from its TCP connect, to be
+// set up (TLS included) before pgx speaks PostgreSQL's protocol on it: a
+// cancel request's connection is never set up, so that is all it gets. (A
+// TCP connect that gets no answer at all is bounded by pgx alone: 15 s for
+// a cancel request, the connect timeout for a connection.) And the deadline pgx
 // sets to close a broken connection is cut to closeWait: a statement's own
 // deadlines are never that far ahead (pgx sets one only to end a statement
 // at once, to clear that, and to close).
