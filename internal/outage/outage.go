@@ -2,7 +2,10 @@
 // it begins, the first of each kind of failure it causes while it lasts,
 // and one when it ends. Without it every loop logs its failure on every
 // tick, and a PostgreSQL restart of a few seconds fills the log with
-// dozens of lines saying the same thing.
+// dozens of lines saying the same thing. A failure the outage caused that
+// is only told once it is over (a statement sent into a partition,
+// answered once the link heals with the connection PostgreSQL ended
+// meanwhile) is its tail: logged at info, not as a new warning.
 package outage
 
 import (
@@ -28,15 +31,24 @@ type Watch struct {
 	lastFailed atomic.Int64
 	mu         sync.Mutex
 	// since is when the outage began; kinds the messages logged during it,
-	// each with the records of it held back since.
-	since time.Time
-	kinds map[string]int
+	// each with the records of it held back since. Once it is over, ended
+	// is when, and kinds is kept for its tail.
+	since, ended time.Time
+	kinds        map[string]int
 }
 
 // Quiet is how long after the last failure a success ends an outage: a
 // link that flaps (some statements fail, some pass) is one outage, not one
 // per success, each logging its failures anew.
 const Quiet = time.Second
+
+// Tail is how long after an outage's end a failure of a kind it logged is
+// taken for the outage's own, told late: a statement sent before the link
+// failed can be answered only once it is back, with an error the outage
+// caused (PostgreSQL ended the connection it waited on). Such a record is
+// logged at info, with the dependency named in after_outage, so that one
+// outage is not told twice as warnings.
+const Tail = 5 * time.Second
 
 // New watches the dependency name, logging its outages' beginning and
 // end to log.
@@ -73,6 +85,7 @@ func (w *Watch) Reached() {
 		return
 	}
 	w.down.Store(false)
+	w.ended = w.clock.Now()
 	held := 0
 	for _, n := range w.kinds {
 		held += n
@@ -97,8 +110,20 @@ type handler struct {
 func (h *handler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
 
 func (h *handler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn && h.w.down.Load() && unavailable(r) && h.w.repeat(r.Message) {
+	if r.Level < slog.LevelWarn || !unavailable(r) {
+		return h.next.Handle(ctx, r)
+	}
+	if h.w.down.Load() && h.w.repeat(r.Message) {
 		return nil
+	}
+	if h.w.tail(r.Message) {
+		told := slog.NewRecord(r.Time, slog.LevelInfo, r.Message, r.PC)
+		r.Attrs(func(a slog.Attr) bool { told.AddAttrs(a); return true })
+		told.AddAttrs(slog.String("after_outage", h.w.name))
+		if !h.next.Enabled(ctx, slog.LevelInfo) {
+			return nil
+		}
+		return h.next.Handle(ctx, told)
 	}
 	return h.next.Handle(ctx, r)
 }
@@ -126,6 +151,18 @@ func (w *Watch) repeat(msg string) bool {
 	}
 	w.kinds[msg] = 0
 	return false
+}
+
+// tail reports whether msg, logged now, is a failure of a kind the outage
+// that ended less than Tail ago logged: that outage's, told late.
+func (w *Watch) tail(msg string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.down.Load() || w.ended.IsZero() || w.clock.Now().Sub(w.ended) >= Tail {
+		return false
+	}
+	_, seen := w.kinds[msg]
+	return seen
 }
 
 // unavailable reports whether r's err attribute is an unavailable error.

@@ -153,3 +153,73 @@ func TestAFailureReportedAsAnOutageEndsIsNeverLost(t *testing.T) {
 		}
 	}
 }
+
+// TestAFailureToldJustAfterTheEndIsTheOutagesTail: a statement sent into
+// a partition is answered once the link heals, with the connection
+// PostgreSQL ended meanwhile; its caller logs the failure after the outage
+// is over. Within Tail of the end, a kind the outage logged is logged at
+// info, naming the outage; a kind it did not log, a failure that is not
+// unavailable, and anything after Tail are logged as they are.
+func TestAFailureToldJustAfterTheEndIsTheOutagesTail(t *testing.T) {
+	var b bytes.Buffer
+	clock := testkit.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	base := slog.New(slog.NewJSONHandler(&b, nil))
+	w := outage.New("postgres", base, clock)
+	log := slog.New(w.Handler(base.Handler()))
+	down := intake.Unavailable(errors.New("connection reset by peer"))
+	ended := intake.Unavailable(errors.New("FATAL: terminating connection due to idle-in-transaction timeout (SQLSTATE 25P03)"))
+
+	w.Failed(down)
+	log.Error("worker: settle failed", "err", down)
+	log.Error("worker: settle failed", "err", down) // held back
+	clock.Advance(outage.Quiet)
+	w.Reached()
+	clock.Advance(outage.Tail - time.Millisecond)
+	log.Error("worker: settle failed", "err", ended)                   // the tail: info
+	log.Error("router: claim failed", "err", ended)                    // not logged in the outage
+	log.Error("worker: settle failed", "err", errors.New("a bad row")) // not unavailable
+	clock.Advance(time.Millisecond)
+	log.Error("worker: settle failed", "err", ended) // past Tail
+
+	type line struct{ Level, Msg, AfterOutage string }
+	var got []line
+	for _, r := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		var l struct {
+			Level, Msg  string
+			AfterOutage string `json:"after_outage"`
+		}
+		if err := json.Unmarshal([]byte(r), &l); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, line{l.Level, l.Msg, l.AfterOutage})
+	}
+	want := []line{
+		{"ERROR", "postgres: unreachable; what fails because of it is logged once per kind until it is back", ""},
+		{"ERROR", "worker: settle failed", ""},
+		{"INFO", "postgres: reachable again", ""},
+		{"INFO", "worker: settle failed", "postgres"},
+		{"ERROR", "router: claim failed", ""},
+		{"ERROR", "worker: settle failed", ""},
+		{"ERROR", "worker: settle failed", ""},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("logged %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+
+	// A log that leaves info out leaves the tail out with it.
+	b.Reset()
+	quiet := slog.New(w.Handler(slog.NewJSONHandler(&b, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	w.Failed(down)
+	quiet.Error("worker: settle failed", "err", down)
+	clock.Advance(outage.Quiet)
+	w.Reached()
+	quiet.Error("worker: settle failed", "err", ended)
+	if n := strings.Count(b.String(), "worker: settle failed"); n != 1 {
+		t.Errorf("a warn-level log printed the settle failure %d times over an outage and its tail, want 1:\n%s", n, b.String())
+	}
+}

@@ -13,13 +13,17 @@ import (
 // each statement, batch and connect came to: PostgreSQL unreachable, or an
 // answer. A statement PostgreSQL refused is an answer. A wait for a pooled
 // connection that runs out of time (every one hangs) is a failure too, but
-// a connection handed out is no answer.
+// a connection handed out is no answer. A connection PostgreSQL ended for
+// sitting idle is neither: it is reachable, and the outage that held the
+// connection idle was told when it happened.
 type health struct{ w *outage.Watch }
 
 func (h health) observe(err error) {
 	switch {
 	case err == nil:
 		h.w.Reached()
+	case endedIdle(err):
+		// An answer: the connection was ended while the link was down.
 	case unreachable(err):
 		h.w.Failed(err)
 	}

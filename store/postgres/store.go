@@ -472,6 +472,8 @@ func unreachable(err error) bool {
 		ne net.Error
 	)
 	switch {
+	case endedIdle(err):
+		return true
 	case errors.As(err, &pe):
 		// Class 08 is connection exceptions; 57P01-03 a server shutting
 		// down or starting; 53300 too many connections.
@@ -483,6 +485,18 @@ func unreachable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// endedIdle reports whether PostgreSQL ended the connection err came on
+// because it sat idle past a timeout: in a transaction (25P03,
+// idle_in_transaction_session_timeout, which intake sets to the lease) or
+// at all (57P05, idle_session_timeout). The statement was not run, so its
+// caller retries as for any connection gone; but PostgreSQL answered, so
+// it says nothing of an outage now. It is how a partition longer than the
+// timeout ends for the transactions it held: told once the link is back.
+func endedIdle(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "25P03" || pe.Code == "57P05")
 }
 
 type storageError struct{ err error }
