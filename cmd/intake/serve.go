@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,103 +119,189 @@ type ServeCmd struct {
 	ReplicateRetention  time.Duration `name:"replicate-retention" default:"24h" env:"INTAKE_REPLICATE_RETENTION" help:"With --replicate: how long the replica keeps snapshots, so how far back intake restore --to-time reaches; the objects of deleted bodies (and orphans) are kept as long, for such a restore."`
 }
 
-// Run serves until SIGTERM or SIGINT, then drains and exits.
+// Run serves until SIGTERM or SIGINT, then drains and exits: it checks
+// the flags, opens what the process keeps (the master key, the store, the
+// replica, object storage), wires the parts over them, and serves.
 func (c *ServeCmd) Run() error {
 	// An outage of PostgreSQL or of object storage is logged when it
 	// begins and ends, and what fails because of it once per kind in
 	// between.
 	base := c.logger()
-	storeWatch := outage.New("postgres", base, intake.SystemClock{})
-	blobWatch := outage.New("object storage", base, intake.SystemClock{})
-	log := slog.New(storeWatch.Handler(blobWatch.Handler(base.Handler())))
-	if c.RetentionRate <= 0 {
-		return errors.New("--retention-rate must be above 0 deletes a second")
-	}
-	if c.OrgEventsPerSec <= 0 || c.OrgEventsBurst < 1 {
-		return errors.New("--org-events-per-sec must be above 0 and --org-events-burst at least 1")
-	}
-	if c.ReadDeadline <= 0 || c.Reads < 1 || c.ReadsPerOrg < 1 || c.BulkMax < 1 {
-		return errors.New("--read-deadline, --reads, --reads-per-org and --bulk-max must be above 0")
-	}
-	if c.ConsumerTests < 1 || c.ConsumerTestsPerOrg < 1 || c.ConsumerTestsPerSec <= 0 || c.ConsumerTestsBurst < 1 ||
-		c.BodyReads < 1 || c.BodyReadsPerOrg < 1 || c.NotifyCalls < 1 || c.NotifyCallsPerOrg < 1 {
-		return errors.New("--consumer-tests, --consumer-tests-per-org, --consumer-tests-per-sec, --consumer-tests-burst, --body-reads, --body-reads-per-org, --notify-calls and --notify-calls-per-org must be above 0")
-	}
-	if c.CatalogTypes < 1 {
-		return errors.New("--catalog-types-per-connection must be at least 1")
-	}
-	if err := c.checkReplicate(); err != nil {
-		return err
-	}
-	policy, err := c.consumerPolicy()
-	if err != nil {
-		return err
-	}
-	bodyMemory, err := c.bodyMemory()
-	if err != nil {
-		return err
-	}
-	if len(c.ConsumerDeny)+len(c.ConsumerAllow) > 0 {
-		log.Info("consumer address policy tightened", "deny", c.ConsumerDeny, "allow", c.ConsumerAllow)
-	}
-	sso, people, err := c.singleSignOn()
+	watches := watches{store: outage.New("postgres", base, intake.SystemClock{}), blobs: outage.New("object storage", base, intake.SystemClock{})}
+	log := slog.New(watches.store.Handler(watches.blobs.Handler(base.Handler())))
+	set, err := c.check(log)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-
 	flushTraces, err := startTracing(ctx, log)
 	if err != nil {
 		return err
 	}
 	defer flushTraces()
-	if err := os.MkdirAll(c.Data, 0o700); err != nil {
+	o, err := c.open(ctx, log, watches)
+	if err != nil {
 		return err
+	}
+	defer o.close(log)
+	p, err := c.wire(ctx, log, set, o)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	return c.serve(ctx, log, o, p)
+}
+
+// watches follow the dependencies whose outages are logged as one.
+type watches struct{ store, blobs *outage.Watch }
+
+// settings are what the flags come to once checked, before anything is
+// opened.
+type settings struct {
+	policy     delivery.Policy
+	bodyMemory *fair.Budget
+	sso        console.SingleSignOn
+	people     intake.PeopleMap
+}
+
+// check refuses flags out of their range and reads those that take
+// parsing.
+func (c *ServeCmd) check(log *slog.Logger) (settings, error) {
+	var set settings
+	if c.RetentionRate <= 0 {
+		return set, errors.New("--retention-rate must be above 0 deletes a second")
+	}
+	if c.OrgEventsPerSec <= 0 || c.OrgEventsBurst < 1 {
+		return set, errors.New("--org-events-per-sec must be above 0 and --org-events-burst at least 1")
+	}
+	if c.ReadDeadline <= 0 || c.Reads < 1 || c.ReadsPerOrg < 1 || c.BulkMax < 1 {
+		return set, errors.New("--read-deadline, --reads, --reads-per-org and --bulk-max must be above 0")
+	}
+	if c.ConsumerTests < 1 || c.ConsumerTestsPerOrg < 1 || c.ConsumerTestsPerSec <= 0 || c.ConsumerTestsBurst < 1 ||
+		c.BodyReads < 1 || c.BodyReadsPerOrg < 1 || c.NotifyCalls < 1 || c.NotifyCallsPerOrg < 1 {
+		return set, errors.New("--consumer-tests, --consumer-tests-per-org, --consumer-tests-per-sec, --consumer-tests-burst, --body-reads, --body-reads-per-org, --notify-calls and --notify-calls-per-org must be above 0")
+	}
+	if c.CatalogTypes < 1 {
+		return set, errors.New("--catalog-types-per-connection must be at least 1")
+	}
+	if err := c.checkReplicate(); err != nil {
+		return set, err
+	}
+	var err error
+	if set.policy, err = c.consumerPolicy(); err != nil {
+		return set, err
+	}
+	if set.bodyMemory, err = c.bodyMemory(); err != nil {
+		return set, err
+	}
+	if len(c.ConsumerDeny)+len(c.ConsumerAllow) > 0 {
+		log.Info("consumer address policy tightened", "deny", c.ConsumerDeny, "allow", c.ConsumerAllow)
+	}
+	set.sso, set.people, err = c.singleSignOn()
+	return set, err
+}
+
+// opened is what the process keeps open while it serves: the master key
+// and its sealer, the store (and its replica), and object storage.
+type opened struct {
+	key    []byte
+	sealer *seal.Sealer
+	staff  string
+	store  intake.Store
+	lead   lead
+	rep    *replica.Replicator
+	blobs  intake.Blobs
+	spool  *blob.Dir
+}
+
+// open restores the embedded store first where it must, loads the master
+// key, opens the store and checks the key against it, then object
+// storage. On an error what it opened is closed.
+func (c *ServeCmd) open(ctx context.Context, log *slog.Logger, w watches) (_ *opened, err error) {
+	if err := os.MkdirAll(c.Data, 0o700); err != nil {
+		return nil, err
 	}
 	if err := c.restoreFirst(ctx, log); err != nil {
-		return err
+		return nil, err
 	}
-	key, created, err := seal.LoadOrCreateKey(os.Getenv("INTAKE_MASTER_KEY"), filepath.Join(c.Data, "master.key"))
+	o := &opened{}
+	var created bool
+	o.key, created, err = seal.LoadOrCreateKey(os.Getenv("INTAKE_MASTER_KEY"), filepath.Join(c.Data, "master.key"))
 	if err != nil {
-		return fmt.Errorf("master key: %w", err)
+		return nil, fmt.Errorf("master key: %w", err)
 	}
 	if created {
 		log.Warn("generated a master key; back it up: sealed secrets cannot be opened without it", "path", filepath.Join(c.Data, "master.key"))
 	}
-	sealer, err := seal.New(key)
-	if err != nil {
-		return err
+	if o.sealer, err = seal.New(o.key); err != nil {
+		return nil, err
 	}
-	staff, err := c.staffToken(log)
-	if err != nil {
-		return err
+	if o.staff, err = c.staffToken(log); err != nil {
+		return nil, err
 	}
-	store, lead, rep, err := c.openStore(ctx, log, storeWatch)
-	if err != nil {
-		return err
+	if o.store, o.lead, o.rep, err = c.openStore(ctx, log, w.store); err != nil {
+		return nil, err
 	}
 	defer func() {
-		store.Close()
-		if rep != nil {
-			// The store closed first: what it wrote last goes too.
-			if err := rep.Close(context.Background()); err != nil {
-				log.Error("replica: the last commits may not have reached the replica", "err", err)
-			}
+		if err != nil {
+			o.close(log)
 		}
 	}()
 	// Before anything serves or claims work: with another key every
 	// secret would fail to open.
-	if err := sealer.CheckStore(ctx, store); err != nil {
-		return fmt.Errorf("master key: %w", err)
+	if err := o.sealer.CheckStore(ctx, o.store); err != nil {
+		return nil, fmt.Errorf("master key: %w", err)
 	}
-	log.Info("master key matches the store", "fingerprint", sealer.Fingerprint())
-
-	blobs, spool, err := c.openBlobs(ctx, log, blobWatch, store)
-	if err != nil {
-		return err
+	log.Info("master key matches the store", "fingerprint", o.sealer.Fingerprint())
+	if o.blobs, o.spool, err = c.openBlobs(ctx, log, w.blobs, o.store); err != nil {
+		return nil, err
 	}
+	return o, nil
+}
 
+// close closes the store, then the replica: what the store wrote last
+// goes too.
+func (o *opened) close(log *slog.Logger) {
+	o.store.Close()
+	if o.rep != nil {
+		if err := o.rep.Close(context.Background()); err != nil {
+			log.Error("replica: the last commits may not have reached the replica", "err", err)
+		}
+	}
+}
+
+// process is intake wired over what it opened: the handlers to serve and
+// the loops to run, none of them started.
+type process struct {
+	in       *ingress.Handler
+	admin    *api.Server
+	rt       *router.Router
+	learner  *catalog.Learner
+	loops    []Loop
+	mux      *http.ServeMux // webhooks, the API, the console
+	metrics  *http.ServeMux // mux itself, or one of its own with --metrics-addr
+	draining atomic.Bool
+	closers  []func()
+}
+
+func (p *process) close() {
+	for _, f := range slices.Backward(p.closers) {
+		f()
+	}
+}
+
+// wire builds the parts of the process over o: metrics, ingress, the
+// rules engine, the sender, the control plane and its transports, the
+// worker and the router with the one Judger between them, and the loops.
+func (c *ServeCmd) wire(ctx context.Context, log *slog.Logger, set settings, o *opened) (_ *process, err error) {
+	p := &process{}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	store, sealer, rep := o.store, o.sealer, o.rep
 	m := metrics.NewWith(metrics.Options{PerConsumer: c.MetricsByConsumer})
 	if rep != nil {
 		m.WatchReplication(func() metrics.Replication {
@@ -226,8 +313,8 @@ func (c *ServeCmd) Run() error {
 	clock := intake.SystemClock{}
 	m.WatchStore(store, clock)
 	quota := &ingress.Quota{Limit: c.StorageQuota}
-	if spool != nil {
-		quota.Spooled = spool.Bytes
+	if o.spool != nil {
+		quota.Spooled = o.spool.Bytes
 	}
 	m.WatchQuota(quota.Used, quota.Limit)
 	// Fresh messages go from their commit straight to this process's
@@ -245,95 +332,130 @@ func (c *ServeCmd) Run() error {
 		ackReplica, callReplica = rep, rep
 		log.Info("acknowledging webhooks once their commits are in the replica (--replicate-sync)")
 	}
-	in := ingress.New(ingress.Config{Replica: ackReplica, Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
-		Logger: log, Quota: quota, Handoff: messages, Pressure: ingestFirst, Blobs: blobs, BlobThreshold: c.BlobThreshold,
-		MaxBodyBytes: c.MaxBodyBytes, BodyMemory: bodyMemory, StoreWait: c.StoreWait})
+	p.in = ingress.New(ingress.Config{Replica: ackReplica, Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Metrics: m,
+		Logger: log, Quota: quota, Handoff: messages, Pressure: ingestFirst, Blobs: o.blobs, BlobThreshold: c.BlobThreshold,
+		MaxBodyBytes: c.MaxBodyBytes, BodyMemory: set.bodyMemory, StoreWait: c.StoreWait})
 	log.Info("request bodies bounded", "max_body_bytes", c.MaxBodyBytes, "body_memory_bytes", c.BodyMemory)
 	// One rules engine: its script hosts and compiled programs serve the
 	// worker, the router and the control plane's checks and dry runs.
 	engine, err := rules.New(rules.Config{ScriptTimeout: c.ScriptTimeout, ScriptMemory: c.ScriptMemory, Hosts: c.ScriptHosts}, clock)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer engine.Close()
+	p.closers = append(p.closers, engine.Close)
 	// One sender delivers to consumers, keeping a connection per consumer
 	// that is a broker; the control plane's test deliveries use it too.
 	// The brokers' clients are linked here, never by the control plane.
 	brokers := broker.All()
-	sender := delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: policy, UserAgent: "intake", Brokers: brokers})
-	defer sender.Close()
+	sender := delivery.NewSender(delivery.Options{Timeout: c.DeliveryTimeout, Policy: set.policy, UserAgent: "intake", Brokers: brokers})
+	p.closers = append(p.closers, func() { sender.Close() })
 	// The one control plane: the API and the console are transports over it.
-	ctl := control.New(control.Config{Store: store, Sealer: sealer, StaffToken: staff, PublicURL: c.publicURL(),
-		Clock: clock, ConsumerPolicy: policy, Brokers: brokers, Rules: engine, Sender: sender,
-		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, People: people, Blobs: blobs,
+	ctl := control.New(control.Config{Store: store, Sealer: sealer, StaffToken: o.staff, PublicURL: c.publicURL(),
+		Clock: clock, ConsumerPolicy: set.policy, Brokers: brokers, Rules: engine, Sender: sender,
+		MaxBodyRetention: c.BodyRetention, MaxRetention: c.Retention, People: set.people, Blobs: o.blobs,
 		MaxBodyBytes: c.MaxBodyBytes, Reads: c.readBudget(), BulkMax: c.BulkMax, Logger: log,
 		Calls: c.callBounds(), Replica: replicaState(rep)})
 	// URLs an earlier version stored with their credentials in the clear
 	// are sealed before anything serves them.
 	sealed, err := ctl.SealStoredURLs(ctx)
 	if err != nil {
-		return fmt.Errorf("seal stored urls: %w", err)
+		return nil, fmt.Errorf("seal stored urls: %w", err)
 	}
 	if sealed > 0 {
 		log.Info("sealed the credentials of urls stored in the clear", "urls", sealed)
 	}
-	admin := api.New(api.Config{Control: ctl, Wakes: store, PublicURL: c.publicURL(),
-		Clock: clock, BodyURLKey: derive(key, "body-url"), Logger: log})
+	p.admin = api.New(api.Config{Control: ctl, Wakes: store, PublicURL: c.publicURL(),
+		Clock: clock, BodyURLKey: derive(o.key, "body-url"), Logger: log})
 	// One Judger decides who gets each event and holds the call slots: the
 	// worker has it judge each message's fan-out before its settle, which
 	// writes it with the events, and the calls that commit leases go to
 	// the router through calls, to be made on the slots it held. The
 	// router fans out the rest on its own claims, with the same Judger.
 	calls := handoff.NewCalls()
-	bodyURLs := bodyurl.Signer{Key: derive(key, "body-url"), PublicURL: c.publicURL()}
+	bodyURLs := bodyurl.Signer{Key: derive(o.key, "body-url"), PublicURL: c.publicURL()}
 	judger := fanout.New(fanout.Config{Store: store, BodyURLs: bodyURLs, Clock: clock, Lease: c.DeliveryTimeout + c.Lease,
 		MaxEvents: c.Calls, ConsumerShare: c.ConsumerCalls, Pressure: ingestFirst, Rules: engine, Metrics: m, Logger: log})
-	rt := router.New(router.Config{Store: store, Sealer: sealer, Clock: clock, FanOut: judger, Calls: calls, Sender: sender,
+	p.rt = router.New(router.Config{Store: store, Sealer: sealer, Clock: clock, FanOut: judger, Calls: calls, Sender: sender,
 		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Lease: c.DeliveryTimeout + c.Lease,
 		Replica: callReplica, Pressure: ingestFirst, Rules: engine, Metrics: m, Logger: log})
 	// The event-type catalog learns from the events this process settles:
 	// the worker hands them over, the learner's loop writes them.
-	var learner *catalog.Learner
 	var observer worker.Observer
 	if c.Catalog {
-		learner = catalog.New(catalog.Config{Store: store, Clock: clock, TypesPerConnection: c.CatalogTypes, Logger: log})
-		observer = learner
+		p.learner = catalog.New(catalog.Config{Store: store, Clock: clock, TypesPerConnection: c.CatalogTypes, Logger: log})
+		observer = p.learner
 	}
 	w := worker.New(worker.Config{Store: store, Sealer: sealer, PublicURL: c.publicURL(), Clock: clock, Concurrency: c.Workers, Lease: c.Lease,
 		Handoff: messages, FanOut: judger, Calls: calls, Catalog: observer, Pressure: ingestFirst,
 		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log,
-		Blobs: blobs, BodyMemory: bodyMemory, Events: &fair.Rates{What: "events", Every: c.OrgEventsPerSec, Burst: c.OrgEventsBurst}})
+		Blobs: o.blobs, BodyMemory: set.bodyMemory, Events: &fair.Rates{What: "events", Every: c.OrgEventsPerSec, Burst: c.OrgEventsBurst}})
 
-	var draining atomic.Bool
-	mux := http.NewServeMux()
-	mux.Handle("/webhooks/{token}", in)
-	mux.Handle("/api/", admin.Handler())
-	mux.Handle("/body/", admin.Handler())
+	p.mux = http.NewServeMux()
+	p.mux.Handle("/webhooks/{token}", p.in)
+	p.mux.Handle("/api/", p.admin.Handler())
+	p.mux.Handle("/body/", p.admin.Handler())
+	sso := set.sso
 	if sso.Issuer != "" {
 		// Every process signs the sign-in's cookie alike, so any of them
 		// may take the provider's answer.
-		sso.Key = derive(key, "console-oidc")
+		sso.Key = derive(o.key, "console-oidc")
 		log.Info("console single sign-on", "issuer", sso.Issuer, "client_id", sso.ClientID, "claim", sso.Claim,
-			"groups_mapped", len(people), "redirect_url", cmp.Or(sso.RedirectURL, "the console's address + /console/login/oidc/callback"))
+			"groups_mapped", len(set.people), "redirect_url", cmp.Or(sso.RedirectURL, "the console's address + /console/login/oidc/callback"))
 	}
-	mux.Handle("/console/", console.New(console.Config{Control: ctl, PublicURL: c.publicURL(),
+	p.mux.Handle("/console/", console.New(console.Config{Control: ctl, PublicURL: c.publicURL(),
 		Clock: clock, SingleSignOn: sso, Logger: log}).Handler())
-	metricsMux := mux
+	p.metrics = p.mux
 	if c.MetricsAddr != "" {
-		metricsMux = http.NewServeMux()
+		p.metrics = http.NewServeMux()
 	}
-	metricsMux.Handle("GET /metrics", c.metricsHandler(m, clock, log))
+	p.metrics.Handle("GET /metrics", c.metricsHandler(m, clock, log))
 	// A person who opens the bare address wants the console.
-	mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	p.mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
+	p.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	var status replicaStatus
 	if rep != nil {
 		status = rep
 	}
-	mux.Handle("GET /readyz", ready(store, &draining, status))
+	p.mux.Handle("GET /readyz", ready(store, &p.draining, status))
 
+	// Window replays and bulk jobs recorded by any process's API or
+	// console; claims spread them over the processes, jobs take turns, and
+	// a stopped one's are taken over.
+	// The sweeper and the notifier run on one process at a time.
+	p.loops = []Loop{w, p.rt,
+		&ingress.QuotaWatch{Quota: quota, Store: store, Every: 5 * time.Second, Logger: log},
+		ctl.Runner(log),
+		leading{job: "sweeper", lead: o.lead, loop: sweeper.New(sweeper.Config{Store: store, Clock: clock,
+			BodyRetention: c.BodyRetention, Retention: c.Retention, PerSecond: rate.Limit(c.RetentionRate), Logger: log})},
+		leading{job: "backlog-watch", lead: o.lead, loop: sweeper.NewBacklogWatch(sweeper.BacklogConfig{Store: store, Clock: clock,
+			Age: c.IssueBacklogAge, Logger: log})},
+		leading{job: "notifier", lead: o.lead, loop: notify.New(c.notifyConfig(store, sealer, clock, set.policy, m, log))},
+	}
+	if p.learner != nil {
+		// Every process learns from its own events (counts add up, schemas
+		// merge over the version read): no leader.
+		p.loops = append(p.loops, p.learner)
+	}
+	if o.blobs != nil {
+		var sweepReplica sweeper.Replica
+		if rep != nil {
+			sweepReplica = rep
+		}
+		// With a replica, objects stay as long as a restore may name them.
+		p.loops = append(p.loops, leading{job: "blob-sweeper", lead: o.lead, loop: sweeper.NewBlobs(sweeper.BlobsConfig{Store: store,
+			Blobs: o.blobs, Clock: clock, Logger: log, Metrics: m, Replica: sweepReplica, ReplicaRetention: c.ReplicateRetention})})
+	}
+	return p, nil
+}
+
+// serve listens, runs the loops and serves until ctx ends (SIGTERM,
+// SIGINT) or the server fails, then drains: new webhooks are refused,
+// in-flight requests get --shutdown-grace, the loops stop, the router
+// makes the calls of the settles that finished, the catalog records its
+// last counts.
+func (c *ServeCmd) serve(ctx context.Context, log *slog.Logger, o *opened, p *process) error {
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           p.mux,
 		ReadHeaderTimeout: c.ReadHeaderTimeout,
 		ReadTimeout:       c.ReadTimeout,
 		WriteTimeout:      60 * time.Second,
@@ -353,7 +475,7 @@ func (c *ServeCmd) Run() error {
 			ln.Close()
 			return fmt.Errorf("metrics address: %w", err)
 		}
-		metricsSrv := &http.Server{Handler: metricsMux, ReadHeaderTimeout: c.ReadHeaderTimeout, WriteTimeout: 60 * time.Second,
+		metricsSrv := &http.Server{Handler: p.metrics, ReadHeaderTimeout: c.ReadHeaderTimeout, WriteTimeout: 60 * time.Second,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		defer metricsSrv.Close()
 		go func() {
@@ -366,36 +488,9 @@ func (c *ServeCmd) Run() error {
 	log.Info("intake serving", "addr", ln.Addr().String(), "data", c.Data, "public_url", c.publicURL(),
 		"console", c.consoleURL(ln.Addr()))
 
-	// Window replays and bulk jobs recorded by any process's API or
-	// console; claims spread them over the processes, jobs take turns, and
-	// a stopped one's are taken over.
-	// The sweeper and the notifier run on one process at a time.
-	loops := []Loop{w, rt,
-		&ingress.QuotaWatch{Quota: quota, Store: store, Every: 5 * time.Second, Logger: log},
-		ctl.Runner(log),
-		leading{job: "sweeper", lead: lead, loop: sweeper.New(sweeper.Config{Store: store, Clock: clock,
-			BodyRetention: c.BodyRetention, Retention: c.Retention, PerSecond: rate.Limit(c.RetentionRate), Logger: log})},
-		leading{job: "backlog-watch", lead: lead, loop: sweeper.NewBacklogWatch(sweeper.BacklogConfig{Store: store, Clock: clock,
-			Age: c.IssueBacklogAge, Logger: log})},
-		leading{job: "notifier", lead: lead, loop: notify.New(c.notifyConfig(store, sealer, clock, policy, m, log))},
-	}
-	if learner != nil {
-		// Every process learns from its own events (counts add up, schemas
-		// merge over the version read): no leader.
-		loops = append(loops, learner)
-	}
-	if blobs != nil {
-		var sweepReplica sweeper.Replica
-		if rep != nil {
-			sweepReplica = rep
-		}
-		// With a replica, objects stay as long as a restore may name them.
-		loops = append(loops, leading{job: "blob-sweeper", lead: lead, loop: sweeper.NewBlobs(sweeper.BlobsConfig{Store: store,
-			Blobs: blobs, Clock: clock, Logger: log, Metrics: m, Replica: sweepReplica, ReplicaRetention: c.ReplicateRetention})})
-	}
 	workCtx, stopWork := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for _, l := range loops {
+	for _, l := range p.loops {
 		wg.Go(func() {
 			if err := l.Run(workCtx); err != nil {
 				log.Error("background loop stopped", "loop", fmt.Sprintf("%T", l), "err", err)
@@ -413,21 +508,21 @@ func (c *ServeCmd) Run() error {
 	case <-ctx.Done():
 	}
 	log.Info("draining: refusing new webhooks, finishing in-flight commits")
-	draining.Store(true)
-	in.Drain()
+	p.draining.Store(true)
+	p.in.Drain()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), c.ShutdownGrace)
 	defer cancel()
-	srv.RegisterOnShutdown(admin.CloseStreams)
+	srv.RegisterOnShutdown(p.admin.CloseStreams)
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("shutdown: requests still open at the deadline", "err", err)
 	}
 	stopWork()
 	wg.Wait()
-	rt.Wait() // the calls of settles that finished on the way out
-	if learner != nil {
+	p.rt.Wait() // the calls of settles that finished on the way out
+	if p.learner != nil {
 		// What the worker settled while the loops stopped.
 		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := learner.Flush(fctx); err != nil {
+		if err := p.learner.Flush(fctx); err != nil {
 			log.Warn("catalog: the last counts could not be recorded", "err", err)
 		}
 		cancel()
