@@ -121,7 +121,7 @@ type ServeCmd struct {
 
 // Run serves until SIGTERM or SIGINT, then drains and exits: it checks
 // the flags, opens what the process keeps (the master key, the store, the
-// replica, object storage), wires the parts over them, and serves.
+// replica, object storage), wires the parts over them, serves, and drains.
 func (c *ServeCmd) Run() error {
 	// An outage of PostgreSQL or of object storage is logged when it
 	// begins and ends, and what fails because of it once per kind in
@@ -150,7 +150,7 @@ func (c *ServeCmd) Run() error {
 		return err
 	}
 	defer p.close()
-	return c.serve(ctx, log, o, p)
+	return c.serve(ctx, log, p)
 }
 
 // watches follow the dependencies whose outages are logged as one.
@@ -390,33 +390,7 @@ func (c *ServeCmd) wire(ctx context.Context, log *slog.Logger, set settings, o *
 		Backoff: intake.Backoff{Base: c.RetryBase, Jitter: 0.2, Max: 6 * time.Hour}, Rules: engine, Metrics: m, Logger: log,
 		Blobs: o.blobs, BodyMemory: set.bodyMemory, Events: &fair.Rates{What: "events", Every: c.OrgEventsPerSec, Burst: c.OrgEventsBurst}})
 
-	p.mux = http.NewServeMux()
-	p.mux.Handle("/webhooks/{token}", p.in)
-	p.mux.Handle("/api/", p.admin.Handler())
-	p.mux.Handle("/body/", p.admin.Handler())
-	sso := set.sso
-	if sso.Issuer != "" {
-		// Every process signs the sign-in's cookie alike, so any of them
-		// may take the provider's answer.
-		sso.Key = derive(o.key, "console-oidc")
-		log.Info("console single sign-on", "issuer", sso.Issuer, "client_id", sso.ClientID, "claim", sso.Claim,
-			"groups_mapped", len(set.people), "redirect_url", cmp.Or(sso.RedirectURL, "the console's address + /console/login/oidc/callback"))
-	}
-	p.mux.Handle("/console/", console.New(console.Config{Control: ctl, PublicURL: c.publicURL(),
-		Clock: clock, SingleSignOn: sso, Logger: log}).Handler())
-	p.metrics = p.mux
-	if c.MetricsAddr != "" {
-		p.metrics = http.NewServeMux()
-	}
-	p.metrics.Handle("GET /metrics", c.metricsHandler(m, clock, log))
-	// A person who opens the bare address wants the console.
-	p.mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
-	p.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	var status replicaStatus
-	if rep != nil {
-		status = rep
-	}
-	p.mux.Handle("GET /readyz", ready(store, &p.draining, status))
+	c.routes(log, set, o, p, ctl, m)
 
 	// Window replays and bulk jobs recorded by any process's API or
 	// console; claims spread them over the processes, jobs take turns, and
@@ -448,12 +422,42 @@ func (c *ServeCmd) wire(ctx context.Context, log *slog.Logger, set settings, o *
 	return p, nil
 }
 
+// routes gives the process its handlers: webhooks, the API, the console
+// (with single sign-on when set), metrics, and the health checks.
+func (c *ServeCmd) routes(log *slog.Logger, set settings, o *opened, p *process, ctl *control.Plane, m *metrics.Metrics) {
+	clock := intake.SystemClock{}
+	p.mux = http.NewServeMux()
+	p.mux.Handle("/webhooks/{token}", p.in)
+	p.mux.Handle("/api/", p.admin.Handler())
+	p.mux.Handle("/body/", p.admin.Handler())
+	sso := set.sso
+	if sso.Issuer != "" {
+		// Every process signs the sign-in's cookie alike, so any of them
+		// may take the provider's answer.
+		sso.Key = derive(o.key, "console-oidc")
+		log.Info("console single sign-on", "issuer", sso.Issuer, "client_id", sso.ClientID, "claim", sso.Claim,
+			"groups_mapped", len(set.people), "redirect_url", cmp.Or(sso.RedirectURL, "the console's address + /console/login/oidc/callback"))
+	}
+	p.mux.Handle("/console/", console.New(console.Config{Control: ctl, PublicURL: c.publicURL(),
+		Clock: clock, SingleSignOn: sso, Logger: log}).Handler())
+	p.metrics = p.mux
+	if c.MetricsAddr != "" {
+		p.metrics = http.NewServeMux()
+	}
+	p.metrics.Handle("GET /metrics", c.metricsHandler(m, clock, log))
+	// A person who opens the bare address wants the console.
+	p.mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
+	p.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	var status replicaStatus
+	if o.rep != nil {
+		status = o.rep
+	}
+	p.mux.Handle("GET /readyz", ready(o.store, &p.draining, status))
+}
+
 // serve listens, runs the loops and serves until ctx ends (SIGTERM,
-// SIGINT) or the server fails, then drains: new webhooks are refused,
-// in-flight requests get --shutdown-grace, the loops stop, the router
-// makes the calls of the settles that finished, the catalog records its
-// last counts.
-func (c *ServeCmd) serve(ctx context.Context, log *slog.Logger, o *opened, p *process) error {
+// SIGINT), then drains; or until the server fails.
+func (c *ServeCmd) serve(ctx context.Context, log *slog.Logger, p *process) error {
 	srv := &http.Server{
 		Handler:           p.mux,
 		ReadHeaderTimeout: c.ReadHeaderTimeout,
@@ -500,13 +504,25 @@ func (c *ServeCmd) serve(ctx context.Context, log *slog.Logger, o *opened, p *pr
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
-	select {
-	case err := <-serveErr:
+	stopLoops := func() {
 		stopWork()
 		wg.Wait()
+	}
+	select {
+	case err := <-serveErr:
+		stopLoops()
 		return err
 	case <-ctx.Done():
 	}
+	c.drain(log, srv, p, stopLoops)
+	return nil
+}
+
+// drain stops the process on SIGTERM: new webhooks are refused while
+// in-flight requests get --shutdown-grace, then the loops stop, the router
+// makes the calls of the settles that finished on the way out, and the
+// catalog records its last counts.
+func (c *ServeCmd) drain(log *slog.Logger, srv *http.Server, p *process, stopLoops func()) {
 	log.Info("draining: refusing new webhooks, finishing in-flight commits")
 	p.draining.Store(true)
 	p.in.Drain()
@@ -516,9 +532,8 @@ func (c *ServeCmd) serve(ctx context.Context, log *slog.Logger, o *opened, p *pr
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("shutdown: requests still open at the deadline", "err", err)
 	}
-	stopWork()
-	wg.Wait()
-	p.rt.Wait() // the calls of settles that finished on the way out
+	stopLoops()
+	p.rt.Wait()
 	if p.learner != nil {
 		// What the worker settled while the loops stopped.
 		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -528,7 +543,6 @@ func (c *ServeCmd) serve(ctx context.Context, log *slog.Logger, o *opened, p *pr
 		cancel()
 	}
 	log.Info("stopped")
-	return nil
 }
 
 // replicaStatus is how the replica stands (replica.Replicator).
