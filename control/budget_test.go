@@ -75,7 +75,11 @@ func TestAViewersReadsPastItsOrgsBudgetAreRefusedWithRetryAfterWhileAnotherOrgRe
 		}()
 	}
 	for range 2 {
-		<-held.entered
+		select {
+		case <-held.entered:
+		case err := <-done:
+			t.Fatalf("a read of the org returned before it reached the store: %v", err)
+		}
 		if !<-held.marked {
 			t.Fatal("a held read reached the store unmarked: it would run on the pipeline's connections")
 		}
