@@ -10,6 +10,7 @@ import (
 
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/fair"
+	"github.com/intakehq/intake/internal/testkit"
 	"github.com/intakehq/intake/router"
 )
 
@@ -65,20 +66,6 @@ func (e *env) otherOrg(t *testing.T, name string) *env {
 	return &o
 }
 
-// waitFor returns the next value of ch, failing the test if none comes
-// before a hang guard's deadline.
-func waitFor[T any](t *testing.T, what string, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(20 * time.Second): // a hang guard, not a timing assertion
-		t.Fatalf("%s never happened", what)
-		var zero T
-		return zero
-	}
-}
-
 // TestAHangingConsumerWithABacklogHoldsOnlyItsOrgsShareOfTheCallSlots:
 // org B's consumer never answers and has more events than the process has
 // call slots; org A's events are still delivered while every call of B's
@@ -103,11 +90,11 @@ func TestAHangingConsumerWithABacklogHoldsOnlyItsOrgsShareOfTheCallSlots(t *test
 				b.event(t, "stripe.invoice.paid")
 			}
 			for range share {
-				waitFor(t, "a call of B's hanging consumer", stuck.entered)
+				testkit.Receive(t, "a call of B's hanging consumer", stuck.entered)
 			}
 			for i := range 3 {
 				id := a.event(t, "stripe.invoice.paid")
-				if got := waitFor(t, "A's event at A's consumer", fast.received); got != id {
+				if got := testkit.Receive(t, "A's event at A's consumer", fast.received); got != id {
 					t.Fatalf("A's event %d: got %s, want %s", i, got, id)
 				}
 			}
@@ -139,11 +126,11 @@ func TestAHangingConsumerHoldsOnlyItsOwnShareWithinItsOrg(t *testing.T) {
 		e.event(t, "stripe.invoice.paid")
 	}
 	for range share {
-		waitFor(t, "a call of the hanging consumer", stuck.entered)
+		testkit.Receive(t, "a call of the hanging consumer", stuck.entered)
 	}
 	for i := range 3 {
 		id := e.event(t, "github.push")
-		if got := waitFor(t, "the other consumer's event", fast.received); got != id {
+		if got := testkit.Receive(t, "the other consumer's event", fast.received); got != id {
 			t.Fatalf("event %d: got %s, want %s", i, got, id)
 		}
 	}

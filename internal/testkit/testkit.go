@@ -205,3 +205,16 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 		}
 	}
 }
+
+// Receive returns the next value of ch, failing the test naming what if
+// none comes before the same hang guard as WaitFor's.
+func Receive[T any](t testing.TB, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s: not within 60s", what)
+		panic("unreachable")
+	}
+}
