@@ -42,16 +42,22 @@ func msgs(rs []record) []string {
 	return out
 }
 
+// watched is a PostgreSQL outage watch on a fake clock, the JSON log it and
+// its handler write to, and a logger through its handler.
+func watched() (*bytes.Buffer, *testkit.Clock, *outage.Watch, *slog.Logger) {
+	var b bytes.Buffer
+	clock := testkit.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	base := slog.New(slog.NewJSONHandler(&b, nil))
+	w := outage.New("postgres", base, clock)
+	return &b, clock, w, slog.New(w.Handler(base.Handler()))
+}
+
 // TestOutageLogsEachKindOnceThenTheEnd has three loops fail over and over
 // while PostgreSQL is unreachable: the log holds the outage's beginning,
 // each loop's first failure, and one line at the end that counts the
 // repeats held back and says how long it lasted.
 func TestOutageLogsEachKindOnceThenTheEnd(t *testing.T) {
-	var b bytes.Buffer
-	clock := testkit.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	base := slog.New(slog.NewJSONHandler(&b, nil))
-	w := outage.New("postgres", base, clock)
-	log := slog.New(w.Handler(base.Handler()))
+	b, clock, w, log := watched()
 	down := intake.Unavailable(errors.New("connection reset by peer"))
 
 	log.Error("worker: claim failed", "err", down) // before any failure was reported: passes
@@ -71,7 +77,7 @@ func TestOutageLogsEachKindOnceThenTheEnd(t *testing.T) {
 	w.Reached()
 	log.Error("ingress: commit failed; not acknowledged", "err", down) // after the outage: passes
 
-	rs := records(t, &b)
+	rs := records(t, b)
 	want := []string{"worker: claim failed",
 		"postgres: unreachable; what fails because of it is logged once per kind until it is back",
 		"ingress: commit failed; not acknowledged", "router: claim failed", "postgres: search indexer"}
@@ -161,11 +167,7 @@ func TestAFailureReportedAsAnOutageEndsIsNeverLost(t *testing.T) {
 // info, naming the outage; a kind it did not log, a failure that is not
 // unavailable, and anything after Tail are logged as they are.
 func TestAFailureToldJustAfterTheEndIsTheOutagesTail(t *testing.T) {
-	var b bytes.Buffer
-	clock := testkit.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	base := slog.New(slog.NewJSONHandler(&b, nil))
-	w := outage.New("postgres", base, clock)
-	log := slog.New(w.Handler(base.Handler()))
+	b, clock, w, log := watched()
 	down := intake.Unavailable(errors.New("connection reset by peer"))
 	ended := intake.Unavailable(errors.New("FATAL: terminating connection due to idle-in-transaction timeout (SQLSTATE 25P03)"))
 
@@ -213,7 +215,7 @@ func TestAFailureToldJustAfterTheEndIsTheOutagesTail(t *testing.T) {
 
 	// A log that leaves info out leaves the tail out with it.
 	b.Reset()
-	quiet := slog.New(w.Handler(slog.NewJSONHandler(&b, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	quiet := slog.New(w.Handler(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	w.Failed(down)
 	quiet.Error("worker: settle failed", "err", down)
 	clock.Advance(outage.Quiet)
