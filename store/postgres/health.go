@@ -23,7 +23,8 @@ func (h health) observe(err error) {
 	case err == nil:
 		h.w.Reached()
 	case endedIdle(err):
-		// An answer: the connection was ended while the link was down.
+		// An answer: PostgreSQL ended the connection earlier, while a
+		// partition (or a pause of this process) held its transaction idle.
 	case unreachable(err):
 		h.w.Failed(err)
 	}
