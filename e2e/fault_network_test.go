@@ -140,14 +140,7 @@ func runFaultPosting(t *testing.T, s *server, f faults.Fault, proxy *faults.Prox
 		Clients: size.clients, During: size.during, Before: size.before, After: size.after,
 		Deadline: faultWait,
 		Quiet: func(ctx context.Context) error {
-			eventually(t, faultWait, "every event delivered", func() bool {
-				for _, e := range s.events(t) {
-					if e.State != "delivered" {
-						return false
-					}
-				}
-				return true
-			})
+			eventually(t, faultWait, "every event delivered", func() bool { return s.allDelivered(t) })
 			return nil
 		},
 	}

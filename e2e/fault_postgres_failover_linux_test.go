@@ -247,14 +247,7 @@ func runFailover(t *testing.T, synchronous bool) failoverRun {
 	// neither interpreted nor delivered until another claim takes it. Once
 	// every event so far is delivered, such webhooks are counted (a count
 	// taken then, as this test once did, finds them missing).
-	eventually(t, faultWait, "every event delivered", func() bool {
-		for _, e := range s.events(t) {
-			if e.State != "delivered" {
-				return false
-			}
-		}
-		return true
-	})
+	eventually(t, faultWait, "every event delivered", func() bool { return s.allDelivered(t) })
 	live, interpreted := map[string]int{}, map[string]bool{}
 	for _, m := range s.messages(t) {
 		if slices.Contains(intake.LiveMessageStates, intake.MessageState(m.State)) {
@@ -274,12 +267,7 @@ func runFailover(t *testing.T, synchronous bool) failoverRun {
 				return false
 			}
 		}
-		for _, e := range s.events(t) {
-			if e.State != "delivered" {
-				return false
-			}
-		}
-		return true
+		return s.allDelivered(t)
 	})
 	r.settled = time.Since(killed)
 	stored := map[string]bool{}

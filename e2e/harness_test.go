@@ -268,6 +268,47 @@ func (s *server) events(t *testing.T) []event {
 	}
 }
 
+// allDelivered reports whether every event is delivered, for a poll while
+// the store's link may still be recovering from a fault: a list answered
+// 503 (storage unavailable for a moment, which the API tells its callers
+// to retry) is "not yet"; any other failure fails the test.
+func (s *server) allDelivered(t *testing.T) bool {
+	t.Helper()
+	cursor := ""
+	for {
+		req, _ := http.NewRequest("GET", s.url+"/api/v1/events?limit=500&cursor="+cursor, nil)
+		req.Header.Set("Authorization", "Bearer "+staffToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			return false
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /api/v1/events: %d %s", resp.StatusCode, b)
+		}
+		var page struct {
+			Items      []event `json:"items"`
+			NextCursor string  `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(b, &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page.Items {
+			if e.State != "delivered" {
+				return false
+			}
+		}
+		if page.NextCursor == "" {
+			return true
+		}
+		cursor = page.NextCursor
+	}
+}
+
 // eventually polls cond until it holds or the deadline passes: the process
 // under test has no other way to tell us its state changed.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
