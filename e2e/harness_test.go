@@ -190,6 +190,22 @@ func (s *server) kill() {
 // api calls the admin API with the staff token and decodes the answer.
 func (s *server) api(t *testing.T, method, path string, in, out any) int {
 	t.Helper()
+	status, b := s.send(t, method, path, in)
+	if status >= 300 {
+		t.Fatalf("%s %s: %d %s", method, path, status, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v in %s", method, path, err, b)
+		}
+	}
+	return status
+}
+
+// send calls the admin API with the staff token, failing the test only
+// when no answer comes.
+func (s *server) send(t *testing.T, method, path string, in any) (int, []byte) {
+	t.Helper()
 	var body io.Reader
 	if in != nil {
 		b, _ := json.Marshal(in)
@@ -204,15 +220,7 @@ func (s *server) api(t *testing.T, method, path string, in, out any) int {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s %s: %v in %s", method, path, err, b)
-		}
-	}
-	return resp.StatusCode
+	return resp.StatusCode, b
 }
 
 type message struct {
@@ -252,20 +260,8 @@ func (s *server) messages(t *testing.T) []message {
 // events lists every event of the server, all pages.
 func (s *server) events(t *testing.T) []event {
 	t.Helper()
-	var all []event
-	cursor := ""
-	for {
-		var page struct {
-			Items      []event `json:"items"`
-			NextCursor string  `json:"next_cursor"`
-		}
-		s.api(t, "GET", "/api/v1/events?limit=500&cursor="+cursor, nil, &page)
-		all = append(all, page.Items...)
-		if page.NextCursor == "" {
-			return all
-		}
-		cursor = page.NextCursor
-	}
+	evs, _ := s.listEvents(t, false)
+	return evs
 }
 
 // allDelivered reports whether every event is delivered, for a poll while
@@ -274,36 +270,39 @@ func (s *server) events(t *testing.T) []event {
 // to retry) is "not yet"; any other failure fails the test.
 func (s *server) allDelivered(t *testing.T) bool {
 	t.Helper()
-	cursor := ""
-	for {
-		req, _ := http.NewRequest("GET", s.url+"/api/v1/events?limit=500&cursor="+cursor, nil)
-		req.Header.Set("Authorization", "Bearer "+staffToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusServiceUnavailable {
+	evs, ok := s.listEvents(t, true)
+	for _, e := range evs {
+		if e.State != "delivered" {
 			return false
 		}
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET /api/v1/events: %d %s", resp.StatusCode, b)
+	}
+	return ok
+}
+
+// listEvents lists every event; with unavailableOK a 503 ends it with ok
+// false rather than failing the test.
+func (s *server) listEvents(t *testing.T, unavailableOK bool) (all []event, ok bool) {
+	t.Helper()
+	cursor := ""
+	for {
+		path := "/api/v1/events?limit=500&cursor=" + cursor
+		status, b := s.send(t, "GET", path, nil)
+		if status == http.StatusServiceUnavailable && unavailableOK {
+			return nil, false
+		}
+		if status >= 300 {
+			t.Fatalf("GET %s: %d %s", path, status, b)
 		}
 		var page struct {
 			Items      []event `json:"items"`
 			NextCursor string  `json:"next_cursor"`
 		}
 		if err := json.Unmarshal(b, &page); err != nil {
-			t.Fatal(err)
+			t.Fatalf("GET %s: %v in %s", path, err, b)
 		}
-		for _, e := range page.Items {
-			if e.State != "delivered" {
-				return false
-			}
-		}
+		all = append(all, page.Items...)
 		if page.NextCursor == "" {
-			return true
+			return all, true
 		}
 		cursor = page.NextCursor
 	}
