@@ -117,6 +117,10 @@ type ServeCmd struct {
 	ReplicateInterval   time.Duration `name:"replicate-interval" default:"1s" env:"INTAKE_REPLICATE_INTERVAL" help:"With --replicate: how often new commits are looked for and shipped when none waits for them, and how soon a failed sync is tried again. Without --replicate-sync the replica lags by about one to two of it."`
 	ReplicateSnapshots  time.Duration `name:"replicate-snapshot-interval" default:"24h" env:"INTAKE_REPLICATE_SNAPSHOT_INTERVAL" help:"With --replicate: how often a whole snapshot of the store is shipped; a restore reads the last snapshot and every commit since."`
 	ReplicateRetention  time.Duration `name:"replicate-retention" default:"24h" env:"INTAKE_REPLICATE_RETENTION" help:"With --replicate: how long the replica keeps snapshots, so how far back intake restore --to-time reaches; the objects of deleted bodies (and orphans) are kept as long, for such a restore."`
+
+	// clock is the one clock every part of the process reads (the system's,
+	// set by Run).
+	clock intake.Clock
 }
 
 // Run serves until SIGTERM or SIGINT, then drains and exits: it checks
@@ -126,8 +130,9 @@ func (c *ServeCmd) Run() error {
 	// An outage of PostgreSQL or of object storage is logged when it
 	// begins and ends, and what fails because of it once per kind in
 	// between.
+	c.clock = intake.SystemClock{}
 	base := c.logger()
-	watches := watches{store: outage.New("postgres", base, intake.SystemClock{}), blobs: outage.New("object storage", base, intake.SystemClock{})}
+	watches := watches{store: outage.New("postgres", base, c.clock), blobs: outage.New("object storage", base, c.clock)}
 	log := slog.New(watches.store.Handler(watches.blobs.Handler(base.Handler())))
 	set, err := c.check(log)
 	if err != nil {
@@ -310,7 +315,7 @@ func (c *ServeCmd) wire(ctx context.Context, log *slog.Logger, set settings, o *
 		})
 	}
 	m.Registry.MustRegister(currentBuild().collector())
-	clock := intake.SystemClock{}
+	clock := c.clock
 	m.WatchStore(store, clock)
 	quota := &ingress.Quota{Limit: c.StorageQuota}
 	if o.spool != nil {
@@ -425,7 +430,7 @@ func (c *ServeCmd) wire(ctx context.Context, log *slog.Logger, set settings, o *
 // routes gives the process its handlers: webhooks, the API, the console
 // (with single sign-on when set), metrics, and the health checks.
 func (c *ServeCmd) routes(log *slog.Logger, set settings, o *opened, p *process, ctl *control.Plane, m *metrics.Metrics) {
-	clock := intake.SystemClock{}
+	clock := c.clock
 	p.mux = http.NewServeMux()
 	p.mux.Handle("/webhooks/{token}", p.in)
 	p.mux.Handle("/api/", p.admin.Handler())
@@ -871,7 +876,7 @@ func (c *ServeCmd) openStore(ctx context.Context, log *slog.Logger, watch *outag
 		if c.Replicate != "" {
 			id, err := s.ID(ctx)
 			if err == nil {
-				rep, err = replica.Start(ctx, replica.Options{URL: c.Replicate, Path: path, StoreID: id, Clock: intake.SystemClock{}, Logger: log,
+				rep, err = replica.Start(ctx, replica.Options{URL: c.Replicate, Path: path, StoreID: id, Clock: c.clock, Logger: log,
 					Every: c.ReplicateInterval, SnapshotInterval: c.ReplicateSnapshots, Retention: c.ReplicateRetention})
 			}
 			if err != nil {
