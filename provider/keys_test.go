@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/internal/testkit"
+	"github.com/intakehq/intake/internal/testkit/clock"
 )
 
 // wantTransient fails unless err says the request could not be judged now:
@@ -21,9 +21,9 @@ func wantTransient(t *testing.T, err error) {
 
 // fakeKeyClock makes the fetch budgets judge time by a clock the test
 // moves.
-func fakeKeyClock(t *testing.T) *testkit.Clock {
+func fakeKeyClock(t *testing.T) *clock.Clock {
 	t.Helper()
-	c := testkit.NewClock(received)
+	c := clock.New(received)
 	keyClock = c
 	t.Cleanup(func() { keyClock = intake.SystemClock{} })
 	return c
