@@ -60,8 +60,20 @@ func TestIngestsGivenUpOnThroughAPartitionAreLetGoWhileItLasts(t *testing.T) {
 		t.Fatalf("an ingest through the partition after the committers came back: %v, want unavailable", err)
 	}
 	proxy.Clear()
-	next := o.message(`{"n":"next"}`)
-	for err := s.Ingest(ctx, next); err != nil; err = s.Ingest(ctx, next) {
+	// Each try is a new request, as a provider's retry is: a try that
+	// answered unavailable may still commit (a committer had taken it
+	// and its commit outlasted the wait), so the same message again
+	// would meet itself.
+	var next *intake.Message
+	for try := 0; ; try++ {
+		next = o.message(fmt.Sprintf(`{"n":"next","try":%d}`, try))
+		err := s.Ingest(ctx, next)
+		if err == nil {
+			break
+		}
+		if intake.ErrorCode(err) != intake.EUNAVAILABLE {
+			t.Fatalf("an ingest once the partition healed: %v, want stored or unavailable", err)
+		}
 		if time.Now().After(deadline.Add(30 * time.Second)) {
 			t.Fatalf("ingests did not commit again once the partition healed: %v", err)
 		}
