@@ -24,10 +24,10 @@ import (
 //
 // So every connection dialled gets setupWait, from its TCP connect, to be
 // set up (TLS included) before pgx speaks PostgreSQL's protocol on it: a
-// cancel request's connection is never set up, so that is all it gets. (A
-// TCP connect that gets no answer at all is bounded by pgx alone: 15 s for
-// a cancel request, the connect timeout for a connection.) And the deadline pgx
-// sets to close a broken connection is cut to closeWait: a statement's own
+// cancel request's connection is never set up, so that is all it gets. Its
+// TCP connect, which pgx would give 15 s where nothing answers it, gets the
+// connect timeout, as a connection's does. And the deadline pgx sets to
+// close a broken connection is cut to closeWait: a statement's own
 // deadlines are never that far ahead (pgx sets one only to end a statement
 // at once, to clear that, and to close).
 //
@@ -40,10 +40,17 @@ const (
 )
 
 // boundedClose wraps cfg's dial so that each connection it makes puts
-// itself away in time once pgx gives up on it.
+// itself away in time once pgx gives up on it, and no TCP connect waits
+// longer than cfg's connect timeout (connectWait where it has none).
 func boundedClose(cfg *pgconn.Config) {
 	dial, after := cfg.DialFunc, cfg.AfterNetConnect
+	connect := cfg.ConnectTimeout
+	if connect <= 0 {
+		connect = connectWait
+	}
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, connect)
+		defer cancel()
 		c, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
