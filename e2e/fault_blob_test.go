@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -47,16 +46,14 @@ func TestNetworkFaultsBetweenIntakeAndObjectStorageLoseNothing(t *testing.T) {
 			t.Parallel()
 			proxied, proxy := faults.ProxiedURL(t, endpoint)
 			blobURL := testkit.S3URL(t, proxied)
-			sink := &faults.Sink{Key: providerEventOf}
-			consumer := httptest.NewServer(sink)
-			t.Cleanup(consumer.Close)
+			app, consumer := appConsumer(t, providerEventOf)
 			s := start(t, t.TempDir(), "--blob-store", blobURL, "--blob-threshold", fmt.Sprint(blobThreshold),
 				"--store-wait", faultCampaign().storeWait.String())
 			request := func(url, id string) *http.Request {
 				req, _ := largeGitHubDelivery(url, id, largeBodySize(id))
 				return req
 			}
-			tally := runFaultPosting(t, s, f, proxy, sink, consumer.URL, setupLargeGitHub(t, s), request)
+			tally := runFaultPosting(t, s, f, proxy, app.Sink, app, consumer.URL, setupLargeGitHub(t, s), request)
 			checkTally(t, tally, "object storage link", store)
 			checkLargeBodiesWhole(t, s, blobURL, tally.Acked)
 			s.kill()

@@ -72,7 +72,7 @@ func TestNetworkFaultsBetweenIntakeAndABrokerLoseNothing(t *testing.T) {
 				sink := &faults.Sink{Key: deliveryOf}
 				consumerURL, proxy := faults.ProxiedURL(t, b.sink(t, sink))
 				s := start(t, t.TempDir(), "--delivery-timeout", "2s")
-				tally := runFault(t, s, f, proxy, sink, consumerURL)
+				tally := runFault(t, s, f, proxy, sink, nil, consumerURL)
 				checkTally(t, tally, b.link, store)
 				// What the sink cannot see where the broker dedupes by
 				// event id: the publishes intake made again.

@@ -68,11 +68,9 @@ func TestNetworkFaultsBetweenIntakeAndPostgreSQLLoseNothing(t *testing.T) {
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
 			db, proxy := faults.ProxiedURL(t, pgtest.Database(t))
-			sink := &faults.Sink{Key: deliveryOf}
-			consumer := httptest.NewServer(sink)
-			t.Cleanup(consumer.Close)
+			app, consumer := appConsumer(t, deliveryOf)
 			s := start(t, t.TempDir(), "--db", db, "--store-wait", faultCampaign().storeWait.String())
-			tally := runFault(t, s, f, proxy, sink, consumer.URL)
+			tally := runFault(t, s, f, proxy, app.Sink, app, consumer.URL)
 			checkTally(t, tally, "postgres link", "postgres")
 			s.kill()
 			checkOutageLogged(t, s)
@@ -96,31 +94,49 @@ func TestNetworkFaultsBetweenIntakeAndAConsumerLoseNothing(t *testing.T) {
 	for _, f := range faults.Network {
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
-			sink := &faults.Sink{Key: deliveryOf}
-			consumer := httptest.NewServer(sink)
-			t.Cleanup(consumer.Close)
+			app, consumer := appConsumer(t, deliveryOf)
 			consumerURL, proxy := faults.ProxiedURL(t, consumer.URL+"/hooks")
 			s := start(t, t.TempDir(), "--delivery-timeout", "2s")
-			tally := runFault(t, s, f, proxy, sink, consumerURL)
+			tally := runFault(t, s, f, proxy, app.Sink, app, consumerURL)
 			checkTally(t, tally, "consumer link", store)
 		})
 	}
 }
 
-// runFault sets up a GitHub endpoint and a consumer at consumerURL on s,
-// and runs f at the campaign's size.
-func runFault(t *testing.T, s *server, f faults.Fault, proxy *faults.Proxy, sink *faults.Sink, consumerURL string) faults.Tally {
+// appConsumer starts the campaign's HTTP consumer: an application on
+// package inbox, over a SQLite database of its own, whose calls its Sink
+// records by key.
+func appConsumer(t *testing.T, key func([]byte) string) (*faults.App, *httptest.Server) {
 	t.Helper()
-	return runFaultPosting(t, s, f, proxy, sink, consumerURL, setupGitHub(t, s), githubDelivery)
+	app, err := faults.NewApp(t.TempDir(), &faults.Sink{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumer := httptest.NewServer(app)
+	t.Cleanup(func() { consumer.Close(); app.Close() })
+	return app, consumer
+}
+
+// runFault sets up a GitHub endpoint and a consumer at consumerURL on s,
+// and runs f at the campaign's size. The calls reach sink; app, when not
+// nil, is the consumer, given the consumer's signing secret.
+func runFault(t *testing.T, s *server, f faults.Fault, proxy *faults.Proxy, sink *faults.Sink, app *faults.App, consumerURL string) faults.Tally {
+	t.Helper()
+	return runFaultPosting(t, s, f, proxy, sink, app, consumerURL, setupGitHub(t, s), githubDelivery)
 }
 
 // runFaultPosting is runFault with the endpoint at path set up already,
 // each webhook posted as request makes it.
-func runFaultPosting(t *testing.T, s *server, f faults.Fault, proxy *faults.Proxy, sink *faults.Sink, consumerURL, path string,
-	request func(url, id string) *http.Request) faults.Tally {
+func runFaultPosting(t *testing.T, s *server, f faults.Fault, proxy *faults.Proxy, sink *faults.Sink, app *faults.App,
+	consumerURL, path string, request func(url, id string) *http.Request) faults.Tally {
 	t.Helper()
 	size := faultCampaign()
-	id, _ := addConsumer(t, s, firstOrgID(t, s), "sink", consumerURL)
+	id, secret := addConsumer(t, s, firstOrgID(t, s), "sink", consumerURL)
+	if app != nil {
+		if err := app.Trust(secret); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if size.breakerFailures > 0 {
 		s.api(t, "PATCH", "/api/v1/consumers/"+id, map[string]any{"breaker_failures": size.breakerFailures,
 			"retry": map[string]any{"base": size.retryBase}}, nil)
@@ -136,7 +152,7 @@ func runFaultPosting(t *testing.T, s *server, f faults.Fault, proxy *faults.Prox
 			return resp.StatusCode, nil
 		},
 		Key:   func(id string) string { return id },
-		Proxy: proxy, Sink: sink,
+		Proxy: proxy, Sink: sink, App: app,
 		Clients: size.clients, During: size.during, Before: size.before, After: size.after,
 		Deadline: faultWait,
 		Quiet: func(ctx context.Context) error {
@@ -163,6 +179,9 @@ func checkTally(t *testing.T, tally faults.Tally, link, store string) {
 	}
 	if tally.Twice > 0 {
 		t.Errorf("%d webhooks reached the consumer as more than one event", tally.Twice)
+	}
+	if tally.AppliedTwice > 0 || tally.Unapplied > 0 {
+		t.Errorf("the application on package inbox applied %d acknowledged webhooks twice and %d never", tally.AppliedTwice, tally.Unapplied)
 	}
 	if bad := tally.Bad(); len(bad) > 0 {
 		t.Errorf("while the fault was on ingress answered %v: a webhook not made durable is answered 503", bad)

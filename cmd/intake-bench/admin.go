@@ -184,9 +184,20 @@ const benchTransform = `function transform(event, context) {
 // registerConsumer subscribes url, named name, to the bench's events, with
 // the bench's rules when withRules, and returns its id.
 func registerConsumer(a *admin, b *setup, name, url string, withRules bool) (string, error) {
-	var out struct {
-		ID string `json:"id"`
-	}
+	c, err := registerSigningConsumer(a, b, name, url, withRules)
+	return c.ID, err
+}
+
+// registered is a consumer registered: its id and signing secret.
+type registered struct {
+	ID            string `json:"id"`
+	SigningSecret string `json:"signing_secret"`
+}
+
+// registerSigningConsumer is registerConsumer, returning the consumer's
+// signing secret too.
+func registerSigningConsumer(a *admin, b *setup, name, url string, withRules bool) (registered, error) {
+	var out registered
 	req := map[string]any{
 		"org_id": b.orgID, "name": name, "app": "intake-bench", "url": url,
 		"event_types": []string{b.eventType}, "completion": false,
@@ -200,9 +211,9 @@ func registerConsumer(a *admin, b *setup, name, url string, withRules bool) (str
 	err := a.post("/api/v1/consumers", req, &out)
 	var se *statusError
 	if errors.As(err, &se) && se.status == http.StatusNotFound {
-		return "", errNoConsumers
+		return out, errNoConsumers
 	}
-	return out.ID, err
+	return out, err
 }
 
 // pauseConsumer holds the consumer's deliveries.

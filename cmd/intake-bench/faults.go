@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -92,8 +93,17 @@ func runFaultOn(ctx context.Context, o options, l faultLink, f faults.Fault) (fa
 		return faults.Tally{}, err
 	}
 	defer dropDB()
-	sink := &faults.Sink{Key: deliveryOf}
-	consumer := httptest.NewServer(sink)
+	appDir, err := os.MkdirTemp("", "intake-bench-app-")
+	if err != nil {
+		return faults.Tally{}, err
+	}
+	defer os.RemoveAll(appDir)
+	app, err := faults.NewApp(appDir, &faults.Sink{Key: deliveryOf})
+	if err != nil {
+		return faults.Tally{}, err
+	}
+	defer app.Close()
+	consumer := httptest.NewServer(app)
 	defer consumer.Close()
 	consumerURL := consumer.URL + "/hooks"
 	upstream := consumer.Listener.Addr().String()
@@ -129,7 +139,11 @@ func runFaultOn(ctx context.Context, o options, l faultLink, f faults.Fault) (fa
 	if err != nil {
 		return faults.Tally{}, err
 	}
-	if _, err := registerConsumer(a, b, "sink", consumerURL, false); err != nil {
+	c, err := registerSigningConsumer(a, b, "sink", consumerURL, false)
+	if err != nil {
+		return faults.Tally{}, err
+	}
+	if err := app.Trust(c.SigningSecret); err != nil {
 		return faults.Tally{}, err
 	}
 	client := &http.Client{Timeout: faultClientTimeout}
@@ -150,7 +164,7 @@ func runFaultOn(ctx context.Context, o options, l faultLink, f faults.Fault) (fa
 			return resp.StatusCode, nil
 		},
 		Key:   func(id string) string { return id },
-		Proxy: proxy, Sink: sink,
+		Proxy: proxy, Sink: app.Sink, App: app,
 		Clients: faultClients, During: faultDuring, Before: faultBefore, After: faultAfter,
 		Deadline: faultWait,
 		Quiet:    func(ctx context.Context) error { return allDelivered(ctx, a) },
@@ -165,7 +179,8 @@ func runFaultOn(ctx context.Context, o options, l faultLink, f faults.Fault) (fa
 }
 
 // faultFailure says what a row breaks of intake's promises, "" when
-// nothing: a lost webhook, a duplicate effect, an answer other than 2xx or
+// nothing: a lost webhook, a duplicate effect (at the consumer, or in the
+// application's database), an answer other than 2xx or
 // 503 or none at all while the fault was on, a webhook never acknowledged.
 func faultFailure(t faults.Tally) string {
 	var why []string
@@ -174,6 +189,9 @@ func faultFailure(t faults.Tally) string {
 	}
 	if t.Twice > 0 {
 		why = append(why, fmt.Sprintf("%d webhooks reached the consumer as more than one event", t.Twice))
+	}
+	if t.AppliedTwice > 0 || t.Unapplied > 0 {
+		why = append(why, fmt.Sprintf("the application on package inbox applied %d acknowledged webhooks twice and %d never", t.AppliedTwice, t.Unapplied))
 	}
 	if bad := t.Bad(); len(bad) > 0 {
 		why = append(why, fmt.Sprintf("answered %v while the fault was on", bad))

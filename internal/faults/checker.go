@@ -82,6 +82,11 @@ type Tally struct {
 	// than one event (a duplicate effect); Redeliveries how many calls
 	// repeated a webhook-id the sink had had (a retry it dedupes).
 	Delivered, Lost, Twice, Redeliveries int
+	// With an App: AppliedTwice is how many acknowledged webhooks the
+	// application applied more than once, Unapplied how many it never
+	// applied once intake had nothing left to deliver.
+	AppliedTwice, Unapplied int
+	withApp                 bool
 	// AckAgain is the time from the fault's removal to the first 2xx;
 	// Recover to every acknowledged webhook delivered.
 	AckAgain, Recover time.Duration
@@ -102,16 +107,21 @@ func (t Tally) Bad() map[int]int {
 	return bad
 }
 
-// Row is the tally as a row of docs/reliability.md's table.
+// Row is the tally as a row of docs/reliability.md's table; "applied
+// twice" is "–" where the consumer was no App (a broker's reader).
 func (t Tally) Row(link, store string) string {
-	return fmt.Sprintf("| %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s |", t.Fault, link, store,
-		t.Acked, t.Answers[http.StatusServiceUnavailable], t.Unanswered, t.Delivered, t.Lost, t.Twice, t.Redeliveries,
+	applied := "–"
+	if t.withApp {
+		applied = fmt.Sprint(t.AppliedTwice)
+	}
+	return fmt.Sprintf("| %s | %s | %s | %d | %d | %d | %d | %d | %d | %s | %d | %s | %s | %s |", t.Fault, link, store,
+		t.Acked, t.Answers[http.StatusServiceUnavailable], t.Unanswered, t.Delivered, t.Lost, t.Twice, applied, t.Redeliveries,
 		t.AckAgain.Round(10*time.Millisecond), t.Recover.Round(10*time.Millisecond), t.AckP99.Round(time.Millisecond))
 }
 
 // Header is the table's header, for Row.
-const Header = "| fault | link | store | acknowledged | 503 | unanswered | delivered | lost | twice | redelivered | ack again | recover | ack p99 |\n" +
-	"| --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |"
+const Header = "| fault | link | store | acknowledged | 503 | unanswered | delivered | lost | twice | applied twice | redelivered | ack again | recover | ack p99 |\n" +
+	"| --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |"
 
 // Run posts webhooks around one fault on a link and counts what became
 // of them.
@@ -122,6 +132,9 @@ type Run struct {
 	Key   func(id string) string
 	Proxy *Proxy
 	Sink  *Sink
+	// App, when set, is the consumer (its Sink is Sink): what it applied
+	// is counted too, once Quiet has returned.
+	App *App
 	// Clients post at once while the fault is on, for During; Before
 	// webhooks go first, After once ingress acknowledges again.
 	Clients       int
@@ -258,8 +271,24 @@ func (r Run) Do(ctx context.Context, f Fault) (Tally, error) {
 		}
 	}
 
+	var applied map[string]int
+	if r.App != nil {
+		var err error
+		if applied, err = r.App.Applied(ctx); err != nil {
+			return t, fmt.Errorf("%s: %w", f.Name, err)
+		}
+		t.withApp = true
+	}
 	t.Posted = len(acked)
 	for id, ok := range acked {
+		if r.App != nil && ok {
+			switch n := applied[r.Key(id)]; {
+			case n == 0:
+				t.Unapplied++
+			case n > 1:
+				t.AppliedTwice++
+			}
+		}
 		ids, redeliveries := r.Sink.Counts(r.Key(id))
 		if ok {
 			t.Acked++

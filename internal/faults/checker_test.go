@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/intakehq/intake/delivery"
 )
 
 // TestRunCountsLostDuplicatedAndRedeliveredWebhooks runs the checker
@@ -77,5 +79,90 @@ func TestTallyBadIsEveryAnswerButTwoHundredsAnd503(t *testing.T) {
 	bad := tally.Bad()
 	if len(bad) != 2 || bad[500] != 2 || bad[429] != 1 {
 		t.Errorf("bad answers %v, want 500×2 and 429×1", bad)
+	}
+}
+
+// TestRunCountsWhatAnInboxApplicationAppliedTwiceOrNever runs the checker
+// with an App as the consumer, against a stand-in for intake that
+// delivers one webhook as two events, calls once more under one
+// webhook-id (the application dedupes it), signs one call under another
+// secret (refused, never applied) and acknowledges one it never delivers.
+func TestRunCountsWhatAnInboxApplicationAppliedTwiceOrNever(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	sink := &Sink{Key: func(b []byte) string {
+		var env struct{ Data struct{ Delivery string } }
+		json.Unmarshal(b, &env)
+		return env.Data.Delivery
+	}}
+	app, err := NewApp(t.TempDir(), sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	if err := app.Trust(secret); err != nil {
+		t.Fatal(err)
+	}
+	consumer := httptest.NewServer(app)
+	defer consumer.Close()
+	proxy, err := NewProxy("consumer", strings.TrimPrefix(consumer.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	deliver := func(id, webhookID, secret string) int {
+		body := fmt.Appendf(nil, `{"id":%q,"type":"github.push","data":{"delivery":%q}}`, webhookID, id)
+		now := time.Now().Unix()
+		sig, err := delivery.Sign(secret, webhookID, now, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("POST", "http://"+proxy.Addr, bytes.NewReader(body))
+		req.Header.Set("webhook-id", webhookID)
+		req.Header.Set("webhook-timestamp", fmt.Sprint(now))
+		req.Header.Set("webhook-signature", sig)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	run := Run{
+		Post: func(_ context.Context, id string) (int, error) {
+			switch {
+			case strings.HasSuffix(id, "-2"): // two events for one webhook: applied twice
+				deliver(id, "evt-a-"+id, secret)
+				deliver(id, "evt-b-"+id, secret)
+			case strings.HasSuffix(id, "-4"): // one event, called twice: applied once
+				deliver(id, "evt-"+id, secret)
+				deliver(id, "evt-"+id, secret)
+			case strings.HasSuffix(id, "-6"): // signed under another secret: refused
+				if status := deliver(id, "evt-"+id, "whsec_b3RoZXJvdGhlcm90aGVyb3RoZXI="); status != http.StatusUnauthorized {
+					t.Errorf("a call signed under another secret answered %d, want 401", status)
+				}
+			case strings.HasSuffix(id, "-8"): // acknowledged, never delivered
+			default:
+				if status := deliver(id, "evt-"+id, secret); status != http.StatusOK {
+					t.Errorf("a signed call answered %d, want 200", status)
+				}
+			}
+			return http.StatusOK, nil
+		},
+		Key:   func(id string) string { return id },
+		Proxy: proxy, Sink: sink, App: app, Before: 10, Deadline: 300 * time.Millisecond,
+	}
+	tally, err := run.Do(context.Background(), Network[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tally.AppliedTwice != 1 || tally.Unapplied != 2 || tally.Twice != 1 || tally.Redeliveries != 1 || tally.Lost != 1 {
+		t.Errorf("tally %+v, want 1 applied twice, 2 never applied, 1 twice, 1 redelivery, 1 lost", tally)
+	}
+	if row := tally.Row("consumer link", "sqlite"); !strings.Contains(row, "| 1 | 1 | 1 |") {
+		t.Errorf("row %q does not give twice, applied twice and redelivered as 1, 1, 1", row)
+	}
+	if row := (Tally{Fault: "none", Answers: map[int]int{}}).Row("nats", "sqlite"); !strings.Contains(row, "| 0 | – | 0 |") {
+		t.Errorf("a row without an application %q does not give applied twice as –", row)
 	}
 }
