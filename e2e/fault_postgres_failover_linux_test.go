@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"sync"
@@ -14,13 +13,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intakehq/intake"
-
-	"github.com/intakehq/intake/internal/faults"
 )
 
 // failoverRun is what became of the webhooks posted around one failover.
 type failoverRun struct {
 	acked, present, delivered, lost, absent, twice, redelivered int
+	// appliedTwice counts the acknowledged webhooks the consumer, an
+	// application on package inbox, applied more than once.
+	appliedTwice int
 	// answers counts the answers between the kill and the first 2xx
 	// after it, by status; unanswered the posts that got none.
 	answers    map[int]int
@@ -64,9 +64,9 @@ func TestPostgresFailoverToAStreamingStandby(t *testing.T) {
 		name := map[bool]string{true: "synchronous", false: "asynchronous"}[sync]
 		t.Run(name, func(t *testing.T) {
 			r := runFailover(t, sync)
-			t.Logf("\n| standby | acknowledged | present after | delivered | lost | not in the store | twice | redelivered | 503 | unanswered | ack again (kill) | ack again (promote) | unsettled then | all settled |\n"+
-				"| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %d | %s |", name,
-				r.acked, r.present, r.delivered, r.lost, r.absent, r.twice, r.redelivered, r.answers[http.StatusServiceUnavailable], r.unanswered,
+			t.Logf("\n| standby | acknowledged | present after | delivered | lost | not in the store | twice | applied twice | redelivered | 503 | unanswered | ack again (kill) | ack again (promote) | unsettled then | all settled |\n"+
+				"| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %d | %s |", name,
+				r.acked, r.present, r.delivered, r.lost, r.absent, r.twice, r.appliedTwice, r.redelivered, r.answers[http.StatusServiceUnavailable], r.unanswered,
 				r.ackAgain.Round(10*time.Millisecond), r.afterPromote.Round(10*time.Millisecond), r.unsettled, r.settled.Round(10*time.Millisecond))
 			t.Logf("missing ones acknowledged this long before the kill: %v", r.lateAcks)
 			for status, n := range r.answers {
@@ -74,8 +74,8 @@ func TestPostgresFailoverToAStreamingStandby(t *testing.T) {
 					t.Errorf("during the failover ingress answered %d %d times: a webhook not made durable is answered 503", status, n)
 				}
 			}
-			if r.twice > 0 {
-				t.Errorf("%d webhooks reached the consumer as more than one event", r.twice)
+			if r.twice > 0 || r.appliedTwice > 0 {
+				t.Errorf("%d webhooks reached the consumer as more than one event, %d were applied twice by it", r.twice, r.appliedTwice)
 			}
 			if sync {
 				if r.lost > 0 || r.absent > 0 {
@@ -125,9 +125,8 @@ func runFailover(t *testing.T, synchronous bool) failoverRun {
 
 	db := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write",
 		primary.port, standby.port)
-	sink := &faults.Sink{Key: deliveryOf}
-	consumer := httptest.NewServer(sink)
-	t.Cleanup(consumer.Close)
+	app, consumer := appConsumer(t, deliveryOf)
+	sink := app.Sink
 	s := start(t, t.TempDir(), "--db", db, "--store-wait", "1s")
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -135,7 +134,10 @@ func runFailover(t *testing.T, synchronous bool) failoverRun {
 		}
 	})
 	path := setupGitHub(t, s)
-	id, _ := addConsumer(t, s, firstOrgID(t, s), "sink", consumer.URL)
+	id, secret := addConsumer(t, s, firstOrgID(t, s), "sink", consumer.URL)
+	if err := app.Trust(secret); err != nil {
+		t.Fatal(err)
+	}
 	s.api(t, "PATCH", "/api/v1/consumers/"+id, map[string]any{"breaker_failures": 1000, "retry": map[string]any{"base": "1s"}}, nil)
 
 	type post struct {
@@ -274,6 +276,10 @@ func runFailover(t *testing.T, synchronous bool) failoverRun {
 	for _, m := range s.messages(t) {
 		stored[m.ProviderEventID] = true
 	}
+	applied, err := app.Applied(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for id, at := range acked {
 		r.acked++
 		ids, redeliveries := sink.Counts(id)
@@ -292,6 +298,9 @@ func runFailover(t *testing.T, synchronous bool) failoverRun {
 		}
 		if ids > 1 {
 			r.twice++
+		}
+		if applied[id] > 1 {
+			r.appliedTwice++
 		}
 		r.redelivered += redeliveries
 		if missing {
