@@ -39,15 +39,18 @@ const (
 	connectWait = 5 * time.Second
 )
 
-// boundedClose wraps cfg's dial so that each connection it makes puts
-// itself away in time once pgx gives up on it, and no TCP connect waits
-// longer than cfg's connect timeout (connectWait where it has none).
+// boundedClose gives cfg a connect timeout where it has none
+// (connectWait), and wraps its dial so that no TCP connect waits longer
+// than that and each connection it makes puts itself away in time once pgx
+// gives up on it.
 func boundedClose(cfg *pgconn.Config) {
-	dial, after := cfg.DialFunc, cfg.AfterNetConnect
-	connect := cfg.ConnectTimeout
-	if connect <= 0 {
-		connect = connectWait
+	if cfg.ConnectTimeout <= 0 {
+		// A connection is made in the pool's slot, and nothing else ends a
+		// connect whose server stopped answering mid-handshake: without a
+		// bound, such connects hold every slot long after the link is back.
+		cfg.ConnectTimeout = connectWait
 	}
+	dial, after, connect := cfg.DialFunc, cfg.AfterNetConnect, cfg.ConnectTimeout
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		ctx, cancel := context.WithTimeout(ctx, connect)
 		defer cancel()

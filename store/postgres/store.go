@@ -168,15 +168,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	case !strings.Contains(opts.URL, "pool_max_conns"):
 		cfg.MaxConns = 16
 	}
+	boundedClose(&cfg.ConnConfig.Config)
 	// A 2xx means the webhook is on disk: whatever the server's default,
 	// every commit of this store waits for its WAL flush.
-	if cfg.ConnConfig.ConnectTimeout == 0 {
-		// A connection is made in the pool's slot, and nothing else ends a
-		// connect whose server stopped answering mid-handshake: without a
-		// bound, such connects hold every slot long after the link is back.
-		cfg.ConnConfig.ConnectTimeout = connectWait
-	}
-	boundedClose(&cfg.ConnConfig.Config)
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(cmp.Or(opts.IdleInTransaction, 30*time.Second).Milliseconds(), 10)
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
